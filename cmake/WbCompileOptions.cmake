@@ -1,0 +1,13 @@
+# wb_set_warnings(target): the project's warning level, applied per target (no global flags).
+function(wb_set_warnings target)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wno-unused-parameter)
+    if(WB_WERROR)
+      target_compile_options(${target} PRIVATE -Werror)
+    endif()
+    if(WB_SANITIZE)
+      target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
+      target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+    endif()
+  endif()
+endfunction()

@@ -1,0 +1,174 @@
+// RunConfig: the one vocabulary shared by the planner, the generators, the bundled runtime and the
+// store. Field names follow Megatron-Core / Megatron-Bridge where a Megatron name exists (so the
+// generators map 1:1), grouped in sections. JSON in, JSON out, every problem reported at once.
+// Pure data + functions; any thread.
+#pragma once
+
+#include "core/result.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wb::core {
+
+/// Vision encoder (ViT). Qwen3-VL: 27 layers × 1152, MLP 4304, 16 heads, patch 16, temporal
+/// patch 2, spatial merge 2, deepstack from layers {8,16,24}.
+struct VisionConfig {
+    int numLayers = 2;
+    int hiddenSize = 64;
+    int ffnHiddenSize = 256;
+    int numAttentionHeads = 4;
+    int patchSize = 16;
+    int temporalPatchSize = 1;   ///< frames per patch; a still image is repeated to fill it
+    int spatialMergeSize = 2;    ///< the projector merges m×m patches into one decoder token
+    int inChannels = 3;
+    std::vector<int> deepstackLayers;  ///< vision layer indices whose merged features are added
+                                       ///< to the image tokens after decoder layers 0, 1, 2, ...
+};
+
+/// Language decoder: GQA attention + top-k routed SwiGLU experts in every layer.
+struct DecoderConfig {
+    int numLayers = 2;
+    int hiddenSize = 128;
+    int numAttentionHeads = 4;
+    int numQueryGroups = 2;       ///< KV heads
+    int kvChannels = 32;          ///< head dim
+    int numMoeExperts = 8;
+    int moeRouterTopk = 2;
+    int moeFfnHiddenSize = 128;
+    double moeAuxLossCoeff = 1e-2;
+    std::string moeRouterDtype = "fp32";  ///< fp32 | fp64
+    int vocabSize = 512;
+    double rotaryBase = 10000.0;
+    std::vector<int> mropeSection;        ///< empty = plain 1-D RoPE; else [t,h,w] sizes summing to kvChannels/2
+    double normEpsilon = 1e-6;
+};
+
+struct ModelConfig {
+    VisionConfig vision;
+    DecoderConfig decoder;
+    bool freezeVisionModel = false;
+    bool freezeVisionProjection = false;
+    bool freezeLanguageModel = false;
+};
+
+struct TrainConfig {
+    int64_t trainIters = 300;
+    int microBatchSize = 4;
+    int globalBatchSize = 4;
+    int seqLength = 256;
+    double lr = 1e-3;
+    double minLr = 1e-4;
+    int64_t lrWarmupIters = 20;
+    std::string lrDecayStyle = "cosine";  ///< cosine | linear | constant
+    double weightDecay = 0.01;
+    double clipGrad = 1.0;                ///< 0 disables clipping
+    double adamBeta1 = 0.9;
+    double adamBeta2 = 0.95;
+    double adamEps = 1e-8;
+    uint64_t seed = 1234;
+    std::string precision = "fp32";       ///< fp32 | bf16 (bf16 compute, fp32 master weights)
+    int64_t checkpointInterval = 0;       ///< steps between checkpoints; 0 = only on SIGTERM
+    int64_t logInterval = 1;              ///< steps between metrics lines
+};
+
+struct DataConfig {
+    std::string source = "real";    ///< real | mock
+    std::string manifest;           ///< JSONL {"image": path, "caption": text}; relative to the manifest
+    int64_t minPixels = 32 * 32;    ///< pixel budget: images are resized keeping aspect so that
+    int64_t maxPixels = 128 * 128;  ///< min_pixels <= w*h <= max_pixels, sides multiple of patch*merge
+    int mockImageSize = 0;          ///< mock: noise image of this side (0 = text only, no images)
+    int imagesPerSample = 1;
+    int captionMaxTokens = 64;
+    int numWorkers = 2;
+    int prefetchBatches = 4;
+};
+
+struct ParallelConfig {
+    int tensorModelParallelSize = 1;
+    int pipelineModelParallelSize = 1;
+    int virtualPipelineModelParallelSize = 1;
+    int contextParallelSize = 1;
+    int expertModelParallelSize = 1;
+    int expertTensorParallelSize = 1;
+    bool sequenceParallel = false;
+    bool useMegatronFsdp = false;
+    std::string dataParallelShardingStrategy = "no_shard";  ///< no_shard | optim | optim_grads | optim_grads_params
+    int numLayersInFirstPipelineStage = 0;  ///< 0 = even split
+    int numLayersInLastPipelineStage = 0;
+    std::string moeTokenDispatcherType = "alltoall";  ///< allgather | alltoall | flex
+    std::string moeFlexDispatcherBackend;             ///< "" | deepep | hybridep | ncclep
+};
+
+struct RecomputeConfig {
+    std::string granularity = "none";     ///< none | selective | full
+    std::string method = "uniform";       ///< uniform | block (full only)
+    int recomputeNumLayers = 0;           ///< full: layers per recompute unit (uniform) or count (block)
+    std::vector<std::string> modules;     ///< selective: core_attn, moe_act, layernorm, mlp, moe, ...
+};
+
+struct CudaGraphConfig {
+    std::string impl = "none";            ///< none | local | transformer_engine | full_iteration
+    std::vector<std::string> scope;       ///< attn, mlp, moe, moe_router, moe_preprocess
+    int warmupSteps = 3;
+};
+
+struct RuntimeConfig {
+    std::string device = "cpu";           ///< cpu | cuda
+    int numThreads = 0;                   ///< intra-op threads; 0 = LibTorch default
+};
+
+struct RunConfig {
+    std::string name = "run";
+    ModelConfig model;
+    TrainConfig train;
+    DataConfig data;
+    ParallelConfig parallel;
+    RecomputeConfig recompute;
+    CudaGraphConfig cudaGraph;
+    RuntimeConfig runtime;
+};
+
+/// One thing wrong with a config. `path` is the JSON path ("train.micro_batch_size"), `message`
+/// says what is wrong, `fix` what to do.
+struct ConfigProblem {
+    std::string path;
+    std::string message;
+    std::string fix;
+    std::string toString() const;
+};
+
+struct RunConfigParse {
+    RunConfig config;                     ///< defaults where the JSON was silent or wrong
+    std::vector<ConfigProblem> problems;  ///< syntax, unknown keys, types, ranges, consistency
+    bool ok() const { return problems.empty(); }
+};
+
+/// Parses and validates (parse + validateRunConfig). Never throws.
+RunConfigParse parseRunConfig(std::string_view jsonText);
+
+/// Reads a file, parses it, and makes `data.manifest` absolute (relative to the file's folder).
+/// On failure the error message lists every problem, one per line.
+Result<RunConfig> loadRunConfig(const std::string& path);
+
+/// Semantic checks that need no world size: ranges and consistency between sizes.
+std::vector<ConfigProblem> validateRunConfig(const RunConfig& config);
+
+/// Checks that need the world size: the layout fits it and GBS is divisible by MBS × DP.
+std::vector<ConfigProblem> validateLayout(const RunConfig& config, int worldSize);
+
+/// Data-parallel size for a world: world / (TP × PP × CP), 0 if it does not divide.
+int dataParallelSize(const RunConfig& config, int worldSize);
+
+/// Canonical JSON: every field, fixed key order, 2-space indent. parse(toJson(c)) == c.
+std::string runConfigToJson(const RunConfig& config);
+
+/// Stable hash of the canonical JSON (16 hex digits, FNV-1a 64).
+std::string runConfigHash(const RunConfig& config);
+
+/// Joins problems into one user-facing message, one per line.
+std::string formatProblems(const std::vector<ConfigProblem>& problems);
+
+}  // namespace wb::core

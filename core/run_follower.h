@@ -1,0 +1,38 @@
+// RunFollower: the watch loop's one step, shared by the CLI (`watch`) and the GUI's worker:
+// read new bytes of metrics.jsonl from the target at the store's offset, ingest them, and report
+// what arrived and the run's status. Blocking (target I/O, SQLite writes): never on the GUI thread.
+// Threading: one follower per run, used from one thread.
+#pragma once
+
+#include "core/metrics_schema.h"
+#include "core/result.h"
+#include "core/run_store.h"
+#include "core/run_target.h"
+
+#include <string>
+#include <vector>
+
+namespace wb::core {
+
+struct FollowUpdate {
+    std::vector<StepRecord> newSteps;
+    std::vector<EventRecord> newEvents;
+    std::optional<MetaRecord> meta;  ///< set on the poll that ingested the meta line
+    RunStatus status;
+    bool finished = false;           ///< process gone and every byte ingested: stop polling
+};
+
+class RunFollower {
+public:
+    RunFollower(RunStore& store, RunTarget& target, std::string runId);
+
+    /// One round: read, ingest, status. Updates the store's status when the run ends.
+    Result<FollowUpdate> poll();
+
+private:
+    RunStore& m_store;
+    RunTarget& m_target;
+    std::string m_runId;
+};
+
+}  // namespace wb::core

@@ -1,0 +1,103 @@
+// RunStore: the SQLite file where every run lives (runs, configs, step metrics, events).
+// WAL journal, versioned schema with migrations; refuses (without touching it) a file from a
+// newer schema or one locked by another writer. Ingests metrics.jsonl incrementally from a stored
+// byte offset in one transaction per chunk, so re-reading never duplicates or skips a step.
+// Threading: one RunStore = one SQLite connection, used from one thread at a time. Open one per
+// thread (WAL allows concurrent readers with one writer).
+#pragma once
+
+#include "core/metrics_schema.h"
+#include "core/result.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct sqlite3;
+
+namespace wb::core {
+
+inline constexpr int kStoreSchemaVersion = 1;
+
+struct NewRun {
+    std::string id;          ///< empty = generate (e.g. "20261129-153012-a1b2")
+    std::string name;
+    std::string target;      ///< "local", "ssh:host", ...
+    std::string runDir;
+    std::string configJson;  ///< canonical RunConfig JSON
+    std::string configHash;
+};
+
+struct RunSummary {
+    std::string id;
+    std::string name;
+    std::string target;
+    std::string runDir;
+    std::string status;       ///< runStateName(): pending, running, finished, failed, cancelled
+    int exitCode = -1;
+    double createdAt = 0.0;   ///< unix seconds
+    int64_t steps = 0;        ///< step rows stored
+    std::optional<double> lastLoss;
+    int64_t streamOffset = 0; ///< bytes of metrics.jsonl ingested
+    int64_t malformedLines = 0;
+    std::string configHash;
+    std::string dataSource;   ///< from the meta line, once seen
+};
+
+struct IngestResult {
+    int64_t newOffset = 0;
+    int64_t stepsAdded = 0;
+    int64_t eventsAdded = 0;
+    int64_t malformedLines = 0;
+    bool sawMeta = false;
+    std::optional<EndRecord> end;
+};
+
+class RunStore {
+public:
+    /// Opens or creates the store; migrates an older schema. Errors: Incompatible (newer schema),
+    /// Busy (locked by another process for longer than the timeout), IoError, Corrupt.
+    static Result<std::unique_ptr<RunStore>> open(const std::string& path);
+    ~RunStore();
+    RunStore(const RunStore&) = delete;
+    RunStore& operator=(const RunStore&) = delete;
+
+    Result<std::string> createRun(const NewRun& run);  ///< returns the id
+    Result<std::vector<RunSummary>> listRuns();        ///< newest first
+    Result<RunSummary> run(const std::string& id);
+    /// Exact id, or a unique prefix of one (as users type them). NotFound / InvalidArgument.
+    Result<std::string> resolveRunId(const std::string& idOrPrefix);
+    Result<std::string> configJson(const std::string& id);
+    Result<MetaRecord> meta(const std::string& id);    ///< NotFound until the meta line arrived
+
+    Result<void> setStatus(const std::string& id, std::string_view state, int exitCode);
+    Result<void> setRunDir(const std::string& id, const std::string& runDir);
+
+    /// `bytes` must start at the stored offset (`run(id).streamOffset`); otherwise InvalidArgument
+    /// and nothing changes. Complete lines are stored, the offset advances past them, all in one
+    /// transaction; a torn tail is left for the next call.
+    Result<IngestResult> ingest(const std::string& id, int64_t offset, std::string_view bytes);
+
+    Result<std::vector<StepRecord>> steps(const std::string& id, int64_t afterStep = -1);
+    Result<std::vector<EventRecord>> events(const std::string& id);
+
+    const std::string& path() const { return m_path; }
+
+private:
+    struct Impl;  // the connection and its cached prepared statements (run_store.cpp)
+    RunStore(std::unique_ptr<Impl> impl, std::string path);
+    std::unique_ptr<Impl> m_impl;
+    std::string m_path;
+};
+
+/// Default store path: $XDG_DATA_HOME/moe-workbench/runs.sqlite (~/.local/share/...).
+std::string defaultStorePath();
+/// Default folder for run directories of the local target: ~/.cache/moe-workbench/runs.
+std::string defaultRunsRoot();
+/// Default folder for the bundled sample data: $XDG_DATA_HOME/moe-workbench/samples.
+std::string defaultSamplesDir();
+
+}  // namespace wb::core

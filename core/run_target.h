@@ -1,0 +1,70 @@
+// RunTarget: where a run executes (this machine, SSH hosts, a Slurm cluster). Declared in core so
+// ui/ and the CLI can drive any target; remote/ implements it (LocalTarget, later SSH and Slurm);
+// app/ injects the real one. The run directory contract is DESIGN.md §3.3.
+// Threading: an implementation may block (process spawn, network); never call from the GUI thread.
+// One instance is used from one thread at a time unless the implementation says otherwise.
+#pragma once
+
+#include "core/result.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace wb::core {
+
+struct LaunchRequest {
+    std::string runId;       ///< store id, becomes the run directory name
+    std::string name;
+    std::string configJson;  ///< canonical RunConfig JSON, written as DIR/run.json
+};
+
+struct LaunchedRun {
+    std::string runId;
+    std::string target;      ///< "local", "ssh:host", ...
+    std::string runDir;      ///< absolute on the target
+    int64_t pid = 0;         ///< process-group leader on the target
+};
+
+enum class RunState { Pending, Running, Finished, Failed, Cancelled, Unknown };
+
+const char* runStateName(RunState state);  ///< "pending", "running", ...
+RunState runStateFromName(std::string_view name);
+
+struct RunStatus {
+    RunState state = RunState::Unknown;
+    int exitCode = -1;       ///< valid once not Running
+    std::string status;      ///< status.json "status" word (finished, oom, ...), may be empty
+    std::string message;     ///< status.json "message" or why the state is what it is
+    bool processAlive = false;
+};
+
+/// A slice of DIR/metrics.jsonl starting at `offset`.
+struct MetricsChunk {
+    int64_t offset = 0;
+    std::string bytes;
+    int64_t fileSize = 0;    ///< size of the file when read (bytes may be capped below it)
+};
+
+class RunTarget {
+public:
+    virtual ~RunTarget() = default;
+
+    virtual std::string name() const = 0;
+
+    /// Creates the run directory, writes run.json and starts moe-train detached in its own process
+    /// group. Returns once the process exists (not once it has trained anything).
+    virtual Result<LaunchedRun> launch(const LaunchRequest& request) = 0;
+
+    /// Reads metrics.jsonl from `offset` (at most `maxBytes`). A missing file is an empty chunk.
+    virtual Result<MetricsChunk> readMetrics(const std::string& runDir, int64_t offset,
+                                             int64_t maxBytes) = 0;
+
+    /// status.json + whether the process group is alive.
+    virtual Result<RunStatus> status(const std::string& runDir) = 0;
+
+    /// SIGTERM to the whole process group, SIGKILL after `grace`, then verifies nothing is left.
+    virtual Result<void> cancel(const std::string& runDir, std::chrono::milliseconds grace) = 0;
+};
+
+}  // namespace wb::core

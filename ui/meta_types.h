@@ -1,0 +1,23 @@
+// Metatype declarations for the values that cross threads in queued signals (worker -> GUI).
+// Call registerMetaTypes() once before the first queued connection (MainWindow does).
+// Any thread.
+#pragma once
+
+#include "core/metrics_schema.h"
+#include "ui/run_row.h"
+
+#include <QList>
+#include <QMetaType>
+
+Q_DECLARE_METATYPE(wb::core::StepRecord)
+Q_DECLARE_METATYPE(wb::core::EventRecord)
+Q_DECLARE_METATYPE(wb::ui::RunRow)
+
+namespace wb::ui {
+
+using StepList = QList<core::StepRecord>;
+using RunRowList = QList<RunRow>;
+
+void registerMetaTypes();
+
+}  // namespace wb::ui

@@ -1,0 +1,88 @@
+// RunFollowWorker: everything that blocks, off the GUI thread. Lives on RunSession's QThread and
+// owns that thread's RunStore connection and the RunTarget; launches runs, polls every followed
+// run with core::RunFollower on a timer, and reports through signals (queued to the GUI).
+// Nothing here is ever called directly from another thread: RunSession invokes the slots queued.
+// Every slot catches everything: an exception must not leave a Qt slot.
+// Threading: the worker thread only (after moveToThread); construct on any thread.
+#pragma once
+
+#include "core/run_follower.h"
+#include "core/run_store.h"
+#include "core/run_target.h"
+#include "ui/meta_types.h"
+
+#include <QObject>
+#include <QString>
+#include <QTimer>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace wb::ui {
+
+class RunFollowWorker : public QObject {
+    Q_OBJECT
+
+public:
+    /// Creates the target on the worker thread (a target may hold thread-bound handles).
+    using TargetFactory = std::function<std::unique_ptr<core::RunTarget>()>;
+
+    static constexpr int kPollIntervalMs = 300;
+    static constexpr int kListEveryPolls = 7;  ///< also re-list the store every ~2 s (CLI-made runs)
+
+    RunFollowWorker(QString storePath, TargetFactory targetFactory, QObject* parent = nullptr);
+    ~RunFollowWorker() override;
+
+public slots:
+    /// Opens the store and the target, resumes following unfinished runs of this target, starts
+    /// polling. Emits `ready` or `errorOccurred`.
+    void initialize();
+    /// Stops polling and closes the target and the store (on the worker thread, before it ends).
+    void shutdown();
+    void refreshRuns();
+    /// Creates the run in the store, launches it on the target, follows it.
+    void startRun(const QString& name, const QString& configJson);
+    /// Emits `historyLoaded` with every stored step of the run.
+    void loadHistory(const QString& runId);
+    void cancelRun(const QString& runId);
+
+signals:
+    void ready(const QString& storePath, const QString& targetName);
+    void runsListed(const wb::ui::RunRowList& runs);
+    void runStarted(const QString& runId);
+    void launchFailed(const QString& message);
+    void stepsArrived(const QString& runId, const wb::ui::StepList& steps);
+    void historyLoaded(const QString& runId, const wb::ui::StepList& steps);
+    void runStatusChanged(const QString& runId, const QString& state, const QString& message);
+    void runEnded(const QString& runId, const QString& state, int exitCode);
+    void eventLogged(const QString& runId, const QString& level, const QString& message);
+    void errorOccurred(const QString& message);
+
+private:
+    struct Followed {
+        std::unique_ptr<core::RunFollower> follower;
+        QString lastState;
+        QString lastMessage;
+        QString lastError;  // so a failing poll reports once, not three times a second
+    };
+
+    void poll();
+    void pollOne(const std::string& runId, Followed& followed);
+    void follow(const std::string& runId);
+    int64_t trainItersOf(const std::string& runId);
+    void reportError(const QString& message);
+
+    QString m_storePath;
+    TargetFactory m_targetFactory;
+    std::unique_ptr<core::RunStore> m_store;    // worker thread only
+    std::unique_ptr<core::RunTarget> m_target;  // worker thread only
+    std::map<std::string, Followed> m_followed; // worker thread only
+    std::map<std::string, int64_t> m_trainIters;
+    std::map<std::string, QString> m_messages;
+    QTimer* m_pollTimer = nullptr;
+    int m_pollsSinceList = 0;
+};
+
+}  // namespace wb::ui

@@ -1,0 +1,62 @@
+// StepSeriesBuffer: the live charts' data behind a short lock (the PlotJuggler pattern).
+// Producers append (x = step, y = value) points from any thread; the critical section is a vector
+// append. A single-shot coalescing timer on the owner's thread then emits `updated()` at most once
+// per interval (≈40 ms), so a burst of a thousand steps costs one redraw, not a thousand.
+// Consumers copy a series out with `points()` (outside the lock they may take their time) and
+// reduce it to the plot width with `decimate()`: per pixel column the first, min, max and last
+// point are kept (M4), so a one-step loss spike survives however long the run gets.
+// Threading: append/clear/points/size: any thread. The timer and `updated()`: owner thread.
+#pragma once
+
+#include <QList>
+#include <QMutex>
+#include <QObject>
+#include <QPointF>
+#include <QTimer>
+
+#include <chrono>
+#include <vector>
+
+namespace wb::ui {
+
+class StepSeriesBuffer : public QObject {
+    Q_OBJECT
+
+public:
+    static constexpr std::chrono::milliseconds kDefaultCoalesceInterval{40};
+
+    explicit StepSeriesBuffer(int seriesCount, QObject* parent = nullptr);
+
+    int seriesCount() const { return static_cast<int>(m_series.size()); }
+
+    /// Appends to series `series` (0 <= series < seriesCount()). Points must arrive in increasing x.
+    void append(int series, QPointF point);
+    void append(int series, const QList<QPointF>& points);
+    /// Removes every point of every series (and still schedules one `updated()`).
+    void clear();
+
+    QList<QPointF> points(int series) const;  ///< a copy, taken under the lock
+    qsizetype size(int series) const;
+
+    void setCoalesceInterval(std::chrono::milliseconds interval);
+
+    /// Reduces `points` (sorted by x) to at most 4 points per column over `columns` equal-width
+    /// x-columns: first, min, max, last of each column, in x order. Series that already fit
+    /// (<= 4 × columns points) are returned unchanged. Pure; any thread.
+    static QList<QPointF> decimate(const QList<QPointF>& points, int columns);
+
+signals:
+    /// Something changed since the last emission. Coalesced; owner thread.
+    void updated();
+
+private:
+    void scheduleUpdate();  // any thread
+    void flush();           // owner thread
+
+    mutable QMutex m_mutex;
+    std::vector<QList<QPointF>> m_series;  // guarded by m_mutex (the vector's size is fixed)
+    bool m_dirty = false;                  // guarded by m_mutex
+    QTimer m_timer;                        // owner thread only
+};
+
+}  // namespace wb::ui
