@@ -1,0 +1,116 @@
+// RunFollower::poll — one round of the watch loop (see run_follower.h). One thread per follower.
+//
+// Order matters: the target's status (is the process alive?) is read BEFORE the metrics. A process
+// seen dead has written its last byte, so a read after that sees everything; reading metrics first
+// could miss the final lines written between the two calls and end the watch early.
+#include "core/run_follower.h"
+
+#include "core/log.h"
+
+namespace wb::core {
+
+namespace {
+
+// 4 MiB per round keeps one transaction short (the GUI reads the store concurrently) while still
+// catching up on a long run in a few rounds.
+constexpr int64_t kMaxBytesPerPoll = 4 << 20;
+
+struct FinalState {
+    RunState state;
+    std::string message;
+};
+
+FinalState finalStateOf(const RunStatus& status)
+{
+    if (status.status == "finished")
+        return {RunState::Finished, status.message};
+    if (status.status == "stopped")
+        return {RunState::Cancelled, status.message};
+    if (status.status.empty())
+        return {RunState::Failed, "the process ended without writing status.json" +
+                                      (status.message.empty() ? "" : " (" + status.message + ")")};
+    if (status.status == "running")
+        return {RunState::Failed,
+                "the process vanished while status.json still said running (killed?)"};
+    return {RunState::Failed, status.message.empty() ? status.status : status.message};
+}
+
+}  // namespace
+
+RunFollower::RunFollower(RunStore& store, RunTarget& target, std::string runId)
+    : m_store(store), m_target(target), m_runId(std::move(runId))
+{
+}
+
+Result<FollowUpdate> RunFollower::poll()
+{
+    auto summary = m_store.run(m_runId);
+    if (!summary)
+        return summary.error();
+    if (summary->runDir.empty())
+        return makeError(ErrorCode::InvalidArgument,
+                         "this run has no run directory (it never launched); nothing to follow",
+                         m_runId);
+
+    FollowUpdate update;
+    auto status = m_target.status(summary->runDir);
+    if (!status)
+        return status.error();
+    update.status = *status;
+
+    const int64_t offset = summary->streamOffset;
+    auto chunk = m_target.readMetrics(summary->runDir, offset, kMaxBytesPerPoll);
+    if (!chunk)
+        return chunk.error();
+    const bool readToEnd =
+        chunk->offset + static_cast<int64_t>(chunk->bytes.size()) >= chunk->fileSize;
+
+    std::optional<EndRecord> end;
+    if (!chunk->bytes.empty()) {
+        auto ingested = m_store.ingest(m_runId, offset, chunk->bytes);
+        if (!ingested)
+            return ingested.error();
+        end = ingested->end;
+        // Report exactly what was stored: re-read the consumed prefix. Parsing twice is cheaper
+        // than widening the store's API, and a watch round is small.
+        const auto consumed = static_cast<size_t>(ingested->newOffset - offset);
+        MetricsLineReader reader;
+        for (auto& record : reader.feed(std::string_view(chunk->bytes).substr(0, consumed)).records) {
+            if (auto* step = std::get_if<StepRecord>(&record))
+                update.newSteps.push_back(std::move(*step));
+            else if (auto* event = std::get_if<EventRecord>(&record))
+                update.newEvents.push_back(std::move(*event));
+            else if (auto* meta = std::get_if<MetaRecord>(&record))
+                update.meta = std::move(*meta);
+        }
+    }
+
+    if (status->processAlive) {
+        if (summary->status == runStateName(RunState::Pending))
+            (void)m_store.setStatus(m_runId, runStateName(RunState::Running), -1);
+        return update;
+    }
+    // Dead: done once everything up to the end of the file is read. A torn last line from a
+    // killed writer will never complete, so it does not keep the watch alive.
+    if (!readToEnd)
+        return update;
+
+    update.finished = true;
+    FinalState final = finalStateOf(*status);
+    int exitCode = status->exitCode;
+    if (exitCode < 0 && end)
+        exitCode = end->exitCode;
+    // A cancel that had to SIGKILL leaves status.json at "running"; the user's intent wins.
+    if (summary->status == runStateName(RunState::Cancelled) && final.state == RunState::Failed)
+        final.state = RunState::Cancelled;
+    update.status.state = final.state;
+    update.status.exitCode = exitCode;
+    update.status.message = final.message;
+    if (auto r = m_store.setStatus(m_runId, runStateName(final.state), exitCode); !r)
+        return r.error();
+    wb::log::get("core")->debug("run {} ended: {} (exit {}) {}", m_runId,
+                                runStateName(final.state), exitCode, final.message);
+    return update;
+}
+
+}  // namespace wb::core

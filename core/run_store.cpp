@@ -1,0 +1,766 @@
+// RunStore over the SQLite C API. One connection per RunStore; see run_store.h for threading.
+//
+// Invariants worth knowing before editing:
+// - open() reads `PRAGMA user_version` before anything that writes (not even the journal-mode
+//   switch), so a store from a newer workbench, a non-SQLite file or a locked file is left
+//   byte-identical.
+// - runs.stream_offset always sits on a line boundary of metrics.jsonl and only moves in the same
+//   transaction that stores the lines before it; that is what makes re-reading idempotent.
+//   steps' PRIMARY KEY(run_id, step) + INSERT OR IGNORE is the second guard.
+#include "core/run_store.h"
+
+#include "core/log.h"
+
+#include <sqlite3.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+namespace wb::core {
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 2000;
+
+struct DbCloser {
+    void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+using DbHandle = std::unique_ptr<sqlite3, DbCloser>;
+
+struct StmtFinalizer {
+    void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
+};
+
+ErrorCode codeForSqlite(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return ErrorCode::Busy;
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT: return ErrorCode::Corrupt;
+    case SQLITE_CANTOPEN:
+    case SQLITE_IOERR:
+    case SQLITE_READONLY:
+    case SQLITE_FULL:
+    case SQLITE_PERM: return ErrorCode::IoError;
+    default: return ErrorCode::Failed;
+    }
+}
+
+// Turns a failed SQLite call into a user-facing error. Busy and "not a database" are the two a
+// user can act on, so they get their own words.
+Error sqliteError(sqlite3* db, int rc, const std::string& path, std::string_view what)
+{
+    const ErrorCode code = codeForSqlite(rc);
+    std::string detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    if (code == ErrorCode::Busy)
+        return makeError(code,
+                         "the run store is locked by another process (another moe-workbench or "
+                         "moe-workbench-cli is writing to it); wait for it to finish and retry, "
+                         "or use another store file with --db",
+                         path);
+    if (code == ErrorCode::Corrupt)
+        return makeError(code,
+                         "this file is not a usable run store (" + detail +
+                             "); point --db at a run store or at a new file",
+                         path);
+    return makeError(code, std::string(what) + " failed: " + detail, path);
+}
+
+double nowUnix()
+{
+    using namespace std::chrono;
+    return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string generateRunId()
+{
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    std::array<char, 32> stamp{};
+    std::strftime(stamp.data(), stamp.size(), "%Y%m%d-%H%M%S", &local);
+    static thread_local std::mt19937 rng{std::random_device{}()};
+    std::array<char, 8> hex{};
+    std::snprintf(hex.data(), hex.size(), "%04x", static_cast<unsigned>(rng() & 0xffffu));
+    return std::string(stamp.data()) + "-" + hex.data();
+}
+
+// A prepared statement, reset on every use so it can be cached.
+class Statement {
+public:
+    explicit Statement(sqlite3_stmt* stmt) : m_stmt(stmt) {}
+
+    Statement& reset()
+    {
+        sqlite3_reset(m_stmt.get());
+        sqlite3_clear_bindings(m_stmt.get());
+        return *this;
+    }
+    Statement& bind(int index, int64_t value)
+    {
+        sqlite3_bind_int64(m_stmt.get(), index, value);
+        return *this;
+    }
+    Statement& bind(int index, int value) { return bind(index, static_cast<int64_t>(value)); }
+    Statement& bind(int index, double value)
+    {
+        // NaN/inf (a diverged loss) are stored as NULL and read back as NaN.
+        if (std::isfinite(value))
+            sqlite3_bind_double(m_stmt.get(), index, value);
+        else
+            sqlite3_bind_null(m_stmt.get(), index);
+        return *this;
+    }
+    Statement& bind(int index, std::string_view value)
+    {
+        sqlite3_bind_text(m_stmt.get(), index, value.data(), static_cast<int>(value.size()),
+                          SQLITE_TRANSIENT);
+        return *this;
+    }
+    Statement& bind(int index, const std::optional<int64_t>& value)
+    {
+        if (value)
+            return bind(index, *value);
+        sqlite3_bind_null(m_stmt.get(), index);
+        return *this;
+    }
+
+    /// SQLITE_ROW, SQLITE_DONE, or an error code.
+    int step() { return sqlite3_step(m_stmt.get()); }
+
+    bool isNull(int col) const { return sqlite3_column_type(m_stmt.get(), col) == SQLITE_NULL; }
+    int64_t int64(int col) const { return sqlite3_column_int64(m_stmt.get(), col); }
+    double real(int col) const
+    {
+        return isNull(col) ? std::numeric_limits<double>::quiet_NaN()
+                           : sqlite3_column_double(m_stmt.get(), col);
+    }
+    std::string text(int col) const
+    {
+        const auto* p = sqlite3_column_text(m_stmt.get(), col);
+        return p ? std::string(reinterpret_cast<const char*>(p),
+                               static_cast<size_t>(sqlite3_column_bytes(m_stmt.get(), col)))
+                 : std::string();
+    }
+
+private:
+    std::unique_ptr<sqlite3_stmt, StmtFinalizer> m_stmt;
+};
+
+// The connection and its statement cache. Declared here (not as RunStore::Impl itself) so the
+// helpers below, outside the class, can use it.
+struct StoreDb {
+    DbHandle db;
+    std::string path;
+    // Prepared once, reused: ingest of 100k+ rows/s depends on not re-preparing per row.
+    // Keyed by the SQL text's address (all SQL here is string literals).
+    std::map<const char*, std::unique_ptr<Statement>> statements;
+
+    Result<Statement*> prepare(const char* sql)
+    {
+        auto it = statements.find(sql);
+        if (it != statements.end())
+            return &it->second->reset();
+        sqlite3_stmt* raw = nullptr;
+        const int rc = sqlite3_prepare_v3(db.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+        if (rc != SQLITE_OK)
+            return sqliteError(db.get(), rc, path, "preparing a query");
+        auto stmt = std::make_unique<Statement>(raw);
+        Statement* out = stmt.get();
+        statements.emplace(sql, std::move(stmt));
+        return out;
+    }
+
+    Result<void> exec(const char* sql, std::string_view what)
+    {
+        char* err = nullptr;
+        const int rc = sqlite3_exec(db.get(), sql, nullptr, nullptr, &err);
+        sqlite3_free(err);
+        if (rc != SQLITE_OK)
+            return sqliteError(db.get(), rc, path, what);
+        return {};
+    }
+
+    Result<void> stepDone(Statement& stmt, std::string_view what)
+    {
+        const int rc = stmt.step();
+        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+            return sqliteError(db.get(), rc, path, what);
+        return {};
+    }
+
+    Error lastError(int rc, std::string_view what) { return sqliteError(db.get(), rc, path, what); }
+};
+
+// Rolls back unless commit() succeeded, so every early return leaves the store unchanged.
+class Transaction {
+public:
+    explicit Transaction(StoreDb* impl) : m_impl(impl) {}
+    ~Transaction()
+    {
+        if (m_open)
+            sqlite3_exec(m_impl->db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+    Transaction(const Transaction&) = delete;
+    Transaction& operator=(const Transaction&) = delete;
+
+    Result<void> begin()
+    {
+        // IMMEDIATE takes the write lock up front, so a concurrent writer shows up as Busy here
+        // (after the busy timeout) instead of as a failed COMMIT after the work is done.
+        auto r = m_impl->exec("BEGIN IMMEDIATE", "starting a transaction");
+        m_open = r.ok();
+        return r;
+    }
+    Result<void> commit()
+    {
+        auto r = m_impl->exec("COMMIT", "committing");
+        if (r.ok())
+            m_open = false;
+        return r;
+    }
+
+private:
+    StoreDb* m_impl;
+    bool m_open = false;
+};
+
+// Schema migrations: entry i takes user_version i to i + 1. Append, never edit a shipped entry.
+constexpr std::array<const char*, kStoreSchemaVersion> kMigrations = {
+    // v0 -> v1
+    R"sql(
+CREATE TABLE runs(
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL DEFAULT '',
+  target TEXT NOT NULL DEFAULT '',
+  run_dir TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL DEFAULT 'pending',
+  exit_code INTEGER NOT NULL DEFAULT -1,
+  created_at REAL NOT NULL,
+  stream_offset INTEGER NOT NULL DEFAULT 0,
+  malformed_lines INTEGER NOT NULL DEFAULT 0,
+  config_hash TEXT NOT NULL DEFAULT '',
+  data_source TEXT NOT NULL DEFAULT '');
+CREATE INDEX runs_by_created ON runs(created_at);
+CREATE TABLE configs(run_id TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE, json TEXT NOT NULL);
+CREATE TABLE meta(run_id TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE, json TEXT NOT NULL);
+CREATE TABLE steps(
+  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  time REAL, step_ms REAL, data_ms REAL, vision_ms REAL, projector_ms REAL, decoder_ms REAL,
+  backward_ms REAL, optimizer_ms REAL,
+  images INTEGER, image_tokens INTEGER, text_tokens INTEGER, pad_tokens INTEGER,
+  effective_tokens INTEGER, skipped_images INTEGER,
+  loss REAL, aux_loss REAL, grad_norm REAL, lr REAL,
+  mem_alloc_gib REAL, mem_reserved_gib REAL, mem_peak_gib REAL,
+  tokens_per_s_per_gpu REAL, tflops_per_gpu REAL, mfu REAL,
+  PRIMARY KEY(run_id, step)) WITHOUT ROWID;
+CREATE TABLE events(
+  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  time REAL, level TEXT NOT NULL, msg TEXT NOT NULL, step INTEGER,
+  PRIMARY KEY(run_id, seq)) WITHOUT ROWID;
+)sql",
+};
+
+constexpr const char* kStepColumns =
+    "step, time, step_ms, data_ms, vision_ms, projector_ms, decoder_ms, backward_ms, optimizer_ms, "
+    "images, image_tokens, text_tokens, pad_tokens, effective_tokens, skipped_images, loss, "
+    "aux_loss, grad_norm, lr, mem_alloc_gib, mem_reserved_gib, mem_peak_gib, tokens_per_s_per_gpu, "
+    "tflops_per_gpu, mfu";
+
+constexpr const char* kInsertStep =
+    "INSERT OR IGNORE INTO steps(run_id, step, time, step_ms, data_ms, vision_ms, projector_ms, "
+    "decoder_ms, backward_ms, optimizer_ms, images, image_tokens, text_tokens, pad_tokens, "
+    "effective_tokens, skipped_images, loss, aux_loss, grad_norm, lr, mem_alloc_gib, "
+    "mem_reserved_gib, mem_peak_gib, tokens_per_s_per_gpu, tflops_per_gpu, mfu) VALUES "
+    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+    "?21, ?22, ?23, ?24, ?25, ?26)";
+
+void bindStep(Statement& s, const std::string& runId, const StepRecord& r)
+{
+    s.bind(1, std::string_view(runId)).bind(2, r.step).bind(3, r.time).bind(4, r.stepMs)
+        .bind(5, r.dataMs).bind(6, r.visionMs).bind(7, r.projectorMs).bind(8, r.decoderMs)
+        .bind(9, r.backwardMs).bind(10, r.optimizerMs).bind(11, r.images).bind(12, r.imageTokens)
+        .bind(13, r.textTokens).bind(14, r.padTokens).bind(15, r.effectiveTokens)
+        .bind(16, r.skippedImages).bind(17, r.loss).bind(18, r.auxLoss).bind(19, r.gradNorm)
+        .bind(20, r.lr).bind(21, r.memAllocGib).bind(22, r.memReservedGib).bind(23, r.memPeakGib)
+        .bind(24, r.tokensPerSPerGpu).bind(25, r.tflopsPerGpu).bind(26, r.mfu);
+}
+
+StepRecord readStep(const Statement& s)
+{
+    StepRecord r;
+    r.step = s.int64(0);
+    r.time = s.real(1);
+    r.stepMs = s.real(2);
+    r.dataMs = s.real(3);
+    r.visionMs = s.real(4);
+    r.projectorMs = s.real(5);
+    r.decoderMs = s.real(6);
+    r.backwardMs = s.real(7);
+    r.optimizerMs = s.real(8);
+    r.images = s.int64(9);
+    r.imageTokens = s.int64(10);
+    r.textTokens = s.int64(11);
+    r.padTokens = s.int64(12);
+    r.effectiveTokens = s.int64(13);
+    r.skippedImages = s.int64(14);
+    r.loss = s.real(15);
+    r.auxLoss = s.real(16);
+    r.gradNorm = s.real(17);
+    r.lr = s.real(18);
+    r.memAllocGib = s.real(19);
+    r.memReservedGib = s.real(20);
+    r.memPeakGib = s.real(21);
+    r.tokensPerSPerGpu = s.real(22);
+    r.tflopsPerGpu = s.real(23);
+    r.mfu = s.real(24);
+    return r;
+}
+
+constexpr const char* kSummaryQuery =
+    "SELECT r.id, r.name, r.target, r.run_dir, r.status, r.exit_code, r.created_at, "
+    "r.stream_offset, r.malformed_lines, r.config_hash, r.data_source, "
+    "(SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id), "
+    "(SELECT s.loss FROM steps s WHERE s.run_id = r.id ORDER BY s.step DESC LIMIT 1) "
+    "FROM runs r";
+
+RunSummary readSummary(const Statement& s)
+{
+    RunSummary r;
+    r.id = s.text(0);
+    r.name = s.text(1);
+    r.target = s.text(2);
+    r.runDir = s.text(3);
+    r.status = s.text(4);
+    r.exitCode = static_cast<int>(s.int64(5));
+    r.createdAt = s.real(6);
+    r.streamOffset = s.int64(7);
+    r.malformedLines = s.int64(8);
+    r.configHash = s.text(9);
+    r.dataSource = s.text(10);
+    r.steps = s.int64(11);
+    if (!s.isNull(12))
+        r.lastLoss = s.real(12);
+    return r;
+}
+
+// Reads the schema version without writing anything. Also the first statement that touches the
+// file, so "not a database" and "locked" surface here.
+Result<int> readUserVersion(StoreDb& impl)
+{
+    auto stmt = impl.prepare("PRAGMA user_version");
+    if (!stmt)
+        return stmt.error();
+    const int rc = (*stmt)->step();
+    if (rc != SQLITE_ROW)
+        return impl.lastError(rc, "reading the schema version");
+    return static_cast<int>((*stmt)->int64(0));
+}
+
+Result<void> migrate(StoreDb& impl, int fromVersion)
+{
+    Transaction tx(&impl);
+    if (auto r = tx.begin(); !r)
+        return r;
+    // Re-read under the write lock: another process may have migrated meanwhile.
+    auto current = readUserVersion(impl);
+    if (!current)
+        return current.error();
+    for (int v = *current; v < kStoreSchemaVersion; ++v) {
+        if (auto r = impl.exec(kMigrations[static_cast<size_t>(v)], "migrating the store schema"); !r)
+            return r;
+    }
+    if (*current < kStoreSchemaVersion) {
+        const std::string pragma = "PRAGMA user_version = " + std::to_string(kStoreSchemaVersion);
+        if (auto r = impl.exec(pragma.c_str(), "setting the schema version"); !r)
+            return r;
+        wb::log::get("core")->info("run store {}: schema v{} -> v{}", impl.path, fromVersion,
+                                   kStoreSchemaVersion);
+    }
+    return tx.commit();
+}
+
+}  // namespace
+
+struct RunStore::Impl : StoreDb {};
+
+// ---- open -------------------------------------------------------------------------------------
+
+RunStore::RunStore(std::unique_ptr<Impl> impl, std::string path)
+    : m_impl(std::move(impl)), m_path(std::move(path))
+{
+}
+
+RunStore::~RunStore()
+{
+    // Statements must be finalized before the connection closes.
+    if (m_impl)
+        m_impl->statements.clear();
+}
+
+Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path)
+{
+    std::error_code ec;
+    const auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty() && !std::filesystem::exists(parent, ec)) {
+        std::filesystem::create_directories(parent, ec);
+        if (ec)
+            return makeError(ErrorCode::IoError,
+                             "cannot create the folder for the run store: " + ec.message(),
+                             parent.string());
+    }
+
+    auto impl = std::make_unique<Impl>();
+    impl->path = path;
+    sqlite3* raw = nullptr;
+    const int rc = sqlite3_open_v2(path.c_str(), &raw,
+                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                       SQLITE_OPEN_NOMUTEX,
+                                   nullptr);
+    impl->db.reset(raw);  // sqlite3_open_v2 hands out a handle even on failure
+    if (rc != SQLITE_OK)
+        return sqliteError(impl->db.get(), rc, path, "opening the run store");
+    sqlite3_extended_result_codes(impl->db.get(), 1);
+    sqlite3_busy_timeout(impl->db.get(), kBusyTimeoutMs);
+
+    // Nothing above wrote to the file. Check the version before anything that could.
+    auto version = readUserVersion(*impl);
+    if (!version)
+        return version.error();
+    if (*version > kStoreSchemaVersion)
+        return makeError(ErrorCode::Incompatible,
+                         "this run store has schema version " + std::to_string(*version) +
+                             ", but this workbench understands up to version " +
+                             std::to_string(kStoreSchemaVersion) +
+                             "; it was left untouched. Upgrade the workbench, or use another "
+                             "store file with --db",
+                         path);
+
+    if (auto r = impl->exec("PRAGMA foreign_keys = ON", "enabling foreign keys"); !r)
+        return r.error();
+    // WAL: readers (the GUI, `runs`) never block the writer that ingests a live run.
+    if (auto r = impl->exec("PRAGMA journal_mode = WAL", "switching to WAL"); !r)
+        return r.error();
+    if (auto r = impl->exec("PRAGMA synchronous = NORMAL", "setting synchronous"); !r)
+        return r.error();
+    if (auto r = migrate(*impl, *version); !r)
+        return r.error();
+    return std::unique_ptr<RunStore>(new RunStore(std::move(impl), path));
+}
+
+// ---- runs ---------------------------------------------------------------------------------------
+
+Result<std::string> RunStore::createRun(const NewRun& run)
+{
+    Transaction tx(m_impl.get());
+    if (auto r = tx.begin(); !r)
+        return r.error();
+    auto insertRun = m_impl->prepare(
+        "INSERT INTO runs(id, name, target, run_dir, status, created_at, config_hash) "
+        "VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6)");
+    if (!insertRun)
+        return insertRun.error();
+    std::string id = run.id;
+    // A generated id collides only if two runs start in the same second with the same 16 random
+    // bits; retry a few times rather than fail.
+    for (int attempt = 0;; ++attempt) {
+        if (run.id.empty())
+            id = generateRunId();
+        Statement& s = (*insertRun)->reset();
+        s.bind(1, std::string_view(id)).bind(2, std::string_view(run.name))
+            .bind(3, std::string_view(run.target)).bind(4, std::string_view(run.runDir))
+            .bind(5, nowUnix()).bind(6, std::string_view(run.configHash));
+        const int rc = s.step();
+        if (rc == SQLITE_DONE)
+            break;
+        if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+            if (!run.id.empty())
+                return makeError(ErrorCode::InvalidArgument,
+                                 "a run with this id already exists; choose another id", id);
+            if (attempt < 8)
+                continue;
+        }
+        return m_impl->lastError(rc, "creating the run");
+    }
+    auto insertConfig = m_impl->prepare("INSERT INTO configs(run_id, json) VALUES (?1, ?2)");
+    if (!insertConfig)
+        return insertConfig.error();
+    (*insertConfig)->bind(1, std::string_view(id)).bind(2, std::string_view(run.configJson));
+    if (auto r = m_impl->stepDone(**insertConfig, "storing the run config"); !r)
+        return r.error();
+    if (auto r = tx.commit(); !r)
+        return r.error();
+    return id;
+}
+
+Result<std::vector<RunSummary>> RunStore::listRuns()
+{
+    static const std::string sql =
+        std::string(kSummaryQuery) + " ORDER BY r.created_at DESC, r.id DESC";
+    auto stmt = m_impl->prepare(sql.c_str());
+    if (!stmt)
+        return stmt.error();
+    std::vector<RunSummary> out;
+    int rc;
+    while ((rc = (*stmt)->step()) == SQLITE_ROW)
+        out.push_back(readSummary(**stmt));
+    if (rc != SQLITE_DONE)
+        return m_impl->lastError(rc, "listing runs");
+    return out;
+}
+
+Result<RunSummary> RunStore::run(const std::string& id)
+{
+    static const std::string sql = std::string(kSummaryQuery) + " WHERE r.id = ?1";
+    auto stmt = m_impl->prepare(sql.c_str());
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id));
+    const int rc = (*stmt)->step();
+    if (rc == SQLITE_ROW)
+        return readSummary(**stmt);
+    if (rc == SQLITE_DONE)
+        return makeError(ErrorCode::NotFound, "no such run in the store; `runs` lists them", id);
+    return m_impl->lastError(rc, "reading the run");
+}
+
+Result<std::string> RunStore::resolveRunId(const std::string& idOrPrefix)
+{
+    if (idOrPrefix.empty())
+        return makeError(ErrorCode::InvalidArgument, "empty run id; `runs` lists the ids");
+    // substr() rather than LIKE: ids may contain '_' or '%' only by accident, but then LIKE lies.
+    auto stmt = m_impl->prepare(
+        "SELECT id FROM runs WHERE id = ?1 UNION ALL "
+        "SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1 AND id <> ?1 LIMIT 3");
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(idOrPrefix));
+    std::vector<std::string> hits;
+    int rc;
+    while ((rc = (*stmt)->step()) == SQLITE_ROW)
+        hits.push_back((*stmt)->text(0));
+    if (rc != SQLITE_DONE)
+        return m_impl->lastError(rc, "looking up the run");
+    if (hits.empty())
+        return makeError(ErrorCode::NotFound, "no run has this id or id prefix; `runs` lists them",
+                         idOrPrefix);
+    if (hits.front() == idOrPrefix || hits.size() == 1)
+        return hits.front();
+    return makeError(ErrorCode::InvalidArgument,
+                     "this prefix matches several runs (" + hits[0] + ", " + hits[1] +
+                         (hits.size() > 2 ? ", ..." : "") + "); type more of the id",
+                     idOrPrefix);
+}
+
+Result<std::string> RunStore::configJson(const std::string& id)
+{
+    auto stmt = m_impl->prepare("SELECT json FROM configs WHERE run_id = ?1");
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id));
+    const int rc = (*stmt)->step();
+    if (rc == SQLITE_ROW)
+        return (*stmt)->text(0);
+    if (rc == SQLITE_DONE)
+        return makeError(ErrorCode::NotFound, "no config stored for this run", id);
+    return m_impl->lastError(rc, "reading the config");
+}
+
+Result<MetaRecord> RunStore::meta(const std::string& id)
+{
+    auto stmt = m_impl->prepare("SELECT json FROM meta WHERE run_id = ?1");
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id));
+    const int rc = (*stmt)->step();
+    if (rc == SQLITE_DONE)
+        return makeError(ErrorCode::NotFound, "the run has not reported its meta line yet", id);
+    if (rc != SQLITE_ROW)
+        return m_impl->lastError(rc, "reading the meta record");
+    auto record = parseMetricsLine((*stmt)->text(0));
+    if (!record || !std::holds_alternative<MetaRecord>(*record))
+        return makeError(ErrorCode::Corrupt, "the stored meta record cannot be parsed", id);
+    return std::get<MetaRecord>(std::move(*record));
+}
+
+Result<void> RunStore::setStatus(const std::string& id, std::string_view state, int exitCode)
+{
+    auto stmt = m_impl->prepare("UPDATE runs SET status = ?2, exit_code = ?3 WHERE id = ?1");
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id)).bind(2, state).bind(3, exitCode);
+    if (auto r = m_impl->stepDone(**stmt, "updating the run status"); !r)
+        return r;
+    if (sqlite3_changes(m_impl->db.get()) == 0)
+        return makeError(ErrorCode::NotFound, "no such run in the store", id);
+    return {};
+}
+
+Result<void> RunStore::setRunDir(const std::string& id, const std::string& runDir)
+{
+    auto stmt = m_impl->prepare("UPDATE runs SET run_dir = ?2 WHERE id = ?1");
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id)).bind(2, std::string_view(runDir));
+    if (auto r = m_impl->stepDone(**stmt, "updating the run directory"); !r)
+        return r;
+    if (sqlite3_changes(m_impl->db.get()) == 0)
+        return makeError(ErrorCode::NotFound, "no such run in the store", id);
+    return {};
+}
+
+// ---- ingest -------------------------------------------------------------------------------------
+
+Result<IngestResult> RunStore::ingest(const std::string& id, int64_t offset, std::string_view bytes)
+{
+    Transaction tx(m_impl.get());
+    if (auto r = tx.begin(); !r)
+        return r.error();
+
+    // The offset check happens under the write lock, so two followers of one run cannot both
+    // store the same chunk.
+    auto current = m_impl->prepare("SELECT stream_offset FROM runs WHERE id = ?1");
+    if (!current)
+        return current.error();
+    (*current)->bind(1, std::string_view(id));
+    int rc = (*current)->step();
+    if (rc == SQLITE_DONE)
+        return makeError(ErrorCode::NotFound, "no such run in the store", id);
+    if (rc != SQLITE_ROW)
+        return m_impl->lastError(rc, "reading the stream offset");
+    const int64_t stored = (*current)->int64(0);
+    (*current)->reset();
+    if (stored != offset)
+        return makeError(ErrorCode::InvalidArgument,
+                         "metrics bytes start at offset " + std::to_string(offset) +
+                             " but the store has ingested up to " + std::to_string(stored) +
+                             "; read again from the stored offset",
+                         id);
+
+    MetricsLineReader reader;
+    MetricsLineReader::Chunk chunk = reader.feed(bytes);
+
+    IngestResult result;
+    result.malformedLines = chunk.malformedLines;
+    result.newOffset = offset + chunk.consumedBytes;
+
+    auto insertStep = m_impl->prepare(kInsertStep);
+    if (!insertStep)
+        return insertStep.error();
+    std::optional<int64_t> nextSeq;
+
+    for (const MetricsRecord& record : chunk.records) {
+        if (const auto* step = std::get_if<StepRecord>(&record)) {
+            Statement& s = (*insertStep)->reset();
+            bindStep(s, id, *step);
+            if (auto r = m_impl->stepDone(s, "storing a step"); !r)
+                return r.error();
+            result.stepsAdded += sqlite3_changes(m_impl->db.get());
+        } else if (const auto* event = std::get_if<EventRecord>(&record)) {
+            if (!nextSeq) {
+                auto maxSeq = m_impl->prepare(
+                    "SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE run_id = ?1");
+                if (!maxSeq)
+                    return maxSeq.error();
+                (*maxSeq)->bind(1, std::string_view(id));
+                if ((rc = (*maxSeq)->step()) != SQLITE_ROW)
+                    return m_impl->lastError(rc, "numbering events");
+                nextSeq = (*maxSeq)->int64(0);
+            }
+            auto insertEvent = m_impl->prepare(
+                "INSERT INTO events(run_id, seq, time, level, msg, step) VALUES (?1,?2,?3,?4,?5,?6)");
+            if (!insertEvent)
+                return insertEvent.error();
+            (*insertEvent)->bind(1, std::string_view(id)).bind(2, (*nextSeq)++)
+                .bind(3, event->time).bind(4, std::string_view(event->level))
+                .bind(5, std::string_view(event->msg)).bind(6, event->step);
+            if (auto r = m_impl->stepDone(**insertEvent, "storing an event"); !r)
+                return r.error();
+            ++result.eventsAdded;
+        } else if (const auto* meta = std::get_if<MetaRecord>(&record)) {
+            auto upsert = m_impl->prepare(
+                "INSERT INTO meta(run_id, json) VALUES (?1, ?2) "
+                "ON CONFLICT(run_id) DO UPDATE SET json = excluded.json");
+            if (!upsert)
+                return upsert.error();
+            const std::string json = toJsonLine(*meta);
+            (*upsert)->bind(1, std::string_view(id)).bind(2, std::string_view(json));
+            if (auto r = m_impl->stepDone(**upsert, "storing the meta record"); !r)
+                return r.error();
+            auto source = m_impl->prepare("UPDATE runs SET data_source = ?2 WHERE id = ?1");
+            if (!source)
+                return source.error();
+            (*source)->bind(1, std::string_view(id)).bind(2, std::string_view(meta->dataSource));
+            if (auto r = m_impl->stepDone(**source, "storing the data source"); !r)
+                return r.error();
+            result.sawMeta = true;
+        } else if (const auto* end = std::get_if<EndRecord>(&record)) {
+            result.end = *end;
+        }
+    }
+
+    auto advance = m_impl->prepare(
+        "UPDATE runs SET stream_offset = ?2, malformed_lines = malformed_lines + ?3 WHERE id = ?1");
+    if (!advance)
+        return advance.error();
+    (*advance)->bind(1, std::string_view(id)).bind(2, result.newOffset)
+        .bind(3, result.malformedLines);
+    if (auto r = m_impl->stepDone(**advance, "advancing the stream offset"); !r)
+        return r.error();
+    if (auto r = tx.commit(); !r)
+        return r.error();
+    return result;
+}
+
+Result<std::vector<StepRecord>> RunStore::steps(const std::string& id, int64_t afterStep)
+{
+    static const std::string sql = std::string("SELECT ") + kStepColumns +
+                                   " FROM steps WHERE run_id = ?1 AND step > ?2 ORDER BY step";
+    auto stmt = m_impl->prepare(sql.c_str());
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id)).bind(2, afterStep);
+    std::vector<StepRecord> out;
+    int rc;
+    while ((rc = (*stmt)->step()) == SQLITE_ROW)
+        out.push_back(readStep(**stmt));
+    if (rc != SQLITE_DONE)
+        return m_impl->lastError(rc, "reading steps");
+    return out;
+}
+
+Result<std::vector<EventRecord>> RunStore::events(const std::string& id)
+{
+    auto stmt = m_impl->prepare(
+        "SELECT time, level, msg, step FROM events WHERE run_id = ?1 ORDER BY seq");
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id));
+    std::vector<EventRecord> out;
+    int rc;
+    while ((rc = (*stmt)->step()) == SQLITE_ROW) {
+        EventRecord e;
+        e.time = (*stmt)->real(0);
+        e.level = (*stmt)->text(1);
+        e.msg = (*stmt)->text(2);
+        if (!(*stmt)->isNull(3))
+            e.step = (*stmt)->int64(3);
+        out.push_back(std::move(e));
+    }
+    if (rc != SQLITE_DONE)
+        return m_impl->lastError(rc, "reading events");
+    return out;
+}
+
+}  // namespace wb::core

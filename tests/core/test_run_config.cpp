@@ -1,0 +1,205 @@
+// RunConfig: parse, validate (every problem with its path and fix), canonical JSON round trip.
+#include "core/run_config.h"
+
+#include <QtTest/QtTest>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+using namespace wb::core;
+
+namespace {
+
+// A valid config: the repository's sample config with the defaults for everything else.
+nlohmann::json goodConfig()
+{
+    return nlohmann::json::parse(R"({
+      "name": "t",
+      "model": {"vision": {"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4},
+                "decoder": {"num_layers": 2, "hidden_size": 128, "num_attention_heads": 4,
+                            "num_query_groups": 2, "kv_channels": 32, "num_moe_experts": 8,
+                            "moe_router_topk": 2, "vocab_size": 512}},
+      "train": {"train_iters": 100, "micro_batch_size": 4, "global_batch_size": 8, "seq_length": 256},
+      "data": {"source": "real", "manifest": "manifest.jsonl", "max_pixels": 16384}
+    })");
+}
+
+std::string withPatch(const char* patch)
+{
+    nlohmann::json j = goodConfig();
+    j.merge_patch(nlohmann::json::parse(patch));
+    return j.dump();
+}
+
+bool hasProblem(const RunConfigParse& p, const QByteArray& path, const QByteArray& text)
+{
+    for (const ConfigProblem& problem : p.problems)
+        if (problem.path == path.toStdString() && problem.toString().find(text.toStdString()) != std::string::npos)
+            return true;
+    return false;
+}
+
+}  // namespace
+
+class TestRunConfig : public QObject {
+    Q_OBJECT
+private slots:
+    void goodConfigParses()
+    {
+        RunConfigParse p = parseRunConfig(goodConfig().dump());
+        QVERIFY2(p.ok(), formatProblems(p.problems).c_str());
+        QCOMPARE(p.config.train.globalBatchSize, 8);
+        QCOMPARE(p.config.model.decoder.numMoeExperts, 8);
+        QCOMPARE(p.config.data.manifest, std::string("manifest.jsonl"));
+    }
+
+    void badConfigs_data()
+    {
+        QTest::addColumn<QByteArray>("patch");
+        QTest::addColumn<QByteArray>("path");
+        QTest::addColumn<QByteArray>("expected");
+        // unknown keys, with a suggestion when it is a near miss
+        QTest::newRow("unknown key, typo") << QByteArray(R"({"train": {"micro_batch": 4}})")
+                                           << QByteArray("train.micro_batch") << QByteArray("did you mean \"micro_batch_size\"");
+        QTest::newRow("unknown section") << QByteArray(R"({"trainer": {}})") << QByteArray("trainer")
+                                         << QByteArray("unknown key");
+        // wrong types
+        QTest::newRow("string for int") << QByteArray(R"({"train": {"micro_batch_size": "4"}})")
+                                        << QByteArray("train.micro_batch_size") << QByteArray("without quotes");
+        QTest::newRow("float for int") << QByteArray(R"({"train": {"seq_length": 256.5}})")
+                                       << QByteArray("train.seq_length") << QByteArray("expected an integer");
+        QTest::newRow("int for bool") << QByteArray(R"({"model": {"freeze_vision_model": 1}})")
+                                      << QByteArray("model.freeze_vision_model") << QByteArray("true or false");
+        QTest::newRow("section not object") << QByteArray(R"({"data": 3})") << QByteArray("data")
+                                            << QByteArray("expected an object");
+        QTest::newRow("bad enum") << QByteArray(R"({"train": {"precision": "fp8"}})") << QByteArray("train.precision")
+                                  << QByteArray("\"fp32\", \"bf16\"");
+        QTest::newRow("bad list item") << QByteArray(R"({"recompute": {"granularity": "selective", "modules": ["attn"]}})")
+                                       << QByteArray("recompute.modules") << QByteArray("core_attn");
+        // out of range
+        QTest::newRow("zero mbs") << QByteArray(R"({"train": {"micro_batch_size": 0}})")
+                                  << QByteArray("train.micro_batch_size") << QByteArray("out of range");
+        QTest::newRow("negative lr") << QByteArray(R"({"train": {"lr": -1}})") << QByteArray("train.lr")
+                                     << QByteArray("out of range");
+        // inconsistent sizes
+        QTest::newRow("gbs not multiple") << QByteArray(R"({"train": {"global_batch_size": 10}})")
+                                          << QByteArray("train.global_batch_size") << QByteArray("8 or 12");
+        QTest::newRow("topk > experts") << QByteArray(R"({"model": {"decoder": {"moe_router_topk": 9}}})")
+                                        << QByteArray("model.decoder.moe_router_topk") << QByteArray("larger than num_moe_experts");
+        QTest::newRow("heads vs groups") << QByteArray(R"({"model": {"decoder": {"num_query_groups": 3}}})")
+                                         << QByteArray("model.decoder.num_query_groups") << QByteArray("not divisible");
+        QTest::newRow("ep divides experts") << QByteArray(R"({"parallel": {"expert_model_parallel_size": 3}})")
+                                            << QByteArray("parallel.expert_model_parallel_size") << QByteArray("does not divide");
+        QTest::newRow("seq too short") << QByteArray(R"({"train": {"seq_length": 32}})") << QByteArray("train.seq_length")
+                                       << QByteArray("cannot hold one sample");
+        QTest::newRow("real without manifest") << QByteArray(R"({"data": {"manifest": ""}})") << QByteArray("data.manifest")
+                                               << QByteArray("needs a manifest");
+        QTest::newRow("mrope sum") << QByteArray(R"({"model": {"decoder": {"mrope_section": [4, 4, 4]}}})")
+                                   << QByteArray("model.decoder.mrope_section") << QByteArray("summing to kv_channels/2 = 16");
+        QTest::newRow("deepstack beyond vision") << QByteArray(R"({"model": {"vision": {"deepstack_layers": [5]}}})")
+                                                 << QByteArray("model.vision.deepstack_layers") << QByteArray("below vision num_layers");
+        // framework rules (megatron-bridge.md §6)
+        QTest::newRow("graph mlp scope") << QByteArray(R"({"runtime": {"device": "cuda"}, "cuda_graph": {"impl": "local", "scope": ["mlp"]}})")
+                                         << QByteArray("cuda_graph.scope") << QByteArray("every decoder layer here is MoE");
+        QTest::newRow("preprocess needs router") << QByteArray(R"({"runtime": {"device": "cuda"}, "cuda_graph": {"impl": "local", "scope": ["moe_preprocess"]}})")
+                                                 << QByteArray("cuda_graph.scope") << QByteArray("requires \"moe_router\"");
+        QTest::newRow("full recompute + graphs") << QByteArray(R"({"runtime": {"device": "cuda"}, "recompute": {"granularity": "full", "recompute_num_layers": 1}, "cuda_graph": {"impl": "local", "scope": ["moe_router"]}})")
+                                                 << QByteArray("cuda_graph.impl") << QByteArray("full_iteration");
+        QTest::newRow("flex backend alone") << QByteArray(R"({"parallel": {"moe_flex_dispatcher_backend": "hybridep"}})")
+                                            << QByteArray("parallel.moe_flex_dispatcher_backend") << QByteArray("does nothing");
+        QTest::newRow("sp without tp") << QByteArray(R"({"parallel": {"sequence_parallel": true}})")
+                                       << QByteArray("parallel.sequence_parallel") << QByteArray("tensor_model_parallel_size > 1");
+        QTest::newRow("uneven pp split") << QByteArray(R"({"parallel": {"pipeline_model_parallel_size": 3}})")
+                                         << QByteArray("parallel.pipeline_model_parallel_size") << QByteArray("do not split evenly");
+    }
+    void badConfigs()
+    {
+        QFETCH(QByteArray, patch);
+        QFETCH(QByteArray, path);
+        QFETCH(QByteArray, expected);
+        RunConfigParse p = parseRunConfig(withPatch(patch.constData()));
+        QVERIFY(!p.ok());
+        QVERIFY2(hasProblem(p, path, expected), formatProblems(p.problems).c_str());
+        for (const ConfigProblem& problem : p.problems)
+            QVERIFY2(!problem.fix.empty(), problem.toString().c_str());  // every problem says what to do
+    }
+
+    void everyProblemIsListed()
+    {
+        RunConfigParse p = parseRunConfig(withPatch(R"({"train": {"micro_batch_size": "x", "lr": -1, "typo": 1},
+                                                       "model": {"decoder": {"moe_router_topk": 99}}})"));
+        QCOMPARE(int(p.problems.size()), 4);
+    }
+
+    void syntaxErrorNamesPosition()
+    {
+        RunConfigParse p = parseRunConfig("{\"train\": {\"seq_length\": 8,}}");
+        QCOMPARE(int(p.problems.size()), 1);
+        QVERIFY2(p.problems[0].message.find("line 1") != std::string::npos, p.problems[0].message.c_str());
+    }
+
+    void canonicalRoundTrip()
+    {
+        RunConfigParse p = parseRunConfig(withPatch(R"({"recompute": {"granularity": "selective", "modules": ["core_attn", "moe_act"]},
+                                                       "model": {"vision": {"deepstack_layers": [0, 1]}}})"));
+        QVERIFY2(p.ok(), formatProblems(p.problems).c_str());
+        const std::string canonical = runConfigToJson(p.config);
+        RunConfigParse again = parseRunConfig(canonical);
+        QVERIFY2(again.ok(), formatProblems(again.problems).c_str());
+        QCOMPARE(runConfigToJson(again.config), canonical);
+        QCOMPARE(runConfigHash(again.config), runConfigHash(p.config));
+        QCOMPARE(again.config.recompute.modules.size(), size_t(2));
+        p.config.train.seed += 1;
+        QVERIFY(runConfigHash(p.config) != runConfigHash(again.config));
+    }
+
+    void layoutChecks()
+    {
+        RunConfigParse p = parseRunConfig(withPatch(R"({"parallel": {"tensor_model_parallel_size": 2}})"));
+        QVERIFY2(p.ok(), formatProblems(p.problems).c_str());
+        QCOMPARE(dataParallelSize(p.config, 8), 4);
+        QVERIFY(validateLayout(p.config, 3).size() == 1);      // not a multiple of TP
+        auto problems = validateLayout(p.config, 8);           // GBS 8 vs MBS 4 × DP 4 = 16
+        QCOMPARE(int(problems.size()), 1);
+        QCOMPARE(problems[0].path, std::string("train.global_batch_size"));
+        QVERIFY(validateLayout(p.config, 4).empty());
+    }
+
+    void loadResolvesManifestRelativeToFile()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath(QStringLiteral("run.json")).toStdString();
+        std::ofstream(path) << goodConfig().dump();
+        Result<RunConfig> loaded = loadRunConfig(path);
+        QVERIFY2(loaded.ok(), loaded.ok() ? "" : loaded.error().toString().c_str());
+        QCOMPARE(loaded->data.manifest, (std::filesystem::path(dir.path().toStdString()) / "manifest.jsonl").string());
+
+        Result<RunConfig> missing = loadRunConfig(dir.filePath(QStringLiteral("nope.json")).toStdString());
+        QVERIFY(!missing.ok());
+        QCOMPARE(missing.error().code, ErrorCode::NotFound);
+    }
+
+    void shippedConfigsAreValid_data()
+    {
+        QTest::addColumn<QString>("file");
+        const QDir dir(QStringLiteral(WB_SOURCE_DIR "/resources/configs"));
+        const QStringList files = dir.entryList({QStringLiteral("*.json")});
+        for (const QString& f : files)
+            QTest::newRow(f.toUtf8().constData()) << dir.filePath(f);
+        if (files.isEmpty())
+            QTest::newRow("none") << QString();
+    }
+    void shippedConfigsAreValid()
+    {
+        QFETCH(QString, file);
+        if (file.isEmpty())
+            QSKIP("no configs in resources/configs yet");
+        Result<RunConfig> loaded = loadRunConfig(file.toStdString());
+        QVERIFY2(loaded.ok(), loaded.ok() ? "" : loaded.error().toString().c_str());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRunConfig)
+#include "test_run_config.moc"
