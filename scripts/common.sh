@@ -1,0 +1,38 @@
+# Shared by start.sh and test.sh: install what is missing (Debian 12), configure and build.
+# Idempotent and quick when everything is already there: apt is only called for missing packages.
+set -euo pipefail
+
+WB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WB_BUILD=${WB_BUILD_DIR:-$WB_ROOT/build}
+
+WB_PACKAGES=(
+  cmake ninja-build g++ pkg-config
+  qt6-base-dev libqt6charts6-dev libgl-dev      # GUI (Widgets, Charts) and Qt Test
+  libtorch-dev libgloo-dev                       # the bundled runtime (CPU LibTorch, Gloo for c10d)
+  libspdlog-dev nlohmann-json3-dev libsqlite3-dev libssh-dev libstb-dev
+  openclipart-png                                # real images for the sample set
+  fonts-dejavu-core xvfb xauth                   # text in offscreen UI tests and screenshots
+)
+
+wb_install_missing() {
+  local missing=()
+  for p in "${WB_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "==> installing ${#missing[@]} missing package(s): ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+wb_build() {
+  local jobs
+  jobs=$(nproc)
+  echo "==> configuring and building in $WB_BUILD ($jobs jobs)"
+  if [ ! -f "$WB_BUILD/CMakeCache.txt" ]; then
+    cmake -S "$WB_ROOT" -B "$WB_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  fi
+  cmake --build "$WB_BUILD" -j "$jobs"
+}
