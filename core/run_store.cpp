@@ -21,6 +21,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -156,6 +157,26 @@ private:
     std::unique_ptr<sqlite3_stmt, StmtFinalizer> m_stmt;
 };
 
+// A cached statement borrowed for one use; reset when the borrower is done, so no statement is
+// left mid-result holding a read transaction (in WAL that pins an old snapshot: this connection
+// would stop seeing other writers, and journal_mode/BEGIN would fail).
+class StatementLease {
+public:
+    explicit StatementLease(Statement* stmt) : m_stmt(stmt) {}
+    ~StatementLease()
+    {
+        if (m_stmt)
+            m_stmt->reset();
+    }
+    StatementLease(StatementLease&& other) noexcept : m_stmt(std::exchange(other.m_stmt, nullptr)) {}
+    StatementLease& operator=(StatementLease&&) = delete;
+    Statement* operator->() const { return m_stmt; }
+    Statement& operator*() const { return *m_stmt; }
+
+private:
+    Statement* m_stmt;
+};
+
 // The connection and its statement cache. Declared here (not as RunStore::Impl itself) so the
 // helpers below, outside the class, can use it.
 struct StoreDb {
@@ -165,11 +186,11 @@ struct StoreDb {
     // Keyed by the SQL text's address (all SQL here is string literals).
     std::map<const char*, std::unique_ptr<Statement>> statements;
 
-    Result<Statement*> prepare(const char* sql)
+    Result<StatementLease> prepare(const char* sql)
     {
         auto it = statements.find(sql);
         if (it != statements.end())
-            return &it->second->reset();
+            return StatementLease(&it->second->reset());
         sqlite3_stmt* raw = nullptr;
         const int rc = sqlite3_prepare_v3(db.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
         if (rc != SQLITE_OK)
@@ -177,7 +198,7 @@ struct StoreDb {
         auto stmt = std::make_unique<Statement>(raw);
         Statement* out = stmt.get();
         statements.emplace(sql, std::move(stmt));
-        return out;
+        return StatementLease(out);
     }
 
     Result<void> exec(const char* sql, std::string_view what)

@@ -1,0 +1,160 @@
+// Global options, dispatch, and the helpers the commands share.
+#include "app/cli/cli.h"
+
+#include "core/log.h"
+#include "remote/local_target.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+namespace wb::app {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: moe-workbench-cli [--db PATH] [--runs-root DIR] [--moe-train PATH] [-v] COMMAND ...\n"
+    "\n"
+    "commands:\n"
+    "  launch --target local --config FILE [--name NAME]   start a run; prints its id\n"
+    "  watch RUN [--interval-ms N]                          follow a run until it ends\n"
+    "  runs [--json]                                        list runs, newest first\n"
+    "  show RUN [--json]                                    one run: summary, meta, last step, events\n"
+    "  cancel RUN [--grace-s N]                             stop a run and its whole process group\n"
+    "\n"
+    "RUN is a run id or a unique prefix of one. Exit codes: 0 ok, 2 bad usage or input, 1 other\n"
+    "errors (watch: the run's own exit code when it did not finish). See docs/cli.md.\n";
+
+// moe-train is installed beside the CLI (build/bin, /usr/bin): find it through our own binary.
+std::string defaultMoeTrainPath()
+{
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec)
+        return "moe-train";
+    return (self.parent_path() / "moe-train").string();
+}
+
+}  // namespace
+
+core::Result<std::unique_ptr<core::RunStore>> CliContext::openStore() const
+{
+    return core::RunStore::open(dbPath);
+}
+
+core::Result<std::unique_ptr<core::RunTarget>> CliContext::target(const std::string& name) const
+{
+    if (name == "local")
+        return std::unique_ptr<core::RunTarget>(
+            std::make_unique<remote::LocalTarget>(moeTrainPath, runsRoot));
+    return core::makeError(core::ErrorCode::InvalidArgument,
+                           "this CLI can only run on the local target so far; use --target local",
+                           name);
+}
+
+std::optional<std::string> Args::takeOption(const std::string& name, bool& missing)
+{
+    const std::string withEq = name + "=";
+    for (size_t i = 0; i < m_args.size(); ++i) {
+        if (m_args[i] == name) {
+            if (i + 1 >= m_args.size()) {
+                missing = true;
+                m_args.erase(m_args.begin() + static_cast<std::ptrdiff_t>(i));
+                return std::nullopt;
+            }
+            std::string value = m_args[i + 1];
+            m_args.erase(m_args.begin() + static_cast<std::ptrdiff_t>(i),
+                         m_args.begin() + static_cast<std::ptrdiff_t>(i + 2));
+            return value;
+        }
+        if (m_args[i].rfind(withEq, 0) == 0) {
+            std::string value = m_args[i].substr(withEq.size());
+            m_args.erase(m_args.begin() + static_cast<std::ptrdiff_t>(i));
+            return value;
+        }
+    }
+    return std::nullopt;
+}
+
+bool Args::takeFlag(const std::string& name)
+{
+    for (size_t i = 0; i < m_args.size(); ++i) {
+        if (m_args[i] == name) {
+            m_args.erase(m_args.begin() + static_cast<std::ptrdiff_t>(i));
+            return true;
+        }
+    }
+    return false;
+}
+
+std::string Args::unknownOption() const
+{
+    for (const auto& arg : m_args)
+        if (arg.size() > 1 && arg.front() == '-')
+            return arg;
+    return {};
+}
+
+int reportError(const core::Error& error)
+{
+    std::fprintf(stderr, "moe-workbench-cli: %s\n", error.toString().c_str());
+    switch (error.code) {
+    case core::ErrorCode::InvalidArgument:
+    case core::ErrorCode::NotFound: return kExitUsage;
+    default: return kExitFailure;
+    }
+}
+
+int reportUsage(const std::string& problem, const char* synopsis)
+{
+    std::fprintf(stderr, "moe-workbench-cli: %s\nusage: moe-workbench-cli %s\n", problem.c_str(),
+                 synopsis);
+    return kExitUsage;
+}
+
+int runCli(int argc, char** argv)
+{
+    Args args(std::vector<std::string>(argv + 1, argv + argc));
+    if (args.takeFlag("-h") || args.takeFlag("--help") || args.rest().empty()) {
+        std::fputs(kUsage, args.rest().empty() ? stderr : stdout);
+        return args.rest().empty() ? kExitUsage : kExitOk;
+    }
+    if (args.takeFlag("-v") || args.takeFlag("--verbose"))
+        spdlog::set_level(spdlog::level::debug);
+
+    CliContext context;
+    bool missing = false;
+    context.dbPath = args.takeOption("--db", missing).value_or(core::defaultStorePath());
+    context.runsRoot = args.takeOption("--runs-root", missing).value_or(core::defaultRunsRoot());
+    context.moeTrainPath = args.takeOption("--moe-train", missing).value_or(defaultMoeTrainPath());
+    if (missing) {
+        std::fputs("moe-workbench-cli: --db, --runs-root and --moe-train each need a value\n", stderr);
+        std::fputs(kUsage, stderr);
+        return kExitUsage;
+    }
+    wb::log::get("cli")->debug("store {}, runs root {}, moe-train {}", context.dbPath,
+                               context.runsRoot, context.moeTrainPath);
+
+    std::vector<std::string> rest = args.rest();
+    const std::string command = rest.front();
+    rest.erase(rest.begin());
+    using Command = std::function<int(const CliContext&, Args)>;
+    static const std::map<std::string, Command> kCommands = {
+        {"launch", launchCommand}, {"watch", watchCommand},   {"runs", runsCommand},
+        {"show", showCommand},     {"cancel", cancelCommand},
+    };
+    const auto it = kCommands.find(command);
+    if (it == kCommands.end()) {
+        std::fprintf(stderr, "moe-workbench-cli: unknown command '%s'\n", command.c_str());
+        std::fputs(kUsage, stderr);
+        return kExitUsage;
+    }
+    return it->second(context, Args(std::move(rest)));
+}
+
+}  // namespace wb::app

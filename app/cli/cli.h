@@ -1,0 +1,63 @@
+// moe-workbench-cli: shared pieces of the commands (global options, store/target access, exit
+// codes, error printing). Each command lives in its own *_command.cpp. Main thread only.
+#pragma once
+
+#include "core/result.h"
+#include "core/run_store.h"
+#include "core/run_target.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace wb::app {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  ///< anything but bad input
+inline constexpr int kExitUsage = 2;    ///< bad usage or input; the message names the fix
+
+/// Global options, resolved to their defaults.
+struct CliContext {
+    std::string dbPath;        ///< --db
+    std::string runsRoot;      ///< --runs-root
+    std::string moeTrainPath;  ///< --moe-train
+
+    core::Result<std::unique_ptr<core::RunStore>> openStore() const;
+    /// The target a run was launched on ("local"). InvalidArgument for targets this CLI lacks.
+    core::Result<std::unique_ptr<core::RunTarget>> target(const std::string& name) const;
+};
+
+/// Command arguments after the command word, with small helpers for option parsing.
+class Args {
+public:
+    explicit Args(std::vector<std::string> args) : m_args(std::move(args)) {}
+
+    /// Removes "--name VALUE" (or "--name=VALUE"); empty optional when absent. Sets `missing`
+    /// when the option is present without a value.
+    std::optional<std::string> takeOption(const std::string& name, bool& missing);
+    /// Removes "--name"; true when present.
+    bool takeFlag(const std::string& name);
+    /// What is left after the options were taken. An unknown "--x" left over is a usage error.
+    const std::vector<std::string>& rest() const { return m_args; }
+    /// The first leftover starting with '-', or empty.
+    std::string unknownOption() const;
+
+private:
+    std::vector<std::string> m_args;
+};
+
+/// Prints "moe-workbench-cli: <context>: <message>" to stderr; returns the exit code for it.
+int reportError(const core::Error& error);
+/// Prints a usage problem and the command's synopsis; returns kExitUsage.
+int reportUsage(const std::string& problem, const char* synopsis);
+
+int launchCommand(const CliContext& context, Args args);
+int watchCommand(const CliContext& context, Args args);
+int runsCommand(const CliContext& context, Args args);
+int showCommand(const CliContext& context, Args args);
+int cancelCommand(const CliContext& context, Args args);
+
+/// Entry point behind main(): global options, then the command.
+int runCli(int argc, char** argv);
+
+}  // namespace wb::app

@@ -1,0 +1,165 @@
+// `runs [--json]` lists the store; `show RUN [--json]` prints one run in full.
+#include "app/cli/cli.h"
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+namespace wb::app {
+
+namespace {
+
+constexpr const char* kRunsSynopsis = "runs [--json]";
+constexpr const char* kShowSynopsis = "show RUN [--json]";
+
+using nlohmann::ordered_json;
+
+// NaN (a diverged loss, stored as NULL) becomes JSON null instead of an invalid token.
+ordered_json number(double value)
+{
+    return std::isfinite(value) ? ordered_json(value) : ordered_json(nullptr);
+}
+
+std::string localTime(double unixSeconds)
+{
+    const auto t = static_cast<std::time_t>(unixSeconds);
+    std::tm local{};
+    localtime_r(&t, &local);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &local);
+    return text;
+}
+
+ordered_json summaryJson(const core::RunSummary& r)
+{
+    return ordered_json{
+        {"id", r.id},
+        {"name", r.name},
+        {"target", r.target},
+        {"status", r.status},
+        {"exit_code", r.exitCode},
+        {"created_at", r.createdAt},
+        {"steps", r.steps},
+        {"last_loss", r.lastLoss ? number(*r.lastLoss) : ordered_json(nullptr)},
+        {"run_dir", r.runDir},
+        {"data_source", r.dataSource},
+        {"config_hash", r.configHash},
+        {"stream_offset", r.streamOffset},
+        {"malformed_lines", r.malformedLines},
+    };
+}
+
+ordered_json stepJson(const core::StepRecord& s)
+{
+    return ordered_json{
+        {"step", s.step}, {"time", number(s.time)}, {"step_ms", number(s.stepMs)},
+        {"data_ms", number(s.dataMs)}, {"vision_ms", number(s.visionMs)},
+        {"projector_ms", number(s.projectorMs)}, {"decoder_ms", number(s.decoderMs)},
+        {"backward_ms", number(s.backwardMs)}, {"optimizer_ms", number(s.optimizerMs)},
+        {"images", s.images}, {"image_tokens", s.imageTokens}, {"text_tokens", s.textTokens},
+        {"pad_tokens", s.padTokens}, {"effective_tokens", s.effectiveTokens},
+        {"skipped_images", s.skippedImages}, {"loss", number(s.loss)},
+        {"aux_loss", number(s.auxLoss)}, {"grad_norm", number(s.gradNorm)}, {"lr", number(s.lr)},
+        {"mem_alloc_gib", number(s.memAllocGib)}, {"mem_reserved_gib", number(s.memReservedGib)},
+        {"mem_peak_gib", number(s.memPeakGib)}, {"tokens_per_s_per_gpu", number(s.tokensPerSPerGpu)},
+        {"tflops_per_gpu", number(s.tflopsPerGpu)}, {"mfu", number(s.mfu)},
+    };
+}
+
+}  // namespace
+
+int runsCommand(const CliContext& context, Args args)
+{
+    const bool json = args.takeFlag("--json");
+    if (!args.rest().empty())
+        return reportUsage("unexpected argument '" + args.rest().front() + "'", kRunsSynopsis);
+    auto store = context.openStore();
+    if (!store)
+        return reportError(store.error());
+    auto runs = (*store)->listRuns();
+    if (!runs)
+        return reportError(runs.error());
+
+    if (json) {
+        ordered_json out = ordered_json::array();
+        for (const auto& run : *runs)
+            out.push_back(summaryJson(run));
+        std::printf("%s\n", out.dump(2).c_str());
+        return kExitOk;
+    }
+    std::printf("%-22s %-20s %-10s %7s %10s  %s\n", "ID", "NAME", "STATUS", "STEPS", "LAST_LOSS",
+                "CREATED");
+    for (const auto& run : *runs) {
+        char loss[32] = "-";
+        if (run.lastLoss)
+            std::snprintf(loss, sizeof loss, "%.4f", *run.lastLoss);
+        std::printf("%-22s %-20.20s %-10s %7lld %10s  %s\n", run.id.c_str(), run.name.c_str(),
+                    run.status.c_str(), static_cast<long long>(run.steps), loss,
+                    localTime(run.createdAt).c_str());
+    }
+    return kExitOk;
+}
+
+int showCommand(const CliContext& context, Args args)
+{
+    const bool json = args.takeFlag("--json");
+    if (!args.unknownOption().empty() || args.rest().size() != 1)
+        return reportUsage("show takes one RUN id (or prefix)", kShowSynopsis);
+    auto store = context.openStore();
+    if (!store)
+        return reportError(store.error());
+    auto id = (*store)->resolveRunId(args.rest().front());
+    if (!id)
+        return reportError(id.error());
+    auto run = (*store)->run(*id);
+    if (!run)
+        return reportError(run.error());
+    auto meta = (*store)->meta(*id);
+    auto steps = (*store)->steps(*id);
+    if (!steps)
+        return reportError(steps.error());
+    auto events = (*store)->events(*id);
+    if (!events)
+        return reportError(events.error());
+    const core::StepRecord* last = steps->empty() ? nullptr : &steps->back();
+
+    if (json) {
+        ordered_json out = summaryJson(*run);
+        out["meta"] = meta ? ordered_json::parse(core::toJsonLine(*meta)) : ordered_json(nullptr);
+        out["last_step"] = last ? stepJson(*last) : ordered_json(nullptr);
+        ordered_json eventList = ordered_json::array();
+        for (const auto& e : *events)
+            eventList.push_back({{"time", number(e.time)}, {"level", e.level}, {"msg", e.msg},
+                                 {"step", e.step ? ordered_json(*e.step) : ordered_json(nullptr)}});
+        out["events"] = std::move(eventList);
+        std::printf("%s\n", out.dump(2).c_str());
+        return kExitOk;
+    }
+
+    std::printf("run       %s\nname      %s\nstatus    %s (exit %d)\ntarget    %s\nrun dir   %s\n"
+                "created   %s\nsteps     %lld\nconfig    %s\n",
+                run->id.c_str(), run->name.c_str(), run->status.c_str(), run->exitCode,
+                run->target.c_str(), run->runDir.c_str(), localTime(run->createdAt).c_str(),
+                static_cast<long long>(run->steps), run->configHash.c_str());
+    if (meta)
+        std::printf("device    %s (world %d, %s)\ndata      %s\nversions  moe-train %s\n",
+                    meta->device.c_str(), meta->worldSize, meta->layout.c_str(),
+                    meta->dataSource.c_str(),
+                    meta->versions.count("moe-train") ? meta->versions.at("moe-train").c_str() : "?");
+    if (last)
+        std::printf("last step %lld: loss %.4f, %.1f ms/step, %.1f tok/s/GPU, %.2f TFLOP/s/GPU, "
+                    "MFU %.2f%%, mem peak %.3f GiB\n",
+                    static_cast<long long>(last->step), last->loss, last->stepMs,
+                    last->tokensPerSPerGpu, last->tflopsPerGpu, last->mfu * 100.0, last->memPeakGib);
+    if (run->malformedLines > 0)
+        std::printf("warning   %lld malformed metrics line(s) were skipped\n",
+                    static_cast<long long>(run->malformedLines));
+    for (const auto& e : *events)
+        std::printf("event     [%s]%s %s\n", e.level.c_str(),
+                    e.step ? (" step " + std::to_string(*e.step) + ":").c_str() : "", e.msg.c_str());
+    return kExitOk;
+}
+
+}  // namespace wb::app

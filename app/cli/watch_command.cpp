@@ -1,0 +1,196 @@
+// `watch RUN` follows a run until it ends, one line per step; `cancel RUN` stops one.
+#include "app/cli/cli.h"
+
+#include "core/run_follower.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+
+namespace wb::app {
+
+namespace {
+
+constexpr const char* kWatchSynopsis = "watch RUN [--interval-ms N]";
+constexpr const char* kCancelSynopsis = "cancel RUN [--grace-s N]";
+
+void printStep(const core::StepRecord& s)
+{
+    std::printf("step %6lld  loss %9.4f  step_ms %9.1f  tok/s/gpu %10.1f  mem %7.3f GiB\n",
+                static_cast<long long>(s.step), s.loss, s.stepMs, s.tokensPerSPerGpu, s.memPeakGib);
+}
+
+void printEvent(const core::EventRecord& e)
+{
+    if (e.step)
+        std::printf("event [%s] step %lld: %s\n", e.level.c_str(), static_cast<long long>(*e.step),
+                    e.msg.c_str());
+    else
+        std::printf("event [%s] %s\n", e.level.c_str(), e.msg.c_str());
+}
+
+void printMeta(const core::MetaRecord& m)
+{
+    std::printf("meta: device %s, world %d, layout %s, data %s, seq %d, mbs %d, gbs %d\n",
+                m.device.c_str(), m.worldSize, m.layout.c_str(), m.dataSource.c_str(), m.seqLength,
+                m.microBatchSize, m.globalBatchSize);
+}
+
+// An event belongs after the step it names (a checkpoint at step 10 follows step 10), as in
+// metrics.jsonl; the follower hands steps and events over in separate lists.
+void printInFileOrder(const std::vector<core::StepRecord>& steps,
+                      const std::vector<core::EventRecord>& events)
+{
+    size_t next = 0;
+    for (const auto& step : steps) {
+        while (next < events.size() && events[next].step.value_or(-1) < step.step)
+            printEvent(events[next++]);
+        printStep(step);
+        while (next < events.size() && events[next].step == step.step)
+            printEvent(events[next++]);
+    }
+    while (next < events.size())
+        printEvent(events[next++]);
+}
+
+// 0 when the run finished; its own exit code (3 OOM, 4 comm, 5 stopped...) when it did not, so
+// scripts can tell why; 1 when there is none.
+int exitCodeForRun(const core::RunStatus& status)
+{
+    if (status.state == core::RunState::Finished)
+        return kExitOk;
+    if (status.exitCode > 0 && status.exitCode < 126)
+        return status.exitCode;
+    return kExitFailure;
+}
+
+// Opens the store, resolves the id, returns the run and its target.
+struct OpenedRun {
+    std::unique_ptr<core::RunStore> store;
+    std::unique_ptr<core::RunTarget> target;
+    core::RunSummary summary;
+};
+
+core::Result<OpenedRun> openRun(const CliContext& context, const std::string& idOrPrefix)
+{
+    auto store = context.openStore();
+    if (!store)
+        return store.error();
+    auto id = (*store)->resolveRunId(idOrPrefix);
+    if (!id)
+        return id.error();
+    auto summary = (*store)->run(*id);
+    if (!summary)
+        return summary.error();
+    auto target = context.target(summary->target);
+    if (!target)
+        return target.error();
+    return OpenedRun{std::move(*store), std::move(*target), std::move(*summary)};
+}
+
+}  // namespace
+
+int watchCommand(const CliContext& context, Args args)
+{
+    bool missing = false;
+    const auto interval = args.takeOption("--interval-ms", missing);
+    if (missing || !args.unknownOption().empty() || args.rest().size() != 1)
+        return reportUsage("watch takes one RUN id (or prefix)", kWatchSynopsis);
+    int intervalMs = 500;
+    if (interval) {
+        try {
+            intervalMs = std::stoi(*interval);
+        } catch (const std::exception&) {
+            intervalMs = -1;
+        }
+        if (intervalMs < 10)
+            return reportUsage("--interval-ms needs a number of milliseconds >= 10", kWatchSynopsis);
+    }
+
+    auto opened = openRun(context, args.rest().front());
+    if (!opened)
+        return reportError(opened.error());
+    auto& [store, target, summary] = *opened;
+    std::printf("run %s (%s) on %s: %s\n", summary.id.c_str(), summary.name.c_str(),
+                summary.target.c_str(), summary.runDir.c_str());
+
+    // What earlier watches already stored is printed first, so a re-attached watch shows it all.
+    if (auto meta = store->meta(summary.id))
+        printMeta(*meta);
+    if (auto stored = store->steps(summary.id))
+        for (const auto& step : *stored)
+            printStep(step);
+    std::fflush(stdout);
+
+    core::RunFollower follower(*store, *target, summary.id);
+    for (;;) {
+        auto update = follower.poll();
+        if (!update)
+            return reportError(update.error());
+        if (update->meta)
+            printMeta(*update->meta);
+        printInFileOrder(update->newSteps, update->newEvents);
+        if (update->finished) {
+            const auto& status = update->status;
+            std::printf("run %s %s (exit %d)%s%s\n", summary.id.c_str(),
+                        core::runStateName(status.state), status.exitCode,
+                        status.message.empty() ? "" : ": ", status.message.c_str());
+            std::fflush(stdout);
+            return exitCodeForRun(status);
+        }
+        std::fflush(stdout);
+        std::this_thread::sleep_for(std::chrono::milliseconds(intervalMs));
+    }
+}
+
+int cancelCommand(const CliContext& context, Args args)
+{
+    bool missing = false;
+    const auto graceText = args.takeOption("--grace-s", missing);
+    if (missing || !args.unknownOption().empty() || args.rest().size() != 1)
+        return reportUsage("cancel takes one RUN id (or prefix)", kCancelSynopsis);
+    double graceS = 30.0;  // moe-train writes a checkpoint on SIGTERM before it exits
+    if (graceText) {
+        try {
+            graceS = std::stod(*graceText);
+        } catch (const std::exception&) {
+            graceS = -1;
+        }
+        if (!(graceS >= 0))
+            return reportUsage("--grace-s needs a number of seconds >= 0", kCancelSynopsis);
+    }
+
+    auto opened = openRun(context, args.rest().front());
+    if (!opened)
+        return reportError(opened.error());
+    auto& [store, target, summary] = *opened;
+    if (summary.runDir.empty())
+        return reportError(core::makeError(core::ErrorCode::InvalidArgument,
+                                           "this run never started; nothing to cancel", summary.id));
+    // Recorded first: a follower that sees the group die must not call this a failure.
+    if (auto r = store->setStatus(summary.id, core::runStateName(core::RunState::Cancelled),
+                                  summary.exitCode);
+        !r)
+        return reportError(r.error());
+    const auto grace = std::chrono::milliseconds(static_cast<int64_t>(graceS * 1000));
+    if (auto r = target->cancel(summary.runDir, grace); !r)
+        return reportError(r.error());
+
+    // Store what the run wrote while stopping (checkpoint event, end line) and its final state.
+    core::RunFollower follower(*store, *target, summary.id);
+    for (int round = 0; round < 100; ++round) {
+        auto update = follower.poll();
+        if (!update)
+            return reportError(update.error());
+        if (update->finished) {
+            std::printf("run %s %s (exit %d)\n", summary.id.c_str(),
+                        core::runStateName(update->status.state), update->status.exitCode);
+            return kExitOk;
+        }
+    }
+    std::printf("run %s cancelled\n", summary.id.c_str());
+    return kExitOk;
+}
+
+}  // namespace wb::app

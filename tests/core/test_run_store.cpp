@@ -1,0 +1,507 @@
+// RunStore: resumable ingest, offset guard, refusal of newer/locked/foreign files (left
+// byte-identical), migration, id lookup. Every test uses its own temp file.
+#include "core/run_store.h"
+
+#include <QCryptographicHash>
+#include <QFile>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <sqlite3.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+using namespace wb::core;
+
+namespace {
+
+std::string readAll(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+void writeAll(const std::string& path, const std::string& bytes)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+}
+
+// A metrics stream as moe-train writes it: meta, steps with every field set, events, one
+// malformed line, end. Values vary per step so a swapped or shifted row cannot compare equal.
+struct Stream {
+    std::string bytes;
+    std::vector<StepRecord> steps;
+    int64_t events = 0;
+    int64_t malformed = 0;
+};
+
+Stream makeStream(int numSteps)
+{
+    Stream s;
+    MetaRecord meta;
+    meta.runId = "r";
+    meta.configHash = "0123456789abcdef";
+    meta.worldSize = 2;
+    meta.layout = "tp1 pp1 cp1 ep2 etp1 dp2";
+    meta.device = "cpu";
+    meta.dataSource = "real";
+    meta.versions["moe-train"] = "0.1.0";
+    s.bytes += toJsonLine(meta) + "\n";
+    for (int i = 1; i <= numSteps; ++i) {
+        StepRecord r;
+        r.step = i;
+        r.time = 1.7e9 + i * 0.25;
+        r.stepMs = 100.0 + i;
+        r.dataMs = 1.0 + i * 0.01;
+        r.visionMs = 10.5 + i;
+        r.projectorMs = 0.5;
+        r.decoderMs = 50.25 + i;
+        r.backwardMs = 30.0 + i;
+        r.optimizerMs = 2.0;
+        r.images = 4 + i % 3;
+        r.imageTokens = 64 * r.images;
+        r.textTokens = 200 + i;
+        r.padTokens = i % 7;
+        r.effectiveTokens = r.imageTokens + r.textTokens;
+        r.skippedImages = i % 11 == 0 ? 1 : 0;
+        r.loss = 6.0 / (1.0 + i * 0.01);
+        r.auxLoss = 0.01 * i;
+        r.gradNorm = 1.5 - i * 0.001;
+        r.lr = 1e-3 * i / numSteps;
+        r.memAllocGib = 0.1 * i;
+        r.memReservedGib = 0.2 * i;
+        r.memPeakGib = 0.3 * i;
+        r.tokensPerSPerGpu = 1234.5 + i;
+        r.tflopsPerGpu = 0.5 + i * 0.001;
+        r.mfu = 0.001 * i;
+        s.bytes += toJsonLine(r) + "\n";
+        s.steps.push_back(r);
+        if (i % 25 == 0) {
+            EventRecord e;
+            e.time = r.time;
+            e.level = "info";
+            e.msg = "checkpoint saved at step " + std::to_string(i);
+            e.step = i;
+            s.bytes += toJsonLine(e) + "\n";
+            ++s.events;
+        }
+        if (i == numSteps / 2) {
+            s.bytes += "{\"v\":1,\"type\":\"step\",\"step\": this is not json\n";
+            ++s.malformed;
+        }
+    }
+    EndRecord end;
+    end.status = "finished";
+    end.exitCode = 0;
+    end.step = numSteps;
+    s.bytes += toJsonLine(end) + "\n";
+    return s;
+}
+
+bool sameStep(const StepRecord& a, const StepRecord& b)
+{
+    return a.step == b.step && a.time == b.time && a.stepMs == b.stepMs && a.dataMs == b.dataMs &&
+           a.visionMs == b.visionMs && a.projectorMs == b.projectorMs &&
+           a.decoderMs == b.decoderMs && a.backwardMs == b.backwardMs &&
+           a.optimizerMs == b.optimizerMs && a.images == b.images &&
+           a.imageTokens == b.imageTokens && a.textTokens == b.textTokens &&
+           a.padTokens == b.padTokens && a.effectiveTokens == b.effectiveTokens &&
+           a.skippedImages == b.skippedImages && a.loss == b.loss && a.auxLoss == b.auxLoss &&
+           a.gradNorm == b.gradNorm && a.lr == b.lr && a.memAllocGib == b.memAllocGib &&
+           a.memReservedGib == b.memReservedGib && a.memPeakGib == b.memPeakGib &&
+           a.tokensPerSPerGpu == b.tokensPerSPerGpu && a.tflopsPerGpu == b.tflopsPerGpu &&
+           a.mfu == b.mfu;
+}
+
+std::unique_ptr<RunStore> openOrFail(const std::string& path)
+{
+    auto store = RunStore::open(path);
+    if (!store)
+        qWarning("%s", store.error().toString().c_str());
+    return store ? std::move(store).value() : nullptr;
+}
+
+// Raw SQLite connection for the tests that must act as "another process".
+struct RawDb {
+    sqlite3* db = nullptr;
+    explicit RawDb(const std::string& path) { sqlite3_open(path.c_str(), &db); }
+    ~RawDb() { sqlite3_close(db); }
+    int exec(const std::string& sql) { return sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr); }
+};
+
+}  // namespace
+
+class TestRunStore : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    std::string path(const char* name) const { return m_dir.filePath(QString::fromUtf8(name)).toStdString(); }
+
+private slots:
+    void ingestResumesFromAnyOffset_data();
+    void ingestResumesFromAnyOffset();
+    void realMetricsFileIngestsExactly();
+    void offsetMismatchRefused_data();
+    void offsetMismatchRefused();
+    void metaAndEndRecords();
+    void newerSchemaRefusedUntouched_data();
+    void newerSchemaRefusedUntouched();
+    void lockedStoreRefused_data();
+    void lockedStoreRefused();
+    void foreignFileRefused_data();
+    void foreignFileRefused();
+    void migratesEmptyFile();
+    void resolveRunId_data();
+    void resolveRunId();
+    void listRunsNewestFirst();
+};
+
+void TestRunStore::ingestResumesFromAnyOffset_data()
+{
+    QTest::addColumn<int>("steps");
+    QTest::addColumn<int>("minGrowth");
+    QTest::addColumn<int>("maxGrowth");
+    QTest::addColumn<int>("reopenEvery");
+    QTest::addColumn<unsigned>("seed");
+    // The writer appends `growth` bytes at a time (cutting lines anywhere); the reader ingests
+    // everything from the stored offset to the current end, as RunFollower does.
+    QTest::newRow("byte-sized appends") << 60 << 1 << 8 << 7 << 1u;
+    QTest::newRow("sub-line appends") << 200 << 1 << 300 << 5 << 2u;
+    QTest::newRow("multi-line appends") << 400 << 100 << 5000 << 3 << 3u;
+    QTest::newRow("one big append") << 300 << 1 << 1 << 1 << 4u;
+}
+
+void TestRunStore::ingestResumesFromAnyOffset()
+{
+    QFETCH(int, steps);
+    QFETCH(int, minGrowth);
+    QFETCH(int, maxGrowth);
+    QFETCH(int, reopenEvery);
+    QFETCH(unsigned, seed);
+    const Stream stream = makeStream(steps);
+    const std::string db = path(QTest::currentDataTag()) + ".sqlite";
+
+    auto store = openOrFail(db);
+    QVERIFY(store);
+    auto id = store->createRun({"", "resume", "local", "/tmp/x", "{}", "h"});
+    QVERIFY(id);
+
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> growth(minGrowth, maxGrowth);
+    size_t written = minGrowth == maxGrowth ? stream.bytes.size() : 0;
+    int round = 0;
+    int64_t stepsAdded = 0;
+    while (true) {
+        written = std::min(stream.bytes.size(), written + static_cast<size_t>(growth(rng)));
+        if (++round % reopenEvery == 0) {
+            store.reset();  // a new watcher process: everything must come from the file
+            store = openOrFail(db);
+            QVERIFY(store);
+        }
+        auto run = store->run(*id);
+        QVERIFY(run);
+        const int64_t offset = run->streamOffset;
+        QVERIFY(offset <= static_cast<int64_t>(written));
+        auto result = store->ingest(*id, offset,
+                                    std::string_view(stream.bytes).substr(offset, written - offset));
+        QVERIFY2(result, result ? "" : result.error().toString().c_str());
+        stepsAdded += result->stepsAdded;
+        QVERIFY(result->newOffset <= static_cast<int64_t>(written));
+        // The offset only ever lands just after a newline.
+        QVERIFY(result->newOffset == 0 || stream.bytes[result->newOffset - 1] == '\n');
+        if (written == stream.bytes.size() && result->newOffset == static_cast<int64_t>(written))
+            break;
+    }
+
+    auto stored = store->steps(*id);
+    QVERIFY(stored);
+    QCOMPARE(stored->size(), stream.steps.size());
+    QCOMPARE(stepsAdded, static_cast<int64_t>(stream.steps.size()));
+    for (size_t i = 0; i < stored->size(); ++i)
+        QVERIFY2(sameStep((*stored)[i], stream.steps[i]), qPrintable(QString::number(i)));
+    auto events = store->events(*id);
+    QVERIFY(events);
+    QCOMPARE(static_cast<int64_t>(events->size()), stream.events);
+    auto run = store->run(*id);
+    QCOMPARE(run->malformedLines, stream.malformed);
+    QCOMPARE(run->streamOffset, static_cast<int64_t>(stream.bytes.size()));
+    QCOMPARE(run->steps, static_cast<int64_t>(stream.steps.size()));
+    QCOMPARE(*run->lastLoss, stream.steps.back().loss);
+}
+
+// A metrics.jsonl captured from a real moe-train run (tests/core/test_run_store_metrics.jsonl),
+// fed in random chunks: the store holds exactly its step lines.
+void TestRunStore::realMetricsFileIngestsExactly()
+{
+    const std::string fixture = std::string(WB_SOURCE_DIR) + "/tests/core/test_run_store_metrics.jsonl";
+    const std::string bytes = readAll(fixture);
+    if (bytes.empty())
+        QSKIP("no captured moe-train metrics fixture");
+    std::vector<int64_t> expected;
+    {
+        std::istringstream lines(bytes);
+        std::string line;
+        while (std::getline(lines, line))
+            if (auto r = parseMetricsLine(line); r && std::holds_alternative<StepRecord>(*r))
+                expected.push_back(std::get<StepRecord>(*r).step);
+    }
+    QVERIFY(!expected.empty());
+    const std::string db = path("real.sqlite");
+    auto store = openOrFail(db);
+    auto id = store->createRun({"", "real", "local", "", "{}", ""});
+    std::mt19937 rng(7);
+    size_t written = 0;
+    while (true) {
+        written = std::min(bytes.size(), written + std::uniform_int_distribution<size_t>(1, 700)(rng));
+        store = openOrFail(db);
+        const int64_t offset = store->run(*id)->streamOffset;
+        auto r = store->ingest(*id, offset, std::string_view(bytes).substr(offset, written - offset));
+        QVERIFY(r);
+        if (written == bytes.size() && r->newOffset == static_cast<int64_t>(bytes.size()))
+            break;
+    }
+    auto stored = store->steps(*id);
+    QCOMPARE(stored->size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+        QCOMPARE((*stored)[i].step, expected[i]);
+}
+
+void TestRunStore::offsetMismatchRefused_data()
+{
+    QTest::addColumn<int64_t>("delta");
+    QTest::newRow("replayed chunk (behind)") << int64_t(-1);
+    QTest::newRow("skipped bytes (ahead)") << int64_t(+1);
+    QTest::newRow("start over at 0") << int64_t(0);
+}
+
+void TestRunStore::offsetMismatchRefused()
+{
+    QFETCH(int64_t, delta);
+    const Stream stream = makeStream(20);
+    auto store = openOrFail(path("mismatch.sqlite"));
+    auto id = store->createRun({"", "m", "local", "", "{}", ""});
+    const size_t half = stream.bytes.size() / 2;
+    auto first = store->ingest(*id, 0, std::string_view(stream.bytes).substr(0, half));
+    QVERIFY(first);
+    const int64_t stored = first->newOffset;
+    const int64_t stepsBefore = store->run(*id)->steps;
+    QVERIFY(stored > 0);
+
+    const int64_t offset = delta == 0 ? 0 : stored + delta;
+    auto again = store->ingest(*id, offset, std::string_view(stream.bytes).substr(offset));
+    QVERIFY(!again);
+    QCOMPARE(again.error().code, ErrorCode::InvalidArgument);
+    QVERIFY(again.error().message.find(std::to_string(stored)) != std::string::npos);
+    QCOMPARE(store->run(*id)->streamOffset, stored);
+    QCOMPARE(store->run(*id)->steps, stepsBefore);
+}
+
+void TestRunStore::metaAndEndRecords()
+{
+    const Stream stream = makeStream(3);
+    auto store = openOrFail(path("meta.sqlite"));
+    auto id = store->createRun({"", "m", "local", "", "{\"a\":1}", "abc"});
+    QCOMPARE(store->meta(*id).error().code, ErrorCode::NotFound);
+    auto r = store->ingest(*id, 0, stream.bytes);
+    QVERIFY(r);
+    QVERIFY(r->sawMeta);
+    QVERIFY(r->end);
+    QCOMPARE(r->end->status, std::string("finished"));
+    auto meta = store->meta(*id);
+    QVERIFY(meta);
+    QCOMPARE(meta->layout, std::string("tp1 pp1 cp1 ep2 etp1 dp2"));
+    QCOMPARE(meta->versions.at("moe-train"), std::string("0.1.0"));
+    QCOMPARE(store->run(*id)->dataSource, std::string("real"));
+    QCOMPARE(*store->configJson(*id), std::string("{\"a\":1}"));
+}
+
+void TestRunStore::newerSchemaRefusedUntouched_data()
+{
+    QTest::addColumn<QString>("journalMode");
+    QTest::newRow("WAL store from a newer workbench") << QStringLiteral("wal");
+    QTest::newRow("rollback-journal file") << QStringLiteral("delete");
+}
+
+void TestRunStore::newerSchemaRefusedUntouched()
+{
+    QFETCH(QString, journalMode);
+    const std::string db = path("newer.sqlite") + journalMode.toStdString();
+    {
+        RawDb raw(db);
+        QCOMPARE(raw.exec("PRAGMA journal_mode=" + journalMode.toStdString()), SQLITE_OK);
+        QCOMPARE(raw.exec("CREATE TABLE future(x); PRAGMA user_version = 7"), SQLITE_OK);
+    }
+    const std::string before = readAll(db);
+    auto store = RunStore::open(db);
+    QVERIFY(!store);
+    const Error& e = store.error();
+    QCOMPARE(e.code, ErrorCode::Incompatible);
+    const std::string text = e.toString();
+    QVERIFY2(text.find(db) != std::string::npos, text.c_str());
+    QVERIFY2(text.find('7') != std::string::npos, text.c_str());
+    QVERIFY2(text.find(std::to_string(kStoreSchemaVersion)) != std::string::npos, text.c_str());
+    QVERIFY2(text.find("--db") != std::string::npos && text.find("pgrade") != std::string::npos,
+             text.c_str());
+    QVERIFY(readAll(db) == before);
+    RawDb check(db);
+    sqlite3_stmt* stmt = nullptr;
+    sqlite3_prepare_v2(check.db, "PRAGMA journal_mode", -1, &stmt, nullptr);
+    QCOMPARE(sqlite3_step(stmt), SQLITE_ROW);
+    QCOMPARE(QString::fromUtf8(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))), journalMode);
+    sqlite3_finalize(stmt);
+}
+
+void TestRunStore::lockedStoreRefused_data()
+{
+    QTest::addColumn<bool>("existingStore");
+    QTest::newRow("existing WAL store, writer mid-transaction") << true;
+    QTest::newRow("new rollback-journal file, exclusive lock") << false;
+}
+
+void TestRunStore::lockedStoreRefused()
+{
+    QFETCH(bool, existingStore);
+    const std::string db = path(existingStore ? "locked-store.sqlite" : "locked-new.sqlite");
+    if (existingStore) {
+        auto store = openOrFail(db);
+        QVERIFY(store);
+        QVERIFY(store->createRun({"", "a", "local", "", "{}", ""}));
+    } else {
+        RawDb raw(db);
+        QCOMPARE(raw.exec("CREATE TABLE other(x)"), SQLITE_OK);
+    }
+    const std::string before = readAll(db);
+    RawDb holder(db);
+    QCOMPARE(holder.exec("BEGIN EXCLUSIVE"), SQLITE_OK);
+    QElapsedTimer timer;
+    timer.start();
+    auto store = RunStore::open(db);
+    QVERIFY(!store);
+    QCOMPARE(store.error().code, ErrorCode::Busy);
+    QVERIFY2(store.error().message.find("locked") != std::string::npos, store.error().message.c_str());
+    QVERIFY(timer.elapsed() < 10000);  // the busy timeout, not a hang
+    QCOMPARE(holder.exec("ROLLBACK"), SQLITE_OK);
+    QVERIFY(readAll(db) == before);
+}
+
+void TestRunStore::foreignFileRefused_data()
+{
+    QTest::addColumn<QByteArray>("content");
+    QTest::newRow("text file") << QByteArray("this is a config, not a database\n").repeated(40);
+    std::mt19937 rng(3);
+    QByteArray noise(8192, '\0');
+    for (auto& c : noise)
+        c = static_cast<char>(rng());
+    QTest::newRow("random bytes") << noise;
+}
+
+void TestRunStore::foreignFileRefused()
+{
+    QFETCH(QByteArray, content);
+    const std::string db = path("foreign") + std::to_string(content.size());
+    writeAll(db, content.toStdString());
+    auto store = RunStore::open(db);
+    QVERIFY(!store);
+    QCOMPARE(store.error().code, ErrorCode::Corrupt);
+    QVERIFY(store.error().message.find("--db") != std::string::npos);
+    QVERIFY(readAll(db) == content.toStdString());
+}
+
+void TestRunStore::migratesEmptyFile()
+{
+    const std::string db = path("empty.sqlite");
+    writeAll(db, "");
+    {
+        auto store = openOrFail(db);
+        QVERIFY(store);
+        QVERIFY(store->createRun({"", "x", "local", "", "{}", ""}));
+    }
+    RawDb raw(db);
+    sqlite3_stmt* stmt = nullptr;
+    sqlite3_prepare_v2(raw.db, "SELECT (SELECT user_version FROM pragma_user_version), "
+                               "(SELECT journal_mode FROM pragma_journal_mode), "
+                               "(SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name IN "
+                               "('runs','configs','meta','steps','events'))",
+                       -1, &stmt, nullptr);
+    QCOMPARE(sqlite3_step(stmt), SQLITE_ROW);
+    QCOMPARE(sqlite3_column_int(stmt, 0), kStoreSchemaVersion);
+    QCOMPARE(QByteArray(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1))), QByteArray("wal"));
+    QCOMPARE(sqlite3_column_int(stmt, 2), 5);
+    sqlite3_finalize(stmt);
+
+    // A store in a folder that does not exist yet (first start of the workbench).
+    auto nested = RunStore::open(path("a/b/c/runs.sqlite"));
+    QVERIFY(nested);
+}
+
+void TestRunStore::resolveRunId_data()
+{
+    QTest::addColumn<QString>("query");
+    QTest::addColumn<QString>("expected");  // an id, or "!code"
+    QTest::newRow("exact") << "20260101-120000-aaaa" << "20260101-120000-aaaa";
+    QTest::newRow("exact that is also a prefix") << "20260101-120000-aa" << "20260101-120000-aa";
+    QTest::newRow("unique prefix") << "20260101-13" << "20260101-130000-bbbb";
+    QTest::newRow("ambiguous prefix") << "20260101-12" << "!invalid";
+    QTest::newRow("unknown") << "1999" << "!notfound";
+    QTest::newRow("empty") << "" << "!invalid";
+    QTest::newRow("LIKE wildcard is literal") << "2026%" << "!notfound";
+}
+
+void TestRunStore::resolveRunId()
+{
+    QFETCH(QString, query);
+    QFETCH(QString, expected);
+    auto store = openOrFail(path("resolve.sqlite"));
+    if (store->listRuns()->empty()) {
+        for (const char* id : {"20260101-120000-aaaa", "20260101-120000-aa", "20260101-130000-bbbb"})
+            QVERIFY(store->createRun({id, "n", "local", "", "{}", ""}));
+    }
+    auto r = store->resolveRunId(query.toStdString());
+    if (expected.startsWith(u'!')) {
+        QVERIFY(!r);
+        QCOMPARE(r.error().code, expected == u"!invalid" ? ErrorCode::InvalidArgument : ErrorCode::NotFound);
+    } else {
+        QVERIFY(r);
+        QCOMPARE(QString::fromStdString(*r), expected);
+    }
+}
+
+void TestRunStore::listRunsNewestFirst()
+{
+    auto store = openOrFail(path("list.sqlite"));
+    std::vector<std::string> ids;
+    for (int i = 0; i < 3; ++i) {
+        auto id = store->createRun({"", "run" + std::to_string(i), "local", "", "{}", ""});
+        QVERIFY(id);
+        QVERIFY(QRegularExpression(QStringLiteral("^\\d{8}-\\d{6}-[0-9a-f]{4}$"))
+                    .match(QString::fromStdString(*id)).hasMatch());
+        ids.push_back(*id);
+        QTest::qWait(5);
+    }
+    QCOMPARE(store->createRun({ids[0], "dup", "local", "", "{}", ""}).error().code,
+             ErrorCode::InvalidArgument);
+    const Stream stream = makeStream(10);
+    QVERIFY(store->ingest(ids[1], 0, stream.bytes));
+    QVERIFY(store->setStatus(ids[1], "finished", 0));
+    auto runs = store->listRuns();
+    QVERIFY(runs);
+    QCOMPARE(runs->size(), size_t(3));
+    QCOMPARE((*runs)[0].id, ids[2]);
+    QCOMPARE((*runs)[1].id, ids[1]);
+    QCOMPARE((*runs)[2].id, ids[0]);
+    QCOMPARE((*runs)[1].steps, int64_t(10));
+    QCOMPARE((*runs)[1].status, std::string("finished"));
+    QCOMPARE(*(*runs)[1].lastLoss, stream.steps.back().loss);
+    QVERIFY(!(*runs)[0].lastLoss);
+    QCOMPARE(store->setStatus("nope", "failed", 1).error().code, ErrorCode::NotFound);
+}
+
+QTEST_GUILESS_MAIN(TestRunStore)
+#include "test_run_store.moc"

@@ -1,0 +1,146 @@
+// RunFollower against an in-memory RunTarget: the file grows and the process dies under it.
+// Checks the end-of-run rule (dead AND read to the end) and the final-state mapping.
+#include "core/run_follower.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace wb::core;
+
+namespace {
+
+// A target whose metrics file and process state the test sets directly.
+class ScriptedTarget : public RunTarget {
+public:
+    std::string file;
+    RunStatus next;
+    int statusCalls = 0;
+
+    std::string name() const override { return "scripted"; }
+    Result<LaunchedRun> launch(const LaunchRequest&) override
+    {
+        return makeError(ErrorCode::Failed, "not used");
+    }
+    Result<MetricsChunk> readMetrics(const std::string&, int64_t offset, int64_t maxBytes) override
+    {
+        MetricsChunk chunk;
+        chunk.offset = offset;
+        chunk.fileSize = static_cast<int64_t>(file.size());
+        chunk.bytes = file.substr(static_cast<size_t>(offset), static_cast<size_t>(maxBytes));
+        return chunk;
+    }
+    Result<RunStatus> status(const std::string&) override
+    {
+        ++statusCalls;
+        return next;
+    }
+    Result<void> cancel(const std::string&, std::chrono::milliseconds) override { return {}; }
+};
+
+std::string stepLine(int step)
+{
+    StepRecord r;
+    r.step = step;
+    r.loss = 1.0 / step;
+    return toJsonLine(r) + "\n";
+}
+
+}  // namespace
+
+class TestRunStoreFollower : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    int m_count = 0;
+
+private slots:
+    void followsGrowingFile();
+    void finalState_data();
+    void finalState();
+};
+
+void TestRunStoreFollower::followsGrowingFile()
+{
+    auto store = RunStore::open(m_dir.filePath(QStringLiteral("f.sqlite")).toStdString());
+    QVERIFY(store);
+    auto id = (*store)->createRun({"", "f", "scripted", "/run", "{}", ""});
+    ScriptedTarget target;
+    target.next.processAlive = true;
+    target.next.state = RunState::Running;
+    RunFollower follower(**store, target, *id);
+
+    MetaRecord meta;
+    meta.dataSource = "mock";
+    target.file = toJsonLine(meta) + "\n" + stepLine(1) + stepLine(2).substr(0, 10);
+    auto u = follower.poll();
+    QVERIFY(u);
+    QVERIFY(u->meta);
+    QCOMPARE(u->newSteps.size(), size_t(1));
+    QVERIFY(!u->finished);
+
+    // The torn line completes; an event arrives; the process is still alive.
+    target.file = toJsonLine(meta) + "\n" + stepLine(1) + stepLine(2) +
+                  toJsonLine(EventRecord{0.0, "warning", "slow loader", 2}) + "\n" + stepLine(3);
+    u = follower.poll();
+    QVERIFY(u);
+    QVERIFY(!u->meta);
+    QCOMPARE(u->newSteps.size(), size_t(2));
+    QCOMPARE(u->newSteps[0].step, int64_t(2));
+    QCOMPARE(u->newEvents.size(), size_t(1));
+    QVERIFY(!u->finished);
+
+    // Dead, but a final line arrived since the last read: it is ingested and the run ends.
+    target.file += stepLine(4);
+    target.next = RunStatus{RunState::Finished, 0, "finished", "", false};
+    u = follower.poll();
+    QVERIFY(u);
+    QCOMPARE(u->newSteps.size(), size_t(1));
+    QVERIFY(u->finished);
+    QCOMPARE((*store)->run(*id)->status, std::string("finished"));
+    QCOMPARE((*store)->run(*id)->steps, int64_t(4));
+}
+
+void TestRunStoreFollower::finalState_data()
+{
+    QTest::addColumn<QString>("statusWord");
+    QTest::addColumn<int>("exitCode");
+    QTest::addColumn<bool>("tornTail");
+    QTest::addColumn<QString>("storedBefore");
+    QTest::addColumn<QString>("expectedState");
+    QTest::newRow("finished") << "finished" << 0 << false << "running" << "finished";
+    QTest::newRow("stopped by signal") << "stopped" << 5 << false << "running" << "cancelled";
+    QTest::newRow("oom") << "oom" << 3 << false << "running" << "failed";
+    QTest::newRow("no status.json") << "" << -1 << false << "running" << "failed";
+    QTest::newRow("killed while running") << "running" << -1 << true << "running" << "failed";
+    QTest::newRow("SIGKILLed by cancel") << "running" << -1 << false << "cancelled" << "cancelled";
+}
+
+void TestRunStoreFollower::finalState()
+{
+    QFETCH(QString, statusWord);
+    QFETCH(int, exitCode);
+    QFETCH(bool, tornTail);
+    QFETCH(QString, storedBefore);
+    QFETCH(QString, expectedState);
+    auto store = RunStore::open(
+        m_dir.filePath(QStringLiteral("s%1.sqlite").arg(++m_count)).toStdString());
+    QVERIFY(store);
+    auto id = (*store)->createRun({"", "f", "scripted", "/run", "{}", ""});
+    QVERIFY((*store)->setStatus(*id, storedBefore.toStdString(), -1));
+    ScriptedTarget target;
+    target.file = stepLine(1) + stepLine(2) + (tornTail ? std::string("{\"v\":1,\"ty") : "");
+    target.next = RunStatus{RunState::Unknown, exitCode, statusWord.toStdString(), "", false};
+    RunFollower follower(**store, target, *id);
+    auto u = follower.poll();
+    QVERIFY(u);
+    QVERIFY(u->finished);  // a torn tail from a dead writer does not keep the watch alive
+    QCOMPARE(QString::fromUtf8(runStateName(u->status.state)), expectedState);
+    QCOMPARE(QString::fromStdString((*store)->run(*id)->status), expectedState);
+    QCOMPARE((*store)->run(*id)->exitCode, exitCode);
+    if (statusWord.isEmpty())
+        QVERIFY(u->status.message.find("status.json") != std::string::npos);
+}
+
+QTEST_GUILESS_MAIN(TestRunStoreFollower)
+#include "test_run_store_follower.moc"

@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""End-to-end tests of moe-workbench-cli: launch, watch, runs, show, cancel, against a real child.
+
+usage: cli_e2e.py --cli PATH --trainer PATH [--sample-set PATH] [--real]
+
+--trainer is moe-train (with --real: a tiny real training run on a sample set built by
+moe-sample-set) or tests/remote/fake_moe_train.sh (same command line and run-directory files; it
+exercises the CLI and store without LibTorch). Every case runs in its own temp HOME / XDG dirs and
+passes --db explicitly. Exit 0 = pass, 77 = skipped (ctest SKIP_RETURN_CODE), 1 = fail.
+"""
+import argparse
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+FAILURES = []
+
+
+def check(condition, what):
+    if not condition:
+        FAILURES.append(what)
+        print("FAIL:", what, flush=True)
+    return condition
+
+
+class Env:
+    def __init__(self, args, tmp):
+        self.args = args
+        self.tmp = tmp
+        self.db = os.path.join(tmp, "store", "runs.sqlite")
+        self.runs_root = os.path.join(tmp, "runs")
+        self.env = dict(os.environ)
+        self.env.update({
+            "HOME": os.path.join(tmp, "home"),
+            "XDG_DATA_HOME": os.path.join(tmp, "xdg-data"),
+            "XDG_CACHE_HOME": os.path.join(tmp, "xdg-cache"),
+        })
+        os.makedirs(self.env["HOME"], exist_ok=True)
+
+    def cli(self, *argv, timeout=300, db=None):
+        cmd = [self.args.cli, "--db", db or self.db, "--runs-root", self.runs_root,
+               "--moe-train", self.args.trainer, *argv]
+        p = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=timeout)
+        print("$", " ".join(argv), "->", p.returncode, flush=True)
+        if p.returncode != 0 or os.environ.get("E2E_VERBOSE"):
+            sys.stdout.write(p.stdout[-3000:])
+            sys.stdout.write(p.stderr[-3000:])
+        return p
+
+
+def tiny_config(env, manifest=None, steps=6):
+    data = {"source": "mock", "mock_image_size": 32, "caption_max_tokens": 32}
+    if manifest:
+        data = {"source": "real", "manifest": manifest, "min_pixels": 32 * 32, "max_pixels": 64 * 64, "caption_max_tokens": 32}
+    config = {
+        "name": "e2e-tiny",
+        "model": {
+            "vision": {"num_layers": 1, "hidden_size": 32, "ffn_hidden_size": 64,
+                       "num_attention_heads": 2, "patch_size": 16, "spatial_merge_size": 2},
+            "decoder": {"num_layers": 1, "hidden_size": 32, "num_attention_heads": 2,
+                        "num_query_groups": 1, "kv_channels": 16, "num_moe_experts": 4,
+                        "moe_router_topk": 2, "moe_ffn_hidden_size": 32, "vocab_size": 320},
+        },
+        "train": {"train_iters": steps, "micro_batch_size": 2, "global_batch_size": 2,
+                  "seq_length": 128, "lr_warmup_iters": 1},
+        "data": data,
+    }
+    path = os.path.join(env.tmp, "tiny.json")
+    with open(path, "w") as f:
+        json.dump(config, f, indent=2)
+    return path
+
+
+def metrics_steps(run_dir):
+    steps = []
+    path = os.path.join(run_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return steps
+    with open(path, "rb") as f:
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                continue  # torn last line: not a step yet
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            if rec.get("type") == "step":
+                steps.append(rec)
+    return steps
+
+
+def case_launch_watch(env, manifest):
+    config = tiny_config(env, manifest)
+    p = env.cli("launch", "--target", "local", "--config", config, "--name", "e2e")
+    if not check(p.returncode == 0, "launch exits 0"):
+        return
+    run_id = p.stdout.strip()
+    check(len(run_id.splitlines()) == 1 and len(run_id) == 20, "launch prints the run id alone")
+    w = env.cli("watch", run_id, "--interval-ms", "100", timeout=600)
+    check(w.returncode == 0, "watch exits 0 for a finished run")
+    step_lines = [l for l in w.stdout.splitlines() if l.startswith("step ")]
+    run_dir = os.path.join(env.runs_root, run_id)
+    file_steps = metrics_steps(run_dir)
+    check(len(file_steps) > 0, "metrics.jsonl has steps")
+    check(len(step_lines) == len(file_steps), "watch printed one line per step (%d vs %d)"
+          % (len(step_lines), len(file_steps)))
+    # The store holds exactly the file's steps: same numbers, same values.
+    con = sqlite3.connect(env.db)
+    rows = con.execute("SELECT step, loss, step_ms, tokens_per_s_per_gpu, mem_peak_gib FROM steps "
+                       "WHERE run_id = ? ORDER BY step", (run_id,)).fetchall()
+    want = [(s["step"], s.get("loss"), s.get("step_ms"), s.get("tokens_per_s_per_gpu"),
+             s.get("mem_peak_gib")) for s in file_steps]
+    check(rows == want, "store steps equal metrics.jsonl step lines\n  store %r\n  file  %r"
+          % (rows[:3], want[:3]))
+    offset, size = con.execute("SELECT stream_offset, 0 FROM runs WHERE id = ?", (run_id,)).fetchone()
+    check(offset == os.path.getsize(os.path.join(run_dir, "metrics.jsonl")),
+          "stream offset is at the end of metrics.jsonl")
+    con.close()
+    r = env.cli("runs", "--json")
+    runs = json.loads(r.stdout) if r.returncode == 0 else []
+    mine = [x for x in runs if x["id"] == run_id]
+    check(len(mine) == 1 and mine[0]["status"] == "finished" and mine[0]["exit_code"] == 0
+          and mine[0]["steps"] == len(file_steps), "runs --json shows the run finished: %r" % mine)
+    table = env.cli("runs")
+    check(run_id in table.stdout and "finished" in table.stdout, "runs table lists the run")
+    s = env.cli("show", run_id[:17], "--json")  # a unique prefix works
+    shown = json.loads(s.stdout) if s.returncode == 0 else {}
+    check(shown.get("id") == run_id and shown.get("meta") is not None
+          and shown.get("last_step", {}).get("step") == file_steps[-1]["step"],
+          "show --json has meta and the last step")
+    # A second watch of a finished run prints the stored steps and ends at once.
+    again = env.cli("watch", run_id)
+    check(again.returncode == 0 and
+          len([l for l in again.stdout.splitlines() if l.startswith("step ")]) == len(file_steps),
+          "re-watching a finished run replays the stored steps")
+
+
+def case_bad_config(env):
+    bad = os.path.join(env.tmp, "bad.json")
+    with open(bad, "w") as f:
+        f.write('{"train": {"micro_batch_size": -1, "no_such_key": 1}, "model": {"decoder": {"num_moe_experts": 0}}}')
+    before = set(os.listdir(env.runs_root)) if os.path.isdir(env.runs_root) else set()
+    p = env.cli("launch", "--target", "local", "--config", bad)
+    check(p.returncode == 2, "malformed config exits 2")
+    check("micro_batch_size" in p.stderr and "no_such_key" in p.stderr,
+          "every problem of the config is printed")
+    check(p.stdout == "", "nothing on stdout for a refused launch")
+    after = set(os.listdir(env.runs_root)) if os.path.isdir(env.runs_root) else set()
+    check(before == after, "no run directory created for a malformed config")
+    missing = env.cli("launch", "--config", os.path.join(env.tmp, "nope.json"))
+    check(missing.returncode == 2, "missing config file exits 2")
+    usage = env.cli("launch")
+    check(usage.returncode == 2 and "--config" in usage.stderr, "launch without --config exits 2")
+    unknown = env.cli("frobnicate")
+    check(unknown.returncode == 2, "unknown command exits 2")
+
+
+def case_refused_stores(env):
+    # A store from a newer workbench: exit 1, clear message, file untouched.
+    newer = os.path.join(env.tmp, "newer.sqlite")
+    con = sqlite3.connect(newer)
+    con.execute("CREATE TABLE x(y)")
+    con.execute("PRAGMA user_version = 9")
+    con.commit()
+    con.close()
+    before = open(newer, "rb").read()
+    p = env.cli("runs", db=newer)
+    check(p.returncode == 1 and "version 9" in p.stderr and "--db" in p.stderr,
+          "newer store refused with exit 1 and a message naming the fix")
+    check(open(newer, "rb").read() == before, "newer store byte-identical")
+    # A store locked by another writer.
+    env.cli("runs")  # make sure the normal store exists
+    holder = sqlite3.connect(env.db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    p = env.cli("launch", "--config", tiny_config(env))
+    check(p.returncode == 1 and "locked" in p.stderr, "locked store refused with exit 1")
+    holder.execute("ROLLBACK")
+    holder.close()
+
+
+def case_cancel(env):
+    if "fake_moe_train" not in env.args.trainer:
+        config = tiny_config(env, steps=100000)  # real trainer: long enough to cancel mid-run
+    else:
+        config = tiny_config(env)
+        env.env["FAKE_TRAIN_MODE"] = "graceful"
+    p = env.cli("launch", "--config", config, "--name", "to-cancel")
+    env.env.pop("FAKE_TRAIN_MODE", None)
+    if not check(p.returncode == 0, "launch for cancel"):
+        return
+    run_id = p.stdout.strip()
+    run_dir = os.path.join(env.runs_root, run_id)
+    deadline = time.time() + 120
+    while time.time() < deadline and not metrics_steps(run_dir):
+        time.sleep(0.1)
+    pgid = int(open(os.path.join(run_dir, "pid")).read())
+    c = env.cli("cancel", run_id, "--grace-s", "60")
+    check(c.returncode == 0, "cancel exits 0")
+    alive = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            fields = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            alive.append(pid)
+    check(not alive, "nothing of the run's process group is alive after cancel: %r" % alive)
+    r = json.loads(env.cli("runs", "--json").stdout)
+    mine = [x for x in r if x["id"] == run_id]
+    check(mine and mine[0]["status"] == "cancelled", "runs shows the run cancelled: %r" % mine)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--trainer", required=True)
+    ap.add_argument("--sample-set")
+    ap.add_argument("--real", action="store_true")
+    args = ap.parse_args()
+    if not os.access(args.trainer, os.X_OK):
+        print("skip: no trainer at", args.trainer)
+        return 77
+    with tempfile.TemporaryDirectory(prefix="wb-e2e-") as tmp:
+        env = Env(args, tmp)
+        manifest = None
+        if args.real:
+            if not args.sample_set or not os.access(args.sample_set, os.X_OK):
+                print("skip: moe-sample-set not built")
+                return 77
+            out = os.path.join(tmp, "samples")
+            subprocess.run([args.sample_set, "--from", "/usr/share/openclipart/png", "--out", out,
+                            "--count", "64"], check=True, capture_output=True)
+            manifest = os.path.join(out, "manifest.jsonl")
+        case_bad_config(env)
+        case_launch_watch(env, manifest)
+        case_refused_stores(env)
+        case_cancel(env)
+    print("FAILED: %d" % len(FAILURES) if FAILURES else "all passed")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
