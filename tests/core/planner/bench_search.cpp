@@ -29,8 +29,8 @@ int main()
                 std::fprintf(stderr, "%s\n", r.error().toString().c_str());
                 return 1;
             }
-            std::printf("%s on %d×%s: %.1f ms, %ld candidates linted (%ld lint-rejected, %ld over memory, %ld structural), %zu ranked\n",
-                        k.model, k.gpus, k.hw, r->elapsedMs, r->enumerated, r->rejectedLint, r->rejectedMemory,
+            std::printf("%s on %d×%s: %.1f ms, %ld candidates evaluated (%ld over memory, %ld lint-rejected, %ld structural skips), %zu ranked\n",
+                        k.model, k.gpus, k.hw, r->elapsedMs, r->enumerated, r->rejectedMemory, r->rejectedLint,
                         r->rejectedStructure, r->ranked.size());
             if (repeat == 2)
                 for (const Candidate& c : r->ranked)

@@ -1,0 +1,293 @@
+// Catalog loading. Model entries are validated by RunConfig's own parser (wrapped as a config with
+// only a "model" section), so a catalog model and a runnable config can never disagree about field
+// names or ranges.
+#include "core/planner/catalog.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace wb::core::planner {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string lower(std::string s)
+{
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return s;
+}
+
+std::string joinNames(const std::vector<std::string>& names)
+{
+    std::string out;
+    for (const std::string& n : names)
+        out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+template <typename T>
+void upsert(std::vector<T>& list, T item)
+{
+    auto it = std::find_if(list.begin(), list.end(), [&](const T& x) { return x.name == item.name; });
+    if (it != list.end())
+        *it = std::move(item);
+    else
+        list.push_back(std::move(item));
+}
+
+std::string textField(const Json& entry, const char* key)
+{
+    auto it = entry.find(key);
+    return it != entry.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+void parseModel(const Json& entry, const std::string& where, std::vector<ModelSpec>& out, std::vector<std::string>& errors)
+{
+    ModelSpec spec;
+    spec.name = lower(textField(entry, "name"));
+    if (spec.name.empty()) {
+        errors.push_back(where + ": a model entry needs a \"name\"");
+        return;
+    }
+    spec.displayName = textField(entry, "display_name");
+    if (spec.displayName.empty())
+        spec.displayName = spec.name;
+    spec.family = textField(entry, "family");
+    spec.notes = textField(entry, "notes");
+    auto model = entry.find("model");
+    if (model == entry.end() || !model->is_object()) {
+        errors.push_back(where + " (" + spec.name + "): needs a \"model\" object with \"vision\" and \"decoder\" in RunConfig field names");
+        return;
+    }
+    // RunConfig's parser checks names, types, ranges and model consistency; mock data keeps the
+    // data section from asking for a manifest.
+    Json wrapped = {{"model", *model}, {"data", {{"source", "mock"}}}};
+    RunConfigParse parsed = parseRunConfig(wrapped.dump());
+    if (!parsed.ok()) {
+        for (const ConfigProblem& p : parsed.problems)
+            errors.push_back(where + " (" + spec.name + "): " + p.toString());
+        return;
+    }
+    spec.model = parsed.config.model;
+    upsert(out, std::move(spec));
+}
+
+void parseHardware(const Json& entry, const std::string& where, std::vector<HardwareSpec>& out, std::vector<std::string>& errors)
+{
+    HardwareSpec hw;
+    hw.name = lower(textField(entry, "name"));
+    if (hw.name.empty()) {
+        errors.push_back(where + ": a hardware entry needs a \"name\"");
+        return;
+    }
+    hw.displayName = textField(entry, "display_name");
+    if (hw.displayName.empty())
+        hw.displayName = hw.name;
+    hw.sm = textField(entry, "sm");
+    hw.notes = textField(entry, "notes");
+    const size_t before = errors.size();
+    auto number = [&](const char* key, double& value, double min, double max) {
+        auto it = entry.find(key);
+        if (it == entry.end() || !it->is_number()) {
+            errors.push_back(where + " (" + hw.name + "): \"" + key + "\" must be a number");
+            return;
+        }
+        value = it->get<double>();
+        if (value < min || value > max)
+            errors.push_back(where + " (" + hw.name + "): \"" + key + "\" = " + it->dump() + " is outside [" +
+                             std::to_string(min) + ", " + std::to_string(max) + "]");
+    };
+    double domain = 0, perNode = 0;
+    number("peak_dense_bf16_tflops", hw.peakDenseBf16Tflops, 1, 1e6);
+    number("hbm_gib", hw.hbmGib, 1, 1e5);
+    number("hbm_tb_s", hw.hbmTbPerS, 0.1, 1e3);
+    number("nvlink_domain_size", domain, 1, 1e5);
+    number("gpus_per_node", perNode, 1, 1e3);
+    number("nvlink_gb_s", hw.nvlinkGbPerS, 1, 1e5);
+    number("network_gb_s", hw.networkGbPerS, 0.1, 1e5);
+    hw.nvlinkDomainSize = int(domain);
+    hw.gpusPerNode = int(perNode);
+    if (hw.sm.empty() || hw.smMajor() <= 0)
+        errors.push_back(where + " (" + hw.name + "): \"sm\" must be a compute capability such as \"9.0\"");
+    if (errors.size() == before)
+        upsert(out, std::move(hw));
+}
+
+}  // namespace
+
+int HardwareSpec::smMajor() const
+{
+    try {
+        return std::stoi(sm);
+    } catch (...) {
+        return 0;
+    }
+}
+
+Result<void> Catalog::addJson(const std::string& text, const std::string& context)
+{
+    Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (root.is_discarded() || !root.is_object())
+        return makeError(ErrorCode::Corrupt, "not a JSON object; a catalog file is {\"models\": [...], \"hardware\": [...]}", context);
+    auto models = root.find("models");
+    auto hardware = root.find("hardware");
+    if (models == root.end() && hardware == root.end())
+        return makeError(ErrorCode::InvalidArgument, "has neither \"models\" nor \"hardware\"; nothing to load", context);
+    std::vector<std::string> errors;
+    std::vector<ModelSpec> newModels = m_models;
+    std::vector<HardwareSpec> newHardware = m_hardware;
+    if (models != root.end()) {
+        if (!models->is_array())
+            errors.push_back(context + ": \"models\" must be an array");
+        else
+            for (size_t i = 0; i < models->size(); ++i)
+                parseModel((*models)[i], context + " models[" + std::to_string(i) + "]", newModels, errors);
+    }
+    if (hardware != root.end()) {
+        if (!hardware->is_array())
+            errors.push_back(context + ": \"hardware\" must be an array");
+        else
+            for (size_t i = 0; i < hardware->size(); ++i)
+                parseHardware((*hardware)[i], context + " hardware[" + std::to_string(i) + "]", newHardware, errors);
+    }
+    if (!errors.empty()) {
+        std::string message;
+        for (const std::string& e : errors)
+            message += (message.empty() ? "" : "\n") + e;
+        return makeError(ErrorCode::InvalidArgument, message, context);
+    }
+    m_models = std::move(newModels);
+    m_hardware = std::move(newHardware);
+    return {};
+}
+
+Result<void> Catalog::addFile(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return makeError(ErrorCode::NotFound, "cannot open the catalog file; check the path", path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return addJson(text.str(), path);
+}
+
+Result<void> Catalog::addDirectory(const std::string& directory)
+{
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::is_directory(directory, ec))
+        return makeError(ErrorCode::NotFound, "is not a directory of catalog files", directory);
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(directory, ec))
+        if (entry.is_regular_file() && entry.path().extension() == ".json")
+            files.push_back(entry.path().string());
+    std::sort(files.begin(), files.end());  // deterministic override order
+    for (const std::string& f : files)
+        if (Result<void> r = addFile(f); !r)
+            return r;
+    return {};
+}
+
+Result<ModelSpec> Catalog::model(const std::string& name) const
+{
+    const std::string key = lower(name);
+    for (const ModelSpec& m : m_models)
+        if (m.name == key)
+            return m;
+    return makeError(ErrorCode::NotFound, "unknown model \"" + name + "\"; known models: " + joinNames(modelNames()));
+}
+
+Result<HardwareSpec> Catalog::hardware(const std::string& name) const
+{
+    const std::string key = lower(name);
+    for (const HardwareSpec& h : m_hardware)
+        if (h.name == key)
+            return h;
+    return makeError(ErrorCode::NotFound, "unknown hardware \"" + name + "\"; known hardware: " + joinNames(hardwareNames()));
+}
+
+std::vector<std::string> Catalog::modelNames() const
+{
+    std::vector<std::string> out;
+    for (const ModelSpec& m : m_models)
+        out.push_back(m.name);
+    return out;
+}
+
+std::vector<std::string> Catalog::hardwareNames() const
+{
+    std::vector<std::string> out;
+    for (const HardwareSpec& h : m_hardware)
+        out.push_back(h.name);
+    return out;
+}
+
+std::string builtinCatalogDir(const std::string& resourceRoot)
+{
+    return (std::filesystem::path(resourceRoot) / "resources" / "catalog").string();
+}
+
+Result<Catalog> loadCatalog(const std::string& builtinDir, const std::string& userDir)
+{
+    Catalog catalog;
+    if (Result<void> r = catalog.addDirectory(builtinDir); !r)
+        return r.error();
+    std::error_code ec;
+    if (!userDir.empty() && std::filesystem::is_directory(userDir, ec))
+        if (Result<void> r = catalog.addDirectory(userDir); !r)
+            return r.error();
+    return catalog;
+}
+
+// --- parameter counts ------------------------------------------------------------------------
+
+double decoderLayerDenseParams(const DecoderConfig& d)
+{
+    const double h = d.hiddenSize;
+    const double q = double(d.numAttentionHeads) * d.kvChannels;
+    const double kv = double(d.numQueryGroups) * d.kvChannels;
+    const double attention = h * (q + 2 * kv) + q * h + 2.0 * d.kvChannels;  // QKV, output, QK-norm
+    const double norms = 2 * h;
+    const double router = h * d.numMoeExperts;
+    return attention + norms + router;
+}
+
+double expertParams(const DecoderConfig& d)
+{
+    return 3.0 * d.hiddenSize * d.moeFfnHiddenSize;
+}
+
+double ParameterCounts::active(const DecoderConfig& d) const
+{
+    return total() - decoderExperts + decoderExperts * double(d.moeRouterTopk) / d.numMoeExperts;
+}
+
+ParameterCounts countParameters(const ModelConfig& model)
+{
+    const VisionConfig& v = model.vision;
+    const DecoderConfig& d = model.decoder;
+    ParameterCounts c;
+    if (v.numLayers > 0) {
+        const double hv = v.hiddenSize;
+        const double patch = double(v.inChannels) * v.temporalPatchSize * v.patchSize * v.patchSize * hv + hv;
+        // Learned position embedding: Qwen3-VL has 2304 (48×48) positions, interpolated per image.
+        const double position = 2304.0 * hv;
+        const double block = 4 * hv * hv + 4 * hv + 2 * hv * v.ffnHiddenSize + v.ffnHiddenSize + hv + 4 * hv;
+        c.visionEncoder = patch + position + v.numLayers * block;
+        const double merged = hv * v.spatialMergeSize * v.spatialMergeSize;
+        const double merger = 2 * merged + merged * merged + merged + merged * d.hiddenSize + d.hiddenSize;
+        c.projector = merger * double(1 + v.deepstackLayers.size());
+    }
+    c.decoderDense = d.numLayers * decoderLayerDenseParams(d) + d.hiddenSize;  // + final norm
+    c.decoderExperts = double(d.numLayers) * d.numMoeExperts * expertParams(d);
+    c.embedding = double(d.vocabSize) * d.hiddenSize;
+    c.outputLayer = double(d.vocabSize) * d.hiddenSize;
+    return c;
+}
+
+}  // namespace wb::core::planner

@@ -1,0 +1,88 @@
+// Catalogs of models and hardware, loaded from data files (resources/catalog/*.json, plus any
+// user files). A model entry's "model" object uses RunConfig's field names, so a ModelSpec carries
+// a ready ModelConfig. Loading is pure (no global state); a loaded Catalog is immutable and may be
+// read from any thread.
+#pragma once
+
+#include "core/result.h"
+#include "core/run_config.h"
+
+#include <string>
+#include <vector>
+
+namespace wb::core::planner {
+
+struct ModelSpec {
+    std::string name;         ///< lookup key, lower case ("qwen3-vl-30b-a3b")
+    std::string displayName;
+    std::string family;
+    std::string notes;        ///< sources and which numbers are assumptions
+    ModelConfig model;
+};
+
+struct HardwareSpec {
+    std::string name;         ///< lookup key ("gb200")
+    std::string displayName;
+    std::string sm;           ///< compute capability, "9.0", "10.0"
+    double peakDenseBf16Tflops = 0;  ///< per GPU, used for MFU
+    double hbmGib = 0;               ///< usable device memory per GPU, GiB
+    double hbmTbPerS = 0;            ///< HBM bandwidth, TB/s
+    int nvlinkDomainSize = 8;        ///< GPUs that reach each other over NVLink
+    int gpusPerNode = 8;
+    double nvlinkGbPerS = 0;         ///< per GPU, per direction, GB/s
+    double networkGbPerS = 0;        ///< scale-out per GPU, per direction, GB/s
+    std::string notes;
+
+    int smMajor() const;
+};
+
+class Catalog {
+public:
+    /// Reads every *.json file of `directory` (models and/or hardware sections). Entries of a later
+    /// file replace earlier ones with the same name, so user files can override the built-ins.
+    Result<void> addDirectory(const std::string& directory);
+    /// Reads one file: an object with "models": [...] and/or "hardware": [...].
+    Result<void> addFile(const std::string& path);
+    /// Parses one file's text; `context` names it in errors. Every bad entry is reported at once.
+    Result<void> addJson(const std::string& text, const std::string& context);
+
+    /// Case-insensitive lookup; the error lists the known names.
+    Result<ModelSpec> model(const std::string& name) const;
+    Result<HardwareSpec> hardware(const std::string& name) const;
+
+    std::vector<std::string> modelNames() const;
+    std::vector<std::string> hardwareNames() const;
+    const std::vector<ModelSpec>& models() const { return m_models; }
+    const std::vector<HardwareSpec>& hardwareList() const { return m_hardware; }
+
+private:
+    std::vector<ModelSpec> m_models;
+    std::vector<HardwareSpec> m_hardware;
+};
+
+/// The built-in catalog directory (<source or install dir>/resources/catalog), given the root.
+std::string builtinCatalogDir(const std::string& resourceRoot);
+
+/// Loads the built-in catalog from `builtinDir`, then every file of `userDir` if it is non-empty
+/// and exists.
+Result<Catalog> loadCatalog(const std::string& builtinDir, const std::string& userDir = {});
+
+/// Parameter counts of a model (not per rank), for the memory model and the report.
+struct ParameterCounts {
+    double visionEncoder = 0;   ///< patch embedding, position embedding, blocks
+    double projector = 0;       ///< main merger + one merger per deepstack layer
+    double decoderDense = 0;    ///< attention, norms, routers of all decoder layers
+    double decoderExperts = 0;  ///< routed expert weights of all layers
+    double embedding = 0;       ///< input embedding
+    double outputLayer = 0;     ///< untied output projection
+    double total() const { return visionEncoder + projector + decoderDense + decoderExperts + embedding + outputLayer; }
+    double active(const DecoderConfig& d) const;  ///< with top-k of the experts
+};
+
+/// Per decoder layer: non-expert parameters (attention with QK-norm, two RMSNorms, router).
+double decoderLayerDenseParams(const DecoderConfig& d);
+/// Per decoder layer: one routed expert (SwiGLU gate, up, down).
+double expertParams(const DecoderConfig& d);
+ParameterCounts countParameters(const ModelConfig& model);
+
+}  // namespace wb::core::planner

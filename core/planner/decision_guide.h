@@ -1,0 +1,62 @@
+// The FSDP-versus-3D decision guide (reference/decision-guide.md, from the Megatron-Bridge MoE VLM
+// training guide) as data: the user's answers → the path, the rules that fired (quoting the
+// guide), the tuning knobs in the guide's order, and the cautions that apply. Pure; any thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wb::core::planner {
+
+/// The guide's questions. Unanswered (nullopt) questions fire no rule.
+struct GuideAnswers {
+    std::optional<bool> firstLaunch;           ///< first launch of this VLM?
+    std::optional<bool> stableUnderFsdp;       ///< already runs stably under FSDP?
+    std::optional<bool> cleanStageBoundaries;  ///< PP stage boundaries clean and reproducible?
+    std::optional<bool> memoryFitFirst;        ///< fitting in memory matters more than throughput?
+    std::optional<bool> visionFrozen;          ///< decoder-focused tuning with the vision module frozen?
+    std::optional<bool> timeForDeepTesting;    ///< time to test MBS, recompute and graph scope together?
+    // Facts about the planned run, for the cautions.
+    bool mockData = false;
+    bool hasImages = true;
+    bool comparingRuns = false;       ///< the user compares FSDP against 3D runs
+    bool usesEtp = false;
+    bool fullRecompute = false;
+    bool cudaGraphs = false;
+    bool gb200Class = false;          ///< NVLink domain > 8 (HybridEP default)
+};
+
+struct GuideRule {
+    std::string id;       ///< "fsdp-first-launch"
+    std::string path;     ///< "fsdp" | "3d"
+    std::string guideText;    ///< the guide's wording (English restatement)
+    std::string guideTextZh;  ///< the guide's original wording
+};
+
+struct GuideKnob {
+    int order = 0;        ///< the guide's order, 1-based
+    std::string id;
+    std::string text;
+    bool applies = true;  ///< false: listed for completeness, not relevant to these answers
+};
+
+struct GuideCaution {
+    std::string id;
+    std::string text;
+};
+
+struct GuideRecommendation {
+    std::string path;                  ///< "fsdp" | "3d"
+    std::vector<GuideRule> rules;      ///< the rules that fired
+    std::vector<GuideKnob> nextKnobs;  ///< in the guide's order
+    std::vector<GuideCaution> cautions;
+    std::string workflow;              ///< the guide's three-step workflow
+};
+
+/// Every rule the engine knows (for docs and the UI's explanations).
+const std::vector<GuideRule>& guideRules();
+
+GuideRecommendation recommend(const GuideAnswers& answers);
+
+}  // namespace wb::core::planner

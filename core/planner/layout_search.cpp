@@ -1,0 +1,369 @@
+// Search. Enumeration is nested from the most to the least constraining dimension so that whole
+// subtrees die early: sizes that cannot tile the world (§3) before any model is evaluated, and a
+// weight+optimizer lower bound before activations. Only survivors are linted and predicted.
+#include "core/planner/layout_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+namespace wb::core::planner {
+namespace {
+
+std::vector<int> divisorsUpTo(int n, int limit)
+{
+    std::vector<int> out;
+    for (int d = 1; d <= std::min(n, limit); ++d)
+        if (n % d == 0)
+            out.push_back(d);
+    return out;
+}
+
+// Even split, plus the uneven first/last split that balances stages best when the vision encoder
+// and embedding sit on the first stage and the logits on the last (Bridge's 235B recipe: 10/12).
+std::vector<std::pair<int, int>> stageSplits(int layers, int pp)
+{
+    std::vector<std::pair<int, int>> out;
+    if (pp == 1)
+        return {{0, 0}};
+    if (layers % pp == 0)
+        out.push_back({0, 0});
+    if (pp == 2) {
+        for (int first = layers / 2 - 2; first <= layers / 2 - 1; ++first)
+            if (first > 0)
+                out.push_back({first, layers - first});
+        return out;
+    }
+    const int base = layers / pp;
+    std::pair<int, int> best{-1, -1};
+    int bestMax = 1 << 30;
+    for (int first = std::max(1, base - 3); first <= base; ++first)
+        for (int last = std::max(1, base - 3); last <= base + 3; ++last) {
+            const int middle = layers - first - last;
+            if (middle <= 0 || middle % (pp - 2) != 0)
+                continue;
+            const int each = middle / (pp - 2);
+            const int worst = std::max({first, last, each});
+            if (worst < bestMax) {
+                bestMax = worst;
+                best = {first, last};
+            }
+        }
+    if (best.first > 0 && !(layers % pp == 0 && best.first == base && best.second == base))
+        out.push_back(best);
+    return out;
+}
+
+struct Recompute {
+    const char* granularity;
+    std::vector<std::string> modules;
+    int numLayers;
+};
+
+const std::vector<Recompute>& recomputeOptions()
+{
+    static const std::vector<Recompute> options = {
+        {"none", {}, 0},
+        {"selective", {"core_attn"}, 0},
+        {"selective", {"core_attn", "moe_act", "layernorm"}, 0},
+        {"full", {}, 1},
+    };
+    return options;
+}
+
+struct Dispatcher {
+    const char* type;
+    const char* backend;
+};
+
+std::vector<Dispatcher> dispatchersFor(const HardwareSpec& hw)
+{
+    std::vector<Dispatcher> out = {{"alltoall", ""}};
+    const int sm = hw.smMajor();
+    if (sm >= 8 && sm <= 10)
+        out.push_back({"flex", "hybridep"});
+    if (sm == 8 || sm == 9 || hw.name == "b200" || hw.name == "b300")
+        out.push_back({"flex", "deepep"});
+    return out;
+}
+
+double rankKey(const Candidate& c, Goal goal)
+{
+    switch (goal) {
+    case Goal::Throughput: return -c.throughput.tokensPerSecPerGpu;
+    case Goal::Memory: return c.memory.total();
+    case Goal::FirstRun: {
+        // The guide's first-launch family: FSDP, TP=CP=PP=1, no CUDA graphs; then by throughput.
+        const Layout& l = c.layout;
+        const bool simple = l.useMegatronFsdp && l.tp == 1 && l.cp == 1 && l.pp == 1 && l.cudaGraphImpl == "none";
+        return (simple ? 0.0 : 1e12) - c.throughput.tokensPerSecPerGpu;
+    }
+    }
+    return 0;
+}
+
+struct Searcher {
+    const SearchRequest& req;
+    SearchResult& res;
+    double budgetBytes;
+    bool keepAll = true;
+    std::vector<Candidate> fits;
+
+    // Memory first (numbers only, cheapest), then lint, then throughput; texts are filled in
+    // for the ranked few at the end.
+    void evaluate(Layout l)
+    {
+        ++res.enumerated;
+        MemoryOptions fastMemory = req.memory;
+        fastMemory.explain = false;
+        const double total = estimateMemory(req.model.model, l, req.workload, fastMemory).total();
+        if (res.smallestMemoryGib == 0 || MemoryEstimate::gib(total) < res.smallestMemoryGib)
+            res.smallestMemoryGib = MemoryEstimate::gib(total);
+        if (total > budgetBytes) {
+            ++res.rejectedMemory;
+            return;
+        }
+        LintContext ctx{&req.model.model, &req.hardware, req.workload.seqLength};
+        std::vector<LintFinding> lint = lintLayout(l, ctx);
+        if (hasErrors(lint)) {
+            ++res.rejectedLint;
+            for (const LintFinding& f : lint)
+                if (f.severity == LintSeverity::Error)
+                    ++res.lintRejections[f.rule];
+            return;
+        }
+        ThroughputOptions fastThroughput = req.throughput;
+        fastThroughput.explain = false;
+        Candidate c{std::move(l), {}, {}, std::move(lint)};
+        c.memory.terms.push_back({{}, "total", total, {}});
+        c.throughput = estimateThroughput(req.model.model, c.layout, req.workload, req.hardware, fastThroughput);
+        fits.push_back(std::move(c));
+    }
+
+    void run()
+    {
+        const ModelConfig& m = req.model.model;
+        const DecoderConfig& d = m.decoder;
+        const HardwareSpec& hw = req.hardware;
+        const int world = req.gpus;
+        int headGcd = std::gcd(d.numAttentionHeads, d.numQueryGroups);
+        if (m.vision.numLayers > 0)
+            headGcd = std::gcd(headGcd, m.vision.numAttentionHeads);
+        const ParameterCounts counts = countParameters(m);
+        for (int tp : divisorsUpTo(headGcd, std::min(8, hw.gpusPerNode)))
+            for (int cp : {1, 2, 4}) {
+                // CP only pays for long sequences (it splits attention's s² and adds a K/V ring);
+                // at ≤ 4096 tokens Bridge's Qwen3-VL recipes all use CP 1.
+                if (cp > 1 && (req.workload.seqLength < 8192 || req.workload.seqLength % (2 * cp) != 0))
+                    continue;
+                for (int pp : divisorsUpTo(world, 16)) {
+                    if (world % (tp * cp * pp) != 0 || pp > d.numLayers) {
+                        ++res.rejectedStructure;
+                        continue;
+                    }
+                    for (auto [first, last] : stageSplits(d.numLayers, pp))
+                        for (int ep : divisorsUpTo(d.numMoeExperts, world / pp))
+                            for (int etp : {1, 2, 4, 8, 16}) {
+                                if (world % (pp * ep * etp) != 0 || etp > hw.nvlinkDomainSize) {
+                                    ++res.rejectedStructure;
+                                    continue;
+                                }
+                                Layout base;
+                                base.worldSize = world;
+                                base.tp = tp, base.cp = cp, base.pp = pp, base.ep = ep, base.etp = etp;
+                                base.sequenceParallel = tp > 1;
+                                base.firstStageLayers = first, base.lastStageLayers = last;
+                                base.gbs = req.gbs;
+                                base.freezeVision = req.freezeVision;
+                                if (!weightsCanFit(base, counts))
+                                    continue;
+                                expandVpp(base);
+                            }
+                }
+            }
+    }
+
+    // Lower bound: weights + grads + optimizer of the densest stage with the best sharding.
+    bool weightsCanFit(const Layout& l, const ParameterCounts& counts)
+    {
+        const DecoderConfig& d = req.model.model.decoder;
+        const std::vector<int> stages = layersPerStage(l, d.numLayers);
+        if (stages.empty()) {
+            ++res.rejectedStructure;
+            return false;
+        }
+        const int layers = *std::max_element(stages.begin(), stages.end());
+        const double dense = layers * decoderLayerDenseParams(d) / l.tp;
+        const double experts = layers * (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp;
+        const double dpN = std::max(1, l.dp()) * double(l.cp), edpN = std::max(1, l.edp());
+        // FSDP optim_grads_params is the most sharded option (only offered at PP=1).
+        const double perParam = l.pp == 1 ? 18.0 : 6.0;
+        const double denseN = l.pp == 1 ? dpN : 1.0, expertN = l.pp == 1 ? edpN : 1.0;
+        const double bytes = dense * (perParam / denseN + (l.pp == 1 ? 0 : 12.0 / dpN)) +
+                             experts * (perParam / expertN + (l.pp == 1 ? 0 : 12.0 / edpN));
+        (void)counts;
+        if (bytes > budgetBytes) {
+            ++res.rejectedMemory;
+            if (res.smallestMemoryGib == 0 || MemoryEstimate::gib(bytes) < res.smallestMemoryGib)
+                res.smallestMemoryGib = MemoryEstimate::gib(bytes);  // a lower bound: weights alone
+            return false;
+        }
+        return true;
+    }
+
+    void expandVpp(const Layout& base)
+    {
+        std::vector<int> vpps = {1};
+        if (base.pp > 1) {
+            const std::vector<int> stages = layersPerStage(base, req.model.model.decoder.numLayers);
+            for (int v : {2, 3, 4, 6, 8})
+                if (std::all_of(stages.begin(), stages.end(), [v](int n) { return n % v == 0 && n / v >= 1; }))
+                    vpps.push_back(v);
+        }
+        for (int vpp : vpps)
+            for (int mbs : {1, 2, 4, 8, 16}) {
+                Layout l = base;
+                l.vpp = vpp;
+                l.mbs = mbs;
+                if (l.numMicroBatches() == 0) {
+                    ++res.rejectedStructure;
+                    continue;
+                }
+                expandRuntime(l);
+            }
+    }
+
+    void expandRuntime(const Layout& base)
+    {
+        for (const Dispatcher& disp : dispatchersFor(req.hardware)) {
+            if (base.ep == 1 && std::string(disp.type) != "alltoall")
+                continue;  // no expert traffic: the dispatcher choice is moot
+            for (const Recompute& rc : recomputeOptions())
+                for (bool graphs : {false, true}) {
+                    if (graphs && std::string(rc.granularity) == "full")
+                        continue;  // needs full_iteration graphs (§6); not offered
+                    for (bool fsdp : {false, true}) {
+                        if (fsdp && base.pp > 1)
+                            continue;  // the guide's FSDP families are PP=1
+                        Layout l = base;
+                        l.dispatcherType = disp.type;
+                        l.dispatcherBackend = disp.backend;
+                        l.recomputeGranularity = rc.granularity;
+                        l.recomputeModules = rc.modules;
+                        l.recomputeNumLayers = rc.numLayers;
+                        if (graphs) {
+                            l.cudaGraphImpl = "transformer_engine";
+                            l.cudaGraphScope = {"moe_router", "moe_preprocess"};
+                        }
+                        l.useMegatronFsdp = fsdp;
+                        l.fsdpStrategy = fsdp ? "optim_grads_params" : "no_shard";
+                        // EP overlap where §6 allows it; all-to-all is what it hides best.
+                        l.overlapMoeExpertParallelComm = l.ep > 1 && l.dispatcherType == "alltoall" && (l.pp == 1 || l.vpp > 1);
+                        evaluate(std::move(l));
+                    }
+                }
+        }
+    }
+};
+
+std::string describeRejections(const SearchResult& r, const SearchRequest& req, double budgetGib)
+{
+    std::string why;
+    if (r.enumerated == 0 && r.rejectedMemory == 0)
+        why = "no combination of TP, CP, PP, EP and ETP tiles " + std::to_string(req.gpus) +
+              " GPUs with GBS " + std::to_string(req.gbs) + " (§3: world divisible by TP·PP·CP and PP·EP·ETP, GBS by MBS·DP)";
+    else if (r.rejectedMemory > 0 && (r.smallestMemoryGib > budgetGib || r.enumerated == 0))
+        why = "every valid layout needs more memory than the " + std::to_string(int(budgetGib)) +
+              " GiB budget (HBM less headroom); the smallest needs " + std::to_string(int(std::ceil(r.smallestMemoryGib))) + " GiB";
+    else
+        why = "every candidate failed lint";
+    if (!r.lintRejections.empty()) {
+        auto top = std::max_element(r.lintRejections.begin(), r.lintRejections.end(),
+                                    [](const auto& a, const auto& b) { return a.second < b.second; });
+        why += "; most frequent lint rule: " + top->first;
+    }
+    return why;
+}
+
+SearchResult runSearch(const SearchRequest& req)
+{
+    SearchResult res;
+    Searcher s{req, res, req.hardware.hbmGib * (1.0 - req.headroom) * 1073741824.0, true, {}};
+    s.run();
+    std::stable_sort(s.fits.begin(), s.fits.end(),
+                     [&](const Candidate& a, const Candidate& b) { return rankKey(a, req.goal) < rankKey(b, req.goal); });
+    if (int(s.fits.size()) > req.maxResults)
+        s.fits.resize(size_t(std::max(0, req.maxResults)));
+    for (Candidate& c : s.fits) {  // the full, explained estimates for what is shown
+        c.memory = estimateMemory(req.model.model, c.layout, req.workload, req.memory);
+        c.throughput = estimateThroughput(req.model.model, c.layout, req.workload, req.hardware, req.throughput);
+    }
+    res.ranked = std::move(s.fits);
+    return res;
+}
+
+}  // namespace
+
+const char* goalName(Goal g)
+{
+    switch (g) {
+    case Goal::FirstRun: return "first-run";
+    case Goal::Throughput: return "throughput";
+    case Goal::Memory: return "memory";
+    }
+    return "throughput";
+}
+
+Result<Goal> parseGoal(const std::string& text)
+{
+    if (text == "first-run")
+        return Goal::FirstRun;
+    if (text == "throughput")
+        return Goal::Throughput;
+    if (text == "memory")
+        return Goal::Memory;
+    return makeError(ErrorCode::InvalidArgument, "unknown goal \"" + text + "\"; use first-run, throughput or memory");
+}
+
+Result<SearchResult> searchLayouts(const SearchRequest& req)
+{
+    const auto start = std::chrono::steady_clock::now();
+    if (req.gpus < 1)
+        return makeError(ErrorCode::InvalidArgument, "the GPU count must be at least 1");
+    if (req.nodes > 0 && req.gpus % req.nodes != 0)
+        return makeError(ErrorCode::InvalidArgument, std::to_string(req.gpus) + " GPUs do not split over " +
+                                                         std::to_string(req.nodes) + " nodes; give GPUs = nodes × GPUs per node");
+    const VisionConfig& v = req.model.model.vision;
+    const int64_t imageTokens = req.workload.imageTokensPerSample(v);
+    if (imageTokens >= req.workload.seqLength)
+        return makeError(ErrorCode::InvalidArgument,
+                         "the images alone need " + std::to_string(imageTokens) + " tokens, more than seq " +
+                             std::to_string(req.workload.seqLength) + "; raise seq or lower the image size/count");
+    SearchResult res = runSearch(req);
+    if (res.ranked.empty()) {
+        const double budgetGib = req.hardware.hbmGib * (1.0 - req.headroom);
+        res.noLayoutReason = std::to_string(req.gpus) + " GPUs: " + describeRejections(res, req, budgetGib);
+        // Nearest counts that work, below and above, in steps of a node (or one GPU below a node).
+        const int step = req.gpus >= req.hardware.gpusPerNode ? req.hardware.gpusPerNode : 1;
+        SearchRequest probe = req;
+        probe.maxResults = 1;
+        for (int dir : {-1, +1}) {
+            for (int n = req.gpus + dir * step, tries = 0; n >= 1 && tries < 64; n += dir * step, ++tries) {
+                probe.gpus = n;
+                probe.nodes = 0;
+                SearchResult r = runSearch(probe);
+                if (!r.ranked.empty()) {
+                    const Candidate& c = r.ranked.front();
+                    res.nearby.push_back({n, std::to_string(n) + " GPUs: " + c.layout.describe() + " fits at " +
+                                                 std::to_string(int(std::ceil(MemoryEstimate::gib(c.memory.total())))) + " GiB"});
+                    break;
+                }
+            }
+        }
+    }
+    res.elapsedMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return res;
+}
+
+}  // namespace wb::core::planner

@@ -1,0 +1,296 @@
+// Memory model. Shapes: s = tokens of one sequence on this rank (seq/CP), b = micro-batch,
+// h = hidden, q/kv = query/KV widths, f = expert FFN, k = top-k, E = experts, t = TP, P = vision
+// patches per micro-batch, m = spatial merge. All byte counts are bf16 (2 B) unless said.
+#include "core/planner/memory_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace wb::core::planner {
+namespace {
+
+bool contains(const std::vector<std::string>& list, std::string_view item)
+{
+    return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+std::string fmt(double v, int digits = 2)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+std::string fmtCount(double v)
+{
+    if (v >= 1e9)
+        return fmt(v / 1e9) + " B";
+    if (v >= 1e6)
+        return fmt(v / 1e6) + " M";
+    return fmt(v, 0);
+}
+
+struct Sharding {
+    double weightBytes;     ///< per parameter held
+    double gradBytes;
+    double optimizerBytes;
+    std::string text;
+};
+
+// Bytes per parameter for a parameter sharded over `n` data-parallel ranks.
+Sharding shardingFor(const Layout& l, double n, bool trainable)
+{
+    if (!trainable) {
+        const bool sharded = l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params";
+        return {sharded ? 2.0 / n : 2.0, 0, 0, sharded ? "frozen: bf16 weights sharded by FSDP" : "frozen: bf16 weights only"};
+    }
+    if (l.useMegatronFsdp) {
+        if (l.fsdpStrategy == "optim_grads_params")
+            return {2.0 / n, 4.0 / n, 12.0 / n, "FSDP optim_grads_params: (2+4+12)/N"};
+        if (l.fsdpStrategy == "optim_grads")
+            return {2.0, 4.0 / n, 12.0 / n, "FSDP optim_grads: 2 + (4+12)/N"};
+        if (l.fsdpStrategy == "optim")
+            return {2.0, 4.0, 12.0 / n, "FSDP optim: 2 + 4 + 12/N"};
+        return {2.0, 4.0, 12.0, "FSDP no_shard: 18 B/param"};
+    }
+    if (l.useDistributedOptimizer)
+        return {2.0, 4.0, 12.0 / n, "distributed optimizer: 6 + 12/N"};
+    return {2.0, 4.0, 12.0, "unsharded: 18 B/param"};
+}
+
+int inFlightMicroBatches(const Layout& l, int stage)
+{
+    if (l.pp <= 1)
+        return 1;
+    const int m = std::max(1, l.numMicroBatches());
+    return std::min(l.pp - stage, m);
+}
+
+// Korthikanti's interleaved-schedule multiplier for the first stage, 1 + (p-1)/(p·v).
+double interleaveFactor(const Layout& l, int stage)
+{
+    if (l.pp <= 1 || l.vpp <= 1 || stage != 0)
+        return 1.0;
+    return 1.0 + double(l.pp - 1) / (double(l.pp) * l.vpp);
+}
+
+ActivationShape decoderShape(const ModelConfig& m, const Layout& l, const Workload& w, const MemoryOptions& o)
+{
+    const DecoderConfig& d = m.decoder;
+    ActivationShape a;
+    a.s = double(w.seqLength) / l.cp;
+    a.b = l.mbs;
+    a.h = d.hiddenSize;
+    a.a = d.numAttentionHeads;
+    a.q = double(d.numAttentionHeads) * d.kvChannels;
+    a.kv = double(d.numQueryGroups) * d.kvChannels;
+    a.ffn = d.moeFfnHiddenSize;
+    a.gated = true;
+    a.topk = d.moeRouterTopk;
+    a.experts = d.numMoeExperts;
+    a.t = l.tp;
+    a.etp = l.etp;
+    a.sp = l.sequenceParallel || l.tp > 1;  // Qwen3-VL forces SP with TP>1
+    a.flash = o.flashAttention;
+    a.dropout = o.dropout;
+    a.imbalance = w.routingImbalance;
+    a.granularity = l.recomputeGranularity;
+    a.modules = l.recomputeModules;
+    return a;
+}
+
+}  // namespace
+
+double MemoryEstimate::total() const
+{
+    double t = 0;
+    for (const MemoryTerm& term : terms)
+        t += term.bytes;
+    return t;
+}
+
+double MemoryEstimate::category(const std::string& name) const
+{
+    double t = 0;
+    for (const MemoryTerm& term : terms)
+        if (term.category == name)
+            t += term.bytes;
+    return t;
+}
+
+double layerActivationBytes(const ActivationShape& x)
+{
+    const double sb = x.s * x.b;
+    if (x.granularity == "full")  // only the layer input is kept (sharded along s with SP)
+        return 2.0 * sb * x.h / (x.sp ? x.t : 1);
+    const bool selective = x.granularity == "selective";
+    const bool recomputeNorm = selective && contains(x.modules, "layernorm");
+    const bool recomputeCore = selective && contains(x.modules, "core_attn");
+    const bool recomputeMoe = selective && x.topk > 0 && contains(x.modules, "moe");
+    const bool recomputeAct = selective && x.topk > 0 && contains(x.modules, "moe_act");
+
+    // Bytes per token. "replicated" parts are full-size on every TP rank unless SP splits them.
+    double replicated = 4.0 * x.h;                      // inputs of the two norms
+    replicated += recomputeNorm ? 0.0 : 4.0 * x.h;      // norm outputs = QKV input and MLP input
+    replicated += x.dropout ? 2.0 * x.h : 0.0;          // attention and MLP dropout masks (1 B each)
+    double sharded = 2.0 * x.q + 4.0 * x.kv + 2.0 * x.q;  // Q, K, V, output-projection input
+    if (!x.flash && !recomputeCore)
+        sharded += 5.0 * x.a * x.s;                     // softmax output, its dropout mask and output
+    if (x.topk <= 0) {
+        sharded += x.gated ? 6.0 * x.ffn : 4.0 * x.ffn;  // FC1 output(s) and activation output
+    } else if (!recomputeMoe) {
+        replicated += 8.0 * x.experts;                   // router logits and probabilities, fp32
+        const double copies = x.topk * x.imbalance;
+        const double fc1 = 4.0 * x.ffn / x.etp;          // gate and up outputs
+        const double act = recomputeAct ? 0.0 : 2.0 * x.ffn / x.etp;
+        sharded += copies * (2.0 * x.h + fc1 + act + 2.0 * x.h);  // permuted input, FC1, act, FC2 output
+    }
+    const double perToken = x.sp ? (replicated + sharded) / x.t : replicated + sharded / x.t;
+    return sb * perToken;
+}
+
+MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const Workload& w, int stage,
+                                   const MemoryOptions& o)
+{
+    const DecoderConfig& d = m.decoder;
+    const VisionConfig& v = m.vision;
+    MemoryEstimate est;
+    est.stage = stage;
+    std::vector<int> stages = layersPerStage(l, d.numLayers);
+    const int layers = stages.empty() ? (d.numLayers + l.pp - 1) / l.pp : stages[size_t(stage)];
+    const bool first = stage == 0, last = stage == l.pp - 1;
+    const double t = l.tp;
+    const double dpN = std::max(1, l.dp()) * double(l.cp);  // dense grads reduce over DP×CP
+    const double edpN = std::max(1, l.edp());
+    const ParameterCounts counts = countParameters(m);
+    // Term texts are built only when asked for: the search evaluates ~10^5 layouts numbers-only.
+    auto addLazy = [&](auto name, const char* cat, double bytes, auto why) {
+        if (bytes > 0)
+            est.terms.push_back(o.explain ? MemoryTerm{name(), cat, bytes, why()} : MemoryTerm{{}, cat, bytes, {}});
+    };
+#define WB_ADD(name, cat, bytes, why) addLazy([&] { return std::string(name); }, cat, bytes, [&] { return std::string(why); })
+
+    // --- parameters, gradients, optimizer states ---
+    struct Group { const char* name; double params; double n; bool trainable; std::string where; };
+    std::vector<Group> groups;
+    groups.push_back({"decoder attention/norm/router", layers * decoderLayerDenseParams(d) / t, dpN, !m.freezeLanguageModel,
+                      !o.explain ? std::string() : std::to_string(layers) + " layers / TP" + std::to_string(l.tp)});
+    groups.push_back({"routed experts", layers * (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp, edpN,
+                      !m.freezeLanguageModel,
+                      !o.explain ? std::string()
+                                 : std::to_string(layers) + " layers × " + std::to_string(d.numMoeExperts / std::max(1, l.ep)) +
+                                       " local experts / ETP" + std::to_string(l.etp) + ", sharded over expert-DP " + fmt(edpN, 0)});
+    if (first) {
+        groups.push_back({"input embedding", counts.embedding / t, dpN, !m.freezeLanguageModel, "vocab × hidden / TP"});
+        groups.push_back({"vision encoder", counts.visionEncoder / t, dpN, !l.freezeVision, "on the first stage, / TP"});
+        groups.push_back({"projector + deepstack mergers", counts.projector / t, dpN, !l.freezeVision, "on the first stage, / TP"});
+    }
+    if (last)
+        groups.push_back({"output layer + final norm", counts.outputLayer / t + d.hiddenSize, dpN, !m.freezeLanguageModel,
+                          "untied, vocab × hidden / TP"});
+    double largestUnit = layers > 0 ? (decoderLayerDenseParams(d) / t + (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp) : 0;
+    for (const Group& g : groups) {
+        const Sharding s = shardingFor(l, g.n, g.trainable);
+        const std::string base = o.explain ? fmtCount(g.params) + " params (" + g.where + "); " : std::string();
+        WB_ADD(std::string(g.name) + " weights", "weights", g.params * s.weightBytes, base + s.text);
+        WB_ADD(std::string(g.name) + " grads", "grads", g.params * s.gradBytes, base + "fp32 main grads; " + s.text);
+        WB_ADD(std::string(g.name) + " optimizer", "optimizer", g.params * s.optimizerBytes,
+            base + "fp32 master + Adam m, v = 12 B; " + s.text + " (N = " + fmt(g.n, 0) + ")");
+    }
+    if (l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params")
+        WB_ADD("FSDP all-gathered units", "other", largestUnit * (2.0 * 2.0 + 4.0),
+            "two layers' bf16 weights gathered (double buffer) + one layer's fp32 grads before reduce-scatter, " +
+                fmtCount(largestUnit) + " params per layer");
+    else if (l.useMegatronFsdp && l.fsdpStrategy == "optim_grads")
+        WB_ADD("FSDP grad reduce-scatter buffer", "other", largestUnit * 4.0, "one layer's fp32 grads before reduce-scatter");
+
+    // --- activations ---
+    const ActivationShape shape = decoderShape(m, l, w, o);
+    const int inFlight = inFlightMicroBatches(l, stage);
+    const double interleave = interleaveFactor(l, stage);
+    const double held = inFlight * interleave;
+    const std::string heldText = !o.explain ? std::string() : fmt(held) + " micro-batches in flight (1F1B: min(PP − stage, m)" +
+                                 (interleave > 1 ? ", × interleave 1+(p−1)/(pv)" : std::string()) + ")";
+    std::string mode = l.recomputeGranularity;
+    if (l.recomputeGranularity == "full") {
+        const int recomputed = l.recomputeMethod == "block" ? std::min(layers, l.recomputeNumLayers) : layers;
+        ActivationShape fullShape = shape;
+        fullShape.granularity = "none";
+        WB_ADD("decoder activations", "activations",
+            held * (recomputed * layerActivationBytes(shape) + (layers - recomputed) * layerActivationBytes(fullShape)),
+            "full recompute (" + l.recomputeMethod + "): 2sbh(/t with SP) per recomputed layer, " + std::to_string(layers - recomputed) +
+                " layers stored whole; " + heldText);
+        const int unit = l.recomputeMethod == "block" ? 1 : std::max(1, l.recomputeNumLayers);
+        WB_ADD("recompute working set", "activations", unit * layerActivationBytes(fullShape),
+            "backward re-runs " + std::to_string(unit) + " layer(s) forward: their full activations for one micro-batch (frameworks' estimators omit this)");
+    } else {
+        WB_ADD("decoder activations", "activations", held * layers * layerActivationBytes(shape),
+            "Korthikanti per layer, GQA + SwiGLU experts × top-" + std::to_string(d.moeRouterTopk) + " × imbalance " +
+                fmt(w.routingImbalance) + (o.flashAttention ? ", flash attention (no 5as/h term)" : "") +
+                (mode == "selective" ? ", selective recompute" : ", no recompute") + "; " + heldText);
+    }
+    const double tokensOnRank = shape.s * shape.b / (shape.sp ? t : 1.0);
+    if (first && w.visionImagesPerSample() > 0 && v.numLayers > 0) {
+        const double patches = double(l.mbs) * w.visionImagesPerSample() * w.patchesPerImage(v);
+        const double m2 = double(v.spatialMergeSize) * v.spatialMergeSize;
+        const double perLayer = patches * (16.0 * v.hiddenSize + 4.0 * v.ffnHiddenSize) / t;
+        const double mergers = double(1 + v.deepstackLayers.size()) * (patches / m2) * 8.0 * v.hiddenSize * m2 / t;
+        if (l.freezeVision)
+            WB_ADD("vision forward working set", "activations", perLayer,
+                "frozen encoder stores nothing for backward; one layer's transient, " + fmtCount(patches) + " patches");
+        else
+            WB_ADD("vision encoder activations", "activations", held * (v.numLayers * perLayer + mergers),
+                std::to_string(v.numLayers) + " ViT layers × " + fmtCount(patches) + " patches × (16·h_v + 4·I_v) B (flash varlen, GeLU MLP) + mergers; not recomputed (assumption); " + heldText);
+        WB_ADD("deepstack features", "activations",
+            held * double(v.deepstackLayers.size()) * (patches / m2) * d.hiddenSize * 2.0,
+            std::to_string(v.deepstackLayers.size()) + " merged feature maps kept until decoder layers 0.." +
+                std::to_string(std::max<int>(0, int(v.deepstackLayers.size()) - 1)) + " run backward");
+    }
+    if (last)
+        WB_ADD("logits and loss", "activations", shape.s * shape.b * double(d.vocabSize) / t * 6.0,
+            "s·b·V/t × (2 B bf16 logits + 4 B fp32 softmax kept by the fused cross-entropy); one micro-batch");
+
+    // --- other ---
+    const double routed = tokensOnRank * d.moeRouterTopk * w.routingImbalance;
+    if (l.dispatcherType == "flex")
+        WB_ADD("dispatcher buffers", "other", routed * d.hiddenSize * 2.0 * 2.0 + o.dispatcherWorkspaceGib * 1073741824.0,
+            l.dispatcherBackend + " registered buffers: dispatch + combine of " + fmtCount(routed) +
+                " routed tokens × h in bf16, plus " + fmt(o.dispatcherWorkspaceGib, 1) + " GiB workspace (assumption)");
+    else if (l.ep > 1)
+        WB_ADD("dispatcher buffers", "other", routed * d.hiddenSize * 2.0 * 2.0,
+            "all-to-all send + receive copies of " + fmtCount(routed) + " routed tokens × h, bf16 (transient, one layer)");
+    if (l.cudaGraphImpl == "full_iteration")
+        WB_ADD("CUDA graphs", "other", 2.0 * 1073741824.0 + 0.10 * est.category("activations"),
+            "full-iteration graph: private pool cannot reuse memory across phases; 2 GiB + 10% of activations (assumption)");
+    else if (l.cudaGraphImpl != "none")
+        WB_ADD("CUDA graphs", "other",
+            0.5 * 1073741824.0 + layers * held * tokensOnRank * (2.0 * d.hiddenSize + 8.0 * d.numMoeExperts),
+            "per-layer static inputs/outputs of the captured router/preprocess (" + std::to_string(layers) +
+                " layers × in-flight micro-batches) + 0.5 GiB pool (assumption)");
+    WB_ADD("CUDA context + NCCL", "other", o.contextAndNcclGib * 1073741824.0,
+        "context, cuBLAS/cuDNN workspaces and NCCL communicator buffers (assumption)");
+    WB_ADD("allocator slack", "other", o.allocatorSlack * est.total(),
+        fmt(o.allocatorSlack * 100, 0) + "% fragmentation of the caching allocator with expandable segments (assumption)");
+#undef WB_ADD
+    return est;
+}
+
+MemoryEstimate estimateMemory(const ModelConfig& m, const Layout& l, const Workload& w, const MemoryOptions& o)
+{
+    MemoryEstimate worst;
+    double worstTotal = -1;
+    for (int stage = 0; stage < std::max(1, l.pp); ++stage) {
+        // Middle stages with equal layer counts are identical except for in-flight micro-batches,
+        // which only fall with the stage index; only stage 1 can beat stage 0 among them.
+        if (stage > 1 && stage < l.pp - 1)
+            continue;
+        MemoryEstimate e = estimateStageMemory(m, l, w, stage, o);
+        if (e.total() > worstTotal) {
+            worstTotal = e.total();
+            worst = std::move(e);
+        }
+    }
+    return worst;
+}
+
+}  // namespace wb::core::planner

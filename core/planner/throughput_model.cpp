@@ -1,0 +1,250 @@
+// Throughput model. Per micro-batch and pipeline stage: GEMM/attention/vision compute at named
+// efficiencies, memory-bound elementwise work, per-layer overheads, exposed EP/TP/CP/FSDP
+// communication; the slowest stage sets the 1F1B rhythm, the bubble adds (p−1)/v of it, and the
+// per-step DP collectives and optimizer step follow. FLOPs always come from core/model_flops.h:
+// the split into expert / projection / attention / logits parts is derived from decoderFlops
+// itself (by zeroing top-k or layers), so the two can never disagree.
+#include "core/planner/throughput_model.h"
+
+#include "core/model_flops.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace wb::core::planner {
+namespace {
+
+bool contains(const std::vector<std::string>& list, std::string_view item)
+{
+    return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+std::string fmt(double v, int digits = 2)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+struct FlopsSplit {
+    double experts = 0, projections = 0, coreAttention = 0, logits = 0;  // one sequence, fwd+bwd
+};
+
+FlopsSplit splitDecoderFlops(const DecoderConfig& d, int64_t seq)
+{
+    FlopsSplit f;
+    const double total = decoderFlops(d, {seq});
+    DecoderConfig noExperts = d;
+    noExperts.moeRouterTopk = 0;
+    DecoderConfig noLayers = d;
+    noLayers.numLayers = 0;
+    f.experts = total - decoderFlops(noExperts, {seq});
+    f.logits = decoderFlops(noLayers, {seq});
+    // attention is quadratic: F(2) − 2·F(1) = 2c, with F(s) = s·linear + s²·c
+    const double c = (decoderFlops(noExperts, {2}) - 2.0 * decoderFlops(noExperts, {1})) / 2.0;
+    f.coreAttention = c * double(seq) * double(seq);
+    f.projections = total - f.experts - f.logits - f.coreAttention;
+    return f;
+}
+
+struct StageTime {
+    double expert = 0, dense = 0, attention = 0, vision = 0, recompute = 0, elementwise = 0, overhead = 0;
+    double epComm = 0, tpComm = 0, cpComm = 0, ppComm = 0, fsdpComm = 0;
+    double total() const
+    {
+        return expert + dense + attention + vision + recompute + elementwise + overhead + epComm + tpComm + cpComm + ppComm + fsdpComm;
+    }
+};
+
+struct Context {
+    const ModelConfig& m;
+    const Layout& l;
+    const Workload& w;
+    const HardwareSpec& hw;
+    const ThroughputOptions& o;
+    FlopsSplit split;
+    double visionPerSample = 0;  // FLOPs, fwd+bwd
+};
+
+// Seconds to move `bytes` per GPU over a group of `groupSize` consecutive ranks: the share of
+// peers inside the NVLink domain goes over NVLink, the rest over the network.
+double transferSeconds(const Context& c, double bytes, int groupSize, double efficiency)
+{
+    if (bytes <= 0 || groupSize <= 1)
+        return 0;
+    const double inDomain = double(std::min(groupSize, c.hw.nvlinkDomainSize)) / groupSize;
+    return bytes * (inDomain / (c.hw.nvlinkGbPerS * 1e9) + (1.0 - inDomain) / (c.hw.networkGbPerS * 1e9)) / efficiency;
+}
+
+StageTime stageTime(const Context& c, int stage, int layers)
+{
+    const Layout& l = c.l;
+    const DecoderConfig& d = c.m.decoder;
+    const EfficiencyFactors& e = c.o.eff;
+    StageTime t;
+    const double peak = c.hw.peakDenseBf16Tflops * 1e12;
+    const double gemmPeak = peak * (c.o.fp8 ? e.fp8GemmSpeedup : 1.0);
+    const double frac = double(layers) / d.numLayers;
+    const double shard = double(l.tp) * l.cp;
+    const double b = l.mbs;
+    const double tokensRank = double(c.w.seqLength) * b / shard;  // with SP
+    const bool first = stage == 0, last = stage == l.pp - 1;
+
+    const double tokensPerExpert = double(l.ep) * l.etp * tokensRank * d.moeRouterTopk / d.numMoeExperts;
+    const double width = double(d.moeFfnHiddenSize) / l.etp;
+    const double groupedEff = e.groupedGemm * tokensPerExpert / (tokensPerExpert + e.groupedGemmHalfTokens) *
+                              (width / (width + e.groupedGemmHalfWidth)) /
+                              (d.moeFfnHiddenSize / (d.moeFfnHiddenSize + e.groupedGemmHalfWidth));
+    t.expert = b * c.split.experts * frac / shard * c.w.routingImbalance / (gemmPeak * groupedEff);
+    t.dense = b * (c.split.projections * frac + (last ? c.split.logits : 0.0)) / shard / (gemmPeak * e.denseGemm);
+    t.attention = b * c.split.coreAttention * frac / shard / (peak * e.attention);
+    if (first && c.visionPerSample > 0) {
+        const double share = l.freezeVision ? 1.0 / 3.0 : 1.0;  // frozen: forward only
+        t.vision = b * c.visionPerSample * share / l.tp / (peak * e.vision) +
+                   b * c.w.visionImagesPerSample() * e.perImageOverheadUs * 1e-6 * (l.freezeVision ? 0.5 : 1.0);
+    }
+    const bool full = l.recomputeGranularity == "full";
+    const bool selective = l.recomputeGranularity == "selective";
+    const auto& mods = l.recomputeModules;
+    if (full)
+        t.recompute = (t.expert + t.dense + t.attention) / 3.0;  // one more forward of every layer
+    else if (selective) {
+        if (contains(mods, "core_attn"))
+            t.recompute += t.attention / 3.0;
+        if (contains(mods, "moe"))
+            t.recompute += t.expert / 3.0;
+    }
+    double elementwiseFactor = 1.0 + (full ? 1.0 / 3.0 : 0.0) +
+                               (selective ? 0.05 * (contains(mods, "moe_act") + contains(mods, "layernorm")) : 0.0);
+    t.elementwise = layers * tokensRank * e.elementwiseBytesPerHidden * d.hiddenSize * elementwiseFactor / (c.hw.hbmTbPerS * 1e12);
+    const bool graphed = l.cudaGraphImpl != "none" && contains(l.cudaGraphScope, "moe_router");
+    t.overhead = layers * (graphed ? e.graphedLayerOverheadUs : e.layerOverheadUs) * 1e-6;
+
+    if (l.ep > 1) {
+        const bool reforward = full || (selective && contains(mods, "moe"));
+        const double bytes = layers * tokensRank * d.moeRouterTopk * c.w.routingImbalance * d.hiddenSize * 2.0 *
+                             double(l.ep - 1) / l.ep * (reforward ? 6.0 : 4.0);
+        const double eff = l.dispatcherType == "flex" ? e.hybridepEfficiency : e.alltoallEfficiency;
+        t.epComm = transferSeconds(c, bytes, l.ep * l.etp, eff) * (l.overlapMoeExpertParallelComm ? e.epOverlapExposed : 1.0);
+    }
+    if (l.etp > 1) {
+        // ETP: routed tokens are all-gathered within the ETP group before the experts and
+        // reduce-scattered after them, forward and backward.
+        const double bytes = layers * tokensRank * d.moeRouterTopk * c.w.routingImbalance * d.hiddenSize * 2.0 *
+                             double(l.etp - 1) * 4.0;
+        t.epComm += transferSeconds(c, bytes, l.etp, e.nvlinkEfficiency) * (l.overlapMoeExpertParallelComm ? e.epOverlapExposed : 1.0);
+    }
+    if (l.tp > 1) {
+        const double bytes = layers * 8.0 * double(c.w.seqLength) / l.cp * b * d.hiddenSize * 2.0 * double(l.tp - 1) / l.tp;
+        t.tpComm = transferSeconds(c, bytes, l.tp, e.nvlinkEfficiency) * e.tpExposed;
+    }
+    if (l.cp > 1) {
+        const double kv = double(d.numQueryGroups) * d.kvChannels;
+        const double bytes = layers * 3.0 * 2.0 * kv * tokensRank * l.tp * 2.0 * double(l.cp - 1) / l.tp;
+        t.cpComm = transferSeconds(c, bytes, l.cp * l.tp, e.nvlinkEfficiency) * e.cpExposed;
+    }
+    if (l.pp > 1) {
+        const double bytes = 2.0 * tokensRank * d.hiddenSize * 2.0;  // activation forward, gradient back
+        const bool crossesNode = double(l.worldSize) / l.pp >= c.hw.gpusPerNode;
+        t.ppComm = bytes / ((crossesNode ? c.hw.networkGbPerS : c.hw.nvlinkGbPerS) * 1e9);
+    }
+    if (l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params") {
+        const double dense = layers * decoderLayerDenseParams(d) / l.tp;
+        const double experts = layers * (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp;
+        const int dpN = std::max(1, l.dp()) * l.cp, edpN = std::max(1, l.edp());
+        const double bytes = dense * 8.0 * (dpN - 1.0) / dpN + experts * 8.0 * (edpN - 1.0) / edpN;  // AG fwd, AG bwd, RS
+        t.fsdpComm = transferSeconds(c, bytes, std::max(dpN, edpN) * 1, e.nvlinkEfficiency) * e.dpExposed;
+        // The DP group is strided across the world: it stays in NVLink only if the world does.
+        if (l.worldSize > c.hw.nvlinkDomainSize)
+            t.fsdpComm = bytes / (c.hw.networkGbPerS * 1e9 * e.networkEfficiency) * e.dpExposed;
+    }
+    return t;
+}
+
+ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workload& w, const HardwareSpec& hw,
+                            const ThroughputOptions& o)
+{
+    Context c{m, l, w, hw, o, splitDecoderFlops(m.decoder, w.seqLength), 0};
+    c.visionPerSample = w.visionImagesPerSample() * visionFlops(m.vision, m.decoder.hiddenSize, w.patchesPerImage(m.vision));
+    ThroughputEstimate est;
+    const double samples = l.gbs;
+    est.visionFlopsPerStep = samples * c.visionPerSample;
+    est.modelFlopsPerStep = samples * decoderFlops(m.decoder, {w.seqLength}) + est.visionFlopsPerStep;
+    est.effectiveTokensPerStep = samples * double(w.seqLength);
+
+    const std::vector<int> stages = layersPerStage(l, m.decoder.numLayers);
+    StageTime slowest;
+    for (int s = 0; s < l.pp; ++s) {
+        const int layers = stages.empty() ? (m.decoder.numLayers + l.pp - 1) / l.pp : stages[size_t(s)];
+        StageTime t = stageTime(c, s, layers);
+        if (t.total() > slowest.total())
+            slowest = t;
+    }
+    const double micro = std::max(1, l.numMicroBatches());
+    const double bubble = l.pp > 1 ? double(l.pp - 1) / l.vpp : 0.0;
+    auto termLazy = [&](const char* name, double seconds, auto why) {
+        if (seconds > 0)
+            est.terms.push_back(o.explain ? TimeTerm{name, seconds * 1e3, why()} : TimeTerm{{}, seconds * 1e3, {}});
+    };
+#define WB_TERM(name, seconds, why) termLazy(name, seconds, [&] { return std::string(why); })
+    const std::string per = " × " + fmt(micro, 0) + " micro-batches";
+    WB_TERM("expert GEMMs", micro * slowest.expert, "grouped GEMM at " + fmt(o.eff.groupedGemm) + " × saturation in tokens per expert" + per);
+    WB_TERM("projection + logits GEMMs", micro * slowest.dense, "dense GEMMs at " + fmt(o.eff.denseGemm) + " of peak" + per);
+    WB_TERM("core attention", micro * slowest.attention, "flash attention at " + fmt(o.eff.attention) + " of peak" + per);
+    WB_TERM("vision encoder", micro * slowest.vision, "ViT + mergers at " + fmt(o.eff.vision) + " of peak + per-image overhead" + per);
+    WB_TERM("recompute", micro * slowest.recompute, "extra forward of recomputed parts (" + l.recomputeGranularity + ")" + per);
+    WB_TERM("memory-bound elementwise", micro * slowest.elementwise, fmt(o.eff.elementwiseBytesPerHidden, 0) + "·h bytes per token per layer at HBM bandwidth" + per);
+    WB_TERM("per-layer overhead", micro * slowest.overhead, "router/permute/launch overhead per layer" + per);
+    WB_TERM("EP all-to-all (exposed)", micro * slowest.epComm, l.dispatcherName() + ", dispatch + combine fwd/bwd, NVLink inside the domain, network beyond");
+    WB_TERM("TP/SP collectives (exposed)", micro * slowest.tpComm, "4 all-gathers + 4 reduce-scatters per layer, " + fmt(o.eff.tpExposed) + " exposed");
+    WB_TERM("CP ring (exposed)", micro * slowest.cpComm, "K/V exchange, " + fmt(o.eff.cpExposed) + " exposed");
+    WB_TERM("PP send/recv", micro * slowest.ppComm, "activations and their gradients between stages");
+    WB_TERM("FSDP collectives (exposed)", micro * slowest.fsdpComm, "per micro-batch all-gather ×2 + reduce-scatter, " + fmt(o.eff.dpExposed) + " exposed");
+    WB_TERM("pipeline bubble", bubble * slowest.total(), "(p−1)/v = " + fmt(bubble) + " micro-batch slots idle");
+
+    // Per-step collectives outside the micro-batch loop: grads reduce-scatter + params all-gather.
+    const DecoderConfig& d = m.decoder;
+    const int layers = stages.empty() ? d.numLayers / l.pp : *std::max_element(stages.begin(), stages.end());
+    const double dense = layers * decoderLayerDenseParams(d) / l.tp + countParameters(m).embedding / l.tp;
+    const double experts = layers * (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp;
+    const int dpN = std::max(1, l.dp()) * l.cp, edpN = std::max(1, l.edp());
+    if (!(l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params")) {
+        const double bytes = dense * 6.0 * (dpN - 1.0) / dpN + experts * 6.0 * (edpN - 1.0) / edpN;
+        const bool inDomain = l.worldSize <= hw.nvlinkDomainSize;
+        const double bw = inDomain ? hw.nvlinkGbPerS * o.eff.nvlinkEfficiency : hw.networkGbPerS * o.eff.networkEfficiency;
+        WB_TERM("DP grad/param collectives (exposed)", bytes / (bw * 1e9) * o.eff.dpExposed,
+             "fp32 grad reduce-scatter + bf16 param all-gather once per step, " + fmt(o.eff.dpExposed) + " exposed");
+    }
+    const bool sharded = l.useDistributedOptimizer || l.useMegatronFsdp;
+    const double owned = sharded ? dense / dpN + experts / edpN : dense + experts;
+    WB_TERM("optimizer step", owned * o.eff.optimizerBytesPerParam / (hw.hbmTbPerS * 1e12),
+         fmt(o.eff.optimizerBytesPerParam, 0) + " B of HBM traffic per locally owned parameter");
+
+#undef WB_TERM
+    for (const TimeTerm& t : est.terms)
+        est.stepMs += t.ms;
+    const double seconds = est.stepMs / 1e3;
+    const double world = l.worldSize;
+    est.tokensPerSecPerGpu = est.effectiveTokensPerStep / seconds / world;
+    est.tflopsPerGpu = est.modelFlopsPerStep / seconds / world / 1e12;
+    est.mfu = est.tflopsPerGpu / hw.peakDenseBf16Tflops;
+    return est;
+}
+
+}  // namespace
+
+ThroughputEstimate estimateThroughput(const ModelConfig& m, const Layout& l, const Workload& w, const HardwareSpec& hw,
+                                      const ThroughputOptions& o)
+{
+    return estimate(m, l, w, hw, o);
+}
+
+ThroughputEstimate estimateMockThroughput(const ModelConfig& m, const Layout& l, const Workload& w, const HardwareSpec& hw,
+                                          const ThroughputOptions& o)
+{
+    Workload mock = w;
+    mock.mockTextOnly = true;
+    return estimate(m, l, mock, hw, o);
+}
+
+}  // namespace wb::core::planner

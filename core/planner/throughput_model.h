@@ -1,0 +1,76 @@
+// Throughput model: model FLOPs (core/model_flops.h, vision counted) over peak × named efficiency
+// factors, plus exposed communication (EP all-to-all on NVLink or the network, TP, CP, FSDP or
+// distributed-optimizer collectives), the pipeline bubble (p−1)/(v·m), recompute and per-layer
+// overheads → step time, effective tokens/s/GPU, TFLOP/s/GPU, MFU. Every factor is a named field
+// with a default and a comment; override them (or calibrate from measured runs) via
+// EfficiencyFactors. Pure functions; any thread.
+#pragma once
+
+#include "core/planner/catalog.h"
+#include "core/planner/layout.h"
+#include "core/planner/workload.h"
+
+#include <string>
+#include <vector>
+
+namespace wb::core::planner {
+
+struct EfficiencyFactors {
+    double denseGemm = 0.70;          ///< fraction of peak for attention projections and logits GEMMs
+    double groupedGemm = 0.62;        ///< expert grouped GEMMs at saturation
+    double groupedGemmHalfTokens = 512;  ///< tokens per expert GEMM at which it reaches half of that
+    double groupedGemmHalfWidth = 128;   ///< expert FFN width per rank (f/ETP) at which the GEMM
+                                         ///< reaches half efficiency: ETP makes expert GEMMs skinny
+    double attention = 0.50;          ///< flash attention fwd+bwd, fraction of peak
+    double vision = 0.35;             ///< vision encoder + mergers (narrow 1152 width, varlen images)
+    double fp8GemmSpeedup = 1.6;      ///< FP8/MXFP8 GEMMs vs BF16 (2× peak less quantize/scale cost)
+    double nvlinkEfficiency = 0.75;   ///< achieved / link bandwidth for NCCL collectives on NVLink
+    double networkEfficiency = 0.70;  ///< same, scale-out network
+    double alltoallEfficiency = 0.55; ///< NCCL all-to-all vs link bandwidth (many small messages)
+    double hybridepEfficiency = 0.80; ///< HybridEP/DeepEP dispatch+combine vs link bandwidth
+    double epOverlapExposed = 0.35;   ///< fraction of all-to-all left exposed with EP overlap
+    double tpExposed = 0.60;          ///< fraction of TP/SP collectives not hidden
+    double cpExposed = 0.30;          ///< fraction of CP ring exchange not hidden
+    double dpExposed = 0.15;          ///< DP/FSDP collectives not hidden (overlap_grad_reduce, prefetch)
+    double layerOverheadUs = 120;     ///< per decoder layer per micro-batch, fwd+bwd: router, permute,
+                                      ///< host syncs, norms, launches (no CUDA graphs)
+    double graphedLayerOverheadUs = 70;  ///< the same with moe_router/moe_preprocess graphs
+    double perImageOverheadUs = 150;  ///< per image per micro-batch, fwd+bwd: varlen setup, launches
+    double elementwiseBytesPerHidden = 40;  ///< memory-bound traffic per token per layer, in units of h
+                                            ///< bytes, fwd+bwd (norms, rotary, activations, permutes)
+    double optimizerBytesPerParam = 32;     ///< HBM traffic of one Adam step per locally owned param
+};
+
+struct ThroughputOptions {
+    EfficiencyFactors eff;
+    bool fp8 = false;      ///< GEMMs in FP8/MXFP8 (the published Bridge perf rows)
+    bool explain = true;   ///< fill the assumption texts (off: numbers only, fast)
+};
+
+struct TimeTerm {
+    std::string name;
+    double ms = 0;          ///< per step, on the critical path
+    std::string assumption;
+};
+
+struct ThroughputEstimate {
+    double stepMs = 0;
+    double modelFlopsPerStep = 0;   ///< DESIGN.md §3.2 numerator (vision counted, recompute not)
+    double visionFlopsPerStep = 0;
+    double effectiveTokensPerStep = 0;
+    double tokensPerSecPerGpu = 0;
+    double tflopsPerGpu = 0;
+    double mfu = 0;
+    std::vector<TimeTerm> terms;    ///< what the step is made of (sums to stepMs)
+};
+
+/// The prediction for a workload. Assumes one sample per packed sequence of seqLength tokens.
+ThroughputEstimate estimateThroughput(const ModelConfig& model, const Layout& layout, const Workload& workload,
+                                      const HardwareSpec& hardware, const ThroughputOptions& options = {});
+
+/// The same layout with text-only mock data (no images reach the encoder, same tokens): the
+/// number a mock benchmark would show. Compare tokensPerSecPerGpu with the real-data estimate.
+ThroughputEstimate estimateMockThroughput(const ModelConfig& model, const Layout& layout, const Workload& workload,
+                                          const HardwareSpec& hardware, const ThroughputOptions& options = {});
+
+}  // namespace wb::core::planner
