@@ -7,7 +7,7 @@ WB_BUILD=${WB_BUILD_DIR:-$WB_ROOT/build}
 
 WB_PACKAGES=(
   cmake ninja-build g++ pkg-config
-  qt6-base-dev libqt6charts6-dev libgl-dev      # GUI (Widgets, Charts) and Qt Test
+  qt6-base-dev libqt6charts6-dev libqt6opengl6-dev libgl-dev  # GUI (Widgets, Charts) and Qt Test
   libtorch-dev libgloo-dev                       # the bundled runtime (CPU LibTorch, Gloo for c10d)
   libspdlog-dev nlohmann-json3-dev libsqlite3-dev libssh-dev libstb-dev
   openclipart-png                                # real images for the sample set

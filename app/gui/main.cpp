@@ -1,0 +1,150 @@
+// moe-workbench: the GUI's composition root. Installs the log sinks (stderr + a rotating file in
+// the data dir) and forwards Qt's messages into them, reads the command line, injects the local
+// target (moe-train beside this executable) into the main window, and optionally screenshots it.
+// GUI thread only.
+#include "core/log.h"
+#include "core/run_store.h"
+#include "remote/local_target.h"
+#include "ui/main_window.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QFileInfo>
+#include <QTimer>
+
+#include <spdlog/sinks/rotating_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <vector>
+
+namespace {
+
+constexpr size_t kLogFileBytes = 5 * 1024 * 1024;
+constexpr size_t kLogFiles = 3;
+
+void installLogSinks(const QString& logDir)
+{
+    std::vector<spdlog::sink_ptr> sinks;
+    sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    if (QDir().mkpath(logDir)) {
+        try {
+            sinks.push_back(std::make_shared<spdlog::sinks::rotating_file_sink_mt>(
+                QDir(logDir).filePath(QStringLiteral("moe-workbench.log")).toStdString(), kLogFileBytes,
+                kLogFiles));
+        } catch (const spdlog::spdlog_ex&) {
+            // An unwritable log file must not stop the GUI; stderr still gets everything.
+        }
+    }
+    auto logger = std::make_shared<spdlog::logger>("moe-workbench", sinks.begin(), sinks.end());
+    logger->set_level(spdlog::level::info);
+    logger->flush_on(spdlog::level::warn);
+    spdlog::set_default_logger(logger);
+}
+
+void forwardQtMessage(QtMsgType type, const QMessageLogContext& context, const QString& message)
+{
+    static const auto logger = wb::log::get("qt");
+    const std::string text = message.toStdString();
+    const char* category = context.category ? context.category : "default";
+    switch (type) {
+    case QtDebugMsg: logger->debug("[{}] {}", category, text); break;
+    case QtInfoMsg: logger->info("[{}] {}", category, text); break;
+    case QtWarningMsg: logger->warn("[{}] {}", category, text); break;
+    case QtCriticalMsg: logger->error("[{}] {}", category, text); break;
+    case QtFatalMsg: logger->critical("[{}] {}", category, text); logger->flush(); std::abort();
+    }
+}
+
+}  // namespace
+
+int main(int argc, char* argv[])
+{
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("moe-workbench"));
+    QApplication::setApplicationDisplayName(QStringLiteral("MoE-VLM Workbench"));
+    QApplication::setApplicationVersion(QStringLiteral(WB_VERSION));
+
+    const QString storeDefault = QString::fromStdString(wb::core::defaultStorePath());
+    installLogSinks(QFileInfo(storeDefault).absolutePath() + QStringLiteral("/logs"));
+    qInstallMessageHandler(forwardQtMessage);
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        QStringLiteral("Plan, launch, watch and compare MoE vision-language training runs."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    const QCommandLineOption dbOption(QStringLiteral("db"), QStringLiteral("Run store (SQLite file)."),
+                                      QStringLiteral("PATH"), storeDefault);
+    const QCommandLineOption runsRootOption(
+        QStringLiteral("runs-root"), QStringLiteral("Folder for local run directories."), QStringLiteral("DIR"),
+        QString::fromStdString(wb::core::defaultRunsRoot()));
+    const QCommandLineOption startSampleOption(
+        QStringLiteral("start-sample"), QStringLiteral("Start the bundled sample run right away and watch it."));
+    const QCommandLineOption sampleStepsOption(
+        QStringLiteral("sample-steps"), QStringLiteral("Steps for the sample run (default: the config's)."),
+        QStringLiteral("N"));
+    const QCommandLineOption sampleConfigOption(
+        QStringLiteral("sample-config"),
+        QStringLiteral("Config for \"Start sample run\" instead of the embedded sample-tiny.json."),
+        QStringLiteral("FILE"));
+    const QCommandLineOption screenshotOption(
+        QStringLiteral("screenshot"), QStringLiteral("Save a PNG of the main window (for docs)."),
+        QStringLiteral("FILE"));
+    const QCommandLineOption screenshotAfterOption(
+        QStringLiteral("screenshot-after-ms"), QStringLiteral("Delay before the screenshot (default 5000)."),
+        QStringLiteral("N"), QStringLiteral("5000"));
+    const QCommandLineOption quitAfterScreenshotOption(
+        QStringLiteral("quit-after-screenshot"), QStringLiteral("Exit once the screenshot is saved."));
+    parser.addOptions({dbOption, runsRootOption, startSampleOption, sampleStepsOption, sampleConfigOption,
+                       screenshotOption,
+                       screenshotAfterOption, quitAfterScreenshotOption});
+    parser.process(app);
+
+    const std::string moeTrain = QDir(QCoreApplication::applicationDirPath())
+                                     .filePath(QStringLiteral("moe-train"))
+                                     .toStdString();
+    const std::string runsRoot = parser.value(runsRootOption).toStdString();
+    spdlog::info("moe-workbench {}: store {}, runs root {}, moe-train {}", WB_VERSION,
+                 parser.value(dbOption).toStdString(), runsRoot, moeTrain);
+
+    wb::ui::MainWindowOptions options;
+    options.storePath = parser.value(dbOption);
+    options.targetFactory = [moeTrain, runsRoot]() -> std::unique_ptr<wb::core::RunTarget> {
+        return std::make_unique<wb::remote::LocalTarget>(moeTrain, runsRoot);
+    };
+    if (parser.isSet(sampleConfigOption))
+        options.sampleRun.configResource = parser.value(sampleConfigOption);
+    if (parser.isSet(sampleStepsOption)) {
+        bool ok = false;
+        const qlonglong steps = parser.value(sampleStepsOption).toLongLong(&ok);
+        if (!ok || steps <= 0) {
+            spdlog::error("--sample-steps wants a positive number, got '{}'",
+                          parser.value(sampleStepsOption).toStdString());
+            return 2;
+        }
+        options.sampleRun.trainIters = steps;
+    }
+
+    wb::ui::MainWindow window(std::move(options));
+    window.show();
+
+    if (parser.isSet(startSampleOption))
+        QTimer::singleShot(0, &window, &wb::ui::MainWindow::startSampleRun);
+
+    if (parser.isSet(screenshotOption)) {
+        const QString file = parser.value(screenshotOption);
+        const bool quit = parser.isSet(quitAfterScreenshotOption);
+        QTimer::singleShot(parser.value(screenshotAfterOption).toInt(), &window, [&window, file, quit] {
+            if (window.grab().save(file))
+                spdlog::info("screenshot saved to {}", file.toStdString());
+            else
+                spdlog::error("cannot save the screenshot to {}", file.toStdString());
+            if (quit)
+                QCoreApplication::quit();
+        });
+    }
+    return QApplication::exec();
+}

@@ -1,0 +1,184 @@
+// The GUI end to end, offscreen, with the real pieces: a temporary SQLite store, LocalTarget
+// running the real moe-train from this build, and the sample image set built by the real
+// moe-sample-set (through the GUI's own "build it if missing" path). The test clicks the toolbar's
+// "Start sample run" and watches the charts and the run list fill in, as a user would.
+#include "remote/local_target.h"
+#include "ui/main_window.h"
+#include "ui/metric_chart_view.h"
+#include "ui/run_charts_panel.h"
+#include "ui/run_list_model.h"
+#include "ui/run_list_panel.h"
+#include "ui_test_main.h"
+
+#include <QAction>
+#include <QFileInfo>
+#include <QLabel>
+#include <QLineSeries>
+#include <QMessageBox>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QToolBar>
+#include <QToolButton>
+
+#include <cmath>
+#include <memory>
+
+using wb::ui::MainWindow;
+using wb::ui::RunChartsPanel;
+using wb::ui::RunListModel;
+
+namespace {
+
+constexpr int kSteps = 12;
+
+QString runtimeBinDir()
+{
+    if (qEnvironmentVariableIsSet("WB_RUNTIME_BIN_DIR"))
+        return qEnvironmentVariable("WB_RUNTIME_BIN_DIR");
+    return QStringLiteral(WB_RUNTIME_BIN_DIR);  // from CMake; empty when the runtime is not built
+}
+
+QString cell(const MainWindow& window, int row, int column)
+{
+    const auto* model = window.runListPanel()->model();
+    return model->data(model->index(row, column), Qt::DisplayRole).toString();
+}
+
+/// A window on a fresh temporary store, the real LocalTarget, and a sample set the GUI must build.
+wb::ui::MainWindowOptions liveOptions(const QTemporaryDir& dir, const QString& binDir, int64_t steps)
+{
+    wb::ui::MainWindowOptions options;
+    options.storePath = dir.filePath(QStringLiteral("runs.sqlite"));
+    options.targetFactory = [train = (binDir + QStringLiteral("/moe-train")).toStdString(),
+                             root = dir.filePath(QStringLiteral("runs")).toStdString()] {
+        return std::make_unique<wb::remote::LocalTarget>(train, root);
+    };
+    options.sampleRun.samplesDir = dir.filePath(QStringLiteral("samples"));  // missing: the GUI builds it
+    options.sampleRun.sampleSetTool = binDir + QStringLiteral("/moe-sample-set");
+    options.sampleRun.sampleCount = 16;
+    options.sampleRun.trainIters = steps;
+    return options;
+}
+
+void clickAction(MainWindow& window, QAction* action)
+{
+    // Click the real toolbar button, the way a user starts the run.
+    auto* toolbar = window.findChild<QToolBar*>(QStringLiteral("runsToolBar"));
+    QVERIFY(toolbar);
+    auto* button = qobject_cast<QToolButton*>(toolbar->widgetForAction(action));
+    QVERIFY(button);
+    QVERIFY(button->isEnabled());
+    QTest::mouseClick(button, Qt::LeftButton);
+}
+
+}  // namespace
+
+class TestMainWindowLive : public QObject {
+    Q_OBJECT
+
+private slots:
+    void startSampleRunWithoutToolShowsError()
+    {
+        QTemporaryDir dir;
+        wb::ui::MainWindowOptions options;
+        options.storePath = dir.filePath(QStringLiteral("runs.sqlite"));
+        options.targetFactory = [root = dir.filePath(QStringLiteral("runs")).toStdString()] {
+            return std::make_unique<wb::remote::LocalTarget>("/nonexistent/moe-train", root);
+        };
+        options.sampleRun.samplesDir = dir.filePath(QStringLiteral("samples"));
+        options.sampleRun.sampleSetTool = dir.filePath(QStringLiteral("no-such-moe-sample-set"));
+        MainWindow window(std::move(options));
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+
+        clickAction(window, window.startSampleRunAction());
+        QMessageBox* box = nullptr;
+        QTRY_VERIFY_WITH_TIMEOUT((box = window.findChild<QMessageBox*>(QStringLiteral("errorMessageBox"))), 5000);
+        QVERIFY2(box->text().contains(QStringLiteral("moe-sample-set")), qPrintable(box->text()));
+        auto* status = window.findChild<QLabel*>(QStringLiteral("statusText"));
+        QVERIFY(status && !status->text().isEmpty());
+        box->close();
+        QCOMPARE(window.runListPanel()->model()->rowCount(), 0);  // nothing half-created
+    }
+
+    void sampleRunStreamsIntoChartsAndRunList()
+    {
+        const QString binDir = runtimeBinDir();
+        if (binDir.isEmpty())
+            QSKIP("WB_BUILD_RUNTIME is OFF: no moe-train to run. Configure with -DWB_BUILD_RUNTIME=ON "
+                  "(or -DWB_UI_TEST_RUNTIME_DIR=<dir with moe-train and moe-sample-set>).");
+        QVERIFY2(QFileInfo(binDir + QStringLiteral("/moe-train")).isExecutable(),
+                 qPrintable(binDir + QStringLiteral("/moe-train is not built")));
+
+        QTemporaryDir dir;
+        auto options = liveOptions(dir, binDir, kSteps);
+        MainWindow window(std::move(options));
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+
+        clickAction(window, window.startSampleRunAction());
+
+        // The run appears in the list and gets selected; its steps stream into the charts.
+        QTRY_VERIFY_WITH_TIMEOUT(window.runListPanel()->model()->rowCount() == 1, 120000);
+        QCOMPARE(cell(window, 0, RunListModel::Name), QStringLiteral("sample-tiny"));
+        QCOMPARE(cell(window, 0, RunListModel::Target), QStringLiteral("local"));
+        QTRY_VERIFY_WITH_TIMEOUT(!window.runListPanel()->selectedRunId().isEmpty(), 10000);
+        QCOMPARE(window.chartsPanel()->runId(), window.runListPanel()->selectedRunId());
+
+        auto* charts = window.chartsPanel();
+        QTRY_VERIFY_WITH_TIMEOUT(charts->drawnPoints(RunChartsPanel::Chart::Loss) >= 3, 180000);
+        QVERIFY(charts->drawnPoints(RunChartsPanel::Chart::StepTime) >= 3);
+        const QString statusWhileRunning = cell(window, 0, RunListModel::Status);
+        QVERIFY2(statusWhileRunning == QStringLiteral("running") || statusWhileRunning == QStringLiteral("finished"),
+                 qPrintable(statusWhileRunning));
+
+        // It finishes; every step is drawn once, and the list says so.
+        QTRY_COMPARE_WITH_TIMEOUT(cell(window, 0, RunListModel::Status), QStringLiteral("finished"), 240000);
+        QTRY_COMPARE_WITH_TIMEOUT(charts->drawnPoints(RunChartsPanel::Chart::Loss), kSteps, 5000);
+        QCOMPARE(charts->drawnPoints(RunChartsPanel::Chart::Throughput), kSteps);
+        QCOMPARE(charts->drawnPoints(RunChartsPanel::Chart::Memory), kSteps);
+        QCOMPARE(cell(window, 0, RunListModel::Steps), QStringLiteral("%1 / %1").arg(kSteps));
+        QVERIFY(cell(window, 0, RunListModel::LastLoss) != QStringLiteral("—"));
+        const auto* loss = charts->chartView(RunChartsPanel::Chart::Loss)->series(0);
+        for (const auto& p : loss->points())
+            QVERIFY2(std::isfinite(p.y()) && p.y() > 0.0, qPrintable(QString::number(p.y())));
+
+        // Re-selecting the run reloads its history from the store: same points, no duplicates.
+        window.runListPanel()->view()->clearSelection();
+        window.runListPanel()->view()->setCurrentIndex({});
+        QTRY_VERIFY(charts->runId().isEmpty());
+        QTest::mouseClick(window.runListPanel()->view()->viewport(), Qt::LeftButton, {},
+                          window.runListPanel()->view()->visualRect(
+                              window.runListPanel()->model()->index(0, RunListModel::Name)).center());
+        QTRY_COMPARE_WITH_TIMEOUT(charts->drawnPoints(RunChartsPanel::Chart::Loss), kSteps, 5000);
+    }
+
+    void cancelStopsTheSelectedRun()
+    {
+        const QString binDir = runtimeBinDir();
+        if (binDir.isEmpty())
+            QSKIP("WB_BUILD_RUNTIME is OFF: no moe-train to run.");
+        QTemporaryDir dir;
+        MainWindow window(liveOptions(dir, binDir, 100000));  // far more steps than the test waits for
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QAction* cancel = window.findChild<QAction*>(QStringLiteral("cancelRunAction"));
+        QVERIFY(cancel);
+        QVERIFY(!cancel->isEnabled());  // nothing selected, nothing to cancel
+
+        clickAction(window, window.startSampleRunAction());
+        QTRY_VERIFY_WITH_TIMEOUT(window.chartsPanel()->drawnPoints(RunChartsPanel::Chart::Loss) >= 2, 180000);
+        QTRY_VERIFY_WITH_TIMEOUT(cancel->isEnabled(), 5000);
+
+        clickAction(window, cancel);
+        QTRY_COMPARE_WITH_TIMEOUT(cell(window, 0, RunListModel::Status).section(QLatin1Char(' '), 0, 0),
+                                  QStringLiteral("cancelled"), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!cancel->isEnabled(), 5000);
+        // Its steps stay: the charts keep what was trained before the cancel.
+        QVERIFY(window.chartsPanel()->drawnPoints(RunChartsPanel::Chart::Loss) >= 2);
+    }
+};
+
+WB_UI_TEST_MAIN(TestMainWindowLive)
+#include "test_main_window_live.moc"

@@ -1,0 +1,243 @@
+#include "ui/main_window.h"
+
+#include "core/log.h"
+#include "ui/meta_types.h"
+#include "ui/run_charts_panel.h"
+#include "ui/run_list_model.h"
+#include "ui/run_list_panel.h"
+#include "ui/run_session.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QStyle>
+#include <QToolBar>
+
+#include <utility>
+
+// Resources of a static library must be initialised by name, outside any namespace.
+static void initWorkbenchResources()
+{
+    Q_INIT_RESOURCE(moe_workbench);
+}
+
+namespace wb::ui {
+
+MainWindow::MainWindow(MainWindowOptions options, QWidget* parent) : QMainWindow(parent)
+{
+    initWorkbenchResources();
+    registerMetaTypes();
+    setWindowTitle(tr("MoE-VLM Workbench"));
+    setWindowIcon(QIcon(QStringLiteral(":/icons/moe-workbench.png")));
+    setObjectName(QStringLiteral("mainWindow"));
+
+    m_session = new RunSession(options.storePath, std::move(options.targetFactory), this);
+    m_sampleLauncher = new SampleRunLauncher(std::move(options.sampleRun), this);
+    m_runList = new RunListPanel(this);
+    m_charts = new RunChartsPanel(this);
+
+    auto* splitter = new QSplitter(Qt::Horizontal, this);
+    splitter->addWidget(m_runList);
+    splitter->addWidget(m_charts);
+    splitter->setStretchFactor(0, 0);
+    splitter->setStretchFactor(1, 1);
+    splitter->setSizes({590, 810});
+    setCentralWidget(splitter);
+
+    createActions();
+    createMenus();
+    createStatusBar();
+    connectSession();
+    updateActions();
+    resize(1400, 900);
+
+    m_session->start();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::createActions()
+{
+    m_startSampleRun = new QAction(style()->standardIcon(QStyle::SP_MediaPlay), tr("Start &sample run"), this);
+    m_startSampleRun->setObjectName(QStringLiteral("startSampleRunAction"));
+    m_startSampleRun->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+    m_startSampleRun->setToolTip(tr("Train the small bundled sample model on this machine and watch it live"));
+    connect(m_startSampleRun, &QAction::triggered, this, &MainWindow::startSampleRun);
+
+    m_cancelRun = new QAction(style()->standardIcon(QStyle::SP_MediaStop), tr("&Cancel run"), this);
+    m_cancelRun->setObjectName(QStringLiteral("cancelRunAction"));
+    m_cancelRun->setToolTip(tr("Stop the selected run (its whole process group)"));
+    connect(m_cancelRun, &QAction::triggered, this, [this] {
+        const QString id = m_runList->selectedRunId();
+        if (id.isEmpty())
+            return;
+        showStatus(tr("Cancelling run %1…").arg(id));
+        m_session->cancelRun(id);
+    });
+
+    m_refresh = new QAction(style()->standardIcon(QStyle::SP_BrowserReload), tr("&Refresh"), this);
+    m_refresh->setShortcut(QKeySequence::Refresh);
+    connect(m_refresh, &QAction::triggered, m_session, &RunSession::refreshRuns);
+
+    m_quit = new QAction(tr("&Quit"), this);
+    m_quit->setShortcut(QKeySequence::Quit);
+    connect(m_quit, &QAction::triggered, this, &QWidget::close);
+
+    m_about = new QAction(tr("&About"), this);
+    connect(m_about, &QAction::triggered, this, [this] {
+        QMessageBox::about(this, tr("About MoE-VLM Workbench"),
+                           tr("<b>MoE-VLM Workbench</b> %1<br>Plan, launch, watch and compare "
+                              "Mixture-of-Experts vision-language training runs.")
+                               .arg(QCoreApplication::applicationVersion()));
+    });
+
+    auto* toolbar = addToolBar(tr("Runs"));
+    toolbar->setObjectName(QStringLiteral("runsToolBar"));
+    toolbar->setMovable(false);
+    toolbar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    toolbar->addAction(m_startSampleRun);
+    toolbar->addAction(m_cancelRun);
+    toolbar->addSeparator();
+    toolbar->addAction(m_refresh);
+}
+
+void MainWindow::createMenus()
+{
+    auto* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(m_quit);
+    auto* run = menuBar()->addMenu(tr("&Run"));
+    run->addAction(m_startSampleRun);
+    run->addAction(m_cancelRun);
+    run->addSeparator();
+    run->addAction(m_refresh);
+    auto* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(m_about);
+}
+
+void MainWindow::createStatusBar()
+{
+    m_statusText = new QLabel(this);
+    m_statusText->setObjectName(QStringLiteral("statusText"));
+    m_busy = new QProgressBar(this);
+    m_busy->setRange(0, 0);  // indeterminate: building the sample set has no reliable percentage
+    m_busy->setMaximumWidth(120);
+    m_busy->setMaximumHeight(14);
+    m_busy->setVisible(false);
+    m_storeLabel = new QLabel(this);
+    m_targetLabel = new QLabel(this);
+    statusBar()->addWidget(m_statusText, 1);
+    statusBar()->addPermanentWidget(m_busy);
+    statusBar()->addPermanentWidget(m_targetLabel);
+    statusBar()->addPermanentWidget(m_storeLabel);
+    showStatus(tr("Opening the run store…"));
+}
+
+void MainWindow::connectSession()
+{
+    connect(m_session, &RunSession::ready, this, [this](const QString& storePath, const QString& target) {
+        m_storeLabel->setText(tr("Store: %1").arg(storePath));
+        m_targetLabel->setText(target.isEmpty() ? tr("No target") : tr("Target: %1").arg(target));
+        showStatus(tr("Ready."));
+    });
+    connect(m_session, &RunSession::runsListed, m_runList, &RunListPanel::setRuns);
+    connect(m_session, &RunSession::runsListed, this, [this] {
+        updateActions();
+        syncSelectedRunState();
+    });
+    connect(m_session, &RunSession::stepsArrived, m_charts, &RunChartsPanel::appendSteps);
+    connect(m_session, &RunSession::historyLoaded, m_charts, &RunChartsPanel::setHistory);
+    connect(m_session, &RunSession::runStatusChanged, m_charts, &RunChartsPanel::setRunState);
+    connect(m_session, &RunSession::runStarted, this, [this](const QString& runId) {
+        showStatus(tr("Run %1 started; streaming its metrics.").arg(runId));
+        m_runList->selectRun(runId);
+    });
+    connect(m_session, &RunSession::runEnded, this, [this](const QString& runId, const QString& state, int exitCode) {
+        showStatus(tr("Run %1 ended: %2 (exit code %3).").arg(runId, state).arg(exitCode), state != u"finished");
+    });
+    connect(m_session, &RunSession::eventLogged, this,
+            [this](const QString& runId, const QString& level, const QString& message) {
+                if (level != u"info")
+                    showStatus(tr("Run %1: %2: %3").arg(runId, level, message), level == u"error");
+            });
+    connect(m_session, &RunSession::launchFailed, this,
+            [this](const QString& message) { showError(tr("Cannot start the run"), message); });
+    connect(m_session, &RunSession::errorOccurred, this,
+            [this](const QString& message) { showStatus(message, true); });
+
+    connect(m_runList, &RunListPanel::runSelected, this, [this](const QString& runId, const QString& name) {
+        updateActions();
+        if (runId.isEmpty()) {
+            m_charts->clearRun();
+            return;
+        }
+        m_charts->showRun(runId, name);
+        syncSelectedRunState();
+        m_session->loadHistory(runId);
+    });
+    connect(m_runList, &RunListPanel::selectedRunPlannedSteps, m_charts, &RunChartsPanel::setPlannedSteps);
+
+    connect(m_sampleLauncher, &SampleRunLauncher::progress, this, [this](const QString& message) {
+        m_busy->setVisible(m_sampleLauncher->isBusy());
+        showStatus(message);
+    });
+    connect(m_sampleLauncher, &SampleRunLauncher::readyToLaunch, this,
+            [this](const QString& name, const QString& configJson) {
+                m_busy->setVisible(false);
+                showStatus(tr("Starting %1…").arg(name));
+                m_session->startRun(name, configJson);
+            });
+    connect(m_sampleLauncher, &SampleRunLauncher::failed, this, [this](const QString& message) {
+        m_busy->setVisible(false);
+        showError(tr("Cannot start the sample run"), message);
+    });
+}
+
+void MainWindow::syncSelectedRunState()
+{
+    // The store's view of the selected run (also for runs nobody is following, e.g. finished ones).
+    const QString id = m_runList->selectedRunId();
+    if (const RunRow* run = m_runList->model()->runById(id))
+        m_charts->setRunState(id, QString::fromStdString(run->summary.status), run->message);
+}
+
+void MainWindow::startSampleRun()
+{
+    m_sampleLauncher->start();
+    m_busy->setVisible(m_sampleLauncher->isBusy());
+}
+
+void MainWindow::updateActions()
+{
+    const RunRow* run = m_runList->model()->runById(m_runList->selectedRunId());
+    const bool live = run && (run->summary.status == "running" || run->summary.status == "pending");
+    m_cancelRun->setEnabled(live);
+}
+
+void MainWindow::showStatus(const QString& message, bool isError)
+{
+    m_statusText->setStyleSheet(isError ? QStringLiteral("color: #d62728;") : QString());
+    m_statusText->setText(message);
+    m_statusText->setToolTip(message);
+    if (isError)
+        wb::log::get("ui")->warn("{}", message.toStdString());
+}
+
+void MainWindow::showError(const QString& title, const QString& message)
+{
+    wb::log::get("ui")->warn("{}: {}", title.toStdString(), message.toStdString());
+    m_statusText->setStyleSheet(QStringLiteral("color: #d62728;"));
+    m_statusText->setText(message.section(QLatin1Char('\n'), 0, 0));
+    m_statusText->setToolTip(message);
+    // Non-modal: a run failing to start must not block the event loop (or a test driving it).
+    auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);
+    box->setObjectName(QStringLiteral("errorMessageBox"));
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
+}
+
+}  // namespace wb::ui

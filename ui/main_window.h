@@ -1,0 +1,73 @@
+// MainWindow: wires the panels (run list, charts), the run session (worker thread) and the
+// sample-run launcher together, and owns menus, toolbar and status bar. No logic of its own beyond
+// routing signals: each panel is its own class.
+// Threading: GUI thread only.
+#pragma once
+
+#include "ui/run_follow_worker.h"
+#include "ui/sample_run_launcher.h"
+
+#include <QMainWindow>
+#include <QString>
+
+QT_BEGIN_NAMESPACE
+class QAction;
+class QLabel;
+class QProgressBar;
+QT_END_NAMESPACE
+
+namespace wb::ui {
+
+class RunChartsPanel;
+class RunListPanel;
+class RunSession;
+
+struct MainWindowOptions {
+    QString storePath;                            ///< the SQLite run store
+    RunFollowWorker::TargetFactory targetFactory; ///< where runs execute (app/ injects LocalTarget)
+    SampleRunOptions sampleRun;
+};
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+
+public:
+    explicit MainWindow(MainWindowOptions options, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    QAction* startSampleRunAction() const { return m_startSampleRun; }
+    RunListPanel* runListPanel() const { return m_runList; }
+    RunChartsPanel* chartsPanel() const { return m_charts; }
+    RunSession* session() const { return m_session; }
+
+public slots:
+    void startSampleRun();
+
+private:
+    void createActions();
+    void createMenus();
+    void createStatusBar();
+    void connectSession();
+    void showError(const QString& title, const QString& message);
+    void showStatus(const QString& message, bool isError = false);
+    void updateActions();
+    void syncSelectedRunState();
+
+    RunSession* m_session = nullptr;
+    SampleRunLauncher* m_sampleLauncher = nullptr;
+    RunListPanel* m_runList = nullptr;
+    RunChartsPanel* m_charts = nullptr;
+
+    QAction* m_startSampleRun = nullptr;
+    QAction* m_cancelRun = nullptr;
+    QAction* m_refresh = nullptr;
+    QAction* m_quit = nullptr;
+    QAction* m_about = nullptr;
+
+    QLabel* m_statusText = nullptr;
+    QProgressBar* m_busy = nullptr;
+    QLabel* m_storeLabel = nullptr;
+    QLabel* m_targetLabel = nullptr;
+};
+
+}  // namespace wb::ui

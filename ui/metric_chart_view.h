@@ -1,0 +1,55 @@
+// MetricChartView: one live line chart of a per-step metric (x = step) with titled axes, units and
+// a legend. It only draws what it is given: RunChartsPanel decimates to plotColumns() first.
+// Threading: GUI thread only.
+#pragma once
+
+#include <QChartView>
+#include <QColor>
+#include <QList>
+#include <QPointF>
+#include <QString>
+
+QT_BEGIN_NAMESPACE
+class QLineSeries;
+class QValueAxis;
+QT_END_NAMESPACE
+
+namespace wb::ui {
+
+struct MetricSeriesSpec {
+    QString name;   ///< legend text
+    QColor color;
+    Qt::PenStyle style = Qt::SolidLine;  ///< dashed for a line that may lie under another
+};
+
+class MetricChartView : public QChartView {
+    Q_OBJECT
+
+public:
+    /// `yFromZero`: the y axis starts at 0 (quantities like time and memory), else it hugs the data.
+    MetricChartView(const QString& title, const QString& yTitle, const QList<MetricSeriesSpec>& series,
+                    bool yFromZero, QWidget* parent = nullptr);
+
+    int seriesCount() const { return static_cast<int>(m_series.size()); }
+    QLineSeries* series(int index) const { return m_series.at(index); }
+
+    /// Replaces one series' points (already decimated). Call rescale() after the last one.
+    void setPoints(int index, const QList<QPointF>& points);
+    /// Fits both axes to the data (x: first..last step; y: padded, nice tick labels).
+    void rescale();
+    void clearPoints();
+    /// The x axis reaches at least this step (the run's planned last step); 0 = just the data.
+    void setXExtent(double lastStep);
+
+    /// Width of the plot area in pixels: the decimation target.
+    int plotColumns() const;
+
+private:
+    QList<QLineSeries*> m_series;
+    QValueAxis* m_axisX = nullptr;
+    QValueAxis* m_axisY = nullptr;
+    bool m_yFromZero = false;
+    double m_xExtent = 0.0;
+};
+
+}  // namespace wb::ui

@@ -1,0 +1,280 @@
+#include "ui/run_follow_worker.h"
+
+#include "core/log.h"
+#include "core/run_config.h"
+
+#include <exception>
+#include <utility>
+
+namespace wb::ui {
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+// Qt slots must not throw; the worker's body can (std::bad_alloc, a bug in a library). Catch,
+// log, and surface it as an ordinary error signal instead of taking the process down.
+template <typename Fn>
+void guarded(RunFollowWorker* worker, const char* what, Fn&& fn)
+{
+    try {
+        fn();
+    } catch (const std::exception& e) {
+        wb::log::get("ui")->error("{}: unexpected exception: {}", what, e.what());
+        emit worker->errorOccurred(
+            QStringLiteral("%1 failed unexpectedly: %2").arg(QLatin1String(what), qs(e.what())));
+    } catch (...) {
+        wb::log::get("ui")->error("{}: unknown exception", what);
+        emit worker->errorOccurred(QStringLiteral("%1 failed unexpectedly.").arg(QLatin1String(what)));
+    }
+}
+
+bool isUnfinished(const std::string& status)
+{
+    return status == "running" || status == "pending";
+}
+
+}  // namespace
+
+RunFollowWorker::RunFollowWorker(QString storePath, TargetFactory targetFactory, QObject* parent)
+    : QObject(parent), m_storePath(std::move(storePath)), m_targetFactory(std::move(targetFactory))
+{
+}
+
+RunFollowWorker::~RunFollowWorker() = default;
+
+void RunFollowWorker::initialize()
+{
+    guarded(this, "Opening the run store", [&] {
+        auto store = core::RunStore::open(m_storePath.toStdString());
+        if (!store) {
+            emit errorOccurred(tr("Cannot open the run store: %1").arg(qs(store.error().toString())));
+            return;
+        }
+        m_store = std::move(store).value();
+        if (m_targetFactory)
+            m_target = m_targetFactory();
+        if (!m_target) {
+            emit errorOccurred(tr("No run target is configured; runs can be viewed but not started."));
+        }
+
+        m_pollTimer = new QTimer(this);
+        m_pollTimer->setInterval(kPollIntervalMs);
+        connect(m_pollTimer, &QTimer::timeout, this, &RunFollowWorker::poll);
+        m_pollTimer->start();
+
+        // Runs this target started earlier (perhaps by a previous session, or the CLI) and that
+        // never reported an end: follow them again; the store's offset makes this lossless.
+        if (m_target) {
+            auto runs = m_store->listRuns();
+            if (runs) {
+                for (const auto& run : runs.value()) {
+                    if (isUnfinished(run.status) && run.target == m_target->name() && !run.runDir.empty())
+                        follow(run.id);
+                }
+            }
+        }
+        emit ready(m_storePath, m_target ? qs(m_target->name()) : QString());
+        refreshRuns();
+    });
+}
+
+void RunFollowWorker::shutdown()
+{
+    guarded(this, "Closing the run store", [&] {
+        if (m_pollTimer)
+            m_pollTimer->stop();
+        m_followed.clear();  // followers hold references to the store and target: drop them first
+        m_target.reset();
+        m_store.reset();
+    });
+}
+
+void RunFollowWorker::refreshRuns()
+{
+    guarded(this, "Listing runs", [&] {
+        if (!m_store)
+            return;
+        m_pollsSinceList = 0;
+        auto runs = m_store->listRuns();
+        if (!runs) {
+            reportError(tr("Cannot list runs: %1").arg(qs(runs.error().toString())));
+            return;
+        }
+        RunRowList rows;
+        rows.reserve(static_cast<qsizetype>(runs->size()));
+        for (auto& summary : runs.value()) {
+            RunRow row;
+            row.trainIters = trainItersOf(summary.id);
+            if (auto it = m_messages.find(summary.id); it != m_messages.end())
+                row.message = it->second;
+            row.followed = m_followed.count(summary.id) > 0;
+            row.summary = std::move(summary);
+            rows.append(std::move(row));
+        }
+        emit runsListed(rows);
+    });
+}
+
+void RunFollowWorker::startRun(const QString& name, const QString& configJson)
+{
+    guarded(this, "Starting the run", [&] {
+        if (!m_store || !m_target) {
+            emit launchFailed(tr("Cannot start a run: the run store or the target is not available."));
+            return;
+        }
+        const std::string json = configJson.toStdString();
+        auto parsed = core::parseRunConfig(json);
+        if (!parsed.ok()) {
+            emit launchFailed(tr("The run configuration is invalid:\n%1")
+                                  .arg(qs(core::formatProblems(parsed.problems))));
+            return;
+        }
+        const std::string canonical = core::runConfigToJson(parsed.config);
+        core::NewRun newRun;
+        newRun.name = name.toStdString();
+        newRun.target = m_target->name();
+        newRun.configJson = canonical;
+        newRun.configHash = core::runConfigHash(parsed.config);
+        auto id = m_store->createRun(newRun);
+        if (!id) {
+            emit launchFailed(tr("Cannot record the run in the store: %1").arg(qs(id.error().toString())));
+            return;
+        }
+        m_trainIters[id.value()] = parsed.config.train.trainIters;
+
+        auto launched = m_target->launch(core::LaunchRequest{id.value(), newRun.name, canonical});
+        if (!launched) {
+            (void)m_store->setStatus(id.value(), "failed", 1);
+            m_messages[id.value()] = qs(launched.error().message);
+            emit launchFailed(tr("Cannot launch the run on %1: %2")
+                                  .arg(qs(m_target->name()), qs(launched.error().toString())));
+            refreshRuns();
+            return;
+        }
+        if (auto r = m_store->setRunDir(id.value(), launched->runDir); !r)
+            reportError(tr("Cannot record the run directory: %1").arg(qs(r.error().toString())));
+        if (auto r = m_store->setStatus(id.value(), "running", -1); !r)
+            reportError(tr("Cannot record the run status: %1").arg(qs(r.error().toString())));
+        wb::log::get("ui")->info("started run {} on {} in {} (pid {})", id.value(), launched->target,
+                                 launched->runDir, launched->pid);
+        follow(id.value());
+        emit runStarted(qs(id.value()));
+        refreshRuns();
+    });
+}
+
+void RunFollowWorker::loadHistory(const QString& runId)
+{
+    guarded(this, "Loading the run's steps", [&] {
+        if (!m_store)
+            return;
+        auto steps = m_store->steps(runId.toStdString());
+        if (!steps) {
+            reportError(tr("Cannot read the steps of run %1: %2").arg(runId, qs(steps.error().toString())));
+            emit historyLoaded(runId, {});
+            return;
+        }
+        emit historyLoaded(runId, StepList(steps->begin(), steps->end()));
+    });
+}
+
+void RunFollowWorker::cancelRun(const QString& runId)
+{
+    guarded(this, "Cancelling the run", [&] {
+        if (!m_store || !m_target)
+            return;
+        auto run = m_store->run(runId.toStdString());
+        if (!run) {
+            reportError(tr("Cannot cancel run %1: %2").arg(runId, qs(run.error().toString())));
+            return;
+        }
+        if (run->target != m_target->name() || run->runDir.empty()) {
+            reportError(tr("Run %1 was not started on this target (%2); cancel it where it runs.")
+                            .arg(runId, qs(run->target)));
+            return;
+        }
+        auto cancelled = m_target->cancel(run->runDir, std::chrono::seconds(5));
+        if (!cancelled) {
+            reportError(tr("Cannot cancel run %1: %2").arg(runId, qs(cancelled.error().toString())));
+            return;
+        }
+        // The follower sees the process gone on its next poll, ingests the tail and records the end.
+        poll();
+    });
+}
+
+void RunFollowWorker::follow(const std::string& runId)
+{
+    if (m_followed.count(runId) || !m_store || !m_target)
+        return;
+    Followed followed;
+    followed.follower = std::make_unique<core::RunFollower>(*m_store, *m_target, runId);
+    m_followed.emplace(runId, std::move(followed));
+}
+
+void RunFollowWorker::poll()
+{
+    guarded(this, "Polling runs", [&] {
+        const bool following = !m_followed.empty();
+        for (auto it = m_followed.begin(); it != m_followed.end();) {
+            pollOne(it->first, it->second);
+            it = it->second.follower ? std::next(it) : m_followed.erase(it);
+        }
+        // While something streams, the list's step counts and losses move every poll; otherwise
+        // re-list now and then so runs made elsewhere (the CLI) show up.
+        if (following || ++m_pollsSinceList >= kListEveryPolls)
+            refreshRuns();
+    });
+}
+
+void RunFollowWorker::pollOne(const std::string& runId, Followed& followed)
+{
+    const QString id = qs(runId);
+    auto update = followed.follower->poll();
+    if (!update) {
+        const QString message = qs(update.error().toString());
+        if (message != followed.lastError)
+            reportError(tr("Run %1: %2").arg(id, message));
+        followed.lastError = message;
+        return;
+    }
+    followed.lastError.clear();
+    if (!update->newSteps.empty())
+        emit stepsArrived(id, StepList(update->newSteps.begin(), update->newSteps.end()));
+    for (const auto& event : update->newEvents)
+        emit eventLogged(id, qs(event.level), qs(event.msg));
+
+    const QString state = QString::fromLatin1(core::runStateName(update->status.state));
+    const QString message = qs(update->status.message);
+    if (state != followed.lastState || message != followed.lastMessage) {
+        followed.lastState = state;
+        followed.lastMessage = message;
+        m_messages[runId] = message;
+        emit runStatusChanged(id, state, message);
+    }
+    if (update->finished) {
+        emit runEnded(id, state, update->status.exitCode);
+        followed.follower.reset();  // poll() erases the entry
+    }
+}
+
+int64_t RunFollowWorker::trainItersOf(const std::string& runId)
+{
+    if (auto it = m_trainIters.find(runId); it != m_trainIters.end())
+        return it->second;
+    int64_t iters = 0;
+    if (auto json = m_store->configJson(runId)) {
+        auto parsed = core::parseRunConfig(json.value());
+        iters = parsed.config.train.trainIters;  // defaults where the JSON is silent: still a guess
+    }
+    m_trainIters[runId] = iters;
+    return iters;
+}
+
+void RunFollowWorker::reportError(const QString& message)
+{
+    wb::log::get("ui")->warn("{}", message.toStdString());
+    emit errorOccurred(message);
+}
+
+}  // namespace wb::ui

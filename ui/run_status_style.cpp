@@ -1,0 +1,18 @@
+#include "ui/run_status_style.h"
+
+namespace wb::ui {
+
+QColor statusColor(const QString& status)
+{
+    if (status == u"running")
+        return QColor(0x1f, 0x77, 0xb4);
+    if (status == u"finished")
+        return QColor(0x2c, 0xa0, 0x2c);
+    if (status == u"pending")
+        return QColor(0x8c, 0x6d, 0x31);
+    if (status == u"cancelled" || status == u"stopped" || status.isEmpty())
+        return QColor(0x7f, 0x7f, 0x7f);
+    return QColor(0xd6, 0x27, 0x28);  // failed, oom, comm_error, bad_config, unknown
+}
+
+}  // namespace wb::ui
