@@ -1,0 +1,49 @@
+// Image decode (stb_image: PNG, JPEG, ...), aspect-keeping resize into a pixel budget, and
+// patchification into the vision encoder's input layout. Pure functions; any thread.
+#pragma once
+
+#include "core/result.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace wb::rt {
+
+struct RgbImage {
+    int width = 0;
+    int height = 0;
+    std::vector<uint8_t> rgb;  ///< height*width*3, row-major, alpha already composited over white
+};
+
+/// Patches of one image, ordered so that every spatialMerge×spatialMerge group of neighbouring
+/// patches is contiguous (groups row-major over the merged grid, patches row-major inside a group):
+/// the projector then merges by a plain reshape.
+struct ImagePatches {
+    int gridH = 0;                   ///< patches per column (height / patchSize)
+    int gridW = 0;                   ///< patches per row
+    std::vector<float> values;       ///< numPatches × patchDim, patch = [channel][frame][y][x]
+    std::vector<int32_t> patchRow;   ///< row of each patch in the patch grid
+    std::vector<int32_t> patchCol;
+    int64_t numPatches() const { return static_cast<int64_t>(gridH) * gridW; }
+};
+
+/// Decodes a file; alpha is composited over white. Error if missing or undecodable.
+core::Result<RgbImage> decodeImage(const std::string& path);
+
+/// Target size keeping the aspect ratio: both sides multiples of `factor`, and
+/// minPixels <= w*h <= maxPixels whenever a multiple-of-factor size can satisfy it.
+void fitToPixelBudget(int width, int height, int64_t minPixels, int64_t maxPixels, int factor,
+                      int& outWidth, int& outHeight);
+
+/// Area-average when shrinking, bilinear when enlarging (per axis).
+RgbImage resizeImage(const RgbImage& image, int width, int height);
+
+/// Normalizes to [-1, 1] and cuts patches of patchSize² × temporalPatchSize (the still image is
+/// repeated over the frames). Width and height must be multiples of patchSize × mergeSize.
+ImagePatches patchify(const RgbImage& image, int patchSize, int temporalPatchSize, int mergeSize);
+
+/// Values per patch: 3 × temporalPatchSize × patchSize².
+inline int patchDim(int patchSize, int temporalPatchSize) { return 3 * temporalPatchSize * patchSize * patchSize; }
+
+}  // namespace wb::rt

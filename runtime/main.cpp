@@ -1,0 +1,149 @@
+// moe-train: the bundled trainer's command line (DESIGN.md §3.1). Main thread only.
+//   moe-train --config run.json --run-dir DIR [--resume]
+//   moe-train --validate run.json
+//   moe-train --self-check
+//   moe-train --version
+#include "core/run_config.h"
+#include "runtime/train/runtime_checks.h"
+#include "runtime/train/trainer.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <csignal>
+#include <ctime>
+#include <filesystem>
+#include <unistd.h>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+namespace {
+
+constexpr int kExitBadConfig = 2;
+
+void onStopSignal(int)
+{
+    wb::rt::stopRequestedFlag().store(true);
+}
+
+int usage(const std::string& why)
+{
+    std::cerr << "moe-train: " << why << "\n"
+              << "usage: moe-train --config run.json --run-dir DIR [--resume]\n"
+              << "       moe-train --validate run.json\n"
+              << "       moe-train --self-check\n"
+              << "       moe-train --version\n";
+    return kExitBadConfig;
+}
+
+int validate(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in) {
+        std::cerr << path << ": cannot read the config file\n";
+        return kExitBadConfig;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    wb::core::RunConfigParse parsed = wb::core::parseRunConfig(text.str());
+    auto problems = parsed.problems;
+    for (auto& p : wb::rt::allProblems(parsed.config, wb::rt::worldSizeFromEnvironment())) {
+        bool duplicate = false;
+        for (const auto& q : problems)
+            duplicate = duplicate || (q.path == p.path && q.message == p.message);
+        if (!duplicate)
+            problems.push_back(std::move(p));
+    }
+    if (problems.empty()) {
+        std::cout << path << ": ok\n";
+        return 0;
+    }
+    std::cerr << path << ": " << problems.size() << " problem(s):\n" << wb::core::formatProblems(problems) << "\n";
+    return kExitBadConfig;
+}
+
+int selfCheck()
+{
+    nlohmann::json j;
+    j["moe-train"] = WB_RUNTIME_VERSION;
+    j["libtorch"] = TORCH_VERSION;
+    j["cuda_built"] = static_cast<bool>(WB_WITH_CUDA);
+    j["cuda_available"] = wb::rt::cudaUsable();
+    j["cuda_devices"] = wb::rt::cudaUsable() ? static_cast<int>(torch::cuda::device_count()) : 0;
+    j["nccl"] = nullptr;  // no c10d in this build yet
+    j["intra_op_threads"] = torch::get_num_threads();
+    j["hardware_threads"] = std::thread::hardware_concurrency();
+    j["devices"] = nlohmann::json::array({"cpu"});
+    if (wb::rt::cudaUsable())
+        for (int i = 0; i < static_cast<int>(torch::cuda::device_count()); ++i)
+            j["devices"].push_back("cuda:" + std::to_string(i));
+    j["peak_tflops_probe"] = nullptr;  // measured on GPU builds only (not implemented yet)
+    std::cout << j.dump(2) << "\n";
+    return 0;
+}
+
+int train(const std::string& configPath, const std::string& runDir, bool resume)
+{
+    auto loaded = wb::core::loadRunConfig(configPath);
+    if (!loaded) {
+        // Still leave a status.json so the watcher sees why the run never started.
+        std::cerr << "moe-train: " << loaded.error().toString() << "\n";
+        std::filesystem::create_directories(runDir);
+        std::ofstream status(runDir + "/status.json");
+        nlohmann::json j{{"status", "bad_config"}, {"exit_code", kExitBadConfig},
+                         {"message", loaded.error().toString()}, {"step", 0},
+                         {"pid", static_cast<int64_t>(::getpid())}, {"updated", static_cast<double>(std::time(nullptr))}};
+        status << j.dump(2) << "\n";
+        return kExitBadConfig;
+    }
+    std::signal(SIGTERM, onStopSignal);
+    std::signal(SIGINT, onStopSignal);
+    return wb::rt::runTraining(*loaded, {runDir, resume});
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    std::vector<std::string> args(argv + 1, argv + argc);
+    std::string config, runDir, validatePath;
+    bool resume = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&](std::string& out) {
+            if (i + 1 >= args.size())
+                return false;
+            out = args[++i];
+            return true;
+        };
+        if (a == "--version") {
+            std::cout << "moe-train " << WB_RUNTIME_VERSION << " (LibTorch " << TORCH_VERSION
+                      << (WB_WITH_CUDA ? ", CUDA" : ", CPU only") << ")\n";
+            return 0;
+        }
+        if (a == "--self-check")
+            return selfCheck();
+        if (a == "--resume")
+            resume = true;
+        else if ((a == "--config" && !value(config)) || (a == "--run-dir" && !value(runDir)) ||
+                 (a == "--validate" && !value(validatePath)))
+            return usage(a + " needs a value");
+        else if (a != "--config" && a != "--run-dir" && a != "--validate")
+            return usage("unknown argument " + a);
+    }
+    try {
+        if (!validatePath.empty())
+            return validate(validatePath);
+        if (config.empty() || runDir.empty())
+            return usage("--config and --run-dir are required to train");
+        return train(config, runDir, resume);
+    } catch (const c10::Error& e) {
+        std::cerr << "moe-train: LibTorch error: " << e.what_without_backtrace() << "\n";
+        return 1;
+    } catch (const std::exception& e) {
+        std::cerr << "moe-train: error: " << e.what() << "\n";
+        return 1;
+    }
+}

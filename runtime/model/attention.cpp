@@ -1,0 +1,112 @@
+// Attention, RoPE and RMSNorm (see attention.h for the shape legend).
+#include "runtime/model/attention.h"
+
+#include <cmath>
+#include <limits>
+
+namespace wb::rt {
+
+torch::Tensor ropeInverseFrequencies(int dims, double base)
+{
+    auto i = torch::arange(0, dims / 2, torch::kFloat64);
+    return torch::pow(base, -2.0 * i / dims).to(torch::kFloat32);
+}
+
+torch::Tensor ropeAngles1d(const torch::Tensor& pos_BT, int headDim, double base)
+{
+    auto inv_F = ropeInverseFrequencies(headDim, base).to(pos_BT.device());
+    return pos_BT.to(torch::kFloat32).unsqueeze(-1) * inv_F;
+}
+
+torch::Tensor ropeAnglesMrope(const torch::Tensor& pos_3BT, int headDim, double base,
+                              const std::vector<int>& sections)
+{
+    auto inv_F = ropeInverseFrequencies(headDim, base).to(pos_3BT.device());
+    std::vector<torch::Tensor> parts;
+    int start = 0;
+    for (size_t plane = 0; plane < sections.size(); ++plane) {
+        auto freqs = inv_F.slice(0, start, start + sections[plane]);
+        parts.push_back(pos_3BT[static_cast<int64_t>(plane)].to(torch::kFloat32).unsqueeze(-1) * freqs);
+        start += sections[plane];
+    }
+    return torch::cat(parts, -1);
+}
+
+torch::Tensor ropeAngles2d(const torch::Tensor& row_P, const torch::Tensor& col_P, int headDim, double base)
+{
+    // Each axis gets half of the F = headDim/2 frequencies, spaced over the same range.
+    auto inv_F2 = ropeInverseFrequencies(headDim / 2, base).to(row_P.device());
+    auto rows_PF2 = row_P.to(torch::kFloat32).unsqueeze(-1) * inv_F2;
+    auto cols_PF2 = col_P.to(torch::kFloat32).unsqueeze(-1) * inv_F2;
+    return torch::cat({rows_PF2, cols_PF2}, -1).unsqueeze(0);
+}
+
+torch::Tensor applyRope(const torch::Tensor& x_BHTd, const torch::Tensor& angle_BTF)
+{
+    const int64_t half = x_BHTd.size(-1) / 2;
+    auto cos_B1TF = angle_BTF.cos().unsqueeze(1).to(x_BHTd.scalar_type());
+    auto sin_B1TF = angle_BTF.sin().unsqueeze(1).to(x_BHTd.scalar_type());
+    auto x1 = x_BHTd.slice(-1, 0, half);
+    auto x2 = x_BHTd.slice(-1, half);
+    return torch::cat({x1 * cos_B1TF - x2 * sin_B1TF, x2 * cos_B1TF + x1 * sin_B1TF}, -1);
+}
+
+torch::Tensor maskedAttention(const torch::Tensor& q_BHTd, const torch::Tensor& k_BHTd,
+                              const torch::Tensor& v_BHTd, const torch::Tensor& allowed_BTT)
+{
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q_BHTd.size(-1)));
+    auto scores_BHTT = torch::matmul(q_BHTd, k_BHTd.transpose(-2, -1)) * scale;
+    scores_BHTT = scores_BHTT.masked_fill(allowed_BTT.unsqueeze(1).logical_not(),
+                                          -std::numeric_limits<float>::infinity());
+    auto probs_BHTT = torch::softmax(scores_BHTT.to(torch::kFloat32), -1).to(q_BHTd.scalar_type());
+    return torch::matmul(probs_BHTT, v_BHTd);
+}
+
+torch::Tensor documentCausalMask(const torch::Tensor& docIds_BT)
+{
+    const int64_t T = docIds_BT.size(1);
+    auto sameDoc_BTT = docIds_BT.unsqueeze(2) == docIds_BT.unsqueeze(1);
+    auto causal_TT = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(docIds_BT.device())).tril();
+    return sameDoc_BTT.logical_and(causal_TT.unsqueeze(0));
+}
+
+GqaAttentionImpl::GqaAttentionImpl(int hiddenSize, int numHeads, int numGroups, int headDim)
+    : m_numHeads(numHeads), m_numGroups(numGroups), m_headDim(headDim)
+{
+    auto linear = [](int in, int out) { return torch::nn::LinearOptions(in, out).bias(false); };
+    m_q = register_module("q", torch::nn::Linear(linear(hiddenSize, numHeads * headDim)));
+    m_k = register_module("k", torch::nn::Linear(linear(hiddenSize, numGroups * headDim)));
+    m_v = register_module("v", torch::nn::Linear(linear(hiddenSize, numGroups * headDim)));
+    m_out = register_module("out", torch::nn::Linear(linear(numHeads * headDim, hiddenSize)));
+}
+
+torch::Tensor GqaAttentionImpl::forward(const torch::Tensor& x_BTD, const torch::Tensor& angle_BTF,
+                                        const torch::Tensor& allowed_BTT)
+{
+    const int64_t B = x_BTD.size(0), T = x_BTD.size(1);
+    auto q_BHTd = m_q(x_BTD).view({B, T, m_numHeads, m_headDim}).transpose(1, 2);
+    auto k_BGTd = m_k(x_BTD).view({B, T, m_numGroups, m_headDim}).transpose(1, 2);
+    auto v_BGTd = m_v(x_BTD).view({B, T, m_numGroups, m_headDim}).transpose(1, 2);
+    q_BHTd = applyRope(q_BHTd, angle_BTF);
+    k_BGTd = applyRope(k_BGTd, angle_BTF);
+    // GQA: each KV group serves H/G consecutive query heads.
+    const int64_t repeat = m_numHeads / m_numGroups;
+    auto k_BHTd = k_BGTd.repeat_interleave(repeat, 1);
+    auto v_BHTd = v_BGTd.repeat_interleave(repeat, 1);
+    auto y_BHTd = maskedAttention(q_BHTd, k_BHTd, v_BHTd, allowed_BTT);
+    return m_out(y_BHTd.transpose(1, 2).reshape({B, T, m_numHeads * m_headDim}));
+}
+
+RmsNormImpl::RmsNormImpl(int dim, double eps) : m_eps(eps)
+{
+    m_weight = register_parameter("weight", torch::ones({dim}));
+}
+
+torch::Tensor RmsNormImpl::forward(const torch::Tensor& x)
+{
+    auto x32 = x.to(torch::kFloat32);
+    auto normed = x32 * torch::rsqrt(x32.pow(2).mean(-1, true) + m_eps);
+    return (normed * m_weight.to(torch::kFloat32)).to(x.scalar_type());
+}
+
+}  // namespace wb::rt

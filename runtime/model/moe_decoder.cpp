@@ -1,0 +1,84 @@
+// MoE decoder (see moe_decoder.h).
+#include "runtime/model/moe_decoder.h"
+
+#include "runtime/data/tokenizer.h"
+
+namespace wb::rt {
+
+DecoderLayerImpl::DecoderLayerImpl(const core::DecoderConfig& c)
+{
+    m_attnNorm = register_module("attn_norm", RmsNorm(c.hiddenSize, c.normEpsilon));
+    m_mlpNorm = register_module("mlp_norm", RmsNorm(c.hiddenSize, c.normEpsilon));
+    m_attention = register_module("attention", GqaAttention(c.hiddenSize, c.numAttentionHeads,
+                                                             c.numQueryGroups, c.kvChannels));
+    const auto routerDtype = c.moeRouterDtype == "fp64" ? torch::kFloat64 : torch::kFloat32;
+    m_moe = register_module("moe", MoeLayer(c.hiddenSize, c.numMoeExperts, c.moeRouterTopk,
+                                            c.moeFfnHiddenSize, c.moeAuxLossCoeff, routerDtype));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& h_BTD, const torch::Tensor& angle_BTF,
+                                        const torch::Tensor& allowed_BTT, const torch::Tensor& validIndex_N,
+                                        torch::Tensor& auxLoss)
+{
+    auto x_BTD = h_BTD + m_attention(m_attnNorm(h_BTD), angle_BTF, allowed_BTT);
+    const int64_t D = x_BTD.size(-1);
+    auto flat_TD = x_BTD.reshape({-1, D});
+    auto tokens_ND = m_mlpNorm(flat_TD.index_select(0, validIndex_N));
+    auto [moe_ND, layerAux] = m_moe(tokens_ND);
+    auxLoss = auxLoss + layerAux;
+    return flat_TD.index_add(0, validIndex_N, moe_ND).view_as(x_BTD);
+}
+
+MoeDecoderImpl::MoeDecoderImpl(const core::DecoderConfig& c) : m_config(c)
+{
+    m_embedding = register_module("embedding", torch::nn::Embedding(c.vocabSize, c.hiddenSize));
+    torch::nn::init::normal_(m_embedding->weight, 0.0, 0.02);
+    m_layers = register_module("layers", torch::nn::ModuleList());
+    for (int i = 0; i < c.numLayers; ++i)
+        m_layers->push_back(DecoderLayer(c));
+    m_finalNorm = register_module("final_norm", RmsNorm(c.hiddenSize, c.normEpsilon));
+    m_output = register_module("output", torch::nn::Linear(torch::nn::LinearOptions(c.hiddenSize, c.vocabSize).bias(false)));
+}
+
+torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tensor& auxLoss)
+{
+    const int64_t D = m_config.hiddenSize;
+    auto h_BTD = m_embedding(in.tokenIds_BT);
+    const auto shape = h_BTD.sizes().vec();
+    auto imageIndex_I = (in.tokenIds_BT == kImageId).flatten().nonzero().squeeze(1);
+    if (in.imageEmbeds_ID.defined() && imageIndex_I.numel() > 0) {
+        TORCH_CHECK(imageIndex_I.numel() == in.imageEmbeds_ID.size(0), "image tokens (", imageIndex_I.numel(),
+                    ") and projected image features (", in.imageEmbeds_ID.size(0), ") differ");
+        h_BTD = h_BTD.reshape({-1, D}).index_copy(0, imageIndex_I, in.imageEmbeds_ID.to(h_BTD.scalar_type())).view(shape);
+    }
+    auto angle_BTF = m_config.mropeSection.empty()
+        ? ropeAngles1d(in.pos1d_BT, m_config.kvChannels, m_config.rotaryBase)
+        : ropeAnglesMrope(in.pos3_3BT, m_config.kvChannels, m_config.rotaryBase, m_config.mropeSection);
+    auto allowed_BTT = documentCausalMask(in.docIds_BT);
+    auto validIndex_N = (in.docIds_BT >= 0).flatten().nonzero().squeeze(1);
+    auxLoss = torch::zeros({}, h_BTD.options().dtype(torch::kFloat32));
+    for (size_t layer = 0; layer < m_layers->size(); ++layer) {
+        h_BTD = m_layers->ptr<DecoderLayerImpl>(layer)->forward(h_BTD, angle_BTF, allowed_BTT, validIndex_N, auxLoss);
+        // Deepstack: vision features of earlier ViT layers join the image tokens after layer i.
+        if (layer < in.deepstack_ID.size() && imageIndex_I.numel() > 0)
+            h_BTD = h_BTD.reshape({-1, D}).index_add(0, imageIndex_I, in.deepstack_ID[layer].to(h_BTD.scalar_type())).view(shape);
+    }
+    return m_finalNorm(h_BTD);
+}
+
+DecoderOutput MoeDecoderImpl::forward(const DecoderInputs& in)
+{
+    DecoderOutput out;
+    auto h_BTD = hiddenStates(in, out.auxLoss);
+    // Project only the target positions: the loss ignores the rest, so their logits are waste.
+    auto targetIndex_N = (in.labels_BT != kIgnoreLabel).flatten().nonzero().squeeze(1);
+    out.targets = targetIndex_N.numel();
+    auto hidden_ND = h_BTD.reshape({-1, m_config.hiddenSize}).index_select(0, targetIndex_N);
+    auto logits_NV = m_output(hidden_ND).to(torch::kFloat32);
+    auto labels_N = in.labels_BT.flatten().index_select(0, targetIndex_N);
+    out.lmLoss = out.targets > 0 ? torch::nn::functional::cross_entropy(logits_NV, labels_N)
+                                 : torch::zeros({}, logits_NV.options());
+    return out;
+}
+
+}  // namespace wb::rt

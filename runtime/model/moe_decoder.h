@@ -1,0 +1,67 @@
+// The language decoder: token embedding, N pre-norm layers of GQA causal attention + top-k MoE,
+// final RMSNorm, output projection, and the causal LM loss on caption tokens only.
+// Packed rows: attention is document-causal (block-diagonal per packed sample); padding tokens
+// skip the MoE (they are removed before routing so they neither cost FLOPs nor bias the aux loss).
+// Shapes: B rows, T tokens per row, D width, V vocab, I image tokens, N targets. One thread.
+#pragma once
+
+#include "core/run_config.h"
+#include "runtime/model/attention.h"
+#include "runtime/model/moe_layer.h"
+
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace wb::rt {
+
+struct DecoderInputs {
+    torch::Tensor tokenIds_BT;   ///< int64; kImageId where image features go
+    torch::Tensor labels_BT;     ///< int64; kIgnoreLabel where no loss
+    torch::Tensor docIds_BT;     ///< int32/64; −1 padding
+    torch::Tensor pos1d_BT;      ///< int64
+    torch::Tensor pos3_3BT;      ///< int64 (M-RoPE planes t, h, w)
+    torch::Tensor imageEmbeds_ID;               ///< projected image tokens, undefined if none
+    std::vector<torch::Tensor> deepstack_ID;    ///< added after decoder layers 0, 1, …
+};
+
+struct DecoderOutput {
+    torch::Tensor lmLoss;   ///< mean cross-entropy over the targets (fp32 scalar)
+    torch::Tensor auxLoss;  ///< sum over layers of the load-balancing loss
+    int64_t targets = 0;
+};
+
+class DecoderLayerImpl : public torch::nn::Module {
+public:
+    explicit DecoderLayerImpl(const core::DecoderConfig& config);
+    /// Returns the new hidden state; adds this layer's aux loss to `auxLoss`.
+    torch::Tensor forward(const torch::Tensor& h_BTD, const torch::Tensor& angle_BTF,
+                          const torch::Tensor& allowed_BTT, const torch::Tensor& validIndex_N,
+                          torch::Tensor& auxLoss);
+
+private:
+    RmsNorm m_attnNorm{nullptr}, m_mlpNorm{nullptr};
+    GqaAttention m_attention{nullptr};
+    MoeLayer m_moe{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+class MoeDecoderImpl : public torch::nn::Module {
+public:
+    explicit MoeDecoderImpl(const core::DecoderConfig& config);
+
+    DecoderOutput forward(const DecoderInputs& inputs);
+    /// Final-normed hidden states h_BTD (and the aux loss), without the loss head.
+    torch::Tensor hiddenStates(const DecoderInputs& inputs, torch::Tensor& auxLoss);
+    torch::nn::Linear& outputLayer() { return m_output; }
+
+private:
+    core::DecoderConfig m_config;
+    torch::nn::Embedding m_embedding{nullptr};
+    torch::nn::ModuleList m_layers;
+    RmsNorm m_finalNorm{nullptr};
+    torch::nn::Linear m_output{nullptr};
+};
+TORCH_MODULE(MoeDecoder);
+
+}  // namespace wb::rt

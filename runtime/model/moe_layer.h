@@ -1,0 +1,55 @@
+// Top-k routed Mixture-of-Experts MLP of SwiGLU experts. Shapes: T tokens (flattened, padding
+// already removed), D model width, E experts, K active experts per token, F expert FFN width,
+// A = T·K token-expert assignments. One training thread.
+//
+// Router: fp32 (or fp64) softmax over E, top-K, the K probabilities renormalized to sum to 1, and
+// the Switch-Transformer load-balancing loss coeff · E · Σ_e f_e · P_e (f_e = share of the A
+// assignments that go to e, P_e = mean router probability of e), as Megatron's
+// switch_load_balancing_loss_func computes it.
+//
+// Experts: the weights are stacked ([E, D, 2F] gate|up and [E, F, D] down), the layout a grouped
+// GEMM (at::_grouped_mm on LibTorch ≥ 2.8 / CUDA) consumes. expertsForward sorts the assignments by
+// expert, runs the experts over contiguous slices, and scatter-adds back weighted by the router;
+// only the per-expert loop in runExpertsLoop is to be replaced by the grouped-GEMM call.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace wb::rt {
+
+struct RouterOutput {
+    torch::Tensor weights_TK;    ///< renormalized top-K probabilities (fp32)
+    torch::Tensor expertIds_TK;  ///< int64
+    torch::Tensor probs_TE;      ///< full softmax (fp32), for diagnostics
+    torch::Tensor auxLoss;       ///< scalar, already multiplied by coeff
+};
+
+/// Routing from router logits (any float dtype; computed in `routerDtype`).
+RouterOutput routeTopK(const torch::Tensor& logits_TE, int topK, double auxLossCoeff,
+                       torch::ScalarType routerDtype = torch::kFloat32);
+
+/// Σ_k weight_TK · expert_{id_TK}(x_TD) with SwiGLU experts down(silu(x·gate) ⊙ (x·up)).
+/// gateUp_EDF2 holds gate in [..., :F] and up in [..., F:].
+torch::Tensor expertsForward(const torch::Tensor& x_TD, const torch::Tensor& weights_TK,
+                             const torch::Tensor& expertIds_TK, const torch::Tensor& gateUp_EDF2,
+                             const torch::Tensor& down_EFD);
+
+class MoeLayerImpl : public torch::nn::Module {
+public:
+    MoeLayerImpl(int hiddenSize, int numExperts, int topK, int ffnHiddenSize, double auxLossCoeff,
+                 torch::ScalarType routerDtype);
+    /// x_TD → (y_TD, auxLoss scalar).
+    std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x_TD);
+
+private:
+    int m_numExperts;
+    int m_topK;
+    double m_auxLossCoeff;
+    torch::ScalarType m_routerDtype;
+    torch::Tensor m_routerWeight_ED;
+    torch::Tensor m_gateUp_EDF2;
+    torch::Tensor m_down_EFD;
+};
+TORCH_MODULE(MoeLayer);
+
+}  // namespace wb::rt

@@ -1,0 +1,48 @@
+// ViT patch encoder. All images of a micro-batch are packed into one sequence of P patches; the
+// attention is block-diagonal per image (an image never attends to another), positions are 2-D
+// RoPE over (patch row, patch column) so any resolution works without interpolating a table.
+// Shapes: P patches, C patch values (3·temporal·patch²), Dv width, Hv heads. One training thread.
+#pragma once
+
+#include "core/run_config.h"
+
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace wb::rt {
+
+struct VisionOutput {
+    torch::Tensor hidden_PD;                  ///< output of the last block
+    std::vector<torch::Tensor> deepstack_PD;  ///< outputs of the config's deepstack layers, in order
+};
+
+/// Pre-norm block: x + attn(LN(x)); x + MLP(LN(x)) with GELU MLP.
+class VisionBlockImpl : public torch::nn::Module {
+public:
+    VisionBlockImpl(int hiddenSize, int numHeads, int ffnHiddenSize);
+    torch::Tensor forward(const torch::Tensor& x_PD, const torch::Tensor& angle_1PF,
+                          const torch::Tensor& allowed_1PP);
+
+private:
+    int m_numHeads;
+    torch::nn::LayerNorm m_norm1{nullptr}, m_norm2{nullptr};
+    torch::nn::Linear m_qkv{nullptr}, m_proj{nullptr}, m_fc1{nullptr}, m_fc2{nullptr};
+};
+TORCH_MODULE(VisionBlock);
+
+class VisionEncoderImpl : public torch::nn::Module {
+public:
+    explicit VisionEncoderImpl(const core::VisionConfig& config);
+    /// patches_PC, patchImage_P (image index), patchRow_P / patchCol_P (grid position).
+    VisionOutput forward(const torch::Tensor& patches_PC, const torch::Tensor& patchImage_P,
+                         const torch::Tensor& patchRow_P, const torch::Tensor& patchCol_P);
+
+private:
+    core::VisionConfig m_config;
+    torch::nn::Linear m_patchEmbed{nullptr};
+    torch::nn::ModuleList m_blocks;
+};
+TORCH_MODULE(VisionEncoder);
+
+}  // namespace wb::rt

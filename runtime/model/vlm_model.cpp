@@ -1,0 +1,96 @@
+// VLM model assembly (see vlm_model.h).
+#include "runtime/model/vlm_model.h"
+
+namespace wb::rt {
+
+namespace {
+
+template <typename T>
+torch::Tensor fromVector(const std::vector<T>& values, torch::ScalarType type, torch::Device device,
+                         std::vector<int64_t> shape)
+{
+    // from_blob does not own the memory: clone before the vector can go away.
+    auto t = torch::from_blob(const_cast<T*>(values.data()), shape, torch::TensorOptions().dtype(type)).clone();
+    return t.to(device);
+}
+
+}  // namespace
+
+VlmBatch toTensors(const MicroBatch& b, torch::Device device, torch::ScalarType dtype)
+{
+    VlmBatch out;
+    const std::vector<int64_t> shapeBT{b.rows, b.seqLength};
+    out.decoder.tokenIds_BT = fromVector(b.tokenIds, torch::kInt64, device, shapeBT);
+    out.decoder.labels_BT = fromVector(b.labels, torch::kInt64, device, shapeBT);
+    out.decoder.docIds_BT = fromVector(b.docIds, torch::kInt32, device, shapeBT);
+    out.decoder.pos1d_BT = fromVector(b.pos1d, torch::kInt64, device, shapeBT);
+    out.decoder.pos3_3BT = fromVector(b.pos3, torch::kInt64, device, {3, b.rows, b.seqLength});
+    const int64_t P = b.totalPatches();
+    if (P > 0) {
+        const int64_t C = static_cast<int64_t>(b.patchValues.size()) / P;
+        out.patches_PC = fromVector(b.patchValues, torch::kFloat32, device, {P, C}).to(dtype);
+        out.patchImage_P = fromVector(b.patchImage, torch::kInt32, device, {P});
+        out.patchRow_P = fromVector(b.patchRow, torch::kInt32, device, {P});
+        out.patchCol_P = fromVector(b.patchCol, torch::kInt32, device, {P});
+    }
+    return out;
+}
+
+VlmModelImpl::VlmModelImpl(const core::ModelConfig& config) : m_config(config)
+{
+    const auto& v = config.vision;
+    const int outHidden = config.decoder.hiddenSize;
+    m_vision = register_module("vision", VisionEncoder(v));
+    m_projector = register_module("projector", Projector(v.hiddenSize, v.spatialMergeSize, outHidden));
+    m_deepstackProjectors = register_module("deepstack_projectors", torch::nn::ModuleList());
+    for (size_t i = 0; i < v.deepstackLayers.size(); ++i)
+        m_deepstackProjectors->push_back(Projector(v.hiddenSize, v.spatialMergeSize, outHidden));
+    m_decoder = register_module("decoder", MoeDecoder(config.decoder));
+}
+
+VisionOutput VlmModelImpl::encodeImages(const VlmBatch& batch)
+{
+    if (!batch.hasImages())
+        return {};
+    return m_vision(batch.patches_PC, batch.patchImage_P, batch.patchRow_P, batch.patchCol_P);
+}
+
+void VlmModelImpl::project(const VisionOutput& vision, VlmBatch& batch)
+{
+    if (!vision.hidden_PD.defined())
+        return;
+    batch.decoder.imageEmbeds_ID = m_projector(vision.hidden_PD);
+    batch.decoder.deepstack_ID.clear();
+    for (size_t i = 0; i < vision.deepstack_PD.size(); ++i)
+        batch.decoder.deepstack_ID.push_back(
+            m_deepstackProjectors->ptr<ProjectorImpl>(i)->forward(vision.deepstack_PD[i]));
+}
+
+DecoderOutput VlmModelImpl::decode(const VlmBatch& batch)
+{
+    return m_decoder(batch.decoder);
+}
+
+DecoderOutput VlmModelImpl::forward(VlmBatch& batch)
+{
+    project(encodeImages(batch), batch);
+    return decode(batch);
+}
+
+void VlmModelImpl::applyFreezing()
+{
+    auto freeze = [](torch::nn::Module& module) {
+        for (auto& p : module.parameters())
+            p.set_requires_grad(false);
+    };
+    if (m_config.freezeVisionModel)
+        freeze(*m_vision);
+    if (m_config.freezeVisionProjection) {
+        freeze(*m_projector);
+        freeze(*m_deepstackProjectors);
+    }
+    if (m_config.freezeLanguageModel)
+        freeze(*m_decoder);
+}
+
+}  // namespace wb::rt

@@ -1,0 +1,51 @@
+// The whole vision-language model: vision encoder → projector (+ deepstack projectors) → MoE
+// decoder. It knows nothing about parallelism or timing; the trainer calls the three phases one
+// by one to time them. Also converts a loader MicroBatch into tensors. One training thread.
+#pragma once
+
+#include "core/run_config.h"
+#include "runtime/data/micro_batch.h"
+#include "runtime/model/moe_decoder.h"
+#include "runtime/model/projector.h"
+#include "runtime/model/vision_encoder.h"
+
+#include <torch/torch.h>
+
+namespace wb::rt {
+
+struct VlmBatch {
+    DecoderInputs decoder;        ///< imageEmbeds/deepstack filled by project()
+    torch::Tensor patches_PC;     ///< undefined when the micro-batch has no images
+    torch::Tensor patchImage_P;
+    torch::Tensor patchRow_P;
+    torch::Tensor patchCol_P;
+    bool hasImages() const { return patches_PC.defined(); }
+};
+
+/// Copies the loader's arrays into tensors on `device` (float patches in `dtype`).
+VlmBatch toTensors(const MicroBatch& batch, torch::Device device, torch::ScalarType dtype);
+
+class VlmModelImpl : public torch::nn::Module {
+public:
+    explicit VlmModelImpl(const core::ModelConfig& config);
+
+    VisionOutput encodeImages(const VlmBatch& batch);
+    /// Fills batch.decoder.imageEmbeds_ID and deepstack_ID from the vision output.
+    void project(const VisionOutput& vision, VlmBatch& batch);
+    DecoderOutput decode(const VlmBatch& batch);
+    /// All three phases.
+    DecoderOutput forward(VlmBatch& batch);
+
+    /// Applies model.freeze_* (requires_grad off). Call once after construction.
+    void applyFreezing();
+
+private:
+    core::ModelConfig m_config;
+    VisionEncoder m_vision{nullptr};
+    Projector m_projector{nullptr};
+    torch::nn::ModuleList m_deepstackProjectors;
+    MoeDecoder m_decoder{nullptr};
+};
+TORCH_MODULE(VlmModel);
+
+}  // namespace wb::rt

@@ -1,0 +1,47 @@
+// Metrics writer (see metrics_writer.h).
+#include "runtime/train/metrics_writer.h"
+
+#include <chrono>
+#include <filesystem>
+
+namespace wb::rt {
+
+double unixNow()
+{
+    using namespace std::chrono;
+    return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+core::Result<std::unique_ptr<MetricsWriter>> MetricsWriter::open(const std::string& path)
+{
+    std::error_code ec;
+    const bool empty = !std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0;
+    std::FILE* file = std::fopen(path.c_str(), "ab");
+    if (!file)
+        return core::makeError(core::ErrorCode::IoError, "cannot open the metrics file for appending", path);
+    return std::unique_ptr<MetricsWriter>(new MetricsWriter(file, empty));
+}
+
+MetricsWriter::~MetricsWriter()
+{
+    std::fclose(m_file);
+}
+
+void MetricsWriter::write(const core::MetricsRecord& record)
+{
+    const std::string line = core::toJsonLine(record) + "\n";
+    std::fwrite(line.data(), 1, line.size(), m_file);
+    std::fflush(m_file);
+}
+
+void MetricsWriter::event(const std::string& level, const std::string& msg, std::optional<int64_t> step)
+{
+    core::EventRecord e;
+    e.time = unixNow();
+    e.level = level;
+    e.msg = msg;
+    e.step = step;
+    write(e);
+}
+
+}  // namespace wb::rt

@@ -1,0 +1,106 @@
+// Runtime-specific config checks (see runtime_checks.h).
+#include "runtime/train/runtime_checks.h"
+
+#include "runtime/data/tokenizer.h"
+
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <set>
+#include <string>
+
+namespace wb::rt {
+
+int worldSizeFromEnvironment()
+{
+    const char* world = std::getenv("WORLD_SIZE");
+    return world && *world ? std::max(1, std::atoi(world)) : 1;
+}
+
+bool cudaUsable()
+{
+#if WB_WITH_CUDA
+    return torch::cuda::is_available();
+#else
+    return false;
+#endif
+}
+
+std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int worldSize)
+{
+    std::vector<core::ConfigProblem> out;
+    const std::string later = "this build of moe-train runs on one process without model parallelism yet";
+    const auto s = [](int64_t v) { return std::to_string(v); };
+    if (c.model.decoder.vocabSize < kMinVocabSize)
+        out.push_back({"model.decoder.vocab_size",
+                       s(c.model.decoder.vocabSize) + " is too small for moe-train's byte tokenizer (256 bytes + pad, bos, eos, image = 260 ids)",
+                       "set vocab_size >= 260"});
+    const auto& p = c.parallel;
+    const std::pair<const char*, int> sizes[] = {
+        {"parallel.tensor_model_parallel_size", p.tensorModelParallelSize},
+        {"parallel.pipeline_model_parallel_size", p.pipelineModelParallelSize},
+        {"parallel.virtual_pipeline_model_parallel_size", p.virtualPipelineModelParallelSize},
+        {"parallel.context_parallel_size", p.contextParallelSize},
+        {"parallel.expert_model_parallel_size", p.expertModelParallelSize},
+        {"parallel.expert_tensor_parallel_size", p.expertTensorParallelSize}};
+    for (const auto& [path, size] : sizes)
+        if (size > 1)
+            out.push_back({path, s(size) + " > 1 is not supported by this build of moe-train yet", "set it to 1 (" + later + ")"});
+    if (p.useMegatronFsdp)
+        out.push_back({"parallel.use_megatron_fsdp", "FSDP is not supported by this build of moe-train yet", "set it to false"});
+    if (worldSize > 1)
+        out.push_back({"parallel", "WORLD_SIZE=" + s(worldSize) + ": multi-rank training is not supported by this build yet",
+                       "run a single process (" + later + ")"});
+    if (c.recompute.granularity != "none")
+        out.push_back({"recompute.granularity", "activation recompute is not implemented in moe-train yet",
+                       "set granularity \"none\""});
+    if (c.cudaGraph.impl != "none")
+        out.push_back({"cuda_graph.impl", "CUDA graphs are not implemented in moe-train yet", "set impl \"none\""});
+    if (c.runtime.device == "cuda" && !cudaUsable())
+        out.push_back({"runtime.device",
+#if WB_WITH_CUDA
+                       "CUDA is not available on this machine (no visible GPU)",
+#else
+                       "this moe-train was built without CUDA (WB_WITH_CUDA=OFF)",
+#endif
+                       "set runtime.device \"cpu\" or build/run moe-train with CUDA on a GPU node"});
+    if (c.train.precision == "bf16")  // CPU: no fast bf16 here; CUDA: autocast not written yet
+        out.push_back({"train.precision", c.runtime.device == "cuda"
+                                              ? "bf16 on CUDA is not implemented in moe-train yet"
+                                              : "bf16 training is only supported on CUDA devices, not on the CPU",
+                       "set precision \"fp32\""});
+    const bool images = c.data.source == "real" || c.data.mockImageSize > 0;
+    if (images && c.data.imagesPerSample != 1)
+        out.push_back({"data.images_per_sample", s(c.data.imagesPerSample) + " images per sample: moe-train reads one image per manifest line",
+                       "set images_per_sample 1"});
+    const auto& v = c.model.vision;
+    if (v.numAttentionHeads > 0 && v.hiddenSize % v.numAttentionHeads == 0 && (v.hiddenSize / v.numAttentionHeads) % 4 != 0)
+        out.push_back({"model.vision.num_attention_heads", "vision head dim " + s(v.hiddenSize / v.numAttentionHeads) +
+                                                              " is not a multiple of 4 (2-D rotary embeddings)",
+                       "choose hidden_size / num_attention_heads divisible by 4"});
+    if (v.inChannels != 3)
+        out.push_back({"model.vision.in_channels", "moe-train decodes RGB images (3 channels)", "set in_channels 3"});
+    const int64_t unit = int64_t{v.patchSize} * v.spatialMergeSize;
+    if (images && unit > 0 && c.data.maxPixels / (unit * unit) + 2 > c.train.seqLength)
+        out.push_back({"train.seq_length", "an image of max_pixels takes up to " + s(c.data.maxPixels / (unit * unit)) +
+                                               " tokens, leaving no room for its caption in " + s(c.train.seqLength),
+                       "raise seq_length or lower data.max_pixels"});
+    return out;
+}
+
+std::vector<core::ConfigProblem> allProblems(const core::RunConfig& config, int worldSize)
+{
+    std::vector<core::ConfigProblem> all = core::validateRunConfig(config);
+    for (auto& p : core::validateLayout(config, worldSize))
+        all.push_back(std::move(p));
+    for (auto& p : runtimeProblems(config, worldSize))
+        all.push_back(std::move(p));
+    std::set<std::string> seen;
+    std::vector<core::ConfigProblem> unique;
+    for (auto& p : all)
+        if (seen.insert(p.path + "\n" + p.message).second)
+            unique.push_back(std::move(p));
+    return unique;
+}
+
+}  // namespace wb::rt

@@ -1,0 +1,56 @@
+// status.json writer (see status_file.h).
+#include "runtime/train/status_file.h"
+
+#include "runtime/train/metrics_writer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace wb::rt {
+
+StatusFile::StatusFile(std::string runDir) : m_runDir(std::move(runDir)) {}
+
+static bool writeAtomically(const std::string& path, const std::string& text)
+{
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << text;
+        if (!out.flush())
+            return false;
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    return !ec;
+}
+
+bool StatusFile::write(const std::string& status, std::optional<int> exitCode,
+                       const std::string& message, int64_t step)
+{
+    nlohmann::json j;
+    j["status"] = status;
+    j["exit_code"] = exitCode ? nlohmann::json(*exitCode) : nlohmann::json(nullptr);
+    j["message"] = message;
+    j["step"] = step;
+    j["pid"] = static_cast<int64_t>(::getpid());
+    m_lastWrite = unixNow();
+    j["updated"] = m_lastWrite;
+    return writeAtomically(m_runDir + "/status.json", j.dump(2) + "\n");
+}
+
+void StatusFile::heartbeat(int64_t step, double minSeconds)
+{
+    if (unixNow() - m_lastWrite >= minSeconds)
+        write("running", std::nullopt, "training", step);
+}
+
+bool StatusFile::writePid()
+{
+    return writeAtomically(m_runDir + "/pid", std::to_string(::getpid()) + "\n");
+}
+
+}  // namespace wb::rt

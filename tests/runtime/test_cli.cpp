@@ -1,0 +1,63 @@
+// moe-train's command line as a user meets it: --validate on a good and a bad config (exit 0 /
+// exit 2 with every problem listed), --version, --self-check JSON, a usage error.
+#include "check.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace wb;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+static json sampleConfig()
+{
+    std::ifstream in(std::string(WB_SOURCE_DIR) + "/resources/configs/sample-tiny.json");
+    return json::parse(in);
+}
+
+int main()
+{
+    const fs::path dir = test::makeTempDir("wb-runtime-cli");
+    const std::string moeTrain = MOE_TRAIN_PATH;
+    const std::string log = (dir / "out.log").string();
+
+    for (const char* name : {"sample-tiny.json", "sample-mock.json"}) {
+        const std::string path = std::string(WB_SOURCE_DIR) + "/resources/configs/" + name;
+        const int rc = test::runProcess({moeTrain, "--validate", path}, log, 60);
+        WB_CHECK_MSG(rc == 0, name << " rc " << rc << ": " << test::readFile(log));
+    }
+
+    json bad = sampleConfig();
+    bad["model"]["decoder"]["vocab_size"] = 100;                   // runtime: byte tokenizer needs 260
+    bad["parallel"]["tensor_model_parallel_size"] = 2;             // runtime: no TP in this build
+    bad["runtime"]["device"] = "cuda";                             // runtime: no CUDA here
+    bad["train"]["micro_batch_size"] = 3;                          // core: GBS 2 not divisible by 3
+    bad["train"]["no_such_key"] = 1;                               // core: unknown key
+    std::ofstream(dir / "bad.json") << bad.dump(2);
+    const int rc = test::runProcess({moeTrain, "--validate", (dir / "bad.json").string()}, log, 60);
+    const std::string out = test::readFile(log);
+    WB_CHECK_MSG(rc == 2, "rc " << rc);
+    for (const char* expected : {"model.decoder.vocab_size", "260", "parallel.tensor_model_parallel_size",
+                                 "not supported", "runtime.device", "train.global_batch_size", "no_such_key"})
+        WB_CHECK_MSG(out.find(expected) != std::string::npos, "missing \"" << expected << "\" in:\n" << out);
+
+    std::ofstream(dir / "broken.json") << "{ not json";
+    WB_CHECK(test::runProcess({moeTrain, "--validate", (dir / "broken.json").string()}, log, 60) == 2);
+    WB_CHECK(test::runProcess({moeTrain, "--validate", (dir / "absent.json").string()}, log, 60) == 2);
+
+    WB_CHECK(test::runProcess({moeTrain, "--version"}, log, 60) == 0);
+    WB_CHECK(test::readFile(log).find("moe-train") != std::string::npos);
+    WB_CHECK(test::runProcess({moeTrain, "--self-check"}, log, 60) == 0);
+    const json self = json::parse(test::readFile(log), nullptr, false);
+    WB_CHECK(self.is_object() && self.contains("libtorch") && self.contains("cuda_available") &&
+             self.contains("intra_op_threads"));
+    WB_CHECK(test::runProcess({moeTrain, "--bogus"}, log, 60) == 2);
+
+    // Training with a bad config exits 2 and leaves status.json saying bad_config.
+    const fs::path runDir = dir / "run";
+    WB_CHECK(test::runProcess({moeTrain, "--config", (dir / "bad.json").string(), "--run-dir", runDir.string()}, log, 60) == 2);
+    const json status = json::parse(test::readFile(runDir / "status.json"), nullptr, false);
+    WB_CHECK(status.is_object() && status.value("status", "") == "bad_config" && status.value("exit_code", 0) == 2);
+
+    fs::remove_all(dir);
+    return test::checkExitCode("test_runtime_cli");
+}

@@ -1,0 +1,159 @@
+// End-to-end training on CPU (label slow). Two cases, chosen by argv[1]:
+//   learn : builds a ~200-image sample set with moe-sample-set, trains sample-tiny with
+//           moe-train, and checks that the loss falls (mean of the last 20 steps < 0.7 × the
+//           first 20), status.json says finished, exit 0, and the metrics stream is complete.
+//   signal: SIGTERM mid-run → exit 5, status "stopped", a checkpoint exists; --resume continues.
+#include "check.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace wb;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+json sampleConfig(const char* name)
+{
+    std::ifstream in(std::string(WB_SOURCE_DIR) + "/resources/configs/" + name);
+    return json::parse(in);
+}
+
+std::vector<json> readMetrics(const fs::path& runDir)
+{
+    std::vector<json> records;
+    std::ifstream in(runDir / "metrics.jsonl");
+    std::string line;
+    while (std::getline(in, line))
+        records.push_back(json::parse(line, nullptr, false));
+    return records;
+}
+
+json readStatus(const fs::path& runDir)
+{
+    return json::parse(test::readFile(runDir / "status.json"), nullptr, false);
+}
+
+void testLearns(const fs::path& dir, int steps)
+{
+    const fs::path set = dir / "set";
+    const int rcSet = test::runProcess({MOE_SAMPLE_SET_PATH, "--from", "/usr/share/openclipart/png", "--out",
+                                        set.string(), "--count", "200", "--jpeg-every", "5"},
+                                       (dir / "set.log").string(), 120);
+    WB_CHECK_MSG(rcSet == 0, test::readFile(dir / "set.log"));
+    json config = sampleConfig("sample-tiny.json");
+    config["data"]["manifest"] = (set / "manifest.jsonl").string();
+    config["train"]["train_iters"] = steps;
+    std::ofstream(dir / "run.json") << config.dump(2);
+
+    const fs::path runDir = dir / "run";
+    const auto start = std::chrono::steady_clock::now();
+    const int rc = test::runProcess({MOE_TRAIN_PATH, "--config", (dir / "run.json").string(), "--run-dir",
+                                     runDir.string()}, (dir / "stdout.log").string(), 600);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    WB_CHECK_MSG(rc == 0, "rc " << rc << "\n" << test::readFile(dir / "stdout.log"));
+
+    std::vector<double> losses, stepMs;
+    bool meta = false, end = false;
+    int64_t jpegImages = 0, images = 0, skipped = 0;
+    for (const json& r : readMetrics(runDir)) {
+        WB_CHECK(r.is_object());
+        const std::string type = r.value("type", "");
+        meta = meta || type == "meta";
+        if (type == "meta")
+            WB_CHECK(r.value("data_source", "") == "real" && r.value("run_id", "") == "run");
+        if (type == "step") {
+            losses.push_back(r.value("loss", 0.0));
+            stepMs.push_back(r.value("step_ms", 0.0));
+            images += r.value("images", int64_t{0});
+            skipped += r.value("skipped_images", int64_t{0});
+            WB_CHECK(r.value("effective_tokens", int64_t{0}) == r.value("image_tokens", int64_t{0}) + r.value("text_tokens", int64_t{0}));
+            WB_CHECK(r.value("tflops_per_gpu", 0.0) > 0.0 && r.value("tokens_per_s_per_gpu", 0.0) > 0.0);
+        }
+        if (type == "end")
+            end = r.value("status", "") == "finished" && r.value("exit_code", -1) == 0;
+    }
+    (void)jpegImages;
+    WB_CHECK(meta && end);
+    WB_CHECK_MSG(static_cast<int>(losses.size()) == steps, losses.size() << " step records");
+    WB_CHECK(images > 0 && skipped == 0);
+    if (losses.size() >= 40) {
+        double first = 0, last = 0;
+        for (size_t i = 0; i < 20; ++i) {
+            first += losses[i] / 20;
+            last += losses[losses.size() - 20 + i] / 20;
+        }
+        std::vector<double> sorted(stepMs.begin() + 5, stepMs.end());
+        std::sort(sorted.begin(), sorted.end());
+        std::cout << "loss first-20 mean " << first << ", last-20 mean " << last << " (ratio " << last / first
+                  << "); median step_ms " << sorted[sorted.size() / 2] << "; " << steps << " steps in "
+                  << seconds << " s" << std::endl;
+        WB_CHECK_MSG(last < 0.7 * first, "loss did not fall enough: " << first << " → " << last);
+    }
+    const json status = readStatus(runDir);
+    WB_CHECK(status.value("status", "") == "finished" && status.value("exit_code", -1) == 0 &&
+             status.value("step", 0) == steps);
+    WB_CHECK(fs::exists(runDir / "pid"));
+}
+
+void testSignal(const fs::path& dir)
+{
+    json config = sampleConfig("sample-mock.json");
+    config["data"]["manifest"] = "";  // mock needs no files: synthetic captions
+    config["train"]["train_iters"] = 100000;
+    config["train"]["lr_warmup_iters"] = 2;  // the resume below runs only a few steps
+    std::ofstream(dir / "run.json") << config.dump(2);
+    const fs::path runDir = dir / "run";
+    const std::string log = (dir / "stdout.log").string();
+    const pid_t pid = test::spawnProcess({MOE_TRAIN_PATH, "--config", (dir / "run.json").string(), "--run-dir", runDir.string()}, log);
+    // Wait until a few steps are in the metrics stream, then ask it to stop.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (std::chrono::steady_clock::now() < deadline) {
+        const std::string metrics = test::readFile(runDir / "metrics.jsonl");
+        if (metrics.find("\"step\":3,") != std::string::npos)
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ::kill(pid, SIGTERM);
+    const int rc = test::waitProcess(pid, 120);
+    WB_CHECK_MSG(rc == 5, "rc " << rc << "\n" << test::readFile(log));
+    const json status = readStatus(runDir);
+    WB_CHECK(status.value("status", "") == "stopped" && status.value("exit_code", -1) == 5);
+    const int64_t stoppedAt = status.value("step", int64_t{0});
+    WB_CHECK(stoppedAt >= 3);
+    WB_CHECK(fs::exists(runDir / "ckpt" / "latest.pt"));
+    const auto records = readMetrics(runDir);
+    WB_CHECK(!records.empty() && records.back().value("type", "") == "end" && records.back().value("status", "") == "stopped");
+
+    // --resume picks the checkpoint up and continues from the saved step.
+    config["train"]["train_iters"] = stoppedAt + 2;
+    std::ofstream(dir / "run.json") << config.dump(2);
+    const int rcResume = test::runProcess({MOE_TRAIN_PATH, "--config", (dir / "run.json").string(), "--run-dir",
+                                           runDir.string(), "--resume"}, log, 300);
+    WB_CHECK_MSG(rcResume == 0, "resume rc " << rcResume << "\n" << test::readFile(log));
+    const std::string metrics = test::readFile(runDir / "metrics.jsonl");
+    WB_CHECK(metrics.find("resumed from") != std::string::npos);
+    WB_CHECK(readStatus(runDir).value("step", int64_t{0}) == stoppedAt + 2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    const std::string which = argc > 1 ? argv[1] : "learn";
+    const fs::path dir = test::makeTempDir("wb-runtime-train");
+    if (which == "signal") {
+        testSignal(dir);
+    } else {
+        if (!fs::is_directory("/usr/share/openclipart/png")) {
+            std::cerr << "openclipart-png is not installed (apt-get install openclipart-png); skipping\n";
+            return 77;
+        }
+        testLearns(dir, argc > 2 ? std::atoi(argv[2]) : 300);
+    }
+    if (test::failureCount() == 0)
+        fs::remove_all(dir);
+    else
+        std::cerr << "kept " << dir << " for inspection\n";
+    return test::checkExitCode(("test_runtime_train " + which).c_str());
+}
