@@ -52,6 +52,11 @@ public:
 
     virtual std::string name() const = 0;
 
+    /// The target's own checks of a config before anything is created: what only the runtime
+    /// there knows (its tokenizer, its devices, whether the manifest exists on that machine).
+    /// InvalidArgument with every problem listed, one per line. Default: no extra checks.
+    virtual Result<void> validateConfig(const std::string& configJson) { return {}; }
+
     /// Creates the run directory, writes run.json and starts moe-train detached in its own process
     /// group. Returns once the process exists (not once it has trained anything).
     virtual Result<LaunchedRun> launch(const LaunchRequest& request) = 0;

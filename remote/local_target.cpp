@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "remote/process_group.h"
+#include "remote/subprocess.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -183,6 +184,40 @@ LocalTarget::LocalTarget(std::string moeTrainPath, std::string runsRoot)
         if (!ec)
             m_moeTrainPath = absolute.lexically_normal().string();
     }
+}
+
+Result<void> LocalTarget::validateConfig(const std::string& configJson)
+{
+    if (::access(m_moeTrainPath.c_str(), X_OK) != 0)
+        return makeError(ErrorCode::NotFound,
+                         "moe-train is missing or not executable; build it (cmake --build build "
+                         "--target moe-train) or pass its path with --moe-train",
+                         m_moeTrainPath);
+    // The config goes to a private temp file: moe-train --validate reads a path.
+    std::string path = (std::filesystem::temp_directory_path() / "moe-workbench-validate-XXXXXX.json").string();
+    const int fd = ::mkstemps(path.data(), 5);
+    if (fd < 0)
+        return makeError(ErrorCode::IoError, "cannot create a temporary file: " + errnoText(errno), path);
+    const bool written = ::write(fd, configJson.data(), configJson.size()) == static_cast<ssize_t>(configJson.size());
+    ::close(fd);
+    if (!written) {
+        ::unlink(path.c_str());
+        return makeError(ErrorCode::IoError, "cannot write the temporary config", path);
+    }
+    auto result = runAndCapture({m_moeTrainPath, "--validate", path}, std::chrono::seconds(60));
+    ::unlink(path.c_str());
+    if (!result)
+        return result.error();
+    if (result->exitCode == 0)
+        return {};
+    std::string output = result->output;
+    while (!output.empty() && (output.back() == '\n' || output.back() == ' '))
+        output.pop_back();
+    if (result->exitCode == 2)
+        return makeError(ErrorCode::InvalidArgument, "moe-train rejects the config:\n" + output);
+    return makeError(ErrorCode::Failed,
+                     "moe-train --validate failed with exit code " + std::to_string(result->exitCode) + ":\n" + output,
+                     m_moeTrainPath);
 }
 
 Result<core::LaunchedRun> LocalTarget::launch(const core::LaunchRequest& request)

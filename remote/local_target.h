@@ -18,6 +18,10 @@ public:
 
     std::string name() const override { return "local"; }
 
+    /// Runs `moe-train --validate` on the config: the runtime's own checks (tokenizer size,
+    /// devices, supported layouts, the manifest on this machine). Nothing is created.
+    core::Result<void> validateConfig(const std::string& configJson) override;
+
     /// Errors: InvalidArgument (bad run id), NotFound (moe-train missing), Busy (the run
     /// directory already exists), IoError (mkdir, write, fork, exec).
     core::Result<core::LaunchedRun> launch(const core::LaunchRequest& request) override;

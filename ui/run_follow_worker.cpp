@@ -2,6 +2,7 @@
 
 #include "core/log.h"
 #include "core/run_config.h"
+#include "core/run_launch.h"
 
 #include <exception>
 #include <utility>
@@ -129,36 +130,17 @@ void RunFollowWorker::startRun(const QString& name, const QString& configJson)
                                   .arg(qs(core::formatProblems(parsed.problems))));
             return;
         }
-        const std::string canonical = core::runConfigToJson(parsed.config);
-        core::NewRun newRun;
-        newRun.name = name.toStdString();
-        newRun.target = m_target->name();
-        newRun.configJson = canonical;
-        newRun.configHash = core::runConfigHash(parsed.config);
-        auto id = m_store->createRun(newRun);
-        if (!id) {
-            emit launchFailed(tr("Cannot record the run in the store: %1").arg(qs(id.error().toString())));
-            return;
-        }
-        m_trainIters[id.value()] = parsed.config.train.trainIters;
-
-        auto launched = m_target->launch(core::LaunchRequest{id.value(), newRun.name, canonical});
-        if (!launched) {
-            (void)m_store->setStatus(id.value(), "failed", 1);
-            m_messages[id.value()] = qs(launched.error().message);
-            emit launchFailed(tr("Cannot launch the run on %1: %2")
-                                  .arg(qs(m_target->name()), qs(launched.error().toString())));
+        auto started = core::startRun(*m_store, *m_target, parsed.config, name.toStdString());
+        if (!started) {
+            emit launchFailed(tr("Cannot start the run on %1:\n%2")
+                                  .arg(qs(m_target->name()), qs(started.error().toString())));
             refreshRuns();
             return;
         }
-        if (auto r = m_store->setRunDir(id.value(), launched->runDir); !r)
-            reportError(tr("Cannot record the run directory: %1").arg(qs(r.error().toString())));
-        if (auto r = m_store->setStatus(id.value(), "running", -1); !r)
-            reportError(tr("Cannot record the run status: %1").arg(qs(r.error().toString())));
-        wb::log::get("ui")->info("started run {} on {} in {} (pid {})", id.value(), launched->target,
-                                 launched->runDir, launched->pid);
-        follow(id.value());
-        emit runStarted(qs(id.value()));
+        const std::string& id = started->id;
+        m_trainIters[id] = parsed.config.train.trainIters;
+        follow(id);
+        emit runStarted(qs(id));
         refreshRuns();
     });
 }

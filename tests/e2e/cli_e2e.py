@@ -159,6 +159,27 @@ def case_bad_config(env):
     check(unknown.returncode == 2, "unknown command exits 2")
 
 
+def case_runtime_rejects(env):
+    """A config core accepts but the runtime does not (vocab below the byte tokenizer's ids) is
+    refused before anything exists: exit 2, the runtime's message, no run directory, no store row."""
+    path = tiny_config(env)
+    with open(path) as f:
+        config = json.load(f)
+    config["model"]["decoder"]["vocab_size"] = 100
+    with open(path, "w") as f:
+        json.dump(config, f)
+    env.env["FAKE_VALIDATE_REJECT"] = "1"  # read only by the stand-in trainer
+    before_dirs = set(os.listdir(env.runs_root)) if os.path.isdir(env.runs_root) else set()
+    before_runs = env.cli("runs", "--json")
+    p = env.cli("launch", "--target", "local", "--config", path)
+    del env.env["FAKE_VALIDATE_REJECT"]
+    check(p.returncode == 2, "a config the runtime rejects exits 2")
+    check("vocab_size" in p.stderr, "the runtime's problem is shown")
+    after_dirs = set(os.listdir(env.runs_root)) if os.path.isdir(env.runs_root) else set()
+    check(before_dirs == after_dirs, "no run directory for a config the runtime rejects")
+    check(env.cli("runs", "--json").stdout == before_runs.stdout, "no store row for a config the runtime rejects")
+
+
 def case_refused_stores(env):
     # A store from a newer workbench: exit 1, clear message, file untouched.
     newer = os.path.join(env.tmp, "newer.sqlite")
@@ -238,6 +259,7 @@ def main():
                             "--count", "64"], check=True, capture_output=True)
             manifest = os.path.join(out, "manifest.jsonl")
         case_bad_config(env)
+        case_runtime_rejects(env)
         case_launch_watch(env, manifest)
         case_refused_stores(env)
         case_cancel(env)

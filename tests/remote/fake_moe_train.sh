@@ -11,6 +11,12 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --config) config=$2; shift 2 ;;
     --run-dir) dir=$2; shift 2 ;;
+    --validate)  # the runtime's own checks; FAKE_VALIDATE_REJECT plays a config only it rejects
+      [ -f "$2" ] || { echo "cannot read $2" >&2; exit 2; }
+      if [ -n "${FAKE_VALIDATE_REJECT:-}" ]; then
+        echo "model.decoder.vocab_size: 100 is below the byte tokenizer's 260 ids — fix: set vocab_size >= 260" >&2; exit 2
+      fi
+      exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
