@@ -8,7 +8,7 @@ WB_BUILD=${WB_BUILD_DIR:-$WB_ROOT/build}
 WB_PACKAGES=(
   cmake ninja-build g++ pkg-config
   qt6-base-dev libqt6charts6-dev libqt6opengl6-dev libgl-dev  # GUI (Widgets, Charts) and Qt Test
-  libtorch-dev libgloo-dev                       # the bundled runtime (CPU LibTorch, Gloo for c10d)
+  libtorch-dev libgloo-dev libopenblas0-pthread  # the runtime: CPU LibTorch (OpenBLAS: 5x the reference BLAS), Gloo
   libspdlog-dev nlohmann-json3-dev libsqlite3-dev libssh-dev libstb-dev
   openclipart-png                                # real images for the sample set
   fonts-dejavu-core xvfb xauth                   # text in offscreen UI tests and screenshots

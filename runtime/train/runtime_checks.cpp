@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 #include <string>
 
@@ -69,6 +70,13 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
                                               ? "bf16 on CUDA is not implemented in moe-train yet"
                                               : "bf16 training is only supported on CUDA devices, not on the CPU",
                        "set precision \"fp32\""});
+    if (c.data.source == "real" && !c.data.manifest.empty()) {
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(c.data.manifest, ec))
+            out.push_back({"data.manifest", "the manifest '" + c.data.manifest + "' does not exist on this machine",
+                           "build a sample set (moe-sample-set --from /usr/share/openclipart/png --out DIR) and point "
+                           "data.manifest at DIR/manifest.jsonl, or set data.source \"mock\""});
+    }
     const bool images = c.data.source == "real" || c.data.mockImageSize > 0;
     if (images && c.data.imagesPerSample != 1)
         out.push_back({"data.images_per_sample", s(c.data.imagesPerSample) + " images per sample: moe-train reads one image per manifest line",

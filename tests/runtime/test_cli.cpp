@@ -20,10 +20,26 @@ int main()
     const std::string moeTrain = MOE_TRAIN_PATH;
     const std::string log = (dir / "out.log").string();
 
+    // The shipped configs name a relative manifest that launchers point at the user's sample set;
+    // here it points at a manifest that exists.
+    std::ofstream(dir / "manifest.jsonl") << "{\"image\": \"a.png\", \"caption\": \"a\"}\n";
     for (const char* name : {"sample-tiny.json", "sample-mock.json"}) {
-        const std::string path = std::string(WB_SOURCE_DIR) + "/resources/configs/" + name;
+        std::ifstream in(std::string(WB_SOURCE_DIR) + "/resources/configs/" + name);
+        json config = json::parse(in);
+        config["data"]["manifest"] = (dir / "manifest.jsonl").string();
+        const std::string path = (dir / name).string();
+        std::ofstream(path) << config.dump(2);
         const int rc = test::runProcess({moeTrain, "--validate", path}, log, 60);
         WB_CHECK_MSG(rc == 0, name << " rc " << rc << ": " << test::readFile(log));
+    }
+    {
+        json missing = sampleConfig();
+        missing["data"]["manifest"] = (dir / "no-such-manifest.jsonl").string();
+        std::ofstream(dir / "missing-manifest.json") << missing.dump(2);
+        WB_CHECK(test::runProcess({moeTrain, "--validate", (dir / "missing-manifest.json").string()}, log, 60) == 2);
+        const std::string text = test::readFile(log);
+        WB_CHECK_MSG(text.find("data.manifest") != std::string::npos && text.find("moe-sample-set") != std::string::npos,
+                     "missing-manifest message: " << text);
     }
 
     json bad = sampleConfig();

@@ -55,7 +55,7 @@ void testLearns(const fs::path& dir, int steps)
 
     std::vector<double> losses, stepMs;
     bool meta = false, end = false;
-    int64_t jpegImages = 0, images = 0, skipped = 0;
+    int64_t images = 0, skipped = 0;
     for (const json& r : readMetrics(runDir)) {
         WB_CHECK(r.is_object());
         const std::string type = r.value("type", "");
@@ -73,7 +73,6 @@ void testLearns(const fs::path& dir, int steps)
         if (type == "end")
             end = r.value("status", "") == "finished" && r.value("exit_code", -1) == 0;
     }
-    (void)jpegImages;
     WB_CHECK(meta && end);
     WB_CHECK_MSG(static_cast<int>(losses.size()) == steps, losses.size() << " step records");
     WB_CHECK(images > 0 && skipped == 0);
