@@ -426,8 +426,11 @@ std::string ConfigProblem::toString() const
 std::string formatProblems(const std::vector<ConfigProblem>& problems)
 {
     std::string out;
-    for (const ConfigProblem& p : problems)
-        out += (out.empty() ? "" : "\n") + p.toString();
+    for (const ConfigProblem& p : problems) {
+        if (!out.empty())
+            out += '\n';
+        out += p.toString();
+    }
     return out;
 }
 
