@@ -1,0 +1,222 @@
+// `generate --from PLAN_OR_CONFIG --format runtime|megatron-bridge|slurm|ssh --out DIR`: the files
+// of one format, from a plan (`plan --json` output; layout 0 unless --layout) or a runtime config.
+// The config is linted first: one that Megatron or the runtime would reject is not written. Each
+// file is written atomically; existing files are never replaced without --force.
+#include "app/cli/cli.h"
+#include "app/cli/planner_cli.h"
+
+#include "core/planner/generators.h"
+#include "core/planner/lint.h"
+#include "core/planner/plan_json.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace wb::app {
+
+namespace fs = std::filesystem;
+using namespace core::planner;
+
+namespace {
+
+constexpr const char* kSynopsis =
+    "generate --from PLAN_OR_CONFIG --format runtime|megatron-bridge|slurm|ssh --out DIR [--force]\n"
+    "       [--layout N] [--manifest PATH] [--hardware H] [--gpus N] [--nodes K] [--model M]\n"
+    "       [--hosts H1,H2,...] [--account A] [--partition P] [--time HH:MM:SS] [--master-port P]\n"
+    "       [--trainer PATH] [--catalog DIR]";
+
+std::vector<std::string> splitCommas(const std::string& text)
+{
+    std::vector<std::string> out;
+    std::stringstream s(text);
+    for (std::string item; std::getline(s, item, ',');)
+        if (!item.empty())
+            out.push_back(item);
+    return out;
+}
+
+}  // namespace
+
+int generateCommand(const CliContext&, Args args)
+{
+    bool missing = false;
+    const auto from = args.takeOption("--from", missing);
+    const auto format = args.takeOption("--format", missing);
+    const auto outDir = args.takeOption("--out", missing);
+    const auto layoutIndex = args.takeOption("--layout", missing);
+    const auto manifest = args.takeOption("--manifest", missing);
+    const auto hardwareName = args.takeOption("--hardware", missing);
+    const auto gpusText = args.takeOption("--gpus", missing);
+    const auto nodesText = args.takeOption("--nodes", missing);
+    const auto modelName = args.takeOption("--model", missing);
+    const auto hosts = args.takeOption("--hosts", missing);
+    const auto account = args.takeOption("--account", missing);
+    const auto partition = args.takeOption("--partition", missing);
+    const auto timeLimit = args.takeOption("--time", missing);
+    const auto masterPort = args.takeOption("--master-port", missing);
+    const auto moeTrain = args.takeOption("--trainer", missing);
+    const auto catalogDir = args.takeOption("--catalog", missing);
+    const bool force = args.takeFlag("--force");
+    if (missing)
+        return reportUsage("an option is missing its value", kSynopsis);
+    if (!args.unknownOption().empty())
+        return reportUsage("unknown option '" + args.unknownOption() + "'", kSynopsis);
+    if (!args.rest().empty())
+        return reportUsage("unexpected argument '" + args.rest().front() + "'", kSynopsis);
+    if (!from || !format || !outDir)
+        return reportUsage("--from, --format and --out are required", kSynopsis);
+    const auto& formats = generatorFormats();
+    if (std::find(formats.begin(), formats.end(), *format) == formats.end())
+        return reportUsage("unknown --format '" + *format + "'; use runtime, megatron-bridge, slurm or ssh", kSynopsis);
+
+    std::ifstream in(*from);
+    if (!in)
+        return reportError(core::makeError(core::ErrorCode::NotFound, "cannot read the file", *from));
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    const std::string text = buffer.str();
+
+    auto catalog = loadCliCatalog(catalogDir.value_or(""));
+    if (!catalog)
+        return reportError(catalog.error());
+
+    core::RunConfig config;
+    GeneratorTarget target;
+    int gpus = 0;
+    if (looksLikePlan(text)) {
+        auto plan = parsePlanJson(text);
+        if (!plan)
+            return reportError(core::Error{plan.error().code, plan.error().message, *from});
+        int index = 0;
+        if (layoutIndex) {
+            char* end = nullptr;
+            const long v = std::strtol(layoutIndex->c_str(), &end, 10);
+            if (layoutIndex->empty() || *end != '\0' || v < 0 || v > 100000)
+                return reportUsage("--layout needs a layout number (0 = the best)", kSynopsis);
+            index = static_cast<int>(v);
+        }
+        if (index >= static_cast<int>(plan->layouts.size()))
+            return reportError(core::makeError(core::ErrorCode::InvalidArgument,
+                                               "the plan has " + std::to_string(plan->layouts.size()) +
+                                                   " layout(s); choose --layout 0.." +
+                                                   std::to_string(static_cast<int>(plan->layouts.size()) - 1) +
+                                                   (plan->layouts.empty() ? " (none: plan for a GPU count that works)" : ""),
+                                               *from));
+        auto model = catalog->model(plan->model);
+        if (!model)
+            return reportError(model.error());
+        auto hw = catalog->hardware(plan->hardware);
+        if (!hw)
+            return reportError(hw.error());
+        const Layout& layout = plan->layouts[static_cast<size_t>(index)];
+        config = runConfigForLayout(*model, layout, plan->workload, manifest.value_or("manifest.jsonl"));
+        target.hardware = *hw;
+        target.modelName = plan->model;
+        target.overlapMoeExpertParallelComm = layout.overlapMoeExpertParallelComm;
+        gpus = plan->gpus;
+        target.nodes = plan->nodes > 0 ? plan->nodes : std::max(1, gpus / std::max(1, hw->gpusPerNode));
+    } else {
+        auto loaded = core::loadRunConfig(*from);
+        if (!loaded)
+            return reportError(loaded.error());
+        config = *loaded;
+        if (manifest)
+            config.data.manifest = *manifest;
+        if (modelName)
+            target.modelName = *modelName;
+        if (hardwareName) {
+            auto hw = catalog->hardware(*hardwareName);
+            if (!hw)
+                return reportError(hw.error());
+            target.hardware = *hw;
+        } else if (*format == "megatron-bridge") {
+            return reportUsage("--hardware is needed for megatron-bridge from a runtime config (the environment "
+                               "depends on it)", kSynopsis);
+        }
+        gpus = 1;
+        if (gpusText) {
+            const auto v = parsePositive(*gpusText);
+            if (!v)
+                return reportUsage("--gpus needs a whole number >= 1", kSynopsis);
+            gpus = *v;
+        } else if (*format != "runtime") {
+            return reportUsage("--gpus is needed for " + *format + " from a runtime config", kSynopsis);
+        }
+        target.nodes = 1;
+        if (nodesText) {
+            const auto v = parsePositive(*nodesText);
+            if (!v)
+                return reportUsage("--nodes needs a whole number >= 1", kSynopsis);
+            target.nodes = *v;
+        } else if (hardwareName && gpus > target.hardware.gpusPerNode) {
+            target.nodes = (gpus + target.hardware.gpusPerNode - 1) / target.hardware.gpusPerNode;
+        }
+    }
+    if (gpus % target.nodes != 0)
+        return reportUsage(std::to_string(gpus) + " GPUs do not split evenly over " + std::to_string(target.nodes) +
+                               " node(s); give --nodes that divides --gpus",
+                           kSynopsis);
+    target.gpusPerNode = gpus / target.nodes;
+    if (hosts)
+        target.hosts = splitCommas(*hosts);
+    if (!target.hosts.empty() && static_cast<int>(target.hosts.size()) != target.nodes)
+        return reportUsage("--hosts names " + std::to_string(target.hosts.size()) + " host(s) for " +
+                               std::to_string(target.nodes) + " node(s)",
+                           kSynopsis);
+    target.account = account.value_or("");
+    target.partition = partition.value_or("");
+    target.timeLimit = timeLimit.value_or("");
+    if (masterPort) {
+        const auto v = parsePositive(*masterPort);
+        if (!v || *v > 65535)
+            return reportUsage("--master-port needs a port number", kSynopsis);
+        target.masterPort = *v;
+    }
+    if (moeTrain)
+        target.moeTrain = *moeTrain;
+
+    // A config that cannot run is not worth writing: lint it for this world first.
+    const auto findings = lintRunConfig(config, gpus, target.hardware.name.empty() ? nullptr : &target.hardware);
+    if (hasErrors(findings)) {
+        std::fprintf(stderr, "moe-workbench-cli: %s: the config cannot run on %d GPU(s):\n", from->c_str(), gpus);
+        for (const LintFinding& f : findings)
+            if (f.severity == LintSeverity::Error)
+                std::fprintf(stderr, "  %s\n", f.toString().c_str());
+        return kExitUsage;
+    }
+
+    auto bundle = generateFormat(*format, config, target);
+    if (!bundle)
+        return reportError(bundle.error());
+
+    std::error_code ec;
+    fs::create_directories(*outDir, ec);
+    if (ec)
+        return reportError(core::makeError(core::ErrorCode::IoError, "cannot create the folder: " + ec.message(), *outDir));
+    // Check every file before writing any, so a refusal leaves the folder as it was.
+    if (!force) {
+        std::string existing;
+        for (const GeneratedFile& f : bundle->files)
+            if (fs::exists(fs::path(*outDir) / f.name, ec))
+                existing += (existing.empty() ? "" : ", ") + f.name;
+        if (!existing.empty())
+            return reportError(core::makeError(core::ErrorCode::InvalidArgument,
+                                               "would overwrite " + existing + "; pass --force to replace them",
+                                               *outDir));
+    }
+    for (const GeneratedFile& f : bundle->files) {
+        const std::string path = (fs::path(*outDir) / f.name).string();
+        if (auto written = writeFileAtomically(path, f.content, f.executable); !written)
+            return reportError(written.error());
+        std::printf("%s\n", path.c_str());
+    }
+    for (const std::string& w : bundle->warnings)
+        std::fprintf(stderr, "moe-workbench-cli: note: %s\n", w.c_str());
+    return kExitOk;
+}
+
+}  // namespace wb::app

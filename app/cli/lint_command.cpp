@@ -1,0 +1,193 @@
+// `lint FILE [--gpus N] [--hardware H] [--json]`: a runtime config's problems (syntax, keys, types,
+// ranges, consistency) and the planner's layout rules (megatron-bridge.md §3, §6, hardware), each
+// with the line it sits on, its rule and its fix. Exit 0 when nothing is an error, 2 otherwise.
+#include "app/cli/cli.h"
+#include "app/cli/planner_cli.h"
+
+#include "core/planner/bridge_import.h"
+#include "core/planner/lint.h"
+#include "core/planner/plan_json.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <fstream>
+#include <numeric>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace wb::app {
+
+using namespace core::planner;
+
+namespace {
+
+constexpr const char* kSynopsis = "lint FILE [--gpus N] [--hardware H] [--model M] [--catalog DIR] [--json]";
+
+struct Entry {
+    int line = 0;
+    std::string severity;  // error | warning | note
+    std::string rule;
+    std::string field;
+    std::string message;
+    std::string fix;
+};
+
+// The smallest world the layout tiles: lcm(TP·PP·CP, PP·EP·ETP) (megatron-bridge.md §3).
+int smallestWorld(const core::RunConfig& c)
+{
+    const core::ParallelConfig& p = c.parallel;
+    const int dense = p.tensorModelParallelSize * p.pipelineModelParallelSize * p.contextParallelSize;
+    const int expert = p.pipelineModelParallelSize * p.expertModelParallelSize * p.expertTensorParallelSize;
+    return std::lcm(dense, expert);
+}
+
+// nlohmann's syntax error names "line L, column C"; keep the line for the FILE:LINE prefix.
+int syntaxErrorLine(const std::string& message)
+{
+    std::smatch m;
+    static const std::regex kLine("line ([0-9]+)");
+    return std::regex_search(message, m, kLine) ? std::stoi(m[1]) : 0;
+}
+
+// Sorted by line; FILE:LINE: like a compiler. Exit 2 when any finding is an error.
+int printFindings(const std::string& path, std::vector<Entry>& entries, int gpus, bool gpusGiven,
+                  const std::optional<HardwareSpec>& hardware, bool json)
+{
+    std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.line < b.line; });
+    const long errors = std::count_if(entries.begin(), entries.end(), [](const Entry& e) { return e.severity == "error"; });
+
+    if (json) {
+        nlohmann::ordered_json out;
+        out["file"] = path;
+        out["gpus"] = gpus;
+        out["errors"] = errors;
+        out["findings"] = nlohmann::ordered_json::array();
+        for (const Entry& e : entries)
+            out["findings"].push_back({{"line", e.line}, {"severity", e.severity}, {"rule", e.rule}, {"field", e.field},
+                                       {"message", e.message}, {"fix", e.fix}});
+        std::printf("%s\n", out.dump(2).c_str());
+    } else {
+        for (const Entry& e : entries) {
+            // FILE:LINE: like a compiler, so editors jump there; FILE: alone for a key the file lacks.
+            const std::string where = e.line > 0 ? path + ":" + std::to_string(e.line) : path;
+            std::printf("%s: %s: [%s] %s%s%s\n", where.c_str(), e.severity.c_str(), e.rule.c_str(),
+                        e.field.empty() ? "" : (e.field + ": ").c_str(), e.message.c_str(),
+                        e.fix.empty() ? "" : (" — fix: " + e.fix).c_str());
+        }
+        std::printf("%s: %ld error(s), %zu finding(s) in all, checked for %d GPU(s)%s%s\n", path.c_str(), errors,
+                    entries.size(), gpus, gpusGiven ? "" : " (the smallest world the layout tiles; set --gpus)",
+                    hardware ? (" on " + hardware->name).c_str() : " (no --hardware: hardware rules skipped)");
+    }
+    return errors > 0 ? kExitUsage : kExitOk;
+}
+
+}  // namespace
+
+int lintCommand(const CliContext&, Args args)
+{
+    bool missing = false;
+    const auto gpusText = args.takeOption("--gpus", missing);
+    const auto hardwareName = args.takeOption("--hardware", missing);
+    const auto catalogDir = args.takeOption("--catalog", missing);
+    const auto modelName = args.takeOption("--model", missing);
+    const bool json = args.takeFlag("--json");
+    if (missing)
+        return reportUsage("an option is missing its value", kSynopsis);
+    if (!args.unknownOption().empty())
+        return reportUsage("unknown option '" + args.unknownOption() + "'", kSynopsis);
+    if (args.rest().size() != 1)
+        return reportUsage("give exactly one FILE", kSynopsis);
+    const std::string path = args.rest().front();
+
+    std::ifstream in(path);
+    if (!in)
+        return reportError(core::makeError(core::ErrorCode::NotFound, "cannot read the file", path));
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    const std::string text = buffer.str();
+
+    std::optional<HardwareSpec> hardware;
+    std::optional<ModelSpec> model;
+    if (hardwareName || modelName) {
+        auto catalog = loadCliCatalog(catalogDir.value_or(""));
+        if (!catalog)
+            return reportError(catalog.error());
+        if (hardwareName) {
+            auto hw = catalog->hardware(*hardwareName);
+            if (!hw)
+                return reportError(hw.error());
+            hardware = *hw;
+        }
+        if (modelName) {
+            auto m = catalog->model(*modelName);
+            if (!m)
+                return reportError(m.error());
+            model = *m;
+        }
+    }
+    std::optional<int> gpusOption;
+    if (gpusText) {
+        gpusOption = parsePositive(*gpusText);
+        if (!gpusOption)
+            return reportUsage("--gpus needs a whole number >= 1", kSynopsis);
+    }
+
+    // Megatron-Bridge overrides (YAML file or dotlist) or a runtime config (JSON)?
+    const std::string ext = std::filesystem::path(path).extension().string();
+    const bool yaml = ext == ".yaml" || ext == ".yml";
+    const bool dotlist = !yaml && ext != ".json" && looksLikeDotlist(text);
+    std::vector<Entry> entries;
+    int gpus = 0;
+    if (yaml || dotlist) {
+        if (!model)
+            return reportUsage("a Megatron-Bridge file does not name its model: give --model M", kSynopsis);
+        core::RunConfig base;
+        base.model = model->model;
+        base.runtime.device = "cuda";
+        base.data.source = "mock";  // the data section is the recipe's business, not the layout's
+        BridgeImport first = importBridgeOverrides(text, yaml, base, 1);
+        gpus = gpusOption.value_or(smallestWorld(first.config));
+        const BridgeImport imported = importBridgeOverrides(text, yaml, base, gpus);
+        for (const BridgeImportProblem& p : imported.problems)
+            entries.push_back({p.line, p.error ? "error" : "warning", "bridge-field", p.key, p.message, p.fix});
+        LintContext ctx;
+        ctx.model = &imported.config.model;
+        ctx.hardware = hardware ? &*hardware : nullptr;
+        ctx.seqLength = imported.config.train.seqLength;
+        for (const LintFinding& f : lintLayout(imported.layout, ctx)) {
+            int line = imported.lineOfConfigPath(f.field);
+            if (line == 0)
+                if (auto it = imported.keyLines.find(f.field); it != imported.keyLines.end())
+                    line = it->second;
+            entries.push_back({line, lintSeverityName(f.severity), f.rule, f.field, f.message, f.fix});
+        }
+        return printFindings(path, entries, gpus, gpusOption.has_value(), hardware, json);
+    }
+
+    const core::RunConfigParse parsed = core::parseRunConfig(text);
+    const bool syntaxOk = parsed.problems.empty() || !parsed.problems.front().path.empty() ||
+                          parsed.problems.front().message.find("not valid JSON") == std::string::npos;
+    gpus = gpusOption.value_or(smallestWorld(parsed.config));
+    std::vector<LintFinding> findings;
+    if (syntaxOk)
+        findings = lintRunConfig(parsed.config, gpus, hardware ? &*hardware : nullptr);
+    // lintRunConfig reuses validateRunConfig, so a consistency problem would appear twice.
+    for (const core::ConfigProblem& p : parsed.problems) {
+        const bool duplicate = std::any_of(findings.begin(), findings.end(), [&](const LintFinding& f) {
+            return f.field == p.path && f.message == p.message;
+        });
+        if (duplicate)
+            continue;
+        const int line = p.path.empty() ? syntaxErrorLine(p.message) : jsonPathLine(text, p.path);
+        entries.push_back({line, "error", "config", p.path, p.message, p.fix});
+    }
+    for (const LintFinding& f : findings)
+        entries.push_back({jsonPathLine(text, f.field), lintSeverityName(f.severity), f.rule, f.field, f.message, f.fix});
+    return printFindings(path, entries, gpus, gpusOption.has_value(), hardware, json);
+}
+
+}  // namespace wb::app

@@ -1,0 +1,257 @@
+// `plan --model M --hardware H --gpus N ...`: the decision guide's recommendation plus the ranked
+// layouts, as a table or as JSON (docs/cli.md "plan"; the JSON is a public interface).
+#include "app/cli/cli.h"
+#include "app/cli/planner_cli.h"
+
+#include "core/planner/decision_guide.h"
+#include "core/planner/layout_search.h"
+#include "core/planner/plan_json.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace wb::app {
+
+using namespace core::planner;
+
+namespace {
+
+constexpr const char* kSynopsis =
+    "plan --model M --hardware H --gpus N [--nodes K] [--seq S] [--images-per-sample I] [--image-size WxH]\n"
+    "       [--gbs G] [--goal first-run|throughput|memory] [--answers FILE] [--freeze-vision] [--max-results N]\n"
+    "       [--catalog DIR] [--json]";
+
+// The guide's answers file: {"first_launch": true, ...}; every key optional, unknown keys refused.
+core::Result<GuideAnswers> readAnswers(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in)
+        return core::makeError(core::ErrorCode::NotFound, "cannot read the answers file", path);
+    std::stringstream text;
+    text << in.rdbuf();
+    const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        return core::makeError(core::ErrorCode::InvalidArgument, "expected a JSON object of true/false answers", path);
+    GuideAnswers a;
+    const std::pair<const char*, std::optional<bool>*> questions[] = {
+        {"first_launch", &a.firstLaunch},         {"stable_under_fsdp", &a.stableUnderFsdp},
+        {"clean_stage_boundaries", &a.cleanStageBoundaries}, {"memory_fit_first", &a.memoryFitFirst},
+        {"vision_frozen", &a.visionFrozen},       {"time_for_deep_testing", &a.timeForDeepTesting}};
+    const std::pair<const char*, bool*> facts[] = {{"mock_data", &a.mockData}, {"comparing_runs", &a.comparingRuns}};
+    std::string known;
+    for (const auto& [key, _] : questions)
+        known += std::string(known.empty() ? "" : ", ") + key;
+    for (const auto& [key, _] : facts)
+        known += std::string(", ") + key;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        if (!it->is_boolean())
+            return core::makeError(core::ErrorCode::InvalidArgument, "\"" + it.key() + "\" must be true or false", path);
+        bool matched = false;
+        for (const auto& [key, slot] : questions)
+            if (it.key() == key) {
+                *slot = it->get<bool>();
+                matched = true;
+            }
+        for (const auto& [key, slot] : facts)
+            if (it.key() == key) {
+                *slot = it->get<bool>();
+                matched = true;
+            }
+        if (!matched)
+            return core::makeError(core::ErrorCode::InvalidArgument, "unknown answer \"" + it.key() + "\"; known: " + known, path);
+    }
+    return a;
+}
+
+std::string fixed(double v, int digits)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+void printTable(const SearchRequest& req, const GuideRecommendation& rec, const SearchResult& result)
+{
+    std::printf("%s on %d x %s (%d node(s)), seq %d, %d image(s) %dx%d per sample, GBS %d, goal %s\n\n",
+                req.model.displayName.c_str(), req.gpus, req.hardware.displayName.c_str(),
+                req.nodes > 0 ? req.nodes : (req.gpus + std::max(1, req.hardware.gpusPerNode) - 1) / std::max(1, req.hardware.gpusPerNode), req.workload.seqLength,
+                req.workload.imagesPerSample, req.workload.imageWidth, req.workload.imageHeight, req.gbs, goalName(req.goal));
+    std::printf("Recommendation: %s\n", rec.path == "fsdp" ? "FSDP first" : "3D parallel (TP/PP/EP)");
+    for (const GuideRule& r : rec.rules)
+        std::printf("  rule  %s: %s\n", r.id.c_str(), r.guideText.c_str());
+    for (const GuideKnob& k : rec.nextKnobs)
+        if (k.applies)
+            std::printf("  knob  %d. %s\n", k.order, k.text.c_str());
+    for (const GuideCaution& c : rec.cautions)
+        std::printf("  note  %s\n", c.text.c_str());
+    if (result.ranked.empty()) {
+        std::printf("\nNo layout fits (see below).\n");
+        return;
+    }
+    std::printf("\n %2s %3s %3s %3s %3s %3s %3s %4s %4s %3s %-9s %-18s %-26s %-18s %8s %8s %9s %8s %6s\n", "#", "TP",
+                "CP", "PP", "VPP", "EP", "ETP", "DP", "EDP", "MBS", "recompute", "dispatcher", "graph scope", "fsdp",
+                "mem GiB", "step ms", "tok/s/GPU", "TFLOP/s", "MFU");
+    int index = 0;
+    for (const Candidate& c : result.ranked) {
+        const Layout& l = c.layout;
+        std::string scope;
+        for (const std::string& s : l.cudaGraphScope)
+            scope += (scope.empty() ? "" : ",") + s;
+        std::printf(" %2d %3d %3d %3d %3d %3d %3d %4d %4d %3d %-9s %-18s %-26s %-18s %8s %8s %9s %8s %5s%%\n", index++,
+                    l.tp, l.cp, l.pp, l.vpp, l.ep, l.etp, l.dp(), l.edp(), l.mbs, l.recomputeGranularity.c_str(),
+                    (l.dispatcherName() + (l.overlapMoeExpertParallelComm ? " +ovl" : "")).c_str(), scope.empty() ? "-" : scope.c_str(),
+                    l.useMegatronFsdp ? l.fsdpStrategy.c_str() : "-",
+                    fixed(MemoryEstimate::gib(c.memory.total()), 1).c_str(), fixed(c.throughput.stepMs, 0).c_str(),
+                    fixed(c.throughput.tokensPerSecPerGpu, 0).c_str(), fixed(c.throughput.tflopsPerGpu, 0).c_str(),
+                    fixed(c.throughput.mfu * 100, 1).c_str());
+    }
+    if (!result.ranked.empty()) {
+        const Layout& best = result.ranked.front().layout;
+        std::printf("\nLayout 0: %s%s\n", best.describe().c_str(), best.overlapMoeExpertParallelComm ? " ep-overlap" : "");
+        for (const LintFinding& f : result.ranked.front().lint)
+            std::printf("  %s\n", f.toString().c_str());
+    }
+    std::printf("\n%ld candidates evaluated in %.0f ms (%ld over memory, %ld lint-rejected). "
+                "Write the configs: moe-workbench-cli plan ... --json > plan.json; "
+                "moe-workbench-cli generate --from plan.json --format runtime --out DIR\n",
+                result.enumerated, result.elapsedMs, result.rejectedMemory, result.rejectedLint);
+}
+
+}  // namespace
+
+int planCommand(const CliContext&, Args args)
+{
+    bool missing = false;
+    const auto model = args.takeOption("--model", missing);
+    const auto hardware = args.takeOption("--hardware", missing);
+    const auto gpus = args.takeOption("--gpus", missing);
+    const auto nodes = args.takeOption("--nodes", missing);
+    const auto seq = args.takeOption("--seq", missing);
+    const auto images = args.takeOption("--images-per-sample", missing);
+    const auto imageSize = args.takeOption("--image-size", missing);
+    const auto gbs = args.takeOption("--gbs", missing);
+    const auto goal = args.takeOption("--goal", missing);
+    const auto answersPath = args.takeOption("--answers", missing);
+    const auto maxResults = args.takeOption("--max-results", missing);
+    const auto catalogDir = args.takeOption("--catalog", missing);
+    const bool freezeVision = args.takeFlag("--freeze-vision");
+    const bool json = args.takeFlag("--json");
+    if (missing)
+        return reportUsage("an option is missing its value", kSynopsis);
+    if (!args.unknownOption().empty())
+        return reportUsage("unknown option '" + args.unknownOption() + "'", kSynopsis);
+    if (!args.rest().empty())
+        return reportUsage("unexpected argument '" + args.rest().front() + "'", kSynopsis);
+    if (!model || !hardware || !gpus)
+        return reportUsage("--model, --hardware and --gpus are required", kSynopsis);
+
+    auto catalog = loadCliCatalog(catalogDir.value_or(""));
+    if (!catalog)
+        return reportError(catalog.error());
+    SearchRequest req;
+    auto modelSpec = catalog->model(*model);
+    if (!modelSpec)
+        return reportError(modelSpec.error());
+    auto hardwareSpec = catalog->hardware(*hardware);
+    if (!hardwareSpec)
+        return reportError(hardwareSpec.error());
+    req.model = *modelSpec;
+    req.hardware = *hardwareSpec;
+
+    const auto positive = [&](const std::optional<std::string>& text, const char* name, int& out) -> bool {
+        if (!text)
+            return true;
+        const auto v = parsePositive(*text);
+        if (!v) {
+            reportUsage(std::string(name) + " needs a whole number >= 1, got '" + *text + "'", kSynopsis);
+            return false;
+        }
+        out = *v;
+        return true;
+    };
+    if (!positive(gpus, "--gpus", req.gpus) || !positive(nodes, "--nodes", req.nodes) ||
+        !positive(seq, "--seq", req.workload.seqLength) || !positive(gbs, "--gbs", req.gbs) ||
+        !positive(maxResults, "--max-results", req.maxResults))
+        return kExitUsage;
+    if (images) {
+        char* end = nullptr;
+        const long v = std::strtol(images->c_str(), &end, 10);
+        if (images->empty() || *end != '\0' || v < 0 || v > 64)
+            return reportUsage("--images-per-sample needs a whole number from 0 to 64", kSynopsis);
+        req.workload.imagesPerSample = static_cast<int>(v);
+    }
+    if (imageSize) {
+        int w = 0, h = 0;
+        char tail = 0;
+        if (std::sscanf(imageSize->c_str(), "%dx%d%c", &w, &h, &tail) != 2 || w < 1 || h < 1)
+            return reportUsage("--image-size needs WxH in pixels, e.g. 448x448", kSynopsis);
+        req.workload.imageWidth = w;
+        req.workload.imageHeight = h;
+    }
+    if (req.nodes > 0 && req.gpus % req.nodes != 0)
+        return reportUsage("--gpus " + std::to_string(req.gpus) + " does not split over --nodes " +
+                               std::to_string(req.nodes) + "; give a GPU count that is a multiple of the nodes",
+                           kSynopsis);
+    if (goal) {
+        auto parsed = parseGoal(*goal);
+        if (!parsed)
+            return reportError(parsed.error());
+        req.goal = *parsed;
+    }
+
+    GuideAnswers answers;
+    if (answersPath) {
+        auto read = readAnswers(*answersPath);
+        if (!read)
+            return reportError(read.error());
+        answers = *read;
+    }
+    // Without --goal, the guide's answers pick it: its FSDP path is the first-run search (FSDP
+    // TP=CP=PP=1 first), its 3D path the throughput (or, memory fit first, the memory) search.
+    if (!goal && answersPath) {
+        const GuideRecommendation pre = recommend(answers);
+        req.goal = pre.path == "fsdp" ? Goal::FirstRun
+                                      : (answers.memoryFitFirst.value_or(false) ? Goal::Memory : Goal::Throughput);
+    }
+    // The goal answers the guide's questions the answers file left open.
+    if (!answers.firstLaunch && req.goal == Goal::FirstRun)
+        answers.firstLaunch = true;
+    if (!answers.memoryFitFirst && req.goal != Goal::FirstRun)
+        answers.memoryFitFirst = req.goal == Goal::Memory;
+    req.freezeVision = freezeVision || answers.visionFrozen.value_or(false);
+    if (req.freezeVision && !answers.visionFrozen)
+        answers.visionFrozen = true;
+
+    auto result = searchLayouts(req);
+    if (!result)
+        return reportError(result.error());
+
+    answers.hasImages = req.workload.imagesPerSample > 0;
+    answers.gb200Class = req.hardware.nvlinkDomainSize > 8;
+    if (!result->ranked.empty()) {
+        const Layout& best = result->ranked.front().layout;
+        answers.usesEtp = best.etp > 1;
+        answers.fullRecompute = best.recomputeGranularity == "full";
+        answers.cudaGraphs = best.cudaGraphImpl != "none";
+    }
+    const GuideRecommendation rec = recommend(answers);
+
+    if (json)
+        std::printf("%s\n", planToJson(req, rec, *result).c_str());
+    else
+        printTable(req, rec, *result);
+    if (result->ranked.empty()) {
+        std::fprintf(stderr, "moe-workbench-cli: no layout: %s\n", result->noLayoutReason.c_str());
+        for (const NearbyGpuCount& n : result->nearby)
+            std::fprintf(stderr, "  works: %s\n", n.why.c_str());
+        return kExitUsage;
+    }
+    return kExitOk;
+}
+
+}  // namespace wb::app

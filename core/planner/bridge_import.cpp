@@ -1,0 +1,403 @@
+// Megatron-Bridge overrides → RunConfig. The field table below is the inverse of
+// generators.cpp's bridgeOverrides, plus the fields the reference lists that the workbench does
+// not model (accepted, and said so).
+#include "core/planner/bridge_import.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <sstream>
+
+namespace wb::core::planner {
+namespace {
+
+struct Value {
+    std::string text;                 // unquoted scalar
+    bool isNull = false;
+    bool isList = false;
+    std::vector<std::string> items;   // list items, unquoted
+};
+
+std::string trim(std::string s)
+{
+    const auto notSpace = [](unsigned char c) { return !std::isspace(c); };
+    s.erase(s.begin(), std::find_if(s.begin(), s.end(), notSpace));
+    s.erase(std::find_if(s.rbegin(), s.rend(), notSpace).base(), s.end());
+    return s;
+}
+
+std::string unquote(std::string s)
+{
+    s = trim(std::move(s));
+    if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front())
+        return s.substr(1, s.size() - 2);
+    return s;
+}
+
+Value parseValue(const std::string& raw)
+{
+    Value v;
+    const std::string s = trim(raw);
+    if (s == "null" || s == "None" || s == "~" || s.empty()) {
+        v.isNull = true;
+        return v;
+    }
+    if (s.front() == '[' && s.back() == ']') {
+        v.isList = true;
+        std::stringstream in(s.substr(1, s.size() - 2));
+        for (std::string item; std::getline(in, item, ',');)
+            if (!trim(item).empty())
+                v.items.push_back(unquote(item));
+        return v;
+    }
+    v.text = unquote(s);
+    return v;
+}
+
+struct Entry {
+    std::string key;
+    Value value;
+    int line = 0;
+};
+
+// What one field does to the config; returns an error message, or empty.
+using Apply = std::function<std::string(const Value&, RunConfig&, Layout&)>;
+
+std::optional<int> toInt(const Value& v)
+{
+    char* end = nullptr;
+    const long n = std::strtol(v.text.c_str(), &end, 10);
+    if (v.isNull || v.isList || v.text.empty() || *end != '\0' || n < 0 || n > 1'000'000)
+        return std::nullopt;
+    return static_cast<int>(n);
+}
+
+std::optional<bool> toBool(const Value& v)
+{
+    if (v.text == "true" || v.text == "True")
+        return true;
+    if (v.text == "false" || v.text == "False")
+        return false;
+    return std::nullopt;
+}
+
+Apply setInt(std::function<int&(RunConfig&)> slot, bool nullIsOne = false)
+{
+    return [slot, nullIsOne](const Value& v, RunConfig& c, Layout&) -> std::string {
+        if (v.isNull && nullIsOne) {
+            slot(c) = 1;
+            return {};
+        }
+        const auto n = toInt(v);
+        if (!n)
+            return "expected a whole number";
+        slot(c) = *n;
+        return {};
+    };
+}
+
+Apply setBool(std::function<bool&(RunConfig&)> slot)
+{
+    return [slot](const Value& v, RunConfig& c, Layout&) -> std::string {
+        const auto b = toBool(v);
+        if (!b)
+            return "expected true or false";
+        slot(c) = *b;
+        return {};
+    };
+}
+
+Apply setText(std::function<std::string&(RunConfig&)> slot, std::vector<std::string> allowed, std::string nullValue = {})
+{
+    return [slot, allowed, nullValue](const Value& v, RunConfig& c, Layout&) -> std::string {
+        const std::string text = v.isNull ? nullValue : v.text;
+        if (v.isList || (v.isNull && nullValue.empty()) || std::find(allowed.begin(), allowed.end(), text) == allowed.end()) {
+            std::string list;
+            for (const std::string& a : allowed)
+                list += (list.empty() ? "" : ", ") + a;
+            return "expected one of " + list;
+        }
+        slot(c) = text;
+        return {};
+    };
+}
+
+Apply setList(std::function<std::vector<std::string>&(RunConfig&)> slot)
+{
+    return [slot](const Value& v, RunConfig& c, Layout&) -> std::string {
+        if (v.isNull) {
+            slot(c).clear();
+            return {};
+        }
+        slot(c) = v.isList ? v.items : std::vector<std::string>{v.text};
+        return {};
+    };
+}
+
+struct Field {
+    const char* key;
+    const char* configPath;  // RunConfig path it sets (for problem → line); "" for planner-only
+    Apply apply;
+};
+
+const std::vector<Field>& fields()
+{
+    static const std::vector<Field> table = {
+        {"model.tensor_model_parallel_size", "parallel.tensor_model_parallel_size", setInt([](RunConfig& c) -> int& { return c.parallel.tensorModelParallelSize; })},
+        {"model.pipeline_model_parallel_size", "parallel.pipeline_model_parallel_size", setInt([](RunConfig& c) -> int& { return c.parallel.pipelineModelParallelSize; })},
+        {"model.virtual_pipeline_model_parallel_size", "parallel.virtual_pipeline_model_parallel_size", setInt([](RunConfig& c) -> int& { return c.parallel.virtualPipelineModelParallelSize; }, true)},
+        {"model.context_parallel_size", "parallel.context_parallel_size", setInt([](RunConfig& c) -> int& { return c.parallel.contextParallelSize; })},
+        {"model.expert_model_parallel_size", "parallel.expert_model_parallel_size", setInt([](RunConfig& c) -> int& { return c.parallel.expertModelParallelSize; })},
+        {"model.expert_tensor_parallel_size", "parallel.expert_tensor_parallel_size", setInt([](RunConfig& c) -> int& { return c.parallel.expertTensorParallelSize; }, true)},
+        {"model.sequence_parallel", "parallel.sequence_parallel", setBool([](RunConfig& c) -> bool& { return c.parallel.sequenceParallel; })},
+        {"model.num_layers_in_first_pipeline_stage", "parallel.num_layers_in_first_pipeline_stage", setInt([](RunConfig& c) -> int& { return c.parallel.numLayersInFirstPipelineStage; })},
+        {"model.num_layers_in_last_pipeline_stage", "parallel.num_layers_in_last_pipeline_stage", setInt([](RunConfig& c) -> int& { return c.parallel.numLayersInLastPipelineStage; })},
+        {"model.seq_length", "train.seq_length", setInt([](RunConfig& c) -> int& { return c.train.seqLength; })},
+        {"model.moe_token_dispatcher_type", "parallel.moe_token_dispatcher_type", setText([](RunConfig& c) -> std::string& { return c.parallel.moeTokenDispatcherType; }, {"allgather", "alltoall", "flex"})},
+        {"model.moe_flex_dispatcher_backend", "parallel.moe_flex_dispatcher_backend", setText([](RunConfig& c) -> std::string& { return c.parallel.moeFlexDispatcherBackend; }, {"", "deepep", "hybridep", "ncclep"}, "")},
+        {"model.moe_router_dtype", "model.decoder.moe_router_dtype", setText([](RunConfig& c) -> std::string& { return c.model.decoder.moeRouterDtype; }, {"fp32", "fp64"})},
+        {"model.recompute_granularity", "recompute.granularity", setText([](RunConfig& c) -> std::string& { return c.recompute.granularity; }, {"none", "selective", "full"}, "none")},
+        {"model.recompute_method", "recompute.method", setText([](RunConfig& c) -> std::string& { return c.recompute.method; }, {"uniform", "block"}, "uniform")},
+        {"model.recompute_num_layers", "recompute.recompute_num_layers", [](const Value& v, RunConfig& c, Layout&) -> std::string {
+             if (v.isNull) { c.recompute.recomputeNumLayers = 0; return {}; }
+             const auto n = toInt(v);
+             if (!n) return "expected a whole number or null";
+             c.recompute.recomputeNumLayers = *n;
+             return {};
+         }},
+        {"model.recompute_modules", "recompute.modules", setList([](RunConfig& c) -> std::vector<std::string>& { return c.recompute.modules; })},
+        {"model.cuda_graph_impl", "cuda_graph.impl", setText([](RunConfig& c) -> std::string& { return c.cudaGraph.impl; }, {"none", "local", "transformer_engine", "full_iteration"}, "none")},
+        {"model.cuda_graph_scope", "cuda_graph.scope", setList([](RunConfig& c) -> std::vector<std::string>& { return c.cudaGraph.scope; })},
+        {"model.cuda_graph_modules", "cuda_graph.scope", setList([](RunConfig& c) -> std::vector<std::string>& { return c.cudaGraph.scope; })},
+        {"model.cuda_graph_warmup_steps", "cuda_graph.warmup_steps", setInt([](RunConfig& c) -> int& { return c.cudaGraph.warmupSteps; })},
+        {"model.freeze_language_model", "model.freeze_language_model", setBool([](RunConfig& c) -> bool& { return c.model.freezeLanguageModel; })},
+        {"model.freeze_vision_model", "model.freeze_vision_model", setBool([](RunConfig& c) -> bool& { return c.model.freezeVisionModel; })},
+        {"model.freeze_vision_projection", "model.freeze_vision_projection", setBool([](RunConfig& c) -> bool& { return c.model.freezeVisionProjection; })},
+        {"train.micro_batch_size", "train.micro_batch_size", setInt([](RunConfig& c) -> int& { return c.train.microBatchSize; })},
+        {"train.global_batch_size", "train.global_batch_size", setInt([](RunConfig& c) -> int& { return c.train.globalBatchSize; })},
+        {"train.train_iters", "train.train_iters", [](const Value& v, RunConfig& c, Layout&) -> std::string {
+             const auto n = toInt(v);
+             if (!n || *n < 1) return "expected a whole number >= 1";
+             c.train.trainIters = *n;
+             return {};
+         }},
+        {"ddp.use_megatron_fsdp", "parallel.use_megatron_fsdp", setBool([](RunConfig& c) -> bool& { return c.parallel.useMegatronFsdp; })},
+        {"dist.use_megatron_fsdp", "parallel.use_megatron_fsdp", setBool([](RunConfig& c) -> bool& { return c.parallel.useMegatronFsdp; })},
+        {"ddp.data_parallel_sharding_strategy", "parallel.data_parallel_sharding_strategy", setText([](RunConfig& c) -> std::string& { return c.parallel.dataParallelShardingStrategy; }, {"no_shard", "optim", "optim_grads", "optim_grads_params"})},
+        {"comm_overlap.overlap_moe_expert_parallel_comm", "", [](const Value& v, RunConfig&, Layout& l) -> std::string {
+             const auto b = toBool(v);
+             if (!b) return "expected true or false";
+             l.overlapMoeExpertParallelComm = *b;
+             return {};
+         }},
+        {"model.moe_shared_expert_overlap", "", [](const Value& v, RunConfig&, Layout& l) -> std::string {
+             const auto b = toBool(v);
+             if (!b) return "expected true or false";
+             l.moeSharedExpertOverlap = *b;
+             return {};
+         }},
+        {"mixed_precision", "train.precision", [](const Value& v, RunConfig& c, Layout&) -> std::string {
+             if (v.text == "bf16_mixed") c.train.precision = "bf16";
+             return {};  // other recipes (fp8, mxfp8) are beyond RunConfig; accepted as they are
+         }},
+    };
+    return table;
+}
+
+std::vector<Entry> parseYaml(std::string_view text, std::vector<BridgeImportProblem>& problems)
+{
+    std::vector<Entry> out;
+    std::string section;
+    std::istringstream in{std::string(text)};
+    int lineNo = 0;
+    for (std::string line; std::getline(in, line);) {
+        ++lineNo;
+        const size_t hash = line.find(" #");
+        if (hash != std::string::npos)
+            line = line.substr(0, hash);
+        if (trim(line).empty() || trim(line).front() == '#')
+            continue;
+        const bool indented = std::isspace(static_cast<unsigned char>(line.front()));
+        const size_t colon = line.find(':');
+        if (colon == std::string::npos) {
+            problems.push_back({lineNo, "", true, "not a YAML `key: value` line", "write `key: value` (two spaces of indent inside a section)"});
+            continue;
+        }
+        const std::string key = trim(line.substr(0, colon));
+        const std::string rest = trim(line.substr(colon + 1));
+        if (!indented) {
+            if (rest.empty()) {
+                section = key;
+                continue;
+            }
+            section.clear();
+            out.push_back({key, parseValue(rest), lineNo});
+        } else {
+            if (section.empty()) {
+                problems.push_back({lineNo, key, true, "indented key outside a section", "put it under its section (model:, train:, ...)"});
+                continue;
+            }
+            out.push_back({section + "." + key, parseValue(rest), lineNo});
+        }
+    }
+    return out;
+}
+
+std::vector<Entry> parseDotlist(std::string_view text, std::vector<BridgeImportProblem>& problems)
+{
+    std::vector<Entry> out;
+    std::istringstream in{std::string(text)};
+    int lineNo = 0;
+    for (std::string line; std::getline(in, line);) {
+        ++lineNo;
+        // A perf launcher command or a shell line may hold several words; take every key=value word.
+        std::istringstream words(line);
+        for (std::string word; words >> word;) {
+            if (word.front() == '#')
+                break;
+            word = unquote(word);
+            const size_t eq = word.find('=');
+            if (eq == std::string::npos || eq == 0)
+                continue;  // flags and their values, the python command, a trailing backslash
+            std::string key = word.substr(0, eq);
+            key.erase(0, key.find_first_not_of('+'));  // Hydra's +key / ++key
+            out.push_back({key, parseValue(word.substr(eq + 1)), lineNo});
+        }
+    }
+    (void)problems;
+    return out;
+}
+
+size_t editDistance(const std::string& a, const std::string& b)
+{
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diag = up;
+        }
+    }
+    return row[b.size()];
+}
+
+}  // namespace
+
+const std::vector<std::string>& bridgeKnownFields()
+{
+    static const std::vector<std::string> keys = {
+        "model.tensor_model_parallel_size", "model.pipeline_model_parallel_size",
+        "model.virtual_pipeline_model_parallel_size", "model.context_parallel_size", "model.expert_model_parallel_size",
+        "model.expert_tensor_parallel_size", "model.sequence_parallel", "model.num_layers_in_first_pipeline_stage",
+        "model.num_layers_in_last_pipeline_stage", "model.pipeline_model_parallel_layout", "train.micro_batch_size",
+        "train.global_batch_size", "train.train_iters", "model.seq_length", "dataset.seq_length",
+        "dist.use_megatron_fsdp", "ddp.use_megatron_fsdp", "ddp.data_parallel_sharding_strategy",
+        "checkpoint.ckpt_format", "ddp.average_in_collective", "ddp.fsdp_double_buffer", "ddp.nccl_ub",
+        "dist.use_torch_fsdp2", "model.moe_token_dispatcher_type", "model.moe_flex_dispatcher_backend",
+        "model.moe_hybridep_num_sms", "model.moe_deepep_num_sms", "model.moe_grouped_gemm", "model.moe_permute_fusion",
+        "model.moe_router_fusion", "model.moe_router_dtype", "model.moe_router_topk", "model.num_moe_experts",
+        "model.moe_ffn_hidden_size", "model.moe_aux_loss_coeff", "model.moe_router_load_balancing_type",
+        "model.moe_router_force_load_balancing", "model.moe_shared_expert_overlap", "model.recompute_granularity",
+        "model.recompute_method", "model.recompute_num_layers", "model.recompute_modules", "model.cuda_graph_impl",
+        "model.cuda_graph_scope", "model.cuda_graph_modules", "model.cuda_graph_warmup_steps",
+        "model.freeze_language_model", "model.freeze_vision_model", "model.freeze_vision_projection",
+        "comm_overlap.overlap_moe_expert_parallel_comm", "comm_overlap.delay_wgrad_compute", "ddp.overlap_grad_reduce",
+        "ddp.overlap_param_gather", "comm_overlap.tp_comm_overlap", "mixed_precision"};
+    return keys;
+}
+
+int BridgeImport::lineOfConfigPath(const std::string& path) const
+{
+    int best = 0;
+    for (const Field& f : fields()) {
+        if (path != f.configPath)
+            continue;
+        if (auto it = keyLines.find(f.key); it != keyLines.end())
+            best = best == 0 ? it->second : std::min(best, it->second);
+    }
+    return best;
+}
+
+bool looksLikeDotlist(std::string_view text)
+{
+    std::istringstream in{std::string(text)};
+    bool any = false;
+    for (std::string line; std::getline(in, line);) {
+        line = trim(line);
+        if (line.empty() || line.front() == '#')
+            continue;
+        const size_t eq = line.find('=');
+        const size_t colon = line.find(": ");
+        if (eq == std::string::npos || (colon != std::string::npos && colon < eq))
+            return false;
+        any = true;
+    }
+    return any;
+}
+
+BridgeImport importBridgeOverrides(std::string_view text, bool yaml, const RunConfig& base, int worldSize)
+{
+    BridgeImport out;
+    out.config = base;
+    Layout extras;
+    const std::vector<Entry> entries = yaml ? parseYaml(text, out.problems) : parseDotlist(text, out.problems);
+    const auto& known = bridgeKnownFields();
+    bool etpSet = false;
+    std::optional<std::string> ckptFormat;
+    int datasetSeq = 0, datasetSeqLine = 0;
+    for (const Entry& e : entries) {
+        out.keyLines.emplace(e.key, e.line);
+        const auto field = std::find_if(fields().begin(), fields().end(), [&](const Field& f) { return e.key == f.key; });
+        if (field != fields().end()) {
+            if (std::string err = field->apply(e.value, out.config, extras); !err.empty())
+                out.problems.push_back({e.line, e.key, true, err + ", got '" + (e.value.isNull ? "null" : e.value.text) + "'",
+                                        "see megatron-bridge.md §2 for the field's values"});
+            etpSet |= e.key == "model.expert_tensor_parallel_size" && !e.value.isNull;
+            continue;
+        }
+        if (e.key == "checkpoint.ckpt_format") {
+            ckptFormat = e.value.text;
+            continue;
+        }
+        if (e.key == "dataset.seq_length") {
+            datasetSeq = toInt(e.value).value_or(0);
+            datasetSeqLine = e.line;
+            continue;
+        }
+        if (std::find(known.begin(), known.end(), e.key) != known.end())
+            continue;  // a real field the workbench does not model (kernels, SM counts, ...): fine
+        std::string best;
+        size_t bestDistance = 4;
+        for (const std::string& k : known)
+            if (const size_t d = editDistance(e.key, k); d < bestDistance) {
+                bestDistance = d;
+                best = k;
+            }
+        out.problems.push_back({e.line, e.key, false, "not a field megatron-bridge.md lists (the workbench cannot check it)",
+                                best.empty() ? "check the spelling against Megatron-Bridge's ConfigContainer" : "did you mean " + best + "?"});
+    }
+    // Megatron: expert_tensor_parallel_size None = TP.
+    if (!etpSet)
+        out.config.parallel.expertTensorParallelSize = out.config.parallel.tensorModelParallelSize;
+    if (datasetSeq > 0 && datasetSeq != out.config.train.seqLength)
+        out.problems.push_back({datasetSeqLine, "dataset.seq_length", true,
+                                "dataset.seq_length " + std::to_string(datasetSeq) + " differs from model.seq_length " +
+                                    std::to_string(out.config.train.seqLength),
+                                "set both to the same sequence length"});
+    if (out.config.parallel.useMegatronFsdp && ckptFormat.value_or("fsdp_dtensor") != "fsdp_dtensor")
+        out.problems.push_back({out.keyLines["checkpoint.ckpt_format"], "checkpoint.ckpt_format", true,
+                                "Megatron FSDP needs checkpoint.ckpt_format=fsdp_dtensor (megatron-bridge.md §6), got " + *ckptFormat,
+                                "set checkpoint.ckpt_format=fsdp_dtensor"});
+    out.layout = layoutFromRunConfig(out.config, worldSize);
+    out.layout.overlapMoeExpertParallelComm = extras.overlapMoeExpertParallelComm;
+    out.layout.moeSharedExpertOverlap = extras.moeSharedExpertOverlap;
+    return out;
+}
+
+}  // namespace wb::core::planner

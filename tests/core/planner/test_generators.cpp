@@ -1,0 +1,637 @@
+// Generators: Megatron-Bridge keys, perf-launcher flags and environment names are all in the
+// allow-lists below (copied from reference/megatron-bridge.md §1, §2, §4, §5 — a name that is not
+// there is not a real framework name); the YAML says what the dotlist says; shell quoting survives
+// bash; generated scripts pass `bash -n` and the SSH script, run against a stand-in ssh, starts
+// one trainer per node with the torchrun environment; plan JSON round-trips; JSON paths map to lines.
+#include "core/planner/bridge_import.h"
+#include "core/planner/generators.h"
+#include "core/planner/layout_search.h"
+#include "core/planner/plan_json.h"
+
+#include <QtTest/QtTest>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+using namespace wb::core;
+using namespace wb::core::planner;
+
+using Mutation = std::function<void(RunConfig&, GeneratorTarget&)>;
+Q_DECLARE_METATYPE(Mutation)
+
+namespace {
+
+Catalog& catalog()
+{
+    static Catalog c = *loadCatalog(builtinCatalogDir(WB_SOURCE_DIR));
+    return c;
+}
+
+// megatron-bridge.md §2 (fields, with their §1 sections) — the only keys a generator may write.
+const std::set<std::string>& bridgeKeyAllowList()
+{
+    static const std::set<std::string> keys = {
+        "model.tensor_model_parallel_size", "model.pipeline_model_parallel_size",
+        "model.virtual_pipeline_model_parallel_size", "model.context_parallel_size",
+        "model.expert_model_parallel_size", "model.expert_tensor_parallel_size", "model.sequence_parallel",
+        "model.num_layers_in_first_pipeline_stage", "model.num_layers_in_last_pipeline_stage",
+        "model.pipeline_model_parallel_layout", "train.micro_batch_size", "train.global_batch_size",
+        "train.train_iters", "model.seq_length", "dataset.seq_length", "dist.use_megatron_fsdp",
+        "ddp.use_megatron_fsdp", "ddp.data_parallel_sharding_strategy", "checkpoint.ckpt_format",
+        "ddp.average_in_collective", "ddp.fsdp_double_buffer", "ddp.nccl_ub", "model.moe_token_dispatcher_type",
+        "model.moe_flex_dispatcher_backend", "model.moe_hybridep_num_sms", "model.moe_deepep_num_sms",
+        "model.moe_grouped_gemm", "model.moe_permute_fusion", "model.moe_router_fusion", "model.moe_router_dtype",
+        "model.moe_router_topk", "model.num_moe_experts", "model.moe_ffn_hidden_size", "model.moe_aux_loss_coeff",
+        "model.moe_router_load_balancing_type", "model.moe_shared_expert_overlap", "model.recompute_granularity",
+        "model.recompute_method", "model.recompute_num_layers", "model.recompute_modules", "model.cuda_graph_impl",
+        "model.cuda_graph_scope", "model.cuda_graph_modules", "model.cuda_graph_warmup_steps",
+        "model.freeze_language_model", "model.freeze_vision_model", "model.freeze_vision_projection",
+        "comm_overlap.overlap_moe_expert_parallel_comm", "comm_overlap.delay_wgrad_compute",
+        "ddp.overlap_grad_reduce", "ddp.overlap_param_gather", "comm_overlap.tp_comm_overlap", "mixed_precision"};
+    return keys;
+}
+
+// §5: the perf launcher's flags.
+const std::set<std::string>& perfFlagAllowList()
+{
+    static const std::set<std::string> flags = {
+        "--account", "--partition", "-g", "-c", "-m", "-mr", "-ng", "--domain", "-tp", "-pp", "-cp", "-vp", "-ep",
+        "-et", "-mb", "-gb", "-sl", "--cuda_graph_impl", "--cuda_graph_scope", "--moe_flex_dispatcher_backend",
+        "--use_megatron_fsdp", "-rl", "--recompute_modules", "-d"};
+    return flags;
+}
+
+// §4: environment variables the recipes set.
+const std::set<std::string>& envAllowList()
+{
+    static const std::set<std::string> names = {
+        "NCCL_GRAPH_REGISTER", "NCCL_NVLS_ENABLE", "PYTORCH_CUDA_ALLOC_CONF", "TORCH_NCCL_AVOID_RECORD_STREAMS",
+        "TORCH_NCCL_HIGH_PRIORITY", "CUDA_DEVICE_MAX_CONNECTIONS", "NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN",
+        "NVLINK_DOMAIN_SIZE", "USE_MNNVL", "NUM_OF_TOKENS_PER_CHUNK_COMBINE_API", "NVTE_FWD_LAYERNORM_SM_MARGIN",
+        "NVTE_BWD_LAYERNORM_SM_MARGIN", "NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_C2C"};
+    return names;
+}
+
+RunConfig qwen30b()
+{
+    RunConfig c;
+    c.name = "qwen30b";
+    c.model = catalog().model("qwen3-vl-30b-a3b")->model;
+    c.train.seqLength = 4096;
+    c.train.precision = "bf16";
+    c.train.microBatchSize = 4;
+    c.train.globalBatchSize = 512;
+    c.runtime.device = "cuda";
+    c.data.manifest = "/data/manifest.jsonl";
+    c.parallel.expertModelParallelSize = 8;
+    return c;
+}
+
+GeneratorTarget target(const char* hardware, int nodes, int gpusPerNode)
+{
+    GeneratorTarget t;
+    t.hardware = *catalog().hardware(hardware);
+    t.nodes = nodes;
+    t.gpusPerNode = gpusPerNode;
+    t.modelName = "qwen3-vl-30b-a3b";
+    return t;
+}
+
+std::map<std::string, std::string> asMap(const std::vector<BridgeOverride>& overrides)
+{
+    std::map<std::string, std::string> m;
+    for (const BridgeOverride& o : overrides)
+        m[o.key] = o.value;
+    return m;
+}
+
+QString runBash(const QStringList& args, const QString& workDir = {}, const QProcessEnvironment& env = {})
+{
+    QProcess p;
+    if (!workDir.isEmpty())
+        p.setWorkingDirectory(workDir);
+    if (!env.isEmpty())
+        p.setProcessEnvironment(env);
+    p.start(QStringLiteral("bash"), args);
+    p.waitForFinished(30000);
+    return QString::fromUtf8(p.readAllStandardOutput()) + QString::fromUtf8(p.readAllStandardError()) +
+           (p.exitCode() == 0 ? QString() : QStringLiteral("[exit %1]").arg(p.exitCode()));
+}
+
+void writeFile(const QString& path, const std::string& content, bool executable)
+{
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(content.data(), static_cast<qint64>(content.size()));
+    f.close();
+    if (executable)
+        f.setPermissions(f.permissions() | QFileDevice::ExeOwner | QFileDevice::ExeUser);
+}
+
+}  // namespace
+
+class TestGenerators : public QObject {
+    Q_OBJECT
+private slots:
+    void bridgeOverrides_data();
+    void bridgeOverrides();
+    void perfCommandFlags_data() { bridgeOverrides_data(); }
+    void perfCommandFlags();
+    void bridgeImportRoundTrips_data() { bridgeOverrides_data(); }
+    void bridgeImportRoundTrips();
+    void bridgeImportReportsLines();
+    void environment_data();
+    void environment();
+    void shellQuoteSurvivesBash_data();
+    void shellQuoteSurvivesBash();
+    void scriptsPassBashSyntaxCheck_data();
+    void scriptsPassBashSyntaxCheck();
+    void sshScriptStartsOneTrainerPerNode();
+    void slurmScriptStartsOneTrainerPerNode();
+    void slurmRefusesUnsafeDirectives();
+    void planJsonRoundTrips();
+    void jsonPathLine_data();
+    void jsonPathLine();
+};
+
+// Rows: a mutation of the 30B GB200 recipe config, and key=value pairs the overrides must hold.
+void TestGenerators::bridgeOverrides_data()
+{
+    QTest::addColumn<Mutation>("mutate");
+    QTest::addColumn<QStringList>("expected");
+    using M = Mutation;
+    QTest::newRow("recipe 30B 8xGB200 hybridep + graphs")
+        << M([](RunConfig& c, GeneratorTarget&) {
+               c.parallel.moeTokenDispatcherType = "flex";
+               c.parallel.moeFlexDispatcherBackend = "hybridep";
+               c.cudaGraph.impl = "transformer_engine";
+               c.cudaGraph.scope = {"moe_router", "moe_preprocess"};
+           })
+        << QStringList{"model.expert_model_parallel_size=8", "model.moe_token_dispatcher_type=flex",
+                       "model.moe_flex_dispatcher_backend=hybridep", "model.cuda_graph_impl=transformer_engine",
+                       "model.cuda_graph_scope=[moe_router,moe_preprocess]", "train.micro_batch_size=4",
+                       "model.virtual_pipeline_model_parallel_size=null", "mixed_precision=bf16_mixed",
+                       "model.recompute_granularity=null"};
+    QTest::newRow("3D PP4 VPP2 uneven, TP2 + SP, selective recompute")
+        << M([](RunConfig& c, GeneratorTarget&) {
+               c.parallel.tensorModelParallelSize = 2;
+               c.parallel.sequenceParallel = true;
+               c.parallel.pipelineModelParallelSize = 4;
+               c.parallel.virtualPipelineModelParallelSize = 2;
+               c.parallel.numLayersInFirstPipelineStage = 10;
+               c.parallel.numLayersInLastPipelineStage = 14;
+               c.recompute.granularity = "selective";
+               c.recompute.modules = {"core_attn", "moe_act", "layernorm"};
+           })
+        << QStringList{"model.tensor_model_parallel_size=2", "model.sequence_parallel=true",
+                       "model.virtual_pipeline_model_parallel_size=2", "model.num_layers_in_first_pipeline_stage=10",
+                       "model.num_layers_in_last_pipeline_stage=14", "model.recompute_granularity=selective",
+                       "model.recompute_modules=[core_attn,moe_act,layernorm]"};
+    QTest::newRow("FSDP optim_grads_params, frozen vision, full recompute")
+        << M([](RunConfig& c, GeneratorTarget&) {
+               c.parallel.useMegatronFsdp = true;
+               c.parallel.dataParallelShardingStrategy = "optim_grads_params";
+               c.model.freezeVisionModel = true;
+               c.model.freezeVisionProjection = true;
+               c.recompute.granularity = "full";
+               c.recompute.recomputeNumLayers = 2;
+           })
+        << QStringList{"ddp.use_megatron_fsdp=true", "dist.use_megatron_fsdp=true",
+                       "ddp.data_parallel_sharding_strategy=optim_grads_params", "checkpoint.ckpt_format=fsdp_dtensor",
+                       "ddp.average_in_collective=false", "model.freeze_vision_model=true",
+                       "model.freeze_vision_projection=true", "model.recompute_granularity=full",
+                       "model.recompute_method=uniform", "model.recompute_num_layers=2"};
+    QTest::newRow("EP overlap on H100, PP2 VPP12, fp32")
+        << M([](RunConfig& c, GeneratorTarget& t) {
+               c.train.precision = "fp32";
+               c.parallel.pipelineModelParallelSize = 2;
+               c.parallel.virtualPipelineModelParallelSize = 12;
+               t = target("h100", 2, 8);
+               t.overlapMoeExpertParallelComm = true;
+           })
+        << QStringList{"comm_overlap.overlap_moe_expert_parallel_comm=true", "model.moe_shared_expert_overlap=false",
+                       "model.virtual_pipeline_model_parallel_size=12", "model.moe_token_dispatcher_type=alltoall"};
+}
+
+void TestGenerators::bridgeOverrides()
+{
+    QFETCH(Mutation, mutate);
+    QFETCH(QStringList, expected);
+    RunConfig c = qwen30b();
+    GeneratorTarget t = target("gb200", 2, 4);
+    mutate(c, t);
+    const auto overrides = planner::bridgeOverrides(c, t);
+    for (const BridgeOverride& o : overrides)
+        QVERIFY2(bridgeKeyAllowList().count(o.key), ("not a Megatron-Bridge field in the reference: " + o.key).c_str());
+    const std::string dotlist = bridgeDotlist(overrides);
+    for (const QString& e : expected)
+        QVERIFY2(dotlist.find(e.toStdString() + "\n") != std::string::npos, qPrintable(e + QStringLiteral(" missing in\n") + QString::fromStdString(dotlist)));
+    if (c.train.precision != "bf16")
+        QVERIFY(dotlist.find("mixed_precision") == std::string::npos);
+
+    // The YAML file says exactly what the dotlist says: read its two levels back.
+    std::map<std::string, std::string> fromYaml;
+    std::string section;
+    std::istringstream yaml(bridgeYaml(overrides));
+    for (std::string line; std::getline(yaml, line);) {
+        if (line.empty() || line[0] == '#')
+            continue;
+        const size_t colon = line.find(": ");
+        if (line.back() == ':') {
+            section = line.substr(0, line.size() - 1);
+        } else if (line.rfind("  ", 0) == 0) {
+            std::string value = line.substr(colon + 2);
+            value.erase(std::remove(value.begin(), value.end(), ' '), value.end());
+            fromYaml[section + "." + line.substr(2, colon - 2)] = value;
+        } else {
+            fromYaml[line.substr(0, colon)] = line.substr(colon + 2);
+        }
+    }
+    QCOMPARE(fromYaml, asMap(overrides));
+}
+
+void TestGenerators::perfCommandFlags()
+{
+    QFETCH(Mutation, mutate);
+    RunConfig c = qwen30b();
+    GeneratorTarget t = target("gb200", 2, 4);
+    mutate(c, t);
+    std::vector<std::string> warnings;
+    const std::string command = bridgePerfCommand(c, t, warnings);
+    QVERIFY(command.rfind("python scripts/performance/setup_experiment.py", 0) == 0);
+    // Every word: a flag from §5, a flag's value, or a key=value override with a §2 key.
+    std::istringstream words(command);
+    std::string word, previous;
+    int overridesSeen = 0;
+    while (words >> word) {
+        if (word == "\\" || word == "python" || word == "scripts/performance/setup_experiment.py")
+            continue;
+        if (word.front() == '-') {
+            QVERIFY2(perfFlagAllowList().count(word), ("not a perf launcher flag: " + word).c_str());
+        } else if (previous.front() != '-') {
+            if (word.front() == '\'')
+                word = word.substr(1, word.size() - 2);
+            const std::string key = word.substr(0, word.find('='));
+            QVERIFY2(bridgeKeyAllowList().count(key), ("not a Megatron-Bridge field: " + key).c_str());
+            ++overridesSeen;
+        }
+        previous = word;
+    }
+    QVERIFY(overridesSeen > 0);
+    QVERIFY(command.find("-ng " + std::to_string(t.worldSize()) + " ") != std::string::npos);
+    QVERIFY(command.find("-mr qwen3_vl_30b_a3b") != std::string::npos);
+    QCOMPARE(command.find("-vp") != std::string::npos, c.parallel.virtualPipelineModelParallelSize > 1);
+    QCOMPARE(command.find("-rl ") != std::string::npos, c.recompute.granularity == "full");
+    QCOMPARE(command.find("--recompute_modules") != std::string::npos, c.recompute.granularity == "selective");
+    QCOMPARE(command.find("--use_megatron_fsdp true") != std::string::npos, c.parallel.useMegatronFsdp);
+    QCOMPARE(command.find("--moe_flex_dispatcher_backend hybridep") != std::string::npos,
+             c.parallel.moeFlexDispatcherBackend == "hybridep");
+    QVERIFY(!warnings.empty());  // ACCOUNT / PARTITION placeholders
+    const std::string check = runBash({QStringLiteral("-n"), QStringLiteral("-c"), QString::fromStdString(command)}).toStdString();
+    QVERIFY2(check.empty(), check.c_str());
+}
+
+// Reading the generated YAML and dotlist back gives the same layout (the lint path for Bridge files).
+void TestGenerators::bridgeImportRoundTrips()
+{
+    QFETCH(Mutation, mutate);
+    RunConfig c = qwen30b();
+    GeneratorTarget t = target("gb200", 2, 4);
+    mutate(c, t);
+    const auto overrides = planner::bridgeOverrides(c, t);
+    for (const BridgeOverride& o : overrides) {
+        const auto& known = bridgeKnownFields();
+        QVERIFY2(std::find(known.begin(), known.end(), o.key) != known.end(), o.key.c_str());
+    }
+    RunConfig base;
+    base.model = c.model;
+    for (bool yaml : {true, false}) {
+        const std::string text = yaml ? bridgeYaml(overrides) : bridgeDotlist(overrides);
+        QVERIFY(looksLikeDotlist(text) == !yaml);
+        const BridgeImport back = importBridgeOverrides(text, yaml, base, t.worldSize());
+        QVERIFY2(back.problems.empty(), back.problems.empty() ? "" : back.problems.front().message.c_str());
+        Layout expected = layoutFromRunConfig(c, t.worldSize());
+        expected.overlapMoeExpertParallelComm = t.overlapMoeExpertParallelComm;
+        QVERIFY2(back.layout == expected, (back.layout.describe() + " != " + expected.describe()).c_str());
+        QCOMPARE(back.config.train.seqLength, c.train.seqLength);
+        QCOMPARE(back.config.train.trainIters, c.train.trainIters);
+        QCOMPARE(back.config.train.precision, c.train.precision == "bf16" ? std::string("bf16") : base.train.precision);
+        QCOMPARE(back.config.model.freezeLanguageModel, c.model.freezeLanguageModel);
+    }
+}
+
+void TestGenerators::bridgeImportReportsLines()
+{
+    const char* yaml = "# comment\n"
+                       "model:\n"
+                       "  expert_model_parallel_size: 8\n"
+                       "  recompute_granularty: full\n"
+                       "  sequence_parallel: maybe\n"
+                       "ddp:\n"
+                       "  use_megatron_fsdp: true\n"
+                       "checkpoint:\n"
+                       "  ckpt_format: torch_dist\n"
+                       "  moe_grouped_gemm: true  # a real field, but in the wrong section\n";
+    RunConfig base;
+    base.model = qwen30b().model;
+    const BridgeImport r = importBridgeOverrides(yaml, true, base, 8);
+    std::map<int, std::string> byLine;
+    for (const BridgeImportProblem& p : r.problems)
+        byLine[p.line] += p.message + (p.error ? " [error]" : " [warning]") + (p.fix.empty() ? "" : " fix: " + p.fix);
+    QVERIFY2(byLine[4].find("did you mean model.recompute_granularity") != std::string::npos, byLine[4].c_str());
+    QVERIFY2(byLine[4].find("[warning]") != std::string::npos, byLine[4].c_str());
+    QVERIFY2(byLine[5].find("true or false") != std::string::npos, byLine[5].c_str());
+    QVERIFY2(byLine[9].find("fsdp_dtensor") != std::string::npos, byLine[9].c_str());
+    QVERIFY2(byLine.count(10) && byLine[10].find("[warning]") != std::string::npos, "checkpoint.moe_grouped_gemm is not a field");
+    QCOMPARE(r.lineOfConfigPath("parallel.expert_model_parallel_size"), 3);
+    QCOMPARE(r.lineOfConfigPath("parallel.use_megatron_fsdp"), 7);
+    QCOMPARE(r.config.parallel.expertModelParallelSize, 8);
+    QVERIFY(r.config.parallel.useMegatronFsdp);
+    // A dotlist as it appears on a command line, with Hydra's + prefix and quotes.
+    const BridgeImport d = importBridgeOverrides("'model.recompute_modules=[core_attn,moe_act]' +train.micro_batch_size=2 \\\n", false, base, 8);
+    QVERIFY(d.problems.empty());
+    QCOMPARE(d.config.recompute.modules, (std::vector<std::string>{"core_attn", "moe_act"}));
+    QCOMPARE(d.config.train.microBatchSize, 2);
+}
+
+void TestGenerators::environment_data()
+{
+    QTest::addColumn<QString>("hardware");
+    QTest::addColumn<int>("ep");
+    QTest::addColumn<bool>("slurm");
+    QTest::addColumn<QStringList>("expected");
+    QTest::newRow("gb200 EP8") << QStringLiteral("gb200") << 8 << false
+                               << QStringList{"NVLINK_DOMAIN_SIZE=72", "USE_MNNVL=1", "NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN=8",
+                                              "CUDA_DEVICE_MAX_CONNECTIONS=32", "NCCL_GRAPH_REGISTER=0"};
+    QTest::newRow("gb200 EP32 slurm") << QStringLiteral("gb200") << 32 << true
+                                      << QStringList{"NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN=32", "NCCL_NET_GDR_LEVEL=PHB",
+                                                     "NCCL_NET_GDR_C2C=1"};
+    QTest::newRow("h100 EP16") << QStringLiteral("h100") << 16 << true
+                               << QStringList{"NVLINK_DOMAIN_SIZE=8", "USE_MNNVL=0", "NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN=8",
+                                              "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"};
+    QTest::newRow("b200 EP4") << QStringLiteral("b200") << 4 << false
+                              << QStringList{"NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN=4", "USE_MNNVL=0"};
+}
+
+void TestGenerators::environment()
+{
+    QFETCH(QString, hardware);
+    QFETCH(int, ep);
+    QFETCH(bool, slurm);
+    QFETCH(QStringList, expected);
+    RunConfig c = qwen30b();
+    c.parallel.expertModelParallelSize = ep;
+    const GeneratorTarget t = target(hardware.toStdString().c_str(), 8, 4);
+    const auto env = bridgeEnvironment(c, t, slurm);
+    std::set<std::string> lines;
+    for (const auto& [name, value] : env) {
+        QVERIFY2(envAllowList().count(name), ("not an environment variable of the reference: " + name).c_str());
+        lines.insert(name + "=" + value);
+    }
+    for (const QString& e : expected)
+        QVERIFY2(lines.count(e.toStdString()), qPrintable(e));
+    const bool hasGdr = std::any_of(env.begin(), env.end(), [](const auto& kv) { return kv.first == "NCCL_NET_GDR_LEVEL"; });
+    QCOMPARE(hasGdr, slurm && hardware == QStringLiteral("gb200"));
+}
+
+void TestGenerators::shellQuoteSurvivesBash_data()
+{
+    QTest::addColumn<QString>("value");
+    QTest::newRow("plain") << QStringLiteral("moe-train");
+    QTest::newRow("space") << QStringLiteral("my run");
+    QTest::newRow("single quote") << QStringLiteral("it's");
+    QTest::newRow("double quote") << QStringLiteral("say \"hi\"");
+    QTest::newRow("command substitution") << QStringLiteral("$(touch /tmp/wb-pwned)");
+    QTest::newRow("backticks") << QStringLiteral("`id`");
+    QTest::newRow("glob and tilde") << QStringLiteral("~/*");
+    QTest::newRow("newline") << QStringLiteral("a\nb");
+    QTest::newRow("empty") << QString();
+    QTest::newRow("only quotes") << QStringLiteral("'''");
+}
+
+void TestGenerators::shellQuoteSurvivesBash()
+{
+    QFETCH(QString, value);
+    const std::string quoted = shellQuote(value.toStdString());
+    const QString out = runBash({QStringLiteral("-c"), QStringLiteral("printf %s ") + QString::fromStdString(quoted)});
+    QCOMPARE(out, value);
+}
+
+void TestGenerators::scriptsPassBashSyntaxCheck_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QString>("trainer");
+    QTest::addColumn<QStringList>("hosts");
+    QTest::newRow("plain") << QStringLiteral("run") << QStringLiteral("moe-train") << QStringList();
+    QTest::newRow("nasty names") << QStringLiteral("it's a \"run\"\n$(reboot)") << QStringLiteral("/opt/my tools/moe-train`x`")
+                                 << QStringList{QStringLiteral("host one"), QStringLiteral("h'2")};
+}
+
+void TestGenerators::scriptsPassBashSyntaxCheck()
+{
+    QFETCH(QString, name);
+    QFETCH(QString, trainer);
+    QFETCH(QStringList, hosts);
+    RunConfig c = qwen30b();
+    c.name = name.toStdString();
+    GeneratorTarget t = target("gb200", 2, 4);
+    t.moeTrain = trainer.toStdString();
+    for (const QString& h : hosts)
+        t.hosts.push_back(h.toStdString());
+    QTemporaryDir dir;
+    for (const char* format : {"ssh", "slurm", "megatron-bridge"}) {
+        auto bundle = generateFormat(format, c, t);
+        QVERIFY(bundle.ok());
+        for (const GeneratedFile& f : bundle->files) {
+            if (f.name.size() < 3 || (f.name.substr(f.name.size() - 3) != ".sh" && f.name != "run.sbatch"))
+                continue;
+            const QString path = dir.filePath(QString::fromStdString(f.name));
+            writeFile(path, f.content, f.executable);
+            const QString check = runBash({QStringLiteral("-n"), path});
+            QVERIFY2(check.isEmpty(), qPrintable(QString::fromStdString(f.name) + QStringLiteral(": ") + check));
+        }
+    }
+}
+
+// The SSH script against a stand-in ssh that runs the remote command with sh in a per-host
+// "home": every node gets run.json, a pid that is the trainer's own, and the torchrun environment.
+void TestGenerators::sshScriptStartsOneTrainerPerNode()
+{
+    QTemporaryDir dir;
+    const QString bin = dir.filePath(QStringLiteral("bin"));
+    QVERIFY(QDir().mkpath(bin));
+    writeFile(bin + QStringLiteral("/ssh"),
+              "#!/usr/bin/env bash\nwhile [[ $1 == -o ]]; do shift 2; done\n[[ $1 == -- ]] && shift\nhost=$1; shift\n"
+              "mkdir -p \"$FAKE_ROOT/$host\" && cd \"$FAKE_ROOT/$host\" && exec sh -c \"$*\"\n",
+              true);
+    const std::string trainer = (bin + QStringLiteral("/train it's $(x)")).toStdString();
+    writeFile(QString::fromStdString(trainer),
+              "#!/bin/sh\n{ echo \"$*\"; echo \"$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT $$\"; } > env.txt\n",
+              true);
+    RunConfig c = qwen30b();
+    c.name = "it's \"quoted\"";
+    GeneratorTarget t = target("gb200", 2, 4);
+    t.hosts = {"node a", "node'b"};
+    t.moeTrain = trainer;
+    t.masterPort = 29511;
+    writeFile(dir.filePath(QStringLiteral("launch.sh")), sshLaunchScript(c, t), true);
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("PATH"), bin + QStringLiteral(":") + env.value(QStringLiteral("PATH")));
+    env.insert(QStringLiteral("FAKE_ROOT"), dir.filePath(QStringLiteral("root")));
+    env.insert(QStringLiteral("RUN_ID"), QStringLiteral("run $(x) 1"));
+    const QString out = runBash({dir.filePath(QStringLiteral("launch.sh"))}, dir.path(), env);
+    QVERIFY2(!out.contains(QStringLiteral("[exit")), qPrintable(out));
+    const QStringList hosts = {QStringLiteral("node a"), QStringLiteral("node'b")};
+    for (int i = 0; i < 2; ++i) {
+        const QString runDir = dir.filePath(QStringLiteral("root/") + hosts[i] + QStringLiteral("/.cache/moe-workbench/runs/run $(x) 1"));
+        QFile envFile(runDir + QStringLiteral("/env.txt"));
+        QTRY_VERIFY_WITH_TIMEOUT(envFile.exists() && envFile.size() > 0, 5000);
+        QVERIFY(envFile.open(QIODevice::ReadOnly));
+        const QStringList lines = QString::fromUtf8(envFile.readAll()).split(QLatin1Char('\n'));
+        QCOMPARE(lines[0], QStringLiteral("--config run.json --run-dir ") + runDir + QStringLiteral(" --nproc-per-node 4"));
+        const QStringList vars = lines[1].split(QLatin1Char(' '));
+        QCOMPARE(vars.mid(0, 4), (QStringList{QString::number(i * 4), QStringLiteral("0"), QStringLiteral("8"), QStringLiteral("4")}));
+        QCOMPARE(lines[1].section(QLatin1Char(' '), 4, -3), QStringLiteral("node a"));  // MASTER_ADDR has a space
+        QCOMPARE(vars.value(vars.size() - 2), QStringLiteral("29511"));
+        QFile pid(runDir + QStringLiteral("/pid"));
+        QVERIFY(pid.open(QIODevice::ReadOnly));
+        QCOMPARE(QString::fromUtf8(pid.readAll()).trimmed(), vars.last());  // setsid did not fork
+        QFile json(runDir + QStringLiteral("/run.json"));
+        QVERIFY(json.open(QIODevice::ReadOnly));
+        const RunConfigParse parsed = parseRunConfig(json.readAll().toStdString());
+        QVERIFY2(parsed.ok(), formatProblems(parsed.problems).c_str());
+        QCOMPARE(parsed.config.name, c.name);
+        QCOMPARE(runConfigHash(parsed.config), runConfigHash(c));
+    }
+}
+
+// The sbatch script under a stand-in srun (one task per node, SLURM_NODEID set, output to the file
+// srun was given) and scontrol: each node's trainer gets RANK = node × G and the shared run dir.
+void TestGenerators::slurmScriptStartsOneTrainerPerNode()
+{
+    QTemporaryDir dir;
+    const QString bin = dir.filePath(QStringLiteral("bin"));
+    QVERIFY(QDir().mkpath(bin));
+    writeFile(bin + QStringLiteral("/scontrol"), "#!/bin/sh\nprintf 'gpu-a\\ngpu-b\\n'\n", true);
+    writeFile(bin + QStringLiteral("/srun"),
+              "#!/usr/bin/env bash\nout=/dev/null\nwhile [[ $1 == --* ]]; do [[ $1 == --output=* ]] && out=${1#--output=}; shift; done\n"
+              "for ((n = 0; n < SLURM_JOB_NUM_NODES; n++)); do SLURM_NODEID=$n \"$@\" >> \"$out\" 2>&1; done\n",
+              true);
+    const std::string trainer = (bin + QStringLiteral("/my trainer")).toStdString();
+    writeFile(QString::fromStdString(trainer),
+              "#!/bin/sh\necho \"$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT $*\" > \"$4/env-$RANK.txt\"\necho trained\n",
+              true);
+    RunConfig c = qwen30b();
+    c.name = "name with spaces; $(x)";
+    GeneratorTarget t = target("h100", 2, 8);
+    t.moeTrain = trainer;
+    const std::string script = slurmScript(c, t);
+    QVERIFY(script.find("#SBATCH --job-name=name_with_spaces____x_\n") != std::string::npos);
+    writeFile(dir.filePath(QStringLiteral("run.sbatch")), script, true);
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("PATH"), bin + QStringLiteral(":") + env.value(QStringLiteral("PATH")));
+    env.insert(QStringLiteral("SLURM_JOB_ID"), QStringLiteral("4242"));
+    env.insert(QStringLiteral("SLURM_JOB_NUM_NODES"), QStringLiteral("2"));
+    env.insert(QStringLiteral("SLURM_JOB_NODELIST"), QStringLiteral("gpu-[a-b]"));
+    env.insert(QStringLiteral("RUNS_ROOT"), dir.filePath(QStringLiteral("runs root")));
+    const QString out = runBash({dir.filePath(QStringLiteral("run.sbatch"))}, dir.path(), env);
+    QVERIFY2(!out.contains(QStringLiteral("[exit")), qPrintable(out));
+    const QString runDir = dir.filePath(QStringLiteral("runs root/slurm-4242"));
+    for (int node = 0; node < 2; ++node) {
+        QFile f(runDir + QStringLiteral("/env-%1.txt").arg(node * 8));
+        QVERIFY2(f.open(QIODevice::ReadOnly), qPrintable(f.fileName()));
+        QCOMPARE(QString::fromUtf8(f.readAll()).trimmed(),
+                 QStringLiteral("%1 0 16 8 gpu-a 29500 --config %2/run.json --run-dir %2 --nproc-per-node 8").arg(node * 8).arg(runDir));
+    }
+    QFile log(runDir + QStringLiteral("/stdout.log"));
+    QVERIFY(log.open(QIODevice::ReadOnly));
+    QCOMPARE(log.readAll(), QByteArray("trained\ntrained\n"));
+    QFile json(runDir + QStringLiteral("/run.json"));
+    QVERIFY(json.open(QIODevice::ReadOnly));
+    QCOMPARE(runConfigHash(parseRunConfig(json.readAll().toStdString()).config), runConfigHash(c));
+    QVERIFY(QFileInfo::exists(runDir + QStringLiteral("/ckpt")));
+}
+
+void TestGenerators::slurmRefusesUnsafeDirectives()
+{
+    GeneratorTarget t = target("h100", 2, 8);
+    t.account = "proj 1; rm -rf ~";
+    QVERIFY(!generateFormat("slurm", qwen30b(), t).ok());
+    t.account = "proj_1";
+    t.timeLimit = "04:00:00";
+    auto ok = generateFormat("slurm", qwen30b(), t);
+    QVERIFY(ok.ok());
+    QVERIFY(ok->files[0].content.find("#SBATCH --account=proj_1\n") != std::string::npos);
+    QVERIFY(ok->files[0].content.find("#SBATCH --nodes=2\n") != std::string::npos);
+    QVERIFY(ok->files[0].content.find("#SBATCH --gpus-per-node=8\n") != std::string::npos);
+    QVERIFY(!generateFormat("pdf", qwen30b(), t).ok());
+}
+
+void TestGenerators::planJsonRoundTrips()
+{
+    SearchRequest req;
+    req.model = *catalog().model("qwen3-vl-30b-a3b");
+    req.hardware = *catalog().hardware("gb200");
+    req.gpus = 8;
+    req.maxResults = 6;
+    auto result = searchLayouts(req);
+    QVERIFY(result.ok());
+    QVERIFY(!result->ranked.empty());
+    const std::string text = planToJson(req, recommend({}), *result);
+    QVERIFY(looksLikePlan(text));
+    QVERIFY(!looksLikePlan(runConfigToJson(qwen30b())));
+    auto plan = parsePlanJson(text);
+    QVERIFY2(plan.ok(), plan.ok() ? "" : plan.error().toString().c_str());
+    QCOMPARE(plan->model, req.model.name);
+    QCOMPARE(plan->gpus, 8);
+    QCOMPARE(plan->layouts.size(), result->ranked.size());
+    for (size_t i = 0; i < plan->layouts.size(); ++i)
+        QVERIFY2(plan->layouts[i] == result->ranked[i].layout, result->ranked[i].layout.describe().c_str());
+    // The runnable config for layout 0 validates and carries the layout.
+    const RunConfig c = runConfigForLayout(req.model, plan->layouts[0], plan->workload, "/data/manifest.jsonl");
+    QVERIFY2(validateRunConfig(c).empty(), formatProblems(validateRunConfig(c)).c_str());
+    QVERIFY2(validateLayout(c, 8).empty(), formatProblems(validateLayout(c, 8)).c_str());
+    QCOMPARE(layoutFromRunConfig(c, 8).ep, plan->layouts[0].ep);
+    QVERIFY(!parsePlanJson("{\"layouts\": []}").ok());
+}
+
+void TestGenerators::jsonPathLine_data()
+{
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<int>("line");
+    QTest::newRow("top-level") << QStringLiteral("name") << 2;
+    QTest::newRow("nested") << QStringLiteral("train.micro_batch_size") << 5;
+    QTest::newRow("same key in two sections") << QStringLiteral("model.decoder.num_layers") << 10;
+    QTest::newRow("absent key → its section") << QStringLiteral("train.no_such") << 4;
+    QTest::newRow("key after an array") << QStringLiteral("model.vision.hidden_size") << 8;
+    QTest::newRow("string with braces and escaped quote") << QStringLiteral("parallel.tensor_model_parallel_size") << 14;
+    QTest::newRow("unknown section") << QStringLiteral("nothing.here") << 0;
+}
+
+void TestGenerators::jsonPathLine()
+{
+    QFETCH(QString, path);
+    QFETCH(int, line);
+    const char* text = "{\n"
+                       "  \"name\": \"a {b} \\\"c\\\"\",\n"
+                       "  \"x\": [1, {\"name\": 2}],\n"
+                       "  \"train\": {\n"
+                       "    \"micro_batch_size\": 4\n"
+                       "  },\n"
+                       "  \"model\": { \"vision\": { \"num_layers\": 2, \"deepstack_layers\": [1, 2],\n"
+                       "     \"hidden_size\": 64 },\n"
+                       "    \"decoder\": {\n"
+                       "      \"num_layers\": 3 }\n"
+                       "  },\n"
+                       "  \"parallel\": {\n"
+                       "    \"note\": \"}}{{\\\"\",\n"
+                       "    \"tensor_model_parallel_size\": 2 }\n"
+                       "}\n";
+    QCOMPARE(planner::jsonPathLine(text, path.toStdString()), line);
+}
+
+QTEST_GUILESS_MAIN(TestGenerators)
+#include "test_generators.moc"

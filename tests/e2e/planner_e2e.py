@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""End-to-end: `plan --json` -> `generate` for every format -> `lint`, through the real CLI.
+
+Checks the plan JSON shape docs/cli.md promises, bad input (unknown model, a GPU count no layout
+can use), that generated scripts pass `bash -n`, that generate refuses to overwrite without
+--force, and that lint reports problems with their line numbers. Each run uses its own HOME and
+XDG dirs, so no user catalog leaks in.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+LAYOUT_KEYS = ["tp", "cp", "pp", "vpp", "ep", "etp", "dp", "edp", "mbs", "gbs", "recompute", "dispatcher",
+               "cuda_graph_scope", "fsdp", "freeze_vision", "memory_gib", "step_ms", "tokens_per_s_per_gpu",
+               "tflops_per_gpu", "mfu", "lint"]
+MEMORY_KEYS = ["weights", "grads", "optimizer", "activations", "other", "total"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cli", required=True)
+    args = parser.parse_args()
+    failures = []
+
+    def check(condition, what):
+        if not condition:
+            failures.append(what)
+            print("FAIL:", what, file=sys.stderr)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, HOME=tmp, XDG_DATA_HOME=os.path.join(tmp, "data"),
+                   XDG_CACHE_HOME=os.path.join(tmp, "cache"))
+        env.pop("MOE_WORKBENCH_CATALOG", None)
+
+        def cli(*argv):
+            return subprocess.run([args.cli, *argv], env=env, cwd=tmp, capture_output=True, text=True, timeout=120)
+
+        # 1. plan --json: the documented shape.
+        r = cli("plan", "--model", "qwen3-vl-30b-a3b", "--hardware", "gb200", "--gpus", "8", "--max-results", "3", "--json")
+        check(r.returncode == 0, f"plan --json exit {r.returncode}: {r.stderr}")
+        plan = json.loads(r.stdout)
+        check(plan["recommendation"]["path"] in ("fsdp", "3d"), "recommendation.path")
+        for key in ("rules", "next_knobs", "cautions"):
+            check(isinstance(plan["recommendation"][key], list), f"recommendation.{key} is a list")
+        check(1 <= len(plan["layouts"]) <= 3, "1..3 layouts")
+        for layout in plan["layouts"]:
+            for key in LAYOUT_KEYS:
+                check(key in layout, f"layout key {key}")
+            for key in MEMORY_KEYS:
+                check(key in layout["memory_gib"], f"memory_gib key {key}")
+            check(0 < layout["mfu"] < 1, "mfu is a fraction")
+        plan_path = os.path.join(tmp, "plan.json")
+        with open(plan_path, "w") as f:
+            f.write(r.stdout)
+
+        # 2. The table.
+        r = cli("plan", "--model", "qwen3-vl-30b-a3b", "--hardware", "gb200", "--gpus", "8", "--goal", "first-run")
+        check(r.returncode == 0 and "Recommendation: FSDP first" in r.stdout, f"plan table first-run: {r.stdout[:300]}")
+
+        # 2b. The guide's answers pick the path and, without --goal, the search goal.
+        answers = os.path.join(tmp, "answers.json")
+        with open(answers, "w") as f:
+            json.dump({"first_launch": True, "vision_frozen": True}, f)
+        r = cli("plan", "--model", "qwen3-vl-30b-a3b", "--hardware", "h100", "--gpus", "16", "--answers", answers,
+                "--max-results", "1", "--json")
+        d = json.loads(r.stdout)
+        check(d["recommendation"]["path"] == "fsdp" and d["request"]["goal"] == "first-run",
+              f"answers -> fsdp, first-run: {d['recommendation']['path']} {d['request']['goal']}")
+        check(d["layouts"] and d["layouts"][0]["freeze_vision"], "vision_frozen freezes the vision module")
+        with open(answers, "w") as f:
+            json.dump({"first_lunch": True}, f)
+        r = cli("plan", "--model", "qwen3-vl-30b-a3b", "--hardware", "h100", "--gpus", "16", "--answers", answers)
+        check(r.returncode == 2 and "first_launch" in r.stderr, f"unknown answer lists the known ones: {r.stderr}")
+
+        # 3. Bad input.
+        r = cli("plan", "--model", "nope", "--hardware", "gb200", "--gpus", "8")
+        check(r.returncode == 2 and "qwen3-vl-30b-a3b" in r.stderr, f"unknown model lists the known ones: {r.stderr}")
+        r = cli("plan", "--model", "qwen3-vl-30b-a3b", "--hardware", "tpu", "--gpus", "8")
+        check(r.returncode == 2 and "gb200" in r.stderr, f"unknown hardware lists the known ones: {r.stderr}")
+        r = cli("plan", "--model", "qwen3-vl-235b-a22b", "--hardware", "h100", "--gpus", "8")
+        check(r.returncode == 2 and "works: " in r.stderr and "GiB" in r.stderr,
+              f"no layout: nearest counts and why: {r.stderr}")
+
+        # 4. generate every format from the plan.
+        expected = {"runtime": ["run.json"],
+                    "megatron-bridge": ["overrides.yaml", "overrides.dotlist", "env.sh", "env.slurm.sh", "perf_launch.sh"],
+                    "slurm": ["run.sbatch", "run.json"],
+                    "ssh": ["launch_ssh.sh", "run.json"]}
+        for fmt, files in expected.items():
+            out = os.path.join(tmp, "out-" + fmt)
+            r = cli("generate", "--from", plan_path, "--format", fmt, "--out", out, "--hosts", "node a,node'b",
+                    "--manifest", "/data/my set/manifest.jsonl")
+            check(r.returncode == 0, f"generate {fmt}: {r.stderr}")
+            for name in files:
+                path = os.path.join(out, name)
+                check(os.path.isfile(path), f"{fmt}: {name} written")
+                if name.endswith(".sh") or name.endswith(".sbatch"):
+                    syntax = subprocess.run(["bash", "-n", path], capture_output=True, text=True)
+                    check(syntax.returncode == 0, f"bash -n {fmt}/{name}: {syntax.stderr}")
+            leftovers = [n for n in os.listdir(out) if ".tmp-" in n]
+            check(not leftovers, f"{fmt}: no temporary files left: {leftovers}")
+
+        # The runtime config generated from layout 0 is clean for its world and hardware.
+        run_json = os.path.join(tmp, "out-runtime", "run.json")
+        r = cli("lint", run_json, "--gpus", "8", "--hardware", "gb200")
+        check(r.returncode == 0, f"lint of the generated run.json: {r.stdout}{r.stderr}")
+        with open(run_json) as f:
+            generated = json.load(f)
+        check(generated["parallel"]["expert_model_parallel_size"] == plan["layouts"][0]["ep"], "run.json carries layout 0")
+        check(generated["data"]["manifest"] == "/data/my set/manifest.jsonl", "--manifest is written")
+
+        # 5. No silent overwrite; --force replaces.
+        before = open(run_json).read()
+        r = cli("generate", "--from", plan_path, "--format", "runtime", "--out", os.path.join(tmp, "out-runtime"), "--layout", "1")
+        check(r.returncode == 2 and "--force" in r.stderr, f"refuses to overwrite: {r.returncode} {r.stderr}")
+        check(open(run_json).read() == before, "the refused run.json is unchanged")
+        r = cli("generate", "--from", plan_path, "--format", "runtime", "--out", os.path.join(tmp, "out-runtime"),
+                "--layout", "1", "--force")
+        check(r.returncode == 0, f"--force overwrites: {r.stderr}")
+        r = cli("generate", "--from", plan_path, "--format", "runtime", "--out", os.path.join(tmp, "x"), "--layout", "9")
+        check(r.returncode == 2 and "layout" in r.stderr, f"--layout out of range: {r.stderr}")
+
+        # 6. generate from a runtime config (not a plan).
+        r = cli("generate", "--from", run_json, "--format", "megatron-bridge", "--out", os.path.join(tmp, "mb2"),
+                "--hardware", "h100", "--gpus", "16", "--nodes", "2", "--model", "qwen3-vl-30b-a3b")
+        check(r.returncode == 0, f"generate megatron-bridge from a runtime config: {r.stderr}")
+        if r.returncode == 0:
+            env_sh = open(os.path.join(tmp, "mb2", "env.sh")).read()
+            check("export USE_MNNVL=0" in env_sh and "export NVLINK_DOMAIN_SIZE=8" in env_sh, "H100 environment")
+            perf = open(os.path.join(tmp, "mb2", "perf_launch.sh")).read()
+            check("-ng 16" in perf and "-g h100" in perf, "perf launcher world and GPU")
+        r = cli("generate", "--from", run_json, "--format", "megatron-bridge", "--out", os.path.join(tmp, "mb3"))
+        check(r.returncode == 2 and "--hardware" in r.stderr, f"megatron-bridge from a config needs --hardware: {r.stderr}")
+
+        # 7. lint: every problem with its line.
+        bad = os.path.join(tmp, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{\n  "name": "bad",\n  "train": {\n    "micro_batch_size": 0,\n    "seq_lenght": 4096\n  },\n'
+                    '  "parallel": {\n    "expert_model_parallel_size": 3\n  }\n}\n')
+        r = cli("lint", bad)
+        check(r.returncode == 2, f"lint bad config exits 2: {r.returncode}")
+        for needle in ("bad.json:4: error", "bad.json:5: error", "seq_length", "bad.json:8: error: [ep-divides-experts]"):
+            check(needle in r.stdout, f"lint output has {needle!r}: {r.stdout}")
+        r = cli("lint", bad, "--json")
+        findings = json.loads(r.stdout)["findings"]
+        check(any(f["line"] == 8 and f["rule"] == "ep-divides-experts" for f in findings), "lint --json lines and rules")
+
+        # 8. lint of Megatron-Bridge files: the generated ones are clean, a broken one names its lines.
+        for name in ("overrides.yaml", "overrides.dotlist"):
+            r = cli("lint", os.path.join(tmp, "out-megatron-bridge", name), "--model", "qwen3-vl-30b-a3b",
+                    "--gpus", "8", "--hardware", "gb200")
+            check(r.returncode == 0, f"lint generated {name}: {r.stdout}{r.stderr}")
+        bad_yaml = os.path.join(tmp, "bad.yaml")
+        with open(bad_yaml, "w") as f:
+            f.write("model:\n  expert_model_parallel_size: 3\n  recompute_granularty: full\n")
+        r = cli("lint", bad_yaml, "--model", "qwen3-vl-30b-a3b", "--gpus", "8")
+        check(r.returncode == 2 and "bad.yaml:2: error: [ep-divides-experts]" in r.stdout
+              and "bad.yaml:3: warning: [bridge-field]" in r.stdout, f"lint bad YAML: {r.stdout}")
+        r = cli("lint", bad_yaml)
+        check(r.returncode == 2 and "--model" in r.stderr, f"a Bridge file needs --model: {r.stderr}")
+
+    if failures:
+        print(f"{len(failures)} check(s) failed", file=sys.stderr)
+        return 1
+    print("planner e2e: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
