@@ -2,7 +2,9 @@
 // member meets its JSON key, used by both the writer and the reader.
 #include "core/metrics_schema.h"
 
+#include <charconv>
 #include <cmath>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -183,6 +185,250 @@ std::optional<StepRecord> stepFromJson(const Json& j)
     return s;
 }
 
+
+// ---- Fast path for step lines ------------------------------------------------------------------
+// A step line arrives once per step, 100k+ times per run; building a DOM (nlohmann) for each made
+// parsing the store's ingest bottleneck (~100-200k lines/s). Step lines are flat objects of numbers,
+// so a scanner for exactly that shape produces the StepRecord directly. It accepts only a strict
+// subset of JSON (flat object; numbers, null, true/false, strings without escapes or non-ASCII) and
+// applies the same field rules as stepFromJson + parseMetricsLine (null -> NaN, ints truncate floats,
+// last duplicate wins). Anything else — another record type, nesting, escapes, invalid JSON — is
+// left to the DOM path, which therefore still decides every case the fast path does not claim.
+
+struct FlatValue {
+    enum Kind : unsigned char { Absent, Null, Int, Float, Other } kind = Absent;
+    int64_t i = 0;
+    double d = 0.0;
+    std::string_view text;  // strings only (kind Other)
+    bool isString = false;
+};
+
+constexpr std::string_view kFlatV = "v";
+constexpr std::string_view kFlatType = "type";
+constexpr std::string_view kFlatStep = "step";
+constexpr size_t kDoubleCount = std::size(kStepDoubles);
+constexpr size_t kIntCount = std::size(kStepInts);
+constexpr size_t kSlotCount = 3 + kDoubleCount + kIntCount;  // v, type, step, doubles..., ints...
+
+std::string_view slotName(size_t slot)
+{
+    if (slot == 0)
+        return kFlatV;
+    if (slot == 1)
+        return kFlatType;
+    if (slot == 2)
+        return kFlatStep;
+    if (slot < 3 + kDoubleCount)
+        return kStepDoubles[slot - 3].key;
+    return kStepInts[slot - 3 - kDoubleCount].key;
+}
+
+class FlatScanner {
+public:
+    explicit FlatScanner(std::string_view text) : m_p(text.data()), m_end(text.data() + text.size()) {}
+
+    /// Fills `slots`; false when the line is not a flat object this scanner handles.
+    bool scan(FlatValue (&slots)[kSlotCount])
+    {
+        skipSpace();
+        if (!eat('{'))
+            return false;
+        skipSpace();
+        size_t expected = 0;  // writers emit keys in a fixed order: try the next slot first
+        if (!eat('}')) {
+            while (true) {
+                std::string_view key;
+                if (!string(key))
+                    return false;
+                skipSpace();
+                if (!eat(':'))
+                    return false;
+                skipSpace();
+                FlatValue value;
+                if (!scalar(value))
+                    return false;
+                const size_t slot = find(key, expected);
+                if (slot < kSlotCount) {
+                    slots[slot] = value;
+                    expected = slot + 1;
+                }
+                skipSpace();
+                if (eat(','))
+                    skipSpace();
+                else if (eat('}'))
+                    break;
+                else
+                    return false;
+            }
+        }
+        skipSpace();
+        return m_p == m_end;
+    }
+
+private:
+    static size_t find(std::string_view key, size_t expected)
+    {
+        if (expected < kSlotCount && slotName(expected) == key)
+            return expected;
+        for (size_t slot = 0; slot < kSlotCount; ++slot)
+            if (slotName(slot) == key)
+                return slot;
+        return kSlotCount;
+    }
+
+    void skipSpace()
+    {
+        while (m_p != m_end && (*m_p == ' ' || *m_p == '\t' || *m_p == '\n' || *m_p == '\r'))
+            ++m_p;
+    }
+    bool eat(char c)
+    {
+        if (m_p != m_end && *m_p == c) {
+            ++m_p;
+            return true;
+        }
+        return false;
+    }
+    bool literal(std::string_view word)
+    {
+        if (static_cast<size_t>(m_end - m_p) < word.size() || std::string_view(m_p, word.size()) != word)
+            return false;
+        m_p += word.size();
+        return true;
+    }
+    bool string(std::string_view& out)
+    {
+        if (!eat('"'))
+            return false;
+        const char* start = m_p;
+        while (m_p != m_end && *m_p != '"') {
+            const auto c = static_cast<unsigned char>(*m_p);
+            if (c == '\\' || c < 0x20 || c >= 0x80)
+                return false;  // escapes, control bytes, UTF-8: the DOM path validates those
+            ++m_p;
+        }
+        if (m_p == m_end)
+            return false;
+        out = std::string_view(start, static_cast<size_t>(m_p - start));
+        ++m_p;
+        return true;
+    }
+    bool digits()
+    {
+        const char* start = m_p;
+        while (m_p != m_end && *m_p >= '0' && *m_p <= '9')
+            ++m_p;
+        return m_p != start;
+    }
+    bool number(FlatValue& v)
+    {
+        // JSON's grammar exactly: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+        const char* start = m_p;
+        eat('-');
+        if (eat('0')) {
+            if (m_p != m_end && *m_p >= '0' && *m_p <= '9')
+                return false;
+        } else if (!digits()) {
+            return false;
+        }
+        bool integer = true;
+        if (eat('.')) {
+            integer = false;
+            if (!digits())
+                return false;
+        }
+        if (m_p != m_end && (*m_p == 'e' || *m_p == 'E')) {
+            integer = false;
+            ++m_p;
+            if (!eat('+'))
+                eat('-');
+            if (!digits())
+                return false;
+        }
+        if (integer) {
+            const auto [ptr, ec] = std::from_chars(start, m_p, v.i);
+            v.kind = FlatValue::Int;
+            return ec == std::errc() && ptr == m_p;  // out of int64 range: the DOM path
+        }
+        const auto [ptr, ec] = std::from_chars(start, m_p, v.d);
+        v.kind = FlatValue::Float;
+        return ec == std::errc() && ptr == m_p && std::isfinite(v.d);
+    }
+    bool scalar(FlatValue& v)
+    {
+        if (m_p == m_end)
+            return false;
+        switch (*m_p) {
+        case '"':
+            v.kind = FlatValue::Other;
+            v.isString = true;
+            return string(v.text);
+        case 'n':
+            v.kind = FlatValue::Null;
+            return literal("null");
+        case 't':
+            v.kind = FlatValue::Other;
+            return literal("true");
+        case 'f':
+            v.kind = FlatValue::Other;
+            return literal("false");
+        default:
+            return number(v);
+        }
+    }
+
+    const char* m_p;
+    const char* m_end;
+};
+
+// readDouble / readInt semantics on a scanned value.
+double flatDouble(const FlatValue& v)
+{
+    switch (v.kind) {
+    case FlatValue::Null: return std::nan("");
+    case FlatValue::Int: return static_cast<double>(v.i);
+    case FlatValue::Float: return v.d;
+    default: return 0.0;
+    }
+}
+
+std::optional<int64_t> flatInt(const FlatValue& v, int64_t fallback)
+{
+    switch (v.kind) {
+    case FlatValue::Int: return v.i;
+    case FlatValue::Float:
+        // The DOM path truncates (static_cast); outside int64 that would be undefined: decline.
+        if (!(std::abs(v.d) < 9.2e18))
+            return std::nullopt;
+        return static_cast<int64_t>(v.d);
+    default: return fallback;
+    }
+}
+
+/// The step record, or nullopt when the DOM path must decide (not a v1 step line in this shape).
+std::optional<StepRecord> parseFlatStep(std::string_view line)
+{
+    FlatValue slots[kSlotCount];
+    if (!FlatScanner(line).scan(slots))
+        return std::nullopt;
+    const auto version = flatInt(slots[0], -1);
+    if (!version || *version != kMetricsSchemaVersion)
+        return std::nullopt;
+    if (!slots[1].isString || slots[1].text != "step" || slots[2].kind != FlatValue::Int)
+        return std::nullopt;
+    StepRecord s;
+    s.step = slots[2].i;
+    for (size_t i = 0; i < kDoubleCount; ++i)
+        s.*kStepDoubles[i].member = flatDouble(slots[3 + i]);
+    for (size_t i = 0; i < kIntCount; ++i) {
+        const auto value = flatInt(slots[3 + kDoubleCount + i], 0);
+        if (!value)
+            return std::nullopt;
+        s.*kStepInts[i].member = *value;
+    }
+    return s;
+}
+
 }  // namespace
 
 std::string toJsonLine(const MetricsRecord& record)
@@ -192,6 +438,8 @@ std::string toJsonLine(const MetricsRecord& record)
 
 std::optional<MetricsRecord> parseMetricsLine(std::string_view line)
 {
+    if (auto step = parseFlatStep(line))
+        return MetricsRecord(*step);
     Json j = Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object())
         return std::nullopt;

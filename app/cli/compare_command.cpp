@@ -1,0 +1,191 @@
+// `compare RUN RUN... [--baseline RUN] [--window A:B] [--json]`: the runs' steady-state figures side
+// by side with deltas against the baseline, the workload warnings first (mock vs real above all),
+// then the config keys that differ. The analysis is core/compare/run_comparison; this file prints.
+#include "app/cli/cli.h"
+
+#include "core/compare/run_comparison.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace wb::app {
+
+namespace {
+
+constexpr const char* kCompareSynopsis = "compare RUN RUN... [--baseline RUN] [--window A:B] [--json]";
+
+std::string format(double value, int decimals)
+{
+    if (!std::isfinite(value))
+        return "-";
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", decimals, value);
+    return text;
+}
+
+std::string formatDelta(std::optional<double> delta)
+{
+    if (!delta)
+        return "";
+    char text[32];
+    std::snprintf(text, sizeof text, " (%+.1f%%)", *delta * 100.0);
+    return text;
+}
+
+/// Prints rows of cells as left-aligned columns, two spaces apart.
+void printTable(const std::vector<std::vector<std::string>>& rows)
+{
+    std::vector<size_t> widths;
+    for (const auto& row : rows)
+        for (size_t i = 0; i < row.size(); ++i) {
+            widths.resize(std::max(widths.size(), row.size()));
+            // Column width in characters; the multi-byte "×" and "·" only make it generous.
+            widths[i] = std::max(widths[i], row[i].size());
+        }
+    for (const auto& row : rows) {
+        std::string line;
+        for (size_t i = 0; i < row.size(); ++i) {
+            line += row[i];
+            if (i + 1 < row.size())
+                line += std::string(widths[i] - row[i].size() + 2, ' ');
+        }
+        std::printf("%s\n", line.c_str());
+    }
+}
+
+std::string windowText(const core::ComparedRun& r)
+{
+    if (r.window.size() == 0)
+        return "-";
+    return std::to_string(r.steps[r.window.begin].step) + ".." + std::to_string(r.steps[r.window.end - 1].step) +
+           " (" + std::to_string(r.window.size()) + (r.window.detected ? "" : r.window.userOverride ? ", user" : ", fallback") +
+           ")";
+}
+
+void printWarnings(const core::Comparison& c)
+{
+    if (c.warnings.empty()) {
+        std::printf("No workload differences found: the runs did the same work per step.\n\n");
+        return;
+    }
+    std::printf("WARNINGS\n");
+    for (const auto& w : c.warnings) {
+        const char* tag = w.severity == core::WarningSeverity::Critical  ? "!!! CRITICAL"
+                          : w.severity == core::WarningSeverity::Warning ? "!   warning "
+                                                                         : "    note    ";
+        std::printf("  %s  %s\n", tag, w.message.c_str());
+    }
+    std::printf("\n");
+}
+
+void printFigures(const core::Comparison& c)
+{
+    const auto& base = c.runs[c.baseline];
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> header{"FIGURE (median over the steady window)"};
+    for (size_t i = 0; i < c.runs.size(); ++i)
+        header.push_back(c.runs[i].label() + (i == c.baseline ? " [baseline]" : ""));
+    rows.push_back(header);
+    for (const auto& spec : core::figureSpecs()) {
+        std::vector<std::string> row{std::string(spec.label) + " (" + spec.unit + ")"};
+        std::vector<std::string> range{"  p10..p90"};
+        for (size_t i = 0; i < c.runs.size(); ++i) {
+            const double v = spec.value(c.runs[i].figures);
+            row.push_back(format(v, spec.decimals) +
+                          (i == c.baseline ? "" : formatDelta(core::relativeDelta(v, spec.value(base.figures)))));
+            if (spec.stats) {
+                const auto* s = spec.stats(c.runs[i].figures);
+                const double scale = std::string(spec.key) == "mfu" ? 100.0 : 1.0;
+                range.push_back(s->valid() ? format(s->p10 * scale, spec.decimals) + ".." +
+                                                 format(s->p90 * scale, spec.decimals)
+                                           : "-");
+            }
+        }
+        rows.push_back(row);
+        if (spec.stats)
+            rows.push_back(range);
+    }
+    auto add = [&](const char* name, auto field) {
+        std::vector<std::string> row{name};
+        for (const auto& r : c.runs)
+            row.push_back(field(r));
+        rows.push_back(row);
+    };
+    add("steady window (steps)", windowText);
+    add("data source", [](const auto& r) { return r.fingerprint.dataSource.empty() ? std::string("?") : r.fingerprint.dataSource; });
+    add("world size / layout", [](const auto& r) { return std::to_string(r.fingerprint.worldSize) + " / " + r.fingerprint.layout; });
+    add("seq / MBS / GBS", [](const auto& r) {
+        return std::to_string(r.fingerprint.seqLength) + " / " + std::to_string(r.fingerprint.microBatchSize) + " / " +
+               std::to_string(r.fingerprint.globalBatchSize);
+    });
+    add("images, image tokens per sample", [](const auto& r) {
+        return format(r.fingerprint.imagesPerSample, 2) + ", " + format(r.fingerprint.imageTokensPerSample.median, 1);
+    });
+    add("status", [](const auto& r) { return r.summary.status + " (" + std::to_string(r.steps.size()) + " steps)"; });
+    printTable(rows);
+    std::printf("\n");
+}
+
+void printConfigDiff(const core::Comparison& c)
+{
+    if (c.configDiff.empty()) {
+        std::printf("CONFIG DIFF: identical configs (%zu keys compared; the run name is ignored)\n",
+                    c.configDiff.keysCompared);
+        return;
+    }
+    std::printf("CONFIG DIFF (%zu of %zu keys differ)\n", c.configDiff.rows.size(), c.configDiff.keysCompared);
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> header{"  KEY"};
+    for (const auto& r : c.runs)
+        header.push_back(r.label());
+    rows.push_back(header);
+    for (const auto& diffRow : c.configDiff.rows) {
+        std::vector<std::string> row{"  " + diffRow.key};
+        for (const auto& v : diffRow.values)
+            row.push_back(v.empty() ? "(absent)" : v);
+        rows.push_back(row);
+    }
+    printTable(rows);
+}
+
+}  // namespace
+
+int compareCommand(const CliContext& context, Args args)
+{
+    const bool json = args.takeFlag("--json");
+    bool missing = false;
+    core::CompareRequest request;
+    request.baseline = args.takeOption("--baseline", missing);
+    const auto windowArg = args.takeOption("--window", missing);
+    if (missing)
+        return reportUsage("--baseline and --window each need a value", kCompareSynopsis);
+    if (const std::string unknown = args.unknownOption(); !unknown.empty())
+        return reportUsage("unknown option '" + unknown + "'", kCompareSynopsis);
+    if (args.rest().empty())
+        return reportUsage("name the runs to compare (ids or unique prefixes)", kCompareSynopsis);
+    request.runs = args.rest();
+    if (windowArg) {
+        auto window = core::parseStepWindow(*windowArg);
+        if (!window)
+            return reportUsage("--window " + window.error().message, kCompareSynopsis);
+        request.window = *window;
+    }
+
+    auto comparison = core::compareRuns(context.dbPath, request);
+    if (!comparison)
+        return reportError(comparison.error());
+
+    if (json) {
+        std::printf("%s\n", core::comparisonToJson(*comparison).c_str());
+        return kExitOk;
+    }
+    printWarnings(*comparison);
+    printFigures(*comparison);
+    printConfigDiff(*comparison);
+    return kExitOk;
+}
+
+}  // namespace wb::app

@@ -1,0 +1,47 @@
+// `export RUN --csv FILE`: every stored step of a run as CSV (header row, metrics.jsonl key names),
+// written atomically; FILE "-" writes to stdout.
+#include "app/cli/cli.h"
+
+#include "core/compare/steps_csv.h"
+
+#include <cstdio>
+
+namespace wb::app {
+
+namespace {
+constexpr const char* kExportSynopsis = "export RUN --csv FILE";
+}  // namespace
+
+int exportCommand(const CliContext& context, Args args)
+{
+    bool missing = false;
+    const auto csvPath = args.takeOption("--csv", missing);
+    if (missing || !csvPath || csvPath->empty())
+        return reportUsage("--csv FILE is required (\"-\" for stdout)", kExportSynopsis);
+    if (const std::string unknown = args.unknownOption(); !unknown.empty())
+        return reportUsage("unknown option '" + unknown + "'", kExportSynopsis);
+    if (args.rest().size() != 1)
+        return reportUsage("export takes one RUN id (or prefix)", kExportSynopsis);
+
+    auto store = context.openStore();
+    if (!store)
+        return reportError(store.error());
+    auto id = (*store)->resolveRunId(args.rest().front());
+    if (!id)
+        return reportError(id.error());
+    auto steps = (*store)->steps(*id);
+    if (!steps)
+        return reportError(steps.error());
+
+    if (*csvPath == "-") {
+        const std::string csv = core::stepsToCsv(*steps);
+        std::fwrite(csv.data(), 1, csv.size(), stdout);
+        return kExitOk;
+    }
+    if (auto written = core::writeStepsCsv(*csvPath, *steps); !written)
+        return reportError(written.error());
+    std::fprintf(stderr, "exported %zu step(s) of %s to %s\n", steps->size(), id->c_str(), csvPath->c_str());
+    return kExitOk;
+}
+
+}  // namespace wb::app

@@ -1,0 +1,83 @@
+// RunComparison: loads runs from the RunStore and puts them side by side — steady-state window,
+// normalized figures with deltas against a baseline run, workload warnings (Critical first) and the
+// config diff. The engine behind `moe-workbench-cli compare` and the GUI's compare view.
+// Threading: compareRuns(RunStore&) uses the given store from the calling thread (one thread at a
+// time, like the store); compareRuns(path) and buildComparison() start their own short-lived worker
+// threads and join them before returning. Everything here may be called from any thread.
+#pragma once
+
+#include "core/compare/config_diff.h"
+#include "core/compare/run_figures.h"
+#include "core/compare/steady_state.h"
+#include "core/compare/workload_fingerprint.h"
+#include "core/run_store.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wb::core {
+
+/// One run, loaded and analysed.
+struct ComparedRun {
+    RunSummary summary;
+    std::optional<MetaRecord> meta;
+    std::string configJson;
+    std::vector<StepRecord> steps;  ///< all stored steps, by step (the charts need them)
+    SteadyWindow window;
+    RunFigures figures;
+    WorkloadFingerprint fingerprint;
+
+    std::string label() const;      ///< the run's name, or its id when names collide/are empty
+    int worldSize() const { return meta ? std::max(meta->worldSize, 1) : 1; }
+};
+
+struct Comparison {
+    std::vector<ComparedRun> runs;
+    size_t baseline = 0;                  ///< index into runs
+    std::vector<CompareWarning> warnings; ///< Critical first
+    ConfigDiff configDiff;
+    bool hasCritical() const;
+};
+
+/// A figure of the table: one row in the CLI, one row in the GUI, one key in JSON.
+struct FigureSpec {
+    const char* key;       ///< JSON key
+    const char* label;     ///< table text
+    const char* unit;
+    bool higherIsBetter;
+    int decimals;          ///< for display
+    double (*value)(const RunFigures&);
+    /// p10/p90 of the same figure when it has a distribution; nullptr for a single number.
+    const RobustStats* (*stats)(const RunFigures&);
+};
+const std::vector<FigureSpec>& figureSpecs();
+
+/// (value - baseline) / |baseline|; nullopt when the baseline is 0 or either is not finite.
+std::optional<double> relativeDelta(double value, double baseline);
+
+struct CompareRequest {
+    std::vector<std::string> runs;         ///< ids or unique prefixes, at least one
+    std::optional<std::string> baseline;   ///< id or prefix; default: the first run
+    std::optional<StepWindow> window;      ///< override for every run; default: detected
+    SteadyStateOptions steadyState;
+};
+
+/// Loads and compares. NotFound / InvalidArgument for bad ids, a baseline that is not among the
+/// runs, or a window that selects no step of some run.
+Result<Comparison> compareRuns(RunStore& store, const CompareRequest& request);
+
+/// The same, from a store path: loads the runs in parallel, one RunStore connection per thread
+/// (what the CLI and the GUI call; 20 runs of 100k steps are mostly SQLite row decoding).
+Result<Comparison> compareRuns(const std::string& storePath, const CompareRequest& request);
+
+/// Analyses runs whose summary, meta, config and steps are already filled in (windows, figures,
+/// fingerprints, warnings, diff). InvalidArgument when the window selects no step of some run.
+Result<Comparison> buildComparison(std::vector<ComparedRun> runs, size_t baseline,
+                                   const std::optional<StepWindow>& window,
+                                   const SteadyStateOptions& options = {});
+
+/// The whole comparison as pretty JSON (what `compare --json` prints).
+std::string comparisonToJson(const Comparison& comparison);
+
+}  // namespace wb::core

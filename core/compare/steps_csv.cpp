@@ -1,0 +1,212 @@
+#include "core/compare/steps_csv.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <unordered_map>
+#include <variant>
+
+namespace wb::core {
+namespace {
+
+// One column: a StepRecord member of either type. The order is the metrics.jsonl order.
+using Member = std::variant<double StepRecord::*, int64_t StepRecord::*>;
+struct Column {
+    const char* name;
+    Member member;
+};
+
+const std::vector<Column>& columns()
+{
+    static const std::vector<Column> kColumns = {
+        {"step", &StepRecord::step},
+        {"time", &StepRecord::time},
+        {"step_ms", &StepRecord::stepMs},
+        {"data_ms", &StepRecord::dataMs},
+        {"vision_ms", &StepRecord::visionMs},
+        {"projector_ms", &StepRecord::projectorMs},
+        {"decoder_ms", &StepRecord::decoderMs},
+        {"backward_ms", &StepRecord::backwardMs},
+        {"optimizer_ms", &StepRecord::optimizerMs},
+        {"images", &StepRecord::images},
+        {"image_tokens", &StepRecord::imageTokens},
+        {"text_tokens", &StepRecord::textTokens},
+        {"pad_tokens", &StepRecord::padTokens},
+        {"effective_tokens", &StepRecord::effectiveTokens},
+        {"skipped_images", &StepRecord::skippedImages},
+        {"loss", &StepRecord::loss},
+        {"aux_loss", &StepRecord::auxLoss},
+        {"grad_norm", &StepRecord::gradNorm},
+        {"lr", &StepRecord::lr},
+        {"mem_alloc_gib", &StepRecord::memAllocGib},
+        {"mem_reserved_gib", &StepRecord::memReservedGib},
+        {"mem_peak_gib", &StepRecord::memPeakGib},
+        {"tokens_per_s_per_gpu", &StepRecord::tokensPerSPerGpu},
+        {"tflops_per_gpu", &StepRecord::tflopsPerGpu},
+        {"mfu", &StepRecord::mfu},
+    };
+    return kColumns;
+}
+
+void appendCell(std::string& out, const StepRecord& s, const Member& member)
+{
+    char buffer[32];
+    std::to_chars_result r{};
+    if (auto d = std::get_if<double StepRecord::*>(&member)) {
+        const double v = s.**d;
+        if (!std::isfinite(v))
+            return;  // empty cell: JSON's null, a diverged value
+        r = std::to_chars(buffer, buffer + sizeof buffer, v);  // shortest round-trip form
+    } else {
+        r = std::to_chars(buffer, buffer + sizeof buffer, s.*std::get<int64_t StepRecord::*>(member));
+    }
+    out.append(buffer, r.ptr);
+}
+
+bool parseCell(std::string_view cell, StepRecord& s, const Member& member)
+{
+    const char* end = cell.data() + cell.size();
+    if (auto d = std::get_if<double StepRecord::*>(&member)) {
+        if (cell.empty()) {
+            s.**d = std::nan("");
+            return true;
+        }
+        const auto [ptr, ec] = std::from_chars(cell.data(), end, s.**d);
+        return ec == std::errc() && ptr == end;
+    }
+    const auto [ptr, ec] = std::from_chars(cell.data(), end, s.*std::get<int64_t StepRecord::*>(member));
+    return ec == std::errc() && ptr == end;
+}
+
+std::vector<std::string_view> splitLine(std::string_view line)
+{
+    std::vector<std::string_view> cells;
+    size_t start = 0;
+    while (true) {
+        const size_t comma = line.find(',', start);
+        cells.push_back(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+        if (comma == std::string_view::npos)
+            return cells;
+        start = comma + 1;
+    }
+}
+
+}  // namespace
+
+const std::vector<std::string>& stepCsvColumns()
+{
+    static const std::vector<std::string> kNames = [] {
+        std::vector<std::string> names;
+        for (const auto& c : columns())
+            names.emplace_back(c.name);
+        return names;
+    }();
+    return kNames;
+}
+
+std::string stepsToCsv(const std::vector<StepRecord>& steps)
+{
+    std::string out;
+    out.reserve(64 + steps.size() * 200);
+    for (size_t i = 0; i < columns().size(); ++i) {
+        out += i ? "," : "";
+        out += columns()[i].name;
+    }
+    out += '\n';
+    for (const auto& s : steps) {
+        for (size_t i = 0; i < columns().size(); ++i) {
+            if (i)
+                out += ',';
+            appendCell(out, s, columns()[i].member);
+        }
+        out += '\n';
+    }
+    return out;
+}
+
+Result<std::vector<StepRecord>> stepsFromCsv(std::string_view csv)
+{
+    std::vector<StepRecord> steps;
+    std::vector<const Column*> layout;  // header position -> column (nullptr: ignored)
+    size_t lineNumber = 0;
+    size_t start = 0;
+    while (start < csv.size()) {
+        size_t newline = csv.find('\n', start);
+        if (newline == std::string_view::npos)
+            newline = csv.size();
+        std::string_view line = csv.substr(start, newline - start);
+        start = newline + 1;
+        ++lineNumber;
+        if (!line.empty() && line.back() == '\r')
+            line.remove_suffix(1);
+        if (line.empty())
+            continue;
+        const auto cells = splitLine(line);
+        if (layout.empty()) {
+            bool hasStep = false;
+            for (auto cell : cells) {
+                const Column* match = nullptr;
+                for (const auto& c : columns())
+                    if (cell == c.name)
+                        match = &c;
+                hasStep = hasStep || cell == "step";
+                layout.push_back(match);
+            }
+            if (!hasStep)
+                return makeError(ErrorCode::Corrupt, "the header row has no \"step\" column; is this a step CSV?",
+                                 "line 1");
+            continue;
+        }
+        if (cells.size() != layout.size())
+            return makeError(ErrorCode::Corrupt,
+                             "expected " + std::to_string(layout.size()) + " cells, found " +
+                                 std::to_string(cells.size()),
+                             "line " + std::to_string(lineNumber));
+        StepRecord s;
+        for (size_t i = 0; i < cells.size(); ++i)
+            if (layout[i] && !parseCell(cells[i], s, layout[i]->member))
+                return makeError(ErrorCode::Corrupt,
+                                 std::string("not a number in column \"") + layout[i]->name + "\": " +
+                                     std::string(cells[i]),
+                                 "line " + std::to_string(lineNumber));
+        steps.push_back(s);
+    }
+    return steps;
+}
+
+Result<void> writeStepsCsv(const std::string& path, const std::vector<StepRecord>& steps)
+{
+    const std::string text = stepsToCsv(steps);
+    const std::string temp = path + ".tmp-" + std::to_string(::getpid());
+    struct FileCloser {
+        void operator()(std::FILE* f) const { std::fclose(f); }
+    };
+    auto fail = [&](const char* what) {
+        const std::string reason = std::strerror(errno);
+        std::remove(temp.c_str());
+        return makeError(ErrorCode::IoError,
+                         std::string(what) + ": " + reason + "; check that the folder exists and is writable",
+                         path);
+    };
+    {
+        std::unique_ptr<std::FILE, FileCloser> file(std::fopen(temp.c_str(), "wb"));
+        if (!file)
+            return fail("cannot create the file");
+        if (std::fwrite(text.data(), 1, text.size(), file.get()) != text.size() || std::fflush(file.get()) != 0 ||
+            ::fsync(::fileno(file.get())) != 0)
+            return fail("cannot write the file");
+        if (std::fclose(file.release()) != 0)
+            return fail("cannot write the file");
+    }
+    if (std::rename(temp.c_str(), path.c_str()) != 0)
+        return fail("cannot replace the file");
+    return {};
+}
+
+}  // namespace wb::core

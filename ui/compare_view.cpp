@@ -1,0 +1,436 @@
+#include "ui/compare_view.h"
+
+#include "ui/compare_chart_panel.h"
+
+#include <QThread>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPushButton>
+#include <QSlider>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace wb::ui {
+namespace {
+
+constexpr int kIdRole = Qt::UserRole;
+
+QString text(const std::string& s)
+{
+    return QString::fromStdString(s);
+}
+
+QString formatNumber(double value, int decimals)
+{
+    return std::isfinite(value) ? QString::number(value, 'f', decimals) : QStringLiteral("—");
+}
+
+// The banner's colours: nobody should be able to read the table without seeing a critical warning.
+QString bannerStyle(std::optional<core::WarningSeverity> worst)
+{
+    if (!worst)
+        return QStringLiteral("QLabel { background: #e8f5e9; color: #1b5e20; padding: 6px; }");
+    switch (*worst) {
+    case core::WarningSeverity::Critical:
+        return QStringLiteral("QLabel { background: #d62728; color: white; font-weight: bold; padding: 8px;"
+                              " border: 2px solid #7f0000; }");
+    case core::WarningSeverity::Warning:
+        return QStringLiteral("QLabel { background: #ffbf00; color: black; padding: 8px; border: 1px solid #a07800; }");
+    case core::WarningSeverity::Info:
+        break;
+    }
+    return QStringLiteral("QLabel { background: #e3f2fd; color: #0d47a1; padding: 6px; }");
+}
+
+}  // namespace
+
+CompareView::CompareView(QString storePath, QWidget* parent) : QWidget(parent), m_storePath(std::move(storePath))
+{
+    setObjectName(QStringLiteral("compareView"));
+    setWindowTitle(tr("Compare runs"));
+    buildUi();
+    reloadRuns();
+}
+
+CompareView::~CompareView()
+{
+    if (m_loader)
+        m_loader->wait();  // its finished() handler must not run on a half-destroyed view
+    m_charts->setComparison(nullptr);  // the charts hold a pointer into m_comparison
+}
+
+void CompareView::buildUi()
+{
+    m_banner = new QLabel(this);
+    m_banner->setObjectName(QStringLiteral("compareWarningBanner"));
+    m_banner->setWordWrap(true);
+    m_banner->setTextFormat(Qt::RichText);
+    m_banner->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    m_runList = new QListWidget(this);
+    m_runList->setObjectName(QStringLiteral("compareRunList"));
+    m_baseline = new QComboBox(this);
+    m_baseline->setObjectName(QStringLiteral("compareBaseline"));
+    m_window = new QLineEdit(this);
+    m_window->setObjectName(QStringLiteral("compareWindow"));
+    m_window->setPlaceholderText(tr("detected (or FIRST:LAST)"));
+    m_xAxis = new QComboBox(this);
+    m_xAxis->setObjectName(QStringLiteral("compareXAxis"));
+    m_xAxis->addItem(tr("Step"), int(CompareChartPanel::XAxis::Step));
+    m_xAxis->addItem(tr("Wall time"), int(CompareChartPanel::XAxis::WallTime));
+    m_xAxis->addItem(tr("Effective tokens seen"), int(CompareChartPanel::XAxis::EffectiveTokens));
+    m_smoothing = new QSlider(Qt::Horizontal, this);
+    m_smoothing->setObjectName(QStringLiteral("compareSmoothing"));
+    m_smoothing->setRange(0, 99);
+    m_smoothing->setValue(60);
+    m_smoothing->setToolTip(tr("EMA weight (debiased); the raw series stays faint behind"));
+    auto* refresh = new QPushButton(tr("Reload runs"), this);
+    auto* compareButton = new QPushButton(tr("Compare"), this);
+    m_busy = new QLabel(tr("Loading runs…"), this);
+    m_busy->setObjectName(QStringLiteral("compareBusy"));
+    m_busy->setVisible(false);
+    compareButton->setObjectName(QStringLiteral("compareButton"));
+
+    auto* form = new QFormLayout;
+    form->addRow(tr("Baseline"), m_baseline);
+    form->addRow(tr("Window"), m_window);
+    form->addRow(tr("X axis"), m_xAxis);
+    form->addRow(tr("Smoothing"), m_smoothing);
+    auto* side = new QWidget(this);
+    auto* sideLayout = new QVBoxLayout(side);
+    sideLayout->setContentsMargins(0, 0, 0, 0);
+    sideLayout->addWidget(new QLabel(tr("Runs to compare"), side));
+    sideLayout->addWidget(m_runList, 1);
+    sideLayout->addLayout(form);
+    sideLayout->addWidget(refresh);
+    sideLayout->addWidget(compareButton);
+    sideLayout->addWidget(m_busy);
+
+    m_figures = new QTableWidget(this);
+    m_figures->setObjectName(QStringLiteral("compareFiguresTable"));
+    m_figures->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_configDiff = new QTableWidget(this);
+    m_configDiff->setObjectName(QStringLiteral("compareConfigDiffTable"));
+    m_configDiff->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_charts = new CompareChartPanel(this);
+
+    auto* tables = new QSplitter(Qt::Horizontal, this);
+    tables->addWidget(m_figures);
+    tables->addWidget(m_configDiff);
+    tables->setStretchFactor(0, 3);
+    tables->setStretchFactor(1, 2);
+    auto* right = new QSplitter(Qt::Vertical, this);
+    right->addWidget(tables);
+    right->addWidget(m_charts);
+    right->setStretchFactor(1, 2);
+    right->setSizes({320, 560});
+    auto* body = new QSplitter(Qt::Horizontal, this);
+    body->addWidget(side);
+    body->addWidget(right);
+    body->setStretchFactor(1, 1);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(m_banner);
+    layout->addWidget(body, 1);
+
+    connect(refresh, &QPushButton::clicked, this, &CompareView::reloadRuns);
+    connect(compareButton, &QPushButton::clicked, this, &CompareView::compare);
+    connect(m_runList, &QListWidget::itemChanged, this, [this] {
+        if (!m_updating)
+            updateBaselineChoices();
+    });
+    connect(m_baseline, &QComboBox::currentIndexChanged, this, [this] {
+        if (!m_updating && m_comparison)
+            compare();
+    });
+    connect(m_window, &QLineEdit::editingFinished, this, [this] {
+        if (m_comparison)
+            compare();
+    });
+    connect(m_xAxis, &QComboBox::currentIndexChanged, this, [this] {
+        m_charts->setXAxis(static_cast<CompareChartPanel::XAxis>(m_xAxis->currentData().toInt()));
+    });
+    connect(m_smoothing, &QSlider::valueChanged, this, [this](int value) { m_charts->setSmoothing(value / 100.0); });
+    m_charts->setSmoothing(m_smoothing->value() / 100.0);
+    m_banner->setText(tr("Pick two or more runs and press Compare."));
+    m_banner->setStyleSheet(bannerStyle(core::WarningSeverity::Info));
+}
+
+QStringList CompareView::selectedRuns() const
+{
+    QStringList ids;
+    for (int i = 0; i < m_runList->count(); ++i)
+        if (m_runList->item(i)->checkState() == Qt::Checked)
+            ids << m_runList->item(i)->data(kIdRole).toString();
+    return ids;
+}
+
+QString CompareView::baselineRun() const
+{
+    return m_baseline->currentData().toString();
+}
+
+void CompareView::reloadRuns()
+{
+    const QStringList checked = selectedRuns();
+    auto store = core::RunStore::open(m_storePath.toStdString());
+    if (!store) {
+        showError(text(store.error().toString()));
+        return;
+    }
+    auto runs = (*store)->listRuns();
+    if (!runs) {
+        showError(text(runs.error().toString()));
+        return;
+    }
+    m_updating = true;
+    m_runList->clear();
+    for (const auto& r : *runs) {
+        auto* item = new QListWidgetItem(
+            tr("%1  —  %2, %3 steps%4")
+                .arg(text(r.name), text(r.id))
+                .arg(r.steps)
+                .arg(r.dataSource.empty() ? QString() : QStringLiteral(", ") + text(r.dataSource)),
+            m_runList);
+        item->setData(kIdRole, text(r.id));
+        item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+        item->setCheckState(checked.contains(text(r.id)) ? Qt::Checked : Qt::Unchecked);
+    }
+    m_updating = false;
+    updateBaselineChoices();
+}
+
+void CompareView::setSelectedRuns(const QStringList& runIds)
+{
+    m_updating = true;
+    for (int i = 0; i < m_runList->count(); ++i) {
+        auto* item = m_runList->item(i);
+        item->setCheckState(runIds.contains(item->data(kIdRole).toString()) ? Qt::Checked : Qt::Unchecked);
+    }
+    m_updating = false;
+    updateBaselineChoices();
+}
+
+void CompareView::setBaseline(const QString& runId)
+{
+    const int index = m_baseline->findData(runId);
+    if (index >= 0)
+        m_baseline->setCurrentIndex(index);  // recompares when a comparison is shown
+}
+
+void CompareView::setWindowOverride(const QString& text)
+{
+    m_window->setText(text);
+}
+
+void CompareView::updateBaselineChoices()
+{
+    const QString current = baselineRun();
+    m_updating = true;
+    m_baseline->clear();
+    for (int i = 0; i < m_runList->count(); ++i) {
+        const auto* item = m_runList->item(i);
+        if (item->checkState() == Qt::Checked)
+            m_baseline->addItem(item->text().section(QStringLiteral("  —  "), 0, 0) + QStringLiteral(" (") +
+                                    item->data(kIdRole).toString() + QLatin1Char(')'),
+                                item->data(kIdRole));
+    }
+    const int index = m_baseline->findData(current);
+    m_baseline->setCurrentIndex(index >= 0 ? index : 0);
+    m_updating = false;
+}
+
+void CompareView::compare()
+{
+    const QStringList ids = selectedRuns();
+    if (ids.isEmpty()) {
+        showError(tr("Pick at least one run to compare (two or more to see deltas)."));
+        return;
+    }
+    core::CompareRequest request;
+    // The baseline is the leftmost column, as readers of a comparison table expect.
+    if (ids.contains(baselineRun()))
+        request.runs.push_back(baselineRun().toStdString());
+    for (const auto& id : ids)
+        if (id != baselineRun())
+            request.runs.push_back(id.toStdString());
+    if (!baselineRun().isEmpty())
+        request.baseline = baselineRun().toStdString();
+    if (const QString w = m_window->text().trimmed(); !w.isEmpty()) {
+        auto window = core::parseStepWindow(w.toStdString());
+        if (!window) {
+            showError(text(window.error().toString()));
+            return;
+        }
+        request.window = *window;
+    }
+    if (m_loader) {
+        m_compareAgain = true;  // one load at a time; the latest settings win when it is done
+        return;
+    }
+    // Loading 20 runs of 100k steps takes a second or two (SQLite decoding): off the GUI thread.
+    // The thread only touches its own copies (path, request, result); the view waits for it in
+    // its destructor, so the finished() handler never outlives `this`.
+    auto result = std::make_shared<std::optional<core::Result<core::Comparison>>>();
+    m_loader = QThread::create([result, path = m_storePath.toStdString(), request] {
+        result->emplace(core::compareRuns(path, request));
+    });
+    connect(m_loader, &QThread::finished, this, [this, result] {
+        m_loader->deleteLater();
+        m_loader = nullptr;
+        m_busy->setVisible(false);
+        applyResult(std::move(**result));
+        if (m_compareAgain) {
+            m_compareAgain = false;
+            compare();
+        }
+    });
+    m_busy->setVisible(true);
+    m_loader->start();
+}
+
+void CompareView::applyResult(core::Result<core::Comparison> result)
+{
+    if (!result) {
+        showError(text(result.error().toString()));
+        return;
+    }
+    m_charts->setComparison(nullptr);  // before the runs it points into are replaced
+    m_comparison = std::move(*result);
+    showComparison();
+    emit compared(QString());
+}
+
+void CompareView::showComparison()
+{
+    fillBanner();
+    fillFigures();
+    fillConfigDiff();
+    m_charts->setComparison(&*m_comparison);
+}
+
+void CompareView::showError(const QString& message)
+{
+    m_banner->setText(message.toHtmlEscaped());
+    m_banner->setStyleSheet(bannerStyle(core::WarningSeverity::Warning));
+    m_banner->setProperty("severity", QStringLiteral("error"));
+    emit compared(message);
+}
+
+void CompareView::fillBanner()
+{
+    const auto& warnings = m_comparison->warnings;
+    std::optional<core::WarningSeverity> worst;
+    QStringList lines;
+    for (const auto& w : warnings) {
+        if (!worst || w.severity < *worst)
+            worst = w.severity;
+        const QString tag = w.severity == core::WarningSeverity::Critical  ? tr("⚠ CRITICAL")
+                            : w.severity == core::WarningSeverity::Warning ? tr("⚠ Warning")
+                                                                           : tr("Note");
+        lines << QStringLiteral("<b>%1:</b> %2").arg(tag, text(w.message).toHtmlEscaped());
+    }
+    if (lines.isEmpty())
+        lines << tr("No workload differences: the runs did the same work per step.");
+    m_banner->setText(lines.join(QStringLiteral("<br>")));
+    m_banner->setStyleSheet(bannerStyle(worst));
+    m_banner->setProperty("severity", worst ? QString::fromLatin1(core::severityName(*worst)) : QStringLiteral("none"));
+}
+
+void CompareView::fillFigures()
+{
+    const auto& c = *m_comparison;
+    const auto& specs = core::figureSpecs();
+    m_figures->clear();
+    m_figures->setColumnCount(static_cast<int>(c.runs.size()));
+    m_figures->setRowCount(static_cast<int>(specs.size()) + 2);
+    QStringList columns, rows;
+    const std::string& baseSource = c.runs[c.baseline].fingerprint.dataSource;
+    for (size_t i = 0; i < c.runs.size(); ++i)
+        columns << text(c.runs[i].label()) + (i == c.baseline ? tr(" ★ baseline") : QString()) +
+                       (c.runs[i].fingerprint.dataSource != baseSource ? tr(" ⚠ %1 data").arg(text(c.runs[i].fingerprint.dataSource)) : QString());
+    const core::RunFigures& base = c.runs[c.baseline].figures;
+    for (int row = 0; row < static_cast<int>(specs.size()); ++row) {
+        const auto& spec = specs[static_cast<size_t>(row)];
+        rows << QStringLiteral("%1 (%2)").arg(QString::fromLatin1(spec.label), QString::fromLatin1(spec.unit));
+        for (size_t i = 0; i < c.runs.size(); ++i) {
+            const double v = spec.value(c.runs[i].figures);
+            QString cell = formatNumber(v, spec.decimals);
+            auto* item = new QTableWidgetItem;
+            if (i != c.baseline) {
+                if (const auto delta = core::relativeDelta(v, spec.value(base))) {
+                    cell += QStringLiteral(" (%1%2 %)").arg(*delta >= 0 ? QStringLiteral("+") : QString())
+                                .arg(*delta * 100.0, 0, 'f', 1);
+                    const bool better = (*delta > 0) == spec.higherIsBetter;
+                    // No green "better" next to a critical warning: that delta is not a result.
+                    if (std::abs(*delta) >= 0.01 && !c.hasCritical())
+                        item->setForeground(better ? QColor(0x2c, 0xa0, 0x2c) : QColor(0xd6, 0x27, 0x28));
+                }
+            }
+            if (spec.stats) {
+                const auto* s = spec.stats(c.runs[i].figures);
+                const double scale = QLatin1String(spec.key) == QLatin1String("mfu") ? 100.0 : 1.0;
+                item->setToolTip(tr("p10 %1, p90 %2, spread %3 %, %4 steps")
+                                     .arg(formatNumber(s->p10 * scale, spec.decimals),
+                                          formatNumber(s->p90 * scale, spec.decimals),
+                                          formatNumber(s->spread * 100.0, 1))
+                                     .arg(s->count));
+            }
+            item->setText(cell);
+            m_figures->setItem(row, static_cast<int>(i), item);
+        }
+    }
+    const int windowRow = static_cast<int>(specs.size());
+    rows << tr("Steady window (steps)") << tr("Data source");
+    for (size_t i = 0; i < c.runs.size(); ++i) {
+        const auto& r = c.runs[i];
+        const QString window = r.window.size() == 0
+                                   ? QStringLiteral("—")
+                                   : QStringLiteral("%1..%2 (%3)")
+                                         .arg(r.steps[r.window.begin].step)
+                                         .arg(r.steps[r.window.end - 1].step)
+                                         .arg(text(r.window.note));
+        m_figures->setItem(windowRow, static_cast<int>(i), new QTableWidgetItem(window));
+        const QString source = r.fingerprint.dataSource.empty() ? tr("unknown") : text(r.fingerprint.dataSource);
+        auto* sourceItem = new QTableWidgetItem(source);
+        if (source != QStringLiteral("real"))
+            sourceItem->setForeground(QColor(0xd6, 0x27, 0x28));
+        m_figures->setItem(windowRow + 1, static_cast<int>(i), sourceItem);
+    }
+    m_figures->setHorizontalHeaderLabels(columns);
+    m_figures->setVerticalHeaderLabels(rows);
+    m_figures->resizeColumnsToContents();
+}
+
+void CompareView::fillConfigDiff()
+{
+    const auto& c = *m_comparison;
+    m_configDiff->clear();
+    m_configDiff->setColumnCount(static_cast<int>(c.runs.size()));
+    m_configDiff->setRowCount(static_cast<int>(c.configDiff.rows.size()));
+    QStringList columns, rows;
+    for (const auto& r : c.runs)
+        columns << text(r.label());
+    for (int row = 0; row < static_cast<int>(c.configDiff.rows.size()); ++row) {
+        const auto& diffRow = c.configDiff.rows[static_cast<size_t>(row)];
+        rows << text(diffRow.key);
+        for (size_t i = 0; i < diffRow.values.size(); ++i)
+            m_configDiff->setItem(row, static_cast<int>(i),
+                                  new QTableWidgetItem(diffRow.values[i].empty() ? tr("(absent)") : text(diffRow.values[i])));
+    }
+    m_configDiff->setHorizontalHeaderLabels(columns);
+    m_configDiff->setVerticalHeaderLabels(rows);
+    m_configDiff->setToolTip(tr("%1 of %2 config keys differ (the run name is not compared)")
+                                 .arg(c.configDiff.rows.size())
+                                 .arg(c.configDiff.keysCompared));
+    m_configDiff->resizeColumnsToContents();
+}
+
+}  // namespace wb::ui

@@ -1,0 +1,92 @@
+// CompareView: puts stored runs side by side. Pick runs and a baseline (optionally a step window
+// A:B instead of the detected steady state); the view shows the workload warnings in a banner
+// above everything (red for mock vs real), the figures table with deltas against the baseline, the
+// config keys that differ, and the overlaid charts (CompareChartPanel). The analysis is
+// core::compareRuns; this class only shows it.
+// Threading: GUI thread only. Each comparison loads on a short-lived worker thread with its own
+// RunStore connections (WAL: the follow worker may be writing meanwhile).
+#pragma once
+
+#include "core/compare/run_comparison.h"
+
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+
+#include <optional>
+
+QT_BEGIN_NAMESPACE
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QSlider;
+class QTableWidget;
+class QThread;
+QT_END_NAMESPACE
+
+namespace wb::ui {
+
+class CompareChartPanel;
+
+class CompareView : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit CompareView(QString storePath, QWidget* parent = nullptr);
+    ~CompareView() override;
+
+    QStringList selectedRuns() const;  ///< ids of the checked runs, in list order
+    QString baselineRun() const;       ///< id
+    const core::Comparison* comparison() const { return m_comparison ? &*m_comparison : nullptr; }
+    bool isLoading() const { return m_loader != nullptr; }
+
+    QLabel* warningBanner() const { return m_banner; }
+    QTableWidget* figuresTable() const { return m_figures; }
+    QTableWidget* configDiffTable() const { return m_configDiff; }
+    CompareChartPanel* charts() const { return m_charts; }
+
+public slots:
+    /// Re-reads the run list from the store (keeps the checked runs that still exist).
+    void reloadRuns();
+    void setSelectedRuns(const QStringList& runIds);
+    void setBaseline(const QString& runId);
+    /// "A:B" in step numbers, either end open; empty = detect the steady state.
+    void setWindowOverride(const QString& text);
+    /// Loads the checked runs on a worker thread, then refreshes banner, tables and charts and
+    /// emits compared(). The baseline is column 0. A bad window or no run: compared(error) at once.
+    void compare();
+
+signals:
+    /// A comparison was shown (or failed: `error` non-empty).
+    void compared(const QString& error);
+
+private:
+    void buildUi();
+    void applyResult(core::Result<core::Comparison> result);
+    void showComparison();
+    void showError(const QString& message);
+    void fillBanner();
+    void fillFigures();
+    void fillConfigDiff();
+    void updateBaselineChoices();
+
+    QString m_storePath;
+    std::optional<core::Comparison> m_comparison;
+
+    QLabel* m_banner = nullptr;
+    QListWidget* m_runList = nullptr;
+    QComboBox* m_baseline = nullptr;
+    QLineEdit* m_window = nullptr;
+    QComboBox* m_xAxis = nullptr;
+    QSlider* m_smoothing = nullptr;
+    QTableWidget* m_figures = nullptr;
+    QTableWidget* m_configDiff = nullptr;
+    CompareChartPanel* m_charts = nullptr;
+    QLabel* m_busy = nullptr;
+    QThread* m_loader = nullptr;  // the running load, if any (GUI thread owns the pointer)
+    bool m_compareAgain = false;  // compare() was called during a load
+    bool m_updating = false;  // suppresses compare() while the list/combo are filled in code
+};
+
+}  // namespace wb::ui
