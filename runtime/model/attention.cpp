@@ -1,6 +1,9 @@
 // Attention, RoPE and RMSNorm (see attention.h for the shape legend).
 #include "runtime/model/attention.h"
 
+#include "runtime/model/torch_compat.h"
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -70,6 +73,46 @@ torch::Tensor documentCausalMask(const torch::Tensor& docIds_BT)
     return sameDoc_BTT.logical_and(causal_TT.unsqueeze(0));
 }
 
+PackedSegments packedSegments(const std::vector<int64_t>& lengths, torch::Device device)
+{
+    std::vector<int32_t> cumulative{0};
+    int64_t longest = 0;
+    for (int64_t len : lengths) {
+        if (len <= 0)
+            continue;
+        cumulative.push_back(cumulative.back() + static_cast<int32_t>(len));
+        longest = std::max(longest, len);
+    }
+    PackedSegments out;
+    out.cuSeqlens_S1 = torch::from_blob(cumulative.data(), {static_cast<int64_t>(cumulative.size())}, torch::kInt32)
+                           .clone()
+                           .to(device, /*non_blocking=*/false);
+    out.maxSeqlen = longest;
+    return out;
+}
+
+bool flashVarlenAvailable()
+{
+    return WB_HAVE_FLASH_VARLEN;
+}
+
+torch::Tensor varlenAttention(const torch::Tensor& q_NHd, const torch::Tensor& k_NGd, const torch::Tensor& v_NGd,
+                              const PackedSegments& segments, bool causal)
+{
+#if WB_HAVE_FLASH_VARLEN
+    // The flash kernel takes bf16/fp16 with a contiguous last dim; cu_seqlens int32 on the device.
+    auto half = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).contiguous(); };
+    auto result = at::_flash_attention_forward(half(q_NHd), half(k_NGd), half(v_NGd), segments.cuSeqlens_S1,
+                                               segments.cuSeqlens_S1, segments.maxSeqlen, segments.maxSeqlen,
+                                               /*dropout_p=*/0.0, causal, /*return_debug_mask=*/false);
+    // Back to the caller's dtype: a no-op under autocast (q is bf16 there), fp32 for fp32 callers.
+    return std::get<0>(result).to(q_NHd.scalar_type());
+#else
+    (void)q_NHd; (void)k_NGd; (void)v_NGd; (void)segments; (void)causal;
+    TORCH_CHECK(false, "varlen flash attention needs a CUDA build of moe-train on LibTorch >= 2.1");
+#endif
+}
+
 GqaAttentionImpl::GqaAttentionImpl(int hiddenSize, int numHeads, int numGroups, int headDim)
     : m_numHeads(numHeads), m_numGroups(numGroups), m_headDim(headDim)
 {
@@ -81,9 +124,20 @@ GqaAttentionImpl::GqaAttentionImpl(int hiddenSize, int numHeads, int numGroups, 
 }
 
 torch::Tensor GqaAttentionImpl::forward(const torch::Tensor& x_BTD, const torch::Tensor& angle_BTF,
-                                        const torch::Tensor& allowed_BTT)
+                                        const torch::Tensor& allowed_BTT, const PackedSegments& segments)
 {
     const int64_t B = x_BTD.size(0), T = x_BTD.size(1);
+    if (segments.defined()) {
+        // Flattened rows: N = B·T tokens in [N, heads, Dh]; RoPE works on [1, heads, N, Dh] views.
+        auto q_1HNd = m_q(x_BTD).view({1, B * T, m_numHeads, m_headDim}).transpose(1, 2);
+        auto k_1GNd = m_k(x_BTD).view({1, B * T, m_numGroups, m_headDim}).transpose(1, 2);
+        auto v_NGd = m_v(x_BTD).view({B * T, m_numGroups, m_headDim});
+        auto angle_1NF = angle_BTF.reshape({1, B * T, angle_BTF.size(-1)});
+        auto q_NHd = applyRope(q_1HNd, angle_1NF).squeeze(0).transpose(0, 1);
+        auto k_NGd = applyRope(k_1GNd, angle_1NF).squeeze(0).transpose(0, 1);
+        auto y_NHd = varlenAttention(q_NHd, k_NGd, v_NGd, segments, /*causal=*/true);
+        return m_out(y_NHd.reshape({B, T, m_numHeads * m_headDim}));
+    }
     auto q_BHTd = m_q(x_BTD).view({B, T, m_numHeads, m_headDim}).transpose(1, 2);
     auto k_BGTd = m_k(x_BTD).view({B, T, m_numGroups, m_headDim}).transpose(1, 2);
     auto v_BGTd = m_v(x_BTD).view({B, T, m_numGroups, m_headDim}).transpose(1, 2);

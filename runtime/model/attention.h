@@ -4,8 +4,14 @@
 // frequencies, D model width. Modules are used by one training thread.
 //
 // Packed sequences: several samples share a row; `allowed_BTT` is block-diagonal (same document)
-// and, for the decoder, causal. LibTorch 1.13 has no public scaled_dot_product_attention, so the
-// core is an explicit softmax(QKᵀ/√Dh)V; a GPU build can swap in a varlen flash kernel here.
+// and, for the decoder, causal. Two cores:
+//  - varlen flash (CUDA build, LibTorch >= 2.1, bf16): the tokens of all rows are flattened to one
+//    sequence of N tokens cut into segments (documents, images) by cumulative lengths; each segment
+//    attends only within itself, so no compute and no memory is spent on the masked-out blocks or
+//    on padding between documents. One kernel call per layer, whatever the image shapes (no
+//    per-shape cuDNN plans). GQA is native (K/V keep their G heads).
+//  - dense masked softmax(QKᵀ/√Dh)V everywhere else (CPU, fp32 on CUDA): LibTorch 1.13 has no
+//    public SDPA, and the mask is exact, so it is the reference the GPU test compares against.
 #pragma once
 
 #include <torch/torch.h>
@@ -13,6 +19,27 @@
 #include <vector>
 
 namespace wb::rt {
+
+/// Segments of a flattened packed sequence for the varlen kernel: cuSeqlens_S1 is int32 on the
+/// device, [0, len_0, len_0+len_1, …, N]; maxSeqlen the longest segment (a host number, so the
+/// kernel launch needs no device→host copy). Undefined = use the dense mask.
+struct PackedSegments {
+    torch::Tensor cuSeqlens_S1;
+    int64_t maxSeqlen = 0;
+    bool defined() const { return cuSeqlens_S1.defined(); }
+};
+
+/// Builds PackedSegments from host segment lengths (zero lengths are dropped).
+PackedSegments packedSegments(const std::vector<int64_t>& lengths, torch::Device device);
+
+/// True when this build can run varlenAttention (CUDA build on LibTorch >= 2.1).
+bool flashVarlenAvailable();
+
+/// Flash attention over segments: q_NHd, k/v_NGd (G divides H), computed in bf16, o_NHd returned
+/// in q's dtype. Causal
+/// within each segment when `causal`. Throws on a build without it (check flashVarlenAvailable).
+torch::Tensor varlenAttention(const torch::Tensor& q_NHd, const torch::Tensor& k_NGd, const torch::Tensor& v_NGd,
+                              const PackedSegments& segments, bool causal);
 
 /// Inverse frequencies base^(−2i/dims) for i in [0, dims/2).
 torch::Tensor ropeInverseFrequencies(int dims, double base);
@@ -45,9 +72,10 @@ torch::Tensor documentCausalMask(const torch::Tensor& docIds_BT);
 class GqaAttentionImpl : public torch::nn::Module {
 public:
     GqaAttentionImpl(int hiddenSize, int numHeads, int numGroups, int headDim);
-    /// x_BTD, angle_BTF, allowed_BTT → y_BTD.
+    /// x_BTD, angle_BTF, allowed_BTT → y_BTD. With `segments` defined, the varlen flash core
+    /// runs over the B·T flattened tokens (causal per segment) and allowed_BTT is not read.
     torch::Tensor forward(const torch::Tensor& x_BTD, const torch::Tensor& angle_BTF,
-                          const torch::Tensor& allowed_BTT);
+                          const torch::Tensor& allowed_BTT, const PackedSegments& segments = {});
 
 private:
     int m_numHeads;

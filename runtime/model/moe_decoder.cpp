@@ -5,7 +5,7 @@
 
 namespace wb::rt {
 
-DecoderLayerImpl::DecoderLayerImpl(const core::DecoderConfig& c)
+DecoderLayerImpl::DecoderLayerImpl(const core::DecoderConfig& c, torch::Device initDevice)
 {
     m_attnNorm = register_module("attn_norm", RmsNorm(c.hiddenSize, c.normEpsilon));
     m_mlpNorm = register_module("mlp_norm", RmsNorm(c.hiddenSize, c.normEpsilon));
@@ -13,14 +13,14 @@ DecoderLayerImpl::DecoderLayerImpl(const core::DecoderConfig& c)
                                                              c.numQueryGroups, c.kvChannels));
     const auto routerDtype = c.moeRouterDtype == "fp64" ? torch::kFloat64 : torch::kFloat32;
     m_moe = register_module("moe", MoeLayer(c.hiddenSize, c.numMoeExperts, c.moeRouterTopk,
-                                            c.moeFfnHiddenSize, c.moeAuxLossCoeff, routerDtype));
+                                            c.moeFfnHiddenSize, c.moeAuxLossCoeff, routerDtype, initDevice));
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& h_BTD, const torch::Tensor& angle_BTF,
                                         const torch::Tensor& allowed_BTT, const torch::Tensor& validIndex_N,
-                                        torch::Tensor& auxLoss)
+                                        torch::Tensor& auxLoss, const PackedSegments& documents)
 {
-    auto x_BTD = h_BTD + m_attention(m_attnNorm(h_BTD), angle_BTF, allowed_BTT);
+    auto x_BTD = h_BTD + m_attention(m_attnNorm(h_BTD), angle_BTF, allowed_BTT, documents);
     const int64_t D = x_BTD.size(-1);
     auto flat_TD = x_BTD.reshape({-1, D});
     auto tokens_ND = m_mlpNorm(flat_TD.index_select(0, validIndex_N));
@@ -29,13 +29,13 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& h_BTD, const torch:
     return flat_TD.index_add(0, validIndex_N, moe_ND).view_as(x_BTD);
 }
 
-MoeDecoderImpl::MoeDecoderImpl(const core::DecoderConfig& c) : m_config(c)
+MoeDecoderImpl::MoeDecoderImpl(const core::DecoderConfig& c, torch::Device initDevice) : m_config(c)
 {
     m_embedding = register_module("embedding", torch::nn::Embedding(c.vocabSize, c.hiddenSize));
     torch::nn::init::normal_(m_embedding->weight, 0.0, 0.02);
     m_layers = register_module("layers", torch::nn::ModuleList());
     for (int i = 0; i < c.numLayers; ++i)
-        m_layers->push_back(DecoderLayer(c));
+        m_layers->push_back(DecoderLayer(c, initDevice));
     m_finalNorm = register_module("final_norm", RmsNorm(c.hiddenSize, c.normEpsilon));
     m_output = register_module("output", torch::nn::Linear(torch::nn::LinearOptions(c.hiddenSize, c.vocabSize).bias(false)));
 }
@@ -45,7 +45,8 @@ torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tenso
     const int64_t D = m_config.hiddenSize;
     auto h_BTD = m_embedding(in.tokenIds_BT);
     const auto shape = h_BTD.sizes().vec();
-    auto imageIndex_I = (in.tokenIds_BT == kImageId).flatten().nonzero().squeeze(1);
+    auto imageIndex_I = in.imageIndex_I.defined() ? in.imageIndex_I
+                                                  : (in.tokenIds_BT == kImageId).flatten().nonzero().squeeze(1);
     if (in.imageEmbeds_ID.defined() && imageIndex_I.numel() > 0) {
         TORCH_CHECK(imageIndex_I.numel() == in.imageEmbeds_ID.size(0), "image tokens (", imageIndex_I.numel(),
                     ") and projected image features (", in.imageEmbeds_ID.size(0), ") differ");
@@ -54,11 +55,14 @@ torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tenso
     auto angle_BTF = m_config.mropeSection.empty()
         ? ropeAngles1d(in.pos1d_BT, m_config.kvChannels, m_config.rotaryBase)
         : ropeAnglesMrope(in.pos3_3BT, m_config.kvChannels, m_config.rotaryBase, m_config.mropeSection);
-    auto allowed_BTT = documentCausalMask(in.docIds_BT);
-    auto validIndex_N = (in.docIds_BT >= 0).flatten().nonzero().squeeze(1);
+    torch::Tensor allowed_BTT;  // B·T² bools: only built when the flash core is not used
+    if (!in.documents.defined())
+        allowed_BTT = documentCausalMask(in.docIds_BT);
+    auto validIndex_N = in.validIndex_N.defined() ? in.validIndex_N : (in.docIds_BT >= 0).flatten().nonzero().squeeze(1);
     auxLoss = torch::zeros({}, h_BTD.options().dtype(torch::kFloat32));
     for (size_t layer = 0; layer < m_layers->size(); ++layer) {
-        h_BTD = m_layers->ptr<DecoderLayerImpl>(layer)->forward(h_BTD, angle_BTF, allowed_BTT, validIndex_N, auxLoss);
+        h_BTD = m_layers->ptr<DecoderLayerImpl>(layer)->forward(h_BTD, angle_BTF, allowed_BTT, validIndex_N, auxLoss,
+                                                                in.documents);
         // Deepstack: vision features of earlier ViT layers join the image tokens after layer i.
         if (layer < in.deepstack_ID.size() && imageIndex_I.numel() > 0)
             h_BTD = h_BTD.reshape({-1, D}).index_add(0, imageIndex_I, in.deepstack_ID[layer].to(h_BTD.scalar_type())).view(shape);
@@ -71,7 +75,8 @@ DecoderOutput MoeDecoderImpl::forward(const DecoderInputs& in)
     DecoderOutput out;
     auto h_BTD = hiddenStates(in, out.auxLoss);
     // Project only the target positions: the loss ignores the rest, so their logits are waste.
-    auto targetIndex_N = (in.labels_BT != kIgnoreLabel).flatten().nonzero().squeeze(1);
+    auto targetIndex_N = in.targetIndex_N.defined() ? in.targetIndex_N
+                                                    : (in.labels_BT != kIgnoreLabel).flatten().nonzero().squeeze(1);
     out.targets = targetIndex_N.numel();
     auto hidden_ND = h_BTD.reshape({-1, m_config.hiddenSize}).index_select(0, targetIndex_N);
     auto logits_NV = m_output(hidden_ND).to(torch::kFloat32);

@@ -23,6 +23,14 @@ struct DecoderInputs {
     torch::Tensor pos3_3BT;      ///< int64 (M-RoPE planes t, h, w)
     torch::Tensor imageEmbeds_ID;               ///< projected image tokens, undefined if none
     std::vector<torch::Tensor> deepstack_ID;    ///< added after decoder layers 0, 1, …
+    // Index lists over the flattened B·T tokens, computed on the host by toTensors so the forward
+    // needs no nonzero() (each one is a device→host sync). Undefined = computed here.
+    torch::Tensor imageIndex_I;   ///< int64, tokens that carry image features
+    torch::Tensor validIndex_N;   ///< int64, non-padding tokens (the MoE runs on these only)
+    torch::Tensor targetIndex_N;  ///< int64, tokens with a label
+    /// Documents (and each row's padding tail) as varlen segments: defined → flash core, causal
+    /// per document; undefined → the dense document-causal mask.
+    PackedSegments documents;
 };
 
 struct DecoderOutput {
@@ -33,11 +41,12 @@ struct DecoderOutput {
 
 class DecoderLayerImpl : public torch::nn::Module {
 public:
-    explicit DecoderLayerImpl(const core::DecoderConfig& config);
+    /// `initDevice`: where the expert weights are drawn (see MoeLayerImpl).
+    explicit DecoderLayerImpl(const core::DecoderConfig& config, torch::Device initDevice = torch::kCPU);
     /// Returns the new hidden state; adds this layer's aux loss to `auxLoss`.
     torch::Tensor forward(const torch::Tensor& h_BTD, const torch::Tensor& angle_BTF,
                           const torch::Tensor& allowed_BTT, const torch::Tensor& validIndex_N,
-                          torch::Tensor& auxLoss);
+                          torch::Tensor& auxLoss, const PackedSegments& documents = {});
 
 private:
     RmsNorm m_attnNorm{nullptr}, m_mlpNorm{nullptr};
@@ -48,7 +57,7 @@ TORCH_MODULE(DecoderLayer);
 
 class MoeDecoderImpl : public torch::nn::Module {
 public:
-    explicit MoeDecoderImpl(const core::DecoderConfig& config);
+    explicit MoeDecoderImpl(const core::DecoderConfig& config, torch::Device initDevice = torch::kCPU);
 
     DecoderOutput forward(const DecoderInputs& inputs);
     /// Final-normed hidden states h_BTD (and the aux loss), without the loss head.

@@ -1,6 +1,11 @@
 // MoE router and experts (see moe_layer.h for the shape legend and the formulas).
 #include "runtime/model/moe_layer.h"
 
+#include "runtime/model/torch_compat.h"
+
+#include <ATen/autocast_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
 #include <cmath>
 
 namespace wb::rt {
@@ -50,41 +55,92 @@ torch::Tensor runExpertsLoop(const torch::Tensor& xSorted_AD, const std::vector<
     return torch::cat(outputs, 0);
 }
 
+bool autocastBf16On()
+{
+#if WB_WITH_CUDA && WB_TORCH_AT_LEAST(2, 4)
+    return at::autocast::is_autocast_enabled(at::kCUDA) && at::autocast::get_autocast_dtype(at::kCUDA) == at::kBFloat16;
+#else
+    return false;
+#endif
+}
+
+#if WB_HAVE_GROUPED_MM
+// One grouped GEMM per projection. Operands in bf16: A = xSorted [A, D] row-major (ragged over
+// experts by offs), B = [E, D, 2F] / [E, F, D] row-major; every non-unit stride is a multiple of
+// 8 elements (16 bytes) when D and F are multiples of 8, which the caller checks.
+torch::Tensor runExpertsGrouped(const torch::Tensor& xSorted_AD, const torch::Tensor& offsets_E,
+                                const torch::Tensor& gateUp_EDF2, const torch::Tensor& down_EFD)
+{
+    const int64_t F = down_EFD.size(1);
+    auto x_AD = xSorted_AD.to(torch::kBFloat16).contiguous();
+    auto gateUp_AF2 = at::_grouped_mm(x_AD, gateUp_EDF2.to(torch::kBFloat16).contiguous(), offsets_E);
+    auto h_AF = torch::silu(gateUp_AF2.slice(-1, 0, F)) * gateUp_AF2.slice(-1, F);
+    return at::_grouped_mm(h_AF.contiguous(), down_EFD.to(torch::kBFloat16).contiguous(), offsets_E);
+}
+#endif
+
 }  // namespace
+
+bool groupedGemmAvailable()
+{
+    return WB_HAVE_GROUPED_MM;
+}
 
 torch::Tensor expertsForward(const torch::Tensor& x_TD, const torch::Tensor& weights_TK,
                              const torch::Tensor& expertIds_TK, const torch::Tensor& gateUp_EDF2,
-                             const torch::Tensor& down_EFD)
+                             const torch::Tensor& down_EFD, ExpertKernel kernel)
 {
     const int64_t T = x_TD.size(0), K = expertIds_TK.size(1), E = gateUp_EDF2.size(0);
     if (T == 0)
         return torch::zeros_like(x_TD);
+    const int64_t D = gateUp_EDF2.size(1), F = down_EFD.size(1);
+    const bool groupedUsable = groupedGemmAvailable() && x_TD.is_cuda() && D % 8 == 0 && F % 8 == 0;
+    if (kernel == ExpertKernel::Auto)
+        kernel = groupedUsable && (x_TD.scalar_type() == torch::kBFloat16 || autocastBf16On()) ? ExpertKernel::Grouped
+                                                                                              : ExpertKernel::Loop;
+    TORCH_CHECK(kernel != ExpertKernel::Grouped || groupedUsable,
+                "the grouped expert GEMM needs a CUDA build on LibTorch >= 2.8, CUDA tensors and D, F multiples of 8");
     auto flatIds_A = expertIds_TK.flatten();
     auto order_A = std::get<1>(flatIds_A.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
     auto tokenOf_A = order_A.div(K, "floor");
     auto xSorted_AD = x_TD.index_select(0, tokenOf_A);
-    auto countsTensor = torch::bincount(flatIds_A, {}, E).to(torch::kCPU);
-    std::vector<int64_t> counts(countsTensor.data_ptr<int64_t>(), countsTensor.data_ptr<int64_t>() + E);
-    auto ySorted_AD = runExpertsLoop(xSorted_AD, counts, gateUp_EDF2, down_EFD);
+    torch::Tensor ySorted_AD;
+    if (kernel == ExpertKernel::Grouped) {
+#if WB_HAVE_GROUPED_MM
+        // scatter_add, not bincount: CUDA bincount reads the max id back to the host (a sync).
+        auto counts_E = torch::zeros({E}, flatIds_A.options()).scatter_add_(0, flatIds_A, torch::ones_like(flatIds_A));
+        ySorted_AD = runExpertsGrouped(xSorted_AD, counts_E.cumsum(0).to(torch::kInt32), gateUp_EDF2, down_EFD);
+#endif
+    } else {
+        auto countsTensor = torch::bincount(flatIds_A, {}, E).to(torch::kCPU);
+        std::vector<int64_t> counts(countsTensor.data_ptr<int64_t>(), countsTensor.data_ptr<int64_t>() + E);
+        ySorted_AD = runExpertsLoop(xSorted_AD, counts, gateUp_EDF2, down_EFD);
+    }
     auto w_A1 = weights_TK.flatten().index_select(0, order_A).unsqueeze(1).to(ySorted_AD.scalar_type());
-    return torch::zeros_like(x_TD).index_add(0, tokenOf_A, ySorted_AD * w_A1);
+    return torch::zeros_like(x_TD).index_add(0, tokenOf_A, (ySorted_AD * w_A1).to(x_TD.scalar_type()));
 }
 
 MoeLayerImpl::MoeLayerImpl(int hiddenSize, int numExperts, int topK, int ffnHiddenSize,
-                           double auxLossCoeff, torch::ScalarType routerDtype)
+                           double auxLossCoeff, torch::ScalarType routerDtype, torch::Device initDevice)
     : m_numExperts(numExperts), m_topK(topK), m_auxLossCoeff(auxLossCoeff), m_routerDtype(routerDtype)
 {
+    // Drawn on initDevice: the 30B slice's experts are 3.6 G values, slow to draw on a CPU.
     const double std = 0.02;
-    m_routerWeight_ED = register_parameter("router", torch::randn({numExperts, hiddenSize}) * std);
-    m_gateUp_EDF2 = register_parameter("gate_up", torch::randn({numExperts, hiddenSize, 2 * ffnHiddenSize}) * std);
-    m_down_EFD = register_parameter("down", torch::randn({numExperts, ffnHiddenSize, hiddenSize}) * std);
+    const auto options = torch::TensorOptions().device(initDevice);
+    m_routerWeight_ED = register_parameter("router", torch::randn({numExperts, hiddenSize}, options).mul_(std));
+    m_gateUp_EDF2 = register_parameter("gate_up", torch::randn({numExperts, hiddenSize, 2 * ffnHiddenSize}, options).mul_(std));
+    m_down_EFD = register_parameter("down", torch::randn({numExperts, ffnHiddenSize, hiddenSize}, options).mul_(std));
 }
 
 std::pair<torch::Tensor, torch::Tensor> MoeLayerImpl::forward(const torch::Tensor& x_TD)
 {
     // Router logits in the router dtype: a bf16 matmul would make near-ties flip between runs.
-    auto logits_TE = torch::matmul(x_TD.to(m_routerDtype), m_routerWeight_ED.to(m_routerDtype).t());
-    RouterOutput route = routeTopK(logits_TE, m_topK, m_auxLossCoeff, m_routerDtype);
+    // Autocast would turn this matmul into bf16, so it is switched off for the router only.
+    RouterOutput route = [&] {
+        c10::impl::ExcludeDispatchKeyGuard noAutocast(c10::autocast_dispatch_keyset);
+        auto logits_TE = torch::matmul(x_TD.to(m_routerDtype), m_routerWeight_ED.to(m_routerDtype).t());
+        return routeTopK(logits_TE, m_topK, m_auxLossCoeff, m_routerDtype);
+    }();
     auto y_TD = expertsForward(x_TD, route.weights_TK, route.expertIds_TK, m_gateUp_EDF2, m_down_EFD);
     return {y_TD, route.auxLoss};
 }

@@ -28,16 +28,27 @@ struct RouterOutput {
 RouterOutput routeTopK(const torch::Tensor& logits_TE, int topK, double auxLossCoeff,
                        torch::ScalarType routerDtype = torch::kFloat32);
 
+/// How the experts' matrix products run. Auto = Grouped when available (CUDA build on LibTorch
+/// >= 2.8, CUDA tensors, bf16 compute: x in bf16 or CUDA autocast on), else Loop.
+enum class ExpertKernel { Auto, Loop, Grouped };
+
+/// True when this build has at::_grouped_mm (CUDA, LibTorch >= 2.8).
+bool groupedGemmAvailable();
+
 /// Σ_k weight_TK · expert_{id_TK}(x_TD) with SwiGLU experts down(silu(x·gate) ⊙ (x·up)).
-/// gateUp_EDF2 holds gate in [..., :F] and up in [..., F:].
+/// gateUp_EDF2 holds gate in [..., :F] and up in [..., F:]. The output has x_TD's dtype.
+/// Grouped: one at::_grouped_mm per projection over all experts, bf16 operands, int32 cumulative
+/// offsets computed on the device (no host sync). Loop: one matmul per non-empty expert, in the
+/// operands' dtype (group sizes are copied to the host: one sync).
 torch::Tensor expertsForward(const torch::Tensor& x_TD, const torch::Tensor& weights_TK,
                              const torch::Tensor& expertIds_TK, const torch::Tensor& gateUp_EDF2,
-                             const torch::Tensor& down_EFD);
+                             const torch::Tensor& down_EFD, ExpertKernel kernel = ExpertKernel::Auto);
 
 class MoeLayerImpl : public torch::nn::Module {
 public:
+    /// `initDevice`: where the (large) expert weights are drawn; the CPU by default.
     MoeLayerImpl(int hiddenSize, int numExperts, int topK, int ffnHiddenSize, double auxLossCoeff,
-                 torch::ScalarType routerDtype);
+                 torch::ScalarType routerDtype, torch::Device initDevice = torch::kCPU);
     /// x_TD → (y_TD, auxLoss scalar).
     std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x_TD);
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/run_config.h"
+#include "runtime/model/attention.h"
 
 #include <torch/torch.h>
 
@@ -21,8 +22,10 @@ struct VisionOutput {
 class VisionBlockImpl : public torch::nn::Module {
 public:
     VisionBlockImpl(int hiddenSize, int numHeads, int ffnHiddenSize);
+    /// With `images` defined (one segment per image) the varlen flash core runs and allowed_1PP
+    /// may be undefined.
     torch::Tensor forward(const torch::Tensor& x_PD, const torch::Tensor& angle_1PF,
-                          const torch::Tensor& allowed_1PP);
+                          const torch::Tensor& allowed_1PP, const PackedSegments& images = {});
 
 private:
     int m_numHeads;
@@ -35,8 +38,11 @@ class VisionEncoderImpl : public torch::nn::Module {
 public:
     explicit VisionEncoderImpl(const core::VisionConfig& config);
     /// patches_PC, patchImage_P (image index), patchRow_P / patchCol_P (grid position).
+    /// `images` (one segment per image, in patch order) selects the varlen flash core; without it
+    /// a dense block-diagonal P×P mask is built (CPU, fp32).
     VisionOutput forward(const torch::Tensor& patches_PC, const torch::Tensor& patchImage_P,
-                         const torch::Tensor& patchRow_P, const torch::Tensor& patchCol_P);
+                         const torch::Tensor& patchRow_P, const torch::Tensor& patchCol_P,
+                         const PackedSegments& images = {});
 
 private:
     core::VisionConfig m_config;

@@ -1,6 +1,8 @@
 // VLM model assembly (see vlm_model.h).
 #include "runtime/model/vlm_model.h"
 
+#include "runtime/data/tokenizer.h"
+
 namespace wb::rt {
 
 namespace {
@@ -9,14 +11,40 @@ template <typename T>
 torch::Tensor fromVector(const std::vector<T>& values, torch::ScalarType type, torch::Device device,
                          std::vector<int64_t> shape)
 {
-    // from_blob does not own the memory: clone before the vector can go away.
-    auto t = torch::from_blob(const_cast<T*>(values.data()), shape, torch::TensorOptions().dtype(type)).clone();
-    return t.to(device);
+    // from_blob does not own the memory: clone before the vector can go away (CPU), or copy
+    // straight to the device (a blocking copy from pageable memory, done before this returns).
+    auto t = torch::from_blob(const_cast<T*>(values.data()), shape, torch::TensorOptions().dtype(type));
+    return device.is_cpu() ? t.clone() : t.to(device);
 }
 
 }  // namespace
 
-VlmBatch toTensors(const MicroBatch& b, torch::Device device, torch::ScalarType dtype)
+// Positions in the flattened B·T tokens where `keep` holds, as an int64 tensor on `device`.
+template <typename T, typename Pred>
+torch::Tensor indexWhere(const std::vector<T>& values, Pred keep, torch::Device device)
+{
+    std::vector<int64_t> index;
+    for (size_t i = 0; i < values.size(); ++i)
+        if (keep(values[i]))
+            index.push_back(static_cast<int64_t>(i));
+    return fromVector(index, torch::kInt64, device, {static_cast<int64_t>(index.size())});
+}
+
+// Runs of equal ids inside each row (documents, or a row's padding tail) → segment lengths.
+std::vector<int64_t> rowSegments(const std::vector<int32_t>& ids, int64_t rows, int64_t rowLength)
+{
+    std::vector<int64_t> lengths;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t t = 0; t < rowLength; ++t) {
+            const size_t i = static_cast<size_t>(r * rowLength + t);
+            if (t == 0 || ids[i] != ids[i - 1])
+                lengths.push_back(0);
+            ++lengths.back();
+        }
+    return lengths;
+}
+
+VlmBatch toTensors(const MicroBatch& b, torch::Device device, torch::ScalarType dtype, bool varlenAttention)
 {
     VlmBatch out;
     const std::vector<int64_t> shapeBT{b.rows, b.seqLength};
@@ -33,10 +61,18 @@ VlmBatch toTensors(const MicroBatch& b, torch::Device device, torch::ScalarType 
         out.patchRow_P = fromVector(b.patchRow, torch::kInt32, device, {P});
         out.patchCol_P = fromVector(b.patchCol, torch::kInt32, device, {P});
     }
+    out.decoder.imageIndex_I = indexWhere(b.tokenIds, [](int64_t id) { return id == kImageId; }, device);
+    out.decoder.validIndex_N = indexWhere(b.docIds, [](int32_t doc) { return doc >= 0; }, device);
+    out.decoder.targetIndex_N = indexWhere(b.labels, [](int64_t label) { return label != kIgnoreLabel; }, device);
+    if (varlenAttention) {
+        out.decoder.documents = packedSegments(rowSegments(b.docIds, b.rows, b.seqLength), device);
+        if (P > 0)
+            out.images = packedSegments(rowSegments(b.patchImage, 1, P), device);
+    }
     return out;
 }
 
-VlmModelImpl::VlmModelImpl(const core::ModelConfig& config) : m_config(config)
+VlmModelImpl::VlmModelImpl(const core::ModelConfig& config, torch::Device initDevice) : m_config(config)
 {
     const auto& v = config.vision;
     const int outHidden = config.decoder.hiddenSize;
@@ -45,14 +81,14 @@ VlmModelImpl::VlmModelImpl(const core::ModelConfig& config) : m_config(config)
     m_deepstackProjectors = register_module("deepstack_projectors", torch::nn::ModuleList());
     for (size_t i = 0; i < v.deepstackLayers.size(); ++i)
         m_deepstackProjectors->push_back(Projector(v.hiddenSize, v.spatialMergeSize, outHidden));
-    m_decoder = register_module("decoder", MoeDecoder(config.decoder));
+    m_decoder = register_module("decoder", MoeDecoder(config.decoder, initDevice));
 }
 
 VisionOutput VlmModelImpl::encodeImages(const VlmBatch& batch)
 {
     if (!batch.hasImages())
         return {};
-    return m_vision(batch.patches_PC, batch.patchImage_P, batch.patchRow_P, batch.patchCol_P);
+    return m_vision(batch.patches_PC, batch.patchImage_P, batch.patchRow_P, batch.patchCol_P, batch.images);
 }
 
 void VlmModelImpl::project(const VisionOutput& vision, VlmBatch& batch)

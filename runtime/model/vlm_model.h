@@ -19,15 +19,21 @@ struct VlmBatch {
     torch::Tensor patchImage_P;
     torch::Tensor patchRow_P;
     torch::Tensor patchCol_P;
+    PackedSegments images;        ///< one segment per image: defined → varlen flash vision attention
     bool hasImages() const { return patches_PC.defined(); }
 };
 
-/// Copies the loader's arrays into tensors on `device` (float patches in `dtype`).
-VlmBatch toTensors(const MicroBatch& batch, torch::Device device, torch::ScalarType dtype);
+/// Copies the loader's arrays into tensors on `device` (float patches in `dtype`), with the index
+/// lists the decoder needs computed on the host. With `varlenAttention` (CUDA, bf16, and
+/// flashVarlenAvailable()) it also fills the document and image segments that select the flash
+/// attention core; otherwise the model builds dense masks.
+VlmBatch toTensors(const MicroBatch& batch, torch::Device device, torch::ScalarType dtype,
+                   bool varlenAttention = false);
 
 class VlmModelImpl : public torch::nn::Module {
 public:
-    explicit VlmModelImpl(const core::ModelConfig& config);
+    /// `initDevice`: where the expert weights are drawn (the rest is built on the CPU; call to()).
+    explicit VlmModelImpl(const core::ModelConfig& config, torch::Device initDevice = torch::kCPU);
 
     VisionOutput encodeImages(const VlmBatch& batch);
     /// Fills batch.decoder.imageEmbeds_ID and deepstack_ID from the vision output.

@@ -2,11 +2,17 @@
 // (Debian's openclipart-png): N images picked deterministically (sorted paths, seeded shuffle),
 // copied as DIR/images/NNNNN.png, every K-th re-encoded as JPEG on white so both decoders are
 // exercised, and DIR/manifest.jsonl with captions made from the category path and file name.
+// Options for benchmarks: --min-side/--max-side keep only images whose sides already lie in a range
+// (so a pixel budget of min-side² … max-side² only rounds them to the patch grid and every side
+// stays in the range), --caption-bytes MIN:MAX lengthens each caption by repetition to a seeded
+// length in [MIN, MAX] bytes (the byte tokenizer makes that the token count).
 // Single-threaded command-line tool; needs no LibTorch.
 //   moe-sample-set --from /usr/share/openclipart/png --out DIR [--count N] [--jpeg-every K] [--seed S]
+//                  [--min-side PX] [--max-side PX] [--caption-bytes MIN:MAX]
 #include "runtime/data/image_io.h"
 
 #include <nlohmann/json.hpp>
+#include <stb_image.h>
 #include <stb_image_write.h>
 
 #include <algorithm>
@@ -43,6 +49,21 @@ std::string captionFor(const fs::path& relative)
     return caption.empty() ? stem : caption + ": " + stem;
 }
 
+// Repeats `caption` (" | " between copies) up to `bytes`, cut at a UTF-8 character boundary.
+std::string lengthened(const std::string& caption, size_t bytes)
+{
+    std::string out = caption;
+    while (!caption.empty() && out.size() < bytes)
+        out += " | " + caption;
+    if (out.size() > bytes) {
+        size_t cut = bytes;
+        while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80)
+            --cut;
+        out.resize(cut);
+    }
+    return out;
+}
+
 int fail(const std::string& message)
 {
     std::cerr << "moe-sample-set: " << message << "\n";
@@ -56,6 +77,8 @@ int main(int argc, char** argv)
     std::string from, out;
     long count = 200, jpegEvery = 5;
     unsigned long long seed = 1234;
+    int minSide = 0, maxSide = 0;
+    long captionMin = 0, captionMax = 0;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool hasValue = i + 1 < argc;
@@ -64,9 +87,13 @@ int main(int argc, char** argv)
         else if (a == "--count" && hasValue) count = std::stol(argv[++i]);
         else if (a == "--jpeg-every" && hasValue) jpegEvery = std::stol(argv[++i]);
         else if (a == "--seed" && hasValue) seed = std::stoull(argv[++i]);
+        else if (a == "--min-side" && hasValue) minSide = std::stoi(argv[++i]);
+        else if (a == "--max-side" && hasValue) maxSide = std::stoi(argv[++i]);
+        else if (a == "--caption-bytes" && hasValue && std::sscanf(argv[i + 1], "%ld:%ld", &captionMin, &captionMax) == 2 &&
+                 captionMin > 0 && captionMax >= captionMin) ++i;
         else
             return fail("usage: moe-sample-set --from DIR --out DIR [--count N] [--jpeg-every K] [--seed S]"
-                        " (bad argument " + a + ")");
+                        " [--min-side PX] [--max-side PX] [--caption-bytes MIN:MAX] (bad argument " + a + ")");
     }
     if (from.empty() || out.empty())
         return fail("--from and --out are required");
@@ -88,7 +115,24 @@ int main(int argc, char** argv)
     std::mt19937_64 rng(seed);  // own Fisher–Yates: std::shuffle's algorithm is not portable
     for (size_t i = pngs.size(); i > 1; --i)
         std::swap(pngs[i - 1], pngs[rng() % i]);
+    if (minSide > 0 || maxSide > 0) {  // header read only (stbi_info), in shuffled order
+        std::vector<fs::path> kept;
+        for (const auto& png : pngs) {
+            int w = 0, h = 0, channels = 0;
+            if (!stbi_info((fs::path(from) / png).c_str(), &w, &h, &channels))
+                continue;
+            if (std::min(w, h) >= minSide && (maxSide <= 0 || std::max(w, h) <= maxSide))
+                kept.push_back(png);
+            if (static_cast<long>(kept.size()) >= count)
+                break;
+        }
+        pngs = std::move(kept);
+        if (pngs.empty())
+            return fail("no image under " + from + " has both sides in [" + std::to_string(minSide) + ", " +
+                        std::to_string(maxSide) + "] px");
+    }
     pngs.resize(std::min<size_t>(pngs.size(), static_cast<size_t>(std::max(1L, count))));
+    std::mt19937_64 captionRng(seed + 1);
 
     fs::create_directories(fs::path(out) / "images", ec);
     if (ec)
@@ -115,7 +159,10 @@ int main(int argc, char** argv)
                 continue;
             }
         }
-        manifest << nlohmann::json{{"image", std::string("images/") + name}, {"caption", captionFor(pngs[i])}}.dump() << "\n";
+        std::string caption = captionFor(pngs[i]);
+        if (captionMax > 0)
+            caption = lengthened(caption, static_cast<size_t>(captionMin + static_cast<long>(captionRng() % static_cast<unsigned long long>(captionMax - captionMin + 1))));
+        manifest << nlohmann::json{{"image", std::string("images/") + name}, {"caption", caption}}.dump() << "\n";
         ++written;
     }
     std::cout << "moe-sample-set: " << written << " images (" << jpegs << " as JPEG) → "

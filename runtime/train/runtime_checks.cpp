@@ -3,6 +3,8 @@
 
 #include "runtime/data/tokenizer.h"
 
+#include "runtime/model/torch_compat.h"
+
 #include <torch/torch.h>
 
 #include <cstdlib>
@@ -65,11 +67,15 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
                        "this moe-train was built without CUDA (WB_WITH_CUDA=OFF)",
 #endif
                        "set runtime.device \"cpu\" or build/run moe-train with CUDA on a GPU node"});
-    if (c.train.precision == "bf16")  // CPU: no fast bf16 here; CUDA: autocast not written yet
-        out.push_back({"train.precision", c.runtime.device == "cuda"
-                                              ? "bf16 on CUDA is not implemented in moe-train yet"
-                                              : "bf16 training is only supported on CUDA devices, not on the CPU",
-                       "set precision \"fp32\""});
+    // bf16 = CUDA autocast (fp32 master weights); the CPU has no fast bf16 matmul in these builds.
+    if (c.train.precision == "bf16" && c.runtime.device != "cuda")
+        out.push_back({"train.precision", "bf16 training is only supported on CUDA devices, not on the CPU",
+                       "set precision \"fp32\" or runtime.device \"cuda\""});
+#if WB_WITH_CUDA && !WB_TORCH_AT_LEAST(2, 4)
+    if (c.train.precision == "bf16" && c.runtime.device == "cuda")
+        out.push_back({"train.precision", "bf16 needs LibTorch >= 2.4 (per-device autocast API); this is " TORCH_VERSION,
+                       "build moe-train against a newer LibTorch or set precision \"fp32\""});
+#endif
     if (c.data.source == "real" && !c.data.manifest.empty()) {
         std::error_code ec;
         if (!std::filesystem::is_regular_file(c.data.manifest, ec))

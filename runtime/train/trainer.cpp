@@ -1,5 +1,12 @@
-// The training loop (see trainer.h). Timing: steady_clock around each phase, with a device sync
-// before every reading on CUDA (compiled out on CPU builds, where ops are synchronous anyway).
+// The training loop (see trainer.h). Timing: StepTimer (host clock on CPU; CUDA events on the GPU,
+// read after one synchronize at the end of the step). On CUDA nothing in the step reads a device
+// value back before that synchronize (losses, grad norm and clipping stay on the device), except
+// the loop expert path's group sizes when the grouped GEMM is unavailable.
+//
+// bf16 on CUDA: fp32 master weights and fp32 AdamW state; the forward runs under CUDA autocast
+// (bf16 matmuls and linears from weight copies cast once per micro-batch and cached), with the
+// router logits/softmax (autocast excluded there), RMSNorm, softmax and the loss in fp32; the
+// experts run as bf16 grouped GEMMs. Gradients arrive in fp32 on the fp32 parameters.
 #include "runtime/train/trainer.h"
 
 #include "core/metrics_schema.h"
@@ -7,21 +14,25 @@
 #include "runtime/data/batch_loader.h"
 #include "runtime/data/manifest.h"
 #include "runtime/model/vlm_model.h"
+#include "runtime/model/torch_compat.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/fused_adamw.h"
+#include "runtime/train/gpu_info.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/metrics_writer.h"
 #include "runtime/train/process_stats.h"
 #include "runtime/train/runtime_checks.h"
 #include "runtime/train/status_file.h"
+#include "runtime/train/step_timer.h"
 
 #include <torch/torch.h>
 #if WB_WITH_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDACachingAllocator.h>
+#include <ATen/autocast_mode.h>
 #endif
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -42,30 +53,33 @@ struct RunFailure {
     std::string message;
 };
 
-class Stopwatch {
+// bf16 autocast on CUDA for the forward of one micro-batch (RAII). Leaving it clears the cache
+// of bf16 weight copies, as Python's autocast does on exit; autograd keeps what backward needs.
+class AutocastScope {
 public:
-    explicit Stopwatch(torch::Device device) : m_device(device) { reset(); }
-    void reset() { sync(); m_start = std::chrono::steady_clock::now(); }
-    /// Milliseconds since the last reset/lap, then restarts.
-    double lap()
+    explicit AutocastScope(bool enable) : m_enabled(enable)
     {
-        sync();
-        const auto now = std::chrono::steady_clock::now();
-        const double ms = std::chrono::duration<double, std::milli>(now - m_start).count();
-        m_start = now;
-        return ms;
-    }
-
-private:
-    void sync() const
-    {
-#if WB_WITH_CUDA
-        if (m_device.is_cuda())
-            torch::cuda::synchronize();
+#if WB_WITH_CUDA && WB_TORCH_AT_LEAST(2, 4)
+        if (m_enabled) {
+            at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+            at::autocast::set_autocast_enabled(at::kCUDA, true);
+        }
 #endif
     }
-    torch::Device m_device;
-    std::chrono::steady_clock::time_point m_start;
+    ~AutocastScope()
+    {
+#if WB_WITH_CUDA && WB_TORCH_AT_LEAST(2, 4)
+        if (m_enabled) {
+            at::autocast::set_autocast_enabled(at::kCUDA, false);
+            at::autocast::clear_cache();
+        }
+#endif
+    }
+    AutocastScope(const AutocastScope&) = delete;
+    AutocastScope& operator=(const AutocastScope&) = delete;
+
+private:
+    bool m_enabled;
 };
 
 std::string layoutString(const core::RunConfig& c, int world)
@@ -75,15 +89,6 @@ std::string layoutString(const core::RunConfig& c, int world)
     return "tp" + std::to_string(p.tensorModelParallelSize) + " pp" + std::to_string(p.pipelineModelParallelSize) +
            " cp" + std::to_string(p.contextParallelSize) + " ep" + std::to_string(p.expertModelParallelSize) +
            " etp" + std::to_string(p.expertTensorParallelSize) + " dp" + std::to_string(dp);
-}
-
-std::string deviceName(torch::Device device)
-{
-#if WB_WITH_CUDA
-    if (device.is_cuda())
-        return at::cuda::getCurrentDeviceProperties()->name;
-#endif
-    return device.is_cuda() ? "cuda" : "cpu";
 }
 
 class Trainer {
@@ -101,7 +106,7 @@ private:
     void setUp();
     void writeMeta();
     core::StepRecord trainStep(int64_t step);
-    void optimizerStep(int64_t step, core::StepRecord& record);
+    torch::Tensor optimizerStep(int64_t step, core::StepRecord& record);
     void saveCheckpointNow(const std::string& why);
     int finish(int exitCode, const std::string& message);
 
@@ -110,6 +115,14 @@ private:
     StatusFile m_status;
     torch::Device m_device;
     torch::ScalarType m_dtype;
+    double m_peakTflops = 0.0;    // dense bf16 per GPU; 0 = unknown (CPU), MFU 0
+    bool m_bf16Autocast = false;  // CUDA + bf16: forward under autocast, flash + grouped GEMM paths
+    // WB_DECODER_ATTENTION=dense: the decoder uses the dense masked core even where varlen flash
+    // runs (to measure one against the other); not a config field because it is never faster.
+    bool m_denseDecoderAttention = [] {
+        const char* v = std::getenv("WB_DECODER_ATTENTION");
+        return v && std::string(v) == "dense";
+    }();
     std::unique_ptr<MetricsWriter> m_metrics;
     VlmModel m_model{nullptr};
     std::unique_ptr<torch::optim::AdamW> m_optimizer;
@@ -127,6 +140,10 @@ void Trainer::setUp()
     if (ec)
         throw RunFailure{2, "cannot create the run directory " + m_options.runDir + ": " + ec.message()};
     m_status.writePid();
+    if (m_device.is_cuda()) {
+        m_peakTflops = peakDenseBf16Tflops(deviceName(m_device));
+        m_bf16Autocast = m_dtype == torch::kBFloat16;
+    }
     m_status.write("running", std::nullopt, "starting", 0);
     auto metrics = MetricsWriter::open(m_options.runDir + "/metrics.jsonl");
     if (!metrics)
@@ -134,6 +151,9 @@ void Trainer::setUp()
     m_metrics = std::move(*metrics);
     if (m_metrics->wasEmpty())  // the meta line comes first, even if the run fails right away
         writeMeta();
+    if (m_device.is_cuda() && m_peakTflops == 0.0)
+        m_metrics->event("warning", "no peak bf16 rate known for '" + deviceName(m_device) +
+                                        "': mfu is reported as 0 (known: H100, H200, B200, GB200, GB300)");
 
     auto problems = allProblems(m_config, worldSizeFromEnvironment());
     if (!problems.empty())
@@ -156,7 +176,7 @@ void Trainer::setUp()
         for (int i = 0; i < 256; ++i)
             entries.push_back({"", "mock sample " + std::to_string(i) + ": noise image"});
 
-    m_model = VlmModel(m_config.model);
+    m_model = VlmModel(m_config.model, m_device);
     m_model->applyFreezing();
     m_model->to(m_device);
 
@@ -205,7 +225,7 @@ void Trainer::writeMeta()
     meta.layout = layoutString(m_config, 1);
     meta.device = deviceName(m_device);
     meta.dataSource = m_config.data.source;
-    meta.peakTflops = 0.0;  // no peak for CPUs: MFU is reported as 0
+    meta.peakTflops = m_peakTflops;
     const auto& v = m_config.model.vision;
     const int64_t unit = int64_t{v.patchSize} * v.spatialMergeSize;
     int64_t patches = m_config.data.maxPixels / (unit * unit) * v.spatialMergeSize * v.spatialMergeSize;
@@ -217,9 +237,8 @@ void Trainer::writeMeta()
     meta.globalBatchSize = m_config.train.globalBatchSize;
     meta.versions["moe-train"] = WB_RUNTIME_VERSION;
     meta.versions["libtorch"] = TORCH_VERSION;
-#if WB_WITH_CUDA
-    meta.versions["cuda"] = std::to_string(CUDA_VERSION);
-#endif
+    for (auto& [name, version] : acceleratorVersions())
+        meta.versions[name] = version;
     m_metrics->write(meta);
 }
 
@@ -228,36 +247,42 @@ core::StepRecord Trainer::trainStep(int64_t step)
     core::StepRecord r;
     r.step = step;
     const int numMicro = std::max(1, m_config.train.globalBatchSize / m_config.train.microBatchSize);
-    Stopwatch stepClock(m_device), phase(m_device);
+    const auto stepStart = std::chrono::steady_clock::now();
+    StepTimer timer(m_device);
     double flops = 0.0;
+    // Loss sums stay on the device until the one synchronize at the end of the step.
+    torch::Tensor lmSum, auxSum;
     for (int micro = 0; micro < numMicro; ++micro) {
         if (stopRequestedFlag())
             throw RunFailure{5, "stopped by signal"};
-        phase.reset();
+        const auto waitStart = std::chrono::steady_clock::now();
         std::optional<MicroBatch> batch = m_loader->next();
         if (!batch)
             throw RunFailure{1, "the data loader stopped"};
-        r.dataMs += phase.lap();
+        r.dataMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - waitStart).count();
         for (const std::string& w : batch->warnings)
             if (m_warningsEmitted++ < 5)
                 m_metrics->event("warning", w, step);
 
-        VlmBatch tensors = toTensors(*batch, m_device, m_dtype);
-        VisionOutput vision = m_model->encodeImages(tensors);
-        r.visionMs += phase.lap();
-        m_model->project(vision, tensors);
-        r.projectorMs += phase.lap();
-        DecoderOutput out = m_model->decode(tensors);
-        r.decoderMs += phase.lap();
-        const double lm = out.lmLoss.item<double>(), aux = out.auxLoss.item<double>();
-        if (!std::isfinite(lm) || !std::isfinite(aux))
-            throw RunFailure{1, "the loss is not finite (lm " + std::to_string(lm) + ", aux " + std::to_string(aux) +
-                                    ") at step " + std::to_string(step) + "; lower train.lr or check the data"};
+        timer.begin();
+        VlmBatch tensors = toTensors(*batch, m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
+        if (m_denseDecoderAttention)  // benchmark comparison only: document-causal B×T×T mask
+            tensors.decoder.documents = {};
+        DecoderOutput out;
+        {
+            AutocastScope autocast(m_bf16Autocast);
+            VisionOutput vision = m_model->encodeImages(tensors);
+            timer.end(StepTimer::Vision);
+            m_model->project(vision, tensors);
+            timer.end(StepTimer::Projector);
+            out = m_model->decode(tensors);
+            timer.end(StepTimer::Decoder);
+        }
         ((out.lmLoss + out.auxLoss) / static_cast<double>(numMicro)).backward();
-        r.backwardMs += phase.lap();
+        timer.end(StepTimer::Backward);
+        lmSum = lmSum.defined() ? lmSum + out.lmLoss.detach() : out.lmLoss.detach();
+        auxSum = auxSum.defined() ? auxSum + out.auxLoss.detach() : out.auxLoss.detach();
 
-        r.loss += lm / numMicro;
-        r.auxLoss += aux / numMicro;
         r.images += batch->images;
         r.imageTokens += batch->imageTokens;
         r.textTokens += batch->textTokens;
@@ -269,43 +294,69 @@ core::StepRecord Trainer::trainStep(int64_t step)
                                        int64_t{batch->imageGridH[i]} * batch->imageGridW[i]);
         m_stepEndSeq = batch->nextSampleSeq;
     }
-    phase.reset();
-    optimizerStep(step, r);
-    r.optimizerMs = phase.lap();
-    r.stepMs = stepClock.lap();
+    timer.begin();
+    torch::Tensor gradNorm = optimizerStep(step, r);
+    timer.end(StepTimer::Optimizer);
+    timer.finish();  // the step's one device synchronize
+    r.stepMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stepStart).count();
+    r.visionMs = timer.ms(StepTimer::Vision);
+    r.projectorMs = timer.ms(StepTimer::Projector);
+    r.decoderMs = timer.ms(StepTimer::Decoder);
+    r.backwardMs = timer.ms(StepTimer::Backward);
+    r.optimizerMs = timer.ms(StepTimer::Optimizer);
+
+    const double lm = lmSum.item<double>() / numMicro, aux = auxSum.item<double>() / numMicro;
+    r.gradNorm = gradNorm.item<double>();
+    // Checked after the step (a check before it would be a sync per micro-batch); the run stops
+    // here, so the updated weights are never checkpointed.
+    if (!std::isfinite(lm) || !std::isfinite(aux))
+        throw RunFailure{1, "the loss is not finite (lm " + std::to_string(lm) + ", aux " + std::to_string(aux) +
+                                ") at step " + std::to_string(step) + "; lower train.lr or check the data"};
+    if (!std::isfinite(r.gradNorm))
+        throw RunFailure{1, "the gradient norm is not finite at step " + std::to_string(step) + "; lower train.lr"};
+    r.loss = lm;
+    r.auxLoss = aux;
     r.time = unixNow();
     r.effectiveTokens = r.imageTokens + r.textTokens;
     r.tokensPerSPerGpu = r.stepMs > 0 ? r.effectiveTokens / (r.stepMs / 1000.0) : 0.0;
     r.tflopsPerGpu = r.stepMs > 0 ? flops / (r.stepMs / 1000.0) / 1e12 : 0.0;
-    r.mfu = 0.0;  // CPU: no peak rate (a CUDA build divides by the GPU's peak dense bf16)
-    r.memAllocGib = r.memReservedGib = residentGib();
-    r.memPeakGib = peakResidentGib();
+    r.mfu = m_peakTflops > 0.0 ? r.tflopsPerGpu / m_peakTflops : 0.0;
+    const MemoryReading memory = readMemory(m_device);
+    r.memAllocGib = memory.allocatedGib;
+    r.memReservedGib = memory.reservedGib;
+    r.memPeakGib = memory.peakGib;
     return r;
 }
 
-void Trainer::optimizerStep(int64_t step, core::StepRecord& r)
+torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
 {
     r.lr = learningRate(m_config.train, step);
     for (auto& group : m_optimizer->param_groups())
         static_cast<torch::optim::AdamWOptions&>(group.options()).lr(r.lr);
-    // Global grad norm computed by hand: clip_grad_norm_'s return type differs across versions.
+    // Global grad norm and clipping on the device (clip_grad_norm_'s return type differs across
+    // versions, and reading the norm back here would cost a sync): g *= min(1, clip / (norm + 1e-6)).
     torch::NoGradGuard noGrad;
-    std::vector<torch::Tensor> grads;
+    std::vector<torch::Tensor> grads, norms;
     for (auto& p : m_model->parameters())
-        if (p.grad().defined())
+        if (p.grad().defined()) {
             grads.push_back(p.grad());
-    double total = 0.0;
-    for (auto& g : grads)
-        total += g.to(torch::kFloat32).pow(2).sum().item<double>();
-    r.gradNorm = std::sqrt(total);
-    if (!std::isfinite(r.gradNorm))
-        throw RunFailure{1, "the gradient norm is not finite at step " + std::to_string(step) + "; lower train.lr"};
+            norms.push_back(p.grad().to(torch::kFloat32).norm());
+        }
+    torch::Tensor total = norms.empty() ? torch::zeros({}) : torch::stack(norms).norm();
     const double clip = m_config.train.clipGrad;
-    if (clip > 0.0 && r.gradNorm > clip)
+    if (clip > 0.0 && !norms.empty()) {
+        auto scale = (clip / (total + 1e-6)).clamp_max(1.0);
         for (auto& g : grads)
-            g.mul_(clip / (r.gradNorm + 1e-6));
-    m_optimizer->step();
+            g.mul_(scale.to(g.scalar_type()));
+    }
+    // CUDA: one fused multi-tensor kernel (≈110 ms → a few ms of launches for the 30B slice's
+    // ~4.3 G fp32 values); CPU: LibTorch's per-parameter AdamW. Same state, same checkpoints.
+    if (m_device.is_cuda() && fusedAdamWAvailable())
+        fusedAdamWStep(*m_optimizer);
+    else
+        m_optimizer->step();
     m_optimizer->zero_grad();
+    return total;
 }
 
 void Trainer::saveCheckpointNow(const std::string& why)

@@ -205,6 +205,46 @@ static void testLossMaskedToCaptions()
     WB_CHECK(missing == 0);
 }
 
+// The host-side lists toTensors hands the GPU fast paths: varlen segments (documents and each
+// row's padding tail; one per image) and the index lists that replace nonzero() in the forward.
+static void testPackedSegmentsAndIndexLists()
+{
+    rt::SamplePacker packer(2, 16, 2, rt::patchDim(4, 1));
+    rt::PreparedSample a, b, c;
+    a.hasImage = true;
+    a.image = rt::patchify(rt::RgbImage{16, 8, std::vector<uint8_t>(16 * 8 * 3, 7)}, 4, 1, 2);  // 8 patches, 2 tokens
+    a.caption = rt::tokenize("abcd", 64);   // 2 + 4 + eos = 7 tokens
+    b.caption = rt::tokenize("xyz", 64);    // bos + 3 + eos = 5 tokens
+    c.hasImage = true;
+    c.image = rt::patchify(rt::RgbImage{8, 8, std::vector<uint8_t>(8 * 8 * 3, 9)}, 4, 1, 2);    // 4 patches, 1 token
+    c.caption = rt::tokenize("0123456789", 64);  // 1 + 10 + eos = 12 tokens: does not fit row 0
+    WB_CHECK(packer.tryAdd(a) && packer.tryAdd(b) && packer.tryAdd(c));
+    rt::MicroBatch batch = packer.take(3);
+    rt::VlmBatch t = rt::toTensors(batch, torch::kCPU, torch::kFloat32, /*varlenAttention=*/true);
+    // Rows: [a 7][b 5][pad 4] and [c 12][pad 4].
+    auto cu = t.decoder.documents.cuSeqlens_S1;
+    WB_CHECK_MSG(cu.sizes() == torch::IntArrayRef({6}) && cu.equal(torch::tensor({0, 7, 12, 16, 28, 32}, torch::kInt32)),
+                 "document segments " << cu);
+    WB_CHECK(t.decoder.documents.maxSeqlen == 12);
+    WB_CHECK(t.images.cuSeqlens_S1.equal(torch::tensor({0, 8, 12}, torch::kInt32)) && t.images.maxSeqlen == 8);
+    auto ids = t.decoder.tokenIds_BT.flatten();
+    WB_CHECK(t.decoder.imageIndex_I.equal((ids == rt::kImageId).nonzero().squeeze(1)));
+    WB_CHECK(t.decoder.validIndex_N.equal((t.decoder.docIds_BT.flatten() >= 0).nonzero().squeeze(1)));
+    WB_CHECK(t.decoder.targetIndex_N.equal((t.decoder.labels_BT.flatten() != rt::kIgnoreLabel).nonzero().squeeze(1)));
+    // Without varlen the segments stay undefined, so the model builds the dense masks.
+    WB_CHECK(!rt::toTensors(batch, torch::kCPU, torch::kFloat32).decoder.documents.defined());
+    // The grouped expert kernel is refused on the CPU instead of silently running the loop.
+    bool threw = false;
+    try {
+        rt::RouterOutput r = rt::routeTopK(torch::randn({4, 2}), 1, 0.0);
+        rt::expertsForward(torch::randn({4, 8}), r.weights_TK, r.expertIds_TK, torch::randn({2, 8, 16}),
+                           torch::randn({2, 8, 8}), rt::ExpertKernel::Grouped);
+    } catch (const c10::Error&) {
+        threw = true;
+    }
+    WB_CHECK(threw);
+}
+
 int main()
 {
     torch::set_num_threads(1);
@@ -214,5 +254,6 @@ int main()
     testBlockDiagonalVision();
     testProjectorMergeOrder();
     testLossMaskedToCaptions();
+    testPackedSegmentsAndIndexLists();
     return test::checkExitCode("test_runtime_model");
 }

@@ -1,0 +1,93 @@
+// Fused AdamW step (see fused_adamw.h).
+#include "runtime/train/fused_adamw.h"
+
+#include "runtime/model/torch_compat.h"
+
+#include <sstream>
+#include <string>
+#include <type_traits>
+
+namespace wb::rt {
+
+#define WB_HAVE_FUSED_ADAMW (WB_WITH_CUDA && WB_TORCH_AT_LEAST(2, 1))
+
+bool fusedAdamWAvailable()
+{
+    return WB_HAVE_FUSED_ADAMW;
+}
+
+#if WB_HAVE_FUSED_ADAMW
+namespace {
+
+// The optimizer's state map is keyed by a string of the TensorImpl address in LibTorch 1.x and by
+// the address itself in 2.x: build whichever this LibTorch uses, as AdamW::step does.
+template <typename Map>
+typename Map::key_type stateKey(const Map&, const torch::Tensor& p)
+{
+    using Key = typename Map::key_type;
+    if constexpr (std::is_same_v<Key, std::string>) {
+        std::ostringstream text;  // what 1.x's c10::guts::to_string wrote
+        text << p.unsafeGetTensorImpl();
+        return text.str();
+    } else
+        return static_cast<Key>(p.unsafeGetTensorImpl());
+}
+
+}  // namespace
+#endif
+
+void fusedAdamWStep(torch::optim::AdamW& optimizer)
+{
+#if WB_HAVE_FUSED_ADAMW
+    torch::NoGradGuard noGrad;
+    auto& state = optimizer.state();
+    for (auto& group : optimizer.param_groups()) {
+        auto& options = static_cast<torch::optim::AdamWOptions&>(group.options());
+        TORCH_CHECK(!options.amsgrad(), "fusedAdamWStep: amsgrad is not supported");
+        std::vector<torch::Tensor> params, grads, expAvgs, expAvgSqs, steps;
+        int64_t step = -1;
+        for (auto& p : group.params()) {
+            if (!p.grad().defined())
+                continue;
+            auto key = stateKey(state, p);
+            auto found = state.find(key);
+            if (found == state.end()) {
+                auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+                fresh->step(0);
+                fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+                fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+                found = state.emplace(key, std::move(fresh)).first;
+            }
+            auto& s = static_cast<torch::optim::AdamWParamState&>(*found->second);
+            s.step(s.step() + 1);
+            // Parameters of a group normally share the step count; one that skipped steps (no
+            // gradient then) gets its own call below.
+            if (step >= 0 && s.step() != step) {
+                auto single = torch::full({}, static_cast<double>(s.step()), p.options().dtype(torch::kFloat32));
+                at::_fused_adamw_({p}, {p.grad()}, {s.exp_avg()}, {s.exp_avg_sq()}, {}, {single}, options.lr(),
+                                  std::get<0>(options.betas()), std::get<1>(options.betas()), options.weight_decay(),
+                                  options.eps(), /*amsgrad=*/false, /*maximize=*/false);
+                continue;
+            }
+            step = s.step();
+            params.push_back(p);
+            grads.push_back(p.grad());
+            expAvgs.push_back(s.exp_avg());
+            expAvgSqs.push_back(s.exp_avg_sq());
+        }
+        if (params.empty())
+            continue;
+        // The kernel reads one step tensor per parameter; they may all be the same tensor.
+        auto stepTensor = torch::full({}, static_cast<double>(step), params[0].options().dtype(torch::kFloat32));
+        steps.assign(params.size(), stepTensor);
+        at::_fused_adamw_(params, grads, expAvgs, expAvgSqs, {}, steps, options.lr(), std::get<0>(options.betas()),
+                          std::get<1>(options.betas()), options.weight_decay(), options.eps(), /*amsgrad=*/false,
+                          /*maximize=*/false);
+    }
+#else
+    (void)optimizer;
+    TORCH_CHECK(false, "the fused AdamW step needs a CUDA build of moe-train on LibTorch >= 2.1");
+#endif
+}
+
+}  // namespace wb::rt

@@ -1,0 +1,20 @@
+// One AdamW step over a torch::optim::AdamW's parameters through ATen's fused multi-tensor CUDA
+// kernel (at::_fused_adamw_, LibTorch >= 2.1): a few launches for all parameters instead of ~10
+// per parameter. The state lives in the optimizer's own AdamWParamState objects (exp_avg,
+// exp_avg_sq, step), created exactly as AdamW::step creates them, so checkpoints and a later
+// AdamW::step see no difference. Training thread only.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace wb::rt {
+
+/// True when this build has the fused kernel (CUDA build, LibTorch >= 2.1).
+bool fusedAdamWAvailable();
+
+/// AdamW::step semantics (decoupled weight decay, bias-corrected moments, no amsgrad) for every
+/// parameter with a gradient; all of them must be fp32 CUDA tensors. Throws when unavailable or
+/// when the optimizer uses amsgrad.
+void fusedAdamWStep(torch::optim::AdamW& optimizer);
+
+}  // namespace wb::rt

@@ -1,0 +1,71 @@
+// Step phase timing (see step_timer.h).
+#include "runtime/train/step_timer.h"
+
+#if WB_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#endif
+
+namespace wb::rt {
+
+struct StepTimer::DeviceEvents {
+#if WB_WITH_CUDA
+    // Every begin()/end() records one event; each interval is (phase, from, to) into `events`,
+    // `last` the event the next interval starts from.
+    std::vector<at::cuda::CUDAEvent> events;
+    std::vector<std::array<int, 3>> intervals;
+    int last = -1;
+#endif
+};
+
+StepTimer::StepTimer(torch::Device device) : m_cuda(device.is_cuda()), m_events(std::make_unique<DeviceEvents>())
+{
+    m_last = std::chrono::steady_clock::now();
+}
+
+StepTimer::~StepTimer() = default;
+
+void StepTimer::begin()
+{
+#if WB_WITH_CUDA
+    if (m_cuda) {
+        m_events->events.emplace_back(cudaEventDefault);  // timing on (the default flag disables it)
+        m_events->events.back().record();
+        m_events->last = static_cast<int>(m_events->events.size()) - 1;
+        return;
+    }
+#endif
+    m_last = std::chrono::steady_clock::now();
+}
+
+void StepTimer::end(Phase phase)
+{
+#if WB_WITH_CUDA
+    if (m_cuda) {
+        m_events->events.emplace_back(cudaEventDefault);
+        m_events->events.back().record();
+        const int now = static_cast<int>(m_events->events.size()) - 1;
+        m_events->intervals.push_back({static_cast<int>(phase), m_events->last, now});
+        m_events->last = now;
+        return;
+    }
+#endif
+    const auto now = std::chrono::steady_clock::now();
+    m_ms[phase] += std::chrono::duration<double, std::milli>(now - m_last).count();
+    m_last = now;
+}
+
+void StepTimer::finish()
+{
+#if WB_WITH_CUDA
+    if (m_cuda) {
+        torch::cuda::synchronize();
+        for (const auto& [phase, from, to] : m_events->intervals)
+            m_ms[static_cast<size_t>(phase)] += m_events->events[static_cast<size_t>(from)].elapsed_time(
+                m_events->events[static_cast<size_t>(to)]);
+        m_events->events.clear();
+        m_events->intervals.clear();
+    }
+#endif
+}
+
+}  // namespace wb::rt

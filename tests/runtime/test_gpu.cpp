@@ -1,0 +1,223 @@
+// GPU-only checks (label `gpu`, built only with WB_WITH_CUDA; no Qt, so they run on a GPU node):
+// the fast paths compute the same function as the reference paths on fresh random inputs.
+//  - experts: at::_grouped_mm (bf16) vs the per-expert loop (fp32), forward and gradients, with
+//    an expert that gets no token (an empty group);
+//  - attention: varlen flash over packed segments vs the dense masked core, decoder (causal,
+//    GQA, head dim 128) and vision (block-diagonal, head dim 72), forward and input gradients;
+//  - a tiny VLM: CUDA fp32 loss equals the CPU loss;
+//  - the fused AdamW step equals LibTorch's AdamW::step over three steps (two param groups,
+//    weight decay on one, a parameter without a gradient in one step).
+// Errors are ‖fast − ref‖ / ‖ref‖; bf16 operands land between 1e-3 and 1e-2.
+#include "check.h"
+
+#include "runtime/data/image_io.h"
+#include "runtime/data/sample_packer.h"
+#include "runtime/data/tokenizer.h"
+#include "runtime/model/attention.h"
+#include "runtime/model/moe_layer.h"
+#include "runtime/model/vision_encoder.h"
+#include "runtime/model/vlm_model.h"
+#include "runtime/train/fused_adamw.h"
+
+#include <torch/torch.h>
+
+using namespace wb;
+
+static double relErr(const torch::Tensor& fast, const torch::Tensor& ref)
+{
+    auto f = fast.to(torch::kFloat64).cpu(), r = ref.to(torch::kFloat64).cpu();
+    if (!torch::isfinite(f).all().item<bool>())
+        return 1e9;  // NaN never passes
+    return ((f - r).norm() / r.norm().clamp_min(1e-30)).item<double>();
+}
+
+static void testGroupedExperts()
+{
+    if (!rt::groupedGemmAvailable()) {
+        std::cout << "grouped GEMM not in this LibTorch: skipped" << std::endl;
+        return;
+    }
+    for (int trial = 0; trial < 3; ++trial) {
+        torch::manual_seed(100 + trial);
+        const int64_t T = 517 + 64 * trial, D = 256, E = 8, F = 192, K = 2;
+        const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+        auto x = torch::randn({T, D}, cuda).requires_grad_(true);
+        auto gateUp = (torch::randn({E, D, 2 * F}, cuda) * 0.05).requires_grad_(true);
+        auto down = (torch::randn({E, F, D}, cuda) * 0.05).requires_grad_(true);
+        auto logits = torch::randn({T, E}, cuda);
+        logits.select(1, 3).fill_(-1e4);  // expert 3 gets nothing: an empty group
+        rt::RouterOutput r = rt::routeTopK(logits, K, 0.0);
+        auto upstream = torch::randn({T, D}, cuda);
+        auto run = [&](rt::ExpertKernel kernel) {
+            auto y = rt::expertsForward(x, r.weights_TK, r.expertIds_TK, gateUp, down, kernel);
+            auto grads = torch::autograd::grad({y}, {x, gateUp, down}, {upstream});
+            return std::make_pair(y.detach(), grads);
+        };
+        auto [yLoop, gLoop] = run(rt::ExpertKernel::Loop);
+        auto [yGrouped, gGrouped] = run(rt::ExpertKernel::Grouped);
+        WB_CHECK_MSG(relErr(yGrouped, yLoop) < 1e-2, "forward rel err " << relErr(yGrouped, yLoop));
+        const char* names[] = {"dx", "dgate_up", "ddown"};
+        for (int i = 0; i < 3; ++i)
+            WB_CHECK_MSG(relErr(gGrouped[i], gLoop[i]) < 2e-2, names[i] << " rel err " << relErr(gGrouped[i], gLoop[i]));
+        WB_CHECK(gGrouped[1][3].abs().max().item<double>() == 0.0);  // the empty expert gets no gradient
+        if (trial == 0)
+            std::cout << "grouped vs loop: y " << relErr(yGrouped, yLoop) << ", dx " << relErr(gGrouped[0], gLoop[0])
+                      << ", dgate_up " << relErr(gGrouped[1], gLoop[1]) << std::endl;
+    }
+}
+
+static void testVarlenDecoderAttention()
+{
+    if (!rt::flashVarlenAvailable()) {
+        std::cout << "varlen flash not in this LibTorch: skipped" << std::endl;
+        return;
+    }
+    torch::manual_seed(7);
+    const int D = 512, H = 8, G = 2, Dh = 128;
+    rt::GqaAttention attn(D, H, G, Dh);
+    attn->to(torch::kCUDA);
+    // Two rows of 300 tokens: documents of 120, 100, 60 and 20 padding; 250 and 50 padding.
+    const std::vector<std::vector<int>> rows = {{120, 100, 60, 20}, {250, 50}};
+    std::vector<int64_t> doc, pos, lengths;
+    for (const auto& row : rows) {
+        int id = 0;
+        for (size_t s = 0; s < row.size(); ++s, ++id) {
+            const bool pad = (s + 1 == row.size());
+            for (int t = 0; t < row[s]; ++t) {
+                doc.push_back(pad ? -1 : id);
+                pos.push_back(pad ? 0 : t);
+            }
+            lengths.push_back(row[s]);
+        }
+    }
+    auto docs = torch::tensor(doc).view({2, 300}).to(torch::kCUDA);
+    auto angle = rt::ropeAngles1d(torch::tensor(pos).view({2, 300}).to(torch::kCUDA), Dh, 10000.0);
+    auto x = torch::randn({2, 300, D}, torch::kCUDA).requires_grad_(true);
+    auto upstream = torch::randn({2, 300, D}, torch::kCUDA);
+    auto ref = attn(x, angle, rt::documentCausalMask(docs));
+    auto fast = attn(x, angle, torch::Tensor(), rt::packedSegments(lengths, torch::kCUDA));
+    // Padding outputs differ by design (padding sees only itself in flash); compare documents.
+    auto valid = (docs >= 0).unsqueeze(-1);
+    auto err = relErr(fast.masked_fill(valid.logical_not(), 0), ref.masked_fill(valid.logical_not(), 0));
+    WB_CHECK_MSG(err < 1e-2, "decoder varlen rel err " << err);
+    auto gRef = torch::autograd::grad({ref.masked_fill(valid.logical_not(), 0)}, {x}, {upstream})[0];
+    auto gFast = torch::autograd::grad({fast.masked_fill(valid.logical_not(), 0)}, {x}, {upstream})[0];
+    WB_CHECK_MSG(relErr(gFast, gRef) < 2e-2, "decoder varlen dx rel err " << relErr(gFast, gRef));
+    std::cout << "decoder varlen vs dense: y " << err << ", dx " << relErr(gFast, gRef) << std::endl;
+}
+
+static void testVarlenVision()
+{
+    if (!rt::flashVarlenAvailable())
+        return;
+    torch::manual_seed(8);
+    rt::VisionBlock block(144, 2, 256);  // head dim 72, as Qwen3-VL's 1152 / 16
+    block->to(torch::kCUDA);
+    const std::vector<int64_t> sizes = {64, 196, 36, 100};  // patches per image
+    std::vector<int32_t> image, row, col;
+    for (size_t i = 0; i < sizes.size(); ++i)
+        for (int64_t p = 0; p < sizes[i]; ++p) {
+            image.push_back(static_cast<int32_t>(i));
+            row.push_back(static_cast<int32_t>(p / 8));
+            col.push_back(static_cast<int32_t>(p % 8));
+        }
+    const int64_t P = static_cast<int64_t>(image.size());
+    auto img = torch::tensor(image).to(torch::kCUDA);
+    auto angle = rt::ropeAngles2d(torch::tensor(row).to(torch::kCUDA), torch::tensor(col).to(torch::kCUDA), 72, 10000.0);
+    auto x = torch::randn({P, 144}, torch::kCUDA).requires_grad_(true);
+    auto upstream = torch::randn({P, 144}, torch::kCUDA);
+    auto ref = block(x, angle, (img.unsqueeze(1) == img.unsqueeze(0)).unsqueeze(0));
+    auto fast = block(x, angle, torch::Tensor(), rt::packedSegments(sizes, torch::kCUDA));
+    WB_CHECK_MSG(relErr(fast, ref) < 1e-2, "vision varlen rel err " << relErr(fast, ref));
+    auto gRef = torch::autograd::grad({ref}, {x}, {upstream})[0];
+    auto gFast = torch::autograd::grad({fast}, {x}, {upstream})[0];
+    WB_CHECK_MSG(relErr(gFast, gRef) < 2e-2, "vision varlen dx rel err " << relErr(gFast, gRef));
+    std::cout << "vision varlen vs dense: y " << relErr(fast, ref) << ", dx " << relErr(gFast, gRef) << std::endl;
+}
+
+static void testTinyModelCudaMatchesCpu()
+{
+    torch::manual_seed(9);
+    core::ModelConfig m;
+    m.vision.numLayers = 1; m.vision.hiddenSize = 16; m.vision.ffnHiddenSize = 32; m.vision.numAttentionHeads = 2;
+    m.vision.patchSize = 4; m.vision.spatialMergeSize = 2; m.vision.deepstackLayers = {0};
+    m.decoder.numLayers = 2; m.decoder.hiddenSize = 32; m.decoder.numAttentionHeads = 4; m.decoder.numQueryGroups = 2;
+    m.decoder.kvChannels = 8; m.decoder.numMoeExperts = 4; m.decoder.moeRouterTopk = 2; m.decoder.moeFfnHiddenSize = 16;
+    m.decoder.vocabSize = 300; m.decoder.mropeSection = {2, 1, 1};
+    rt::SamplePacker packer(2, 48, 2, rt::patchDim(4, 1));
+    for (int i = 0; i < 4; ++i) {
+        rt::PreparedSample s;
+        s.hasImage = i % 2 == 0;
+        if (s.hasImage) {
+            rt::RgbImage img{16, 8, std::vector<uint8_t>(16 * 8 * 3)};
+            for (size_t j = 0; j < img.rgb.size(); ++j) img.rgb[j] = static_cast<uint8_t>((j * 37 + i) % 251);
+            s.image = rt::patchify(img, 4, 1, 2);
+        }
+        s.caption = rt::tokenize("sample number " + std::to_string(i), 64);
+        WB_CHECK(packer.tryAdd(s));
+    }
+    rt::MicroBatch batch = packer.take(4);
+    rt::VlmModel model(m);
+    auto cpuBatch = rt::toTensors(batch, torch::kCPU, torch::kFloat32);
+    const double cpuLoss = model->forward(cpuBatch).lmLoss.item<double>();
+    model->to(torch::kCUDA);
+    auto gpuBatch = rt::toTensors(batch, torch::kCUDA, torch::kFloat32);
+    const double gpuLoss = model->forward(gpuBatch).lmLoss.item<double>();
+    WB_CHECK_CLOSE(gpuLoss, cpuLoss, 1e-4);
+    std::cout << "tiny model loss cpu " << cpuLoss << " cuda " << gpuLoss << std::endl;
+}
+
+static void testFusedAdamW()
+{
+    if (!rt::fusedAdamWAvailable())
+        return;
+    torch::manual_seed(10);
+    const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+    std::vector<torch::Tensor> init = {torch::randn({64, 96}, cuda), torch::randn({3, 40, 24}, cuda), torch::randn({96}, cuda)};
+    auto make = [&](std::vector<torch::Tensor>& params) {
+        for (auto& t : init)
+            params.push_back(t.clone().requires_grad_(true));
+        std::vector<torch::optim::OptimizerParamGroup> groups;
+        auto opts = [](double wd) {
+            return std::make_unique<torch::optim::AdamWOptions>(
+                torch::optim::AdamWOptions(3e-3).betas({0.9, 0.95}).eps(1e-8).weight_decay(wd));
+        };
+        groups.emplace_back(std::vector<torch::Tensor>{params[0], params[1]}, opts(0.1));
+        groups.emplace_back(std::vector<torch::Tensor>{params[2]}, opts(0.0));
+        return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(3e-3));
+    };
+    std::vector<torch::Tensor> ref, fused;
+    auto refOpt = make(ref);
+    auto fusedOpt = make(fused);
+    for (int step = 0; step < 3; ++step) {
+        for (size_t i = 0; i < init.size(); ++i) {
+            if (step == 1 && i == 1)
+                continue;  // no gradient this step: its own step count falls behind
+            auto g = torch::randn_like(init[i]);
+            ref[i].mutable_grad() = g.clone();
+            fused[i].mutable_grad() = g.clone();
+        }
+        refOpt->step();
+        rt::fusedAdamWStep(*fusedOpt);
+        refOpt->zero_grad();
+        fusedOpt->zero_grad();
+    }
+    for (size_t i = 0; i < init.size(); ++i)
+        WB_CHECK_MSG(relErr(fused[i].detach(), ref[i].detach()) < 1e-6,
+                     "fused AdamW param " << i << " rel err " << relErr(fused[i].detach(), ref[i].detach()));
+    std::cout << "fused AdamW vs AdamW::step: param 0 rel err " << relErr(fused[0].detach(), ref[0].detach()) << std::endl;
+}
+
+int main()
+{
+    if (!torch::cuda::is_available()) {
+        std::cout << "no CUDA device: skipped" << std::endl;
+        return 77;
+    }
+    testGroupedExperts();
+    testVarlenDecoderAttention();
+    testVarlenVision();
+    testTinyModelCudaMatchesCpu();
+    testFusedAdamW();
+    return test::checkExitCode("test_runtime_gpu");
+}
