@@ -24,6 +24,16 @@ namespace wb::rt {
 core::Result<RgbImage> decodeImage(const std::string& path)
 {
     int w = 0, h = 0, channels = 0;
+    // The header first: a legitimate-looking PNG can declare 25000×25000 px (openclipart has
+    // such files), 2.5 GB once decoded. Refuse it before allocating; the loader counts it as a
+    // skipped image like a corrupt one.
+    if (stbi_info(path.c_str(), &w, &h, &channels) &&
+        static_cast<int64_t>(w) * h > kMaxDecodePixels)
+        return core::makeError(core::ErrorCode::InvalidArgument,
+                               "image too large to decode: " + std::to_string(w) + "×" + std::to_string(h) +
+                                   " px (limit " + std::to_string(kMaxDecodePixels / 1'000'000) +
+                                   " Mpx); downscale it in the data set",
+                               path);
     std::unique_ptr<stbi_uc, void (*)(void*)> pixels(stbi_load(path.c_str(), &w, &h, &channels, 4),
                                                      stbi_image_free);
     if (!pixels) {

@@ -28,7 +28,11 @@ struct ImagePatches {
     int64_t numPatches() const { return static_cast<int64_t>(gridH) * gridW; }
 };
 
-/// Decodes a file; alpha is composited over white. Error if missing or undecodable.
+/// Largest image decodeImage accepts (w×h): 64 Mpx, i.e. 256 MB of RGBA while decoding.
+inline constexpr int64_t kMaxDecodePixels = 64'000'000;
+
+/// Decodes a file; alpha is composited over white. Error if missing, undecodable, or larger
+/// than kMaxDecodePixels (checked from the header, before anything is allocated).
 core::Result<RgbImage> decodeImage(const std::string& path);
 
 /// Target size keeping the aspect ratio: both sides multiples of `factor`, and

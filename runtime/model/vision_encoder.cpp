@@ -4,6 +4,7 @@
 #include "runtime/model/attention.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace wb::rt {
 
@@ -22,7 +23,8 @@ VisionBlockImpl::VisionBlockImpl(int hiddenSize, int numHeads, int ffnHiddenSize
 }
 
 torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::Tensor& angle_1PF,
-                                       const torch::Tensor& allowed_1PP, const PackedSegments& images)
+                                       const torch::Tensor& allowed_1PP, const PackedSegments& images,
+                                       const std::vector<int64_t>& imageLengths)
 {
     const int64_t P = x_PD.size(0), D = x_PD.size(1), Dh = D / m_numHeads;
     auto qkv_13HPd = m_qkv(m_norm1(x_PD)).view({1, P, 3, m_numHeads, Dh}).permute({2, 0, 3, 1, 4});
@@ -34,6 +36,23 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
         auto y_PHd = varlenAttention(q_1HPd.squeeze(0).transpose(0, 1), k_1HPd.squeeze(0).transpose(0, 1),
                                      qkv_13HPd[2].squeeze(0).transpose(0, 1), images, /*causal=*/false);
         y_PD = y_PHd.reshape({P, D});
+    } else if (!imageLengths.empty()) {
+        // One small exact attention per image (patches of an image are contiguous): memory and
+        // time grow with Σ n_i² instead of P², which on the CPU is the difference between a
+        // 100 ms and a 2 s step when a micro-batch packs many images.
+        const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
+        std::vector<torch::Tensor> parts;
+        parts.reserve(imageLengths.size());
+        int64_t start = 0;
+        for (int64_t n : imageLengths) {
+            auto q_1Hnd = q_1HPd.narrow(2, start, n);
+            auto k_1Hnd = k_1HPd.narrow(2, start, n);
+            auto v_1Hnd = qkv_13HPd[2].narrow(2, start, n);
+            auto probs_1Hnn = torch::softmax(torch::matmul(q_1Hnd, k_1Hnd.transpose(-2, -1)) * scale, -1);
+            parts.push_back(torch::matmul(probs_1Hnn, v_1Hnd));
+            start += n;
+        }
+        y_PD = torch::cat(parts, 2).squeeze(0).transpose(0, 1).reshape({P, D});
     } else {
         y_PD = maskedAttention(q_1HPd, k_1HPd, qkv_13HPd[2], allowed_1PP).squeeze(0).transpose(0, 1).reshape({P, D});
     }
@@ -57,15 +76,27 @@ VisionOutput VisionEncoderImpl::forward(const torch::Tensor& patches_PC, const t
     VisionOutput out;
     const int headDim = m_config.hiddenSize / m_config.numAttentionHeads;
     auto angle_1PF = ropeAngles2d(patchRow_P, patchCol_P, headDim, kVisionRopeBase);
-    // Block-diagonal: a patch attends to the patches of its own image only. A dense P×P mask is
-    // fine at the sizes a CPU trains (and is the reference); on the GPU the images are segments
-    // of one varlen flash call, since P reaches ~60k at MBS 4 and a P×P mask would not fit.
+    // Block-diagonal: a patch attends to the patches of its own image only. On the GPU the images
+    // are segments of one varlen flash call (P reaches ~60k at MBS 4; a P×P mask would not fit);
+    // on the CPU each image gets its own small attention; a dense P×P mask remains only for fp32
+    // CUDA without flash.
+    // On the CPU the image run lengths are read from the host tensor for the per-image path.
     torch::Tensor allowed_1PP;
-    if (!images.defined())
+    std::vector<int64_t> imageLengths;
+    if (!images.defined() && patchImage_P.device().is_cpu()) {
+        const auto ids_P = patchImage_P.to(torch::kInt64).contiguous();
+        const int64_t* id = ids_P.data_ptr<int64_t>();
+        for (int64_t i = 0; i < ids_P.numel(); ++i) {
+            if (i == 0 || id[i] != id[i - 1])
+                imageLengths.push_back(0);
+            ++imageLengths.back();
+        }
+    } else if (!images.defined()) {
         allowed_1PP = (patchImage_P.unsqueeze(1) == patchImage_P.unsqueeze(0)).unsqueeze(0);
+    }
     auto x_PD = m_patchEmbed(patches_PC);
     for (size_t layer = 0; layer < m_blocks->size(); ++layer) {
-        x_PD = m_blocks->ptr<VisionBlockImpl>(layer)->forward(x_PD, angle_1PF, allowed_1PP, images);
+        x_PD = m_blocks->ptr<VisionBlockImpl>(layer)->forward(x_PD, angle_1PF, allowed_1PP, images, imageLengths);
         const auto& ds = m_config.deepstackLayers;
         if (std::find(ds.begin(), ds.end(), static_cast<int>(layer)) != ds.end())
             out.deepstack_PD.push_back(x_PD);

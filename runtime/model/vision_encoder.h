@@ -22,10 +22,12 @@ struct VisionOutput {
 class VisionBlockImpl : public torch::nn::Module {
 public:
     VisionBlockImpl(int hiddenSize, int numHeads, int ffnHiddenSize);
-    /// With `images` defined (one segment per image) the varlen flash core runs and allowed_1PP
-    /// may be undefined.
+    /// With `images` defined (one segment per image) the varlen flash core runs; else with
+    /// `imageLengths` (host patch counts of the contiguous images) each image attends alone; else
+    /// the dense block-diagonal mask allowed_1PP is used. The three agree (tests).
     torch::Tensor forward(const torch::Tensor& x_PD, const torch::Tensor& angle_1PF,
-                          const torch::Tensor& allowed_1PP, const PackedSegments& images = {});
+                          const torch::Tensor& allowed_1PP, const PackedSegments& images = {},
+                          const std::vector<int64_t>& imageLengths = {});
 
 private:
     int m_numHeads;

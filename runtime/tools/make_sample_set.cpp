@@ -115,11 +115,17 @@ int main(int argc, char** argv)
     std::mt19937_64 rng(seed);  // own Fisher–Yates: std::shuffle's algorithm is not portable
     for (size_t i = pngs.size(); i > 1; --i)
         std::swap(pngs[i - 1], pngs[rng() % i]);
-    if (minSide > 0 || maxSide > 0) {  // header read only (stbi_info), in shuffled order
+    // Header read only (stbi_info), in shuffled order. Besides the optional side range, files that
+    // are unreadable or huge are left out: openclipart ships a few PNGs of hundreds of megapixels,
+    // which a sample set for a laptop should not make every epoch decode.
+    {
+        constexpr int64_t kSampleMaxPixels = 16'000'000;
         std::vector<fs::path> kept;
         for (const auto& png : pngs) {
             int w = 0, h = 0, channels = 0;
             if (!stbi_info((fs::path(from) / png).c_str(), &w, &h, &channels))
+                continue;
+            if (static_cast<int64_t>(w) * h > kSampleMaxPixels)
                 continue;
             if (std::min(w, h) >= minSide && (maxSide <= 0 || std::max(w, h) <= maxSide))
                 kept.push_back(png);
@@ -128,8 +134,9 @@ int main(int argc, char** argv)
         }
         pngs = std::move(kept);
         if (pngs.empty())
-            return fail("no image under " + from + " has both sides in [" + std::to_string(minSide) + ", " +
-                        std::to_string(maxSide) + "] px");
+            return fail("no readable image under " + from + " of at most 16 Mpx" +
+                        (minSide > 0 || maxSide > 0 ? " with both sides in [" + std::to_string(minSide) + ", " +
+                                                          std::to_string(maxSide) + "] px" : std::string()));
     }
     pngs.resize(std::min<size_t>(pngs.size(), static_cast<size_t>(std::max(1L, count))));
     std::mt19937_64 captionRng(seed + 1);

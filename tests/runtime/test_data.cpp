@@ -28,6 +28,12 @@ static void writeTestImages(const fs::path& dir)
     for (size_t i = 0; i < rgb.size(); i += 3) { rgb[i] = 20; rgb[i + 1] = 60; rgb[i + 2] = 200; }
     WB_CHECK(stbi_write_jpg((dir / "b.jpg").c_str(), 64, 32, 3, rgb.data(), 95));
     std::ofstream(dir / "corrupt.png") << "this is not a png";
+    // A PNG whose header declares 16000×16000 px: 1 GB of RGBA, just under stb_image's own limit
+    // (openclipart has files this large). Only the header is written: the size check must come
+    // before decoding.
+    const unsigned char bomb[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
+                                  0, 0, 0x3e, 0x80, 0, 0, 0x3e, 0x80, 8, 6, 0, 0, 0, 0, 0, 0, 0};
+    std::ofstream(dir / "huge.png", std::ios::binary).write(reinterpret_cast<const char*>(bomb), sizeof bomb);
 }
 
 static void testDecode(const fs::path& dir)
@@ -50,6 +56,9 @@ static void testDecode(const fs::path& dir)
     }
     WB_CHECK(!rt::decodeImage((dir / "corrupt.png").string()).ok());
     WB_CHECK(!rt::decodeImage((dir / "missing.png").string()).ok());
+    auto huge = rt::decodeImage((dir / "huge.png").string());
+    WB_CHECK(!huge.ok() && huge.error().message.find("too large") != std::string::npos &&
+             huge.error().message.find("16000") != std::string::npos);
 }
 
 static void testPixelBudget()

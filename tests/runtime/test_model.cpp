@@ -115,6 +115,19 @@ static void testBlockDiagonalVision()
     auto b = enc(p2, torch::zeros({8}, torch::kInt32), rows2, cols2).hidden_PD;
     WB_CHECK(maxDiff(packed.slice(0, 0, 4), a) < 1e-5);
     WB_CHECK(maxDiff(packed.slice(0, 4), b) < 1e-5);
+
+    // The CPU's per-image path equals the dense block-diagonal mask, forward and backward.
+    rt::VisionBlock block(16, 2, 32);
+    auto image = torch::tensor({0, 0, 0, 1, 1, 1, 1, 1, 2, 2}, torch::kInt32);
+    auto angle = rt::ropeAngles2d(torch::arange(10, torch::kInt32) / 3, torch::arange(10, torch::kInt32) % 3, 8, 10000.0);
+    auto x = torch::randn({10, 16}).requires_grad_(true);
+    auto dense = block(x, angle, (image.unsqueeze(1) == image.unsqueeze(0)).unsqueeze(0));
+    auto perImage = block->forward(x, angle, torch::Tensor(), rt::PackedSegments{}, std::vector<int64_t>{3, 5, 2});
+    WB_CHECK_MSG(maxDiff(dense, perImage) < 1e-5, "per-image vs dense " << maxDiff(dense, perImage));
+    auto upstream = torch::randn({10, 16});
+    auto gDense = torch::autograd::grad({dense}, {x}, {upstream}, /*retain_graph=*/true)[0];
+    auto gPerImage = torch::autograd::grad({perImage}, {x}, {upstream})[0];
+    WB_CHECK(maxDiff(gDense, gPerImage) < 1e-5);
 }
 
 static void testProjectorMergeOrder()
