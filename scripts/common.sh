@@ -13,10 +13,13 @@ WB_PACKAGES=(
   openclipart-png                                # real images for the sample set
   fonts-dejavu-core xvfb xauth                   # text in offscreen UI tests and screenshots
 )
+# Only for the tests (test.sh): the SSH tests start a private sshd on 127.0.0.1. Not installed by
+# start.sh, since on a desktop the package would also enable a system sshd on port 22.
+WB_TEST_PACKAGES=(openssh-server openssh-client)
 
-wb_install_missing() {
+wb_install_missing() {  # extra arguments: more packages to require
   local missing=()
-  for p in "${WB_PACKAGES[@]}"; do
+  for p in "${WB_PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0

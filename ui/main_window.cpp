@@ -1,6 +1,7 @@
 #include "ui/main_window.h"
 
 #include "core/log.h"
+#include "ui/compare_view.h"
 #include "ui/meta_types.h"
 #include "ui/run_charts_panel.h"
 #include "ui/run_list_model.h"
@@ -115,6 +116,14 @@ void MainWindow::createMenus()
     run->addAction(m_cancelRun);
     run->addSeparator();
     run->addAction(m_refresh);
+    // Compare runs: its own window over the same store (the view opens its own connection).
+    run->addAction(tr("Co&mpare runs…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), this, [this] {
+        auto* view = new CompareView(m_session->storePath(), this);
+        view->setWindowFlag(Qt::Window);
+        view->setAttribute(Qt::WA_DeleteOnClose);
+        view->resize(1400, 900);
+        view->show();
+    })->setObjectName(QStringLiteral("compareRunsAction"));
     auto* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(m_about);
 }

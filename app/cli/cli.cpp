@@ -3,6 +3,8 @@
 
 #include "core/log.h"
 #include "remote/local_target.h"
+#include "remote/ssh_hosts.h"
+#include "remote/ssh_target.h"
 
 #include <unistd.h>
 
@@ -22,10 +24,17 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  launch --target local --config FILE [--name NAME]   start a run; prints its id\n"
+    "         (--target ssh:HOST runs on a host registered with `hosts add`)\n"
     "  watch RUN [--interval-ms N]                          follow a run until it ends\n"
     "  runs [--json]                                        list runs, newest first\n"
     "  show RUN [--json]                                    one run: summary, meta, last step, events\n"
     "  cancel RUN [--grace-s N]                             stop a run and its whole process group\n"
+    "  hosts add|list|test|remove [NAME] [...]              SSH hosts for --target ssh:HOST (docs/remote.md)\n"
+    "  plan --model M --hardware H --gpus N [...] [--json]  recommendation + ranked layouts\n"
+    "  lint FILE [--gpus N] [--hardware H] [--json]         config problems and layout rules, by line\n"
+    "  generate --from PLAN_OR_CONFIG --format F --out DIR  runtime | megatron-bridge | slurm | ssh files\n"
+    "  compare RUN RUN... [--baseline RUN] [--window A:B] [--json]  steady-state figures, deltas, warnings\n"
+    "  export RUN --csv FILE                                all step metrics as CSV (FILE - = stdout)\n"
     "\n"
     "RUN is a run id or a unique prefix of one. Exit codes: 0 ok, 2 bad usage or input, 1 other\n"
     "errors (watch: the run's own exit code when it did not finish). See docs/cli.md.\n";
@@ -52,8 +61,16 @@ core::Result<std::unique_ptr<core::RunTarget>> CliContext::target(const std::str
     if (name == "local")
         return std::unique_ptr<core::RunTarget>(
             std::make_unique<remote::LocalTarget>(moeTrainPath, runsRoot));
+    // ssh:HOST — a host from hosts.json (beside the store). Unknown host keys are refused here;
+    // `hosts test HOST --accept-new-host-key` is where the user accepts one.
+    if (name.rfind("ssh:", 0) == 0) {
+        auto entry = remote::SshHostRegistry(remote::defaultHostsPath(dbPath)).find(name.substr(4));
+        if (!entry)
+            return entry.error();
+        return std::unique_ptr<core::RunTarget>(std::make_unique<remote::SshTarget>(entry->targetOptions()));
+    }
     return core::makeError(core::ErrorCode::InvalidArgument,
-                           "this CLI can only run on the local target so far; use --target local",
+                           "unknown target; use --target local or ssh:HOST (see `hosts list`)",
                            name);
 }
 
@@ -147,6 +164,9 @@ int runCli(int argc, char** argv)
     static const std::map<std::string, Command> kCommands = {
         {"launch", launchCommand}, {"watch", watchCommand},   {"runs", runsCommand},
         {"show", showCommand},     {"cancel", cancelCommand},
+        {"hosts", hostsCommand},
+        {"plan", planCommand}, {"lint", lintCommand}, {"generate", generateCommand},
+        {"compare", compareCommand}, {"export", exportCommand},
     };
     const auto it = kCommands.find(command);
     if (it == kCommands.end()) {

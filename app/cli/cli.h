@@ -56,6 +56,12 @@ int watchCommand(const CliContext& context, Args args);
 int runsCommand(const CliContext& context, Args args);
 int showCommand(const CliContext& context, Args args);
 int cancelCommand(const CliContext& context, Args args);
+int hostsCommand(const CliContext& context, Args args);  // SSH hosts: hosts_command.cpp
+int planCommand(const CliContext& context, Args args);
+int lintCommand(const CliContext& context, Args args);
+int generateCommand(const CliContext& context, Args args);
+int compareCommand(const CliContext& context, Args args);
+int exportCommand(const CliContext& context, Args args);
 
 /// Entry point behind main(): global options, then the command.
 int runCli(int argc, char** argv);

@@ -1,0 +1,389 @@
+// SshTarget: the run directory contract over SSH. One thread per target (see the header).
+//
+// Every remote command is a small POSIX sh script assembled here with every variable part passed
+// through shellQuote(), so a run id, a path or a config name can hold anything without reaching
+// the shell as code. Each script runs under `sh -c` (asShScript), so it is POSIX sh whatever the
+// remote user's login shell is; that shell only parses one single-quoted word.
+//
+// Detaching: `setsid nohup sh -c 'echo $$ >pid; exec "$@"' ... &`. The trainer's pid is written
+// by the trainer's own shell after setsid(), so it is the session and process-group id whether or
+// not setsid had to fork; nohup plus redirecting all three std streams lets the SSH channel close
+// and the connection drop without the run noticing.
+#include "remote/ssh_target.h"
+
+#include "core/log.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace wb::remote {
+
+using core::ErrorCode;
+using core::makeError;
+using core::Result;
+
+namespace {
+
+constexpr auto kCommandTimeout = std::chrono::seconds(60);
+
+bool validRunId(const std::string& id)
+{
+    if (id.empty() || id == "." || id == ".." || id.front() == '-' || id.size() > 200)
+        return false;
+    return std::all_of(id.begin(), id.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    });
+}
+
+// Shell function shared by status and cancel: true while a non-zombie process is in group $pid.
+// kill -0 alone would count a zombie that a non-reaping init keeps around.
+constexpr const char* kAliveFunction =
+    "alive() { kill -0 -\"$pid\" 2>/dev/null || return 1; "
+    "command -v ps >/dev/null 2>&1 || return 0; "
+    "ps -e -o pgid= -o stat= | awk -v g=\"$pid\" '$1==g && $2 !~ /^Z/ {f=1} END {exit !f}'; }\n";
+
+// Reads DIR/pid into $pid (0 when missing, torn or not a number > 1: never signal init or "all").
+std::string readPidScript(const std::string& runDir)
+{
+    return "pid=$(cat " + shellQuote(runDir + "/pid") + " 2>/dev/null)\n"
+           "case \"$pid\" in ''|*[!0-9]*) pid=0 ;; esac\n"
+           "[ \"$pid\" -gt 1 ] || pid=0\n";
+}
+
+// The login shell only has to parse one single-quoted word (bash, zsh, dash, ksh, fish all do);
+// the script itself always runs under POSIX sh, whatever the user's login shell is.
+std::string asShScript(const std::string& script) { return "sh -c " + shellQuote(script); }
+
+core::RunState finalStateOf(const std::string& word)
+{
+    if (word == "finished")
+        return core::RunState::Finished;
+    if (word == "stopped")
+        return core::RunState::Cancelled;
+    return core::RunState::Failed;
+}
+
+std::string trimmed(std::string text)
+{
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+        text.pop_back();
+    return text;
+}
+
+}  // namespace
+
+SshTarget::SshTarget(SshTargetOptions options) : m_options(std::move(options)) {}
+
+SshTarget::~SshTarget() = default;
+
+Result<void> SshTarget::connect(HostKeyInfo* hostKey)
+{
+    m_session.reset();
+    auto session = SshSession::connect(m_options.host, hostKey);
+    if (!session)
+        return session.error();
+    m_session = std::move(*session);
+    m_everConnected = true;
+    return {};
+}
+
+// Backoff: 250 ms doubling to 5 s, within reconnectBudget. Only IoError (network) is retried:
+// a refused host key or refused authentication will not fix itself.
+Result<SshSession*> SshTarget::ensureSession()
+{
+    if (m_session && m_session->isConnected()) {
+        m_session->keepaliveIfIdle();
+        if (m_session->isConnected())
+            return m_session.get();
+    }
+    const bool reconnecting = m_everConnected;
+    m_session.reset();
+    const auto deadline = std::chrono::steady_clock::now() + m_options.reconnectBudget;
+    auto delay = std::chrono::milliseconds(250);
+    for (int attempt = 1;; ++attempt) {
+        auto connected = connect();
+        if (connected) {
+            if (reconnecting) {
+                ++m_reconnects;
+                wb::log::get("remote")->info("reconnected to {} (attempt {})", m_options.host.host, attempt);
+            }
+            return m_session.get();
+        }
+        const auto& error = connected.error();
+        if (error.code != ErrorCode::IoError || std::chrono::steady_clock::now() + delay > deadline)
+            return error;
+        wb::log::get("remote")->warn("connection to {} failed ({}); retrying in {} ms",
+                                     m_options.host.host, error.message, delay.count());
+        if (m_options.onReconnecting)
+            m_options.onReconnecting(attempt, error.message);
+        std::this_thread::sleep_for(delay);
+        delay = std::min(delay * 2, std::chrono::milliseconds(5000));
+    }
+}
+
+template <typename Op>
+auto SshTarget::withReconnect(Op&& op) -> decltype(op(std::declval<SshSession&>()))
+{
+    auto session = ensureSession();
+    if (!session)
+        return session.error();
+    auto result = op(**session);
+    if (result || (*session)->isConnected())
+        return result;
+    // The connection dropped under us (sshd restarted, network cut): the remote side is intact,
+    // so reconnect and repeat the (idempotent) operation.
+    wb::log::get("remote")->warn("connection to {} lost ({}); reconnecting", m_options.host.host,
+                                 result.error().message);
+    if (m_options.onReconnecting)
+        m_options.onReconnecting(0, result.error().message);
+    session = ensureSession();
+    if (!session)
+        return session.error();
+    return op(**session);
+}
+
+Result<CommandResult> SshTarget::runCommand(const std::string& command, std::chrono::milliseconds timeout)
+{
+    return withReconnect([&](SshSession& s) { return s.run(command, timeout); });
+}
+
+Result<CommandResult> SshTarget::runScript(const std::string& script, std::chrono::milliseconds timeout)
+{
+    return runCommand(asShScript(script), timeout);
+}
+
+Result<std::string> SshTarget::remoteRunsRoot()
+{
+    if (!m_runsRoot.empty())
+        return m_runsRoot;
+    std::string root = m_options.runsRoot.empty() ? "~/.cache/moe-workbench/runs" : m_options.runsRoot;
+    if (root == "~" || root.rfind("~/", 0) == 0) {
+        auto home = runScript("printf '%s' \"$HOME\"", kCommandTimeout);
+        if (!home)
+            return home.error();
+        if (home->exitStatus != 0 || home->out.empty() || home->out.front() != '/')
+            return makeError(ErrorCode::Failed, "cannot find the remote home directory ($HOME is '" + home->out + "')",
+                             name());
+        root = home->out + root.substr(1);
+    }
+    if (root.front() != '/')
+        return makeError(ErrorCode::InvalidArgument, "the remote runs root must be absolute or start with ~/", root);
+    m_runsRoot = root;
+    return m_runsRoot;
+}
+
+Result<void> SshTarget::validateConfig(const std::string& configJson)
+{
+    const std::string moe = shellQuotePath(m_options.moeTrainPath);
+    auto temp = runScript("[ -x " + moe + " ] || exit 127; mktemp", kCommandTimeout);
+    if (!temp)
+        return temp.error();
+    if (temp->exitStatus == 127)
+        return makeError(ErrorCode::NotFound,
+                         "moe-train is missing or not executable on the host. Provisioning is not "
+                         "automatic yet: build the runtime there (cmake -S runtime) and pass its "
+                         "path with --remote-moe-train",
+                         name() + ":" + m_options.moeTrainPath);
+    const std::string path = trimmed(temp->out);
+    if (temp->exitStatus != 0 || path.empty())
+        return makeError(ErrorCode::Failed, "mktemp failed on the host: " + trimmed(temp->err), name());
+    auto written = withReconnect([&](SshSession& s) { return s.writeFile(path, configJson, 0600); });
+    if (!written)
+        return written.error();
+    auto checked = runScript(moe + " --validate " + shellQuote(path) + " 2>&1; rc=$?; rm -f " +
+                                  shellQuote(path) + "; exit $rc",
+                              kCommandTimeout);
+    if (!checked)
+        return checked.error();
+    if (checked->exitStatus == 0)
+        return {};
+    if (checked->exitStatus == 2)
+        return makeError(ErrorCode::InvalidArgument, "moe-train on the host rejects the config:\n" + trimmed(checked->out));
+    return makeError(ErrorCode::Failed,
+                     "moe-train --validate failed on the host with exit code " +
+                         std::to_string(checked->exitStatus) + ":\n" + trimmed(checked->out),
+                     name());
+}
+
+Result<core::LaunchedRun> SshTarget::launch(const core::LaunchRequest& request)
+{
+    auto log = wb::log::get("remote");
+    if (!validRunId(request.runId))
+        return makeError(ErrorCode::InvalidArgument,
+                         "a run id may hold only letters, digits, '-', '_' and '.'", request.runId);
+    auto root = remoteRunsRoot();
+    if (!root)
+        return root.error();
+    const std::string runDir = *root + "/" + request.runId;
+    const std::string moe = shellQuotePath(m_options.moeTrainPath);
+    const std::string dir = shellQuote(runDir);
+
+    // 1. The directory. mkdir (not -p) for the run itself: an existing one belongs to another run.
+    auto made = runScript("[ -x " + moe + " ] || exit 127\n"
+                           "mkdir -p " + shellQuote(*root) + " || exit 1\n"
+                           "mkdir " + dir + " 2>/dev/null || { [ -e " + dir + " ] && exit 17; exit 1; }\n",
+                           kCommandTimeout);
+    if (!made)
+        return made.error();
+    if (made->exitStatus == 127)
+        return makeError(ErrorCode::NotFound,
+                         "moe-train is missing or not executable on the host. Provisioning is not "
+                         "automatic yet: build the runtime there and pass its path with "
+                         "--remote-moe-train",
+                         name() + ":" + m_options.moeTrainPath);
+    if (made->exitStatus == 17)
+        return makeError(ErrorCode::Busy,
+                         "the run directory already exists on the host (another run uses this id); "
+                         "launch again for a new id",
+                         name() + ":" + runDir);
+    if (made->exitStatus != 0)
+        return makeError(ErrorCode::Failed, "cannot create the run directory: " + trimmed(made->err),
+                         name() + ":" + runDir);
+
+    // 2. run.json by SFTP (temp file + rename: the trainer never sees half of it).
+    auto written = withReconnect(
+        [&](SshSession& s) { return s.writeFile(runDir + "/run.json", request.configJson, 0644); });
+    if (!written)
+        return written.error();
+
+    // 3. Start detached and wait (≤ 10 s) for the trainer's own shell to record its pid. Not
+    // retried on a dropped connection: the start may have happened; status() will tell.
+    const std::string start =
+        "cd " + dir + " || exit 3\n"
+        "command -v setsid >/dev/null 2>&1 || { echo 'setsid is missing on the host (util-linux)' >&2; exit 126; }\n"
+        "setsid nohup sh -c 'echo $$ > pid.tmp && mv pid.tmp pid && exec \"$@\"' moe-train " + moe +
+        " --config " + shellQuote(runDir + "/run.json") + " --run-dir " + dir +
+        " </dev/null >>stdout.log 2>&1 &\n"
+        "i=0; while [ ! -s pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n"
+        "cat pid 2>/dev/null || { echo 'moe-train did not start; see stdout.log' >&2; exit 1; }\n";
+    auto session = ensureSession();
+    if (!session)
+        return session.error();
+    auto started = (*session)->run(asShScript(start), kCommandTimeout);
+    if (!started)
+        return started.error();
+    if (started->exitStatus != 0)
+        return makeError(ErrorCode::Failed, "starting moe-train failed: " + trimmed(started->err),
+                         name() + ":" + runDir);
+    int64_t pid = 0;
+    try {
+        pid = std::stoll(started->out);
+    } catch (const std::exception&) {
+        return makeError(ErrorCode::Corrupt, "the pid file holds '" + trimmed(started->out) + "'",
+                         name() + ":" + runDir);
+    }
+    log->info("launched run {} on {} as pid {} in {}", request.runId, name(), pid, runDir);
+    return core::LaunchedRun{request.runId, name(), runDir, pid};
+}
+
+Result<core::MetricsChunk> SshTarget::readMetrics(const std::string& runDir, int64_t offset, int64_t maxBytes)
+{
+    const std::string path = runDir + "/metrics.jsonl";
+    auto read = withReconnect([&](SshSession& s) { return s.readFile(path, offset, maxBytes); });
+    if (!read)
+        return read.error();
+    core::MetricsChunk chunk;
+    chunk.offset = offset;
+    if (!read->exists)
+        return chunk;  // not written yet
+    chunk.fileSize = read->fileSize;
+    if (offset > chunk.fileSize)
+        return makeError(ErrorCode::Corrupt,
+                         "metrics.jsonl is shorter (" + std::to_string(chunk.fileSize) +
+                             " bytes) than what was already ingested (" + std::to_string(offset) +
+                             "); the file was truncated or replaced",
+                         name() + ":" + path);
+    chunk.bytes = std::move(read->bytes);
+    return chunk;
+}
+
+Result<core::RunStatus> SshTarget::status(const std::string& runDir)
+{
+    // One round trip: the liveness line, then status.json verbatim.
+    const std::string script = "[ -d " + shellQuote(runDir) + " ] || exit 44\n" + readPidScript(runDir) +
+                               kAliveFunction +
+                               "a=0; [ \"$pid\" -gt 1 ] && alive && a=1\n"
+                               "echo \"pid=$pid alive=$a\"\n"
+                               "cat " + shellQuote(runDir + "/status.json") + " 2>/dev/null\n"
+                               "exit 0\n";
+    auto result = runScript(script, kCommandTimeout);
+    if (!result)
+        return result.error();
+    if (result->exitStatus == 44)
+        return makeError(ErrorCode::NotFound, "the run directory does not exist on the host", name() + ":" + runDir);
+    if (result->exitStatus != 0)
+        return makeError(ErrorCode::Failed, "reading the run status failed: " + trimmed(result->err), name() + ":" + runDir);
+
+    const auto newline = result->out.find('\n');
+    const std::string head = result->out.substr(0, newline);
+    long pid = 0;
+    int alive = 0;
+    if (std::sscanf(head.c_str(), "pid=%ld alive=%d", &pid, &alive) != 2)
+        return makeError(ErrorCode::Corrupt, "unexpected answer from the host: " + head, name() + ":" + runDir);
+
+    core::RunStatus status;
+    // status.json is rewritten while we read it; a torn or empty one just means "no news".
+    if (newline != std::string::npos) {
+        const auto json = nlohmann::json::parse(result->out.substr(newline + 1), nullptr, false);
+        if (json.is_object()) {
+            if (auto it = json.find("status"); it != json.end() && it->is_string())
+                status.status = it->get<std::string>();
+            if (auto it = json.find("exit_code"); it != json.end() && it->is_number_integer())
+                status.exitCode = it->get<int>();
+            if (auto it = json.find("message"); it != json.end() && it->is_string())
+                status.message = it->get<std::string>();
+        }
+    }
+    status.processAlive = alive == 1;
+    if (status.processAlive)
+        status.state = core::RunState::Running;
+    else if (pid == 0 && status.status.empty())
+        status.state = core::RunState::Pending;
+    else
+        status.state = finalStateOf(status.status);
+    return status;
+}
+
+Result<void> SshTarget::cancel(const std::string& runDir, std::chrono::milliseconds grace)
+{
+    const long tenths = std::max<long>(1, static_cast<long>(grace.count() / 100));
+    // The whole dance runs on the host: signals and the waits do not depend on the connection.
+    const std::string script =
+        readPidScript(runDir) + kAliveFunction +
+        "[ \"$pid\" -gt 1 ] || { echo 'no readable pid file' >&2; exit 44; }\n"
+        "alive || { echo gone; exit 0; }\n"
+        "kill -TERM -\"$pid\" 2>/dev/null\n"
+        "i=0; while alive && [ $i -lt " + std::to_string(tenths) + " ]; do sleep 0.1; i=$((i+1)); done\n"
+        "alive || { echo term; exit 0; }\n"
+        "kill -KILL -\"$pid\" 2>/dev/null\n"
+        "i=0; while alive && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n"
+        "alive || { echo kill; exit 0; }\n"
+        "ps -e -o pgid= -o pid= -o stat= -o comm= | awk -v g=\"$pid\" '$1==g && $3 !~ /^Z/ {print $2 \" (\" $4 \")\"}' >&2\n"
+        "exit 45\n";
+    auto result = runScript(script, grace + std::chrono::seconds(30));
+    if (!result)
+        return result.error();
+    if (result->exitStatus == 44)
+        return makeError(ErrorCode::NotFound,
+                         "no readable pid file on the host; the run never started, or its directory is gone",
+                         name() + ":" + runDir);
+    if (result->exitStatus == 45)
+        return makeError(ErrorCode::Failed,
+                         "processes of the run survived SIGKILL on the host: " + trimmed(result->err),
+                         name() + ":" + runDir);
+    if (result->exitStatus != 0)
+        return makeError(ErrorCode::Failed, "cancel failed on the host: " + trimmed(result->err), name() + ":" + runDir);
+    const std::string how = trimmed(result->out);
+    if (how == "kill")
+        wb::log::get("remote")->warn("cancel on {}: run in {} needed SIGKILL after {} ms", name(), runDir, grace.count());
+    else
+        wb::log::get("remote")->info("cancel on {}: run in {} ended ({})", name(), runDir, how);
+    return {};
+}
+
+}  // namespace wb::remote

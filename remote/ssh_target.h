@@ -1,0 +1,88 @@
+// SshTarget: runs moe-train on one SSH host with the run directory contract of DESIGN.md §3.3
+// (~/.cache/moe-workbench/runs/<id>/ on the host), detached in its own session and process group
+// (setsid + nohup), so the run survives the workbench and the connection. Metrics come back over
+// SFTP from a byte offset; a dropped connection is re-established with backoff inside each call,
+// and since the caller reads from the store's offset, the stream is backfilled with nothing lost
+// or repeated.
+//
+// Not done yet: provisioning (checking the node, uploading and building the runtime there). The
+// remote moe-train path is given to the constructor and must already exist on the host.
+//
+// Threading: owns one SshSession, so one SshTarget is used from ONE thread (a worker, never the
+// GUI thread). Every call may block for up to the reconnect budget.
+#pragma once
+
+#include "core/run_target.h"
+#include "remote/ssh_session.h"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace wb::remote {
+
+struct SshTargetOptions {
+    SshHostSpec host;
+    std::string moeTrainPath;  ///< moe-train on the host: absolute, or "~/..." (expanded there)
+    /// Parent of the run directories on the host. Empty = ~/.cache/moe-workbench/runs of the
+    /// remote user; a leading "~/" is expanded on the host.
+    std::string runsRoot;
+    /// How long one call keeps trying to reconnect (backoff 250 ms doubling to 5 s) before it
+    /// gives up with IoError. The run itself is unaffected by a lost connection.
+    std::chrono::milliseconds reconnectBudget{60000};
+    /// Told about each reconnect attempt (attempt number, why), e.g. to show "reconnecting" rather
+    /// than "failed". Called on the calling thread.
+    std::function<void(int attempt, const std::string& reason)> onReconnecting;
+};
+
+class SshTarget : public core::RunTarget {
+public:
+    explicit SshTarget(SshTargetOptions options);
+    ~SshTarget() override;
+
+    /// "ssh:" + the host as given (an ssh config alias or a name).
+    std::string name() const override { return "ssh:" + m_options.host.host; }
+
+    /// Connects now (also done lazily by every call). Errors as SshSession::connect; an unknown
+    /// or changed host key is never retried.
+    core::Result<void> connect(HostKeyInfo* hostKey = nullptr);
+
+    /// Runs `moe-train --validate` on the host on a temporary copy of the config.
+    core::Result<void> validateConfig(const std::string& configJson) override;
+    /// Errors: InvalidArgument (bad run id), NotFound (moe-train missing on the host), Busy (the
+    /// run directory exists), IoError (connection), Failed (the remote shell failed).
+    core::Result<core::LaunchedRun> launch(const core::LaunchRequest& request) override;
+    core::Result<core::MetricsChunk> readMetrics(const std::string& runDir, int64_t offset,
+                                                 int64_t maxBytes) override;
+    /// Liveness: a non-zombie process left in the process group recorded in DIR/pid (via ps on the
+    /// host; kill -0 where ps is missing).
+    core::Result<core::RunStatus> status(const std::string& runDir) override;
+    /// TERM to the group, KILL after `grace`, then Failed naming any survivor.
+    core::Result<void> cancel(const std::string& runDir, std::chrono::milliseconds grace) override;
+
+    /// Runs a command on the host (reconnecting as needed). For `hosts test` and tests.
+    core::Result<CommandResult> runCommand(const std::string& command, std::chrono::milliseconds timeout);
+
+    /// The absolute runs root on the host (resolves ~ on first use).
+    core::Result<std::string> remoteRunsRoot();
+    /// How many times a lost connection was re-established.
+    int reconnectCount() const { return m_reconnects; }
+
+private:
+    core::Result<SshSession*> ensureSession();
+    /// runCommand of a POSIX sh script (wrapped as `sh -c '...'`).
+    core::Result<CommandResult> runScript(const std::string& script, std::chrono::milliseconds timeout);
+    /// Runs `op` on a live session; if it fails because the connection dropped, reconnects (with
+    /// backoff) and runs it once more. Only for idempotent operations.
+    template <typename Op>
+    auto withReconnect(Op&& op) -> decltype(op(std::declval<SshSession&>()));
+
+    SshTargetOptions m_options;
+    std::unique_ptr<SshSession> m_session;
+    std::string m_runsRoot;  // absolute, once resolved
+    bool m_everConnected = false;
+    int m_reconnects = 0;
+};
+
+}  // namespace wb::remote

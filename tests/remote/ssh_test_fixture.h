@@ -1,0 +1,160 @@
+// A private OpenSSH sshd for one test executable (tests/remote/ssh_test_server.sh): 127.0.0.1 on
+// a free port, generated host and user keys, a private ssh_config (alias "wbtest") and
+// known_hosts in a temp dir. Main thread only.
+#pragma once
+
+#include "remote/ssh_session.h"
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <dirent.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace wbtest {
+
+inline std::string readAll(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+// A port nobody listens on right now (bind to 0, read it back, close). Racy in theory; the
+// server start fails loudly if someone takes it in between.
+inline int freePort()
+{
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+// (ppid, comm) of a process from /proc/PID/stat; comm may hold spaces and ')'.
+inline bool parentAndName(pid_t pid, pid_t& ppid, std::string& comm)
+{
+    const std::string stat = readAll("/proc/" + std::to_string(pid) + "/stat");
+    const auto open = stat.find('(');
+    const auto close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos)
+        return false;
+    comm = stat.substr(open + 1, close - open - 1);
+    std::istringstream rest(stat.substr(close + 1));
+    char state;
+    long parent;
+    if (!(rest >> state >> parent))
+        return false;
+    ppid = static_cast<pid_t>(parent);
+    return true;
+}
+
+class SshServer {
+public:
+    /// Starts sshd; returns an empty string or why it could not.
+    std::string start(const std::string& hostKey = "host_key")
+    {
+        if (!m_dir.isValid())
+            return "no temp dir";
+        if (m_port == 0)
+            m_port = freePort();
+        QProcess p;
+        p.setProcessChannelMode(QProcess::MergedChannels);
+        p.start(QStringLiteral(WB_SOURCE_DIR "/tests/remote/ssh_test_server.sh"),
+                {QStringLiteral("start"), QString::fromStdString(dir()), QString::number(m_port),
+                 QString::fromStdString(hostKey)});
+        p.waitForFinished(30000);
+        if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
+            return "ssh_test_server.sh start failed (exit " + std::to_string(p.exitCode()) +
+                   "): " + p.readAll().toStdString();
+        m_pid = static_cast<pid_t>(std::atol(readAll(dir() + "/sshd.pid").c_str()));
+        return {};
+    }
+
+    void stop()
+    {
+        QProcess::execute(QStringLiteral(WB_SOURCE_DIR "/tests/remote/ssh_test_server.sh"),
+                          {QStringLiteral("stop"), QString::fromStdString(dir())});
+        m_pid = 0;
+    }
+
+    /// Kills (SIGKILL) every sshd process serving a connection: the listener's descendants named
+    /// sshd. The listener stays, so the client can reconnect. Returns how many were killed.
+    int killSessions()
+    {
+        std::vector<pid_t> parents = {m_pid};
+        std::vector<pid_t> victims;
+        for (size_t round = 0; round < 3; ++round) {
+            std::vector<pid_t> next;
+            DIR* proc = ::opendir("/proc");
+            while (const dirent* entry = proc ? ::readdir(proc) : nullptr) {
+                const pid_t pid = static_cast<pid_t>(std::atol(entry->d_name));
+                pid_t ppid = 0;
+                std::string comm;
+                if (pid <= 0 || !parentAndName(pid, ppid, comm) || comm != "sshd")
+                    continue;
+                for (pid_t parent : parents)
+                    if (ppid == parent)
+                        next.push_back(pid);
+            }
+            if (proc)
+                ::closedir(proc);
+            victims.insert(victims.end(), next.begin(), next.end());
+            parents = next;
+        }
+        for (pid_t pid : victims)
+            ::kill(pid, SIGKILL);
+        return static_cast<int>(victims.size());
+    }
+
+    /// The spec for the "wbtest" alias of the private ssh_config.
+    wb::remote::SshHostSpec spec(bool acceptNew = false) const
+    {
+        wb::remote::SshHostSpec spec;
+        spec.host = "wbtest";
+        spec.sshConfigFile = dir() + "/ssh_config";
+        spec.knownHostsFile = dir() + "/known_hosts";
+        spec.acceptNewHostKey = acceptNew;
+        spec.connectTimeout = std::chrono::seconds(10);
+        return spec;
+    }
+
+    /// "SHA256:..." of a host key file, as ssh-keygen prints it.
+    std::string fingerprint(const std::string& hostKey = "host_key") const
+    {
+        QProcess p;
+        p.start(QStringLiteral("ssh-keygen"),
+                {QStringLiteral("-l"), QStringLiteral("-E"), QStringLiteral("sha256"), QStringLiteral("-f"),
+                 QString::fromStdString(dir() + "/" + hostKey + ".pub")});
+        p.waitForFinished(10000);
+        const auto words = QString::fromUtf8(p.readAllStandardOutput()).split(QLatin1Char(' '));
+        return words.size() > 1 ? words[1].toStdString() : std::string();
+    }
+
+    std::string dir() const { return m_dir.path().toStdString(); }
+    int port() const { return m_port; }
+    pid_t pid() const { return m_pid; }
+
+private:
+    QTemporaryDir m_dir;
+    int m_port = 0;
+    pid_t m_pid = 0;
+};
+
+}  // namespace wbtest

@@ -1,0 +1,80 @@
+#!/bin/sh
+# A private OpenSSH sshd for the SSH tests: 127.0.0.1 only, generated keys, everything in DIR.
+#
+#   ssh_test_server.sh start DIR PORT [HOSTKEY]   start (HOSTKEY: file name in DIR, default
+#                                                 host_key; generated when missing)
+#   ssh_test_server.sh stop DIR                   stop the listener (live sessions die with it
+#                                                 only if killed separately)
+#
+# start writes DIR/user_key (the client key, authorized for the current user), DIR/ssh_config
+# (Host alias "wbtest" -> 127.0.0.1:PORT with that key and DIR/known_hosts), DIR/sshd.pid and
+# DIR/sshd.log. It exits 0 once sshd listens, 1 with the log on stderr if it does not.
+# StrictModes is off because the temp dir's modes are whatever the test runner gives it.
+set -eu
+
+cmd=$1
+dir=$2
+sshd=/usr/sbin/sshd
+
+case "$cmd" in
+start)
+    port=$3
+    hostkey=${4:-host_key}
+    [ -x "$sshd" ] || { echo "sshd is not installed ($sshd missing): apt-get install openssh-server" >&2; exit 77; }
+    mkdir -p "$dir"
+    [ -f "$dir/$hostkey" ] || ssh-keygen -q -t ed25519 -N '' -C wbtest-host -f "$dir/$hostkey"
+    [ -f "$dir/user_key" ] || ssh-keygen -q -t ed25519 -N '' -C wbtest-user -f "$dir/user_key"
+    cp "$dir/user_key.pub" "$dir/authorized_keys"
+    # sshd running as root wants its privilege-separation directory.
+    if [ "$(id -u)" -eq 0 ] && [ ! -d /run/sshd ]; then mkdir -p /run/sshd && chmod 0755 /run/sshd; fi
+    cat > "$dir/sshd_config" <<EOF
+Port $port
+ListenAddress 127.0.0.1
+HostKey $dir/$hostkey
+AuthorizedKeysFile $dir/authorized_keys
+PidFile $dir/sshd.pid
+StrictModes no
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+PermitRootLogin prohibit-password
+UseDNS no
+Subsystem sftp internal-sftp
+EOF
+    cat > "$dir/ssh_config" <<EOF
+Host wbtest
+    HostName 127.0.0.1
+    Port $port
+    User $(id -un)
+    IdentityFile $dir/user_key
+    IdentitiesOnly yes
+    UserKnownHostsFile $dir/known_hosts
+EOF
+    rm -f "$dir/sshd.pid"
+    : > "$dir/sshd.log"
+    "$sshd" -f "$dir/sshd_config" -E "$dir/sshd.log"
+    i=0
+    while ! grep -q "Server listening" "$dir/sshd.log" 2>/dev/null; do
+        i=$((i + 1))
+        if [ $i -gt 100 ]; then cat "$dir/sshd.log" >&2; exit 1; fi
+        sleep 0.05
+    done
+    # The pid file appears right after the listen message.
+    i=0
+    while [ ! -s "$dir/sshd.pid" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    ;;
+stop)
+    if [ -s "$dir/sshd.pid" ]; then
+        pid=$(cat "$dir/sshd.pid")
+        kill "$pid" 2>/dev/null || true
+        i=0
+        while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+        rm -f "$dir/sshd.pid"
+    fi
+    ;;
+*)
+    echo "usage: $0 start DIR PORT [HOSTKEY] | stop DIR" >&2
+    exit 2
+    ;;
+esac

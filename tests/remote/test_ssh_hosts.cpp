@@ -1,0 +1,126 @@
+// SshHostRegistry (hosts.json): round trip, replace by name, remove, a corrupt or newer file is
+// reported (not overwritten), host names that could smuggle user/port/list syntax are refused,
+// and an entry becomes the SshHostSpec / SshTargetOptions the target uses.
+#include "remote/ssh_hosts.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+#include <sstream>
+
+using namespace wb;
+
+namespace {
+
+std::string readAll(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+}  // namespace
+
+class TestSshHosts : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    std::string path(const char* name) const { return m_dir.filePath(QString::fromLatin1(name)).toStdString(); }
+
+private slots:
+    void roundTripReplaceRemove()
+    {
+        remote::SshHostRegistry registry(path("data/hosts.json"));
+        auto empty = registry.load();
+        QVERIFY(empty && empty->empty());
+
+        remote::SshHostEntry gpu;
+        gpu.name = "gpu1";
+        gpu.user = "alice";
+        gpu.port = 2222;
+        gpu.identityFile = "~/.ssh/id_ed25519";
+        gpu.moeTrain = "/opt/mw/bin/moe-train";
+        QVERIFY(registry.put(gpu));
+        remote::SshHostEntry other;
+        other.name = "b200.cluster";
+        other.host = "login.example.org";
+        QVERIFY(registry.put(other));
+
+        gpu.port = 22022;
+        QVERIFY(registry.put(gpu));  // same name: replaced, not duplicated
+        auto loaded = registry.load();
+        QVERIFY(loaded);
+        QCOMPARE(loaded->size(), size_t(2));
+        auto found = registry.find("gpu1");
+        QVERIFY(found);
+        QCOMPARE(found->port, 22022);
+        QCOMPARE(found->user, std::string("alice"));
+        QCOMPARE(found->moeTrain, std::string("/opt/mw/bin/moe-train"));
+        QCOMPARE(registry.find("b200.cluster")->moeTrain, std::string("~/.local/bin/moe-train"));
+
+        const auto spec = registry.find("b200.cluster")->spec();
+        QCOMPARE(spec.host, std::string("login.example.org"));
+        QVERIFY(!spec.acceptNewHostKey);  // never stored: accepting is an explicit act each time
+        const auto options = found->targetOptions();
+        QCOMPARE(options.host.host, std::string("gpu1"));
+        QCOMPARE(options.host.port, 22022);
+        QCOMPARE(options.moeTrainPath, std::string("/opt/mw/bin/moe-train"));
+
+        QVERIFY(registry.remove("gpu1"));
+        QCOMPARE(registry.remove("gpu1").error().code, core::ErrorCode::NotFound);
+        QCOMPARE(registry.find("gpu1").error().code, core::ErrorCode::NotFound);
+        QVERIFY(registry.find("gpu1").error().message.find("hosts add") != std::string::npos);
+    }
+
+    void refusesBadNames_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::newRow("empty") << QString();
+        QTest::newRow("user@") << QStringLiteral("root@gpu");
+        QTest::newRow("port") << QStringLiteral("gpu:22");
+        QTest::newRow("list") << QStringLiteral("a,b");
+        QTest::newRow("option") << QStringLiteral("-oProxyCommand=x");
+        QTest::newRow("space") << QStringLiteral("gpu 1");
+        QTest::newRow("quote") << QStringLiteral("gpu'1");
+        QTest::newRow("slash") << QStringLiteral("../x");
+    }
+
+    void refusesBadNames()
+    {
+        QFETCH(QString, name);
+        remote::SshHostRegistry registry(path("names.json"));
+        remote::SshHostEntry entry;
+        entry.name = name.toStdString();
+        auto put = registry.put(entry);
+        QVERIFY(!put);
+        QCOMPARE(put.error().code, core::ErrorCode::InvalidArgument);
+    }
+
+    void corruptOrNewerFileIsReportedAndKept()
+    {
+        const std::string corrupt = path("corrupt.json");
+        std::ofstream(corrupt) << "{ not json";
+        remote::SshHostRegistry registry(corrupt);
+        QCOMPARE(registry.load().error().code, core::ErrorCode::Corrupt);
+        remote::SshHostEntry entry;
+        entry.name = std::string("spare-host");
+        QVERIFY(!registry.put(entry));
+        QCOMPARE(readAll(corrupt), std::string("{ not json"));
+
+        const std::string newer = path("newer.json");
+        std::ofstream(newer) << R"({"version": 99, "hosts": []})";
+        QCOMPARE(remote::SshHostRegistry(newer).load().error().code, core::ErrorCode::Incompatible);
+    }
+
+    void defaultPathIsBesideTheStore()
+    {
+        QCOMPARE(remote::defaultHostsPath("/home/u/.local/share/moe-workbench/runs.sqlite"),
+                 std::string("/home/u/.local/share/moe-workbench/hosts.json"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSshHosts)
+#include "test_ssh_hosts.moc"
