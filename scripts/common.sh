@@ -7,11 +7,12 @@ WB_BUILD=${WB_BUILD_DIR:-$WB_ROOT/build}
 
 WB_PACKAGES=(
   cmake ninja-build g++ pkg-config
-  qt6-base-dev libqt6charts6-dev libqt6opengl6-dev libgl-dev  # GUI (Widgets, Charts) and Qt Test
+  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev  # GUI (Widgets, Charts) and Qt Test
   libtorch-dev libgloo-dev libopenblas0-pthread  # the runtime: CPU LibTorch (OpenBLAS: 5x the reference BLAS), Gloo
   libspdlog-dev nlohmann-json3-dev libsqlite3-dev libssh-dev libstb-dev
   openclipart-png                                # real images for the sample set
   fonts-dejavu-core xvfb xauth                   # text in offscreen UI tests and screenshots
+  qt6-l10n-tools fonts-wqy-microhei              # lrelease for the zh_CN UI translation; a CJK font to show it
 )
 # Only for the tests (test.sh): the SSH tests start a private sshd on 127.0.0.1. Not installed by
 # start.sh, since on a desktop the package would also enable a system sshd on port 22.
