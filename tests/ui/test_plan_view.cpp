@@ -1,0 +1,261 @@
+// PlanningView, offscreen, on the built-in catalog: choose a model, hardware and cluster through
+// the widgets, press Plan (the search runs on a worker), read back the recommendation and the ranked
+// rows with their memory; switch guide answers and watch the path change; check the previews carry
+// Megatron-Bridge's field names and that Save writes them; check the memory bar is painted.
+#include "ui/plan_config_preview.h"
+#include "ui/plan_guide_panel.h"
+#include "ui/plan_layout_model.h"
+#include "ui/plan_memory_bar_delegate.h"
+#include "ui/planning_view.h"
+#include "ui_test_main.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFile>
+#include <QImage>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QLocale>
+#include <QListWidget>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTranslator>
+
+using wb::ui::PlanConfigPreview;
+using wb::ui::PlanGuidePanel;
+using wb::ui::PlanLayoutModel;
+using wb::ui::PlanningView;
+
+namespace {
+
+const QString kCatalog = QStringLiteral(WB_TEST_CATALOG_DIR);
+
+template <typename T>
+T* child(QObject& parent, const char* name)
+{
+    return parent.findChild<T*>(QLatin1String(name));
+}
+
+void choose(QComboBox* box, const QString& data)
+{
+    QVERIFY(box);
+    const int i = box->findData(data);
+    QVERIFY2(i >= 0, qPrintable(data));
+    box->setCurrentIndex(i);
+}
+
+/// Sets the inputs through the widgets and presses Plan; waits for planned().
+void planThrough(PlanningView& view, const QString& model, const QString& hardware, int nodes, int perNode)
+{
+    choose(child<QComboBox>(view, "planModel"), model);
+    choose(child<QComboBox>(view, "planHardware"), hardware);
+    child<QSpinBox>(view, "planNodes")->setValue(nodes);
+    child<QSpinBox>(view, "planGpusPerNode")->setValue(perNode);
+    QSignalSpy spy(&view, &PlanningView::planned);
+    QTest::mouseClick(child<QPushButton>(view, "planButton"), Qt::LeftButton);
+    QVERIFY(view.isPlanning());  // off the GUI thread: the click returns before the result
+    QVERIFY(spy.wait(30000));
+    QCOMPARE(spy.first().first().toString(), QString());
+    QVERIFY(!view.isPlanning());
+}
+
+}  // namespace
+
+class TestPlanView : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY2(QFile::exists(kCatalog + QStringLiteral("/models.json")), qPrintable(kCatalog));
+    }
+
+    void plansAndRanksLayouts()
+    {
+        PlanningView view(kCatalog);
+        view.resize(1600, 1000);
+        view.show();
+        QVERIFY(view.hasCatalog());
+        planThrough(view, QStringLiteral("qwen3-vl-30b-a3b"), QStringLiteral("h100"), 2, 8);
+
+        // Recommendation: nothing answered → the guide's workflow starts with FSDP.
+        QCOMPARE(view.guidePanel()->pathText(), QStringLiteral("FSDP first"));
+        QVERIFY(view.guidePanel()->rulesList()->count() >= 1);
+        QCOMPARE(view.guidePanel()->knobsList()->count(), 5);
+
+        // Ranked rows, best first, each within HBM; the memory cell shows the model's total.
+        const PlanLayoutModel* model = view.layoutModel();
+        QVERIFY(model->rowCount() >= 1);
+        QCOMPARE(model->hbmGib(), 79.6);  // H100 in resources/catalog/hardware.json
+        for (int row = 0; row < model->rowCount(); ++row) {
+            const double total = model->index(row, 0).data(PlanLayoutModel::MemoryTotalRole).toDouble();
+            QVERIFY(total > 1.0);
+            QVERIFY2(total <= model->hbmGib(), qPrintable(QString::number(total)));
+            const QVariantList parts = model->index(row, PlanLayoutModel::MemoryColumn).data(PlanLayoutModel::MemoryRole).toList();
+            QCOMPARE(parts.size(), 6);
+            double sum = 0;
+            for (int i = 0; i < 5; ++i)
+                sum += parts[i].toDouble();
+            QVERIFY(qAbs(sum - total) < 1e-6 * total);  // the five categories make up the total
+            QVERIFY(parts[0].toDouble() > 0);             // weights
+            QVERIFY(parts[3].toDouble() > 0);             // activations
+        }
+        const QString cell = model->index(0, PlanLayoutModel::MemoryColumn).data().toString();
+        QCOMPARE(cell, QStringLiteral("%1 GiB").arg(model->index(0, 0).data(PlanLayoutModel::MemoryTotalRole).toDouble(), 0, 'f', 1));
+        // World = TP·CP·PP·DP for every row, and the step time is positive.
+        for (int row = 0; row < model->rowCount(); ++row) {
+            const auto* c = model->candidate(row);
+            QCOMPARE(c->layout.worldSize, 16);
+            QCOMPARE(c->layout.tp * c->layout.cp * c->layout.pp * c->layout.dp(), 16);
+            QVERIFY(model->index(row, PlanLayoutModel::StepColumn).data().toString().size() > 0);
+            QVERIFY(c->throughput.stepMs > 0);
+        }
+        // The first row is selected; its lint list is filled (findings or "no findings").
+        QCOMPARE(view.layoutTable()->currentIndex().row(), 0);
+        QVERIFY(view.lintList()->count() >= 1);
+        QVERIFY(view.summaryLabel()->text().contains(QStringLiteral("ranked")));
+
+        if (const QString shot = qEnvironmentVariable("WB_PLAN_SCREENSHOT"); !shot.isEmpty())
+            QVERIFY(view.grab().save(shot));
+    }
+
+    void guideAnswersChangeTheRecommendation()
+    {
+        PlanningView view(kCatalog);
+        PlanGuidePanel* guide = view.guidePanel();
+        QCOMPARE(guide->pathText(), QStringLiteral("FSDP first"));
+        // Stable under FSDP, clean stages, time to test, throughput over memory → 3D parallel.
+        guide->questionBox(0)->setCurrentIndex(guide->questionBox(0)->findData(0));
+        guide->questionBox(1)->setCurrentIndex(guide->questionBox(1)->findData(1));
+        guide->questionBox(2)->setCurrentIndex(guide->questionBox(2)->findData(1));
+        guide->questionBox(3)->setCurrentIndex(guide->questionBox(3)->findData(0));
+        guide->questionBox(5)->setCurrentIndex(guide->questionBox(5)->findData(1));
+        QCOMPARE(guide->pathText(), QStringLiteral("3D parallel (TP/PP/EP/ETP)"));
+        QStringList rules;
+        for (int i = 0; i < guide->rulesList()->count(); ++i)
+            rules << guide->rulesList()->item(i)->data(Qt::UserRole).toString();
+        QVERIFY2(rules.contains(QStringLiteral("3d-clean-pp-layout")), qPrintable(rules.join(QLatin1Char(','))));
+        QVERIFY(rules.contains(QStringLiteral("3d-deep-testing")));
+        // Flip one answer: a first launch is decisive → FSDP.
+        guide->setAnswer(0, 1);
+        QCOMPARE(guide->pathText(), QStringLiteral("FSDP first"));
+        QCOMPARE(guide->rulesList()->item(0)->data(Qt::UserRole).toString(), QStringLiteral("fsdp-first-launch"));
+        // The mock-data fact adds the guide's first caution (and the images caution goes: no images reach the encoder).
+        const auto cautions = [guide] {
+            QStringList ids;
+            for (int i = 0; i < guide->cautionsList()->count(); ++i)
+                ids << guide->cautionsList()->item(i)->data(Qt::UserRole).toString();
+            return ids;
+        };
+        QVERIFY(!cautions().contains(QStringLiteral("mock-data-misleads")));
+        QVERIFY(cautions().contains(QStringLiteral("vision-encoder-dominance")));
+        child<QCheckBox>(*guide, "guideMockData")->setChecked(true);
+        QVERIFY(cautions().contains(QStringLiteral("mock-data-misleads")));
+        QVERIFY(!cautions().contains(QStringLiteral("vision-encoder-dominance")));
+    }
+
+    void previewsCarryBridgeFieldNames()
+    {
+        PlanningView view(kCatalog);
+        view.resize(1600, 1000);
+        view.show();
+        planThrough(view, QStringLiteral("qwen3-vl-235b-a22b"), QStringLiteral("h100"), 32, 8);
+        PlanConfigPreview* preview = view.preview();
+        QTabWidget* tabs = preview->tabs();
+        QCOMPARE(tabs->count(), 4);
+        QCOMPARE(tabs->tabText(1), QStringLiteral("Megatron-Bridge YAML"));
+        const QString yaml = preview->text(1);
+        for (const char* key : {"tensor_model_parallel_size", "pipeline_model_parallel_size",
+                                "expert_model_parallel_size", "expert_tensor_parallel_size", "micro_batch_size",
+                                "global_batch_size", "moe_token_dispatcher_type", "seq_length"})
+            QVERIFY2(yaml.contains(QLatin1String(key)), key);
+        const QString dotlist = preview->text(2);
+        const auto* best = view.layoutModel()->candidate(0);
+        QVERIFY2(dotlist.contains(QStringLiteral("model.expert_model_parallel_size=%1").arg(best->layout.ep)),
+                 qPrintable(dotlist));
+        QVERIFY(dotlist.contains(QStringLiteral("train.global_batch_size=")));
+        QVERIFY(preview->text(3).contains(QStringLiteral("#SBATCH --nodes=32")));
+        QJsonParseError error{};
+        QJsonDocument::fromJson(preview->text(0).toUtf8(), &error);
+        QCOMPARE(error.error, QJsonParseError::NoError);
+
+        // Another row → the previews follow it.
+        if (view.layoutModel()->rowCount() > 1) {
+            view.selectLayout(1);
+            const auto* second = view.layoutModel()->candidate(1);
+            QVERIFY(preview->text(2).contains(QStringLiteral("train.micro_batch_size=%1").arg(second->layout.mbs)));
+        }
+        // Save writes the current tab.
+        QTemporaryDir dir;
+        tabs->setCurrentIndex(1);
+        const QString path = dir.filePath(QStringLiteral("overrides.yaml"));
+        QVERIFY(preview->saveCurrent(path));
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QCOMPARE(QString::fromUtf8(file.readAll()), preview->text(1));
+    }
+
+    void memoryBarIsPainted()
+    {
+        PlanningView view(kCatalog);
+        view.resize(1600, 1000);
+        view.show();
+        planThrough(view, QStringLiteral("qwen3-vl-30b-a3b"), QStringLiteral("h100"), 2, 8);
+        QVERIFY(view.layoutModel()->rowCount() >= 1);
+        QTableView* table = view.layoutTable();
+        const QRect cell = table->visualRect(view.layoutModel()->index(0, PlanLayoutModel::MemoryColumn));
+        QVERIFY(cell.isValid());
+        const QImage image = table->viewport()->grab(cell).toImage();
+        const QRgb weights = wb::ui::PlanMemoryBarDelegate::categoryColor(0).rgb();
+        const QRgb activations = wb::ui::PlanMemoryBarDelegate::categoryColor(3).rgb();
+        int weightPixels = 0, activationPixels = 0;
+        for (int y = 0; y < image.height(); ++y)
+            for (int x = 0; x < image.width(); ++x) {
+                weightPixels += image.pixel(x, y) == weights;
+                activationPixels += image.pixel(x, y) == activations;
+            }
+        QVERIFY2(weightPixels > 20, qPrintable(QString::number(weightPixels)));
+        QVERIFY2(activationPixels > 20, qPrintable(QString::number(activationPixels)));
+    }
+
+    void chineseTranslation()
+    {
+        const QString dir = QStringLiteral(WB_TEST_TRANSLATIONS_DIR);
+        QTranslator translator;
+        if (!translator.load(QStringLiteral("moe_workbench_zh_CN"), dir))
+            QSKIP("moe_workbench_zh_CN.qm not built (lrelease from qt6-l10n-tools missing)");
+        QCoreApplication::installTranslator(&translator);
+        QLocale::setDefault(QLocale(QLocale::Chinese, QLocale::China));
+        {
+            PlanningView view(kCatalog);
+            QCOMPARE(child<QPushButton>(view, "planButton")->text(), QStringLiteral("规划"));
+            QCOMPARE(view.guidePanel()->pathText(), QStringLiteral("先用 FSDP"));
+            view.guidePanel()->setAnswer(0, 1);
+            // The fired rule in the guide's original wording (from core), the knobs translated here.
+            QCOMPARE(view.guidePanel()->rulesList()->item(0)->text(), QStringLiteral("首次启动新的视觉语言模型"));
+            QVERIFY(view.guidePanel()->knobsList()->item(0)->text().contains(QStringLiteral("冻结视觉模块")));
+            QCOMPARE(view.layoutModel()->headerData(PlanLayoutModel::RecomputeColumn, Qt::Horizontal).toString(),
+                     QStringLiteral("重计算"));
+        }
+        QCoreApplication::removeTranslator(&translator);
+        QLocale::setDefault(QLocale::c());
+    }
+
+    void impossibleClusterSaysWhy()
+    {
+        PlanningView view(kCatalog);
+        planThrough(view, QStringLiteral("qwen3-vl-235b-a22b"), QStringLiteral("h100"), 1, 2);
+        QCOMPARE(view.layoutModel()->rowCount(), 0);
+        QVERIFY2(view.summaryLabel()->text().contains(QStringLiteral("No layout fits")),
+                 qPrintable(view.summaryLabel()->text()));
+        QCOMPARE(view.preview()->tabs()->count(), 0);
+    }
+};
+
+WB_UI_TEST_MAIN(TestPlanView)
+#include "test_plan_view.moc"

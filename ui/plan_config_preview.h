@@ -1,0 +1,53 @@
+// PlanConfigPreview: the generated configs of the selected layout, one tab each (runtime JSON,
+// Megatron-Bridge YAML overrides, the Hydra dotlist, the sbatch script), read-only, with Copy (to
+// the clipboard) and Save (a file dialog, or saveCurrent(path) for tests).
+// Threading: GUI thread only.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+
+QT_BEGIN_NAMESPACE
+class QPlainTextEdit;
+class QPushButton;
+class QTabWidget;
+QT_END_NAMESPACE
+
+namespace wb::ui {
+
+class PlanConfigPreview : public QWidget {
+    Q_OBJECT
+
+public:
+    struct Document {
+        QString title;     ///< tab label
+        QString fileName;  ///< suggested file name for Save
+        QString text;
+    };
+
+    explicit PlanConfigPreview(QWidget* parent = nullptr);
+
+    /// Replaces the tabs' texts (the tab order and the current tab stay).
+    void setDocuments(const QList<Document>& documents);
+    void clear();
+    QTabWidget* tabs() const { return m_tabs; }
+    QString currentText() const;
+    QString text(int tab) const;
+
+public slots:
+    void copyCurrent();
+    void saveCurrentAs();
+    /// Writes the current tab to `path`; false (and a message in status()) on failure.
+    bool saveCurrent(const QString& path);
+
+signals:
+    void status(const QString& message, bool isError);
+
+private:
+    QTabWidget* m_tabs = nullptr;
+    QList<Document> m_documents;
+    QPushButton* m_copy = nullptr;
+    QPushButton* m_save = nullptr;
+};
+
+}  // namespace wb::ui

@@ -1,0 +1,419 @@
+// PlanningView: gathers the inputs into a core SearchRequest, runs the search on its own one-thread
+// pool, shows the ranked table, and regenerates the previews for the selected row. The guide's
+// recommendation is recomputed at once on every answer (recommend() is a few rules), using facts
+// from the selected layout (ETP, full recompute, graphs) and the hardware (GB200-class).
+#include "ui/planning_view.h"
+
+#include "core/planner/generators.h"
+#include "core/planner/plan_json.h"
+#include "ui/plan_config_preview.h"
+#include "ui/plan_guide_panel.h"
+#include "ui/plan_layout_model.h"
+#include "ui/plan_memory_bar_delegate.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QListWidget>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableView>
+#include <QThreadPool>
+#include <QVBoxLayout>
+
+namespace wb::ui {
+
+using namespace core::planner;
+
+namespace {
+
+// The search pool: one thread, so a burst of plan() calls queues rather than competes; joined in
+// ~PlanningView so no task outlives the view it reports to.
+QThreadPool& searchPool(QObject* owner)
+{
+    auto* pool = owner->findChild<QThreadPool*>(QStringLiteral("planSearchPool"));
+    if (!pool) {
+        pool = new QThreadPool(owner);
+        pool->setObjectName(QStringLiteral("planSearchPool"));
+        pool->setMaxThreadCount(1);
+    }
+    return *pool;
+}
+
+QSpinBox* spin(QWidget* parent, const char* name, int min, int max, int value, int step = 1)
+{
+    auto* box = new QSpinBox(parent);
+    box->setObjectName(QLatin1String(name));
+    box->setRange(min, max);
+    box->setSingleStep(step);
+    box->setValue(value);
+    return box;
+}
+
+}  // namespace
+
+PlanningView::PlanningView(const QString& catalogDir, const QString& userCatalogDir, QWidget* parent)
+    : QWidget(parent)
+{
+    setWindowTitle(tr("Plan a training run"));
+    auto catalog = loadCatalog(catalogDir.toStdString(), userCatalogDir.toStdString());
+    if (catalog)
+        m_catalog = std::move(*catalog);
+    else
+        m_catalogError = QString::fromStdString(catalog.error().message + " (" + catalog.error().context + ")");
+
+    auto* left = new QWidget(this);
+    auto* leftColumn = new QVBoxLayout(left);
+    leftColumn->setContentsMargins(0, 0, 0, 0);
+    leftColumn->addWidget(createInputs());
+    m_guide = new PlanGuidePanel(left);
+    leftColumn->addWidget(m_guide, 1);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(left);
+    scroll->setWidgetResizable(true);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setMinimumWidth(left->minimumSizeHint().width() + 24);
+
+    auto* splitter = new QSplitter(Qt::Horizontal, this);
+    splitter->addWidget(scroll);
+    splitter->addWidget(createResults());
+    splitter->setStretchFactor(1, 1);
+    splitter->setSizes({500, 1100});
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(splitter);
+
+    connect(m_guide, &PlanGuidePanel::answersChanged, this, &PlanningView::updateRecommendation);
+    hardwareChanged();
+    updateRecommendation();
+    if (!m_catalog) {
+        m_summary->setText(tr("Cannot load the model and hardware catalog: %1").arg(m_catalogError));
+        m_planButton->setEnabled(false);
+    }
+}
+
+PlanningView::~PlanningView()
+{
+    searchPool(this).waitForDone();
+}
+
+QWidget* PlanningView::createInputs()
+{
+    auto* box = new QGroupBox(tr("Model, cluster and workload"), this);
+    auto* form = new QFormLayout(box);
+    m_modelBox = new QComboBox(box);
+    m_modelBox->setObjectName(QStringLiteral("planModel"));
+    m_hardwareBox = new QComboBox(box);
+    m_hardwareBox->setObjectName(QStringLiteral("planHardware"));
+    if (m_catalog) {
+        for (const ModelSpec& m : m_catalog->models())
+            m_modelBox->addItem(QString::fromStdString(m.displayName), QString::fromStdString(m.name));
+        for (const HardwareSpec& h : m_catalog->hardwareList())
+            m_hardwareBox->addItem(QString::fromStdString(h.displayName), QString::fromStdString(h.name));
+    }
+    m_nodes = spin(box, "planNodes", 1, 4096, 1);
+    m_gpusPerNode = spin(box, "planGpusPerNode", 1, 72, 8);
+    m_worldLabel = new QLabel(box);
+    auto* cluster = new QHBoxLayout;
+    cluster->addWidget(m_nodes);
+    cluster->addWidget(new QLabel(QStringLiteral("×"), box));
+    cluster->addWidget(m_gpusPerNode);
+    cluster->addWidget(m_worldLabel, 1);
+    m_seq = spin(box, "planSeq", 256, 1 << 20, 4096, 1024);
+    m_images = spin(box, "planImages", 0, 64, 1);
+    m_imageWidth = spin(box, "planImageWidth", 28, 8192, 448, 32);
+    m_imageHeight = spin(box, "planImageHeight", 28, 8192, 448, 32);
+    auto* images = new QHBoxLayout;
+    images->addWidget(m_images);
+    images->addWidget(new QLabel(tr("of"), box));
+    images->addWidget(m_imageWidth);
+    images->addWidget(new QLabel(QStringLiteral("×"), box));
+    images->addWidget(m_imageHeight);
+    images->addWidget(new QLabel(tr("px"), box));
+    m_gbs = spin(box, "planGbs", 1, 1 << 20, 512, 64);
+    m_goal = new QComboBox(box);
+    m_goal->setObjectName(QStringLiteral("planGoal"));
+    m_goal->addItem(tr("Throughput (tokens/s/GPU)"), int(Goal::Throughput));
+    m_goal->addItem(tr("Least memory"), int(Goal::Memory));
+    m_goal->addItem(tr("First run (FSDP, simple)"), int(Goal::FirstRun));
+    m_freezeVision = new QCheckBox(tr("Freeze the vision encoder and projector"), box);
+    m_freezeVision->setObjectName(QStringLiteral("planFreezeVision"));
+    m_planButton = new QPushButton(tr("Plan"), box);
+    m_planButton->setObjectName(QStringLiteral("planButton"));
+    m_planButton->setDefault(true);
+
+    form->addRow(tr("Model"), m_modelBox);
+    form->addRow(tr("Hardware"), m_hardwareBox);
+    form->addRow(tr("Nodes × GPUs per node"), cluster);
+    form->addRow(tr("Sequence length"), m_seq);
+    form->addRow(tr("Images per sample"), images);
+    form->addRow(tr("Global batch size"), m_gbs);
+    form->addRow(tr("Goal"), m_goal);
+    form->addRow(m_freezeVision);
+    form->addRow(m_planButton);
+
+    const auto updateWorld = [this] {
+        m_worldLabel->setText(tr("= %n GPU(s)", nullptr, m_nodes->value() * m_gpusPerNode->value()));
+    };
+    connect(m_nodes, &QSpinBox::valueChanged, this, updateWorld);
+    connect(m_gpusPerNode, &QSpinBox::valueChanged, this, updateWorld);
+    updateWorld();
+    connect(m_hardwareBox, &QComboBox::currentIndexChanged, this, &PlanningView::hardwareChanged);
+    connect(m_images, &QSpinBox::valueChanged, this, &PlanningView::updateRecommendation);
+    connect(m_planButton, &QPushButton::clicked, this, &PlanningView::plan);
+    return box;
+}
+
+QWidget* PlanningView::createResults()
+{
+    auto* results = new QSplitter(Qt::Vertical, this);
+    auto* top = new QWidget(results);
+    auto* topColumn = new QVBoxLayout(top);
+    topColumn->setContentsMargins(0, 0, 0, 0);
+    m_summary = new QLabel(tr("Choose a model and a cluster, answer the guide's questions, then press Plan."), top);
+    m_summary->setObjectName(QStringLiteral("planSummary"));
+    m_summary->setWordWrap(true);
+    m_model = new PlanLayoutModel(this);
+    m_table = new QTableView(top);
+    m_table->setObjectName(QStringLiteral("planLayoutTable"));
+    m_table->setModel(m_model);
+    m_table->setItemDelegateForColumn(PlanLayoutModel::MemoryColumn, new PlanMemoryBarDelegate(m_table));
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_table->verticalHeader()->hide();
+    m_table->setAlternatingRowColors(true);
+    m_table->horizontalHeader()->setStretchLastSection(false);
+    m_table->setWordWrap(false);
+    auto* legend = new QHBoxLayout;
+    legend->addWidget(new QLabel(tr("Memory bar:"), top));
+    for (int i = 0; i < PlanLayoutModel::memoryCategories().size(); ++i) {
+        auto* swatch = new QLabel(top);
+        swatch->setFixedSize(12, 12);
+        swatch->setStyleSheet(QStringLiteral("background: %1;").arg(PlanMemoryBarDelegate::categoryColor(i).name()));
+        legend->addWidget(swatch);
+        legend->addWidget(new QLabel(PlanLayoutModel::memoryCategoryLabel(i), top));
+    }
+    legend->addWidget(new QLabel(tr("(width = the GPU's HBM; dashed: the headroom limit)"), top));
+    legend->addStretch(1);
+    topColumn->addWidget(m_summary);
+    topColumn->addWidget(m_table, 1);
+    topColumn->addLayout(legend);
+
+    auto* lintBox = new QGroupBox(tr("Lint findings for the selected layout"), results);
+    auto* lintColumn = new QVBoxLayout(lintBox);
+    m_lint = new QListWidget(lintBox);
+    m_lint->setObjectName(QStringLiteral("planLint"));
+    m_lint->setWordWrap(true);
+    lintColumn->addWidget(m_lint);
+
+    m_preview = new PlanConfigPreview(results);
+    connect(m_preview, &PlanConfigPreview::status, this, &PlanningView::status);
+    results->addWidget(top);
+    results->addWidget(lintBox);
+    results->addWidget(m_preview);
+    results->setStretchFactor(0, 3);
+    results->setStretchFactor(1, 0);
+    results->setStretchFactor(2, 2);
+    results->setSizes({520, 110, 370});
+
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& current) { showLayoutDetails(current.row()); });
+    return results;
+}
+
+void PlanningView::hardwareChanged()
+{
+    if (!m_catalog)
+        return;
+    auto hw = m_catalog->hardware(m_hardwareBox->currentData().toString().toStdString());
+    if (hw)
+        m_gpusPerNode->setValue(hw->gpusPerNode);
+    updateRecommendation();
+}
+
+bool PlanningView::setModel(const QString& name)
+{
+    const int i = m_modelBox->findData(name.toLower());
+    if (i >= 0)
+        m_modelBox->setCurrentIndex(i);
+    return i >= 0;
+}
+
+bool PlanningView::setHardware(const QString& name)
+{
+    const int i = m_hardwareBox->findData(name.toLower());
+    if (i >= 0)
+        m_hardwareBox->setCurrentIndex(i);
+    return i >= 0;
+}
+
+void PlanningView::setCluster(int nodes, int gpusPerNode)
+{
+    m_nodes->setValue(nodes);
+    m_gpusPerNode->setValue(gpusPerNode);
+}
+
+void PlanningView::setWorkload(int seqLength, int imagesPerSample, int imageWidth, int imageHeight, int gbs)
+{
+    m_seq->setValue(seqLength);
+    m_images->setValue(imagesPerSample);
+    m_imageWidth->setValue(imageWidth);
+    m_imageHeight->setValue(imageHeight);
+    m_gbs->setValue(gbs);
+}
+
+void PlanningView::setGoal(Goal goal)
+{
+    m_goal->setCurrentIndex(m_goal->findData(int(goal)));
+}
+
+std::optional<SearchRequest> PlanningView::currentRequest(QString& error) const
+{
+    if (!m_catalog) {
+        error = m_catalogError;
+        return std::nullopt;
+    }
+    auto model = m_catalog->model(m_modelBox->currentData().toString().toStdString());
+    auto hardware = m_catalog->hardware(m_hardwareBox->currentData().toString().toStdString());
+    if (!model || !hardware) {
+        error = QString::fromStdString(!model ? model.error().message : hardware.error().message);
+        return std::nullopt;
+    }
+    SearchRequest req;
+    req.model = *model;
+    req.hardware = *hardware;
+    req.nodes = m_nodes->value();
+    req.gpus = m_nodes->value() * m_gpusPerNode->value();
+    req.workload.seqLength = m_seq->value();
+    req.workload.imagesPerSample = m_images->value();
+    req.workload.imageWidth = m_imageWidth->value();
+    req.workload.imageHeight = m_imageHeight->value();
+    req.workload.mockTextOnly = m_guide->answers().mockData;
+    req.gbs = m_gbs->value();
+    req.goal = Goal(m_goal->currentData().toInt());
+    req.freezeVision = m_freezeVision->isChecked();
+    return req;
+}
+
+void PlanningView::plan()
+{
+    QString error;
+    auto request = currentRequest(error);
+    if (!request) {
+        emit planned(error);
+        return;
+    }
+    const int generation = ++m_generation;
+    m_running = true;
+    m_planButton->setEnabled(false);
+    m_summary->setText(tr("Searching layouts for %1 on %n GPU(s)…", nullptr, request->gpus)
+                           .arg(QString::fromStdString(request->model.displayName)));
+    searchPool(this).start([this, generation, req = *request]() {
+        auto result = searchLayouts(req);  // pure; worker thread
+        QMetaObject::invokeMethod(
+            this,
+            [this, generation, req, result = std::move(result)]() mutable {
+                if (generation != m_generation)
+                    return;  // superseded by a newer plan()
+                m_running = false;
+                m_planButton->setEnabled(true);
+                if (!result) {
+                    const QString error = QString::fromStdString(result.error().message);
+                    m_summary->setText(error);
+                    emit planned(error);
+                    return;
+                }
+                showResult(req, std::move(*result));
+                emit planned({});
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void PlanningView::showResult(const SearchRequest& request, SearchResult result)
+{
+    m_request = request;
+    m_result = std::move(result);
+    m_model->setResult(m_result->ranked, request.hardware.hbmGib);
+    m_table->resizeColumnsToContents();
+    m_table->setColumnWidth(PlanLayoutModel::MemoryColumn, std::max(m_table->columnWidth(PlanLayoutModel::MemoryColumn), 190));
+    QString summary = tr("%1 candidates evaluated in %2 ms: %3 over memory, %4 rejected by lint, %5 ranked.")
+                          .arg(m_result->enumerated)
+                          .arg(m_result->elapsedMs, 0, 'f', 0)
+                          .arg(m_result->rejectedMemory)
+                          .arg(m_result->rejectedLint)
+                          .arg(m_result->ranked.size());
+    if (m_result->ranked.empty()) {
+        summary += QLatin1Char(' ') + tr("No layout fits: %1").arg(QString::fromStdString(m_result->noLayoutReason));
+        for (const NearbyGpuCount& n : m_result->nearby)
+            summary += QStringLiteral("\n• ") + QString::fromStdString(n.why);
+    }
+    m_summary->setText(summary);
+    if (!m_result->ranked.empty())
+        selectLayout(0);
+    else
+        showLayoutDetails(-1);
+}
+
+void PlanningView::selectLayout(int row)
+{
+    m_table->selectRow(row);
+    m_table->setCurrentIndex(m_model->index(row, 0));
+    showLayoutDetails(row);
+}
+
+void PlanningView::showLayoutDetails(int row)
+{
+    m_lint->clear();
+    const Candidate* c = m_model->candidate(row);
+    if (!c || !m_request) {
+        m_preview->clear();
+        updateRecommendation();
+        return;
+    }
+    if (c->lint.empty())
+        m_lint->addItem(tr("No findings: the layout passes every lint rule."));
+    for (const LintFinding& f : c->lint) {
+        auto* item = new QListWidgetItem(QString::fromStdString(f.toString()), m_lint);
+        item->setToolTip(QString::fromStdString(f.source + ": " + f.fix));
+    }
+    const core::RunConfig config = runConfigForLayout(m_request->model, c->layout, m_request->workload, "manifest.jsonl");
+    GeneratorTarget target;
+    target.hardware = m_request->hardware;
+    target.nodes = m_request->nodes;
+    target.gpusPerNode = m_request->gpus / std::max(1, m_request->nodes);
+    target.modelName = m_request->model.name;
+    target.overlapMoeExpertParallelComm = c->layout.overlapMoeExpertParallelComm;
+    const auto overrides = bridgeOverrides(config, target);
+    m_preview->setDocuments({
+        {tr("Runtime JSON"), QStringLiteral("run.json"), QString::fromStdString(core::runConfigToJson(config))},
+        {tr("Megatron-Bridge YAML"), QStringLiteral("overrides.yaml"), QString::fromStdString(bridgeYaml(overrides))},
+        {tr("Megatron-Bridge dotlist"), QStringLiteral("overrides.dotlist"), QString::fromStdString(bridgeDotlist(overrides))},
+        {tr("sbatch"), QStringLiteral("launch.sbatch.sh"), QString::fromStdString(slurmScript(config, target))},
+    });
+    updateRecommendation();
+}
+
+void PlanningView::updateRecommendation()
+{
+    GuideAnswers answers = m_guide->answers();
+    answers.hasImages = m_images->value() > 0 && !answers.mockData;
+    if (m_catalog) {
+        auto hw = m_catalog->hardware(m_hardwareBox->currentData().toString().toStdString());
+        answers.gb200Class = hw && hw->nvlinkDomainSize > hw->gpusPerNode;
+    }
+    if (const Candidate* c = m_model->candidate(m_table->currentIndex().row())) {
+        answers.usesEtp = c->layout.etp > 1;
+        answers.fullRecompute = c->layout.recomputeGranularity == "full";
+        answers.cudaGraphs = c->layout.cudaGraphImpl != "none";
+    }
+    m_guide->showRecommendation(recommend(answers));
+}
+
+}  // namespace wb::ui

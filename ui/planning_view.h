@@ -1,0 +1,105 @@
+// PlanningView: the planner's window. Inputs (model and hardware from the catalog, nodes × GPUs per
+// node, sequence length, images per sample and their size, GBS, goal, frozen vision), the decision
+// guide (PlanGuidePanel), the ranked layouts (PlanLayoutModel + PlanMemoryBarDelegate) with the
+// selected layout's lint findings, and its generated configs (PlanConfigPreview).
+// Threading: GUI thread only. plan() runs core::planner::searchLayouts on the global thread pool
+// (a 235B search takes ~0.2 s) and posts the result back; a newer plan() supersedes an older one.
+#pragma once
+
+#include "core/planner/catalog.h"
+#include "core/planner/layout_search.h"
+
+#include <QString>
+#include <QWidget>
+
+#include <optional>
+
+QT_BEGIN_NAMESPACE
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QListWidget;
+class QPushButton;
+class QSpinBox;
+class QTableView;
+QT_END_NAMESPACE
+
+namespace wb::ui {
+
+class PlanConfigPreview;
+class PlanGuidePanel;
+class PlanLayoutModel;
+
+class PlanningView : public QWidget {
+    Q_OBJECT
+
+public:
+    /// `catalogDir`: the built-in catalog; `userCatalogDir` (may be empty) adds or replaces entries.
+    explicit PlanningView(const QString& catalogDir, const QString& userCatalogDir = {}, QWidget* parent = nullptr);
+    ~PlanningView() override;
+
+    bool hasCatalog() const { return m_catalog.has_value(); }
+    bool isPlanning() const { return m_running; }
+    /// Selects by catalog name ("qwen3-vl-30b-a3b", "gb200"); false if unknown.
+    bool setModel(const QString& name);
+    bool setHardware(const QString& name);
+    void setCluster(int nodes, int gpusPerNode);
+    void setWorkload(int seqLength, int imagesPerSample, int imageWidth, int imageHeight, int gbs);
+    void setGoal(core::planner::Goal goal);
+
+    PlanGuidePanel* guidePanel() const { return m_guide; }
+    PlanLayoutModel* layoutModel() const { return m_model; }
+    QTableView* layoutTable() const { return m_table; }
+    QListWidget* lintList() const { return m_lint; }
+    PlanConfigPreview* preview() const { return m_preview; }
+    QLabel* summaryLabel() const { return m_summary; }
+    const core::planner::SearchResult* lastResult() const { return m_result ? &*m_result : nullptr; }
+
+public slots:
+    /// Starts the search; planned() follows (with an empty error on success).
+    void plan();
+    void selectLayout(int row);
+
+signals:
+    void planned(const QString& error);
+    void status(const QString& message, bool isError);
+
+private:
+    QWidget* createInputs();
+    QWidget* createResults();
+    std::optional<core::planner::SearchRequest> currentRequest(QString& error) const;
+    void updateRecommendation();
+    void showResult(const core::planner::SearchRequest& request, core::planner::SearchResult result);
+    void showLayoutDetails(int row);
+    void hardwareChanged();
+
+    std::optional<core::planner::Catalog> m_catalog;
+    QString m_catalogError;
+    std::optional<core::planner::SearchRequest> m_request;  // of m_result
+    std::optional<core::planner::SearchResult> m_result;
+    int m_generation = 0;  // bumped by each plan(); stale results are dropped
+    bool m_running = false;
+
+    QComboBox* m_modelBox = nullptr;
+    QComboBox* m_hardwareBox = nullptr;
+    QSpinBox* m_nodes = nullptr;
+    QSpinBox* m_gpusPerNode = nullptr;
+    QLabel* m_worldLabel = nullptr;
+    QSpinBox* m_seq = nullptr;
+    QSpinBox* m_images = nullptr;
+    QSpinBox* m_imageWidth = nullptr;
+    QSpinBox* m_imageHeight = nullptr;
+    QSpinBox* m_gbs = nullptr;
+    QComboBox* m_goal = nullptr;
+    QCheckBox* m_freezeVision = nullptr;
+    QPushButton* m_planButton = nullptr;
+
+    PlanGuidePanel* m_guide = nullptr;
+    PlanLayoutModel* m_model = nullptr;
+    QTableView* m_table = nullptr;
+    QLabel* m_summary = nullptr;
+    QListWidget* m_lint = nullptr;
+    PlanConfigPreview* m_preview = nullptr;
+};
+
+}  // namespace wb::ui
