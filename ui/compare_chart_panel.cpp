@@ -6,13 +6,19 @@
 #include "ui/step_series_buffer.h"
 
 #include <QAbstractAxis>
+#include <QAreaSeries>
+#include <QLogValueAxis>
+#include <QValueAxis>
 #include <QChart>
+#include <QCoreApplication>
 #include <QGridLayout>
+#include <QPainter>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
 
 #include <cmath>
+#include <memory>
 
 namespace wb::ui {
 namespace {
@@ -24,22 +30,6 @@ const QList<QColor> kPalette = {
     QColor(0xbc, 0xbd, 0x22), QColor(0x17, 0xbe, 0xcf)};
 
 constexpr int kRawAlpha = 60;  // the raw series stays visible behind the smoothed one, but faint
-
-double metricValue(CompareChartPanel::Chart chart, const core::StepRecord& s, int worldSize)
-{
-    switch (chart) {
-    case CompareChartPanel::Chart::StepTime: return s.stepMs;
-    case CompareChartPanel::Chart::Throughput:
-        // Recomputed from the definition rather than read from the record, so every run's line
-        // means the same thing as the figures table (effective tokens / s / GPU).
-        return s.stepMs > 0.0 ? static_cast<double>(s.effectiveTokens) / (s.stepMs / 1000.0) / worldSize
-                              : std::nan("");
-    case CompareChartPanel::Chart::Loss: return s.loss;
-    case CompareChartPanel::Chart::Memory: return s.memPeakGib;
-    case CompareChartPanel::Chart::ChartCount: break;
-    }
-    return std::nan("");
-}
 
 }  // namespace
 
@@ -75,6 +65,42 @@ void CompareChartPanel::setSmoothing(double weight)
     m_redrawTimer.start();  // a slider drag sends many values: draw the last one
 }
 
+void CompareChartPanel::setLogScale(bool on)
+{
+    if (on == m_logScale)
+        return;
+    m_logScale = on;
+    for (auto* chart : m_charts)
+        chart->setLogScale(on);
+    redraw();
+}
+
+void CompareChartPanel::setShadeSteadyWindow(bool on)
+{
+    if (on == m_shade)
+        return;
+    m_shade = on;
+    redraw();
+}
+
+core::ChartOptions CompareChartPanel::chartOptions() const
+{
+    core::ChartOptions options;
+    options.xAxis = m_xAxis == XAxis::Step       ? core::ChartXAxis::Step
+                    : m_xAxis == XAxis::WallTime ? core::ChartXAxis::WallTime
+                                                 : core::ChartXAxis::EffectiveTokens;
+    options.smoothing = m_smoothing;
+    options.logY = m_logScale;
+    options.shadeSteadyWindow = m_shade;
+    return options;
+}
+
+qsizetype CompareChartPanel::shadedBands(Chart chart) const
+{
+    const int index = static_cast<int>(chart);
+    return index < m_bands.size() ? m_bands[index].size() : 0;
+}
+
 qsizetype CompareChartPanel::drawnPoints() const
 {
     qsizetype total = 0;
@@ -90,11 +116,8 @@ void CompareChartPanel::resizeEvent(QResizeEvent* event)
     m_redrawTimer.start();  // the decimation target changed
 }
 
-void CompareChartPanel::rebuildCharts()
+MetricChartView* CompareChartPanel::makeView(int chartIndex, QWidget* parent) const
 {
-    // The series set depends on the runs, and MetricChartView fixes its series at construction.
-    qDeleteAll(m_charts);
-    m_charts.clear();
     QList<MetricSeriesSpec> specs;
     if (m_comparison) {
         for (size_t i = 0; i < m_comparison->runs.size(); ++i) {
@@ -115,68 +138,162 @@ void CompareChartPanel::rebuildCharts()
         {tr("Loss"), tr("Loss"), QStringLiteral("compareLossChart"), false},
         {tr("Peak memory per GPU"), tr("Memory (GiB)"), QStringLiteral("compareMemoryChart"), true},
     };
+    const auto& c = kCharts[chartIndex];
+    auto* view = new MetricChartView(c.title, c.yTitle, specs, c.fromZero, parent);
+    view->setObjectName(c.name);
+    for (int s = 0; s < view->seriesCount(); s += 2) {
+        QPen pen = view->series(s)->pen();
+        pen.setWidthF(1.0);
+        view->series(s)->setPen(pen);
+        for (auto* marker : view->chart()->legend()->markers(view->series(s)))
+            marker->setVisible(false);  // one legend entry per run
+    }
+    view->setLogScale(m_logScale);
+    return view;
+}
+
+void CompareChartPanel::rebuildCharts()
+{
+    // The series set depends on the runs, and MetricChartView fixes its series at construction.
+    qDeleteAll(m_charts);  // the bands are series of these charts: deleted with them
+    m_charts.clear();
+    m_bands.clear();
     auto* grid = static_cast<QGridLayout*>(layout());
-    int index = 0;
-    for (const auto& c : kCharts) {
-        auto* view = new MetricChartView(c.title, c.yTitle, specs, c.fromZero, this);
-        view->setObjectName(c.name);
-        for (int s = 0; s < view->seriesCount(); s += 2) {
-            QPen pen = view->series(s)->pen();
-            pen.setWidthF(1.0);
-            view->series(s)->setPen(pen);
-            for (auto* marker : view->chart()->legend()->markers(view->series(s)))
-                marker->setVisible(false);  // one legend entry per run
-        }
+    for (int index = 0; index < static_cast<int>(Chart::ChartCount); ++index) {
+        auto* view = makeView(index, this);
         grid->addWidget(view, index / 2, index % 2);
         m_charts.append(view);
-        ++index;
+        m_bands.append(QList<QAreaSeries*>());
     }
 }
 
 void CompareChartPanel::redraw()
 {
     m_redrawTimer.stop();
-    const QString xTitle = m_xAxis == XAxis::Step       ? tr("Step")
-                           : m_xAxis == XAxis::WallTime ? tr("Wall time since the first step (s)")
-                                                        : tr("Effective tokens seen");
-    for (int c = 0; c < m_charts.size(); ++c) {
-        MetricChartView* view = m_charts[c];
-        for (auto* axis : view->chart()->axes(Qt::Horizontal))
-            axis->setTitleText(xTitle);
-        if (!m_comparison) {
-            view->clearPoints();
+    const auto xs = runXValues();
+    for (int c = 0; c < m_charts.size(); ++c)
+        fillChart(m_charts[c], c, m_bands[c], xs);
+}
+
+std::vector<std::vector<double>> CompareChartPanel::runXValues() const
+{
+    std::vector<std::vector<double>> xs;
+    if (m_comparison)
+        for (const auto& run : m_comparison->runs)
+            xs.push_back(core::chartXValues(run.steps, static_cast<core::ChartXAxis>(m_xAxis)));
+    return xs;
+}
+
+void CompareChartPanel::fillChart(MetricChartView* view, int c, QList<QAreaSeries*>& bands,
+                                  const std::vector<std::vector<double>>& runXs) const
+{
+    for (auto* axis : view->chart()->axes(Qt::Horizontal))
+        axis->setTitleText(tr(core::chartXAxisTitle(static_cast<core::ChartXAxis>(m_xAxis))));
+    if (!m_comparison) {
+        view->clearPoints();
+        shadeWindows(view, bands, runXs);
+        return;
+    }
+    const int columns = view->plotColumns();
+    const auto metric = static_cast<core::ChartMetric>(c);
+    for (size_t r = 0; r < m_comparison->runs.size(); ++r) {
+        const core::ComparedRun& run = m_comparison->runs[r];
+        const auto& steps = run.steps;
+        std::vector<double> ys(steps.size());
+        for (size_t i = 0; i < steps.size(); ++i)
+            ys[i] = core::chartMetricValue(metric, steps[i], run.worldSize());
+        const std::vector<double> smooth = core::emaDebiased(ys, m_smoothing);
+        const std::vector<double>& xs = runXs[r];
+        QList<QPointF> raw, smoothed;
+        raw.reserve(static_cast<qsizetype>(steps.size()));
+        smoothed.reserve(static_cast<qsizetype>(steps.size()));
+        for (size_t i = 0; i < steps.size(); ++i) {
+            if (!std::isfinite(ys[i]))
+                continue;  // a diverged loss is a gap, not a point at 0
+            if (m_logScale && (ys[i] <= 0.0 || smooth[i] <= 0.0))
+                continue;  // no place on a log axis
+            raw.append(QPointF(xs[i], ys[i]));
+            smoothed.append(QPointF(xs[i], smooth[i]));
+        }
+        const int rawIndex = static_cast<int>(2 * r);
+        view->setPoints(rawIndex, StepSeriesBuffer::decimate(raw, columns));
+        view->series(rawIndex)->setVisible(m_smoothing > 0.0);
+        view->setPoints(rawIndex + 1, StepSeriesBuffer::decimate(m_smoothing > 0.0 ? smoothed : raw, columns));
+    }
+    view->rescale();
+    shadeWindows(view, bands, runXs);
+}
+
+QImage CompareChartPanel::renderChart(Chart chart, QSize size, qreal devicePixelRatio) const
+{
+    // A fresh view at the export size (the on-screen one may be small): laid out offscreen, filled
+    // like the visible chart (decimated to its own width), then grabbed.
+    std::unique_ptr<MetricChartView> view(makeView(static_cast<int>(chart), nullptr));
+    view->setAttribute(Qt::WA_DontShowOnScreen);
+    view->resize(size);
+    view->show();
+    QCoreApplication::sendPostedEvents();
+    QList<QAreaSeries*> bands;
+    fillChart(view.get(), static_cast<int>(chart), bands, runXValues());
+    QCoreApplication::sendPostedEvents();
+    // QGraphicsView::render scales the view's rect onto the whole target: the higher resolution
+    // comes out as vectors drawn larger, not as a blown-up bitmap.
+    QImage image(size * devicePixelRatio, QImage::Format_ARGB32_Premultiplied);
+    image.fill(Qt::white);
+    QPainter painter(&image);
+    painter.setRenderHint(QPainter::Antialiasing);
+    view->render(&painter, QRectF(image.rect()), view->viewport()->rect());
+    painter.end();
+    image.setDevicePixelRatio(devicePixelRatio);
+    return image;
+}
+void CompareChartPanel::shadeWindows(MetricChartView* view, QList<QAreaSeries*>& bands,
+                                     const std::vector<std::vector<double>>& runXs) const
+{
+    // Bands are area series between the y axis' ends, attached to the chart's current axes; they
+    // are rebuilt after every rescale (the y range moved) and kept out of the legend.
+    for (auto* band : bands) {
+        view->chart()->removeSeries(band);
+        delete band;
+    }
+    bands.clear();
+    if (!m_comparison || !m_shade)
+        return;
+    double yLo = 0.0, yHi = 1.0;
+    if (auto* log = qobject_cast<QLogValueAxis*>(view->axisY())) {
+        yLo = log->min();
+        yHi = log->max();
+    } else if (auto* linear = qobject_cast<QValueAxis*>(view->axisY())) {
+        yLo = linear->min();
+        yHi = linear->max();
+    }
+    const size_t runCount = m_comparison->runs.size();
+    const int alpha = std::max(14, static_cast<int>(40 / std::max<size_t>(runCount, 1)));
+    for (size_t r = 0; r < runCount; ++r) {
+        const core::ComparedRun& run = m_comparison->runs[r];
+        if (run.window.size() == 0)
             continue;
-        }
-        const int columns = view->plotColumns();
-        for (size_t r = 0; r < m_comparison->runs.size(); ++r) {
-            const core::ComparedRun& run = m_comparison->runs[r];
-            const auto& steps = run.steps;
-            std::vector<double> ys;
-            ys.reserve(steps.size());
-            for (const auto& s : steps)
-                ys.push_back(metricValue(static_cast<Chart>(c), s, run.worldSize()));
-            const std::vector<double> smooth = core::emaDebiased(ys, m_smoothing);
-            QList<QPointF> raw, smoothed;
-            raw.reserve(static_cast<qsizetype>(steps.size()));
-            smoothed.reserve(static_cast<qsizetype>(steps.size()));
-            double tokensSeen = 0.0;
-            const double t0 = steps.empty() ? 0.0 : steps.front().time;
-            for (size_t i = 0; i < steps.size(); ++i) {
-                tokensSeen += static_cast<double>(steps[i].effectiveTokens);
-                const double x = m_xAxis == XAxis::Step       ? static_cast<double>(steps[i].step)
-                                 : m_xAxis == XAxis::WallTime ? steps[i].time - t0
-                                                              : tokensSeen;
-                if (!std::isfinite(ys[i]))
-                    continue;  // a diverged loss is a gap, not a point at 0
-                raw.append(QPointF(x, ys[i]));
-                smoothed.append(QPointF(x, smooth[i]));
-            }
-            const int rawIndex = static_cast<int>(2 * r);
-            view->setPoints(rawIndex, StepSeriesBuffer::decimate(raw, columns));
-            view->series(rawIndex)->setVisible(m_smoothing > 0.0);
-            view->setPoints(rawIndex + 1, StepSeriesBuffer::decimate(m_smoothing > 0.0 ? smoothed : raw, columns));
-        }
-        view->rescale();
+        const double a = runXs[r][run.window.begin], b = runXs[r][run.window.end - 1];
+        auto* upper = new QLineSeries;
+        auto* lower = new QLineSeries;
+        upper->append(a, yHi);
+        upper->append(b, yHi);
+        lower->append(a, yLo);
+        lower->append(b, yLo);
+        auto* band = new QAreaSeries(upper, lower);
+        upper->setParent(band);
+        lower->setParent(band);
+        QColor color = kPalette[static_cast<int>(r) % kPalette.size()];
+        color.setAlpha(alpha);
+        band->setBrush(color);
+        band->setPen(Qt::NoPen);
+        band->setName(QString::fromStdString(run.label()) + tr(" steady window"));
+        view->chart()->addSeries(band);
+        band->attachAxis(view->axisX());
+        band->attachAxis(view->axisY());
+        for (auto* marker : view->chart()->legend()->markers(band))
+            marker->setVisible(false);
+        bands.append(band);
     }
 }
 

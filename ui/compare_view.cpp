@@ -1,9 +1,18 @@
 #include "ui/compare_view.h"
 
 #include "ui/compare_chart_panel.h"
+#include "ui/metric_chart_view.h"
+
+#include "core/compare/compare_report.h"
 
 #include <QThread>
+#include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QMessageBox>
+#include <QPainter>
+#include <QSaveFile>
 #include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -91,6 +100,21 @@ void CompareView::buildUi()
     m_smoothing->setRange(0, 99);
     m_smoothing->setValue(60);
     m_smoothing->setToolTip(tr("EMA weight (debiased); the raw series stays faint behind"));
+    m_logScale = new QCheckBox(tr("Log scale"), this);
+    m_logScale->setObjectName(QStringLiteral("compareLogScale"));
+    m_logScale->setToolTip(tr("Log10 y axes (values <= 0 are left out)"));
+    m_shadeWindow = new QCheckBox(tr("Shade steady window"), this);
+    m_shadeWindow->setObjectName(QStringLiteral("compareShadeWindow"));
+    m_shadeWindow->setChecked(true);
+    m_shadeWindow->setToolTip(tr("Each run's steady-state window (what the figures cover) in its colour"));
+    m_exportCharts = new QPushButton(tr("Export charts…"), this);
+    m_exportCharts->setObjectName(QStringLiteral("compareExportCharts"));
+    m_exportCharts->setToolTip(tr("The four charts as PNG and SVG into a folder"));
+    m_exportReport = new QPushButton(tr("Export report…"), this);
+    m_exportReport->setObjectName(QStringLiteral("compareExportReport"));
+    m_exportReport->setToolTip(tr("report.md (warnings, figures with deltas, config diff) with the charts beside it"));
+    m_exportCharts->setEnabled(false);
+    m_exportReport->setEnabled(false);
     auto* refresh = new QPushButton(tr("Reload runs"), this);
     auto* compareButton = new QPushButton(tr("Compare"), this);
     m_busy = new QLabel(tr("Loading runs…"), this);
@@ -103,6 +127,8 @@ void CompareView::buildUi()
     form->addRow(tr("Window"), m_window);
     form->addRow(tr("X axis"), m_xAxis);
     form->addRow(tr("Smoothing"), m_smoothing);
+    form->addRow(QString(), m_logScale);
+    form->addRow(QString(), m_shadeWindow);
     auto* side = new QWidget(this);
     auto* sideLayout = new QVBoxLayout(side);
     sideLayout->setContentsMargins(0, 0, 0, 0);
@@ -112,6 +138,8 @@ void CompareView::buildUi()
     sideLayout->addWidget(refresh);
     sideLayout->addWidget(compareButton);
     sideLayout->addWidget(m_busy);
+    sideLayout->addWidget(m_exportCharts);
+    sideLayout->addWidget(m_exportReport);
 
     m_figures = new QTableWidget(this);
     m_figures->setObjectName(QStringLiteral("compareFiguresTable"));
@@ -159,6 +187,10 @@ void CompareView::buildUi()
     });
     connect(m_smoothing, &QSlider::valueChanged, this, [this](int value) { m_charts->setSmoothing(value / 100.0); });
     m_charts->setSmoothing(m_smoothing->value() / 100.0);
+    connect(m_logScale, &QCheckBox::toggled, m_charts, &CompareChartPanel::setLogScale);
+    connect(m_shadeWindow, &QCheckBox::toggled, m_charts, &CompareChartPanel::setShadeSteadyWindow);
+    connect(m_exportCharts, &QPushButton::clicked, this, [this] { chooseAndExport(false); });
+    connect(m_exportReport, &QPushButton::clicked, this, [this] { chooseAndExport(true); });
     m_banner->setText(tr("Pick two or more runs and press Compare."));
     m_banner->setStyleSheet(bannerStyle(core::WarningSeverity::Info));
 }
@@ -314,6 +346,8 @@ void CompareView::showComparison()
     fillFigures();
     fillConfigDiff();
     m_charts->setComparison(&*m_comparison);
+    m_exportCharts->setEnabled(true);
+    m_exportReport->setEnabled(true);
 }
 
 void CompareView::showError(const QString& message)
@@ -321,6 +355,8 @@ void CompareView::showError(const QString& message)
     m_banner->setText(message.toHtmlEscaped());
     m_banner->setStyleSheet(bannerStyle(core::WarningSeverity::Warning));
     m_banner->setProperty("severity", QStringLiteral("error"));
+    m_exportCharts->setEnabled(m_comparison.has_value());
+    m_exportReport->setEnabled(m_comparison.has_value());
     emit compared(message);
 }
 
@@ -431,6 +467,65 @@ void CompareView::fillConfigDiff()
                                  .arg(c.configDiff.rows.size())
                                  .arg(c.configDiff.keysCompared));
     m_configDiff->resizeColumnsToContents();
+}
+
+core::Result<QStringList> CompareView::exportCharts(const QString& directory)
+{
+    if (!m_comparison)
+        return core::makeError(core::ErrorCode::InvalidArgument, "compare runs first: there are no charts to export");
+    if (!QDir().mkpath(directory))
+        return core::makeError(core::ErrorCode::IoError, "cannot create the folder", directory.toStdString());
+    const QDir dir(directory);
+    const core::ChartOptions options = m_charts->chartOptions();
+    QStringList written;
+    for (core::ChartMetric metric : core::chartMetrics()) {
+        const QString stem = QString::fromLatin1(core::chartMetricKey(metric));
+        // PNG: the chart as the view draws it, at a size fit for a review page, twice the pixels.
+        const QImage image = m_charts->renderChart(static_cast<CompareChartPanel::Chart>(metric), QSize(900, 420));
+        const QString png = dir.filePath(stem + QStringLiteral(".png"));
+        QSaveFile pngFile(png);
+        if (!pngFile.open(QIODevice::WriteOnly) || !image.save(&pngFile, "PNG") || !pngFile.commit())
+            return core::makeError(core::ErrorCode::IoError, "cannot write the PNG", png.toStdString());
+        written << png;
+        // SVG: core's renderer with the same settings (x axis, smoothing, log scale, shading).
+        const QString svg = dir.filePath(stem + QStringLiteral(".svg"));
+        if (auto r = core::writeFileAtomically(svg.toStdString(), core::renderChartSvg(*m_comparison, metric, options));
+            !r)
+            return r.error();
+        written << svg;
+    }
+    return written;
+}
+
+core::Result<QStringList> CompareView::exportReport(const QString& directory)
+{
+    auto charts = exportCharts(directory);
+    if (!charts)
+        return charts.error();
+    core::ReportOptions options;
+    options.chart = m_charts->chartOptions();
+    options.imageExtension = "png";
+    auto report = core::writeComparisonReport(*m_comparison, directory.toStdString(), options);
+    if (!report)
+        return report.error();
+    QStringList written{QString::fromStdString(report->front())};
+    written << *charts;
+    return written;
+}
+
+void CompareView::chooseAndExport(bool report)
+{
+    const QString directory = QFileDialog::getExistingDirectory(
+        this, report ? tr("Folder for the comparison report") : tr("Folder for the chart images"));
+    if (directory.isEmpty())
+        return;
+    auto written = report ? exportReport(directory) : exportCharts(directory);
+    if (!written) {
+        QMessageBox::warning(this, tr("Export failed"), text(written.error().toString()));
+        return;
+    }
+    QMessageBox::information(this, tr("Exported"),
+                             tr("Wrote %n file(s) to %1.", nullptr, static_cast<int>(written->size())).arg(directory));
 }
 
 }  // namespace wb::ui

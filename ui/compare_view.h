@@ -1,8 +1,10 @@
 // CompareView: puts stored runs side by side. Pick runs and a baseline (optionally a step window
 // A:B instead of the detected steady state); the view shows the workload warnings in a banner
 // above everything (red for mock vs real), the figures table with deltas against the baseline, the
-// config keys that differ, and the overlaid charts (CompareChartPanel). The analysis is
-// core::compareRuns; this class only shows it.
+// config keys that differ, and the overlaid charts (CompareChartPanel, log scale and steady-window
+// shading toggles). Exports: the charts as PNG (what is on screen) and SVG (core's renderer, same
+// settings), and the comparison report (Markdown + the charts beside it, for a review). The
+// analysis is core::compareRuns; this class only shows it.
 // Threading: GUI thread only. Each comparison loads on a short-lived worker thread with its own
 // RunStore connections (WAL: the follow worker may be writing meanwhile).
 #pragma once
@@ -16,7 +18,9 @@
 #include <optional>
 
 QT_BEGIN_NAMESPACE
+class QCheckBox;
 class QComboBox;
+class QPushButton;
 class QLabel;
 class QLineEdit;
 class QListWidget;
@@ -45,6 +49,16 @@ public:
     QTableWidget* figuresTable() const { return m_figures; }
     QTableWidget* configDiffTable() const { return m_configDiff; }
     CompareChartPanel* charts() const { return m_charts; }
+    QCheckBox* logScaleToggle() const { return m_logScale; }
+    QCheckBox* shadeWindowToggle() const { return m_shadeWindow; }
+
+    /// Writes every chart to `directory` (created if needed) as <key>.png — the chart as drawn,
+    /// at twice the screen resolution — and <key>.svg. Returns the files written, or an error
+    /// message (and no list) when there is no comparison or a file cannot be written.
+    core::Result<QStringList> exportCharts(const QString& directory);
+    /// The comparison report in `directory`: report.md (warnings first, figures with deltas,
+    /// config diff) linking the chart PNGs, with the SVGs beside them.
+    core::Result<QStringList> exportReport(const QString& directory);
 
 public slots:
     /// Re-reads the run list from the store (keeps the checked runs that still exist).
@@ -70,6 +84,7 @@ private:
     void fillFigures();
     void fillConfigDiff();
     void updateBaselineChoices();
+    void chooseAndExport(bool report);
 
     QString m_storePath;
     std::optional<core::Comparison> m_comparison;
@@ -80,6 +95,10 @@ private:
     QLineEdit* m_window = nullptr;
     QComboBox* m_xAxis = nullptr;
     QSlider* m_smoothing = nullptr;
+    QCheckBox* m_logScale = nullptr;
+    QCheckBox* m_shadeWindow = nullptr;
+    QPushButton* m_exportCharts = nullptr;
+    QPushButton* m_exportReport = nullptr;
     QTableWidget* m_figures = nullptr;
     QTableWidget* m_configDiff = nullptr;
     CompareChartPanel* m_charts = nullptr;

@@ -3,6 +3,7 @@
 #include "core/log.h"
 #include "ui/compare_view.h"
 #include "ui/meta_types.h"
+#include "ui/planning_view.h"
 #include "ui/run_charts_panel.h"
 #include "ui/run_list_model.h"
 #include "ui/run_list_panel.h"
@@ -36,6 +37,8 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent) : QMainWindow
     setWindowTitle(tr("MoE-VLM Workbench"));
     setWindowIcon(QIcon(QStringLiteral(":/icons/moe-workbench.png")));
     setObjectName(QStringLiteral("mainWindow"));
+    m_catalogDir = options.catalogDir;
+    m_userCatalogDir = options.userCatalogDir;
 
     m_session = new RunSession(options.storePath, std::move(options.targetFactory), this);
     m_sampleLauncher = new SampleRunLauncher(std::move(options.sampleRun), this);
@@ -107,6 +110,17 @@ void MainWindow::createActions()
     toolbar->addAction(m_refresh);
 }
 
+PlanningView* MainWindow::openPlanningView()
+{
+    auto* view = new PlanningView(m_catalogDir, m_userCatalogDir, this);
+    connect(view, &PlanningView::status, this, &MainWindow::showStatus);
+    view->setWindowFlag(Qt::Window);
+    view->setAttribute(Qt::WA_DeleteOnClose);
+    view->resize(1600, 1000);
+    view->show();
+    return view;
+}
+
 void MainWindow::createMenus()
 {
     auto* file = menuBar()->addMenu(tr("&File"));
@@ -124,6 +138,10 @@ void MainWindow::createMenus()
         view->resize(1400, 900);
         view->show();
     })->setObjectName(QStringLiteral("compareRunsAction"));
+    // Planning: its own window over the catalog (pure computation; no store).
+    run->addAction(tr("&Plan a training run…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P), this,
+                   [this] { openPlanningView(); })
+        ->setObjectName(QStringLiteral("planRunAction"));
     auto* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(m_about);
 }

@@ -18,6 +18,7 @@ QT_END_NAMESPACE
 
 namespace wb::ui {
 
+class PlanningView;
 class RunChartsPanel;
 class RunListPanel;
 class RunSession;
@@ -26,6 +27,8 @@ struct MainWindowOptions {
     QString storePath;                            ///< the SQLite run store
     RunFollowWorker::TargetFactory targetFactory; ///< where runs execute (app/ injects LocalTarget)
     SampleRunOptions sampleRun;
+    QString catalogDir;      ///< the planner's built-in catalog (resources/catalog)
+    QString userCatalogDir;  ///< user catalog files that add or replace entries; may be empty
 };
 
 class MainWindow : public QMainWindow {
@@ -42,6 +45,8 @@ public:
 
 public slots:
     void startSampleRun();
+    /// Opens the planning view in its own window (Run → Plan a training run…).
+    PlanningView* openPlanningView();
 
 private:
     void createActions();
@@ -68,6 +73,9 @@ private:
     QProgressBar* m_busy = nullptr;
     QLabel* m_storeLabel = nullptr;
     QLabel* m_targetLabel = nullptr;
+
+    QString m_catalogDir;
+    QString m_userCatalogDir;
 };
 
 }  // namespace wb::ui

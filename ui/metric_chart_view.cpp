@@ -3,6 +3,7 @@
 #include <QChart>
 #include <QLegend>
 #include <QLineSeries>
+#include <QLogValueAxis>
 #include <QPen>
 #include <QValueAxis>
 
@@ -95,9 +96,38 @@ MetricChartView::MetricChartView(const QString& title, const QString& yTitle,
         line->attachAxis(m_axisY);
         m_series.append(line);
     }
+    // Both y axes live in the chart; the series are attached to one, the other is hidden.
+    m_logAxisY = new QLogValueAxis;
+    m_logAxisY->setTitleText(yTitle);
+    m_logAxisY->setBase(10.0);
+    m_logAxisY->setLabelFormat(QStringLiteral("%g"));
+    m_logAxisY->setMinorTickCount(8);
+    m_logAxisY->setRange(1.0, 10.0);
+    m_logAxisY->setVisible(false);
+    chart->addAxis(m_logAxisY, Qt::AlignLeft);
     setChart(chart);
     setRenderHint(QPainter::Antialiasing);
     setMinimumSize(320, 220);
+}
+
+QAbstractAxis* MetricChartView::axisY() const
+{
+    return m_logScale ? static_cast<QAbstractAxis*>(m_logAxisY) : static_cast<QAbstractAxis*>(m_axisY);
+}
+
+void MetricChartView::setLogScale(bool on)
+{
+    if (on == m_logScale)
+        return;
+    QAbstractAxis* from = axisY();
+    QAbstractAxis* to = on ? static_cast<QAbstractAxis*>(m_logAxisY) : static_cast<QAbstractAxis*>(m_axisY);
+    for (auto* s : m_series)
+        s->detachAxis(from);
+    from->setVisible(false);
+    to->setVisible(true);
+    for (auto* s : m_series)
+        s->attachAxis(to);
+    m_logScale = on;
 }
 
 void MetricChartView::setPoints(int index, const QList<QPointF>& points)
@@ -133,6 +163,21 @@ void MetricChartView::rescale()
     }
     if (!std::isfinite(xMin) || !std::isfinite(yMin))
         return;
+    if (m_logScale) {
+        // Whole decades around the positive values (the caller leaves out y <= 0).
+        double positiveMin = std::numeric_limits<double>::infinity();
+        for (const auto* s : m_series)
+            for (const auto& p : s->points())
+                if (p.y() > 0.0 && std::isfinite(p.y()))
+                    positiveMin = std::min(positiveMin, p.y());
+        if (!std::isfinite(positiveMin))
+            positiveMin = 1.0;
+        double lo = std::pow(10.0, std::floor(std::log10(positiveMin)));
+        double hi = std::pow(10.0, std::ceil(std::log10(std::max(yMax, positiveMin))));
+        if (hi <= lo)
+            hi = lo * 10.0;
+        m_logAxisY->setRange(lo, hi);
+    }
 
     // x: from the first step to the planned last one when known, so the line grows across a fixed
     // axis instead of the axis jumping on every step; at least 10 steps wide either way.
@@ -141,6 +186,8 @@ void MetricChartView::rescale()
     m_axisX->setTickCount(niceRange(xMin, xMax));
     m_axisX->setRange(std::max(0.0, xMin), xMax);
 
+    if (m_logScale)
+        return;
     if (m_yFromZero)
         yMin = std::min(0.0, yMin);
     double span = yMax - yMin;

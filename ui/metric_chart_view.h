@@ -10,7 +10,9 @@
 #include <QString>
 
 QT_BEGIN_NAMESPACE
+class QAbstractAxis;
 class QLineSeries;
+class QLogValueAxis;
 class QValueAxis;
 QT_END_NAMESPACE
 
@@ -44,10 +46,20 @@ public:
     /// Width of the plot area in pixels: the decimation target.
     int plotColumns() const;
 
+    /// A log10 y axis instead of the linear one (decade ticks). Points with y <= 0 cannot be shown
+    /// on it: the caller leaves them out. Call rescale() afterwards.
+    void setLogScale(bool on);
+    bool logScale() const { return m_logScale; }
+    /// The y axis in use (a QValueAxis, or a QLogValueAxis with setLogScale(true)).
+    QAbstractAxis* axisY() const;
+    QValueAxis* axisX() const { return m_axisX; }
+
 private:
     QList<QLineSeries*> m_series;
     QValueAxis* m_axisX = nullptr;
     QValueAxis* m_axisY = nullptr;
+    QLogValueAxis* m_logAxisY = nullptr;  // attached instead of m_axisY while m_logScale
+    bool m_logScale = false;
     bool m_yFromZero = false;
     double m_xExtent = 0.0;
 };

@@ -33,8 +33,11 @@ constexpr const char* kUsage =
     "  plan --model M --hardware H --gpus N [...] [--json]  recommendation + ranked layouts\n"
     "  lint FILE [--gpus N] [--hardware H] [--json]         config problems and layout rules, by line\n"
     "  generate --from PLAN_OR_CONFIG --format F --out DIR  runtime | megatron-bridge | slurm | ssh files\n"
-    "  compare RUN RUN... [--baseline RUN] [--window A:B] [--json]  steady-state figures, deltas, warnings\n"
-    "  export RUN --csv FILE                                all step metrics as CSV (FILE - = stdout)\n"
+    "  compare RUN RUN... [--baseline RUN] [--window A:B] [--json] [--report DIR]\n"
+    "                                                       steady-state figures, deltas, warnings\n"
+    "  export RUN --csv FILE | export RUN RUN... --report DIR\n"
+    "                                                       step metrics as CSV (FILE - = stdout), or a\n"
+    "                                                       Markdown report with SVG charts\n"
     "\n"
     "RUN is a run id or a unique prefix of one. Exit codes: 0 ok, 2 bad usage or input, 1 other\n"
     "errors (watch: the run's own exit code when it did not finish). See docs/cli.md.\n";

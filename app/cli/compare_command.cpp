@@ -3,11 +3,14 @@
 // then the config keys that differ. The analysis is core/compare/run_comparison; this file prints.
 #include "app/cli/cli.h"
 
+#include "core/compare/compare_report.h"
 #include "core/compare/run_comparison.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,7 +18,9 @@ namespace wb::app {
 
 namespace {
 
-constexpr const char* kCompareSynopsis = "compare RUN RUN... [--baseline RUN] [--window A:B] [--json]";
+constexpr const char* kCompareSynopsis =
+    "compare RUN RUN... [--baseline RUN] [--window A:B] [--json] [--report DIR [--chart-x step|time|tokens] "
+    "[--log-y] [--smoothing W]]";
 
 std::string format(double value, int decimals)
 {
@@ -153,38 +158,129 @@ void printConfigDiff(const core::Comparison& c)
 
 }  // namespace
 
-int compareCommand(const CliContext& context, Args args)
+namespace {
+
+/// Options shared by `compare --report` and `export --report`: the charts' x axis, log scale and
+/// smoothing. Returns an empty string or the usage problem.
+std::string takeChartOptions(Args& args, core::ChartOptions& chart)
 {
-    const bool json = args.takeFlag("--json");
+    bool missing = false;
+    const auto x = args.takeOption("--chart-x", missing);
+    const auto smoothing = args.takeOption("--smoothing", missing);
+    chart.logY = args.takeFlag("--log-y");
+    if (missing)
+        return "--chart-x and --smoothing each need a value";
+    if (x) {
+        if (*x == "step")
+            chart.xAxis = core::ChartXAxis::Step;
+        else if (*x == "time")
+            chart.xAxis = core::ChartXAxis::WallTime;
+        else if (*x == "tokens")
+            chart.xAxis = core::ChartXAxis::EffectiveTokens;
+        else
+            return "--chart-x must be step, time or tokens";
+    }
+    if (smoothing) {
+        char* end = nullptr;
+        const double w = std::strtod(smoothing->c_str(), &end);
+        if (end == smoothing->c_str() || *end != '\0' || !(w >= 0.0 && w < 1.0))
+            return "--smoothing must be an EMA weight in [0, 1), e.g. 0.6";
+        chart.smoothing = w;
+    }
+    return {};
+}
+
+/// Parses the comparison options (`--baseline`, `--window`) and the runs; nullopt after printing
+/// the usage problem (exit code in `exitCode`).
+std::optional<core::CompareRequest> takeCompareRequest(Args& args, const char* synopsis, int& exitCode)
+{
     bool missing = false;
     core::CompareRequest request;
     request.baseline = args.takeOption("--baseline", missing);
     const auto windowArg = args.takeOption("--window", missing);
-    if (missing)
-        return reportUsage("--baseline and --window each need a value", kCompareSynopsis);
-    if (const std::string unknown = args.unknownOption(); !unknown.empty())
-        return reportUsage("unknown option '" + unknown + "'", kCompareSynopsis);
-    if (args.rest().empty())
-        return reportUsage("name the runs to compare (ids or unique prefixes)", kCompareSynopsis);
+    if (missing) {
+        exitCode = reportUsage("--baseline and --window each need a value", synopsis);
+        return std::nullopt;
+    }
+    if (const std::string unknown = args.unknownOption(); !unknown.empty()) {
+        exitCode = reportUsage("unknown option '" + unknown + "'", synopsis);
+        return std::nullopt;
+    }
+    if (args.rest().empty()) {
+        exitCode = reportUsage("name the runs to compare (ids or unique prefixes)", synopsis);
+        return std::nullopt;
+    }
     request.runs = args.rest();
     if (windowArg) {
         auto window = core::parseStepWindow(*windowArg);
-        if (!window)
-            return reportUsage("--window " + window.error().message, kCompareSynopsis);
+        if (!window) {
+            exitCode = reportUsage("--window " + window.error().message, synopsis);
+            return std::nullopt;
+        }
         request.window = *window;
     }
+    return request;
+}
 
-    auto comparison = core::compareRuns(context.dbPath, request);
+int writeReport(const core::Comparison& comparison, const std::string& directory, const core::ChartOptions& chart)
+{
+    core::ReportOptions options;
+    options.chart = chart;
+    auto written = core::writeComparisonReport(comparison, directory, options);
+    if (!written)
+        return reportError(written.error());
+    std::fprintf(stderr, "wrote the comparison report to %s (%zu files: report.md and the charts as SVG)\n",
+                 written->front().c_str(), written->size());
+    return kExitOk;
+}
+
+}  // namespace
+
+/// `export RUN RUN... --report DIR [...]` (export_command.cpp): the report without the printout.
+int exportReportCommand(const CliContext& context, Args args, const std::string& directory, const char* synopsis)
+{
+    core::ChartOptions chart;
+    if (const std::string problem = takeChartOptions(args, chart); !problem.empty())
+        return reportUsage(problem, synopsis);
+    int exitCode = kExitOk;
+    auto request = takeCompareRequest(args, synopsis, exitCode);
+    if (!request)
+        return exitCode;
+    auto comparison = core::compareRuns(context.dbPath, *request);
+    if (!comparison)
+        return reportError(comparison.error());
+    return writeReport(*comparison, directory, chart);
+}
+
+int compareCommand(const CliContext& context, Args args)
+{
+    const bool json = args.takeFlag("--json");
+    bool missing = false;
+    const auto reportDir = args.takeOption("--report", missing);
+    if (missing || (reportDir && reportDir->empty()))
+        return reportUsage("--report needs a folder", kCompareSynopsis);
+    core::ChartOptions chart;
+    if (const std::string problem = takeChartOptions(args, chart); !problem.empty())
+        return reportUsage(problem, kCompareSynopsis);
+    int exitCode = kExitOk;
+    auto request = takeCompareRequest(args, kCompareSynopsis, exitCode);
+    if (!request)
+        return exitCode;
+
+    auto comparison = core::compareRuns(context.dbPath, *request);
     if (!comparison)
         return reportError(comparison.error());
 
     if (json) {
         std::printf("%s\n", core::comparisonToJson(*comparison).c_str());
-        return kExitOk;
+    } else {
+        printWarnings(*comparison);
+        printFigures(*comparison);
+        printConfigDiff(*comparison);
     }
-    printWarnings(*comparison);
-    printFigures(*comparison);
-    printConfigDiff(*comparison);
+    std::fflush(stdout);
+    if (reportDir)
+        return writeReport(*comparison, *reportDir, chart);
     return kExitOk;
 }
 

@@ -1,5 +1,6 @@
 // `export RUN --csv FILE`: every stored step of a run as CSV (header row, metrics.jsonl key names),
-// written atomically; FILE "-" writes to stdout.
+// written atomically; FILE "-" writes to stdout. `export RUN RUN... --report DIR`: the comparison
+// report (Markdown + SVG charts) without the printout of `compare` (compare_command.cpp).
 #include "app/cli/cli.h"
 
 #include "core/compare/steps_csv.h"
@@ -9,15 +10,27 @@
 namespace wb::app {
 
 namespace {
-constexpr const char* kExportSynopsis = "export RUN --csv FILE";
+constexpr const char* kExportSynopsis =
+    "export RUN --csv FILE | export RUN RUN... --report DIR [--baseline RUN] [--window A:B] "
+    "[--chart-x step|time|tokens] [--log-y] [--smoothing W]";
 }  // namespace
+
+int exportReportCommand(const CliContext& context, Args args, const std::string& directory, const char* synopsis);
 
 int exportCommand(const CliContext& context, Args args)
 {
     bool missing = false;
+    const auto reportDir = args.takeOption("--report", missing);
+    if (missing || (reportDir && reportDir->empty()))
+        return reportUsage("--report needs a folder", kExportSynopsis);
     const auto csvPath = args.takeOption("--csv", missing);
+    if (reportDir) {
+        if (csvPath)
+            return reportUsage("--csv and --report are separate exports: run export once for each", kExportSynopsis);
+        return exportReportCommand(context, std::move(args), *reportDir, kExportSynopsis);
+    }
     if (missing || !csvPath || csvPath->empty())
-        return reportUsage("--csv FILE is required (\"-\" for stdout)", kExportSynopsis);
+        return reportUsage("--csv FILE (\"-\" for stdout) or --report DIR is required", kExportSynopsis);
     if (const std::string unknown = args.unknownOption(); !unknown.empty())
         return reportUsage("unknown option '" + unknown + "'", kExportSynopsis);
     if (args.rest().size() != 1)

@@ -6,12 +6,16 @@
 #include "core/run_store.h"
 #include "remote/local_target.h"
 #include "ui/main_window.h"
+#include "ui/planning_view.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
+#include <QLibraryInfo>
+#include <QLocale>
 #include <QTimer>
+#include <QTranslator>
 
 #include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -58,6 +62,45 @@ void forwardQtMessage(QtMsgType type, const QMessageLogContext& context, const Q
     }
 }
 
+// The planner's catalog: MOE_WORKBENCH_CATALOG, else the install's share/moe-workbench/catalog,
+// else the source tree's (the same order as moe-workbench-cli).
+QString builtinCatalogDir()
+{
+    if (const QString env = qEnvironmentVariable("MOE_WORKBENCH_CATALOG"); !env.isEmpty())
+        return env;
+    const QString installed =
+        QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("../share/moe-workbench/catalog"));
+    if (QFileInfo::exists(installed + QStringLiteral("/models.json")))
+        return QDir::cleanPath(installed);
+    return QStringLiteral(WB_BUILTIN_CATALOG_DIR);
+}
+
+// Loads moe_workbench_<lang>.qm (and Qt's own qtbase_<lang>.qm) when the language is not English:
+// from --lang, else the system locale. Looks beside the executable (the build), then in the
+// install's share/moe-workbench/translations.
+void installTranslations(QApplication& app, const QString& lang)
+{
+    const QLocale locale = lang.isEmpty() ? QLocale::system() : QLocale(lang);
+    if (locale.language() == QLocale::English || locale.language() == QLocale::C)
+        return;
+    const QDir exeDir(QCoreApplication::applicationDirPath());
+    auto* ours = new QTranslator(&app);
+    bool loaded = false;
+    for (const QString& dir : {exeDir.filePath(QStringLiteral("translations")),
+                               exeDir.filePath(QStringLiteral("../share/moe-workbench/translations"))})
+        if ((loaded = ours->load(locale, QStringLiteral("moe_workbench"), QStringLiteral("_"), dir)))
+            break;
+    if (!loaded) {
+        spdlog::warn("no moe-workbench translation for {}", locale.name().toStdString());
+        return;
+    }
+    QLocale::setDefault(locale);
+    QCoreApplication::installTranslator(ours);
+    auto* qt = new QTranslator(&app);
+    if (qt->load(locale, QStringLiteral("qtbase"), QStringLiteral("_"), QLibraryInfo::path(QLibraryInfo::TranslationsPath)))
+        QCoreApplication::installTranslator(qt);
+}
+
 }  // namespace
 
 int main(int argc, char* argv[])
@@ -98,10 +141,16 @@ int main(int argc, char* argv[])
         QStringLiteral("N"), QStringLiteral("5000"));
     const QCommandLineOption quitAfterScreenshotOption(
         QStringLiteral("quit-after-screenshot"), QStringLiteral("Exit once the screenshot is saved."));
+    const QCommandLineOption planOption(QStringLiteral("plan"),
+                                        QStringLiteral("Open the planning view at start (the screenshot shows it)."));
+    const QCommandLineOption langOption(QStringLiteral("lang"),
+                                        QStringLiteral("UI language, e.g. zh_CN (default: the system locale)."),
+                                        QStringLiteral("LANG"));
     parser.addOptions({dbOption, runsRootOption, startSampleOption, sampleStepsOption, sampleConfigOption,
                        screenshotOption,
-                       screenshotAfterOption, quitAfterScreenshotOption});
+                       screenshotAfterOption, quitAfterScreenshotOption, planOption, langOption});
     parser.process(app);
+    installTranslations(app, parser.value(langOption));
 
     const std::string moeTrain = QDir(QCoreApplication::applicationDirPath())
                                      .filePath(QStringLiteral("moe-train"))
@@ -128,8 +177,17 @@ int main(int argc, char* argv[])
         options.sampleRun.trainIters = steps;
     }
 
+    options.catalogDir = builtinCatalogDir();
+    options.userCatalogDir = QFileInfo(storeDefault).absolutePath() + QStringLiteral("/catalog");
+
     wb::ui::MainWindow window(std::move(options));
     window.show();
+    QWidget* shot = &window;
+    if (parser.isSet(planOption)) {
+        auto* planning = window.openPlanningView();
+        planning->plan();
+        shot = planning;
+    }
 
     if (parser.isSet(startSampleOption))
         QTimer::singleShot(0, &window, &wb::ui::MainWindow::startSampleRun);
@@ -137,8 +195,8 @@ int main(int argc, char* argv[])
     if (parser.isSet(screenshotOption)) {
         const QString file = parser.value(screenshotOption);
         const bool quit = parser.isSet(quitAfterScreenshotOption);
-        QTimer::singleShot(parser.value(screenshotAfterOption).toInt(), &window, [&window, file, quit] {
-            if (window.grab().save(file))
+        QTimer::singleShot(parser.value(screenshotAfterOption).toInt(), shot, [shot, file, quit] {
+            if (shot->grab().save(file))
                 spdlog::info("screenshot saved to {}", file.toStdString());
             else
                 spdlog::error("cannot save the screenshot to {}", file.toStdString());

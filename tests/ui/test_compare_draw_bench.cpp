@@ -8,6 +8,7 @@
 #include "synthetic_runs.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QElapsedTimer>
@@ -71,6 +72,18 @@ int main(int argc, char** argv)
     view.findChild<QComboBox*>(QStringLiteral("compareXAxis"))->setCurrentIndex(2);
     QApplication::processEvents();
     const double axisMs = timer.nsecsElapsed() / 1e6;
+    timer.restart();
+    view.logScaleToggle()->setChecked(true);
+    QApplication::processEvents();
+    const double logMs = timer.nsecsElapsed() / 1e6;
+    timer.restart();
+    view.shadeWindowToggle()->setChecked(false);
+    QApplication::processEvents();
+    const double noShadeMs = timer.nsecsElapsed() / 1e6;
+    QTemporaryDir exportDir;
+    timer.restart();
+    const bool exported = view.exportReport(exportDir.path()).ok();
+    const double exportMs = timer.nsecsElapsed() / 1e6;
 
     std::printf("%d runs × %lld steps; %lld points drawn after decimation\n\n", runCount,
                 static_cast<long long>(steps), static_cast<long long>(view.charts()->drawnPoints()));
@@ -79,5 +92,8 @@ int main(int argc, char** argv)
     std::printf("| CompareView::compare (load + analyse + tables + 4 charts: EMA, decimate, set) | %.0f |\n", compareMs);
     std::printf("| first paint | %.0f |\n", paintMs);
     std::printf("| switch x axis to effective tokens (recompute + decimate + paint) | %.0f |\n", axisMs);
-    return engineOnly.ok() ? 0 : 1;
+    std::printf("| log scale on (recompute + decimate + paint) | %.0f |\n", logMs);
+    std::printf("| steady-window shading off (recompute + paint, no bands) | %.0f |\n", noShadeMs);
+    std::printf("| export report (4 PNG offscreen + 4 SVG + report.md) | %.0f |\n", exportMs);
+    return engineOnly.ok() && exported ? 0 : 1;
 }
