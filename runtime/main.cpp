@@ -1,9 +1,11 @@
 // moe-train: the bundled trainer's command line (DESIGN.md §3.1). Main thread only.
-//   moe-train --config run.json --run-dir DIR [--resume]
+//   moe-train --config run.json --run-dir DIR [--resume] [--nproc-per-node N] [--comm-timeout S]
 //   moe-train --validate run.json
 //   moe-train --self-check
 //   moe-train --version
 #include "core/run_config.h"
+#include "runtime/parallel/process_group.h"
+#include "runtime/parallel/rank_launcher.h"
 #include "runtime/train/runtime_checks.h"
 #include "runtime/train/trainer.h"
 
@@ -31,14 +33,14 @@ void onStopSignal(int)
 int usage(const std::string& why)
 {
     std::cerr << "moe-train: " << why << "\n"
-              << "usage: moe-train --config run.json --run-dir DIR [--resume]\n"
+              << "usage: moe-train --config run.json --run-dir DIR [--resume] [--nproc-per-node N] [--comm-timeout S]\n"
               << "       moe-train --validate run.json\n"
               << "       moe-train --self-check\n"
               << "       moe-train --version\n";
     return kExitBadConfig;
 }
 
-int validate(const std::string& path)
+int validate(const std::string& path, int worldSize)
 {
     std::ifstream in(path);
     if (!in) {
@@ -49,7 +51,7 @@ int validate(const std::string& path)
     text << in.rdbuf();
     wb::core::RunConfigParse parsed = wb::core::parseRunConfig(text.str());
     auto problems = parsed.problems;
-    for (auto& p : wb::rt::allProblems(parsed.config, wb::rt::worldSizeFromEnvironment())) {
+    for (auto& p : wb::rt::allProblems(parsed.config, worldSize)) {
         bool duplicate = false;
         for (const auto& q : problems)
             duplicate = duplicate || (q.path == p.path && q.message == p.message);
@@ -72,7 +74,9 @@ int selfCheck()
     j["cuda_built"] = static_cast<bool>(WB_WITH_CUDA);
     j["cuda_available"] = wb::rt::cudaUsable();
     j["cuda_devices"] = wb::rt::cudaUsable() ? static_cast<int>(torch::cuda::device_count()) : 0;
-    j["nccl"] = nullptr;  // no c10d in this build yet
+    j["nccl"] = nullptr;  // NCCL's version is on the meta line of CUDA runs
+    j["c10d_gloo"] = static_cast<bool>(WB_WITH_GLOO);
+    j["c10d_nccl"] = static_cast<bool>(WB_WITH_C10D_NCCL);
     j["intra_op_threads"] = torch::get_num_threads();
     j["hardware_threads"] = std::thread::hardware_concurrency();
     j["devices"] = nlohmann::json::array({"cpu"});
@@ -108,8 +112,9 @@ int train(const std::string& configPath, const std::string& runDir, bool resume)
 int main(int argc, char** argv)
 {
     std::vector<std::string> args(argv + 1, argv + argc);
-    std::string config, runDir, validatePath;
+    std::string config, runDir, validatePath, nprocText, timeoutText;
     bool resume = false;
+    std::vector<std::string> rankArgs;  // what each spawned rank gets: everything but --nproc-per-node
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         auto value = [&](std::string& out) {
@@ -125,19 +130,48 @@ int main(int argc, char** argv)
         }
         if (a == "--self-check")
             return selfCheck();
+        const size_t first = i;
         if (a == "--resume")
             resume = true;
         else if ((a == "--config" && !value(config)) || (a == "--run-dir" && !value(runDir)) ||
-                 (a == "--validate" && !value(validatePath)))
+                 (a == "--validate" && !value(validatePath)) || (a == "--nproc-per-node" && !value(nprocText)) ||
+                 (a == "--comm-timeout" && !value(timeoutText)))
             return usage(a + " needs a value");
-        else if (a != "--config" && a != "--run-dir" && a != "--validate")
+        else if (a != "--config" && a != "--run-dir" && a != "--validate" && a != "--nproc-per-node" &&
+                 a != "--comm-timeout")
             return usage("unknown argument " + a);
+        if (a != "--nproc-per-node" && a != "--comm-timeout")
+            rankArgs.insert(rankArgs.end(), args.begin() + static_cast<std::ptrdiff_t>(first),
+                            args.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    }
+    int nproc = 0;
+    if (!nprocText.empty()) {
+        nproc = std::atoi(nprocText.c_str());
+        if (nproc < 1 || nproc > 1024)
+            return usage("--nproc-per-node needs a rank count from 1 to 1024, not '" + nprocText + "'");
+        if (std::getenv("WORLD_SIZE"))
+            return usage("--nproc-per-node starts its own ranks: unset WORLD_SIZE/RANK (or use torchrun without it)");
+    }
+    if (!timeoutText.empty()) {
+        if (std::atof(timeoutText.c_str()) <= 0)
+            return usage("--comm-timeout needs a positive number of seconds, not '" + timeoutText + "'");
+        ::setenv("WB_COMM_TIMEOUT_S", timeoutText.c_str(), 1);
     }
     try {
         if (!validatePath.empty())
-            return validate(validatePath);
+            return validate(validatePath, nproc > 0 ? nproc : wb::rt::worldSizeFromEnvironment());
         if (config.empty() || runDir.empty())
             return usage("--config and --run-dir are required to train");
+        if (nproc > 0) {
+            // Each rank is this binary again with the torchrun environment set (rank_launcher).
+            wb::rt::LaunchOptions launch;
+            launch.numRanks = nproc;
+            launch.executable = std::filesystem::read_symlink("/proc/self/exe").string();
+            launch.args = rankArgs;
+            launch.runDir = runDir;
+            launch.commTimeout = wb::rt::commTimeoutFromEnvironment();
+            return wb::rt::launchLocalRanks(launch);
+        }
         return train(config, runDir, resume);
     } catch (const c10::Error& e) {
         std::cerr << "moe-train: LibTorch error: " << e.what_without_backtrace() << "\n";

@@ -4,6 +4,7 @@
 #include "runtime/data/tokenizer.h"
 
 #include "runtime/model/torch_compat.h"
+#include "runtime/parallel/process_group.h"
 
 #include <torch/torch.h>
 
@@ -32,7 +33,7 @@ bool cudaUsable()
 std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int worldSize)
 {
     std::vector<core::ConfigProblem> out;
-    const std::string later = "this build of moe-train runs on one process without model parallelism yet";
+    const std::string later = "this build of moe-train runs data parallel only (docs/parallel.md)";
     const auto s = [](int64_t v) { return std::to_string(v); };
     if (c.model.decoder.vocabSize < kMinVocabSize)
         out.push_back({"model.decoder.vocab_size",
@@ -51,9 +52,12 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
             out.push_back({path, s(size) + " > 1 is not supported by this build of moe-train yet", "set it to 1 (" + later + ")"});
     if (p.useMegatronFsdp)
         out.push_back({"parallel.use_megatron_fsdp", "FSDP is not supported by this build of moe-train yet", "set it to false"});
-    if (worldSize > 1)
-        out.push_back({"parallel", "WORLD_SIZE=" + s(worldSize) + ": multi-rank training is not supported by this build yet",
-                       "run a single process (" + later + ")"});
+    // Several ranks run plain data parallelism; TP/PP/CP/EP/FSDP are rejected above.
+    const torch::Device device(c.runtime.device == "cuda" ? torch::kCUDA : torch::kCPU);
+    if (worldSize > 1 && !multiRankSupported(device))
+        out.push_back({"parallel", "WORLD_SIZE=" + s(worldSize) + ": this moe-train was built without a c10d backend for " +
+                                       c.runtime.device + " (Gloo headers for CPU, NCCL for CUDA)",
+                       "run a single process, or rebuild with WB_WITH_C10D=ON where LibTorch's c10d and Gloo/NCCL headers exist"});
     if (c.recompute.granularity != "none")
         out.push_back({"recompute.granularity", "activation recompute is not implemented in moe-train yet",
                        "set granularity \"none\""});

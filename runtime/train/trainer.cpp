@@ -7,6 +7,12 @@
 // (bf16 matmuls and linears from weight copies cast once per micro-batch and cached), with the
 // router logits/softmax (autocast excluded there), RMSNorm, softmax and the loss in fp32; the
 // experts run as bf16 grouped GEMMs. Gradients arrive in fp32 on the fp32 parameters.
+//
+// Several ranks (data parallel only, docs/parallel.md): every rank walks the same deterministic
+// micro-batch stream and keeps micro-batches i with i % DP == rank, so a step covers exactly the
+// micro-batches a single rank would, split disjointly; gradients are averaged over ranks before
+// clipping, so the update equals the single-rank one up to reduction order. Rank 0 alone writes
+// metrics.jsonl, status.json and checkpoints; values are reduced over ranks first (DESIGN.md §3.2).
 #include "runtime/train/trainer.h"
 
 #include "core/metrics_schema.h"
@@ -15,6 +21,8 @@
 #include "runtime/data/manifest.h"
 #include "runtime/model/vlm_model.h"
 #include "runtime/model/torch_compat.h"
+#include "runtime/parallel/data_parallel.h"
+#include "runtime/parallel/process_group.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/gpu_info.h"
@@ -119,6 +127,10 @@ private:
     void setUp();
     void writeMeta();
     core::StepRecord trainStep(int64_t step);
+    void reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor& lmSum, torch::Tensor& auxSum);
+    void event(const std::string& level, const std::string& message, int64_t step = -1);
+    void writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message);
+    bool writer() const { return m_env.rank == 0; }
     torch::Tensor optimizerStep(int64_t step, core::StepRecord& record);
     void saveCheckpointNow(const std::string& why);
     int finish(int exitCode, const std::string& message);
@@ -140,6 +152,10 @@ private:
     VlmModel m_model{nullptr};
     std::unique_ptr<torch::optim::AdamW> m_optimizer;
     std::unique_ptr<BatchLoader> m_loader;
+    RankEnvironment m_env;                    // rank 0 of 1 unless started by torchrun / --nproc-per-node
+    std::unique_ptr<ProcessGroup> m_group;    // single-process group for one rank
+    std::unique_ptr<DataParallel> m_dataParallel;
+    bool m_stopAgreed = false;                // some rank was asked to stop (reduced at each step)
     int64_t m_step = 0;             // last completed optimizer step
     int64_t m_stepEndSeq = 0;       // loader position after the last completed step
     int64_t m_warningsEmitted = 0;
@@ -152,25 +168,32 @@ void Trainer::setUp()
     fs::create_directories(m_options.runDir, ec);
     if (ec)
         throw RunFailure{2, "cannot create the run directory " + m_options.runDir + ": " + ec.message()};
-    m_status.writePid();
+    m_env = RankEnvironment::fromEnvironment();
+    if (writer())
+        m_status.writePid();
     if (m_device.is_cuda()) {
         m_peakTflops = peakDenseBf16Tflops(deviceName(m_device));
         m_bf16Autocast = m_dtype == torch::kBFloat16;
     }
-    m_status.write("running", std::nullopt, "starting", 0);
-    auto metrics = MetricsWriter::open(m_options.runDir + "/metrics.jsonl");
-    if (!metrics)
-        throw RunFailure{1, metrics.error().toString()};
-    m_metrics = std::move(*metrics);
-    if (m_metrics->wasEmpty())  // the meta line comes first, even if the run fails right away
-        writeMeta();
+    writeStatus("running", std::nullopt, "starting");
+    if (writer()) {
+        auto metrics = MetricsWriter::open(m_options.runDir + "/metrics.jsonl");
+        if (!metrics)
+            throw RunFailure{1, metrics.error().toString()};
+        m_metrics = std::move(*metrics);
+        if (m_metrics->wasEmpty())  // the meta line comes first, even if the run fails right away
+            writeMeta();
+    }
     if (m_device.is_cuda() && m_peakTflops == 0.0)
-        m_metrics->event("warning", "no peak bf16 rate known for '" + deviceName(m_device) +
-                                        "': mfu is reported as 0 (known: H100, H200, B200, GB200, GB300)");
+        event("warning", "no peak bf16 rate known for '" + deviceName(m_device) +
+                             "': mfu is reported as 0 (known: H100, H200, B200, GB200, GB300)");
 
-    auto problems = allProblems(m_config, worldSizeFromEnvironment());
+    auto problems = allProblems(m_config, m_env.worldSize);
     if (!problems.empty())
         throw RunFailure{2, "the config has problems:\n" + core::formatProblems(problems)};
+    // Every rank checks the same config, so they all stop here together or all go on.
+    m_group = createProcessGroup(m_env, m_device, commTimeoutFromEnvironment());
+    m_dataParallel = std::make_unique<DataParallel>(*m_group);
     if (m_config.runtime.numThreads > 0)
         torch::set_num_threads(m_config.runtime.numThreads);
     limitBlasThreads(torch::get_num_threads());
@@ -184,7 +207,7 @@ void Trainer::setUp()
         else if (m_config.data.source == "real")
             throw RunFailure{2, loaded.error().toString()};
         else
-            m_metrics->event("warning", "mock data: " + loaded.error().toString() + "; using synthetic captions");
+            event("warning", "mock data: " + loaded.error().toString() + "; using synthetic captions");
     }
     if (entries.empty())  // mock without a manifest: synthetic captions of a few shapes
         for (int i = 0; i < 256; ++i)
@@ -193,6 +216,8 @@ void Trainer::setUp()
     m_model = VlmModel(m_config.model, m_device);
     m_model->applyFreezing();
     m_model->to(m_device);
+    // Built from the same seed everywhere; the broadcast makes "same weights" a fact, not a hope.
+    m_dataParallel->broadcastParameters(m_model->parameters());
 
     // Weight decay only on matrices; norms and biases are excluded, as in Megatron.
     std::vector<torch::Tensor> decay, noDecay;
@@ -215,9 +240,9 @@ void Trainer::setUp()
         if (state) {
             m_step = state->step;
             startSeq = m_stepEndSeq = state->nextSampleSeq;
-            m_metrics->event("info", "resumed from " + checkpointPath(m_options.runDir) + " at step " + std::to_string(m_step), m_step);
+            event("info", "resumed from " + checkpointPath(m_options.runDir) + " at step " + std::to_string(m_step), m_step);
         } else if (state.error().code == core::ErrorCode::NotFound) {
-            m_metrics->event("warning", "--resume: " + state.error().toString() + "; starting at step 0");
+            event("warning", "--resume: " + state.error().toString() + "; starting at step 0");
         } else {
             throw RunFailure{1, state.error().toString()};
         }
@@ -235,8 +260,8 @@ void Trainer::writeMeta()
         meta.runId = std::filesystem::absolute(m_options.runDir).lexically_normal().parent_path().filename().string();
     meta.configHash = core::runConfigHash(m_config);
     meta.name = m_config.name;
-    meta.worldSize = 1;
-    meta.layout = layoutString(m_config, 1);
+    meta.worldSize = m_env.worldSize;
+    meta.layout = layoutString(m_config, m_env.worldSize);
     meta.device = deviceName(m_device);
     meta.dataSource = m_config.data.source;
     meta.peakTflops = m_peakTflops;
@@ -253,6 +278,8 @@ void Trainer::writeMeta()
     meta.versions["libtorch"] = TORCH_VERSION;
     for (auto& [name, version] : acceleratorVersions())
         meta.versions[name] = version;
+    if (m_env.worldSize > 1)
+        meta.versions["c10d"] = m_device.is_cuda() ? "nccl" : "gloo";
     m_metrics->write(meta);
 }
 
@@ -260,23 +287,32 @@ core::StepRecord Trainer::trainStep(int64_t step)
 {
     core::StepRecord r;
     r.step = step;
+    // The global step takes numMicro micro-batches of the stream; this rank trains on every
+    // dp-th of them (numLocal), so ranks never share one and together cover them all.
+    const int dp = m_group->size();
     const int numMicro = std::max(1, m_config.train.globalBatchSize / m_config.train.microBatchSize);
+    const int numLocal = std::max(1, numMicro / dp);
     const auto stepStart = std::chrono::steady_clock::now();
     StepTimer timer(m_device);
     double flops = 0.0;
     // Loss sums stay on the device until the one synchronize at the end of the step.
     torch::Tensor lmSum, auxSum;
     for (int micro = 0; micro < numMicro; ++micro) {
-        if (stopRequestedFlag())
+        // With several ranks a stop is agreed at the step's end instead (reduceOverRanks): a rank
+        // leaving mid-step would strand the others in the gradient allreduce.
+        if (dp == 1 && stopRequestedFlag())
             throw RunFailure{5, "stopped by signal"};
         const auto waitStart = std::chrono::steady_clock::now();
         std::optional<MicroBatch> batch = m_loader->next();
         if (!batch)
             throw RunFailure{1, "the data loader stopped"};
         r.dataMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - waitStart).count();
+        m_stepEndSeq = batch->nextSampleSeq;
+        if (micro % dp != m_env.rank)
+            continue;  // another rank's micro-batch
         for (const std::string& w : batch->warnings)
             if (m_warningsEmitted++ < 5)
-                m_metrics->event("warning", w, step);
+                event("warning", w, step);
 
         timer.begin();
         VlmBatch tensors = toTensors(*batch, m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
@@ -292,7 +328,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
             out = m_model->decode(tensors);
             timer.end(StepTimer::Decoder);
         }
-        ((out.lmLoss + out.auxLoss) / static_cast<double>(numMicro)).backward();
+        ((out.lmLoss + out.auxLoss) / static_cast<double>(numLocal)).backward();
         timer.end(StepTimer::Backward);
         lmSum = lmSum.defined() ? lmSum + out.lmLoss.detach() : out.lmLoss.detach();
         auxSum = auxSum.defined() ? auxSum + out.auxLoss.detach() : out.auxLoss.detach();
@@ -306,8 +342,10 @@ core::StepRecord Trainer::trainStep(int64_t step)
         for (size_t i = 0; i < batch->imageGridH.size(); ++i)
             flops += core::visionFlops(m_config.model.vision, m_config.model.decoder.hiddenSize,
                                        int64_t{batch->imageGridH[i]} * batch->imageGridW[i]);
-        m_stepEndSeq = batch->nextSampleSeq;
     }
+    timer.begin();
+    m_dataParallel->averageGradients(m_model->parameters());  // counted as backward, as in DDP
+    timer.end(StepTimer::Backward);
     timer.begin();
     torch::Tensor gradNorm = optimizerStep(step, r);
     timer.end(StepTimer::Optimizer);
@@ -318,6 +356,11 @@ core::StepRecord Trainer::trainStep(int64_t step)
     r.decoderMs = timer.ms(StepTimer::Decoder);
     r.backwardMs = timer.ms(StepTimer::Backward);
     r.optimizerMs = timer.ms(StepTimer::Optimizer);
+    const MemoryReading memory = readMemory(m_device);
+    r.memAllocGib = memory.allocatedGib;
+    r.memReservedGib = memory.reservedGib;
+    r.memPeakGib = memory.peakGib;
+    reduceOverRanks(r, flops, lmSum, auxSum);
 
     const double lm = lmSum.item<double>() / numMicro, aux = auxSum.item<double>() / numMicro;
     r.gradNorm = gradNorm.item<double>();
@@ -332,14 +375,70 @@ core::StepRecord Trainer::trainStep(int64_t step)
     r.auxLoss = aux;
     r.time = unixNow();
     r.effectiveTokens = r.imageTokens + r.textTokens;
-    r.tokensPerSPerGpu = r.stepMs > 0 ? r.effectiveTokens / (r.stepMs / 1000.0) : 0.0;
-    r.tflopsPerGpu = r.stepMs > 0 ? flops / (r.stepMs / 1000.0) / 1e12 : 0.0;
+    r.tokensPerSPerGpu = r.stepMs > 0 ? r.effectiveTokens / (r.stepMs / 1000.0) / dp : 0.0;
+    r.tflopsPerGpu = r.stepMs > 0 ? flops / (r.stepMs / 1000.0) / 1e12 / dp : 0.0;
     r.mfu = m_peakTflops > 0.0 ? r.tflopsPerGpu / m_peakTflops : 0.0;
-    const MemoryReading memory = readMemory(m_device);
-    r.memAllocGib = memory.allocatedGib;
-    r.memReservedGib = memory.reservedGib;
-    r.memPeakGib = memory.peakGib;
     return r;
+}
+
+// DESIGN.md §3.2: times and memory are the max over ranks, tokens, images, FLOPs and loss sums
+// are summed. Two allreduces of a few doubles per step; they also carry the stop flag, so every
+// rank learns at the same step that one of them was asked to stop.
+void Trainer::reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor& lmSum, torch::Tensor& auxSum)
+{
+    m_stopAgreed = stopRequestedFlag();
+    if (m_group->size() == 1)
+        return;
+    const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+    std::vector<torch::Tensor> sums{torch::tensor(
+        {lmSum.item<double>(), auxSum.item<double>(), double(r.images), double(r.imageTokens), double(r.textTokens),
+         double(r.padTokens), double(r.skippedImages), flops}, f64)};
+    std::vector<torch::Tensor> maxima{torch::tensor(
+        {r.stepMs, r.dataMs, r.visionMs, r.projectorMs, r.decoderMs, r.backwardMs, r.optimizerMs, r.memAllocGib,
+         r.memReservedGib, r.memPeakGib, m_stopAgreed ? 1.0 : 0.0}, f64)};
+    if (m_device.is_cuda()) {  // NCCL reduces device tensors
+        sums[0] = sums[0].to(m_device);
+        maxima[0] = maxima[0].to(m_device);
+    }
+    m_group->allreduce(sums, ReduceOp::Sum);
+    m_group->allreduce(maxima, ReduceOp::Max);
+    const auto s = sums[0].cpu();
+    const auto m = maxima[0].cpu();
+    const auto sa = s.accessor<double, 1>();
+    const auto ma = m.accessor<double, 1>();
+    lmSum = s[0];
+    auxSum = s[1];
+    r.images = static_cast<int64_t>(sa[2]);
+    r.imageTokens = static_cast<int64_t>(sa[3]);
+    r.textTokens = static_cast<int64_t>(sa[4]);
+    r.padTokens = static_cast<int64_t>(sa[5]);
+    r.skippedImages = static_cast<int64_t>(sa[6]);
+    flops = sa[7];
+    r.stepMs = ma[0];
+    r.dataMs = ma[1];
+    r.visionMs = ma[2];
+    r.projectorMs = ma[3];
+    r.decoderMs = ma[4];
+    r.backwardMs = ma[5];
+    r.optimizerMs = ma[6];
+    r.memAllocGib = ma[7];
+    r.memReservedGib = ma[8];
+    r.memPeakGib = ma[9];
+    m_stopAgreed = ma[10] > 0.0;
+}
+
+void Trainer::event(const std::string& level, const std::string& message, int64_t step)
+{
+    if (m_metrics)
+        m_metrics->event(level, message, step);
+    else if (level != "info")  // ranks > 0: their own log
+        std::cerr << "moe-train: rank " << m_env.rank << ": " << level << ": " << message << std::endl;
+}
+
+void Trainer::writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message)
+{
+    if (writer())
+        m_status.write(status, exitCode, message, m_step);
 }
 
 torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
@@ -375,6 +474,8 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
 
 void Trainer::saveCheckpointNow(const std::string& why)
 {
+    if (!writer())
+        return;  // the weights and optimizer state are the same on every rank; rank 0 saves them
     auto saved = saveCheckpoint(m_options.runDir, *m_model, *m_optimizer, {m_step, m_stepEndSeq});
     if (saved)
         m_metrics->event("info", "checkpoint saved (" + why + "): " + *saved, m_step);
@@ -395,8 +496,9 @@ int Trainer::finish(int exitCode, const std::string& message)
         end.step = m_step;
         m_metrics->write(end);
     }
-    m_status.write(status, exitCode, message, m_step);
-    (exitCode == 0 ? std::cout : std::cerr) << "moe-train: " << status << " (exit " << exitCode << ") at step "
+    writeStatus(status, exitCode, message);
+    const std::string who = m_env.worldSize > 1 ? "rank " + std::to_string(m_env.rank) + ": " : "";
+    (exitCode == 0 ? std::cout : std::cerr) << "moe-train: " << who << status << " (exit " << exitCode << ") at step "
                                             << m_step << ": " << message << std::endl;
     return exitCode;
 }
@@ -418,20 +520,23 @@ int Trainer::run()
         while (m_step < iters) {
             core::StepRecord r = trainStep(m_step + 1);
             m_step = r.step;
-            if (m_step % m_config.train.logInterval == 0 || m_step == iters) {
+            if (writer() && (m_step % m_config.train.logInterval == 0 || m_step == iters)) {
                 m_metrics->write(r);
                 std::printf("step %lld/%lld loss %.4f aux %.4f lr %.2e grad %.3f step_ms %.1f data_ms %.1f tok/s %.0f\n",
                             static_cast<long long>(m_step), static_cast<long long>(iters), r.loss, r.auxLoss, r.lr,
                             r.gradNorm, r.stepMs, r.dataMs, r.tokensPerSPerGpu);
                 std::fflush(stdout);
             }
-            m_status.heartbeat(m_step);
+            if (writer())
+                m_status.heartbeat(m_step);
             if (m_config.train.checkpointInterval > 0 && m_step % m_config.train.checkpointInterval == 0)
                 saveCheckpointNow("interval");
-            if (stopRequestedFlag() && m_step < iters)
+            const bool stop = m_group->size() == 1 ? stopRequestedFlag().load() : m_stopAgreed;
+            if (stop && m_step < iters)
                 throw RunFailure{5, "stopped by signal"};
         }
         m_loader.reset();
+        m_group->barrier();  // no rank reports success while another may still fail
         return finish(0, "finished " + std::to_string(m_step) + " steps");
     } catch (const RunFailure& failure) {
         if (m_loader)
@@ -445,6 +550,10 @@ int Trainer::run()
             }
         }
         return finish(failure.exitCode, failure.message);
+    } catch (const CommError& e) {
+        if (m_loader)
+            m_loader->stop();
+        return finish(4, e.what());
     } catch (const c10::Error& e) {
         const std::string what = e.what_without_backtrace();
         return finish(isOutOfMemory(what) ? 3 : 1, "LibTorch error: " + what);

@@ -1,0 +1,272 @@
+// Multi-rank CPU runs of moe-train over Gloo on loopback (docs/parallel.md). Plain executable.
+//   equal N : 10 steps of sample-mock with GBS 4, MBS 1 on one rank and on N ranks
+//             (--nproc-per-node N, data parallel): the per-step losses must agree within
+//             kLossTolerance (same global batch; only the reduction order differs), tokens are
+//             summed over ranks, grad norms agree, and the meta line says world_size N and dpN.
+//   kill    : two ranks started torchrun-style (RANK/WORLD_SIZE/MASTER_* set by the test); rank 1
+//             is SIGKILLed mid-run and rank 0 must exit 4 (comm_error) within the comm timeout.
+//             Then the same through --nproc-per-node: the parent exits 1 and status.json names rank 1.
+//   validate: --validate with --nproc-per-node: DP accepted, TP/EP rejected naming the field.
+//   hang    : --nproc-per-node 2, rank 1 SIGSTOPped: rank 0 times out in a collective and exits 4,
+//             the parent ends the stopped rank and exits 4, all within the timeout plus the grace.
+#include "check.h"
+
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+namespace fs = std::filesystem;
+namespace test = wb::test;
+using nlohmann::json;
+
+namespace {
+
+// Relative tolerance on the loss: fp32 sums of 4 micro-batch gradients in another order, through
+// AdamW, over 10 steps. Observed ≈ 1e-7; 1e-4 leaves room for thread-count effects and still
+// catches any real difference (a wrong shard or a missing average moves the loss by > 1e-2).
+constexpr double kLossTolerance = 1e-4;
+constexpr int kSteps = 10;
+
+std::vector<json> readMetrics(const fs::path& runDir)
+{
+    std::vector<json> records;
+    std::ifstream in(runDir / "metrics.jsonl");
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty())
+            records.push_back(json::parse(line, nullptr, false));
+    return records;
+}
+
+std::vector<json> stepsOf(const std::vector<json>& records)
+{
+    std::vector<json> steps;
+    for (const auto& r : records)
+        if (r.value("type", "") == "step")
+            steps.push_back(r);
+    return steps;
+}
+
+json readStatus(const fs::path& runDir)
+{
+    return json::parse(test::readFile(runDir / "status.json"), nullptr, false);
+}
+
+fs::path writeConfig(const fs::path& dir, int iters)
+{
+    std::ifstream in(std::string(WB_SOURCE_DIR) + "/resources/configs/sample-mock.json");
+    json config = json::parse(in);
+    config["data"]["manifest"] = "";  // synthetic captions, no files
+    config["data"]["mock_image_size"] = 64;
+    config["train"]["train_iters"] = iters;
+    config["train"]["lr_warmup_iters"] = 2;
+    config["train"]["micro_batch_size"] = 1;
+    config["train"]["global_batch_size"] = 4;
+    config["train"]["log_interval"] = 1;
+    const fs::path path = dir / ("run" + std::to_string(iters) + ".json");
+    std::ofstream(path) << config.dump(2);
+    return path;
+}
+
+void testEqual(const fs::path& dir, int ranks)
+{
+    const fs::path config = writeConfig(dir, kSteps);
+    const fs::path single = dir / "single", multi = dir / "multi";
+    int rc = test::runProcess({MOE_TRAIN_PATH, "--config", config.string(), "--run-dir", single.string()},
+                              (dir / "single.log").string(), 300);
+    WB_CHECK_MSG(rc == 0, "single rank rc " << rc << "\n" << test::readFile(dir / "single.log"));
+    rc = test::runProcess({MOE_TRAIN_PATH, "--config", config.string(), "--run-dir", multi.string(), "--nproc-per-node",
+                           std::to_string(ranks), "--comm-timeout", "60"},
+                          (dir / "multi.log").string(), 300);
+    WB_CHECK_MSG(rc == 0, ranks << " ranks rc " << rc << "\n" << test::readFile(dir / "multi.log") << "\n"
+                                << test::readFile(multi / "rank0.log"));
+    for (int k = 0; k < ranks; ++k)
+        WB_CHECK_MSG(fs::exists(multi / ("rank" + std::to_string(k) + ".log")), "no log for rank " << k);
+
+    const auto multiRecords = readMetrics(multi);
+    WB_CHECK(!multiRecords.empty() && multiRecords.front().value("type", "") == "meta");
+    if (!multiRecords.empty()) {
+        WB_CHECK(multiRecords.front().value("world_size", 0) == ranks);
+        WB_CHECK_MSG(multiRecords.front().value("layout", "").find("dp" + std::to_string(ranks)) != std::string::npos,
+                     multiRecords.front().dump());
+    }
+    const auto a = stepsOf(readMetrics(single)), b = stepsOf(multiRecords);
+    WB_CHECK_MSG(a.size() == kSteps && b.size() == kSteps, a.size() << " vs " << b.size() << " steps");
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+        const double la = a[i].value("loss", 0.0), lb = b[i].value("loss", 0.0);
+        WB_CHECK_MSG(std::abs(la - lb) <= kLossTolerance * std::abs(la), "step " << i + 1 << ": loss " << la << " on one rank, "
+                                                                             << lb << " on " << ranks);
+        WB_CHECK_CLOSE(a[i].value("aux_loss", 0.0), b[i].value("aux_loss", 1.0), 1e-4);
+        // The loss alone would miss a gradient summed instead of averaged (AdamW is nearly scale
+        // invariant and clipping hides the factor); the pre-clip norm shows it.
+        const double ga = a[i].value("grad_norm", 0.0), gb = b[i].value("grad_norm", 0.0);
+        WB_CHECK_MSG(std::abs(ga - gb) <= kLossTolerance * std::abs(ga), "step " << i + 1 << ": grad norm " << ga << " vs " << gb);
+        WB_CHECK_MSG(a[i].value("text_tokens", -1) == b[i].value("text_tokens", -2), "text tokens differ at step " << i + 1);
+        WB_CHECK_MSG(a[i].value("images", -1) == b[i].value("images", -2), "images differ at step " << i + 1);
+    }
+    const json status = readStatus(multi);
+    WB_CHECK(status.value("status", "") == "finished" && status.value("exit_code", -1) == 0);
+}
+
+int freePort()
+{
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+// Waits until `file` contains `needle` (e.g. a step of the metrics stream) or 120 s pass.
+bool waitFor(const fs::path& file, const std::string& needle)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (test::readFile(file).find(needle) != std::string::npos)
+            return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point t)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+void testKillTorchrunStyle(const fs::path& dir)
+{
+    const fs::path config = writeConfig(dir, 100000);
+    const fs::path runDir = dir / "torchrun";
+    constexpr double kTimeout = 10.0;
+    ::setenv("WORLD_SIZE", "2", 1);
+    ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+    ::setenv("MASTER_PORT", std::to_string(freePort()).c_str(), 1);
+    std::vector<pid_t> pids;
+    for (int k = 0; k < 2; ++k) {
+        ::setenv("RANK", std::to_string(k).c_str(), 1);
+        pids.push_back(test::spawnProcess({MOE_TRAIN_PATH, "--config", config.string(), "--run-dir", runDir.string(),
+                                           "--comm-timeout", std::to_string(kTimeout)},
+                                          (dir / ("torchrun" + std::to_string(k) + ".log")).string()));
+    }
+    for (const char* name : {"WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "RANK"})
+        ::unsetenv(name);
+    WB_CHECK_MSG(waitFor(runDir / "metrics.jsonl", "\"step\":3,"), test::readFile(dir / "torchrun0.log"));
+    ::kill(pids[1], SIGKILL);
+    const auto killed = std::chrono::steady_clock::now();
+    const int rc = test::waitProcess(pids[0], kTimeout + 20);
+    const double took = secondsSince(killed);
+    test::waitProcess(pids[1], 5);
+    WB_CHECK_MSG(rc == 4, "rank 0 rc " << rc << " after rank 1 was killed\n" << test::readFile(dir / "torchrun0.log"));
+    WB_CHECK_MSG(took < kTimeout + 5, "rank 0 took " << took << " s to exit");
+    const json status = readStatus(runDir);
+    WB_CHECK_MSG(status.value("status", "") == "comm_error" && status.value("exit_code", -1) == 4, status.dump());
+    WB_CHECK_MSG(status.value("message", "").find("rank 0 of 2") != std::string::npos, status.dump());
+}
+
+pid_t rankPid(const fs::path& parentLog, int rank)
+{
+    const std::string needle = "rank " + std::to_string(rank) + " pid ";
+    if (!waitFor(parentLog, needle))
+        return -1;
+    const std::string text = test::readFile(parentLog);
+    return static_cast<pid_t>(std::atoi(text.c_str() + text.find(needle) + needle.size()));
+}
+
+// Starts 2 ranks through --nproc-per-node, sends `sig` to rank 1 after step 3; returns the parent's
+// rc and how long after the signal the parent took to exit.
+std::pair<int, double> launchAndHurtRank1(const fs::path& dir, const std::string& name, int sig, double timeout)
+{
+    const fs::path config = writeConfig(dir, 100000);
+    const fs::path runDir = dir / name, log = dir / (name + ".log");
+    const pid_t parent = test::spawnProcess({MOE_TRAIN_PATH, "--config", config.string(), "--run-dir", runDir.string(),
+                                             "--nproc-per-node", "2", "--comm-timeout", std::to_string(timeout)},
+                                            log.string());
+    const pid_t rank1 = rankPid(log, 1);
+    WB_CHECK_MSG(rank1 > 0 && waitFor(runDir / "metrics.jsonl", "\"step\":3,"), test::readFile(log));
+    if (rank1 > 0)
+        ::kill(rank1, sig);
+    const auto hurt = std::chrono::steady_clock::now();
+    const int rc = test::waitProcess(parent, timeout + 60);
+    return {rc, secondsSince(hurt)};
+}
+
+void testKillLauncher(const fs::path& dir)
+{
+    const auto [rc, took] = launchAndHurtRank1(dir, "launch-kill", SIGKILL, 10.0);
+    WB_CHECK_MSG(rc == 1, "parent rc " << rc << "\n" << test::readFile(dir / "launch-kill.log"));
+    WB_CHECK_MSG(took < 15.0, "parent took " << took << " s");
+    const json status = readStatus(dir / "launch-kill");
+    WB_CHECK_MSG(status.value("message", "").find("rank 1 was killed by signal 9") != std::string::npos, status.dump());
+    WB_CHECK_MSG(test::readFile(dir / "launch-kill" / "rank0.log").find("comm_error (exit 4)") != std::string::npos,
+                 test::readFile(dir / "launch-kill" / "rank0.log"));
+}
+
+void testHang(const fs::path& dir)
+{
+    constexpr double kTimeout = 3.0;
+    const auto [rc, took] = launchAndHurtRank1(dir, "launch-hang", SIGSTOP, kTimeout);
+    WB_CHECK_MSG(rc == 4, "parent rc " << rc << "\n" << test::readFile(dir / "launch-hang.log"));
+    // rank 0: the timeout; the parent: + 10 s grace, SIGTERM (ignored while stopped), + 10 s, SIGKILL.
+    WB_CHECK_MSG(took < kTimeout + 30.0, "parent took " << took << " s");
+    const json status = readStatus(dir / "launch-hang");
+    WB_CHECK_MSG(status.value("status", "") == "comm_error" &&
+                     status.value("message", "").find("Timed out") != std::string::npos,
+                 status.dump());
+}
+
+// --validate for N ranks: DP alone is accepted; TP (and the other model-parallel sizes, FSDP)
+// are still rejected with a message that names the field.
+void testValidate(const fs::path& dir)
+{
+    const fs::path config = writeConfig(dir, kSteps);
+    const std::string log = (dir / "validate.log").string();
+    int rc = test::runProcess({MOE_TRAIN_PATH, "--validate", config.string(), "--nproc-per-node", "2"}, log, 60);
+    WB_CHECK_MSG(rc == 0, "dp2 rc " << rc << "\n" << test::readFile(log));
+    json tp = json::parse(test::readFile(config));
+    tp["parallel"]["tensor_model_parallel_size"] = 2;
+    tp["parallel"]["expert_model_parallel_size"] = 2;
+    tp["train"]["global_batch_size"] = 4;
+    std::ofstream(dir / "tp.json") << tp.dump(2);
+    rc = test::runProcess({MOE_TRAIN_PATH, "--validate", (dir / "tp.json").string(), "--nproc-per-node", "4"}, log, 60);
+    const std::string text = test::readFile(log);
+    WB_CHECK_MSG(rc == 2, "tp2 rc " << rc << "\n" << text);
+    WB_CHECK_MSG(text.find("parallel.tensor_model_parallel_size: 2 > 1 is not supported") != std::string::npos, text);
+    WB_CHECK_MSG(text.find("parallel.expert_model_parallel_size: 2 > 1 is not supported") != std::string::npos, text);
+    WB_CHECK_MSG(text.find("multi-rank") == std::string::npos, text);
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    const std::string which = argc > 1 ? argv[1] : "equal";
+    const fs::path dir = test::makeTempDir("wb-runtime-parallel");
+    if (which == "equal") {
+        testEqual(dir, argc > 2 ? std::atoi(argv[2]) : 2);
+    } else if (which == "kill") {
+        testKillTorchrunStyle(dir);
+        testKillLauncher(dir);
+    } else if (which == "hang") {
+        testHang(dir);
+    } else if (which == "validate") {
+        testValidate(dir);
+    } else {
+        std::cerr << "usage: test_runtime_parallel equal N | kill | hang | validate\n";
+        return 2;
+    }
+    if (test::failureCount() == 0)
+        fs::remove_all(dir);
+    else
+        std::cerr << "kept " << dir << " for inspection\n";
+    return test::checkExitCode(("test_runtime_parallel " + which).c_str());
+}
