@@ -20,15 +20,7 @@ BUILD=${WB_GPU_BUILD:-/tmp/wb-rt-build}
 mkdir -p "$RESULTS"
 cd "$ROOT"
 
-TORCH_CMAKE=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-NCCL_DIR=$(python3 -c 'import torch,os;print(os.path.dirname(os.path.dirname(torch.__file__)))')/nvidia/nccl
-echo "== build ($(python3 -c 'import torch;print(torch.__version__)'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader))"
-cmake -S runtime -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWB_WITH_CUDA=ON \
-      -DCMAKE_PREFIX_PATH="$TORCH_CMAKE" -DWB_DEPS_PREFIX="$ROOT/.gpu-deps/usr" \
-      -DNCCL_INCLUDE_DIR="$NCCL_DIR/include" -DNCCL_LIBRARY="$NCCL_DIR/lib/libnccl.so.2" >"$RESULTS/cmake.log" 2>&1 \
-  || { tail -30 "$RESULTS/cmake.log"; exit 1; }
-ninja -C "$BUILD" moe-train test_runtime_gpu test_runtime_model >"$RESULTS/build.log" 2>&1 \
-  || { grep -B2 -A12 'error' "$RESULTS/build.log" | head -80; exit 1; }
+BIN=$(RESULTS="$RESULTS" WB_GPU_BUILD="$BUILD" "$ROOT/benchmarks/build_gpu.sh" moe-train test_runtime_gpu test_runtime_model)
 echo "built in $BUILD"
 
 echo "== GPU checks"

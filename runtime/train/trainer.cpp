@@ -36,6 +36,7 @@
 #include <torch/torch.h>
 #if WB_WITH_CUDA
 #include <ATen/autocast_mode.h>
+#include <c10/cuda/CUDAFunctions.h>
 #endif
 
 #include <dlfcn.h>
@@ -171,6 +172,15 @@ void Trainer::setUp()
     m_env = RankEnvironment::fromEnvironment();
     if (writer())
         m_status.writePid();
+#if WB_WITH_CUDA
+    // One GPU per local rank (NCCL refuses two ranks on one device), and make it the current
+    // device so kernels, the caching allocator and NCCL all use it.
+    if (m_device.is_cuda() && torch::cuda::is_available()) {
+        const int count = static_cast<int>(torch::cuda::device_count());
+        m_device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(m_env.localRank % std::max(1, count)));
+        c10::cuda::set_device(m_device.index());
+    }
+#endif
     if (m_device.is_cuda()) {
         m_peakTflops = peakDenseBf16Tflops(deviceName(m_device));
         m_bf16Autocast = m_dtype == torch::kBFloat16;
