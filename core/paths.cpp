@@ -1,4 +1,5 @@
-// Default locations of the store, the local runs root and the sample data, following the XDG base
+// Default locations of the store, the local runs root, the sample data and the planner catalogs,
+// following the XDG base
 // directory spec (XDG_DATA_HOME, XDG_CACHE_HOME, falling back to $HOME, then the passwd entry).
 // Any thread (reads the environment only).
 #include "core/run_store.h"
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <vector>
 
 namespace wb::core {
@@ -50,6 +52,26 @@ std::string defaultRunsRoot()
 std::string defaultSamplesDir()
 {
     return xdgDir("XDG_DATA_HOME", ".local/share") + "/moe-workbench/samples";
+}
+
+std::string defaultUserCatalogDir()
+{
+    return xdgDir("XDG_DATA_HOME", ".local/share") + "/moe-workbench/catalog";
+}
+
+std::string builtinCatalogDir(const std::string& fallback)
+{
+    if (const char* env = std::getenv("MOE_WORKBENCH_CATALOG"); env && *env)
+        return env;
+    // An installed workbench: <prefix>/bin/<exe> beside <prefix>/share/moe-workbench/catalog.
+    std::error_code ec;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        const auto installed = self.parent_path().parent_path() / "share" / "moe-workbench" / "catalog";
+        if (std::filesystem::exists(installed / "models.json", ec))
+            return installed.string();
+    }
+    return fallback;
 }
 
 }  // namespace wb::core

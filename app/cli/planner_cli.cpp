@@ -16,34 +16,11 @@ namespace wb::app {
 namespace fs = std::filesystem;
 using namespace core::planner;
 
-namespace {
-
-std::string builtinCatalog()
-{
-    if (const char* env = std::getenv("MOE_WORKBENCH_CATALOG"); env && *env)
-        return env;
-    std::error_code ec;
-    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
-        const fs::path installed = self.parent_path().parent_path() / "share" / "moe-workbench" / "catalog";
-        if (fs::exists(installed / "models.json", ec))
-            return installed.string();
-    }
-#ifdef WB_BUILTIN_CATALOG_DIR
-    return WB_BUILTIN_CATALOG_DIR;
-#else
-    return "resources/catalog";
-#endif
-}
-
-}  // namespace
 
 core::Result<Catalog> loadCliCatalog(const std::string& userDir)
 {
-    std::string user = userDir;
-    if (user.empty())
-        user = (fs::path(core::defaultStorePath()).parent_path() / "catalog").string();
-    return loadCatalog(builtinCatalog(), user);
+    return loadCatalog(core::builtinCatalogDir(WB_BUILTIN_CATALOG_DIR),
+                       userDir.empty() ? core::defaultUserCatalogDir() : userDir);
 }
 
 std::optional<int> parsePositive(const std::string& text)

@@ -62,19 +62,6 @@ void forwardQtMessage(QtMsgType type, const QMessageLogContext& context, const Q
     }
 }
 
-// The planner's catalog: MOE_WORKBENCH_CATALOG, else the install's share/moe-workbench/catalog,
-// else the source tree's (the same order as moe-workbench-cli).
-QString builtinCatalogDir()
-{
-    if (const QString env = qEnvironmentVariable("MOE_WORKBENCH_CATALOG"); !env.isEmpty())
-        return env;
-    const QString installed =
-        QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("../share/moe-workbench/catalog"));
-    if (QFileInfo::exists(installed + QStringLiteral("/models.json")))
-        return QDir::cleanPath(installed);
-    return QStringLiteral(WB_BUILTIN_CATALOG_DIR);
-}
-
 // Loads moe_workbench_<lang>.qm (and Qt's own qtbase_<lang>.qm) when the language is not English:
 // from --lang, else the system locale. Looks beside the executable (the build), then in the
 // install's share/moe-workbench/translations.
@@ -177,8 +164,8 @@ int main(int argc, char* argv[])
         options.sampleRun.trainIters = steps;
     }
 
-    options.catalogDir = builtinCatalogDir();
-    options.userCatalogDir = QFileInfo(storeDefault).absolutePath() + QStringLiteral("/catalog");
+    options.catalogDir = QString::fromStdString(wb::core::builtinCatalogDir(WB_BUILTIN_CATALOG_DIR));
+    options.userCatalogDir = QString::fromStdString(wb::core::defaultUserCatalogDir());
 
     wb::ui::MainWindow window(std::move(options));
     window.show();
