@@ -137,6 +137,17 @@ int reportUsage(const std::string& problem, const char* synopsis)
     return kExitUsage;
 }
 
+std::optional<int> rejectLeftovers(const Args& args, bool missing, const char* synopsis, bool allowPositional)
+{
+    if (missing)
+        return reportUsage("an option is missing its value", synopsis);
+    if (!args.unknownOption().empty())
+        return reportUsage("unknown option '" + args.unknownOption() + "'", synopsis);
+    if (!allowPositional && !args.rest().empty())
+        return reportUsage("unexpected argument '" + args.rest().front() + "'", synopsis);
+    return std::nullopt;
+}
+
 int runCli(int argc, char** argv)
 {
     Args args(std::vector<std::string>(argv + 1, argv + argc));

@@ -7,6 +7,7 @@
 #include "core/run_target.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,10 @@ private:
 int reportError(const core::Error& error);
 /// Prints a usage problem and the command's synopsis; returns kExitUsage.
 int reportUsage(const std::string& problem, const char* synopsis);
+/// After a command took its options: the usage error for an option without its value, an unknown
+/// "--x", or (unless `allowPositional`) any argument left over; nullopt when the line is clean.
+std::optional<int> rejectLeftovers(const Args& args, bool missing, const char* synopsis,
+                                   bool allowPositional = false);
 
 int launchCommand(const CliContext& context, Args args);
 int watchCommand(const CliContext& context, Args args);

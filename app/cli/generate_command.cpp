@@ -61,12 +61,8 @@ int generateCommand(const CliContext&, Args args)
     const auto moeTrain = args.takeOption("--trainer", missing);
     const auto catalogDir = args.takeOption("--catalog", missing);
     const bool force = args.takeFlag("--force");
-    if (missing)
-        return reportUsage("an option is missing its value", kSynopsis);
-    if (!args.unknownOption().empty())
-        return reportUsage("unknown option '" + args.unknownOption() + "'", kSynopsis);
-    if (!args.rest().empty())
-        return reportUsage("unexpected argument '" + args.rest().front() + "'", kSynopsis);
+    if (auto usage = rejectLeftovers(args, missing, kSynopsis))
+        return *usage;
     if (!from || !format || !outDir)
         return reportUsage("--from, --format and --out are required", kSynopsis);
     const auto& formats = generatorFormats();

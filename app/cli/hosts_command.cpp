@@ -86,10 +86,8 @@ int addHost(const CliContext& context, Args& args)
     entry.runsRoot = args.takeOption("--remote-runs-root", missing).value_or("");
     const bool acceptNew = args.takeFlag("--accept-new-host-key");
     const bool noTest = args.takeFlag("--no-test");
-    if (missing)
-        return reportUsage("an option is missing its value", kSynopsis);
-    if (!args.unknownOption().empty())
-        return reportUsage("unknown option '" + args.unknownOption() + "'", kSynopsis);
+    if (auto usage = rejectLeftovers(args, missing, kSynopsis, /*allowPositional=*/true))
+        return *usage;
     if (args.rest().size() != 1)
         return reportUsage("hosts add takes one NAME", kSynopsis);
     entry.name = args.rest().front();

@@ -21,12 +21,8 @@ int launchCommand(const CliContext& context, Args args)
     const auto targetName = args.takeOption("--target", missing);
     const auto configPath = args.takeOption("--config", missing);
     const auto name = args.takeOption("--name", missing);
-    if (missing)
-        return reportUsage("an option is missing its value", kSynopsis);
-    if (!args.unknownOption().empty())
-        return reportUsage("unknown option '" + args.unknownOption() + "'", kSynopsis);
-    if (!args.rest().empty())
-        return reportUsage("unexpected argument '" + args.rest().front() + "'", kSynopsis);
+    if (auto usage = rejectLeftovers(args, missing, kSynopsis))
+        return *usage;
     if (!configPath)
         return reportUsage("--config FILE is required", kSynopsis);
 

@@ -95,10 +95,8 @@ int lintCommand(const CliContext&, Args args)
     const auto catalogDir = args.takeOption("--catalog", missing);
     const auto modelName = args.takeOption("--model", missing);
     const bool json = args.takeFlag("--json");
-    if (missing)
-        return reportUsage("an option is missing its value", kSynopsis);
-    if (!args.unknownOption().empty())
-        return reportUsage("unknown option '" + args.unknownOption() + "'", kSynopsis);
+    if (auto usage = rejectLeftovers(args, missing, kSynopsis, /*allowPositional=*/true))
+        return *usage;
     if (args.rest().size() != 1)
         return reportUsage("give exactly one FILE", kSynopsis);
     const std::string path = args.rest().front();

@@ -141,12 +141,8 @@ int planCommand(const CliContext&, Args args)
     const auto catalogDir = args.takeOption("--catalog", missing);
     const bool freezeVision = args.takeFlag("--freeze-vision");
     const bool json = args.takeFlag("--json");
-    if (missing)
-        return reportUsage("an option is missing its value", kSynopsis);
-    if (!args.unknownOption().empty())
-        return reportUsage("unknown option '" + args.unknownOption() + "'", kSynopsis);
-    if (!args.rest().empty())
-        return reportUsage("unexpected argument '" + args.rest().front() + "'", kSynopsis);
+    if (auto usage = rejectLeftovers(args, missing, kSynopsis))
+        return *usage;
     if (!model || !hardware || !gpus)
         return reportUsage("--model, --hardware and --gpus are required", kSynopsis);
 
