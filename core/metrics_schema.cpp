@@ -14,44 +14,11 @@ namespace {
 using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
-struct DoubleField {
-    const char* key;
-    double StepRecord::*member;
-};
-struct IntField {
-    const char* key;
-    int64_t StepRecord::*member;
-};
-
-constexpr DoubleField kStepDoubles[] = {
-    {"time", &StepRecord::time},
-    {"step_ms", &StepRecord::stepMs},
-    {"data_ms", &StepRecord::dataMs},
-    {"vision_ms", &StepRecord::visionMs},
-    {"projector_ms", &StepRecord::projectorMs},
-    {"decoder_ms", &StepRecord::decoderMs},
-    {"backward_ms", &StepRecord::backwardMs},
-    {"optimizer_ms", &StepRecord::optimizerMs},
-    {"loss", &StepRecord::loss},
-    {"aux_loss", &StepRecord::auxLoss},
-    {"grad_norm", &StepRecord::gradNorm},
-    {"lr", &StepRecord::lr},
-    {"mem_alloc_gib", &StepRecord::memAllocGib},
-    {"mem_reserved_gib", &StepRecord::memReservedGib},
-    {"mem_peak_gib", &StepRecord::memPeakGib},
-    {"tokens_per_s_per_gpu", &StepRecord::tokensPerSPerGpu},
-    {"tflops_per_gpu", &StepRecord::tflopsPerGpu},
-    {"mfu", &StepRecord::mfu},
-};
-
-constexpr IntField kStepInts[] = {
-    {"images", &StepRecord::images},
-    {"image_tokens", &StepRecord::imageTokens},
-    {"text_tokens", &StepRecord::textTokens},
-    {"pad_tokens", &StepRecord::padTokens},
-    {"effective_tokens", &StepRecord::effectiveTokens},
-    {"skipped_images", &StepRecord::skippedImages},
-};
+// The step field tables live in the header (one list for the JSON stream and the CSV export).
+using DoubleField = StepDoubleField;
+using IntField = StepIntField;
+constexpr const auto& kStepDoubles = kStepDoubleFields;
+constexpr const auto& kStepInts = kStepIntFields;
 
 // JSON has no NaN/inf; a diverged loss must still be written, as null.
 OrderedJson finiteOrNull(double v)

@@ -61,6 +61,47 @@ struct StepRecord {
     double mfu = 0.0;               ///< 0..1
 };
 
+/// Every StepRecord field but `step`, with its metrics.jsonl key: the one list the stream writer,
+/// its readers and the CSV export all use (doubles, then counts).
+struct StepDoubleField {
+    const char* key;
+    double StepRecord::*member;
+};
+struct StepIntField {
+    const char* key;
+    int64_t StepRecord::*member;
+};
+
+inline constexpr StepDoubleField kStepDoubleFields[] = {
+    {"time", &StepRecord::time},
+    {"step_ms", &StepRecord::stepMs},
+    {"data_ms", &StepRecord::dataMs},
+    {"vision_ms", &StepRecord::visionMs},
+    {"projector_ms", &StepRecord::projectorMs},
+    {"decoder_ms", &StepRecord::decoderMs},
+    {"backward_ms", &StepRecord::backwardMs},
+    {"optimizer_ms", &StepRecord::optimizerMs},
+    {"loss", &StepRecord::loss},
+    {"aux_loss", &StepRecord::auxLoss},
+    {"grad_norm", &StepRecord::gradNorm},
+    {"lr", &StepRecord::lr},
+    {"mem_alloc_gib", &StepRecord::memAllocGib},
+    {"mem_reserved_gib", &StepRecord::memReservedGib},
+    {"mem_peak_gib", &StepRecord::memPeakGib},
+    {"tokens_per_s_per_gpu", &StepRecord::tokensPerSPerGpu},
+    {"tflops_per_gpu", &StepRecord::tflopsPerGpu},
+    {"mfu", &StepRecord::mfu},
+};
+
+inline constexpr StepIntField kStepIntFields[] = {
+    {"images", &StepRecord::images},
+    {"image_tokens", &StepRecord::imageTokens},
+    {"text_tokens", &StepRecord::textTokens},
+    {"pad_tokens", &StepRecord::padTokens},
+    {"effective_tokens", &StepRecord::effectiveTokens},
+    {"skipped_images", &StepRecord::skippedImages},
+};
+
 struct EventRecord {
     double time = 0.0;
     std::string level;  ///< info | warning | error

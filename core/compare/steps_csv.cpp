@@ -15,42 +15,24 @@
 namespace wb::core {
 namespace {
 
-// One column: a StepRecord member of either type. The order is the metrics.jsonl order.
+// One column: a StepRecord member of either type.
 using Member = std::variant<double StepRecord::*, int64_t StepRecord::*>;
 struct Column {
     const char* name;
     Member member;
 };
 
+// "step" first, then the schema's step fields in their order (metrics_schema.h).
 const std::vector<Column>& columns()
 {
-    static const std::vector<Column> kColumns = {
-        {"step", &StepRecord::step},
-        {"time", &StepRecord::time},
-        {"step_ms", &StepRecord::stepMs},
-        {"data_ms", &StepRecord::dataMs},
-        {"vision_ms", &StepRecord::visionMs},
-        {"projector_ms", &StepRecord::projectorMs},
-        {"decoder_ms", &StepRecord::decoderMs},
-        {"backward_ms", &StepRecord::backwardMs},
-        {"optimizer_ms", &StepRecord::optimizerMs},
-        {"images", &StepRecord::images},
-        {"image_tokens", &StepRecord::imageTokens},
-        {"text_tokens", &StepRecord::textTokens},
-        {"pad_tokens", &StepRecord::padTokens},
-        {"effective_tokens", &StepRecord::effectiveTokens},
-        {"skipped_images", &StepRecord::skippedImages},
-        {"loss", &StepRecord::loss},
-        {"aux_loss", &StepRecord::auxLoss},
-        {"grad_norm", &StepRecord::gradNorm},
-        {"lr", &StepRecord::lr},
-        {"mem_alloc_gib", &StepRecord::memAllocGib},
-        {"mem_reserved_gib", &StepRecord::memReservedGib},
-        {"mem_peak_gib", &StepRecord::memPeakGib},
-        {"tokens_per_s_per_gpu", &StepRecord::tokensPerSPerGpu},
-        {"tflops_per_gpu", &StepRecord::tflopsPerGpu},
-        {"mfu", &StepRecord::mfu},
-    };
+    static const std::vector<Column> kColumns = [] {
+        std::vector<Column> all{{"step", &StepRecord::step}};
+        for (const StepDoubleField& f : kStepDoubleFields)
+            all.push_back({f.key, f.member});
+        for (const StepIntField& f : kStepIntFields)
+            all.push_back({f.key, f.member});
+        return all;
+    }();
     return kColumns;
 }
 
