@@ -5,7 +5,7 @@
 namespace wb::core {
 
 Result<StartedRun> startRun(RunStore& store, RunTarget& target, const RunConfig& config,
-                            const std::string& name)
+                            const std::string& name, const RunPrediction* prediction)
 {
     // A RunConfig built in code (not loaded from a file) has not been validated yet.
     if (auto problems = validateRunConfig(config); !problems.empty())
@@ -23,6 +23,12 @@ Result<StartedRun> startRun(RunStore& store, RunTarget& target, const RunConfig&
     auto id = store.createRun(newRun);
     if (!id)
         return id.error();
+    if (prediction) {
+        if (auto r = store.setPrediction(*id, *prediction); !r) {
+            (void)store.setStatus(*id, runStateName(RunState::Failed), -1);
+            return r.error();
+        }
+    }
 
     auto launched = target.launch({*id, newRun.name, canonical});
     if (!launched) {

@@ -5,6 +5,7 @@
 
 #include "core/result.h"
 #include "core/run_config.h"
+#include "core/run_prediction.h"
 #include "core/run_store.h"
 #include "core/run_target.h"
 
@@ -19,8 +20,9 @@ struct StartedRun {
 
 /// Errors: InvalidArgument (config problems, core's or the target's — every one listed), or the
 /// store's/target's error. A launch that fails after the run was recorded leaves the record marked
-/// failed (it says what was tried); the error says so.
+/// failed (it says what was tried); the error says so. `prediction` (a plan's, may be null) is
+/// stored with the run before it starts, so predicted vs measured is there from the first step.
 Result<StartedRun> startRun(RunStore& store, RunTarget& target, const RunConfig& config,
-                            const std::string& name);
+                            const std::string& name, const RunPrediction* prediction = nullptr);
 
 }  // namespace wb::core

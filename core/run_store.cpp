@@ -301,6 +301,15 @@ CREATE TABLE events(
   time REAL, level TEXT NOT NULL, msg TEXT NOT NULL, step INTEGER,
   PRIMARY KEY(run_id, seq)) WITHOUT ROWID;
 )sql",
+    // v1 -> v2: the planner's prediction for runs launched from a plan (core/run_prediction.h).
+    R"sql(
+CREATE TABLE predictions(
+  run_id TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  source TEXT NOT NULL, hardware TEXT NOT NULL, gpus INTEGER NOT NULL,
+  calibration TEXT NOT NULL DEFAULT '',
+  step_ms REAL, tokens_per_s_per_gpu REAL, tflops_per_gpu REAL, mfu REAL, memory_gib REAL,
+  detail TEXT NOT NULL DEFAULT '');
+)sql",
 };
 
 constexpr const char* kStepColumns =
@@ -622,6 +631,53 @@ Result<MetaRecord> RunStore::meta(const std::string& id)
     if (!record || !std::holds_alternative<MetaRecord>(*record))
         return makeError(ErrorCode::Corrupt, "the stored meta record cannot be parsed", id);
     return std::get<MetaRecord>(std::move(*record));
+}
+
+Result<void> RunStore::setPrediction(const std::string& id, const RunPrediction& p)
+{
+    auto exists = run(id);
+    if (!exists)
+        return exists.error();
+    auto stmt = m_impl->prepare(
+        "INSERT OR REPLACE INTO predictions(run_id, source, hardware, gpus, calibration, step_ms, "
+        "tokens_per_s_per_gpu, tflops_per_gpu, mfu, memory_gib, detail) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id)).bind(2, std::string_view(p.source))
+        .bind(3, std::string_view(p.hardware)).bind(4, int64_t{p.gpus})
+        .bind(5, std::string_view(p.calibration)).bind(6, p.stepMs).bind(7, p.tokensPerSPerGpu)
+        .bind(8, p.tflopsPerGpu).bind(9, p.mfu).bind(10, p.memoryGib)
+        .bind(11, std::string_view(p.detailJson));
+    return m_impl->stepDone(**stmt, "storing the run's prediction");
+}
+
+Result<std::optional<RunPrediction>> RunStore::prediction(const std::string& id)
+{
+    auto stmt = m_impl->prepare(
+        "SELECT source, hardware, gpus, calibration, step_ms, tokens_per_s_per_gpu, "
+        "tflops_per_gpu, mfu, memory_gib, detail FROM predictions WHERE run_id = ?1");
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id));
+    const int rc = (*stmt)->step();
+    if (rc == SQLITE_DONE)
+        return std::optional<RunPrediction>{};
+    if (rc != SQLITE_ROW)
+        return m_impl->lastError(rc, "reading the run's prediction");
+    Statement& s = **stmt;
+    RunPrediction p;
+    p.source = s.text(0);
+    p.hardware = s.text(1);
+    p.gpus = static_cast<int>(s.int64(2));
+    p.calibration = s.text(3);
+    p.stepMs = s.real(4);
+    p.tokensPerSPerGpu = s.real(5);
+    p.tflopsPerGpu = s.real(6);
+    p.mfu = s.real(7);
+    p.memoryGib = s.real(8);
+    p.detailJson = s.text(9);
+    return std::optional<RunPrediction>(std::move(p));
 }
 
 Result<void> RunStore::setStatus(const std::string& id, std::string_view state, int exitCode)

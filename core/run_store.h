@@ -8,6 +8,7 @@
 
 #include "core/metrics_schema.h"
 #include "core/result.h"
+#include "core/run_prediction.h"
 
 #include <cstdint>
 #include <memory>
@@ -20,7 +21,7 @@ struct sqlite3;
 
 namespace wb::core {
 
-inline constexpr int kStoreSchemaVersion = 1;
+inline constexpr int kStoreSchemaVersion = 2;
 
 struct NewRun {
     std::string id;          ///< empty = generate (e.g. "20261129-153012-a1b2")
@@ -82,6 +83,11 @@ public:
     Result<IngestResult> ingest(const std::string& id, int64_t offset, std::string_view bytes);
 
     Result<std::vector<StepRecord>> steps(const std::string& id, int64_t afterStep = -1);
+
+    /// Keeps the planner's prediction for a run (replaces an earlier one). NotFound: no such run.
+    Result<void> setPrediction(const std::string& id, const RunPrediction& prediction);
+    /// The stored prediction; std::nullopt when the run was not launched from a plan.
+    Result<std::optional<RunPrediction>> prediction(const std::string& id);
     Result<std::vector<EventRecord>> events(const std::string& id);
 
     const std::string& path() const { return m_path; }

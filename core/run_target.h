@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace wb::core {
@@ -46,9 +47,25 @@ struct MetricsChunk {
     int64_t fileSize = 0;    ///< size of the file when read (bytes may be capped below it)
 };
 
+/// One step of a launch, for the GUI's launch dialog (progress bars) and the CLI's progress lines.
+/// Phases in order: "check" (the node: GPUs, LibTorch, compiler, disk), "upload" (the runtime
+/// source bundle), "build" (moe-train on the node; "cached" in detail when skipped), "start".
+/// A target reports only the phases it has (LocalTarget: "start").
+struct LaunchProgress {
+    std::string phase;
+    std::string node;        ///< host the phase runs on; "" = this machine
+    double fraction = -1.0;  ///< 0..1 within the phase; < 0 = indeterminate
+    std::string detail;      ///< for the user: "3.1 of 4.0 MiB", "cached build 1a2b3c found"
+};
+/// Called on the thread that called launch(); a GUI queues it to its own thread.
+using LaunchProgressFn = std::function<void(const LaunchProgress&)>;
+
 class RunTarget {
 public:
     virtual ~RunTarget() = default;
+
+    /// Where launch() reports its phases; may be empty.
+    void setProgressCallback(LaunchProgressFn fn) { m_progress = std::move(fn); }
 
     virtual std::string name() const = 0;
 
@@ -70,6 +87,16 @@ public:
 
     /// SIGTERM to the whole process group, SIGKILL after `grace`, then verifies nothing is left.
     virtual Result<void> cancel(const std::string& runDir, std::chrono::milliseconds grace) = 0;
+
+protected:
+    void reportProgress(const LaunchProgress& progress) const
+    {
+        if (m_progress)
+            m_progress(progress);
+    }
+
+private:
+    LaunchProgressFn m_progress;
 };
 
 }  // namespace wb::core

@@ -2,9 +2,8 @@
 #include "app/cli/cli.h"
 
 #include "core/log.h"
-#include "remote/local_target.h"
 #include "remote/ssh_hosts.h"
-#include "remote/ssh_target.h"
+#include "remote/target_factory.h"
 
 #include <unistd.h>
 
@@ -61,20 +60,7 @@ core::Result<std::unique_ptr<core::RunStore>> CliContext::openStore() const
 
 core::Result<std::unique_ptr<core::RunTarget>> CliContext::target(const std::string& name) const
 {
-    if (name == "local")
-        return std::unique_ptr<core::RunTarget>(
-            std::make_unique<remote::LocalTarget>(moeTrainPath, runsRoot));
-    // ssh:HOST — a host from hosts.json (beside the store). Unknown host keys are refused here;
-    // `hosts test HOST --accept-new-host-key` is where the user accepts one.
-    if (name.rfind("ssh:", 0) == 0) {
-        auto entry = remote::SshHostRegistry(remote::defaultHostsPath(dbPath)).find(name.substr(4));
-        if (!entry)
-            return entry.error();
-        return std::unique_ptr<core::RunTarget>(std::make_unique<remote::SshTarget>(entry->targetOptions()));
-    }
-    return core::makeError(core::ErrorCode::InvalidArgument,
-                           "unknown target; use --target local or ssh:HOST (see `hosts list`)",
-                           name);
+    return remote::makeTarget(name, {moeTrainPath, runsRoot, remote::defaultHostsPath(dbPath)});
 }
 
 std::optional<std::string> Args::takeOption(const std::string& name, bool& missing)

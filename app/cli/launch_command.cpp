@@ -1,9 +1,14 @@
-// `launch --target local --config FILE [--name NAME]`: validate the config, record the run in the
-// store, start moe-train detached, print the run id (alone, on stdout).
+// `launch --target local --config FILE [--name NAME] [--prediction FILE]`: validate the config,
+// record the run in the store (with the plan's prediction when given, or when the generator's
+// prediction.json sits beside the config), start moe-train detached, print the run id (alone, on
+// stdout). Progress phases of remote targets go to stderr.
 #include "app/cli/cli.h"
 
 #include "core/run_config.h"
 #include "core/run_launch.h"
+#include "core/run_prediction.h"
+
+#include <filesystem>
 
 #include <cstdio>
 
@@ -11,7 +16,7 @@ namespace wb::app {
 
 namespace {
 
-constexpr const char* kSynopsis = "launch --target local --config FILE [--name NAME]";
+constexpr const char* kSynopsis = "launch --target local|ssh:HOST --config FILE [--name NAME] [--prediction FILE|--no-prediction]";
 
 }  // namespace
 
@@ -21,6 +26,8 @@ int launchCommand(const CliContext& context, Args args)
     const auto targetName = args.takeOption("--target", missing);
     const auto configPath = args.takeOption("--config", missing);
     const auto name = args.takeOption("--name", missing);
+    auto predictionPath = args.takeOption("--prediction", missing);
+    const bool noPrediction = args.takeFlag("--no-prediction");
     if (auto usage = rejectLeftovers(args, missing, kSynopsis))
         return *usage;
     if (!configPath)
@@ -31,13 +38,45 @@ int launchCommand(const CliContext& context, Args args)
     auto config = core::loadRunConfig(*configPath);
     if (!config)
         return reportError(config.error());
+    if (predictionPath && noPrediction)
+        return reportUsage("--prediction and --no-prediction exclude each other", kSynopsis);
+    // `generate --format runtime` writes prediction.json beside config.json: use it unless told.
+    bool predictionBesideConfig = false;
+    if (!predictionPath && !noPrediction) {
+        const auto beside = std::filesystem::path(*configPath).parent_path() / "prediction.json";
+        std::error_code ec;
+        if (std::filesystem::is_regular_file(beside, ec)) {
+            predictionPath = beside.string();
+            predictionBesideConfig = true;
+        }
+    }
+    std::optional<core::RunPrediction> prediction;
+    if (predictionPath) {
+        auto loaded = core::loadPrediction(*predictionPath);
+        if (!loaded) {
+            core::Error error = loaded.error();
+            if (predictionBesideConfig)
+                error.message += "\n(found beside the config; pass --no-prediction to launch without it)";
+            return reportError(error);
+        }
+        prediction = std::move(*loaded);
+        std::fprintf(stderr, "prediction from %s: %.0f ms/step, %.1f GiB, MFU %.1f%% (%s, %d GPUs)\n",
+                     predictionPath->c_str(), prediction->stepMs, prediction->memoryGib,
+                     100.0 * prediction->mfu, prediction->hardware.c_str(), prediction->gpus);
+    }
     auto target = context.target(targetName.value_or("local"));
     if (!target)
         return reportError(target.error());
     auto store = context.openStore();
     if (!store)
         return reportError(store.error());
-    auto started = core::startRun(**store, **target, *config, name.value_or(config->name));
+    (*target)->setProgressCallback([](const core::LaunchProgress& p) {
+        std::fprintf(stderr, "%s%s%s: %s%s\n", p.phase.c_str(), p.node.empty() ? "" : " on ",
+                     p.node.c_str(), p.detail.c_str(),
+                     p.fraction >= 0 ? (" (" + std::to_string(int(100 * p.fraction)) + "%)").c_str() : "");
+    });
+    auto started = core::startRun(**store, **target, *config, name.value_or(config->name),
+                                  prediction ? &*prediction : nullptr);
     if (!started)
         return reportError(started.error());
     std::printf("%s\n", started->id.c_str());

@@ -161,6 +161,10 @@ private slots:
     void resolveRunId_data();
     void resolveRunId();
     void listRunsNewestFirst();
+    void migratesVersion1KeepingRuns();
+    void predictionRoundTrip();
+    void badPredictionNamesTheProblem_data();
+    void badPredictionNamesTheProblem();
 };
 
 void TestRunStore::ingestResumesFromAnyOffset_data()
@@ -501,6 +505,87 @@ void TestRunStore::listRunsNewestFirst()
     QCOMPARE(*(*runs)[1].lastLoss, stream.steps.back().loss);
     QVERIFY(!(*runs)[0].lastLoss);
     QCOMPARE(store->setStatus("nope", "failed", 1).error().code, ErrorCode::NotFound);
+}
+
+void TestRunStore::migratesVersion1KeepingRuns()
+{
+    // A version-1 store: today's store with the v1->v2 migration undone (v1's SQL is unchanged).
+    const std::string db = path("v1.sqlite");
+    {
+        auto fresh = openOrFail(db);
+        QVERIFY(fresh);
+        QVERIFY(fresh->createRun({"old-run", "kept", "local", "", "{}", ""}));
+    }
+    {
+        RawDb raw(db);
+        QCOMPARE(raw.exec("DROP TABLE predictions; PRAGMA user_version = 1;"), SQLITE_OK);
+    }
+    auto store = openOrFail(db);
+    QVERIFY(store);
+    auto kept = store->run("old-run");
+    QVERIFY(kept);
+    QCOMPARE(QString::fromStdString(kept->name), QStringLiteral("kept"));
+    auto none = store->prediction("old-run");
+    QVERIFY(none);
+    QVERIFY(!none->has_value());
+}
+
+void TestRunStore::predictionRoundTrip()
+{
+    auto store = openOrFail(path("pred.sqlite"));
+    QVERIFY(store);
+    auto id = store->createRun({"", "planned", "local", "", "{}", ""});
+    QVERIFY(id);
+    RunPrediction p;
+    p.source = "moe-workbench planner test";
+    p.hardware = "h200";
+    p.gpus = 8;
+    p.stepMs = 1234.5;
+    p.tokensPerSPerGpu = 4321.0;
+    p.tflopsPerGpu = 250.25;
+    p.mfu = 0.2529;
+    p.memoryGib = 97.5;
+    p.detailJson = R"({"memory_gib":{"total":97.5}})";
+    // Through the sidecar file format first, then the store.
+    auto parsed = parsePrediction(predictionToJson(p));
+    QVERIFY2(parsed, parsed ? "" : parsed.error().toString().c_str());
+    QVERIFY(store->setPrediction(*id, *parsed));
+    auto back = store->prediction(*id);
+    QVERIFY(back && back->has_value());
+    const RunPrediction& q = **back;
+    QCOMPARE(q.source, p.source);
+    QCOMPARE(q.hardware, p.hardware);
+    QCOMPARE(q.gpus, 8);
+    QCOMPARE(q.stepMs, p.stepMs);
+    QCOMPARE(q.tokensPerSPerGpu, p.tokensPerSPerGpu);
+    QCOMPARE(q.tflopsPerGpu, p.tflopsPerGpu);
+    QCOMPARE(q.mfu, p.mfu);
+    QCOMPARE(q.memoryGib, p.memoryGib);
+    QCOMPARE(q.detailJson, p.detailJson);
+    QCOMPARE(store->setPrediction("no-such-run", p).error().code, ErrorCode::NotFound);
+}
+
+void TestRunStore::badPredictionNamesTheProblem_data()
+{
+    QTest::addColumn<QString>("json");
+    QTest::addColumn<QString>("mentions");
+    QTest::newRow("not json") << "step_ms: 3" << "not a prediction";
+    QTest::newRow("no version") << R"({"gpus":1,"step_ms":1,"tokens_per_s_per_gpu":1,"tflops_per_gpu":1,"mfu":0.1,"memory_gib":1})" << "prediction_version";
+    QTest::newRow("newer") << R"({"prediction_version":99})" << "newer";
+    QTest::newRow("negative") << R"({"prediction_version":1,"gpus":1,"step_ms":-1,"tokens_per_s_per_gpu":1,"tflops_per_gpu":1,"mfu":0.1,"memory_gib":1})" << "step_ms: must be >= 0";
+    QTest::newRow("mfu percent") << R"({"prediction_version":1,"gpus":1,"step_ms":1,"tokens_per_s_per_gpu":1,"tflops_per_gpu":1,"mfu":25,"memory_gib":1})" << "fraction";
+    QTest::newRow("missing") << R"({"prediction_version":1,"gpus":2})" << "memory_gib: missing";
+    QTest::newRow("zero gpus") << R"({"prediction_version":1,"gpus":0,"step_ms":1,"tokens_per_s_per_gpu":1,"tflops_per_gpu":1,"mfu":0.1,"memory_gib":1})" << "gpus: must be a positive";
+}
+
+void TestRunStore::badPredictionNamesTheProblem()
+{
+    QFETCH(QString, json);
+    QFETCH(QString, mentions);
+    auto p = parsePrediction(json.toStdString());
+    QVERIFY(!p);
+    QVERIFY2(QString::fromStdString(p.error().message).contains(mentions),
+             p.error().message.c_str());
 }
 
 QTEST_GUILESS_MAIN(TestRunStore)

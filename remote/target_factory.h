@@ -1,0 +1,30 @@
+// makeTarget: the one place that turns a target string into a RunTarget, for the CLI and the GUI.
+//   local            this machine (LocalTarget)
+//   ssh:HOST         one host registered in hosts.json (SshTarget)
+//   ssh:A,B,...      several hosts, one launch per node with the rank environment (issue 6; not yet)
+//   slurm:HOST       a Slurm cluster reached through login host HOST (issue 6; not yet)
+// Unknown host keys are refused by the targets; accepting one is `hosts test --accept-new-host-key`
+// (CLI) or the host-key dialog (GUI).
+// Threading: constructs objects only (no network); any thread.
+#pragma once
+
+#include "core/result.h"
+#include "core/run_target.h"
+
+#include <memory>
+#include <string>
+
+namespace wb::remote {
+
+struct TargetContext {
+    std::string moeTrainPath;  ///< the local moe-train (beside the workbench's own binaries)
+    std::string runsRoot;      ///< local run directories
+    std::string hostsPath;     ///< hosts.json (remote::defaultHostsPath(store path))
+};
+
+/// InvalidArgument naming the accepted forms when `spec` is none of them; NotFound (with the
+/// registered names) for an unknown host.
+core::Result<std::unique_ptr<core::RunTarget>> makeTarget(const std::string& spec,
+                                                          const TargetContext& context);
+
+}  // namespace wb::remote
