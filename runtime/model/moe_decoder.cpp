@@ -60,11 +60,21 @@ torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tenso
         allowed_BTT = documentCausalMask(in.docIds_BT);
     auto validIndex_N = in.validIndex_N.defined() ? in.validIndex_N : (in.docIds_BT >= 0).flatten().nonzero().squeeze(1);
     auxLoss = torch::zeros({}, h_BTD.options().dtype(torch::kFloat32));
-    for (size_t layer = 0; layer < m_layers->size(); ++layer) {
-        h_BTD = m_layers->ptr<DecoderLayerImpl>(layer)->forward(h_BTD, angle_BTF, allowed_BTT, validIndex_N, auxLoss,
-                                                                in.documents);
+    const int numLayers = static_cast<int>(m_layers->size());
+    for (int layer = 0; layer < numLayers; ++layer) {
+        auto* block = m_layers->ptr<DecoderLayerImpl>(layer).get();
+        // The layer as a function of the hidden state only (everything else needs no gradient),
+        // returning {h, this layer's aux loss}, so a runner can recompute or wrap it.
+        const LayerFn fn = [&, block](const std::vector<torch::Tensor>& x) {
+            auto layerAux = torch::zeros({}, x[0].options().dtype(torch::kFloat32));
+            auto h = block->forward(x[0], angle_BTF, allowed_BTT, validIndex_N, layerAux, in.documents);
+            return std::vector<torch::Tensor>{h, layerAux};
+        };
+        auto out = runLayer(m_runner, {"decoder", layer, numLayers, block}, fn, {h_BTD});
+        h_BTD = out[0];
+        auxLoss = auxLoss + out[1];
         // Deepstack: vision features of earlier ViT layers join the image tokens after layer i.
-        if (layer < in.deepstack_ID.size() && imageIndex_I.numel() > 0)
+        if (static_cast<size_t>(layer) < in.deepstack_ID.size() && imageIndex_I.numel() > 0)
             h_BTD = h_BTD.reshape({-1, D}).index_add(0, imageIndex_I, in.deepstack_ID[layer].to(h_BTD.scalar_type())).view(shape);
     }
     return m_finalNorm(h_BTD);

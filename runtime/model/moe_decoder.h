@@ -7,6 +7,7 @@
 
 #include "core/run_config.h"
 #include "runtime/model/attention.h"
+#include "runtime/model/layer_runner.h"
 #include "runtime/model/moe_layer.h"
 
 #include <torch/torch.h>
@@ -63,6 +64,8 @@ public:
     /// Final-normed hidden states h_BTD (and the aux loss), without the loss head.
     torch::Tensor hiddenStates(const DecoderInputs& inputs, torch::Tensor& auxLoss);
     torch::nn::Linear& outputLayer() { return m_output; }
+    /// Runs every layer through `runner` (not owned; null = call directly). See layer_runner.h.
+    void setLayerRunner(LayerRunner* runner) { m_runner = runner; }
 
 private:
     core::DecoderConfig m_config;
@@ -70,6 +73,7 @@ private:
     torch::nn::ModuleList m_layers;
     RmsNorm m_finalNorm{nullptr};
     torch::nn::Linear m_output{nullptr};
+    LayerRunner* m_runner = nullptr;
 };
 TORCH_MODULE(MoeDecoder);
 

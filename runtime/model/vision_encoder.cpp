@@ -95,10 +95,15 @@ VisionOutput VisionEncoderImpl::forward(const torch::Tensor& patches_PC, const t
         allowed_1PP = (patchImage_P.unsqueeze(1) == patchImage_P.unsqueeze(0)).unsqueeze(0);
     }
     auto x_PD = m_patchEmbed(patches_PC);
-    for (size_t layer = 0; layer < m_blocks->size(); ++layer) {
-        x_PD = m_blocks->ptr<VisionBlockImpl>(layer)->forward(x_PD, angle_1PF, allowed_1PP, images, imageLengths);
+    const int numLayers = static_cast<int>(m_blocks->size());
+    for (int layer = 0; layer < numLayers; ++layer) {
+        auto* block = m_blocks->ptr<VisionBlockImpl>(layer).get();
+        const LayerFn fn = [&, block](const std::vector<torch::Tensor>& x) {
+            return std::vector<torch::Tensor>{block->forward(x[0], angle_1PF, allowed_1PP, images, imageLengths)};
+        };
+        x_PD = runLayer(m_runner, {"vision", layer, numLayers, block}, fn, {x_PD})[0];
         const auto& ds = m_config.deepstackLayers;
-        if (std::find(ds.begin(), ds.end(), static_cast<int>(layer)) != ds.end())
+        if (std::find(ds.begin(), ds.end(), layer) != ds.end())
             out.deepstack_PD.push_back(x_PD);
     }
     out.hidden_PD = x_PD;

@@ -6,6 +6,7 @@
 
 #include "core/run_config.h"
 #include "runtime/model/attention.h"
+#include "runtime/model/layer_runner.h"
 
 #include <torch/torch.h>
 
@@ -46,10 +47,14 @@ public:
                          const torch::Tensor& patchRow_P, const torch::Tensor& patchCol_P,
                          const PackedSegments& images = {});
 
+    /// Runs every block through `runner` (not owned; null = call directly). See layer_runner.h.
+    void setLayerRunner(LayerRunner* runner) { m_runner = runner; }
+
 private:
     core::VisionConfig m_config;
     torch::nn::Linear m_patchEmbed{nullptr};
     torch::nn::ModuleList m_blocks;
+    LayerRunner* m_runner = nullptr;
 };
 TORCH_MODULE(VisionEncoder);
 

@@ -113,6 +113,12 @@ DecoderOutput VlmModelImpl::forward(VlmBatch& batch)
     return decode(batch);
 }
 
+void VlmModelImpl::setLayerRunner(LayerRunner* runner)
+{
+    m_vision->setLayerRunner(runner);
+    m_decoder->setLayerRunner(runner);
+}
+
 void VlmModelImpl::applyFreezing()
 {
     auto freeze = [](torch::nn::Module& module) {

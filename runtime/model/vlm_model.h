@@ -45,6 +45,10 @@ public:
     /// Applies model.freeze_* (requires_grad off). Call once after construction.
     void applyFreezing();
 
+    /// Runs every vision and decoder layer through `runner` (not owned; null = directly). How
+    /// recompute and FSDP are applied from outside (layer_runner.h).
+    void setLayerRunner(LayerRunner* runner);
+
 private:
     core::ModelConfig m_config;
     VisionEncoder m_vision{nullptr};
