@@ -159,8 +159,8 @@ ImagePatches patchify(const RgbImage& image, int patchSize, int temporalPatchSiz
     ImagePatches out;
     out.gridH = image.height / patchSize;
     out.gridW = image.width / patchSize;
-    const int dim = patchDim(patchSize, temporalPatchSize);
-    out.values.reserve(static_cast<size_t>(out.numPatches()) * dim);
+    out.temporalPatchSize = temporalPatchSize;
+    out.pixels.reserve(static_cast<size_t>(out.numPatches()) * pixelDim(patchSize));
     for (int mr = 0; mr < out.gridH / mergeSize; ++mr)
         for (int mc = 0; mc < out.gridW / mergeSize; ++mc)
             for (int ir = 0; ir < mergeSize; ++ir)
@@ -169,14 +169,26 @@ ImagePatches patchify(const RgbImage& image, int patchSize, int temporalPatchSiz
                     out.patchRow.push_back(row);
                     out.patchCol.push_back(col);
                     for (int c = 0; c < 3; ++c)
-                        for (int t = 0; t < temporalPatchSize; ++t)
-                            for (int y = 0; y < patchSize; ++y)
-                                for (int x = 0; x < patchSize; ++x) {
-                                    const size_t px = (static_cast<size_t>(row * patchSize + y) * image.width +
-                                                       col * patchSize + x) * 3 + c;
-                                    out.values.push_back(image.rgb[px] / 127.5f - 1.0f);
-                                }
+                        for (int y = 0; y < patchSize; ++y)
+                            for (int x = 0; x < patchSize; ++x) {
+                                const size_t px = (static_cast<size_t>(row * patchSize + y) * image.width +
+                                                   col * patchSize + x) * 3 + c;
+                                out.pixels.push_back(image.rgb[px]);
+                            }
                 }
+    return out;
+}
+
+std::vector<float> patchValues(const uint8_t* pixels, int64_t count, int patchSize, int temporalPatchSize)
+{
+    const int64_t plane = int64_t{patchSize} * patchSize;
+    std::vector<float> out;
+    out.reserve(static_cast<size_t>(count * 3 * temporalPatchSize * plane));
+    for (int64_t p = 0; p < count; ++p)
+        for (int c = 0; c < 3; ++c)
+            for (int t = 0; t < temporalPatchSize; ++t)
+                for (int64_t i = 0; i < plane; ++i)
+                    out.push_back(pixels[(p * 3 + c) * plane + i] / 127.5f - 1.0f);
     return out;
 }
 

@@ -22,7 +22,12 @@ struct RgbImage {
 struct ImagePatches {
     int gridH = 0;                   ///< patches per column (height / patchSize)
     int gridW = 0;                   ///< patches per row
-    std::vector<float> values;       ///< numPatches × patchDim, patch = [channel][frame][y][x]
+    /// numPatches × pixelDim raw RGB bytes of ONE frame, patch = [channel][y][x]. The model sees
+    /// value = byte / 127.5 − 1 with the still frame repeated temporalPatchSize times
+    /// (patchValues()); keeping bytes of one frame makes the host→device upload 8× smaller than
+    /// fp32 values of every frame (the vision phase on the GPU was dominated by that copy).
+    std::vector<uint8_t> pixels;
+    int temporalPatchSize = 1;
     std::vector<int32_t> patchRow;   ///< row of each patch in the patch grid
     std::vector<int32_t> patchCol;
     int64_t numPatches() const { return static_cast<int64_t>(gridH) * gridW; }
@@ -43,11 +48,21 @@ void fitToPixelBudget(int width, int height, int64_t minPixels, int64_t maxPixel
 /// Area-average when shrinking, bilinear when enlarging (per axis).
 RgbImage resizeImage(const RgbImage& image, int width, int height);
 
-/// Normalizes to [-1, 1] and cuts patches of patchSize² × temporalPatchSize (the still image is
-/// repeated over the frames). Width and height must be multiples of patchSize × mergeSize.
+/// Cuts patches of patchSize² pixels (one frame; the model repeats it over temporalPatchSize
+/// frames). Width and height must be multiples of patchSize × mergeSize.
 ImagePatches patchify(const RgbImage& image, int patchSize, int temporalPatchSize, int mergeSize);
 
-/// Values per patch: 3 × temporalPatchSize × patchSize².
+/// Values per patch the model sees: 3 × temporalPatchSize × patchSize².
 inline int patchDim(int patchSize, int temporalPatchSize) { return 3 * temporalPatchSize * patchSize * patchSize; }
+/// Bytes per patch as stored (one frame): 3 × patchSize².
+inline int pixelDim(int patchSize) { return 3 * patchSize * patchSize; }
+
+/// The model's input for `count` patches of one-frame bytes: numPatches × patchDim floats,
+/// [channel][frame][y][x], value = byte / 127.5 − 1 (the reference the device path must equal).
+std::vector<float> patchValues(const uint8_t* pixels, int64_t count, int patchSize, int temporalPatchSize);
+inline std::vector<float> patchValues(const ImagePatches& p, int patchSize)
+{
+    return patchValues(p.pixels.data(), p.numPatches(), patchSize, p.temporalPatchSize);
+}
 
 }  // namespace wb::rt

@@ -32,7 +32,10 @@ struct MicroBatch {
     std::vector<int64_t> pos1d;     ///< position inside the sample (1-D RoPE)
     std::vector<int64_t> pos3;      ///< 3 planes (t, h, w) of rows × seqLength (M-RoPE)
     // Vision, all images of the micro-batch packed; image order = order of their tokens in the rows.
-    std::vector<float> patchValues;   ///< totalPatches × patchDim
+    /// totalPatches × pixelDim raw bytes of one frame (ImagePatches::pixels); toTensors makes the
+    /// model's values on the device (byte / 127.5 − 1, frame repeated temporalPatchSize times).
+    std::vector<uint8_t> patchPixels;
+    int temporalPatchSize = 1;
     std::vector<int32_t> patchImage;  ///< image index of each patch
     std::vector<int32_t> patchRow, patchCol;
     std::vector<int32_t> imageGridH, imageGridW;  ///< per image, in patches

@@ -81,7 +81,8 @@ void SamplePacker::appendSample(MicroBatch& b, int row, int offset, PreparedSamp
     }
     if (s.hasImage) {
         const int32_t imageIndex = static_cast<int32_t>(b.images);
-        b.patchValues.insert(b.patchValues.end(), s.image.values.begin(), s.image.values.end());
+        b.patchPixels.insert(b.patchPixels.end(), s.image.pixels.begin(), s.image.pixels.end());
+        b.temporalPatchSize = s.image.temporalPatchSize;
         b.patchImage.insert(b.patchImage.end(), s.image.numPatches(), imageIndex);
         b.patchRow.insert(b.patchRow.end(), s.image.patchRow.begin(), s.image.patchRow.end());
         b.patchCol.insert(b.patchCol.end(), s.image.patchCol.begin(), s.image.patchCol.end());

@@ -55,8 +55,24 @@ VlmBatch toTensors(const MicroBatch& b, torch::Device device, torch::ScalarType 
     out.decoder.pos3_3BT = fromVector(b.pos3, torch::kInt64, device, {3, b.rows, b.seqLength});
     const int64_t P = b.totalPatches();
     if (P > 0) {
-        const int64_t C = static_cast<int64_t>(b.patchValues.size()) / P;
-        out.patches_PC = fromVector(b.patchValues, torch::kFloat32, device, {P, C}).to(dtype);
+        // Bytes of one frame go to the device (8× fewer than fp32 values of every frame); the
+        // values come from a 256-entry table made on the host with the host's formula, so they
+        // are the reference's bits on any device (CUDA's division by a scalar multiplies by the
+        // reciprocal and can differ by an ulp); then the still frame is repeated over time.
+        const int64_t plane = static_cast<int64_t>(b.patchPixels.size()) / (P * 3);
+        const int64_t T = b.temporalPatchSize;
+        static const std::vector<float> kByteValues = [] {
+            std::vector<float> lut(256);
+            for (int i = 0; i < 256; ++i)
+                lut[static_cast<size_t>(i)] = static_cast<float>(i) / 127.5f - 1.0f;
+            return lut;
+        }();
+        auto bytes = fromVector(b.patchPixels, torch::kUInt8, device, {P * 3 * plane});
+        auto values = fromVector(kByteValues, torch::kFloat32, device, {256})
+                          .index_select(0, bytes.to(torch::kInt32))
+                          .view({P, 3, 1, plane})
+                          .to(dtype);
+        out.patches_PC = values.expand({P, 3, T, plane}).reshape({P, 3 * T * plane});
         out.patchImage_P = fromVector(b.patchImage, torch::kInt32, device, {P});
         out.patchRow_P = fromVector(b.patchRow, torch::kInt32, device, {P});
         out.patchCol_P = fromVector(b.patchCol, torch::kInt32, device, {P});

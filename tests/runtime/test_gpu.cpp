@@ -144,14 +144,15 @@ static void testTinyModelCudaMatchesCpu()
     m.decoder.numLayers = 2; m.decoder.hiddenSize = 32; m.decoder.numAttentionHeads = 4; m.decoder.numQueryGroups = 2;
     m.decoder.kvChannels = 8; m.decoder.numMoeExperts = 4; m.decoder.moeRouterTopk = 2; m.decoder.moeFfnHiddenSize = 16;
     m.decoder.vocabSize = 300; m.decoder.mropeSection = {2, 1, 1};
-    rt::SamplePacker packer(2, 48, 2, rt::patchDim(4, 1));
+    m.vision.temporalPatchSize = 2;  // the still frame repeated on the device (toTensors)
+    rt::SamplePacker packer(2, 48, 2, rt::patchDim(4, 2));
     for (int i = 0; i < 4; ++i) {
         rt::PreparedSample s;
         s.hasImage = i % 2 == 0;
         if (s.hasImage) {
             rt::RgbImage img{16, 8, std::vector<uint8_t>(16 * 8 * 3)};
             for (size_t j = 0; j < img.rgb.size(); ++j) img.rgb[j] = static_cast<uint8_t>((j * 37 + i) % 251);
-            s.image = rt::patchify(img, 4, 1, 2);
+            s.image = rt::patchify(img, 4, 2, 2);
         }
         s.caption = rt::tokenize("sample number " + std::to_string(i), 64);
         WB_CHECK(packer.tryAdd(s));
@@ -159,6 +160,14 @@ static void testTinyModelCudaMatchesCpu()
     rt::MicroBatch batch = packer.take(4);
     rt::VlmModel model(m);
     auto cpuBatch = rt::toTensors(batch, torch::kCPU, torch::kFloat32);
+    {
+        // Patch values made on the device from one frame of bytes == the host reference, bit for bit.
+        auto gpuPatches = rt::toTensors(batch, torch::kCUDA, torch::kFloat32).patches_PC.cpu();
+        const auto ref = rt::patchValues(batch.patchPixels.data(), batch.totalPatches(), 4, 2);
+        auto ref_PC = torch::tensor(ref).view(gpuPatches.sizes());
+        WB_CHECK(torch::equal(gpuPatches, ref_PC));
+        WB_CHECK(torch::equal(cpuBatch.patches_PC, ref_PC));
+    }
     const double cpuLoss = model->forward(cpuBatch).lmLoss.item<double>();
     model->to(torch::kCUDA);
     auto gpuBatch = rt::toTensors(batch, torch::kCUDA, torch::kFloat32);

@@ -142,7 +142,7 @@ static void testProjectorMergeOrder()
             img.rgb[(y * 6 + x) * 3] = static_cast<uint8_t>(y * 10 + x);  // red encodes the position
     rt::ImagePatches patches = rt::patchify(img, 1, 1, 2);
     WB_CHECK(patches.gridH == 4 && patches.gridW == 6);
-    auto hidden_PD = torch::tensor(patches.values).view({24, 3}).slice(1, 0, 1);  // red channel only
+    auto hidden_PD = torch::tensor(rt::patchValues(patches, 1)).view({24, 3}).slice(1, 0, 1);  // red channel only
     auto merged = rt::mergePatchGroups(hidden_PD, 2);  // [6 cells, 4]
     WB_CHECK(merged.size(0) == 6 && merged.size(1) == 4);
     for (int cell = 0; cell < 6; ++cell) {
@@ -258,6 +258,31 @@ static void testPackedSegmentsAndIndexLists()
     WB_CHECK(threw);
 }
 
+// The device path of the patches (bytes of one frame → values, frame repeated) equals the host
+// reference patchValues() bit for bit, for temporal patch 2.
+static void testPatchUploadMatchesReference()
+{
+    rt::SamplePacker packer(1, 64, 2, rt::patchDim(4, 2));
+    rt::PreparedSample s;
+    s.hasImage = true;
+    rt::RgbImage img{16, 8, std::vector<uint8_t>(16 * 8 * 3)};
+    for (size_t j = 0; j < img.rgb.size(); ++j) img.rgb[j] = static_cast<uint8_t>((j * 53) % 256);
+    s.image = rt::patchify(img, 4, 2, 2);
+    WB_CHECK(s.image.pixels.size() == 8u * 3 * 16);
+    s.caption = rt::tokenize("x", 8);
+    WB_CHECK(packer.tryAdd(s));
+    rt::MicroBatch batch = packer.take(1);
+    WB_CHECK(batch.temporalPatchSize == 2);
+    auto patches = rt::toTensors(batch, torch::kCPU, torch::kFloat32).patches_PC;
+    WB_CHECK(patches.sizes() == torch::IntArrayRef({8, 3 * 2 * 16}));
+    auto ref = torch::tensor(rt::patchValues(batch.patchPixels.data(), 8, 4, 2)).view({8, 96});
+    WB_CHECK(torch::equal(patches, ref));
+    // Frame 0 and frame 1 of every channel are the same still image.
+    auto frames = patches.view({8, 3, 2, 16});
+    WB_CHECK(torch::equal(frames.select(2, 0), frames.select(2, 1)));
+    WB_CHECK_CLOSE(patches[0][0].item<double>(), batch.patchPixels[0] / 127.5 - 1.0, 1e-7);
+}
+
 int main()
 {
     torch::set_num_threads(1);
@@ -268,5 +293,6 @@ int main()
     testProjectorMergeOrder();
     testLossMaskedToCaptions();
     testPackedSegmentsAndIndexLists();
+    testPatchUploadMatchesReference();
     return test::checkExitCode("test_runtime_model");
 }
