@@ -36,10 +36,12 @@ typename Map::key_type stateKey(const Map&, const torch::Tensor& p)
 }  // namespace
 #endif
 
-void fusedAdamWStep(torch::optim::AdamW& optimizer)
+void fusedAdamWStep(torch::optim::AdamW& optimizer, const torch::Tensor& gradScale)
 {
 #if WB_HAVE_FUSED_ADAMW
     torch::NoGradGuard noGrad;
+    const c10::optional<at::Tensor> scale =
+        gradScale.defined() ? c10::optional<at::Tensor>(gradScale.to(torch::kFloat32)) : c10::nullopt;
     auto& state = optimizer.state();
     for (auto& group : optimizer.param_groups()) {
         auto& options = static_cast<torch::optim::AdamWOptions&>(group.options());
@@ -66,7 +68,7 @@ void fusedAdamWStep(torch::optim::AdamW& optimizer)
                 auto single = torch::full({}, static_cast<double>(s.step()), p.options().dtype(torch::kFloat32));
                 at::_fused_adamw_({p}, {p.grad()}, {s.exp_avg()}, {s.exp_avg_sq()}, {}, {single}, options.lr(),
                                   std::get<0>(options.betas()), std::get<1>(options.betas()), options.weight_decay(),
-                                  options.eps(), /*amsgrad=*/false, /*maximize=*/false);
+                                  options.eps(), /*amsgrad=*/false, /*maximize=*/false, scale, {});
                 continue;
             }
             step = s.step();
@@ -82,12 +84,32 @@ void fusedAdamWStep(torch::optim::AdamW& optimizer)
         steps.assign(params.size(), stepTensor);
         at::_fused_adamw_(params, grads, expAvgs, expAvgSqs, {}, steps, options.lr(), std::get<0>(options.betas()),
                           std::get<1>(options.betas()), options.weight_decay(), options.eps(), /*amsgrad=*/false,
-                          /*maximize=*/false);
+                          /*maximize=*/false, scale, {});
     }
 #else
     (void)optimizer;
+    (void)gradScale;
     TORCH_CHECK(false, "the fused AdamW step needs a CUDA build of moe-train on LibTorch >= 2.1");
 #endif
+}
+
+torch::Tensor globalGradNorm(const std::vector<torch::Tensor>& grads)
+{
+    torch::NoGradGuard noGrad;
+    if (grads.empty())
+        return torch::zeros({});
+    std::vector<torch::Tensor> norms;
+#if WB_TORCH_AT_LEAST(2, 1)
+    bool allFp32 = true;
+    for (const auto& g : grads)
+        allFp32 = allFp32 && g.scalar_type() == torch::kFloat32;
+    if (allFp32)
+        norms = at::_foreach_norm(grads, 2);
+#endif
+    if (norms.empty())
+        for (const auto& g : grads)
+            norms.push_back(g.to(torch::kFloat32).norm());
+    return torch::stack(norms).norm();
 }
 
 }  // namespace wb::rt

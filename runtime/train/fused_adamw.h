@@ -14,7 +14,13 @@ bool fusedAdamWAvailable();
 
 /// AdamW::step semantics (decoupled weight decay, bias-corrected moments, no amsgrad) for every
 /// parameter with a gradient; all of them must be fp32 CUDA tensors. Throws when unavailable or
-/// when the optimizer uses amsgrad.
-void fusedAdamWStep(torch::optim::AdamW& optimizer);
+/// when the optimizer uses amsgrad. `gradScale` (a 0-d fp32 tensor on the device, may be
+/// undefined): every gradient is divided by it inside the kernel — how gradient clipping is
+/// folded into the step instead of a separate read-modify-write pass over all gradients.
+void fusedAdamWStep(torch::optim::AdamW& optimizer, const torch::Tensor& gradScale = {});
+
+/// The global L2 norm of `grads` (fp32, on their device) with multi-tensor kernels where this
+/// LibTorch has them (_foreach_norm), else one norm per tensor.
+torch::Tensor globalGradNorm(const std::vector<torch::Tensor>& grads);
 
 }  // namespace wb::rt

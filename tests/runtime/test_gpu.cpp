@@ -203,11 +203,23 @@ static void testFusedAdamW()
             if (step == 1 && i == 1)
                 continue;  // no gradient this step: its own step count falls behind
             auto g = torch::randn_like(init[i]);
-            ref[i].mutable_grad() = g.clone();
+            // Step 2 clips: the reference divides the gradients, the fused step gets the divisor.
+            ref[i].mutable_grad() = step == 2 ? g / 3.5 : g.clone();
             fused[i].mutable_grad() = g.clone();
         }
+        // The multi-tensor norm equals the per-tensor one.
+        {
+            std::vector<torch::Tensor> gs;
+            torch::Tensor sq = torch::zeros({}, cuda);
+            for (auto& p : fused)
+                if (p.grad().defined()) {
+                    gs.push_back(p.grad());
+                    sq = sq + p.grad().pow(2).sum();
+                }
+            WB_CHECK_CLOSE(rt::globalGradNorm(gs).item<double>(), sq.sqrt().item<double>(), 1e-4);
+        }
         refOpt->step();
-        rt::fusedAdamWStep(*fusedOpt);
+        rt::fusedAdamWStep(*fusedOpt, step == 2 ? torch::full({}, 3.5, cuda) : torch::Tensor());
         refOpt->zero_grad();
         fusedOpt->zero_grad();
     }
