@@ -64,6 +64,50 @@ bool autocastBf16On()
 #endif
 }
 
+// Token rows in expert order and back, as gathers in both directions (no index_add: no atomics,
+// deterministic, and the rows stay in the activations' dtype). `order_A` sorts the T·K
+// assignments (flat t·K + k) by expert; `slot_A` is its inverse (slot[order[j]] = j).
+//   dispatch: x_TD → x[order / K]  (each token's row K times);  backward: Σ over a token's K rows
+//   combine:  y_AD (expert order) → y_TKD (token order);        backward: the opposite gather
+class DispatchRows : public torch::autograd::Function<DispatchRows> {
+public:
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_TD,
+                                 const torch::Tensor& tokenOf_A, const torch::Tensor& slot_A, int64_t K)
+    {
+        ctx->save_for_backward({slot_A});
+        ctx->saved_data["K"] = K;
+        return x_TD.index_select(0, tokenOf_A);
+    }
+    static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::tensor_list grads)
+    {
+        const auto slot_A = ctx->get_saved_variables()[0];
+        const int64_t K = ctx->saved_data["K"].toInt();
+        const auto& g_AD = grads[0];
+        const int64_t D = g_AD.size(1);
+        auto g_TD = g_AD.index_select(0, slot_A).view({-1, K, D}).sum(at::IntArrayRef{1}, false, torch::kFloat32).to(g_AD.scalar_type());
+        return {g_TD, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    }
+};
+
+class CombineRows : public torch::autograd::Function<CombineRows> {
+public:
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& y_AD,
+                                 const torch::Tensor& order_A, const torch::Tensor& slot_A, int64_t K)
+    {
+        ctx->save_for_backward({order_A});
+        return y_AD.index_select(0, slot_A).view({-1, K, y_AD.size(1)});
+    }
+    static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::tensor_list grads)
+    {
+        const auto order_A = ctx->get_saved_variables()[0];
+        const auto& g_TKD = grads[0];
+        return {g_TKD.reshape({-1, g_TKD.size(2)}).index_select(0, order_A), torch::Tensor(), torch::Tensor(),
+                torch::Tensor()};
+    }
+};
+
 #if WB_HAVE_GROUPED_MM
 // One grouped GEMM per projection. Operands in bf16: A = xSorted [A, D] row-major (ragged over
 // experts by offs), B = [E, D, 2F] / [E, F, D] row-major; every non-unit stride is a multiple of
@@ -103,21 +147,28 @@ torch::Tensor expertsForward(const torch::Tensor& x_TD, const torch::Tensor& wei
     auto flatIds_A = expertIds_TK.flatten();
     auto order_A = std::get<1>(flatIds_A.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
     auto tokenOf_A = order_A.div(K, "floor");
-    auto xSorted_AD = x_TD.index_select(0, tokenOf_A);
-    torch::Tensor ySorted_AD;
-    if (kernel == ExpertKernel::Grouped) {
+    const int64_t A = T * K;
+    auto slot_A = torch::empty_like(order_A).scatter_(0, order_A, torch::arange(A, order_A.options()));
+    // Rows move by gathers only (DispatchRows / CombineRows: no atomics, deterministic), and each
+    // token's K expert outputs are summed by one batched GEMM [1, K] × [K, D]. With the grouped
+    // kernel the rows are bf16 all the way: the T tokens are cast once, not their T·K copies.
+    const bool grouped = kernel == ExpertKernel::Grouped;
+    auto xRows_AD = DispatchRows::apply(grouped ? x_TD.to(torch::kBFloat16) : x_TD, tokenOf_A, slot_A, K);
+    torch::Tensor yRows_AD;
+    if (grouped) {
 #if WB_HAVE_GROUPED_MM
         // scatter_add, not bincount: CUDA bincount reads the max id back to the host (a sync).
         auto counts_E = torch::zeros({E}, flatIds_A.options()).scatter_add_(0, flatIds_A, torch::ones_like(flatIds_A));
-        ySorted_AD = runExpertsGrouped(xSorted_AD, counts_E.cumsum(0).to(torch::kInt32), gateUp_EDF2, down_EFD);
+        yRows_AD = runExpertsGrouped(xRows_AD, counts_E.cumsum(0).to(torch::kInt32), gateUp_EDF2, down_EFD);
 #endif
     } else {
         auto countsTensor = torch::bincount(flatIds_A, {}, E).to(torch::kCPU);
         std::vector<int64_t> counts(countsTensor.data_ptr<int64_t>(), countsTensor.data_ptr<int64_t>() + E);
-        ySorted_AD = runExpertsLoop(xSorted_AD, counts, gateUp_EDF2, down_EFD);
+        yRows_AD = runExpertsLoop(xRows_AD, counts, gateUp_EDF2, down_EFD);
     }
-    auto w_A1 = weights_TK.flatten().index_select(0, order_A).unsqueeze(1).to(ySorted_AD.scalar_type());
-    return torch::zeros_like(x_TD).index_add(0, tokenOf_A, (ySorted_AD * w_A1).to(x_TD.scalar_type()));
+    auto y_TKD = CombineRows::apply(yRows_AD, order_A, slot_A, K);
+    auto w_T1K = weights_TK.to(y_TKD.scalar_type()).unsqueeze(1);
+    return torch::bmm(w_T1K, y_TKD).squeeze(1).to(x_TD.scalar_type());
 }
 
 MoeLayerImpl::MoeLayerImpl(int hiddenSize, int numExperts, int topK, int ffnHiddenSize,

@@ -58,20 +58,27 @@ static void testExperts()
 {
     torch::manual_seed(1);
     const int64_t T = 7, D = 6, E = 3, F = 5, K = 2;
-    auto x_TD = torch::randn({T, D});
-    auto gateUp = torch::randn({E, D, 2 * F}), down = torch::randn({E, F, D});
+    auto x_TD = torch::randn({T, D}, torch::requires_grad());
+    auto gateUp = torch::randn({E, D, 2 * F}, torch::requires_grad()), down = torch::randn({E, F, D});
     auto logits = torch::randn({T, E});
     rt::RouterOutput r = rt::routeTopK(logits, K, 0.0);
-    auto y = rt::expertsForward(x_TD, r.weights_TK, r.expertIds_TK, gateUp, down);
+    auto w_TK = r.weights_TK.detach().requires_grad_(true);
+    auto y = rt::expertsForward(x_TD, w_TK, r.expertIds_TK, gateUp, down);
     auto ref = torch::zeros({T, D});
     for (int64_t t = 0; t < T; ++t)
         for (int64_t k = 0; k < K; ++k) {
             const int64_t e = r.expertIds_TK[t][k].item<int64_t>();
             auto h = torch::matmul(x_TD[t], gateUp[e]);
             auto act = torch::silu(h.slice(0, 0, F)) * h.slice(0, F);
-            ref[t] += r.weights_TK[t][k] * torch::matmul(act, down[e]);
+            ref[t] += w_TK[t][k] * torch::matmul(act, down[e]);
         }
     WB_CHECK_MSG(maxDiff(y, ref) < 1e-5, "max diff " << maxDiff(y, ref));
+    // Backward through the gathers (dispatch, combine) equals autograd of the plain loop.
+    auto probe = torch::randn({T, D});
+    auto g = torch::autograd::grad({(y * probe).sum()}, {x_TD, w_TK, gateUp});
+    auto gRef = torch::autograd::grad({(ref * probe).sum()}, {x_TD, w_TK, gateUp});
+    for (size_t i = 0; i < g.size(); ++i)
+        WB_CHECK_MSG(maxDiff(g[i], gRef[i]) < 1e-4, "grad " << i << " max diff " << maxDiff(g[i], gRef[i]));
 }
 
 static void testBlockDiagonalDecoderAttention()
