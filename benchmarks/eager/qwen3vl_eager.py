@@ -57,6 +57,7 @@ IGNORE_LABEL = -100
 VISION_ROPE_BASE = 10000.0  # runtime/model/vision_encoder.cpp
 EXIT_UNSUPPORTED = 4  # the requested path does not exist in this torch (the round prints "n/a")
 
+TORCH_VERSION = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -207,7 +208,10 @@ class Attention:
         if kind == "varlen":
             from torch.nn.attention.varlen import varlen_attn  # torch >= 2.9
             self._varlen = varlen_attn
-            self._params = inspect.signature(varlen_attn).parameters
+            try:
+                self._params = set(inspect.signature(varlen_attn).parameters)
+            except (TypeError, ValueError):  # no Python signature: try the 2.9 keyword first
+                self._params = {"is_causal"}
 
     def varlen(self, q, k, v, lengths, causal):
         """q [N, H, d], k/v [N, G, d] over segments `lengths` -> [N, H, d]."""
@@ -259,7 +263,7 @@ class Attention:
         same = doc_ids[:, :, None] == doc_ids[:, None, :]
         causal = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
         allowed = (same & causal)[:, None]  # padding sees earlier padding: no empty softmax row
-        if self.kind == "sdpa" and "enable_gqa" in inspect.signature(F.scaled_dot_product_attention).parameters:
+        if self.kind == "sdpa" and TORCH_VERSION >= (2, 5):  # SDPA's enable_gqa
             return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=True)
         k = k.repeat_interleave(H // G, dim=1)
         v = v.repeat_interleave(H // G, dim=1)
