@@ -57,7 +57,6 @@ IGNORE_LABEL = -100
 VISION_ROPE_BASE = 10000.0  # runtime/model/vision_encoder.cpp
 EXIT_UNSUPPORTED = 4  # the requested path does not exist in this torch (the round prints "n/a")
 
-TORCH_VERSION = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -263,8 +262,8 @@ class Attention:
         same = doc_ids[:, :, None] == doc_ids[:, None, :]
         causal = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
         allowed = (same & causal)[:, None]  # padding sees earlier padding: no empty softmax row
-        if self.kind == "sdpa" and TORCH_VERSION >= (2, 5):  # SDPA's enable_gqa
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=True)
+        # K/V repeated for GQA rather than SDPA's enable_gqa: with a mask, enable_gqa can fall back
+        # to the math kernel (B x H x T x T scores), the repeat keeps the memory-efficient one.
         k = k.repeat_interleave(H // G, dim=1)
         v = v.repeat_interleave(H // G, dim=1)
         if self.kind == "sdpa":
