@@ -75,7 +75,7 @@ else
   echo "built in $BUILD ($(elapsed))"
   if [ "${WB_ROUND_CHECKS:-1}" != 0 ]; then
     echo "== GPU checks"
-    if "$BIN/test_runtime_gpu" >"$RESULTS/test_gpu.log" 2>&1; then echo "test_runtime_gpu: passed"
+    if timeout 120 "$BIN/test_runtime_gpu" >"$RESULTS/test_gpu.log" 2>&1; then echo "test_runtime_gpu: passed"
     else echo "test_runtime_gpu FAILED (the benchmark still runs)"; fi
     grep -v '^frame #' "$RESULTS/test_gpu.log" | head -20 || true
   fi
