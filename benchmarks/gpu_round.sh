@@ -82,9 +82,9 @@ else
 fi
 
 # Every row's config, derived from one base (python3 of the machine: standard library only).
-python3 - "$BASE" "$MANIFEST" "$STEPS" "$RESULTS/runs" "$TINY" <<'PY'
+python3 - "$BASE" "$MANIFEST" "$STEPS" "$RESULTS/runs" <<'PY'
 import json, sys
-base, manifest, steps, out, tiny = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
+base, manifest, steps, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 c = json.load(open(base))
 c["train"]["train_iters"] = steps
 c["train"]["lr_warmup_iters"] = min(c["train"].get("lr_warmup_iters", 0), steps - 1)
