@@ -70,10 +70,13 @@ def main(argv):
              "|---" * (len(COLS) + 4) + "|"]
     by_label, notes = {}, []
     for r in rows:
-        meta, med, why = medians(r["metrics"], skip) if r["status"] == "ok" else (None, None, None)
+        # A row stopped by its time limit keeps the steps it finished (shown with its status).
+        meta, med, why = medians(r["metrics"], skip) if r["metrics"] else (None, None, None)
         r["med"] = med
         by_label[r["label"]] = r
         source = f" ({meta.get('data_source')})" if meta and meta.get("data_source") else ""
+        if med is not None and r["status"] != "ok":
+            source += f", {r['status']}"
         if med is None:
             status = r["status"] if r["status"] != "ok" else f"no numbers: {why}"
             lines.append(f"| {r['label']}{source} | {r['impl']} | — | **{status}** |" + " |" * (len(COLS) - 1) + " — |")
