@@ -1,74 +1,220 @@
 #!/usr/bin/env bash
-# One GPU round of moe-train, run on the GPU machine from anywhere in the repository:
-#   benchmarks/gpu_round.sh [STEPS]
+# One GPU round of moe-train and its PyTorch-eager baseline, one command, one table:
+#   benchmarks/gpu_round.sh [STEPS]          (default 12 steps per row; medians after 3 warm-up steps)
 # 1. builds the runtime (cmake -S runtime, WB_WITH_CUDA=ON) against the machine's PyTorch wheel
-#    LibTorch, with the header-only deps from .gpu-deps/usr;
+#    LibTorch, with the header-only deps from .gpu-deps/usr (cached in $WB_GPU_BUILD between calls
+#    on one machine);
 # 2. runs the GPU unit checks (test_runtime_gpu: grouped GEMM vs loop, varlen flash vs dense mask,
 #    CUDA vs CPU);
 # 3. trains the standard workload (benchmarks/configs/qwen3vl-30b-slice.json: Qwen3-VL-30B-A3B dims,
 #    6 decoder + 4 vision layers, seq 4096, MBS 4, bf16) on real images from .gpu-samples
 #    (built here with: moe-sample-set --from /usr/share/openclipart/png --out .gpu-samples --count 400
-#    --min-side 256 --max-side 896 --caption-bytes 64:256) and the same shape as a mock, text-only
-#    run, and prints the table (medians after 3 warm-up steps); plus MBS 1 with varlen flash vs the
-#    dense masked decoder attention.
-# Logs and metrics go to /tmp/gpu_round; the table, GPU check log and metrics also to $OUT if set.
+#    --min-side 256 --max-side 896 --caption-bytes 64:256), then the guide's claims, one row each:
+#    real vs mock (text only), MBS 1/2/4/8, frozen vs trainable vision, recompute none / selective /
+#    full, CUDA graphs on / off;
+# 4. dumps the real and mock runs' micro-batches (moe-train --dump-batches) and trains the same model
+#    in PyTorch eager on them (benchmarks/eager/qwen3vl_eager.py: per-expert loop, and
+#    torch._grouped_mm experts), and prints the ratio ours / eager;
+# 5. prints the table (benchmarks/round_table.py) and writes it to $OUT/table.md.
+# A row that cannot run says why in the table instead of stopping the round: "OOM" (moe-train exit
+# 3, or CUDA out of memory in Python), "not supported by this build: ..." (moe-train --validate
+# refuses the config, e.g. recompute or CUDA graphs before they land), "timed out", "failed".
+#
+# Environment:
+#   WB_ROUND_TINY=1        CPU dry run of the whole logic: sample-tiny (fp32, CPU), binaries from
+#                          WB_ROUND_BIN (default build/bin), a 48-image sample set made here, no build
+#                          and no GPU checks. For checking this script, not for numbers.
+#   WB_ROUND_PYTHON        Python with torch for the eager rows (default: python3, or /usr/bin/python3
+#                          when python3 has no torch)
+#   WB_ROUND_ROW_TIMEOUT   seconds per row of ours before it is stopped and reported "timed out"
+#                          (default 150); WB_ROUND_EAGER_TIMEOUT the same for eager rows (default 240)
+#   WB_ROUND_CHECKS=0      skip the GPU unit checks;  WB_ROUND_DENSE=1  add the MBS 1 dense-mask
+#                          decoder-attention row (the measurement behind choosing varlen flash)
+# Logs, configs, dumps and metrics go to $WB_ROUND_RESULTS (default /tmp/gpu_round).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STEPS=${1:-12}
-RESULTS=/tmp/gpu_round   # everything; a few files are copied to $OUT at the end
+RESULTS=${WB_ROUND_RESULTS:-/tmp/gpu_round}
 BUILD=${WB_GPU_BUILD:-/tmp/wb-rt-build}
+ROW_TIMEOUT=${WB_ROUND_ROW_TIMEOUT:-150}
+EAGER_TIMEOUT=${WB_ROUND_EAGER_TIMEOUT:-240}
+BUDGET=${WB_ROUND_BUDGET:-540}   # seconds for the whole round: the device tool stops a command at 600
+TINY=${WB_ROUND_TINY:-0}
+ROWS="$RESULTS/rows.tsv"
+START=$(date +%s)
 mkdir -p "$RESULTS"
+rm -rf "$RESULTS"/runs "$RESULTS"/dump-* "$ROWS"
+mkdir -p "$RESULTS/runs"
 cd "$ROOT"
+elapsed() { echo "$(( $(date +%s) - START )) s"; }
+# Seconds a row may still take: its own limit, or what is left of the round's budget (so the table
+# is always printed before the device tool's 10-minute limit); 0 = skip the row.
+allowance() {  # limit
+  local left=$(( BUDGET - ($(date +%s) - START) - 15 ))
+  if [ $left -lt 20 ]; then echo 0; elif [ $left -lt "$1" ]; then echo $left; else echo "$1"; fi
+}
 
-BIN=$(RESULTS="$RESULTS" WB_GPU_BUILD="$BUILD" "$ROOT/benchmarks/build_gpu.sh" moe-train test_runtime_gpu test_runtime_model)
-echo "built in $BUILD"
-
-echo "== GPU checks"
-"$BUILD/bin/test_runtime_gpu" >"$RESULTS/test_gpu.log" 2>&1 && echo "test_runtime_gpu: passed" \
-  || echo "test_runtime_gpu FAILED (the benchmark still runs)"
-grep -v '^frame #' "$RESULTS/test_gpu.log" | head -20
-"$BUILD/bin/test_runtime_model" >"$RESULTS/test_model.log" 2>&1 && echo "test_runtime_model (CPU tests, CUDA build): passed" \
-  || { echo "test_runtime_model FAILED"; tail -20 "$RESULTS/test_model.log"; }
-
-echo "== benchmark: $STEPS steps each"
-MANIFEST="$ROOT/.gpu-samples/manifest.jsonl"
-[ -f "$MANIFEST" ] || { echo "no $MANIFEST: build the sample set (see the top of this script) and carry .gpu-samples"; exit 1; }
-python3 - "$ROOT/benchmarks/configs/qwen3vl-30b-slice.json" "$MANIFEST" "$STEPS" "$RESULTS" <<'PY'
-import json, sys
-src, manifest, steps, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-c = json.load(open(src))
-c["train"]["train_iters"] = steps
-c["data"]["manifest"] = manifest
-json.dump(c, open(f"{out}/real.json", "w"), indent=1)
-m = json.loads(json.dumps(c))
-m["name"] += "-mock"
-m["data"]["source"] = "mock"
-m["data"]["mock_image_size"] = 0   # text only: the same captions, no images
-json.dump(m, open(f"{out}/mock.json", "w"), indent=1)
-one = json.loads(json.dumps(c))
-one["train"]["micro_batch_size"] = one["train"]["global_batch_size"] = 1
-json.dump(one, open(f"{out}/real-mbs1.json", "w"), indent=1)
-json.dump(one, open(f"{out}/real-mbs1-dense.json", "w"), indent=1)
-PY
-# real-mbs1-dense: the decoder's attention through the dense document-causal mask (B×T×T, fp32
-# softmax) instead of varlen flash, all else equal, at MBS 1 (at MBS 4 the dense scores of six
-# layers do not fit beside the weights): the measurement behind choosing varlen flash.
-for run in real mock real-mbs1 real-mbs1-dense; do
-  rm -rf "/tmp/run-$run"
-  "$BUILD/bin/moe-train" --validate "$RESULTS/$run.json"
-  echo "-- $run"
-  dense=""; [ "$run" = real-mbs1-dense ] && dense=dense
-  WB_DECODER_ATTENTION=$dense "$BUILD/bin/moe-train" --config "$RESULTS/$run.json" --run-dir "/tmp/run-$run" \
-    >"$RESULTS/$run.log" 2>&1 || { echo "$run run failed:"; tail -15 "$RESULTS/$run.log"; }
-  tail -2 "$RESULTS/$run.log"
-  cp "/tmp/run-$run/metrics.jsonl" "$RESULTS/$run.metrics.jsonl" 2>/dev/null || true
-done
-echo "== table ($(date -u +%Y-%m-%dT%H:%MZ), medians over steps 4..$STEPS)"
-python3 "$ROOT/benchmarks/summarize.py" --skip 3 "real=$RESULTS/real.metrics.jsonl" "mock=$RESULTS/mock.metrics.jsonl" \
-  "real-mbs1=$RESULTS/real-mbs1.metrics.jsonl" "real-mbs1-dense-decoder-attn=$RESULTS/real-mbs1-dense.metrics.jsonl" \
-  | tee "$RESULTS/table.md"
-# The device tool brings back at most 8 files from $OUT: keep the table, the checks and the metrics there.
-if [ -n "${OUT:-}" ] && [ "$RESULTS" != "$OUT" ]; then
-  cp "$RESULTS/table.md" "$RESULTS/test_gpu.log" "$RESULTS"/real.metrics.jsonl "$RESULTS"/mock.metrics.jsonl \
-     "$RESULTS"/real-mbs1*.metrics.jsonl "$OUT/" 2>/dev/null || true
+PY=${WB_ROUND_PYTHON:-python3}
+if ! "$PY" -c 'import torch' 2>/dev/null && [ -z "${WB_ROUND_PYTHON:-}" ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  PY=/usr/bin/python3
 fi
+
+if [ "$TINY" = 1 ]; then
+  BIN=${WB_ROUND_BIN:-$ROOT/build/bin}
+  [ -x "$BIN/moe-train" ] || { echo "WB_ROUND_TINY: no $BIN/moe-train (build it: cmake --build build --target moe-train moe-sample-set)"; exit 1; }
+  BASE="$ROOT/resources/configs/sample-tiny.json"
+  SAMPLES="$RESULTS/tiny-samples"
+  [ -f "$SAMPLES/manifest.jsonl" ] || "$BIN/moe-sample-set" --from /usr/share/openclipart/png --out "$SAMPLES" --count 48 >/dev/null
+  MANIFEST="$SAMPLES/manifest.jsonl"
+  echo "== CPU dry run (WB_ROUND_TINY=1): sample-tiny, $STEPS steps per row, binaries from $BIN"
+else
+  MANIFEST="$ROOT/.gpu-samples/manifest.jsonl"
+  [ -f "$MANIFEST" ] || { echo "no $MANIFEST: build the sample set (see the top of this script) and carry .gpu-samples"; exit 1; }
+  BASE="$ROOT/benchmarks/configs/qwen3vl-30b-slice.json"
+  BIN=$(RESULTS="$RESULTS" WB_GPU_BUILD="$BUILD" "$ROOT/benchmarks/build_gpu.sh" moe-train test_runtime_gpu)
+  echo "built in $BUILD ($(elapsed))"
+  if [ "${WB_ROUND_CHECKS:-1}" != 0 ]; then
+    echo "== GPU checks"
+    if timeout 120 "$BIN/test_runtime_gpu" >"$RESULTS/test_gpu.log" 2>&1; then echo "test_runtime_gpu: passed"
+    else echo "test_runtime_gpu FAILED (the benchmark still runs)"; fi
+    grep -v '^frame #' "$RESULTS/test_gpu.log" | head -20 || true
+  fi
+fi
+
+# Every row's config, derived from one base (python3 of the machine: standard library only).
+python3 - "$BASE" "$MANIFEST" "$STEPS" "$RESULTS/runs" <<'PY'
+import json, sys
+base, manifest, steps, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+c = json.load(open(base))
+c["train"]["train_iters"] = steps
+c["train"]["lr_warmup_iters"] = min(c["train"].get("lr_warmup_iters", 0), steps - 1)
+c["train"]["log_interval"] = 1
+c["data"]["manifest"] = manifest
+def variant(name, edit):
+    v = json.loads(json.dumps(c))
+    edit(v)
+    json.dump(v, open(f"{out}/{name}.json", "w"), indent=1)
+def mbs(n):
+    def edit(v):
+        v["train"]["micro_batch_size"] = v["train"]["global_batch_size"] = n
+    return edit
+variant("real", lambda v: None)
+variant("mock", lambda v: v["data"].update(source="mock", mock_image_size=0))  # same captions, no images
+for n in (1, 2, 8):
+    variant(f"real-mbs{n}", mbs(n))
+variant("real-frozen-vision", lambda v: v["model"].update(freeze_vision_model=True))
+variant("real-recompute-selective", lambda v: v.update(recompute={
+    "granularity": "selective", "modules": ["core_attn", "moe_act", "layernorm"]}))
+variant("real-recompute-full", lambda v: v.update(recompute={
+    "granularity": "full", "method": "uniform", "recompute_num_layers": 1}))
+variant("real-cuda-graphs", lambda v: v.update(cuda_graph={
+    "impl": "local", "scope": ["moe_router", "moe_preprocess"], "warmup_steps": 3}))
+variant("real-mbs1-dense", mbs(1))
+PY
+
+row() {  # label impl status metrics [pair]
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5:-}" >>"$ROWS"
+}
+
+ours() {  # label [env assignments for moe-train...]
+  local label=$1 cfg="$RESULTS/runs/$1.json" log="$RESULTS/runs/$1.log" dir="$RESULTS/runs/$1" rc=0 why
+  shift
+  if ! "$BIN/moe-train" --validate "$cfg" >"$log.validate" 2>&1; then
+    why=$(grep -m1 -E '^\s*[a-z_]+\.[a-z_.]+:' "$log.validate" | sed 's/^ *//' | cut -c1-150 || true)
+    echo "-- $label: not supported by this build: ${why:-see $log.validate}"
+    row "$label" ours "not supported by this build: ${why:-moe-train --validate refused it}" ""
+    return 0
+  fi
+  local limit
+  limit=$(allowance "$ROW_TIMEOUT")
+  if [ "$limit" = 0 ]; then
+    row "$label" ours "skipped: the round's $BUDGET s budget is spent" ""
+    return 0
+  fi
+  rm -rf "$dir"
+  env "$@" timeout "$limit" "$BIN/moe-train" --config "$cfg" --run-dir "$dir" >"$log" 2>&1 || rc=$?
+  cp "$dir/metrics.jsonl" "$RESULTS/runs/$label.metrics.jsonl" 2>/dev/null || true
+  case $rc in
+    0) row "$label" ours ok "$RESULTS/runs/$label.metrics.jsonl" ;;
+    3) row "$label" ours "OOM (moe-train exit 3)" "" ;;
+    124) row "$label" ours "timed out after $limit s" "$RESULTS/runs/$label.metrics.jsonl" ;;
+    *) row "$label" ours "failed (exit $rc): $(tail -1 "$log" | cut -c1-120 | tr '\t|' '  ')" "" ;;
+  esac
+  echo "-- $label: exit $rc, $(grep -c '"type":"step"' "$RESULTS/runs/$label.metrics.jsonl" 2>/dev/null || true) step records ($(elapsed))"
+  [ $rc = 0 ] || tail -3 "$log"
+}
+
+dump() {  # label: the micro-batches our run of that label trained on
+  local label=$1 cfg="$RESULTS/runs/$1.json" per
+  if [ "$(allowance 60)" = 0 ]; then echo "budget spent" >"$RESULTS/runs/dump-$label.log"; return 1; fi
+  per=$(python3 -c "import json,sys;t=json.load(open(sys.argv[1]))['train'];print(max(1,t['global_batch_size']//t['micro_batch_size']))" "$cfg")
+  "$BIN/moe-train" --config "$cfg" --dump-batches "$RESULTS/dump-$label" --dump-count $((STEPS * per)) \
+    >"$RESULTS/runs/dump-$label.log" 2>&1
+}
+
+eager() {  # label dump-of experts pair
+  local label=$1 from=$2 experts=$3 pair=$4 log="$RESULTS/runs/$1.log" rc=0 why
+  if [ ! -f "$RESULTS/dump-$from/index.json" ]; then
+    row "$label" eager "no dump: $(tail -1 "$RESULTS/runs/dump-$from.log" 2>/dev/null | cut -c1-120)" "" "$pair"
+    return 0
+  fi
+  if ! "$PY" -c 'import torch' 2>/dev/null; then
+    row "$label" eager "no Python with torch ($PY)" "" "$pair"
+    return 0
+  fi
+  local limit
+  limit=$(allowance "$EAGER_TIMEOUT")
+  if [ "$limit" = 0 ]; then
+    row "$label" eager "skipped: the round's $BUDGET s budget is spent" "" "$pair"
+    return 0
+  fi
+  PYTHONUNBUFFERED=1 timeout "$limit" "$PY" "$ROOT/benchmarks/eager/qwen3vl_eager.py" --dump "$RESULTS/dump-$from" \
+    --steps "$STEPS" --warmup 3 --experts "$experts" --label "$label" \
+    --metrics "$RESULTS/runs/$label.metrics.jsonl" >"$log" 2>&1 || rc=$?
+  if [ $rc = 0 ]; then row "$label" eager ok "$RESULTS/runs/$label.metrics.jsonl" "$pair"
+  elif [ $rc = 4 ]; then row "$label" eager "n/a: $(tail -1 "$log" | sed 's/^eager: //' | cut -c1-120)" "" "$pair"
+  elif grep -q -E 'OutOfMemoryError|out of memory' "$log"; then row "$label" eager "OOM (CUDA out of memory)" "" "$pair"
+  elif [ $rc = 124 ]; then row "$label" eager "timed out after $limit s" "$RESULTS/runs/$label.metrics.jsonl" "$pair"
+  else row "$label" eager "failed (exit $rc): $(grep -v '^ ' "$log" | tail -1 | cut -c1-120 | tr '\t|' '  ')" "" "$pair"; fi
+  echo "-- $label: exit $rc ($(elapsed))"
+  grep -E '^eager: (attention|medians)' "$log" || tail -3 "$log"
+}
+
+# Whatever happens after this point (an unexpected error under set -e included), the rows measured
+# so far are printed and saved.
+finish() {
+  local rc=$?
+  trap - EXIT
+  [ -f "$ROWS" ] || exit $rc
+  echo "== table ($(date -u +%Y-%m-%dT%H:%MZ), medians over steps 4..$STEPS, round took $(elapsed))"
+  python3 "$ROOT/benchmarks/round_table.py" --skip 3 --rows "$ROWS" --out "$RESULTS/table.md" || rc=1
+  # The device tool brings back at most 8 files from $OUT: the table, the GPU checks, and one
+  # archive of every row's log, config and metrics.
+  if [ -n "${OUT:-}" ] && [ "$RESULTS" != "$OUT" ]; then
+    cp "$RESULTS/table.md" "$OUT/" 2>/dev/null || true
+    cp "$RESULTS/test_gpu.log" "$OUT/" 2>/dev/null || true
+    tar -C "$RESULTS" -czf "$OUT/round-runs.tar.gz" runs rows.tsv 2>/dev/null || true
+  fi
+  exit $rc
+}
+trap finish EXIT
+
+# Order = priority: if the budget runs out, the rows behind the issue's targets are already measured.
+echo "== ours, real and mock: $STEPS steps per row, $ROW_TIMEOUT s at most each"
+ours real
+ours mock
+echo "== PyTorch eager on the same micro-batches ($PY)"
+dump real || echo "dump of real failed: $(tail -1 "$RESULTS/runs/dump-real.log")"
+dump mock || echo "dump of mock failed: $(tail -1 "$RESULTS/runs/dump-mock.log")"
+eager eager-real-loop real loop real
+eager eager-real-grouped real grouped real
+eager eager-mock-loop mock loop mock
+echo "== ours, the guide's knobs"
+ours real-mbs1
+ours real-mbs2
+ours real-mbs8
+ours real-frozen-vision
+ours real-recompute-selective
+ours real-recompute-full
+ours real-cuda-graphs
+if [ "${WB_ROUND_DENSE:-0}" = 1 ]; then ours real-mbs1-dense WB_DECODER_ATTENTION=dense; fi

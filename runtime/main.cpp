@@ -1,9 +1,11 @@
 // moe-train: the bundled trainer's command line (DESIGN.md §3.1). Main thread only.
 //   moe-train --config run.json --run-dir DIR [--resume] [--nproc-per-node N] [--comm-timeout S]
 //   moe-train --validate run.json
+//   moe-train --config run.json --dump-batches DIR [--dump-count N]
 //   moe-train --self-check
 //   moe-train --version
 #include "core/run_config.h"
+#include "runtime/data/batch_dump.h"
 #include "runtime/parallel/process_group.h"
 #include "runtime/parallel/rank_launcher.h"
 #include "runtime/train/runtime_checks.h"
@@ -35,6 +37,7 @@ int usage(const std::string& why)
     std::cerr << "moe-train: " << why << "\n"
               << "usage: moe-train --config run.json --run-dir DIR [--resume] [--nproc-per-node N] [--comm-timeout S]\n"
               << "       moe-train --validate run.json\n"
+              << "       moe-train --config run.json --dump-batches DIR [--dump-count N]\n"
               << "       moe-train --self-check\n"
               << "       moe-train --version\n";
     return kExitBadConfig;
@@ -112,7 +115,7 @@ int train(const std::string& configPath, const std::string& runDir, bool resume)
 int main(int argc, char** argv)
 {
     std::vector<std::string> args(argv + 1, argv + argc);
-    std::string config, runDir, validatePath, nprocText, timeoutText;
+    std::string config, runDir, validatePath, nprocText, timeoutText, dumpDir, dumpCountText;
     bool resume = false;
     std::vector<std::string> rankArgs;  // what each spawned rank gets: everything but --nproc-per-node
     for (size_t i = 0; i < args.size(); ++i) {
@@ -135,10 +138,11 @@ int main(int argc, char** argv)
             resume = true;
         else if ((a == "--config" && !value(config)) || (a == "--run-dir" && !value(runDir)) ||
                  (a == "--validate" && !value(validatePath)) || (a == "--nproc-per-node" && !value(nprocText)) ||
-                 (a == "--comm-timeout" && !value(timeoutText)))
+                 (a == "--comm-timeout" && !value(timeoutText)) || (a == "--dump-batches" && !value(dumpDir)) ||
+                 (a == "--dump-count" && !value(dumpCountText)))
             return usage(a + " needs a value");
         else if (a != "--config" && a != "--run-dir" && a != "--validate" && a != "--nproc-per-node" &&
-                 a != "--comm-timeout")
+                 a != "--comm-timeout" && a != "--dump-batches" && a != "--dump-count")
             return usage("unknown argument " + a);
         if (a != "--nproc-per-node" && a != "--comm-timeout")
             rankArgs.insert(rankArgs.end(), args.begin() + static_cast<std::ptrdiff_t>(first),
@@ -160,6 +164,8 @@ int main(int argc, char** argv)
     try {
         if (!validatePath.empty())
             return validate(validatePath, nproc > 0 ? nproc : wb::rt::worldSizeFromEnvironment());
+        if (!dumpDir.empty() || !dumpCountText.empty())  // the loader's micro-batches to files (batch_dump.h)
+            return wb::rt::runBatchDumpCommand(config, dumpDir, dumpCountText);
         if (config.empty() || runDir.empty())
             return usage("--config and --run-dir are required to train");
         if (nproc > 0) {

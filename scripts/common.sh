@@ -16,7 +16,9 @@ WB_PACKAGES=(
 )
 # Only for the tests (test.sh): the SSH tests start a private sshd on 127.0.0.1. Not installed by
 # start.sh, since on a desktop the package would also enable a system sshd on port 22.
-WB_TEST_PACKAGES=(openssh-server openssh-client)
+# python3-torch (Debian's PyTorch 1.13 for Python, ≈ 50 s to install beside libtorch-dev): the e2e
+# test that checks the PyTorch-eager benchmark baseline against moe-train (tests/e2e/eager_e2e.py).
+WB_TEST_PACKAGES=(openssh-server openssh-client python3-torch)
 
 wb_install_missing() {  # extra arguments: more packages to require
   local missing=()
