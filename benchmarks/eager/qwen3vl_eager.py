@@ -66,7 +66,7 @@ class Unsupported(Exception):
 
 # ----------------------------------------------------------------------------- the dumped batches
 
-DTYPES = {"int64": torch.int64, "int32": torch.int32, "float32": torch.float32}
+DTYPES = {"int64": torch.int64, "int32": torch.int32, "float32": torch.float32, "uint8": torch.uint8}
 
 
 def read_dump(path):
@@ -84,7 +84,7 @@ def read_dump(path):
         file = os.path.join(path, entry["file"])
         with open(file, "rb") as f:
             data = bytearray(f.read())  # writable: frombuffer shares it without a warning
-        b = {k: entry[k] for k in ("rows", "seq_length", "images", "image_tokens", "text_tokens",
+        b = {k: entry[k] for k in ("rows", "seq_length", "images", "temporal_patch_size", "image_tokens", "text_tokens",
                                    "pad_tokens", "samples")}
         for name, a in entry["arrays"].items():
             count = math.prod(a["shape"])
@@ -127,9 +127,18 @@ def prepare(b):
 
 
 def to_device(b, device):
-    keys = ("token_ids", "labels", "doc_ids", "pos1d", "pos3", "patch_values", "patch_row", "patch_col",
+    keys = ("token_ids", "labels", "doc_ids", "pos1d", "pos3", "patch_row", "patch_col",
             "image_index", "valid_index", "target_index")
     out = {k: b[k].to(device) for k in keys}
+    # Patches as moe-train makes them on the device: one frame of bytes through the dumped
+    # byte->value table (identical bits), the still frame repeated temporal_patch_size times.
+    pixels = b["patch_pixels"]
+    P, C = pixels.shape
+    T = b["temporal_patch_size"]
+    plane = C // 3 if P > 0 else 0
+    table = b["byte_values"].to(device)
+    values = table.index_select(0, pixels.to(device).flatten().long()).view(P, 3, 1, plane)
+    out["patch_values"] = values.expand(P, 3, T, plane).reshape(P, 3 * T * plane)
     for k in ("doc_segments", "image_segments"):
         out[k] = b[k]
     return out

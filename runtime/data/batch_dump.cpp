@@ -32,6 +32,8 @@ template <>
 const char* dtypeName<int32_t>() { return "int32"; }
 template <>
 const char* dtypeName<float>() { return "float32"; }
+template <>
+const char* dtypeName<uint8_t>() { return "uint8"; }
 
 std::string batchFileName(size_t index)
 {
@@ -137,7 +139,9 @@ core::Result<void> writeBatchDump(const std::string& dir, const std::string& con
     for (size_t i = 0; i < batches.size(); ++i) {
         const MicroBatch& b = batches[i];
         const int64_t B = b.rows, T = b.seqLength, P = b.totalPatches();
-        const int64_t C = P > 0 ? static_cast<int64_t>(b.patchValues.size()) / P : 0;
+        // One frame of raw bytes per patch + the byte→value table: the model's input is
+        // byte_values[patch_pixels] with the frame repeated temporal_patch_size times (toTensors).
+        const int64_t C = P > 0 ? static_cast<int64_t>(b.patchPixels.size()) / P : 0;
         const auto I = static_cast<int64_t>(b.imageGridH.size());
         ArrayWriter w;
         w.add("token_ids", b.tokenIds, {B, T});
@@ -145,7 +149,8 @@ core::Result<void> writeBatchDump(const std::string& dir, const std::string& con
         w.add("doc_ids", b.docIds, {B, T});
         w.add("pos1d", b.pos1d, {B, T});
         w.add("pos3", b.pos3, {3, B, T});
-        w.add("patch_values", b.patchValues, {P, C});
+        w.add("patch_pixels", b.patchPixels, {P, C});
+        w.add("byte_values", patchByteValues(), {256});
         w.add("patch_image", b.patchImage, {P});
         w.add("patch_row", b.patchRow, {P});
         w.add("patch_col", b.patchCol, {P});
@@ -160,7 +165,7 @@ core::Result<void> writeBatchDump(const std::string& dir, const std::string& con
                 return core::makeError(core::ErrorCode::IoError, "cannot write the batch file (disk full?)",
                                        dir + "/" + file);
         }
-        index["batches"].push_back({{"file", file}, {"rows", B}, {"seq_length", T}, {"images", b.images},
+        index["batches"].push_back({{"file", file}, {"rows", B}, {"seq_length", T}, {"images", b.images}, {"temporal_patch_size", b.temporalPatchSize},
                                     {"image_tokens", b.imageTokens}, {"text_tokens", b.textTokens},
                                     {"pad_tokens", b.padTokens}, {"samples", b.samples},
                                     {"skipped_images", b.skippedImages}, {"next_sample_seq", b.nextSampleSeq},
@@ -217,7 +222,7 @@ core::Result<std::vector<MicroBatch>> readBatchDump(const std::string& dir)
             expectShape("pos1d", shape, BT);
             b.pos3 = r.get<int64_t>("pos3", shape);
             expectShape("pos3", shape, {3, b.rows, b.seqLength});
-            b.patchValues = r.get<float>("patch_values", shape);
+            b.patchPixels = r.get<uint8_t>("patch_pixels", shape);
             const int64_t P = shape.empty() ? 0 : shape[0];
             b.patchImage = r.get<int32_t>("patch_image", shape);
             expectShape("patch_image", shape, {P});
@@ -230,6 +235,7 @@ core::Result<std::vector<MicroBatch>> readBatchDump(const std::string& dir)
             expectShape("image_grid_w", shape, {static_cast<int64_t>(b.imageGridH.size())});
             b.sampleLengths = r.get<int64_t>("sample_lengths", shape);
             b.images = entry.at("images").get<int64_t>();
+            b.temporalPatchSize = entry.at("temporal_patch_size").get<int>();
             b.imageTokens = entry.at("image_tokens").get<int64_t>();
             b.textTokens = entry.at("text_tokens").get<int64_t>();
             b.padTokens = entry.at("pad_tokens").get<int64_t>();

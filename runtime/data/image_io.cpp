@@ -179,8 +179,20 @@ ImagePatches patchify(const RgbImage& image, int patchSize, int temporalPatchSiz
     return out;
 }
 
+const std::vector<float>& patchByteValues()
+{
+    static const std::vector<float> table = [] {
+        std::vector<float> lut(256);
+        for (int i = 0; i < 256; ++i)
+            lut[static_cast<size_t>(i)] = static_cast<float>(i) / 127.5f - 1.0f;
+        return lut;
+    }();
+    return table;
+}
+
 std::vector<float> patchValues(const uint8_t* pixels, int64_t count, int patchSize, int temporalPatchSize)
 {
+    const auto& lut = patchByteValues();
     const int64_t plane = int64_t{patchSize} * patchSize;
     std::vector<float> out;
     out.reserve(static_cast<size_t>(count * 3 * temporalPatchSize * plane));
@@ -188,7 +200,7 @@ std::vector<float> patchValues(const uint8_t* pixels, int64_t count, int patchSi
         for (int c = 0; c < 3; ++c)
             for (int t = 0; t < temporalPatchSize; ++t)
                 for (int64_t i = 0; i < plane; ++i)
-                    out.push_back(pixels[(p * 3 + c) * plane + i] / 127.5f - 1.0f);
+                    out.push_back(lut[pixels[(p * 3 + c) * plane + i]]);
     return out;
 }
 

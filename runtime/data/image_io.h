@@ -57,6 +57,10 @@ inline int patchDim(int patchSize, int temporalPatchSize) { return 3 * temporalP
 /// Bytes per patch as stored (one frame): 3 × patchSize².
 inline int pixelDim(int patchSize) { return 3 * patchSize * patchSize; }
 
+/// value(byte) = byte / 127.5 − 1 in fp32, as a 256-entry table: the one definition the host
+/// reference, the device upload (toTensors) and batch dumps use, so every path has the same bits.
+const std::vector<float>& patchByteValues();
+
 /// The model's input for `count` patches of one-frame bytes: numPatches × patchDim floats,
 /// [channel][frame][y][x], value = byte / 127.5 − 1 (the reference the device path must equal).
 std::vector<float> patchValues(const uint8_t* pixels, int64_t count, int patchSize, int temporalPatchSize);

@@ -61,14 +61,8 @@ VlmBatch toTensors(const MicroBatch& b, torch::Device device, torch::ScalarType 
         // reciprocal and can differ by an ulp); then the still frame is repeated over time.
         const int64_t plane = static_cast<int64_t>(b.patchPixels.size()) / (P * 3);
         const int64_t T = b.temporalPatchSize;
-        static const std::vector<float> kByteValues = [] {
-            std::vector<float> lut(256);
-            for (int i = 0; i < 256; ++i)
-                lut[static_cast<size_t>(i)] = static_cast<float>(i) / 127.5f - 1.0f;
-            return lut;
-        }();
         auto bytes = fromVector(b.patchPixels, torch::kUInt8, device, {P * 3 * plane});
-        auto values = fromVector(kByteValues, torch::kFloat32, device, {256})
+        auto values = fromVector(patchByteValues(), torch::kFloat32, device, {256})
                           .index_select(0, bytes.to(torch::kInt32))
                           .view({P, 3, 1, plane})
                           .to(dtype);

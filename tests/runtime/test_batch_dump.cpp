@@ -37,7 +37,7 @@ core::RunConfig tinyMockConfig()
 bool sameBatch(const rt::MicroBatch& a, const rt::MicroBatch& b)
 {
     return a.rows == b.rows && a.seqLength == b.seqLength && a.tokenIds == b.tokenIds && a.labels == b.labels &&
-           a.docIds == b.docIds && a.pos1d == b.pos1d && a.pos3 == b.pos3 && a.patchValues == b.patchValues &&
+           a.docIds == b.docIds && a.pos1d == b.pos1d && a.pos3 == b.pos3 && a.patchPixels == b.patchPixels && a.temporalPatchSize == b.temporalPatchSize &&
            a.patchImage == b.patchImage && a.patchRow == b.patchRow && a.patchCol == b.patchCol &&
            a.imageGridH == b.imageGridH && a.imageGridW == b.imageGridW && a.sampleLengths == b.sampleLengths &&
            a.images == b.images && a.imageTokens == b.imageTokens && a.textTokens == b.textTokens &&
@@ -71,8 +71,9 @@ void roundTripInProcess(const fs::path& tmp)
     for (size_t i = 0; i < std::min<size_t>(3, read->size()); ++i) {
         WB_CHECK_MSG(sameBatch((*read)[i], expected[i]), "micro-batch " << i << " differs after the round trip");
         WB_CHECK((*read)[i].totalPatches() > 0);
-        WB_CHECK((*read)[i].patchValues.size() ==
-                 static_cast<size_t>((*read)[i].totalPatches() * 3 * 2 * 16 * 16));
+        // One frame of bytes per patch; the model repeats it over temporal patch 2.
+        WB_CHECK((*read)[i].patchPixels.size() == static_cast<size_t>((*read)[i].totalPatches() * 3 * 16 * 16));
+        WB_CHECK((*read)[i].temporalPatchSize == 2);
     }
     // The index carries the config, so a reader needs nothing else, and 64-byte aligned offsets.
     const auto index = nlohmann::json::parse(test::readFile(fs::path(dir) / "index.json"));
@@ -82,7 +83,8 @@ void roundTripInProcess(const fs::path& tmp)
         WB_CHECK_MSG(a["offset"].get<int64_t>() % 64 == 0, name << " is not 64-byte aligned");
     WB_CHECK(index["batches"][0]["arrays"]["pos3"]["shape"] == nlohmann::json({3, 2, 96}));
     WB_CHECK(index["batches"][0]["arrays"]["token_ids"]["dtype"] == "int64");
-    WB_CHECK(index["batches"][0]["arrays"]["patch_values"]["dtype"] == "float32");
+    WB_CHECK(index["batches"][0]["arrays"]["patch_pixels"]["dtype"] == "uint8");
+    WB_CHECK(index["batches"][0]["arrays"]["byte_values"]["shape"] == nlohmann::json({256}));
 
     // Text-only micro-batches: the vision arrays are empty but present.
     core::RunConfig text = c;
