@@ -8,9 +8,13 @@
 #include "core/planner/generators.h"
 #include "core/planner/lint.h"
 #include "core/planner/plan_json.h"
+#include "core/planner/prediction.h"
+#include "core/run_prediction.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <optional>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -83,6 +87,7 @@ int generateCommand(const CliContext&, Args args)
     core::RunConfig config;
     GeneratorTarget target;
     int gpus = 0;
+    std::optional<core::RunPrediction> prediction;
     if (looksLikePlan(text)) {
         auto plan = parsePlanJson(text);
         if (!plan)
@@ -110,6 +115,12 @@ int generateCommand(const CliContext&, Args args)
             return reportError(hw.error());
         const Layout& layout = plan->layouts[static_cast<size_t>(index)];
         config = runConfigForLayout(*model, layout, plan->workload, manifest.value_or("manifest.jsonl"));
+        // The prediction that travels with the run: the chosen layout, as the plan predicted it
+        // (with the plan's calibration, if it had one).
+        ThroughputOptions options;
+        options.eff.stepTimeFactor = plan->stepTimeFactor;
+        const Candidate candidate = evaluateLayout(*model, layout, plan->workload, *hw, options);
+        prediction = predictionForCandidate(candidate, *hw, plan->calibration, candidate.throughput.stepMs / plan->stepTimeFactor);
         target.hardware = *hw;
         target.modelName = plan->model;
         target.overlapMoeExpertParallelComm = layout.overlapMoeExpertParallelComm;
@@ -152,6 +163,21 @@ int generateCommand(const CliContext&, Args args)
             target.nodes = (gpus + target.hardware.gpusPerNode - 1) / target.hardware.gpusPerNode;
         }
     }
+    // A plain config with hardware and GPUs given: predict it the way the planner would.
+    if (!prediction && hardwareName && gpusText) {
+        ModelSpec spec;
+        spec.name = modelName.value_or(config.name);
+        spec.model = config.model;
+        Workload workload;
+        workload.seqLength = config.train.seqLength;
+        workload.imagesPerSample = config.data.imagesPerSample;
+        const int side = config.data.source == "mock" ? config.data.mockImageSize
+                                                      : static_cast<int>(std::sqrt(static_cast<double>(config.data.maxPixels)));
+        workload.imageWidth = workload.imageHeight = std::max(0, side);
+        workload.mockTextOnly = side <= 0 || config.data.imagesPerSample <= 0;
+        const Layout layout = layoutFromRunConfig(config, gpus);
+        prediction = predictionForCandidate(evaluateLayout(spec, layout, workload, target.hardware), target.hardware);
+    }
     if (gpus % target.nodes != 0)
         return reportUsage(std::to_string(gpus) + " GPUs do not split evenly over " + std::to_string(target.nodes) +
                                " node(s); give --nodes that divides --gpus",
@@ -188,6 +214,9 @@ int generateCommand(const CliContext&, Args args)
     auto bundle = generateFormat(*format, config, target);
     if (!bundle)
         return reportError(bundle.error());
+    // launch --config DIR/config.json picks prediction.json up from beside the config.
+    if (*format == "runtime" && prediction)
+        bundle->files.push_back(GeneratedFile{"prediction.json", core::predictionToJson(*prediction), false});
 
     std::error_code ec;
     fs::create_directories(*outDir, ec);

@@ -255,8 +255,10 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
          fmt(o.eff.optimizerBytesPerParam, 0) + " B of HBM traffic per locally owned parameter");
 
 #undef WB_TERM
-    for (const TimeTerm& t : est.terms)
+    for (TimeTerm& t : est.terms) {
+        t.ms *= o.eff.stepTimeFactor;
         est.stepMs += t.ms;
+    }
     const double seconds = est.stepMs / 1e3;
     const double world = l.worldSize;
     est.tokensPerSecPerGpu = est.effectiveTokensPerStep / seconds / world;

@@ -38,6 +38,9 @@ struct EfficiencyFactors {
     double perImageOverheadUs = 150;  ///< per image per micro-batch, fwd+bwd: varlen setup, launches
     double elementwiseBytesPerHidden = 40;  ///< memory-bound traffic per token per layer, in units of h
                                             ///< bytes, fwd+bwd (norms, rotary, activations, permutes)
+    /// Measured / predicted step time fitted from stored runs (core/planner/calibration.h); every
+    /// term is scaled by it. 1.0 = the factors above as they are.
+    double stepTimeFactor = 1.0;
     double hbmEfficiency = 0.80;      ///< achieved / peak HBM bandwidth of streaming elementwise kernels
     double optimizerBytesPerParam = 32;     ///< HBM traffic of one Adam step per locally owned param
     /// Memory-bound traffic per routed (token, expert) pair, fwd+bwd, in bytes per unit of h and of
