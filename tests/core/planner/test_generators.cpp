@@ -388,7 +388,9 @@ void TestGenerators::perfLaunchFlagsReadBack()
              byLine[10].c_str());
     // The same text without setup_experiment.py is a plain dotlist: flags are not read.
     std::string plain = command;
-    plain.replace(plain.find("setup_experiment.py"), 19, "other.py");
+    const size_t script = plain.find("setup_experiment.py");
+    QVERIFY(script != std::string::npos);
+    plain.replace(script, std::string_view("setup_experiment.py").size(), "other.py");
     QVERIFY(!looksLikePerfLaunch(plain));
     QCOMPARE(importBridgeOverrides(plain, false, base, 16).config.parallel.expertModelParallelSize,
              base.parallel.expertModelParallelSize);
