@@ -214,9 +214,16 @@ int generateCommand(const CliContext&, Args args)
     auto bundle = generateFormat(*format, config, target);
     if (!bundle)
         return reportError(bundle.error());
-    // launch --config DIR/config.json picks prediction.json up from beside the config.
-    if (*format == "runtime" && prediction)
-        bundle->files.push_back(GeneratedFile{"prediction.json", core::predictionToJson(*prediction), false});
+    // launch --config DIR/run.json picks prediction.json up from beside the config. Without a
+    // prediction, an older prediction.json there would be stored with the wrong run: it goes too
+    // (with --force; otherwise the overwrite check below refuses, naming it).
+    bool removeStalePrediction = false;
+    if (*format == "runtime") {
+        if (prediction)
+            bundle->files.push_back(GeneratedFile{"prediction.json", core::predictionToJson(*prediction), false});
+        else
+            removeStalePrediction = fs::exists(fs::path(*outDir) / "prediction.json");
+    }
 
     std::error_code ec;
     fs::create_directories(*outDir, ec);
@@ -228,10 +235,22 @@ int generateCommand(const CliContext&, Args args)
         for (const GeneratedFile& f : bundle->files)
             if (fs::exists(fs::path(*outDir) / f.name, ec))
                 existing += (existing.empty() ? "" : ", ") + f.name;
+        if (removeStalePrediction)
+            existing += std::string(existing.empty() ? "" : ", ") +
+                        "prediction.json (from an earlier plan; it would be stored with this config — give --hardware "
+                        "and --gpus to predict it, or --force to remove it)";
         if (!existing.empty())
             return reportError(core::makeError(core::ErrorCode::InvalidArgument,
                                                "would overwrite " + existing + "; pass --force to replace them",
                                                *outDir));
+    }
+    if (removeStalePrediction) {
+        fs::remove(fs::path(*outDir) / "prediction.json", ec);
+        if (ec)
+            return reportError(core::makeError(core::ErrorCode::IoError, "cannot remove the old prediction.json: " + ec.message(),
+                                               *outDir));
+        std::fprintf(stderr, "moe-workbench-cli: note: removed %s/prediction.json (it described another config)\n",
+                     outDir->c_str());
     }
     for (const GeneratedFile& f : bundle->files) {
         const std::string path = (fs::path(*outDir) / f.name).string();

@@ -225,6 +225,22 @@ def main():
         check(all(r[1] == "h200" and r[2] == 1 and abs(r[3] - prediction["step_ms"]) < 1e-6 for r in rows),
               f"the stored prediction is prediction.json's: {rows}")
 
+        # 10b. A plain config generated into that folder without --hardware/--gpus has no prediction:
+        # the old prediction.json would be stored with the wrong run, so generate refuses, and
+        # --force removes it.
+        r = cli("generate", "--from", os.path.join(out, "run.json"), "--format", "runtime", "--out", out)
+        check(r.returncode == 2 and "prediction.json (from an earlier plan" in r.stderr, f"stale prediction refused: {r.stderr}")
+        check(os.path.isfile(prediction_path), "the refused generate left prediction.json as it was")
+        r = cli("generate", "--from", os.path.join(out, "run.json"), "--format", "runtime", "--out", out, "--force")
+        check(r.returncode == 0 and not os.path.exists(prediction_path), f"--force removes the stale prediction: {r.stderr}")
+        r = cli("generate", "--from", os.path.join(out, "run.json"), "--format", "runtime", "--out", out, "--force",
+                "--hardware", "h200", "--gpus", "1", "--model", "sample-tiny")
+        check(r.returncode == 0 and os.path.isfile(prediction_path), f"a config with --hardware/--gpus is predicted: {r.stderr}")
+        if os.path.isfile(prediction_path):
+            again = json.load(open(prediction_path))
+            check(again["gpus"] == 1 and again["hardware"] == "h200" and again["step_ms"] > 0,
+                  f"prediction of a plain config: {again}")
+
         # 11. Three runs with a steady state (the stand-in's 12.5 ms steps): calibrated.
         r = store_cli("plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "512",
                       "--gbs", "8", "--max-results", "2", "--calibrate", "--json")
