@@ -201,13 +201,22 @@ int generateCommand(const CliContext&, Args args)
     if (moeTrain)
         target.moeTrain = *moeTrain;
 
-    // A config that cannot run is not worth writing: lint it for this world first.
+    // A config that cannot run is not worth writing: lint it for this world first, and check the
+    // whole config (data section included) the way launch and the runtime will.
     const auto findings = lintRunConfig(config, gpus, target.hardware.name.empty() ? nullptr : &target.hardware);
-    if (hasErrors(findings)) {
+    const auto problems = core::validateRunConfig(config);
+    if (hasErrors(findings) || !problems.empty()) {
         std::fprintf(stderr, "moe-workbench-cli: %s: the config cannot run on %d GPU(s):\n", from->c_str(), gpus);
         for (const LintFinding& f : findings)
             if (f.severity == LintSeverity::Error)
                 std::fprintf(stderr, "  %s\n", f.toString().c_str());
+        for (const core::ConfigProblem& p : problems) {
+            const bool reported = std::any_of(findings.begin(), findings.end(), [&](const LintFinding& f) {
+                return f.severity == LintSeverity::Error && f.field == p.path;
+            });
+            if (!reported)
+                std::fprintf(stderr, "  %s\n", p.toString().c_str());
+        }
         return kExitUsage;
     }
 

@@ -187,6 +187,10 @@ def main():
             return subprocess.run([args.cli, "--db", db, "--runs-root", runs_root, "--moe-train", args.trainer, *argv],
                                   env=e, cwd=tmp, capture_output=True, text=True, timeout=300)
 
+        # A sequence too short for one sample (196 image tokens + 64 caption + 2) is refused up front,
+        # as the runtime would refuse the generated config.
+        r = cli("plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "256", "--gbs", "8")
+        check(r.returncode == 2 and "raise seq to at least 262" in r.stderr, f"seq too short for a sample: {r.stderr}")
         r = cli("plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "512",
                 "--gbs", "8", "--max-results", "2", "--json")
         check(r.returncode == 0, f"plan sample-tiny: {r.stderr}")
