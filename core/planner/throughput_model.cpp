@@ -229,7 +229,13 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
     WB_TERM("recompute", micro * slowest.recompute, "extra forward of recomputed parts (" + l.recomputeGranularity + ")" + per);
     WB_TERM("memory-bound elementwise", micro * slowest.elementwise, fmt(o.eff.elementwiseBytesPerHidden, 0) + "·h bytes per token per layer + routed permute/unpermute/SwiGLU" + std::string(o.fp8 ? "/FP8 quantize" : "") + " traffic per (token, expert) pair at " + fmt(o.eff.hbmEfficiency) + " of HBM bandwidth" + per);
     WB_TERM("per-layer overhead", micro * slowest.overhead, "router/permute/launch overhead per layer" + per);
-    WB_TERM("EP all-to-all (exposed)", micro * slowest.epComm, l.dispatcherName() + ", dispatch + combine fwd/bwd, NVLink inside the domain, network beyond");
+    WB_TERM("EP all-to-all (exposed)", micro * slowest.epComm,
+            l.dispatcherName() + ", dispatch + combine fwd/bwd" +
+                (l.dispatcherType == "flex" ? ", one copy per distinct destination rank" : ", one copy per (token, expert) pair") +
+                (l.etp > 1 ? (l.dispatcherType == "flex" ? " × ETP ranks" : " + all-gather over ETP") : "") +
+                ", routing imbalance " + fmt(c.w.expertRankImbalance(l.ep, m.decoder.numMoeExperts)) +
+                ", NVLink inside the domain, network beyond" +
+                (l.overlapMoeExpertParallelComm ? "; EP overlap hides up to the compute" : "") + per);
     WB_TERM("TP/SP collectives (exposed)", micro * slowest.tpComm, "4 all-gathers + 4 reduce-scatters per layer, " + fmt(o.eff.tpExposed) + " exposed");
     WB_TERM("CP ring (exposed)", micro * slowest.cpComm, "K/V exchange, " + fmt(o.eff.cpExposed) + " exposed");
     WB_TERM("PP send/recv", micro * slowest.ppComm, "activations and their gradients between stages");
@@ -257,6 +263,8 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
 #undef WB_TERM
     for (TimeTerm& t : est.terms) {
         t.ms *= o.eff.stepTimeFactor;
+        if (o.explain && o.eff.stepTimeFactor != 1.0)
+            t.assumption += "; × " + fmt(o.eff.stepTimeFactor) + " (calibrated from stored runs)";
         est.stepMs += t.ms;
     }
     const double seconds = est.stepMs / 1e3;
