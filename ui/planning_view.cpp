@@ -6,6 +6,8 @@
 
 #include "core/planner/generators.h"
 #include "core/planner/plan_json.h"
+#include "core/planner/prediction.h"
+#include "core/run_prediction.h"
 #include "ui/plan_config_preview.h"
 #include "ui/plan_guide_panel.h"
 #include "ui/plan_layout_model.h"
@@ -211,6 +213,16 @@ QWidget* PlanningView::createResults()
     m_lint->setObjectName(QStringLiteral("planLint"));
     m_lint->setWordWrap(true);
     lintColumn->addWidget(m_lint);
+    m_launchButton = new QPushButton(tr("Launch…"), lintBox);
+    m_launchButton->setObjectName(QStringLiteral("planLaunch"));
+    m_launchButton->setToolTip(tr("Launch the selected layout as a run; its predicted step time and memory are stored "
+                                  "with the run for comparison."));
+    m_launchButton->setEnabled(false);
+    connect(m_launchButton, &QPushButton::clicked, this, &PlanningView::requestLaunch);
+    auto* launchRow = new QHBoxLayout;
+    launchRow->addStretch(1);
+    launchRow->addWidget(m_launchButton);
+    lintColumn->addLayout(launchRow);
 
     m_preview = new PlanConfigPreview(results);
     connect(m_preview, &PlanConfigPreview::status, this, &PlanningView::status);
@@ -372,6 +384,7 @@ void PlanningView::showLayoutDetails(int row)
 {
     m_lint->clear();
     const Candidate* c = m_model->candidate(row);
+    m_launchButton->setEnabled(c && m_request);
     if (!c || !m_request) {
         m_preview->clear();
         updateRecommendation();
@@ -398,6 +411,20 @@ void PlanningView::showLayoutDetails(int row)
         {tr("sbatch"), QStringLiteral("launch.sbatch.sh"), QString::fromStdString(slurmScript(config, target))},
     });
     updateRecommendation();
+}
+
+void PlanningView::requestLaunch()
+{
+    const Candidate* c = m_model->candidate(m_table->currentIndex().row());
+    if (!c || !m_request)
+        return;
+    const core::RunConfig config = runConfigForLayout(m_request->model, c->layout, m_request->workload, "manifest.jsonl");
+    const double factor = m_request->throughput.eff.stepTimeFactor;
+    const core::RunPrediction prediction = predictionForCandidate(
+        *c, m_request->hardware, factor == 1.0 ? std::string() : "step time × " + std::to_string(factor),
+        c->throughput.stepMs / factor);
+    emit launchRequested(QString::fromStdString(core::runConfigToJson(config)),
+                         QString::fromStdString(core::predictionToJson(prediction)));
 }
 
 void PlanningView::updateRecommendation()

@@ -1,7 +1,9 @@
 // PlanningView: the planner's window. Inputs (model and hardware from the catalog, nodes × GPUs per
 // node, sequence length, images per sample and their size, GBS, goal, frozen vision), the decision
 // guide (PlanGuidePanel), the ranked layouts (PlanLayoutModel + PlanMemoryBarDelegate) with the
-// selected layout's lint findings, and its generated configs (PlanConfigPreview).
+// selected layout's lint findings, and its generated configs (PlanConfigPreview). "Launch…" hands
+// the selected layout's runtime config and the planner's prediction to whoever launches runs
+// (launchRequested; main_window connects the launch dialog).
 // Threading: GUI thread only. plan() runs core::planner::searchLayouts on the global thread pool
 // (a 235B search takes ~0.2 s) and posts the result back; a newer plan() supersedes an older one.
 #pragma once
@@ -54,6 +56,7 @@ public:
     PlanConfigPreview* preview() const { return m_preview; }
     QLabel* summaryLabel() const { return m_summary; }
     const core::planner::SearchResult* lastResult() const { return m_result ? &*m_result : nullptr; }
+    QPushButton* launchButton() const { return m_launchButton; }
 
 public slots:
     /// Starts the search; planned() follows (with an empty error on success).
@@ -62,6 +65,9 @@ public slots:
 
 signals:
     void planned(const QString& error);
+    /// "Launch…" on the selected layout: its canonical runtime config JSON (parseRunConfig) and
+    /// the planner's prediction for it (core/run_prediction.h, parsePrediction).
+    void launchRequested(const QString& configJson, const QString& predictionJson);
     void status(const QString& message, bool isError);
 
 private:
@@ -72,6 +78,7 @@ private:
     void showResult(const core::planner::SearchRequest& request, core::planner::SearchResult result);
     void showLayoutDetails(int row);
     void hardwareChanged();
+    void requestLaunch();
 
     std::optional<core::planner::Catalog> m_catalog;
     QString m_catalogError;
@@ -99,6 +106,7 @@ private:
     QTableView* m_table = nullptr;
     QLabel* m_summary = nullptr;
     QListWidget* m_lint = nullptr;
+    QPushButton* m_launchButton = nullptr;
     PlanConfigPreview* m_preview = nullptr;
 };
 

@@ -8,9 +8,13 @@
 #include "core/planner/generators.h"
 #include "core/planner/lint.h"
 #include "core/planner/plan_json.h"
+#include "core/planner/prediction.h"
+#include "core/run_prediction.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <optional>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -83,6 +87,7 @@ int generateCommand(const CliContext&, Args args)
     core::RunConfig config;
     GeneratorTarget target;
     int gpus = 0;
+    std::optional<core::RunPrediction> prediction;
     if (looksLikePlan(text)) {
         auto plan = parsePlanJson(text);
         if (!plan)
@@ -110,6 +115,12 @@ int generateCommand(const CliContext&, Args args)
             return reportError(hw.error());
         const Layout& layout = plan->layouts[static_cast<size_t>(index)];
         config = runConfigForLayout(*model, layout, plan->workload, manifest.value_or("manifest.jsonl"));
+        // The prediction that travels with the run: the chosen layout, as the plan predicted it
+        // (with the plan's calibration, if it had one).
+        ThroughputOptions options;
+        options.eff.stepTimeFactor = plan->stepTimeFactor;
+        const Candidate candidate = evaluateLayout(*model, layout, plan->workload, *hw, options);
+        prediction = predictionForCandidate(candidate, *hw, plan->calibration, candidate.throughput.stepMs / plan->stepTimeFactor);
         target.hardware = *hw;
         target.modelName = plan->model;
         target.overlapMoeExpertParallelComm = layout.overlapMoeExpertParallelComm;
@@ -152,6 +163,21 @@ int generateCommand(const CliContext&, Args args)
             target.nodes = (gpus + target.hardware.gpusPerNode - 1) / target.hardware.gpusPerNode;
         }
     }
+    // A plain config with hardware and GPUs given: predict it the way the planner would.
+    if (!prediction && hardwareName && gpusText) {
+        ModelSpec spec;
+        spec.name = modelName.value_or(config.name);
+        spec.model = config.model;
+        Workload workload;
+        workload.seqLength = config.train.seqLength;
+        workload.imagesPerSample = config.data.imagesPerSample;
+        const int side = config.data.source == "mock" ? config.data.mockImageSize
+                                                      : static_cast<int>(std::sqrt(static_cast<double>(config.data.maxPixels)));
+        workload.imageWidth = workload.imageHeight = std::max(0, side);
+        workload.mockTextOnly = side <= 0 || config.data.imagesPerSample <= 0;
+        const Layout layout = layoutFromRunConfig(config, gpus);
+        prediction = predictionForCandidate(evaluateLayout(spec, layout, workload, target.hardware), target.hardware);
+    }
     if (gpus % target.nodes != 0)
         return reportUsage(std::to_string(gpus) + " GPUs do not split evenly over " + std::to_string(target.nodes) +
                                " node(s); give --nodes that divides --gpus",
@@ -175,19 +201,38 @@ int generateCommand(const CliContext&, Args args)
     if (moeTrain)
         target.moeTrain = *moeTrain;
 
-    // A config that cannot run is not worth writing: lint it for this world first.
+    // A config that cannot run is not worth writing: lint it for this world first, and check the
+    // whole config (data section included) the way launch and the runtime will.
     const auto findings = lintRunConfig(config, gpus, target.hardware.name.empty() ? nullptr : &target.hardware);
-    if (hasErrors(findings)) {
+    const auto problems = core::validateRunConfig(config);
+    if (hasErrors(findings) || !problems.empty()) {
         std::fprintf(stderr, "moe-workbench-cli: %s: the config cannot run on %d GPU(s):\n", from->c_str(), gpus);
         for (const LintFinding& f : findings)
             if (f.severity == LintSeverity::Error)
                 std::fprintf(stderr, "  %s\n", f.toString().c_str());
+        for (const core::ConfigProblem& p : problems) {
+            const bool reported = std::any_of(findings.begin(), findings.end(), [&](const LintFinding& f) {
+                return f.severity == LintSeverity::Error && f.field == p.path;
+            });
+            if (!reported)
+                std::fprintf(stderr, "  %s\n", p.toString().c_str());
+        }
         return kExitUsage;
     }
 
     auto bundle = generateFormat(*format, config, target);
     if (!bundle)
         return reportError(bundle.error());
+    // launch --config DIR/run.json picks prediction.json up from beside the config. Without a
+    // prediction, an older prediction.json there would be stored with the wrong run: it goes too
+    // (with --force; otherwise the overwrite check below refuses, naming it).
+    bool removeStalePrediction = false;
+    if (*format == "runtime") {
+        if (prediction)
+            bundle->files.push_back(GeneratedFile{"prediction.json", core::predictionToJson(*prediction), false});
+        else
+            removeStalePrediction = fs::exists(fs::path(*outDir) / "prediction.json");
+    }
 
     std::error_code ec;
     fs::create_directories(*outDir, ec);
@@ -199,10 +244,22 @@ int generateCommand(const CliContext&, Args args)
         for (const GeneratedFile& f : bundle->files)
             if (fs::exists(fs::path(*outDir) / f.name, ec))
                 existing += (existing.empty() ? "" : ", ") + f.name;
+        if (removeStalePrediction)
+            existing += std::string(existing.empty() ? "" : ", ") +
+                        "prediction.json (from an earlier plan; it would be stored with this config — give --hardware "
+                        "and --gpus to predict it, or --force to remove it)";
         if (!existing.empty())
             return reportError(core::makeError(core::ErrorCode::InvalidArgument,
                                                "would overwrite " + existing + "; pass --force to replace them",
                                                *outDir));
+    }
+    if (removeStalePrediction) {
+        fs::remove(fs::path(*outDir) / "prediction.json", ec);
+        if (ec)
+            return reportError(core::makeError(core::ErrorCode::IoError, "cannot remove the old prediction.json: " + ec.message(),
+                                               *outDir));
+        std::fprintf(stderr, "moe-workbench-cli: note: removed %s/prediction.json (it described another config)\n",
+                     outDir->c_str());
     }
     for (const GeneratedFile& f : bundle->files) {
         const std::string path = (fs::path(*outDir) / f.name).string();

@@ -91,9 +91,9 @@ int lintCommand(const CliContext&, Args args)
 {
     bool missing = false;
     const auto gpusText = args.takeOption("--gpus", missing);
-    const auto hardwareName = args.takeOption("--hardware", missing);
+    auto hardwareName = args.takeOption("--hardware", missing);
     const auto catalogDir = args.takeOption("--catalog", missing);
-    const auto modelName = args.takeOption("--model", missing);
+    auto modelName = args.takeOption("--model", missing);
     const bool json = args.takeFlag("--json");
     if (auto usage = rejectLeftovers(args, missing, kSynopsis, /*allowPositional=*/true))
         return *usage;
@@ -107,6 +107,17 @@ int lintCommand(const CliContext&, Args args)
     std::stringstream buffer;
     buffer << in.rdbuf();
     const std::string text = buffer.str();
+
+    // A perf launcher command names its model (-mr), GPU (-g) and world (-ng) itself; the options
+    // still win when given.
+    const bool perfLaunch = looksLikePerfLaunch(text);
+    PerfLaunch perf;
+    if (perfLaunch)
+        perf = importBridgeOverrides(text, false, core::RunConfig{}, 1).perf;
+    if (perfLaunch && !modelName && !perf.model.empty())
+        modelName = perf.model;
+    if (perfLaunch && !hardwareName && !perf.hardware.empty())
+        hardwareName = perf.hardware;
 
     std::optional<HardwareSpec> hardware;
     std::optional<ModelSpec> model;
@@ -132,17 +143,21 @@ int lintCommand(const CliContext&, Args args)
         gpusOption = parsePositive(*gpusText);
         if (!gpusOption)
             return reportUsage("--gpus needs a whole number >= 1", kSynopsis);
+    } else if (perfLaunch && perf.gpus > 0) {
+        gpusOption = perf.gpus;
     }
 
     // Megatron-Bridge overrides (YAML file or dotlist) or a runtime config (JSON)?
     const std::string ext = std::filesystem::path(path).extension().string();
     const bool yaml = ext == ".yaml" || ext == ".yml";
-    const bool dotlist = !yaml && ext != ".json" && looksLikeDotlist(text);
+    const bool dotlist = !yaml && ext != ".json" && (perfLaunch || looksLikeDotlist(text));
     std::vector<Entry> entries;
     int gpus = 0;
     if (yaml || dotlist) {
         if (!model)
-            return reportUsage("a Megatron-Bridge file does not name its model: give --model M", kSynopsis);
+            return reportUsage(perfLaunch ? "the perf launcher command has no known -mr recipe: give --model M"
+                                          : "a Megatron-Bridge file does not name its model: give --model M",
+                               kSynopsis);
         core::RunConfig base;
         base.model = model->model;
         base.runtime.device = "cuda";

@@ -3,9 +3,11 @@
 #include "app/cli/cli.h"
 #include "app/cli/planner_cli.h"
 
+#include "core/planner/calibration.h"
 #include "core/planner/decision_guide.h"
 #include "core/planner/layout_search.h"
 #include "core/planner/plan_json.h"
+#include "core/run_store.h"
 
 #include <cmath>
 #include <cstdio>
@@ -24,7 +26,7 @@ namespace {
 constexpr const char* kSynopsis =
     "plan --model M --hardware H --gpus N [--nodes K] [--seq S] [--images-per-sample I] [--image-size WxH]\n"
     "       [--gbs G] [--goal first-run|throughput|memory] [--answers FILE] [--freeze-vision] [--max-results N]\n"
-    "       [--catalog DIR] [--json]";
+    "       [--catalog DIR] [--calibrate] [--json]   (--calibrate reads the store: the default one or --db)";
 
 // The guide's answers file: {"first_launch": true, ...}; every key optional, unknown keys refused.
 core::Result<GuideAnswers> readAnswers(const std::string& path)
@@ -124,7 +126,7 @@ void printTable(const SearchRequest& req, const GuideRecommendation& rec, const 
 
 }  // namespace
 
-int planCommand(const CliContext&, Args args)
+int planCommand(const CliContext& context, Args args)
 {
     bool missing = false;
     const auto model = args.takeOption("--model", missing);
@@ -141,6 +143,7 @@ int planCommand(const CliContext&, Args args)
     const auto catalogDir = args.takeOption("--catalog", missing);
     const bool freezeVision = args.takeFlag("--freeze-vision");
     const bool json = args.takeFlag("--json");
+    const bool calibrate = args.takeFlag("--calibrate");
     if (auto usage = rejectLeftovers(args, missing, kSynopsis))
         return *usage;
     if (!model || !hardware || !gpus)
@@ -223,6 +226,21 @@ int planCommand(const CliContext&, Args args)
     if (req.freezeVision && !answers.visionFrozen)
         answers.visionFrozen = true;
 
+    // --calibrate: scale the efficiency factors by what stored runs on this hardware measured.
+    std::optional<Calibration> calibration;
+    std::string storePath;
+    if (calibrate) {
+        auto store = context.openStore();
+        if (!store)
+            return reportError(store.error());
+        auto fitted = calibrateFromStore(**store, req.hardware.name);
+        if (!fitted)
+            return reportError(fitted.error());
+        calibration = *fitted;
+        storePath = (*store)->path();
+        applyCalibration(*calibration, req.throughput.eff);
+    }
+
     auto result = searchLayouts(req);
     if (!result)
         return reportError(result.error());
@@ -237,10 +255,20 @@ int planCommand(const CliContext&, Args args)
     }
     const GuideRecommendation rec = recommend(answers);
 
-    if (json)
-        std::printf("%s\n", planToJson(req, rec, *result).c_str());
-    else
+    if (json) {
+        std::printf("%s\n", planToJson(req, rec, *result, calibration ? &*calibration : nullptr).c_str());
+    } else {
+        if (calibration) {
+            std::printf("Calibration (%s): %s\n", storePath.c_str(), calibration->describe().c_str());
+            for (const CalibrationRun& r : calibration->runs)
+                std::printf("  run  %s %s: %d GPU(s), measured %.1f ms / predicted %.1f ms = %.2f over %zu steady steps\n",
+                            r.id.c_str(), r.name.c_str(), r.gpus, r.measuredStepMs, r.predictedStepMs, r.ratio(), r.steadySteps);
+            for (const std::string& why : calibration->skipped)
+                std::printf("  skip %s\n", why.c_str());
+            std::printf("\n");
+        }
         printTable(req, rec, *result);
+    }
     if (result->ranked.empty()) {
         std::fprintf(stderr, "moe-workbench-cli: no layout: %s\n", result->noLayoutReason.c_str());
         for (const NearbyGpuCount& n : result->nearby)

@@ -245,28 +245,135 @@ std::vector<Entry> parseYaml(std::string_view text, std::vector<BridgeImportProb
     return out;
 }
 
-std::vector<Entry> parseDotlist(std::string_view text, std::vector<BridgeImportProblem>& problems)
+// One perf launcher flag (megatron-bridge.md §5) and the Bridge fields its value sets.
+struct PerfFlag {
+    std::vector<const char*> names;
+    std::vector<const char*> keys;  // each gets the flag's value; see perfEntries for the special ones
+};
+
+const std::vector<PerfFlag>& perfFlags()
 {
-    std::vector<Entry> out;
+    static const std::vector<PerfFlag> table = {
+        {{"-tp", "--tensor_model_parallel_size"}, {"model.tensor_model_parallel_size"}},
+        {{"-pp", "--pipeline_model_parallel_size"}, {"model.pipeline_model_parallel_size"}},
+        {{"-cp", "--context_parallel_size"}, {"model.context_parallel_size"}},
+        {{"-vp", "--virtual_pipeline_model_parallel_size"}, {"model.virtual_pipeline_model_parallel_size"}},
+        {{"-ep", "--expert_model_parallel_size"}, {"model.expert_model_parallel_size"}},
+        {{"-et", "-etp", "--expert_tensor_parallel_size"}, {"model.expert_tensor_parallel_size"}},
+        {{"-mb", "--micro_batch_size"}, {"train.micro_batch_size"}},
+        {{"-gb", "--global_batch_size"}, {"train.global_batch_size"}},
+        {{"-sl", "--seq_length"}, {"model.seq_length"}},
+        {{"--cuda_graph_impl"}, {"model.cuda_graph_impl"}},
+        {{"--cuda_graph_scope"}, {"model.cuda_graph_scope"}},                  // a,b → [a,b]
+        {{"--moe_flex_dispatcher_backend"}, {"model.moe_flex_dispatcher_backend"}},  // + dispatcher flex
+        {{"--use_megatron_fsdp"}, {"ddp.use_megatron_fsdp"}},
+        {{"-rl", "--recompute_num_layers"}, {"model.recompute_num_layers"}},  // + granularity full
+        {{"--recompute_modules"}, {"model.recompute_modules"}},               // + granularity selective
+        {{"-c", "--compute_dtype"}, {}},                                       // bf16 → mixed_precision
+        {{"-ng", "--num_gpus"}, {}},                                           // the world size
+        {{"-g", "--gpu"}, {}},                                                 // the hardware
+        {{"-mr", "--model_recipe_name"}, {}},                                  // the model
+        // Launcher settings that say nothing about the layout.
+        {{"--account", "-a"}, {}}, {{"--partition", "-p"}, {}}, {{"-m", "--model_family_name"}, {}},
+        {{"--domain"}, {}}, {{"-t", "--time_limit"}, {}}, {{"-gn", "--gpus_per_node"}, {}},
+        {{"-i", "--container_image"}, {}}, {{"-l", "--log_dir"}, {}}, {{"-hf", "--hf_token"}, {}},
+    };
+    return table;
+}
+
+const PerfFlag* findPerfFlag(const std::string& word)
+{
+    for (const PerfFlag& f : perfFlags())
+        for (const char* n : f.names)
+            if (word == n)
+                return &f;
+    return nullptr;
+}
+
+struct Word {
+    std::string text;
+    int line = 0;
+};
+
+// Every shell word of the text with its line: comments dropped, a trailing backslash joins lines.
+std::vector<Word> shellWords(std::string_view text)
+{
+    std::vector<Word> out;
     std::istringstream in{std::string(text)};
     int lineNo = 0;
     for (std::string line; std::getline(in, line);) {
         ++lineNo;
-        // A perf launcher command or a shell line may hold several words; take every key=value word.
         std::istringstream words(line);
         for (std::string word; words >> word;) {
             if (word.front() == '#')
                 break;
-            word = unquote(word);
-            const size_t eq = word.find('=');
-            if (eq == std::string::npos || eq == 0)
-                continue;  // flags and their values, the python command, a trailing backslash
-            std::string key = word.substr(0, eq);
-            key.erase(0, key.find_first_not_of('+'));  // Hydra's +key / ++key
-            out.push_back({key, parseValue(word.substr(eq + 1)), lineNo});
+            if (word == "\\")
+                continue;
+            out.push_back({unquote(word), lineNo});
         }
     }
-    (void)problems;
+    return out;
+}
+
+std::vector<Entry> parseDotlist(std::string_view text, std::vector<BridgeImportProblem>& problems, PerfLaunch* perf)
+{
+    std::vector<Entry> out;
+    const std::vector<Word> words = shellWords(text);
+    bool launcher = false;  // flags count from the setup_experiment.py word on (not `set -euo ...`)
+    for (size_t i = 0; i < words.size(); ++i) {
+        const std::string& word = words[i].text;
+        const int line = words[i].line;
+        if (perf && word.find("setup_experiment.py") != std::string::npos)
+            launcher = true;
+        if (perf && launcher && word.size() > 1 && word.front() == '-' && word.find('=') == std::string::npos) {
+            const PerfFlag* flag = findPerfFlag(word);
+            if (!flag) {
+                if (word == "-d" || word == "--dryrun" || word == "--dry_run")
+                    continue;  // dry run: no value
+                problems.push_back({line, word, false, "not a perf launcher flag the workbench knows (it cannot check it)",
+                                    "see megatron-bridge.md §5 for the flags (-tp -pp -cp -vp -ep -et -mb -gb -sl ...)"});
+                continue;
+            }
+            if (i + 1 >= words.size()) {
+                problems.push_back({line, word, true, "the flag " + word + " has no value", "give its value after it"});
+                continue;
+            }
+            const std::string value = words[++i].text;
+            const std::string name = flag->names.front();
+            for (const char* key : flag->keys) {
+                const bool list = name == "--cuda_graph_scope" || name == "--recompute_modules";
+                out.push_back({key, parseValue(list ? "[" + value + "]" : value), line});
+            }
+            if (name == "--moe_flex_dispatcher_backend")
+                out.push_back({"model.moe_token_dispatcher_type", parseValue("flex"), line});
+            else if (name == "-rl")
+                out.push_back({"model.recompute_granularity", parseValue("full"), line});
+            else if (name == "--recompute_modules")
+                out.push_back({"model.recompute_granularity", parseValue("selective"), line});
+            else if (name == "-c" && value == "bf16")
+                out.push_back({"mixed_precision", parseValue("bf16_mixed"), line});
+            else if (name == "-ng") {
+                const int n = std::atoi(value.c_str());
+                if (n < 1)
+                    problems.push_back({line, word, true, "-ng needs the number of GPUs, got '" + value + "'", "give -ng N"});
+                perf->gpus = std::max(0, n);
+                perf->gpusLine = line;
+            } else if (name == "-g") {
+                perf->hardware = value;
+            } else if (name == "-mr") {
+                // Bridge recipe names are the catalog names with '_' (qwen3_vl_30b_a3b).
+                perf->model = value;
+                std::replace(perf->model.begin(), perf->model.end(), '_', '-');
+            }
+            continue;
+        }
+        const size_t eq = word.find('=');
+        if (eq == std::string::npos || eq == 0)
+            continue;  // the python command, its script, flags outside a perf command
+        std::string key = word.substr(0, eq);
+        key.erase(0, key.find_first_not_of('+'));  // Hydra's +key / ++key
+        out.push_back({key, parseValue(word.substr(eq + 1)), line});
+    }
     return out;
 }
 
@@ -324,6 +431,11 @@ int BridgeImport::lineOfConfigPath(const std::string& path) const
     return best;
 }
 
+bool looksLikePerfLaunch(std::string_view text)
+{
+    return text.find("setup_experiment.py") != std::string_view::npos;
+}
+
 bool looksLikeDotlist(std::string_view text)
 {
     std::istringstream in{std::string(text)};
@@ -346,7 +458,10 @@ BridgeImport importBridgeOverrides(std::string_view text, bool yaml, const RunCo
     BridgeImport out;
     out.config = base;
     Layout extras;
-    const std::vector<Entry> entries = yaml ? parseYaml(text, out.problems) : parseDotlist(text, out.problems);
+    const bool perf = !yaml && looksLikePerfLaunch(text);
+    const std::vector<Entry> entries = yaml ? parseYaml(text, out.problems)
+                                            : parseDotlist(text, out.problems, perf ? &out.perf : nullptr);
+    out.perf.present = perf;
     const auto& known = bridgeKnownFields();
     bool etpSet = false;
     std::optional<std::string> ckptFormat;

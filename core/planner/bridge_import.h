@@ -26,19 +26,36 @@ struct BridgeImportProblem {
     std::string fix;
 };
 
+/// What a perf launcher command (`scripts/performance/setup_experiment.py`, megatron-bridge.md §5)
+/// says beyond the fields: the world size, the GPU and the model recipe.
+struct PerfLaunch {
+    bool present = false;     ///< the text is a perf launcher command
+    int gpus = 0;             ///< -ng (0: not given)
+    int gpusLine = 0;
+    std::string hardware;     ///< -g ("gb200")
+    std::string model;        ///< -mr as a catalog name ("qwen3-vl-30b-a3b")
+};
+
 struct BridgeImport {
     RunConfig config;                       ///< `base` with the overrides applied
     Layout layout;                          ///< the layout of `config` plus the planner-only flags
     std::map<std::string, int> keyLines;    ///< dotted key → 1-based line
     std::vector<BridgeImportProblem> problems;
+    PerfLaunch perf;                        ///< set when the text is a perf launcher command
     /// The line of the Bridge key that sets a RunConfig path ("parallel.expert_model_parallel_size"), 0 if none.
     int lineOfConfigPath(const std::string& runConfigPath) const;
 };
 
 /// True when the text is a dotlist (every non-blank, non-comment line is key=value).
 bool looksLikeDotlist(std::string_view text);
+/// True when the text holds a Megatron-Bridge perf launcher command (setup_experiment.py): read
+/// as a dotlist whose flags (-tp -pp -cp -vp -ep -et/-etp -mb -gb -sl, --cuda_graph_impl/scope,
+/// --moe_flex_dispatcher_backend, --use_megatron_fsdp, -rl, --recompute_modules, -c, -ng, -g, -mr)
+/// set the same fields as their Bridge keys, plus its key=value overrides.
+bool looksLikePerfLaunch(std::string_view text);
 
-/// Applies YAML (`yaml` true) or dotlist overrides on top of `base` (the catalog model and defaults).
+/// Applies YAML (`yaml` true) or dotlist / perf launcher overrides on top of `base` (the catalog
+/// model and defaults).
 BridgeImport importBridgeOverrides(std::string_view text, bool yaml, const RunConfig& base, int worldSize);
 
 }  // namespace wb::core::planner

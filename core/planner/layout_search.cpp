@@ -335,11 +335,16 @@ Result<SearchResult> searchLayouts(const SearchRequest& req)
         return makeError(ErrorCode::InvalidArgument, std::to_string(req.gpus) + " GPUs do not split over " +
                                                          std::to_string(req.nodes) + " nodes; give GPUs = nodes × GPUs per node");
     const VisionConfig& v = req.model.model.vision;
+    // The runtime's own rule (validateRunConfig): one sample = its image tokens + the caption
+    // (the generated config's caption_max_tokens) + bos/eos must fit one sequence.
     const int64_t imageTokens = req.workload.imageTokensPerSample(v);
-    if (imageTokens >= req.workload.seqLength)
+    const int64_t sampleTokens = imageTokens + DataConfig{}.captionMaxTokens + 2;
+    if (sampleTokens > req.workload.seqLength)
         return makeError(ErrorCode::InvalidArgument,
-                         "the images alone need " + std::to_string(imageTokens) + " tokens, more than seq " +
-                             std::to_string(req.workload.seqLength) + "; raise seq or lower the image size/count");
+                         "one sample needs " + std::to_string(sampleTokens) + " tokens (" + std::to_string(imageTokens) +
+                             " image + " + std::to_string(DataConfig{}.captionMaxTokens) + " caption + 2), more than seq " +
+                             std::to_string(req.workload.seqLength) + "; raise seq to at least " +
+                             std::to_string(sampleTokens) + " or lower the image size/count");
     SearchResult res = runSearch(req);
     if (res.ranked.empty()) {
         const double budgetGib = req.hardware.hbmGib * (1.0 - req.headroom);

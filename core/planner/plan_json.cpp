@@ -68,7 +68,13 @@ OrderedJson layoutJson(const Candidate& c)
 
 }  // namespace
 
-std::string planToJson(const SearchRequest& req, const GuideRecommendation& rec, const SearchResult& result)
+std::string layoutToJson(const Candidate& candidate)
+{
+    return layoutJson(candidate).dump();
+}
+
+std::string planToJson(const SearchRequest& req, const GuideRecommendation& rec, const SearchResult& result,
+                       const Calibration* calibration)
 {
     OrderedJson root;
     root["schema"] = kPlanSchemaVersion;
@@ -110,6 +116,22 @@ std::string planToJson(const SearchRequest& req, const GuideRecommendation& rec,
                       {"elapsed_ms", round3(result.elapsedMs)},
                       {"no_layout_reason", result.noLayoutReason},
                       {"nearby", nearby}};
+    if (calibration) {
+        OrderedJson runs = OrderedJson::array();
+        for (const CalibrationRun& r : calibration->runs)
+            runs.push_back({{"id", r.id}, {"name", r.name}, {"gpus", r.gpus}, {"predicted_step_ms", round3(r.predictedStepMs)},
+                            {"measured_step_ms", round3(r.measuredStepMs)}, {"ratio", round3(r.ratio())},
+                            {"steady_steps", r.steadySteps}});
+        root["calibration"] = {{"hardware", calibration->hardware},
+                               {"runs", runs},
+                               {"step_time_factor", round3(calibration->stepTimeFactor)},
+                               {"applied", calibration->applied()},
+                               {"min_runs", calibration->minRuns},
+                               {"skipped", calibration->skipped},
+                               {"describe", calibration->describe()}};
+    } else {
+        root["calibration"] = nullptr;
+    }
     return root.dump(2);
 }
 
@@ -181,6 +203,13 @@ Result<PlanFile> parsePlanJson(std::string_view text)
             l.cudaGraphImpl = o.value("cuda_graph_impl", std::string(l.cudaGraphScope.empty() ? "none" : "transformer_engine"));
             l.overlapMoeExpertParallelComm = o.value("overlap_moe_expert_parallel_comm", false);
             plan.layouts.push_back(std::move(l));
+        }
+        field = "calibration";
+        if (j.contains("calibration") && j["calibration"].is_object() && j["calibration"].value("applied", false)) {
+            plan.stepTimeFactor = j["calibration"].at("step_time_factor").get<double>();
+            plan.calibration = j["calibration"].value("describe", std::string("calibrated"));
+            if (!(plan.stepTimeFactor > 0))
+                throw std::runtime_error("step_time_factor must be > 0");
         }
         return plan;
     } catch (const std::exception& e) {

@@ -4,6 +4,7 @@
 // any thread.
 #pragma once
 
+#include "core/planner/calibration.h"
 #include "core/planner/catalog.h"
 #include "core/planner/decision_guide.h"
 #include "core/planner/layout_search.h"
@@ -16,8 +17,13 @@ namespace wb::core::planner {
 
 inline constexpr int kPlanSchemaVersion = 1;
 
-/// {"schema", "request", "recommendation", "layouts", "search"} — see docs/cli.md "plan".
-std::string planToJson(const SearchRequest& request, const GuideRecommendation& recommendation, const SearchResult& result);
+/// {"schema", "request", "recommendation", "layouts", "search", "calibration"} — see docs/cli.md
+/// "plan". "calibration" is null unless one is given (`plan --calibrate`).
+std::string planToJson(const SearchRequest& request, const GuideRecommendation& recommendation, const SearchResult& result,
+                       const Calibration* calibration = nullptr);
+
+/// One layout object of that document (compact JSON), as `plan --json` writes it.
+std::string layoutToJson(const Candidate& candidate);
 
 /// What `generate` needs from a plan file: the request and the ranked layouts.
 struct PlanFile {
@@ -28,6 +34,8 @@ struct PlanFile {
     Workload workload;
     int gbs = 0;
     std::vector<Layout> layouts;  ///< best first
+    double stepTimeFactor = 1.0;  ///< the plan's applied calibration (1.0: none)
+    std::string calibration;      ///< its description; "" when not calibrated
 };
 
 /// True when the text looks like a plan (an object with "layouts"), not a runtime config.

@@ -90,12 +90,15 @@ StageTime stageTime(const Context& c, int stage, int layers)
     const double tokensRank = double(c.w.seqLength) * b / shard;  // with SP
     const bool first = stage == 0, last = stage == l.pp - 1;
 
+    // Dropless routing: the most-loaded expert rank sets the pace of the expert GEMMs and receives
+    // the most tokens (Workload::expertRankImbalance; 1 with forced balance).
+    const double imbalance = c.w.expertRankImbalance(l.ep, d.numMoeExperts);
     const double tokensPerExpert = double(l.ep) * l.etp * tokensRank * d.moeRouterTopk / d.numMoeExperts;
     const double width = double(d.moeFfnHiddenSize) / l.etp;
     const double groupedEff = e.groupedGemm * tokensPerExpert / (tokensPerExpert + e.groupedGemmHalfTokens) *
                               (width / (width + e.groupedGemmHalfWidth)) /
                               (d.moeFfnHiddenSize / (d.moeFfnHiddenSize + e.groupedGemmHalfWidth));
-    t.expert = b * c.split.experts * frac / shard * c.w.routingImbalance / (gemmPeak * groupedEff);
+    t.expert = b * c.split.experts * frac / shard * imbalance / (gemmPeak * groupedEff);
     t.dense = b * (c.split.projections * frac + (last ? c.split.logits : 0.0)) / shard / (gemmPeak * e.denseGemm);
     t.attention = b * c.split.coreAttention * frac / shard / (peak * e.attention);
     if (first && c.visionPerSample > 0) {
@@ -116,23 +119,51 @@ StageTime stageTime(const Context& c, int stage, int layers)
     }
     double elementwiseFactor = 1.0 + (full ? 1.0 / 3.0 : 0.0) +
                                (selective ? 0.05 * (contains(mods, "moe_act") + contains(mods, "layernorm")) : 0.0);
-    t.elementwise = layers * tokensRank * e.elementwiseBytesPerHidden * d.hiddenSize * elementwiseFactor / (c.hw.hbmTbPerS * 1e12);
+    t.elementwise = layers * tokensRank * e.elementwiseBytesPerHidden * d.hiddenSize * elementwiseFactor / (c.hw.hbmTbPerS * 1e12 * e.hbmEfficiency);
+    // Routed (token, expert) pairs on this rank: after the EP dispatch T·k·imbalance, after the ETP
+    // all-gather ETP times that with f/ETP-wide activations. Permute, unpermute and SwiGLU are
+    // memory-bound kernels over these rows; FP8 adds the quantization of every expert GEMM input.
+    const double pairs = tokensRank * d.moeRouterTopk * imbalance * l.etp;
+    const double routedBytes = e.routedBytesPerHidden * d.hiddenSize + e.routedBytesPerFfn * width +
+                               (c.o.fp8 ? e.fp8QuantBytesPerHidden * d.hiddenSize + e.fp8QuantBytesPerFfn * width : 0.0);
+    const bool moeReforward = full || (selective && contains(mods, "moe"));
+    t.elementwise += layers * pairs * routedBytes * (moeReforward ? 4.0 / 3.0 : 1.0) / (c.hw.hbmTbPerS * 1e12 * e.hbmEfficiency);
     const bool graphed = l.cudaGraphImpl != "none" && contains(l.cudaGraphScope, "moe_router");
     t.overhead = layers * (graphed ? e.graphedLayerOverheadUs : e.layerOverheadUs) * 1e-6;
 
-    if (l.ep > 1) {
-        const bool reforward = full || (selective && contains(mods, "moe"));
-        const double bytes = layers * tokensRank * d.moeRouterTopk * c.w.routingImbalance * d.hiddenSize * 2.0 *
-                             double(l.ep - 1) / l.ep * (reforward ? 6.0 : 4.0);
-        const double eff = l.dispatcherType == "flex" ? e.hybridepEfficiency : e.alltoallEfficiency;
-        t.epComm = transferSeconds(c, bytes, l.ep * l.etp, eff) * (l.overlapMoeExpertParallelComm ? e.epOverlapExposed : 1.0);
-    }
-    if (l.etp > 1) {
-        // ETP: routed tokens are all-gathered within the ETP group before the experts and
-        // reduce-scattered after them, forward and backward.
-        const double bytes = layers * tokensRank * d.moeRouterTopk * c.w.routingImbalance * d.hiddenSize * 2.0 *
-                             double(l.etp - 1) * 4.0;
-        t.epComm += transferSeconds(c, bytes, l.etp, e.nvlinkEfficiency) * (l.overlapMoeExpertParallelComm ? e.epOverlapExposed : 1.0);
+    if (l.ep * l.etp > 1) {
+        // Dispatch + combine, forward and backward (4 passes; 6 when the MoE block is re-forwarded).
+        // The most-loaded rank receives `imbalance` times the mean. Megatron's alltoall dispatcher
+        // (token_dispatcher.py: permute → A2A over EP → AG over ETP; RS over ETP → A2A) sends one
+        // copy per (token, expert) pair to the EP peers and then all-gathers the received pairs
+        // over the ETP group, whose ranks are consecutive (innermost in the expert rank order).
+        // The flex dispatcher (DeepEP/HybridEP) replicates the routing map over the ETP ranks and
+        // sends each token once per distinct destination rank: a token whose k experts fall on
+        // EP·(1 − (1 − 1/EP)^k) distinct EP slots goes to that many × ETP ranks, over the EP·ETP group.
+        const double passes = moeReforward ? 6.0 : 4.0;
+        const double rowBytes = tokensRank * imbalance * d.hiddenSize * 2.0;
+        const bool flex = l.dispatcherType == "flex";
+        double seconds = 0;
+        if (flex) {
+            const int group = l.ep * l.etp;
+            const double slots = double(l.ep) * (1.0 - std::pow(1.0 - 1.0 / l.ep, d.moeRouterTopk));
+            const double copies = slots * l.etp * double(group - 1) / group;
+            seconds = transferSeconds(c, layers * rowBytes * copies * passes, group, e.hybridepEfficiency);
+        } else {
+            if (l.ep > 1)
+                seconds += transferSeconds(c, layers * rowBytes * d.moeRouterTopk * double(l.ep - 1) / l.ep * passes,
+                                           l.ep * l.etp, e.alltoallEfficiency);
+            if (l.etp > 1)
+                seconds += transferSeconds(c, layers * rowBytes * d.moeRouterTopk * double(l.etp - 1) * passes, l.etp,
+                                           e.nvlinkEfficiency);
+        }
+        if (l.overlapMoeExpertParallelComm) {
+            // EP overlap hides the communication of one micro-batch behind another's compute
+            // (1F1B A2A overlap): it can hide at most that compute, and leaves a fixed share exposed.
+            const double hideable = t.expert + t.dense + t.attention;
+            seconds = std::max(seconds * e.epOverlapExposed, seconds - hideable);
+        }
+        t.epComm = seconds;
     }
     if (l.tp > 1) {
         const double bytes = layers * 8.0 * double(c.w.seqLength) / l.cp * b * d.hiddenSize * 2.0 * double(l.tp - 1) / l.tp;
@@ -144,9 +175,12 @@ StageTime stageTime(const Context& c, int stage, int layers)
         t.cpComm = transferSeconds(c, bytes, l.cp * l.tp, e.nvlinkEfficiency) * e.cpExposed;
     }
     if (l.pp > 1) {
-        const double bytes = 2.0 * tokensRank * d.hiddenSize * 2.0;  // activation forward, gradient back
-        const bool crossesNode = double(l.worldSize) / l.pp >= c.hw.gpusPerNode;
-        t.ppComm = bytes / ((crossesNode ? c.hw.networkGbPerS : c.hw.nvlinkGbPerS) * 1e9);
+        // Activation forward, gradient back, once per model chunk: with VPP each micro-batch
+        // crosses every rank v times. Adjacent stages are world/PP ranks apart: NVLink while that
+        // stride stays inside the NVLink domain, the network beyond.
+        const double bytes = 2.0 * tokensRank * d.hiddenSize * 2.0 * l.vpp;
+        const bool crossesDomain = l.worldSize / l.pp >= c.hw.nvlinkDomainSize;
+        t.ppComm = bytes / ((crossesDomain ? c.hw.networkGbPerS * e.networkEfficiency : c.hw.nvlinkGbPerS * e.nvlinkEfficiency) * 1e9);
     }
     if (l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params") {
         const double dense = layers * decoderLayerDenseParams(d) / l.tp;
@@ -193,9 +227,15 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
     WB_TERM("core attention", micro * slowest.attention, "flash attention at " + fmt(o.eff.attention) + " of peak" + per);
     WB_TERM("vision encoder", micro * slowest.vision, "ViT + mergers at " + fmt(o.eff.vision) + " of peak + per-image overhead" + per);
     WB_TERM("recompute", micro * slowest.recompute, "extra forward of recomputed parts (" + l.recomputeGranularity + ")" + per);
-    WB_TERM("memory-bound elementwise", micro * slowest.elementwise, fmt(o.eff.elementwiseBytesPerHidden, 0) + "·h bytes per token per layer at HBM bandwidth" + per);
+    WB_TERM("memory-bound elementwise", micro * slowest.elementwise, fmt(o.eff.elementwiseBytesPerHidden, 0) + "·h bytes per token per layer + routed permute/unpermute/SwiGLU" + std::string(o.fp8 ? "/FP8 quantize" : "") + " traffic per (token, expert) pair at " + fmt(o.eff.hbmEfficiency) + " of HBM bandwidth" + per);
     WB_TERM("per-layer overhead", micro * slowest.overhead, "router/permute/launch overhead per layer" + per);
-    WB_TERM("EP all-to-all (exposed)", micro * slowest.epComm, l.dispatcherName() + ", dispatch + combine fwd/bwd, NVLink inside the domain, network beyond");
+    WB_TERM("EP all-to-all (exposed)", micro * slowest.epComm,
+            l.dispatcherName() + ", dispatch + combine fwd/bwd" +
+                (l.dispatcherType == "flex" ? ", one copy per distinct destination rank" : ", one copy per (token, expert) pair") +
+                (l.etp > 1 ? (l.dispatcherType == "flex" ? " × ETP ranks" : " + all-gather over ETP") : "") +
+                ", routing imbalance " + fmt(c.w.expertRankImbalance(l.ep, m.decoder.numMoeExperts)) +
+                ", NVLink inside the domain, network beyond" +
+                (l.overlapMoeExpertParallelComm ? "; EP overlap hides up to the compute" : "") + per);
     WB_TERM("TP/SP collectives (exposed)", micro * slowest.tpComm, "4 all-gathers + 4 reduce-scatters per layer, " + fmt(o.eff.tpExposed) + " exposed");
     WB_TERM("CP ring (exposed)", micro * slowest.cpComm, "K/V exchange, " + fmt(o.eff.cpExposed) + " exposed");
     WB_TERM("PP send/recv", micro * slowest.ppComm, "activations and their gradients between stages");
@@ -221,8 +261,12 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
          fmt(o.eff.optimizerBytesPerParam, 0) + " B of HBM traffic per locally owned parameter");
 
 #undef WB_TERM
-    for (const TimeTerm& t : est.terms)
+    for (TimeTerm& t : est.terms) {
+        t.ms *= o.eff.stepTimeFactor;
+        if (o.explain && o.eff.stepTimeFactor != 1.0)
+            t.assumption += "; × " + fmt(o.eff.stepTimeFactor) + " (calibrated from stored runs)";
         est.stepMs += t.ms;
+    }
     const double seconds = est.stepMs / 1e3;
     const double world = l.worldSize;
     est.tokensPerSecPerGpu = est.effectiveTokensPerStep / seconds / world;

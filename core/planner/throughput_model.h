@@ -38,7 +38,20 @@ struct EfficiencyFactors {
     double perImageOverheadUs = 150;  ///< per image per micro-batch, fwd+bwd: varlen setup, launches
     double elementwiseBytesPerHidden = 40;  ///< memory-bound traffic per token per layer, in units of h
                                             ///< bytes, fwd+bwd (norms, rotary, activations, permutes)
+    /// Measured / predicted step time fitted from stored runs (core/planner/calibration.h); every
+    /// term is scaled by it. 1.0 = the factors above as they are.
+    double stepTimeFactor = 1.0;
+    double hbmEfficiency = 0.80;      ///< achieved / peak HBM bandwidth of streaming elementwise kernels
     double optimizerBytesPerParam = 32;     ///< HBM traffic of one Adam step per locally owned param
+    /// Memory-bound traffic per routed (token, expert) pair, fwd+bwd, in bytes per unit of h and of
+    /// the rank's expert width f/ETP: permute writes and unpermute reads an h-wide bf16 row (4h fwd),
+    /// SwiGLU reads 2f and writes f (6f fwd); backward ≈ 2× forward → 12h + 18f.
+    double routedBytesPerHidden = 12;
+    double routedBytesPerFfn = 18;
+    /// FP8/MXFP8: quantizing each expert GEMM input (read bf16, write fp8 + scales ≈ 3 B/element):
+    /// fc1 input h and fc2 input f forward, their gradients and transposed copies backward.
+    double fp8QuantBytesPerHidden = 9;
+    double fp8QuantBytesPerFfn = 15;
 };
 
 struct ThroughputOptions {

@@ -5,6 +5,7 @@
 
 #include "core/run_config.h"
 
+#include <cmath>
 #include <cstdint>
 
 namespace wb::core::planner {
@@ -15,9 +16,30 @@ struct Workload {
     int imageWidth = 448;         ///< pixels; rounded down to a multiple of patch × merge
     int imageHeight = 448;
     bool mockTextOnly = false;    ///< mock data without images (the case that flatters, guide caution 1)
-    /// Tokens on the most-loaded expert rank / the mean. 1.0 = forced balance (the published perf
-    /// rows use moe_router_force_load_balancing); dropless routing on real data is worse.
+    /// Tokens on the most-loaded expert rank / the mean, as an explicit factor (memory model and
+    /// throughput model). 1.0 = no extra factor.
     double routingImbalance = 1.0;
+    /// The published perf rows use moe_router_force_load_balancing: every expert gets the same
+    /// tokens. Without it (real training, dropless), the throughput model adds the statistical
+    /// imbalance of `expertRankImbalance`.
+    bool forceBalancedRouting = false;
+    /// Coefficient of variation of one expert's load around the mean with an aux-loss-balanced
+    /// router on real data (assumption: 0.3 — aux-loss 1e-3 keeps experts within tens of percent).
+    double expertLoadCv = 0.3;
+
+    /// Load of the most-loaded of `ep` expert ranks / the mean, dropless. A rank holds E/EP experts,
+    /// so its load's CV is cv/√(E/EP) (independent experts, assumption); the maximum of EP such
+    /// loads sits about √(2 ln EP) standard deviations above the mean (Gaussian extreme value).
+    /// EP 8 of 128 experts → ≈1.15, EP 64 → ≈1.6. Times `routingImbalance`.
+    double expertRankImbalance(int ep, int experts) const
+    {
+        double r = routingImbalance;
+        if (!forceBalancedRouting && ep > 1 && experts > 0) {
+            const double cvRank = expertLoadCv / std::sqrt(double(experts) / ep);
+            r *= 1.0 + cvRank * std::sqrt(2.0 * std::log(double(ep)));
+        }
+        return r;
+    }
 
     /// Patches of one image before the merge (a still image fills the temporal patch by repetition).
     int64_t patchesPerImage(const VisionConfig& v) const

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""End-to-end: `plan --json` -> `generate` for every format -> `lint`, through the real CLI.
+"""End-to-end: `plan --json` -> `generate` for every format -> `lint`, through the real CLI; and
+plan -> generate (prediction.json) -> launch (local, the stand-in trainer) -> the store holds the
+prediction -> `plan --calibrate` uses the stored runs once there are enough of them.
 
 Checks the plan JSON shape docs/cli.md promises, bad input (unknown model, a GPU count no layout
 can use), that generated scripts pass `bash -n`, that generate refuses to overwrite without
@@ -8,6 +10,7 @@ XDG dirs, so no user catalog leaks in.
 """
 import argparse
 import json
+import sqlite3
 import os
 import subprocess
 import sys
@@ -22,6 +25,7 @@ MEMORY_KEYS = ["weights", "grads", "optimizer", "activations", "other", "total"]
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--cli", required=True)
+    parser.add_argument("--trainer", required=True, help="moe-train or the stand-in tests/remote/fake_moe_train.sh")
     args = parser.parse_args()
     failures = []
 
@@ -161,6 +165,110 @@ def main():
               and "bad.yaml:3: warning: [bridge-field]" in r.stdout, f"lint bad YAML: {r.stdout}")
         r = cli("lint", bad_yaml)
         check(r.returncode == 2 and "--model" in r.stderr, f"a Bridge file needs --model: {r.stderr}")
+
+        # 9. A perf launcher command names its model, GPU and world: lint needs no options.
+        perf = os.path.join(tmp, "out-megatron-bridge", "perf_launch.sh")
+        r = cli("lint", perf)
+        check(r.returncode == 0 and "8 GPU" in r.stdout, f"lint perf_launch.sh: {r.stdout}{r.stderr}")
+        with open(perf) as f:
+            broken = f.read().replace("-ep ", "-ep 3 -x ", 1)
+        bad_perf = os.path.join(tmp, "bad_perf.sh")
+        with open(bad_perf, "w") as f:
+            f.write(broken)
+        r = cli("lint", bad_perf)
+        check(r.returncode == 2 and "[ep-divides-experts]" in r.stdout, f"lint broken perf command: {r.stdout}{r.stderr}")
+
+        # 10. Predictions travel with runs: plan -> generate runtime (prediction.json) -> launch.
+        db = os.path.join(tmp, "runs.db")
+        runs_root = os.path.join(tmp, "runs")
+
+        def store_cli(*argv, steps="40"):
+            e = dict(env, FAKE_TRAIN_MODE="finish", FAKE_TRAIN_STEPS=steps)
+            return subprocess.run([args.cli, "--db", db, "--runs-root", runs_root, "--moe-train", args.trainer, *argv],
+                                  env=e, cwd=tmp, capture_output=True, text=True, timeout=300)
+
+        # A sequence too short for one sample (196 image tokens + 64 caption + 2) is refused up front,
+        # as the runtime would refuse the generated config.
+        r = cli("plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "256", "--gbs", "8")
+        check(r.returncode == 2 and "raise seq to at least 262" in r.stderr, f"seq too short for a sample: {r.stderr}")
+        r = cli("plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "512",
+                "--gbs", "8", "--max-results", "2", "--json")
+        check(r.returncode == 0, f"plan sample-tiny: {r.stderr}")
+        tiny_plan = os.path.join(tmp, "tiny_plan.json")
+        with open(tiny_plan, "w") as f:
+            f.write(r.stdout)
+        check(json.loads(r.stdout)["calibration"] is None, "plan --json without --calibrate: calibration null")
+        out = os.path.join(tmp, "tiny-runtime")
+        r = cli("generate", "--from", tiny_plan, "--format", "runtime", "--out", out)
+        check(r.returncode == 0, f"generate runtime from the tiny plan: {r.stderr}")
+        prediction_path = os.path.join(out, "prediction.json")
+        check(os.path.isfile(prediction_path), "generate --format runtime writes prediction.json")
+        prediction = json.load(open(prediction_path))
+        check(prediction["hardware"] == "h200" and prediction["gpus"] == 1 and prediction["step_ms"] > 0
+              and prediction["calibration"] == "", f"prediction.json figures: {prediction}")
+        check(abs(prediction["step_ms"] - json.loads(open(tiny_plan).read())["layouts"][0]["step_ms"]) < 1e-2,
+              "prediction.json is layout 0's step time")
+        run_ids = []
+        for i in range(3):
+            r = store_cli("launch", "--target", "local", "--config", os.path.join(out, "run.json"), "--name", f"planned-{i}")
+            check(r.returncode == 0, f"launch the generated config: {r.stderr}")
+            run_id = r.stdout.strip()
+            run_ids.append(run_id)
+            w = store_cli("watch", run_id, "--interval-ms", "100")
+            check(w.returncode == 0, f"watch {run_id}: {w.stderr}")
+            if i == 0:
+                # One run: a calibration needs three.
+                r = store_cli("plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "512",
+                              "--gbs", "8", "--max-results", "2", "--calibrate")
+                check(r.returncode == 0 and "not calibrated: 1 usable h200 run(s), 3 needed" in r.stdout
+                      and run_id in r.stdout, f"plan --calibrate with one run says so: {r.stdout}{r.stderr}")
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        rows = con.execute("SELECT run_id, hardware, gpus, step_ms FROM predictions").fetchall()
+        con.close()
+        check(sorted(r[0] for r in rows) == sorted(run_ids), f"every launched run has its prediction: {rows}")
+        check(all(r[1] == "h200" and r[2] == 1 and abs(r[3] - prediction["step_ms"]) < 1e-6 for r in rows),
+              f"the stored prediction is prediction.json's: {rows}")
+
+        # 10b. A plain config generated into that folder without --hardware/--gpus has no prediction:
+        # the old prediction.json would be stored with the wrong run, so generate refuses, and
+        # --force removes it.
+        r = cli("generate", "--from", os.path.join(out, "run.json"), "--format", "runtime", "--out", out)
+        check(r.returncode == 2 and "prediction.json (from an earlier plan" in r.stderr, f"stale prediction refused: {r.stderr}")
+        check(os.path.isfile(prediction_path), "the refused generate left prediction.json as it was")
+        r = cli("generate", "--from", os.path.join(out, "run.json"), "--format", "runtime", "--out", out, "--force")
+        check(r.returncode == 0 and not os.path.exists(prediction_path), f"--force removes the stale prediction: {r.stderr}")
+        r = cli("generate", "--from", os.path.join(out, "run.json"), "--format", "runtime", "--out", out, "--force",
+                "--hardware", "h200", "--gpus", "1", "--model", "sample-tiny")
+        check(r.returncode == 0 and os.path.isfile(prediction_path), f"a config with --hardware/--gpus is predicted: {r.stderr}")
+        if os.path.isfile(prediction_path):
+            again = json.load(open(prediction_path))
+            check(again["gpus"] == 1 and again["hardware"] == "h200" and again["step_ms"] > 0,
+                  f"prediction of a plain config: {again}")
+
+        # 11. Three runs with a steady state (the stand-in's 12.5 ms steps): calibrated.
+        r = store_cli("plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "512",
+                      "--gbs", "8", "--max-results", "2", "--calibrate", "--json")
+        check(r.returncode == 0, f"plan --calibrate --json: {r.stderr}")
+        calibrated = json.loads(r.stdout) if r.returncode == 0 else {"calibration": None, "layouts": []}
+        cal = calibrated["calibration"]
+        check(cal is not None and cal["applied"] and len(cal["runs"]) == 3 and cal["hardware"] == "h200",
+              f"calibration from three runs: {cal}")
+        if cal and cal["applied"]:
+            factor = 12.5 / prediction["step_ms"]
+            check(abs(cal["step_time_factor"] - factor) < 1e-3 * max(1.0, factor),
+                  f"factor = measured / predicted: {cal['step_time_factor']} vs {factor}")
+            plain = json.loads(open(tiny_plan).read())["layouts"][0]
+            mine = [l for l in calibrated["layouts"] if l["describe"] == plain["describe"]]
+            check(mine and abs(mine[0]["step_ms"] - 12.5) < 0.05, f"calibrated step time ≈ measured: {mine[:1]}")
+            # A prediction generated from the calibrated plan says so and keeps the model's own figure.
+            cal_plan = os.path.join(tmp, "cal_plan.json")
+            with open(cal_plan, "w") as f:
+                f.write(r.stdout)
+            r = cli("generate", "--from", cal_plan, "--format", "runtime", "--out", os.path.join(tmp, "cal-runtime"))
+            p2 = json.load(open(os.path.join(tmp, "cal-runtime", "prediction.json")))
+            check(p2["calibration"].startswith("step time ×") and
+                  abs(p2["detail"]["uncalibrated_step_ms"] - p2["step_ms"] / cal["step_time_factor"]) < 1e-2 * p2["step_ms"],
+                  f"calibrated prediction.json: {p2['calibration']} {p2['step_ms']}")
 
     if failures:
         print(f"{len(failures)} check(s) failed", file=sys.stderr)

@@ -2,6 +2,8 @@
 // the widgets, press Plan (the search runs on a worker), read back the recommendation and the ranked
 // rows with their memory; switch guide answers and watch the path change; check the previews carry
 // Megatron-Bridge's field names and that Save writes them; check the memory bar is painted.
+#include "core/run_config.h"
+#include "core/run_prediction.h"
 #include "ui/plan_config_preview.h"
 #include "ui/plan_guide_panel.h"
 #include "ui/plan_layout_model.h"
@@ -18,6 +20,9 @@
 #include <QLocale>
 #include <QListWidget>
 #include <QPushButton>
+#include "core/run_config.h"
+#include "core/run_prediction.h"
+
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTabWidget>
@@ -198,6 +203,36 @@ private slots:
         QFile file(path);
         QVERIFY(file.open(QIODevice::ReadOnly));
         QCOMPARE(QString::fromUtf8(file.readAll()), preview->text(1));
+    }
+
+    void launchEmitsConfigAndPrediction()
+    {
+        PlanningView view(kCatalog);
+        view.resize(1600, 1000);
+        view.show();
+        QPushButton* launch = child<QPushButton>(view, "planLaunch");
+        QVERIFY(launch);
+        QVERIFY(!launch->isEnabled());  // nothing planned, nothing selected
+        planThrough(view, QStringLiteral("qwen3-vl-30b-a3b"), QStringLiteral("h100"), 2, 8);
+        QVERIFY(view.layoutModel()->rowCount() > 1);
+        view.selectLayout(1);
+        QVERIFY(launch->isEnabled());
+        QSignalSpy spy(&view, &PlanningView::launchRequested);
+        QTest::mouseClick(launch, Qt::LeftButton);
+        QCOMPARE(spy.count(), 1);
+        const wb::core::RunConfigParse parsed = wb::core::parseRunConfig(spy.first().at(0).toString().toStdString());
+        QVERIFY2(parsed.ok(), parsed.problems.empty() ? "" : parsed.problems.front().toString().c_str());
+        const wb::core::RunConfig* config = &parsed.config;
+        const auto prediction = wb::core::parsePrediction(spy.first().at(1).toString().toStdString());
+        QVERIFY2(prediction.ok(), prediction ? "" : prediction.error().toString().c_str());
+        // Both describe the selected row (1), not the best one.
+        const auto* selected = view.layoutModel()->candidate(1);
+        QCOMPARE(config->parallel.expertModelParallelSize, selected->layout.ep);
+        QCOMPARE(config->train.microBatchSize, selected->layout.mbs);
+        QCOMPARE(prediction->hardware, std::string("h100"));
+        QCOMPARE(prediction->gpus, 16);
+        QCOMPARE(prediction->stepMs, selected->throughput.stepMs);
+        QVERIFY(std::abs(prediction->memoryGib - selected->memory.total() / double(1ull << 30)) < 1e-9);
     }
 
     void memoryBarIsPainted()

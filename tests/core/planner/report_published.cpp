@@ -43,8 +43,9 @@ Layout make(int world, int tp, int pp, int vpp, int ep, int etp, int mbs, int gb
 
 }  // namespace
 
-int main()
+int main(int argc, char** argv)
 {
+    const bool terms = argc > 1 && std::string(argv[1]) == "--terms";
     auto catalog = loadCatalog(builtinCatalogDir(WB_SOURCE_DIR));
     if (!catalog) {
         std::fprintf(stderr, "%s\n", catalog.error().toString().c_str());
@@ -84,6 +85,7 @@ int main()
         const auto hw = catalog->hardware(r.hw);
         Workload w;
         w.mockTextOnly = r.textOnly;
+        w.forceBalancedRouting = r.textOnly;  // §8 rows: moe_router_force_load_balancing
         ThroughputOptions o;
         o.fp8 = r.fp8;
         const ThroughputEstimate e = estimateThroughput(model->model, r.layout, w, *hw, o);
@@ -97,6 +99,9 @@ int main()
         }
         std::printf("| %s | %.0f | %.0f | %.2f | %.1f%% | %.0f | %.1f | %s | %s |\n", r.label, e.tflopsPerGpu, r.published,
                     e.tflopsPerGpu / r.published, 100 * e.mfu, e.tokensPerSecPerGpu, MemoryEstimate::gib(mem.total()), mock.c_str(), r.note);
+        if (terms)
+            for (const TimeTerm& t : e.terms)
+                std::printf("|   | %s: %.0f ms (%.0f%%) | %s |\n", t.name.c_str(), t.ms, 100 * t.ms / e.stepMs, t.assumption.c_str());
     }
     std::printf("\nDeepSeek-V3 (256×GB200, 1276 TFLOP/s/GPU) is not predicted: MLA attention, dense layers and the shared expert are outside core/model_flops.h.\n");
     return 0;

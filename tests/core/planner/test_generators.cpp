@@ -143,6 +143,7 @@ private slots:
     void bridgeImportRoundTrips_data() { bridgeOverrides_data(); }
     void bridgeImportRoundTrips();
     void bridgeImportReportsLines();
+    void perfLaunchFlagsReadBack();
     void environment_data();
     void environment();
     void shellQuoteSurvivesBash_data();
@@ -321,6 +322,85 @@ void TestGenerators::bridgeImportRoundTrips()
         QCOMPARE(back.config.train.precision, c.train.precision == "bf16" ? std::string("bf16") : base.train.precision);
         QCOMPARE(back.config.model.freezeLanguageModel, c.model.freezeLanguageModel);
     }
+    // The perf launcher command (flags + key=value overrides) reads back to the same layout too.
+    std::vector<std::string> warnings;
+    const std::string perf = "#!/usr/bin/env bash\nset -euo pipefail\n" + bridgePerfCommand(c, t, warnings);
+    QVERIFY(looksLikePerfLaunch(perf));
+    const BridgeImport back = importBridgeOverrides(perf, false, base, t.worldSize());
+    QVERIFY2(back.problems.empty(), back.problems.empty() ? "" : (back.problems.front().key + ": " + back.problems.front().message).c_str());
+    Layout expected = layoutFromRunConfig(c, t.worldSize());
+    expected.overlapMoeExpertParallelComm = t.overlapMoeExpertParallelComm;
+    QVERIFY2(back.layout == expected, (back.layout.describe() + " != " + expected.describe() + "\n" + perf).c_str());
+    QVERIFY(back.perf.present);
+    QCOMPARE(back.perf.gpus, t.worldSize());
+    QCOMPARE(back.perf.hardware, t.hardware.name);
+    QCOMPARE(back.perf.model, std::string("qwen3-vl-30b-a3b"));
+    QCOMPARE(back.config.train.seqLength, c.train.seqLength);
+}
+
+// A hand-written perf launcher command: each flag sets its field on its own line; -etp is -et;
+// a flag the workbench does not know is a warning on its line; a flag without a value an error.
+void TestGenerators::perfLaunchFlagsReadBack()
+{
+    const char* command = "#!/bin/bash\n"
+                          "python scripts/performance/setup_experiment.py --account a --partition p \\\n"
+                          "  -g h100 -c bf16 -m qwen_vl -mr qwen3_vl_30b_a3b -ng 16 --domain qwen3vl \\\n"
+                          "  -tp 2 -pp 2 -vp 12 -cp 1 \\\n"
+                          "  -ep 3 -etp 1 \\\n"
+                          "  -mb 1 -gb 512 -sl 8192 \\\n"
+                          "  --cuda_graph_impl transformer_engine --cuda_graph_scope moe_router,moe_preprocess \\\n"
+                          "  --moe_flex_dispatcher_backend hybridep --recompute_modules core_attn,moe_act \\\n"
+                          "  --frobnicate 3 model.sequence_parallel=true -d \\\n"
+                          "  -mb\n";
+    RunConfig base;
+    base.model = qwen30b().model;
+    const BridgeImport r = importBridgeOverrides(command, false, base, 16);
+    QVERIFY(r.perf.present);
+    QCOMPARE(r.perf.gpus, 16);
+    QCOMPARE(r.perf.gpusLine, 3);
+    QCOMPARE(r.perf.hardware, std::string("h100"));
+    QCOMPARE(r.perf.model, std::string("qwen3-vl-30b-a3b"));
+    const ParallelConfig& p = r.config.parallel;
+    QCOMPARE(p.tensorModelParallelSize, 2);
+    QCOMPARE(p.pipelineModelParallelSize, 2);
+    QCOMPARE(p.virtualPipelineModelParallelSize, 12);
+    QCOMPARE(p.expertModelParallelSize, 3);
+    QCOMPARE(p.expertTensorParallelSize, 1);
+    QCOMPARE(p.moeTokenDispatcherType, std::string("flex"));
+    QCOMPARE(p.moeFlexDispatcherBackend, std::string("hybridep"));
+    QVERIFY(p.sequenceParallel);
+    QCOMPARE(r.config.train.microBatchSize, 1);
+    QCOMPARE(r.config.train.globalBatchSize, 512);
+    QCOMPARE(r.config.train.seqLength, 8192);
+    QCOMPARE(r.config.cudaGraph.impl, std::string("transformer_engine"));
+    QCOMPARE(r.config.cudaGraph.scope, (std::vector<std::string>{"moe_router", "moe_preprocess"}));
+    QCOMPARE(r.config.recompute.granularity, std::string("selective"));
+    QCOMPARE(r.config.recompute.modules, (std::vector<std::string>{"core_attn", "moe_act"}));
+    QCOMPARE(r.lineOfConfigPath("parallel.expert_model_parallel_size"), 5);
+    QCOMPARE(r.lineOfConfigPath("train.seq_length"), 6);
+    std::map<int, std::string> byLine;
+    for (const BridgeImportProblem& x : r.problems)
+        byLine[x.line] += x.key + ": " + x.message + (x.error ? " [error]" : " [warning]");
+    QCOMPARE(int(r.problems.size()), 2);
+    QVERIFY2(byLine[9].find("--frobnicate") != std::string::npos && byLine[9].find("[warning]") != std::string::npos,
+             byLine[9].c_str());
+    QVERIFY2(byLine[10].find("-mb") != std::string::npos && byLine[10].find("[error]") != std::string::npos,
+             byLine[10].c_str());
+    // The same text without setup_experiment.py is a plain dotlist: flags are not read.
+    std::string plain = command;
+    const size_t script = plain.find("setup_experiment.py");
+    QVERIFY(script != std::string::npos);
+    plain.replace(script, std::string_view("setup_experiment.py").size(), "other.py");
+    QVERIFY(!looksLikePerfLaunch(plain));
+    QCOMPARE(importBridgeOverrides(plain, false, base, 16).config.parallel.expertModelParallelSize,
+             base.parallel.expertModelParallelSize);
+    // -rl N: full recompute of N layers; -c bf16: bf16.
+    const BridgeImport full = importBridgeOverrides(
+        "python scripts/performance/setup_experiment.py -ng 8 -c bf16 -rl 2 -ep 8\n", false, base, 8);
+    QVERIFY(full.problems.empty());
+    QCOMPARE(full.config.recompute.granularity, std::string("full"));
+    QCOMPARE(full.config.recompute.recomputeNumLayers, 2);
+    QCOMPARE(full.config.train.precision, std::string("bf16"));
 }
 
 void TestGenerators::bridgeImportReportsLines()

@@ -105,6 +105,96 @@ private slots:
         QVERIFY2(faster ? after > before : after < before, qPrintable(QString("%1 → %2").arg(before).arg(after)));
     }
 
+    void droplessImbalanceGrowsWithEp()
+    {
+        Workload w;
+        QCOMPARE(w.expertRankImbalance(1, 128), 1.0);
+        const double ep8 = w.expertRankImbalance(8, 128), ep64 = w.expertRankImbalance(64, 128);
+        QVERIFY2(ep8 > 1.1 && ep8 < 1.2, std::to_string(ep8).c_str());
+        QVERIFY2(ep64 > 1.5 && ep64 < 1.7, std::to_string(ep64).c_str());
+        w.forceBalancedRouting = true;
+        QCOMPARE(w.expertRankImbalance(64, 128), 1.0);
+        w.routingImbalance = 1.25;  // an explicit factor still applies
+        QCOMPARE(w.expertRankImbalance(64, 128), 1.25);
+
+        // Forced balance (the published perf rows) is faster than dropless on the same layout.
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        const HardwareSpec hw = *catalog().hardware("gb200");
+        Workload dropless, forced;
+        forced.forceBalancedRouting = true;
+        QVERIFY(estimateThroughput(m, recipe30b(), forced, hw).stepMs < estimateThroughput(m, recipe30b(), dropless, hw).stepMs);
+    }
+
+    void dispatcherTrafficFollowsMegatron()
+    {
+        // Same links, same efficiency: the flex dispatcher sends a token once per distinct
+        // destination rank (EP8, top-8 → 5.25 of 8 slots), the alltoall dispatcher once per
+        // (token, expert) pair, so flex moves 5.25/8 × 8/7 of alltoall's remote bytes.
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        const HardwareSpec hw = *catalog().hardware("b200");
+        Workload w;
+        w.forceBalancedRouting = true;
+        ThroughputOptions o;
+        o.eff.hybridepEfficiency = o.eff.alltoallEfficiency;
+        Layout a2a = recipe30b();
+        a2a.dispatcherType = "alltoall", a2a.dispatcherBackend = "";
+        Layout flex = recipe30b();
+        auto epMs = [&](const Layout& l) {
+            for (const TimeTerm& t : estimateThroughput(m, l, w, hw, o).terms)
+                if (t.name == "EP all-to-all (exposed)")
+                    return t.ms;
+            return 0.0;
+        };
+        const double distinctSlots = 8 * (1 - std::pow(7.0 / 8.0, 8));
+        QVERIFY2(std::abs(epMs(flex) / epMs(a2a) - distinctSlots * 7.0 / 8.0 / 7.0) < 1e-9,
+                 std::to_string(epMs(flex) / epMs(a2a)).c_str());
+        // ETP with the alltoall dispatcher all-gathers the received pairs over the ETP group:
+        // ETP2 on one node adds (ETP − 1) × pairs on top of the EP all-to-all.
+        Layout etp = a2a;
+        etp.worldSize = 16, etp.etp = 2;
+        QVERIFY(epMs(etp) > 1.5 * epMs(a2a));
+    }
+
+    void epOverlapHidesAtMostTheCompute()
+    {
+        // EP16 on H100 spans two nodes: the all-to-all is several times the compute, so overlap
+        // leaves comm − compute exposed, not just epOverlapExposed of it.
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        const HardwareSpec hw = *catalog().hardware("h100");
+        Layout l;
+        l.worldSize = 16, l.ep = 16, l.mbs = 1, l.gbs = 64;
+        Workload w;
+        w.forceBalancedRouting = true;
+        auto term = [&](const ThroughputEstimate& e, const char* name) {
+            for (const TimeTerm& t : e.terms)
+                if (t.name == name)
+                    return t.ms;
+            return 0.0;
+        };
+        const ThroughputEstimate plain = estimateThroughput(m, l, w, hw);
+        l.overlapMoeExpertParallelComm = true;
+        const ThroughputEstimate overlapped = estimateThroughput(m, l, w, hw);
+        const double comm = term(plain, "EP all-to-all (exposed)");
+        const double compute = term(plain, "expert GEMMs") + term(plain, "projection + logits GEMMs") + term(plain, "core attention");
+        QVERIFY(comm > compute);
+        QVERIFY(std::abs(term(overlapped, "EP all-to-all (exposed)") - (comm - compute)) < 1e-6 * comm);
+    }
+
+    void calibrationFactorScalesEveryTerm()
+    {
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        const HardwareSpec hw = *catalog().hardware("gb200");
+        ThroughputOptions calibrated;
+        calibrated.eff.stepTimeFactor = 1.3;
+        const ThroughputEstimate a = estimateThroughput(m, recipe30b(), Workload{}, hw);
+        const ThroughputEstimate b = estimateThroughput(m, recipe30b(), Workload{}, hw, calibrated);
+        QVERIFY(std::abs(b.stepMs - 1.3 * a.stepMs) < 1e-9 * a.stepMs);
+        QVERIFY(std::abs(b.tokensPerSecPerGpu * 1.3 - a.tokensPerSecPerGpu) < 1e-6 * a.tokensPerSecPerGpu);
+        QCOMPARE(a.terms.size(), b.terms.size());
+        for (size_t i = 0; i < a.terms.size(); ++i)
+            QVERIFY(std::abs(b.terms[i].ms - 1.3 * a.terms[i].ms) < 1e-9 * a.stepMs);
+    }
+
     void efficiencyFactorsAreOverridable()
     {
         const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;

@@ -1,0 +1,61 @@
+// Calibration from the run store (issue 3 item 5): the runs that were launched with a planner
+// prediction for one hardware and have a detected steady state give measured / predicted step
+// time; the median of those ratios (robust to one odd run) becomes that hardware's step-time
+// factor, applied to EfficiencyFactors::stepTimeFactor so every prediction for that hardware
+// scales with it. Too few runs → no factor (1.0, the catalog's efficiencies) and the reason.
+// fitCalibration is pure; calibrateFromStore reads a RunStore (one thread at a time, as RunStore).
+#pragma once
+
+#include "core/planner/throughput_model.h"
+#include "core/result.h"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace wb::core {
+class RunStore;
+}
+
+namespace wb::core::planner {
+
+struct CalibrationOptions {
+    int minRuns = 3;              ///< fewer usable runs than this: not calibrated
+    size_t minSteadySteps = 10;   ///< a run needs a detected steady state at least this long
+};
+
+struct CalibrationRun {
+    std::string id;
+    std::string name;
+    int gpus = 0;
+    double predictedStepMs = 0;   ///< the model's own (uncalibrated) prediction
+    double measuredStepMs = 0;    ///< median step time over the steady-state window
+    size_t steadySteps = 0;
+    double ratio() const { return predictedStepMs > 0 ? measuredStepMs / predictedStepMs : 0; }
+};
+
+struct Calibration {
+    std::string hardware;
+    std::vector<CalibrationRun> runs;      ///< the runs used
+    std::vector<std::string> skipped;      ///< "ID: why" for runs with a prediction that were not used
+    int minRuns = 3;
+    double stepTimeFactor = 1.0;           ///< median measured/predicted; 1.0 when not applied
+    double ratioMin = 0, ratioMax = 0;     ///< range of the ratios used
+    bool applied() const { return int(runs.size()) >= minRuns && !runs.empty(); }
+    /// "step time × 1.23 from 4 h200 runs (ratios 1.10–1.31)" or why it is not applied.
+    std::string describe() const;
+};
+
+/// Median of the runs' ratios when there are at least options.minRuns of them.
+Calibration fitCalibration(const std::string& hardware, std::vector<CalibrationRun> runs,
+                           std::vector<std::string> skipped, const CalibrationOptions& options = {});
+
+/// Every run in the store whose prediction is for `hardware`: measured steady step time against
+/// the prediction. Errors only when the store cannot be read.
+Result<Calibration> calibrateFromStore(RunStore& store, const std::string& hardware,
+                                       const CalibrationOptions& options = {});
+
+/// Multiplies factors.stepTimeFactor by the calibration's factor when it is applied.
+void applyCalibration(const Calibration& calibration, EfficiencyFactors& factors);
+
+}  // namespace wb::core::planner
