@@ -2,6 +2,7 @@
 #include "runtime/model/moe_decoder.h"
 
 #include "runtime/data/tokenizer.h"
+#include "runtime/model/torch_compat.h"
 
 namespace wb::rt {
 
@@ -44,6 +45,11 @@ torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tenso
 {
     const int64_t D = m_config.hiddenSize;
     auto h_BTD = m_embedding(in.tokenIds_BT);
+    // Under bf16 autocast the residual stream is bf16, as in Megatron (fp32_residual_connection
+    // off): the embedding is not an autocast op, so without this cast every add, norm input and
+    // index op of the decoder would run on fp32 activations (twice the memory traffic).
+    if (cudaAutocastBf16On())
+        h_BTD = h_BTD.to(torch::kBFloat16);
     const auto shape = h_BTD.sizes().vec();
     auto imageIndex_I = in.imageIndex_I.defined() ? in.imageIndex_I
                                                   : (in.tokenIds_BT == kImageId).flatten().nonzero().squeeze(1);

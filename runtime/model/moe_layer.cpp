@@ -55,14 +55,6 @@ torch::Tensor runExpertsLoop(const torch::Tensor& xSorted_AD, const std::vector<
     return torch::cat(outputs, 0);
 }
 
-bool autocastBf16On()
-{
-#if WB_WITH_CUDA && WB_TORCH_AT_LEAST(2, 4)
-    return at::autocast::is_autocast_enabled(at::kCUDA) && at::autocast::get_autocast_dtype(at::kCUDA) == at::kBFloat16;
-#else
-    return false;
-#endif
-}
 
 // Token rows in expert order and back, as gathers in both directions (no index_add: no atomics,
 // deterministic, and the rows stay in the activations' dtype). `order_A` sorts the T·K
@@ -140,7 +132,7 @@ torch::Tensor expertsForward(const torch::Tensor& x_TD, const torch::Tensor& wei
     const int64_t D = gateUp_EDF2.size(1), F = down_EFD.size(1);
     const bool groupedUsable = groupedGemmAvailable() && x_TD.is_cuda() && D % 8 == 0 && F % 8 == 0;
     if (kernel == ExpertKernel::Auto)
-        kernel = groupedUsable && (x_TD.scalar_type() == torch::kBFloat16 || autocastBf16On()) ? ExpertKernel::Grouped
+        kernel = groupedUsable && (x_TD.scalar_type() == torch::kBFloat16 || cudaAutocastBf16On()) ? ExpertKernel::Grouped
                                                                                               : ExpertKernel::Loop;
     TORCH_CHECK(kernel != ExpertKernel::Grouped || groupedUsable,
                 "the grouped expert GEMM needs a CUDA build on LibTorch >= 2.8, CUDA tensors and D, F multiples of 8");
