@@ -629,6 +629,8 @@ def main(argv):
     ap.add_argument("--first-batch", type=int, default=0, help="index of the first dumped micro-batch to train on")
     ap.add_argument("--metrics", help="write a metrics.jsonl (DESIGN.md §3.2 records) for benchmarks/summarize.py")
     ap.add_argument("--label", default="eager")
+    ap.add_argument("--profile-step", type=int, default=0,
+                    help="profile this step with torch.profiler and print the top kernels (CUDA time)")
     args = ap.parse_args(argv)
 
     log = lambda msg: print(f"eager: {msg}", flush=True)
@@ -691,6 +693,13 @@ def main(argv):
         lr = learning_rate(t, step)
         for group in optimizer.param_groups:
             group["lr"] = lr
+        profiler = None
+        if args.profile_step == step:
+            activities = [torch.profiler.ProfilerActivity.CPU]
+            if device.type == "cuda":
+                activities.append(torch.profiler.ProfilerActivity.CUDA)
+            profiler = torch.profiler.profile(activities=activities)
+            profiler.__enter__()
         start = time.perf_counter()
         lm_total, aux_total = [], []
         flops, counts = 0.0, {"images": 0, "image_tokens": 0, "text_tokens": 0, "pad_tokens": 0}
@@ -719,6 +728,11 @@ def main(argv):
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         ms = (time.perf_counter() - start) * 1000.0
+        if profiler is not None:
+            profiler.__exit__(None, None, None)
+            key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+            print(profiler.key_averages().table(sort_by=key, row_limit=35, max_name_column_width=70),
+                  file=sys.stderr, flush=True)
         effective = counts["image_tokens"] + counts["text_tokens"]
         tflops = flops / (ms / 1000.0) / 1e12
         rec = {"v": 1, "type": "step", "step": step, "time": time.time(), "step_ms": ms,
