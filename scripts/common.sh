@@ -15,8 +15,9 @@ WB_PACKAGES=(
   qt6-l10n-tools fonts-wqy-microhei              # lrelease for the zh_CN UI translation; a CJK font to show it
 )
 # Only for the tests (test.sh): the SSH tests start a private sshd on 127.0.0.1. Not installed by
-# start.sh, since on a desktop the package would also enable a system sshd on port 22.
-WB_TEST_PACKAGES=(openssh-server openssh-client)
+# start.sh, since on a desktop the package would also enable a system sshd on port 22. The Slurm
+# test starts its own munged + slurmctld + slurmd from slurm-wlm and munge the same way.
+WB_TEST_PACKAGES=(openssh-server openssh-client slurm-wlm munge)
 
 wb_install_missing() {  # extra arguments: more packages to require
   local missing=()
