@@ -137,12 +137,19 @@ std::string slurmScript(const RunConfig& config, const GeneratorTarget& t)
     s += "mkdir -p \"$RUN_DIR/ckpt\"\n";
     s += embeddedJson(config, "\"$RUN_DIR/run.json\"");
     s += "echo \"$SLURM_JOB_ID\" > \"$RUN_DIR/slurm_job_id\"  # cancel with scancel, not by pid\n\n";
+    // The rank environment. With GPUs, moe-train --nproc-per-node starts the node's ranks itself
+    // and refuses an inherited WORLD_SIZE; on one node it is the whole job, so the torchrun
+    // variables are dropped there (several nodes: see docs/remote.md, Slurm, not done yet).
+    std::string rankEnv = "export RANK=$(( SLURM_NODEID * LOCAL_WORLD_SIZE )) LOCAL_RANK=0; ";
+    if (!cpu)
+        rankEnv = "n=$LOCAL_WORLD_SIZE; if [ \"$SLURM_JOB_NUM_NODES\" = 1 ]; then unset WORLD_SIZE RANK LOCAL_RANK "
+                  "LOCAL_WORLD_SIZE; else " + rankEnv + "fi; ";
     // pid.<node>: the trainer's pid per node (exec keeps it), so a cancel can check nothing is left.
     s += "srun --nodes=\"$SLURM_JOB_NUM_NODES\" --ntasks-per-node=1 --kill-on-bad-exit=1 --output=\"$RUN_DIR/stdout.log\" \\\n"
-         "  bash -c 'export RANK=$(( SLURM_NODEID * LOCAL_WORLD_SIZE )) LOCAL_RANK=0; "
+         "  bash -c '" + rankEnv +
          "echo $$ > \"$RUN_DIR/pid.${SLURMD_NODENAME:-$(hostname)}\"; "
          "exec \"$MOE_TRAIN\" --config \"$RUN_DIR/run.json\" --run-dir \"$RUN_DIR\"" +
-         std::string(cpu ? "'\n" : " --nproc-per-node \"$LOCAL_WORLD_SIZE\"'\n");
+         std::string(cpu ? "'\n" : " --nproc-per-node \"$n\"'\n");
     return s;
 }
 

@@ -70,11 +70,16 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 ReturnToService=2
 JobAcctGatherType=jobacct_gather/none
+GresTypes=gpu
 KillWait=10
 MinJobAge=600
-NodeName=$host CPUs=$(nproc) RealMemory=2000 State=UNKNOWN
+NodeName=$host CPUs=$(nproc) RealMemory=2000 Gres=gpu:2 State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
+    # Two stand-in "GPUs" (slurmd wants a device file per GPU; nothing opens them: TaskPlugin
+    # is none), so jobs asking for --gpus-per-node=2 are scheduled and the GPU form of the
+    # generated script (moe-train --nproc-per-node 2) runs here too, with a cpu config.
+    printf 'Name=gpu File=/dev/null\nName=gpu File=/dev/zero\n' > "$dir/gres.conf"
     export SLURM_CONF="$dir/slurm.conf"
     /usr/sbin/slurmctld -f "$SLURM_CONF" || { cat "$dir/ctld.log" >&2; exit 1; }
     /usr/sbin/slurmd -f "$SLURM_CONF" || { cat "$dir/slurmd.log" >&2; exit 1; }

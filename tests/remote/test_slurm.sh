@@ -22,6 +22,7 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM  # so that cleanup runs when ctest's timeout ends us
 unset SSH_AUTH_SOCK
 
 start=$(date +%s)
@@ -35,8 +36,9 @@ echo "test Slurm up in $(( $(date +%s) - start )) s"
 failures=0
 check() { if eval "$1"; then echo "ok: $2"; else echo "FAIL: $2"; failures=$((failures + 1)); fi; }
 
-"$unit"
+timeout 200 "$unit"
 check '[ $? -eq 0 ]' "test_slurm_target"
+scancel "--user=$(id -un)" 2>/dev/null  # whatever a failed library test left queued
 
 # --- the CLI
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)))
@@ -64,7 +66,7 @@ id=$(wb launch --target slurm:wbtest --config "$tmp/short.json" 2>"$tmp/launch.e
 check '[ -n "$id" ] && [ -s "$runs/$id/slurm_job_id" ] && [ -f "$runs/$id/run.sbatch" ]' "launch --target slurm:wbtest submitted $runs/$id"
 check 'grep -q "submitted as Slurm job $(cat "$runs/$id/slurm_job_id")" "$tmp/launch.err"' "launch reports the job id"
 check 'grep -q "^#SBATCH --partition=debug$" "$runs/$id/run.sbatch" && grep -q "^#SBATCH --time=00:10:00$" "$runs/$id/run.sbatch"' "partition and time from slurm.json"
-wb watch "$id" --interval-ms 100 >"$tmp/watch.out" 2>&1
+timeout 90 "$cli" --db "$tmp/data/runs.sqlite" watch "$id" --interval-ms 100 >"$tmp/watch.out" 2>&1
 rc=$?
 check '[ $rc -eq 0 ]' "watch ends with the job finished (rc $rc)"
 want=$(grep -c '"type":"step"' "$runs/$id/metrics.jsonl")
@@ -75,7 +77,7 @@ id2=$(wb launch --target slurm:wbtest --config "$tmp/long.json" 2>>"$tmp/launch.
 job2=$(cat "$runs/$id2/slurm_job_id" 2>/dev/null)
 for _ in $(seq 600); do [ -s "$runs/$id2/metrics.jsonl" ] && break; sleep 0.1; done
 check '[ -s "$runs/$id2/metrics.jsonl" ]' "the second job runs"
-wb cancel "$id2" --grace-s 20 >"$tmp/cancel.out" 2>&1
+timeout 90 "$cli" --db "$tmp/data/runs.sqlite" cancel "$id2" --grace-s 20 >"$tmp/cancel.out" 2>&1
 rc=$?
 check '[ $rc -eq 0 ]' "cancel (rc $rc)"
 check '[ -z "$(squeue -h -j "$job2" -o %T 2>/dev/null)" ]' "squeue no longer lists job $job2"
