@@ -19,10 +19,12 @@
 #include <QtTest>
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <pwd.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -336,6 +338,34 @@ private slots:
         QVERIFY(chunk->bytes.find("\"world_size\":2") != std::string::npos);
         QCOMPARE(fileSteps(runDir).size(), size_t(20));
         QVERIFY(std::filesystem::exists(runDir + "/rank1.log"));  // moe-train's second local rank
+    }
+
+    // A job that fails before moe-train writes status.json: Slurm's state and exit code explain it.
+    void failedJobIsExplainedBySlurm()
+    {
+        const std::string broken = m_scratch.filePath(QStringLiteral("broken-train")).toStdString();
+        std::ofstream(broken) << "#!/bin/sh\necho 'cannot load libtorch' >&2\nexit 3\n";
+        ::chmod(broken.c_str(), 0755);
+        auto opts = options();
+        opts.ssh.moeTrainPath = broken;
+        remote::SlurmTarget target(opts);
+        auto launched = target.launch({"slurm-broken", "x", tinyConfig(3, "broken")});
+        QVERIFY2(launched, launched ? "" : launched.error().toString().c_str());
+        core::RunStatus status;
+        QVERIFY(waitFor([&] {
+            auto s = target.status(launched->runDir);
+            status = s ? *s : core::RunStatus{};
+            return s && !s->processAlive;
+        }, 60000));
+        QCOMPARE(status.state, core::RunState::Failed);
+        QCOMPARE(status.status, std::string("failed"));
+        QCOMPARE(status.exitCode, 3);
+        auto job = target.jobId(launched->runDir);
+        QVERIFY(job);
+        QVERIFY2(status.message.find("ended FAILED") != std::string::npos &&
+                     status.message.find("slurm-" + *job + ".out") != std::string::npos,
+                 status.message.c_str());
+        QVERIFY(wbtest::readAll(launched->runDir + "/stdout.log").find("cannot load libtorch") != std::string::npos);
     }
 
     // sbatch's own refusal comes back with its words and where the script is; nothing is left queued.
