@@ -121,6 +121,105 @@ std::string lowercase(std::string text)
     return text;
 }
 
+// What the status script printed: the job id, squeue's state (while queued) or sacct's /
+// scontrol's (after), and status.json.
+struct StatusAnswer {
+    std::string job;
+    bool inQueue = false;
+    std::string queue;       ///< squeue's state, or "squeue failed: ..."
+    std::string slurmState;  ///< after the queue: COMPLETED, CANCELLED, TIMEOUT, ... ("" = unknown)
+    std::string slurmExit;   ///< "exit:signal"
+    std::string statusJson;
+};
+
+StatusAnswer parseStatusAnswer(const std::string& out)
+{
+    StatusAnswer answer;
+    std::istringstream lines(out);
+    std::string line;
+    while (std::getline(lines, line) && line != "---") {
+        auto value = [&](std::string_view key) { return line.substr(key.size()); };
+        if (line.rfind("job=", 0) == 0) {
+            answer.job = value("job=");
+        } else if (line.rfind("queue=", 0) == 0) {
+            answer.queue = trimmed(value("queue="));
+            answer.inQueue = true;
+        } else if (line.rfind("sacct=", 0) == 0) {
+            const std::string v = value("sacct=");  // "CANCELLED by 0|0:15"
+            const auto bar = v.find('|');
+            answer.slurmState = trimmed(v.substr(0, bar));
+            answer.slurmExit = bar == std::string::npos ? "" : trimmed(v.substr(bar + 1));
+        } else if (line.rfind("scontrol=", 0) == 0) {
+            std::istringstream words(value("scontrol="));
+            for (std::string word; words >> word;) {
+                if (word.rfind("JobState=", 0) == 0)
+                    answer.slurmState = word.substr(9);
+                else if (word.rfind("ExitCode=", 0) == 0)
+                    answer.slurmExit = word.substr(9);
+            }
+        }
+    }
+    answer.slurmState = answer.slurmState.substr(0, answer.slurmState.find(' '));  // "CANCELLED by 0"
+    for (std::string rest; std::getline(lines, rest);)
+        answer.statusJson += rest + "\n";
+    return answer;
+}
+
+core::RunStatus statusFromAnswer(const StatusAnswer& answer, const std::string& runDir)
+{
+    core::RunStatus status;
+    // status.json is rewritten while we read it; a torn or empty one just means "no news".
+    const auto json = nlohmann::json::parse(answer.statusJson, nullptr, false);
+    if (json.is_object()) {
+        if (auto it = json.find("status"); it != json.end() && it->is_string())
+            status.status = it->get<std::string>();
+        if (auto it = json.find("exit_code"); it != json.end() && it->is_number_integer())
+            status.exitCode = it->get<int>();
+        if (auto it = json.find("message"); it != json.end() && it->is_string())
+            status.message = it->get<std::string>();
+    }
+    const std::string& job = answer.job;
+    if (job.empty()) {
+        status.state = core::RunState::Failed;
+        if (status.message.empty())
+            status.message = "no Slurm job id in the run directory: the submission failed";
+        return status;
+    }
+    if (answer.inQueue) {
+        status.processAlive = true;
+        if (answer.queue.rfind("squeue failed:", 0) == 0) {
+            // The controller did not answer: the job is most likely still there; say why we think so.
+            status.state = core::RunState::Unknown;
+            status.message = "Slurm job " + job + ": " + answer.queue;
+        } else if (pendingState(answer.queue)) {
+            status.state = core::RunState::Pending;
+            status.message = "Slurm job " + job + " is " + answer.queue;
+        } else {
+            status.state = core::RunState::Running;
+        }
+        return status;
+    }
+    // Left the queue. moe-train's own word wins; Slurm's state explains an end it could not write
+    // (cancelled while pending, killed at the time limit, node failure).
+    if (status.status.empty() || status.status == "running") {
+        const std::string& state = answer.slurmState;
+        if (state == "CANCELLED") {
+            status.status = "stopped";
+            status.message = "Slurm job " + job + " was cancelled";
+        } else if (!state.empty() && state != "COMPLETED") {
+            status.status = lowercase(state);
+            status.message = "Slurm job " + job + " ended " + state + " (exit " + answer.slurmExit + "); see " +
+                             runDir + "/slurm-" + job + ".out";
+        } else if (state.empty() && status.message.empty()) {
+            status.message = "Slurm no longer knows job " + job + " (no accounting, and it aged out of scontrol)";
+        }
+        if (status.exitCode < 0 && !answer.slurmExit.empty())
+            status.exitCode = exitCodeFromSlurm(answer.slurmExit);
+    }
+    status.state = finalStateOf(status.status);
+    return status;
+}
+
 }  // namespace
 
 SlurmTarget::SlurmTarget(SlurmTargetOptions options) : m_options(std::move(options)), m_ssh(m_options.ssh) {}
@@ -194,25 +293,8 @@ Result<void> SlurmTarget::validateConfig(const std::string& configJson)
                      name());
 }
 
-Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request)
+Result<std::string> SlurmTarget::checkLoginNode()
 {
-    if (!validRunId(request.runId))
-        return makeError(ErrorCode::InvalidArgument, "a run id may hold only letters, digits, '-', '_' and '.'",
-                         request.runId);
-    const auto parsed = core::parseRunConfig(request.configJson);
-    if (!parsed.ok())
-        return makeError(ErrorCode::InvalidArgument, core::formatProblems(parsed.problems));
-    auto ranks = ranksPerNode(parsed.config.runtime.device);
-    if (!ranks)
-        return ranks.error();
-    const SlurmSettings& slurm = m_options.slurm;
-    const std::string host = m_options.ssh.host.host;
-
-    // 1. Check: the Slurm client commands and moe-train, and the remote home for "~/" paths.
-    reportProgress({"check", host, 0.0, "looking for sbatch and moe-train"});
-    auto root = m_ssh.remoteRunsRoot();
-    if (!root)
-        return root.error();
     const std::string moe = shellQuotePath(m_options.ssh.moeTrainPath);
     auto checked = runScript("for c in sbatch squeue scancel scontrol; do command -v \"$c\" >/dev/null 2>&1 || "
                              "{ echo \"$c\"; exit 126; }; done\n"
@@ -233,10 +315,35 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
                          name() + ":" + m_options.ssh.moeTrainPath);
     if (checked->exitStatus != 0)
         return makeError(ErrorCode::Failed, "checking the login node failed: " + trimmed(checked->err), name());
-    // The script quotes MOE_TRAIN, so "~/" must be expanded here.
+    // The generated script quotes MOE_TRAIN, so "~/" must be expanded here.
     std::string moeTrain = m_options.ssh.moeTrainPath;
     if (moeTrain.rfind("~/", 0) == 0)
         moeTrain = checked->out + moeTrain.substr(1);
+    return moeTrain;
+}
+
+Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request)
+{
+    if (!validRunId(request.runId))
+        return makeError(ErrorCode::InvalidArgument, "a run id may hold only letters, digits, '-', '_' and '.'",
+                         request.runId);
+    const auto parsed = core::parseRunConfig(request.configJson);
+    if (!parsed.ok())
+        return makeError(ErrorCode::InvalidArgument, core::formatProblems(parsed.problems));
+    auto ranks = ranksPerNode(parsed.config.runtime.device);
+    if (!ranks)
+        return ranks.error();
+    const SlurmSettings& slurm = m_options.slurm;
+    const std::string host = m_options.ssh.host.host;
+
+    // 1. Check: the Slurm client commands and moe-train, and the remote home for "~/" paths.
+    reportProgress({"check", host, 0.0, "looking for sbatch and moe-train"});
+    auto root = m_ssh.remoteRunsRoot();
+    if (!root)
+        return root.error();
+    auto moeTrain = checkLoginNode();
+    if (!moeTrain)
+        return moeTrain.error();
     reportProgress({"check", host, 1.0, "sbatch and moe-train found"});
 
     // 2. The planner's sbatch script for this config and cluster.
@@ -247,7 +354,7 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
     generator.partition = slurm.partition;
     generator.timeLimit = slurm.timeLimit;
     generator.masterPort = slurm.masterPort;
-    generator.moeTrain = moeTrain;
+    generator.moeTrain = *moeTrain;
     const std::string sbatchScript = core::planner::slurmScript(parsed.config, generator);
 
     // 3. The run directory, its files, and the submission, in one script. mkdir (not -p) for the
@@ -347,86 +454,7 @@ Result<core::RunStatus> SlurmTarget::status(const std::string& runDir)
     if (result->exitStatus != 0)
         return makeError(ErrorCode::Failed, "reading the run status failed: " + trimmed(result->err), name() + ":" + runDir);
 
-    std::string job, queue, slurmState, slurmExit;
-    bool haveQueue = false;
-    std::istringstream lines(result->out);
-    std::string line;
-    while (std::getline(lines, line) && line != "---") {
-        auto value = [&](const char* key) { return line.substr(std::string_view(key).size()); };
-        if (line.rfind("job=", 0) == 0) {
-            job = value("job=");
-        } else if (line.rfind("queue=", 0) == 0) {
-            queue = trimmed(value("queue="));
-            haveQueue = true;
-        } else if (line.rfind("sacct=", 0) == 0) {
-            const std::string v = value("sacct=");  // "CANCELLED by 0|0:15"
-            const auto bar = v.find('|');
-            slurmState = trimmed(v.substr(0, bar));
-            slurmExit = bar == std::string::npos ? "" : trimmed(v.substr(bar + 1));
-        } else if (line.rfind("scontrol=", 0) == 0) {
-            std::istringstream words(value("scontrol="));
-            for (std::string word; words >> word;) {
-                if (word.rfind("JobState=", 0) == 0)
-                    slurmState = word.substr(9);
-                else if (word.rfind("ExitCode=", 0) == 0)
-                    slurmExit = word.substr(9);
-            }
-        }
-    }
-    slurmState = slurmState.substr(0, slurmState.find(' '));  // "CANCELLED by 0" → "CANCELLED"
-
-    core::RunStatus status;
-    std::string rest;
-    for (std::string l; std::getline(lines, l);)
-        rest += l + "\n";
-    // status.json is rewritten while we read it; a torn or empty one just means "no news".
-    const auto json = nlohmann::json::parse(rest, nullptr, false);
-    if (json.is_object()) {
-        if (auto it = json.find("status"); it != json.end() && it->is_string())
-            status.status = it->get<std::string>();
-        if (auto it = json.find("exit_code"); it != json.end() && it->is_number_integer())
-            status.exitCode = it->get<int>();
-        if (auto it = json.find("message"); it != json.end() && it->is_string())
-            status.message = it->get<std::string>();
-    }
-
-    if (job.empty()) {
-        status.state = core::RunState::Failed;
-        if (status.message.empty())
-            status.message = "no Slurm job id in the run directory: the submission failed";
-        return status;
-    }
-    if (haveQueue) {
-        status.processAlive = true;
-        if (queue.rfind("squeue failed:", 0) == 0) {
-            // The controller did not answer: the job is most likely still there; say why we think so.
-            status.state = core::RunState::Unknown;
-            status.message = "Slurm job " + job + ": " + queue;
-        } else {
-            status.state = pendingState(queue) ? core::RunState::Pending : core::RunState::Running;
-            if (status.state == core::RunState::Pending)
-                status.message = "Slurm job " + job + " is " + queue;
-        }
-        return status;
-    }
-    // Left the queue. moe-train's own word wins; Slurm's state explains an end it could not write
-    // (cancelled while pending, killed at the time limit, node failure).
-    if (status.status.empty() || status.status == "running") {
-        if (slurmState == "CANCELLED") {
-            status.status = "stopped";
-            status.message = "Slurm job " + job + " was cancelled";
-        } else if (!slurmState.empty() && slurmState != "COMPLETED") {
-            status.status = lowercase(slurmState);
-            status.message = "Slurm job " + job + " ended " + slurmState + " (exit " + slurmExit + "); see " +
-                             runDir + "/slurm-" + job + ".out";
-        } else if (slurmState.empty() && status.message.empty()) {
-            status.message = "Slurm no longer knows job " + job + " (no accounting, and it aged out of scontrol)";
-        }
-        if (status.exitCode < 0 && !slurmExit.empty())
-            status.exitCode = exitCodeFromSlurm(slurmExit);
-    }
-    status.state = finalStateOf(status.status);
-    return status;
+    return statusFromAnswer(parseStatusAnswer(result->out), runDir);
 }
 
 Result<void> SlurmTarget::cancel(const std::string& runDir, std::chrono::milliseconds grace)

@@ -75,6 +75,9 @@ public:
 private:
     /// runCommand of a POSIX sh script (`sh -c '...'`), SLURM_CONF exported first when set.
     core::Result<CommandResult> runScript(const std::string& script, std::chrono::milliseconds timeout);
+    /// sbatch, squeue, scancel, scontrol and moe-train on the login node; moe-train's path with
+    /// "~/" expanded. NotFound naming what is missing.
+    core::Result<std::string> checkLoginNode();
     /// Ranks per node for this config (gpusPerNode, or 1 for cpu); InvalidArgument if unknown.
     core::Result<int> ranksPerNode(const std::string& device) const;
 
