@@ -2,7 +2,7 @@
 // by test_slurm.sh, which exports SLURM_CONF) reached through a real OpenSSH sshd on 127.0.0.1
 // (ssh_test_fixture.h) as the login node, running the real moe-train. The first run is submitted
 // and streamed into a RunStore until finished (every step once). The second runs until cancelled:
-// seen running and streamed live; a third, queued behind it (the generated script asks for
+// seen running and streamed live across a dropped SSH connection; a third, queued behind it (the generated script asks for
 // --exclusive), is seen pending and cancelled while pending; then the second is cancelled mid-run:
 // no process is left and the state is cancelled. Also the GPU form of the generated script on
 // stand-in GPUs, sbatch's refusal, and slurm.json. The runs root has a space and a quote in its
@@ -252,7 +252,19 @@ private slots:
                      return streamedWhileRunning >= 3;
                  }, 60000),
                  "the second job did not start streaming in 60 s");
-        auto runningB = target.status(b.runDir);
+        // The login node's connection drops (sshd's session processes killed): the next calls
+        // reconnect, and the stream goes on from the stored offset.
+        QVERIFY2(m_server.killSessions() > 0, "no sshd session process found to kill");
+        const size_t beforeCut = streamedWhileRunning;
+        QVERIFY2(waitFor([&] {
+                     auto u = followB.poll();
+                     if (u)
+                         streamedWhileRunning += u->newSteps.size();
+                     return streamedWhileRunning >= beforeCut + 3;
+                 }, 60000),
+                 "the stream did not resume after the connection was cut");
+        QVERIFY(target.login().reconnectCount() >= 1);
+        auto runningB = target.status(b.runDir);  // runs until cancelled: deterministic
         QVERIFY(runningB);
         QCOMPARE(runningB->state, core::RunState::Running);
         QVERIFY(runningB->processAlive);
