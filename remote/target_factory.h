@@ -2,7 +2,7 @@
 //   local            this machine (LocalTarget)
 //   ssh:HOST         one host registered in hosts.json (SshTarget)
 //   ssh:A,B,...      several hosts, one launch per node with the rank environment (issue 6; not yet)
-//   slurm:HOST       a Slurm cluster reached through login host HOST (issue 6; not yet)
+//   slurm:HOST       a Slurm cluster reached through login host HOST (SlurmTarget)
 // Unknown host keys are refused by the targets; accepting one is `hosts test --accept-new-host-key`
 // (CLI) or the host-key dialog (GUI).
 // Threading: constructs objects only (no network); any thread.

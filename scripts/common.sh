@@ -15,10 +15,11 @@ WB_PACKAGES=(
   qt6-l10n-tools fonts-wqy-microhei              # lrelease for the zh_CN UI translation; a CJK font to show it
 )
 # Only for the tests (test.sh): the SSH tests start a private sshd on 127.0.0.1. Not installed by
-# start.sh, since on a desktop the package would also enable a system sshd on port 22.
+# start.sh, since on a desktop the package would also enable a system sshd on port 22. The Slurm
+# test starts its own munged + slurmctld + slurmd from slurm-wlm and munge the same way.
 # python3-torch (Debian's PyTorch 1.13 for Python, ≈ 50 s to install beside libtorch-dev): the e2e
 # test that checks the PyTorch-eager benchmark baseline against moe-train (tests/e2e/eager_e2e.py).
-WB_TEST_PACKAGES=(openssh-server openssh-client python3-torch)
+WB_TEST_PACKAGES=(openssh-server openssh-client slurm-wlm munge python3-torch)
 
 wb_install_missing() {  # extra arguments: more packages to require
   local missing=()

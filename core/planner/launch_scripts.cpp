@@ -100,13 +100,17 @@ std::string sshLaunchScript(const RunConfig& config, const GeneratorTarget& t)
 
 std::string slurmScript(const RunConfig& config, const GeneratorTarget& t)
 {
+    // gpusPerNode == 0: a CPU job, one moe-train rank per node (no GRES request, no local ranks).
+    const bool cpu = t.gpusPerNode == 0;
     const std::string g = std::to_string(t.gpusPerNode);
+    const std::string ranksPerNode = cpu ? "1" : g;
     std::string s;
     s += "#!/usr/bin/env bash\n";
     s += "#SBATCH --job-name=" + slurmSafeName(config.name) + "\n";
     s += "#SBATCH --nodes=" + std::to_string(t.nodes) + "\n";
     s += "#SBATCH --ntasks-per-node=1\n";
-    s += "#SBATCH --gpus-per-node=" + g + "\n";
+    if (!cpu)
+        s += "#SBATCH --gpus-per-node=" + g + "\n";
     s += "#SBATCH --exclusive\n";
     if (!t.account.empty())
         s += "#SBATCH --account=" + t.account + "\n";
@@ -128,14 +132,24 @@ std::string slurmScript(const RunConfig& config, const GeneratorTarget& t)
     s += "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n";
     s += "export MASTER_ADDR\n";
     s += "export MASTER_PORT=" + std::to_string(t.masterPort) + "\n";
-    s += "export LOCAL_WORLD_SIZE=" + g + "\n";
+    s += "export LOCAL_WORLD_SIZE=" + ranksPerNode + "\n";
     s += "export WORLD_SIZE=$(( SLURM_JOB_NUM_NODES * LOCAL_WORLD_SIZE ))\n\n";
     s += "mkdir -p \"$RUN_DIR/ckpt\"\n";
     s += embeddedJson(config, "\"$RUN_DIR/run.json\"");
     s += "echo \"$SLURM_JOB_ID\" > \"$RUN_DIR/slurm_job_id\"  # cancel with scancel, not by pid\n\n";
+    // The rank environment. With GPUs, moe-train --nproc-per-node starts the node's ranks itself
+    // and refuses an inherited WORLD_SIZE; on one node it is the whole job, so the torchrun
+    // variables are dropped there (several nodes: see docs/remote.md, Slurm, not done yet).
+    std::string rankEnv = "export RANK=$(( SLURM_NODEID * LOCAL_WORLD_SIZE )) LOCAL_RANK=0; ";
+    if (!cpu)
+        rankEnv = "n=$LOCAL_WORLD_SIZE; if [ \"$SLURM_JOB_NUM_NODES\" = 1 ]; then unset WORLD_SIZE RANK LOCAL_RANK "
+                  "LOCAL_WORLD_SIZE; else " + rankEnv + "fi; ";
+    // pid.<node>: the trainer's pid per node (exec keeps it), so a cancel can check nothing is left.
     s += "srun --nodes=\"$SLURM_JOB_NUM_NODES\" --ntasks-per-node=1 --kill-on-bad-exit=1 --output=\"$RUN_DIR/stdout.log\" \\\n"
-         "  bash -c 'export RANK=$(( SLURM_NODEID * LOCAL_WORLD_SIZE )) LOCAL_RANK=0; "
-         "exec \"$MOE_TRAIN\" --config \"$RUN_DIR/run.json\" --run-dir \"$RUN_DIR\" --nproc-per-node \"$LOCAL_WORLD_SIZE\"'\n";
+         "  bash -c '" + rankEnv +
+         "echo $$ > \"$RUN_DIR/pid.${SLURMD_NODENAME:-$(hostname)}\"; "
+         "exec \"$MOE_TRAIN\" --config \"$RUN_DIR/run.json\" --run-dir \"$RUN_DIR\"" +
+         std::string(cpu ? "'\n" : " --nproc-per-node \"$n\"'\n");
     return s;
 }
 

@@ -1,0 +1,621 @@
+// SlurmTarget: sbatch/squeue/sacct/scontrol/scancel over SSH. One thread per target (see header).
+//
+// Every remote command is a POSIX sh script assembled here with each variable part (paths, the
+// run id, job ids, file contents) passed through shellQuote(), then sent as `sh -c '<script>'`
+// through SshTarget::runCommand, which reconnects on a dropped connection and repeats the script
+// once. So every script here is safe to run twice; the submission is made so with a lock
+// directory (see launch).
+//
+// The sbatch script is the planner's (core::planner::slurmScript): one srun task per node
+// running moe-train with the torchrun environment, RUN_ID and RUNS_ROOT taken from the
+// environment sbatch exports to the job. Nothing secret passes through here; commands are logged
+// at debug level by SshSession, their output never.
+#include "remote/slurm_target.h"
+
+#include "core/log.h"
+#include "core/planner/generators.h"
+#include "core/run_config.h"
+#include "remote/ssh_hosts.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace wb::remote {
+
+using core::ErrorCode;
+using core::makeError;
+using core::Result;
+
+namespace {
+
+constexpr auto kCommandTimeout = std::chrono::seconds(60);
+
+bool validRunId(const std::string& id)
+{
+    if (id.empty() || id == "." || id == ".." || id.front() == '-' || id.size() > 200)
+        return false;
+    return std::all_of(id.begin(), id.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    });
+}
+
+// #SBATCH lines are parsed by sbatch without a shell; the generator's own rule (generators.cpp).
+bool sbatchSafe(const std::string& value)
+{
+    return std::all_of(value.begin(), value.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || std::string_view("._:,-").find(ch) != std::string_view::npos;
+    });
+}
+
+std::string trimmed(std::string text)
+{
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+        text.pop_back();
+    size_t start = 0;
+    while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start])))
+        ++start;
+    return text.substr(start);
+}
+
+// Reads DIR/slurm_job_id into $job ("" when missing or not a plain job id). The job's own script
+// rewrites the file when it starts (echo > file: empty for a moment), so an empty read of a
+// submitted run (DIR/.submitted exists) is retried for up to 2 s before it counts.
+std::string readJobScript(const std::string& runDir)
+{
+    const std::string file = shellQuote(runDir + "/slurm_job_id");
+    return "readjob() { job=$(head -n 1 " + file + " 2>/dev/null); case \"$job\" in ''|*[!0-9_]*) job= ;; esac; }\n"
+           "readjob; i=0\n"
+           "while [ -z \"$job\" ] && [ -d " + shellQuote(runDir + "/.submitted") + " ] && [ $i -lt 20 ]; do "
+           "sleep 0.1; readjob; i=$((i+1)); done\n";
+}
+
+// Shell function: prints the job's squeue state and succeeds while Slurm still has it queued or
+// running. A job squeue no longer knows ("Invalid job id") has left the queue; any other squeue
+// failure (controller unreachable) counts as still there, so nobody mistakes an outage for an end.
+constexpr const char* kQueueFunction =
+    "queued() {\n"
+    "  q=$(squeue -h -j \"$job\" -o %T 2>&1); qrc=$?\n"
+    "  q=$(printf '%s' \"$q\" | head -n 1)\n"
+    "  if [ $qrc -ne 0 ]; then\n"
+    "    case \"$q\" in *'nvalid job id'*) q=; return 1 ;; esac\n"
+    "    q=\"squeue failed: $q\"; return 0\n"
+    "  fi\n"
+    "  case \"$q\" in ''|COMPLETED|CANCELLED*|FAILED|TIMEOUT|NODE_FAIL|PREEMPTED|BOOT_FAIL|DEADLINE|OUT_OF_MEMORY|REVOKED) return 1 ;; esac\n"
+    "  return 0\n"
+    "}\n";
+
+bool pendingState(const std::string& state)
+{
+    static const char* kWaiting[] = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD",
+                                     "RESV_DEL_HOLD", "POWER_UP_NODE", "SPECIAL_EXIT", "RESIZING"};
+    return std::any_of(std::begin(kWaiting), std::end(kWaiting), [&](const char* s) { return state == s; });
+}
+
+// Slurm's "exit:signal" → a process-style exit code (128 + signal when killed by one).
+int exitCodeFromSlurm(const std::string& text)
+{
+    int code = -1, signal = 0;
+    if (std::sscanf(text.c_str(), "%d:%d", &code, &signal) < 1)
+        return -1;
+    return signal > 0 ? 128 + signal : code;
+}
+
+core::RunState finalStateOf(const std::string& word)
+{
+    if (word == "finished")
+        return core::RunState::Finished;
+    if (word == "stopped")
+        return core::RunState::Cancelled;
+    return core::RunState::Failed;
+}
+
+std::string lowercase(std::string text)
+{
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return text;
+}
+
+// What the status script printed: the job id, squeue's state (while queued) or sacct's /
+// scontrol's (after), and status.json.
+struct StatusAnswer {
+    std::string job;
+    bool inQueue = false;
+    std::string queue;       ///< squeue's state, or "squeue failed: ..."
+    std::string slurmState;  ///< after the queue: COMPLETED, CANCELLED, TIMEOUT, ... ("" = unknown)
+    std::string slurmExit;   ///< "exit:signal"
+    std::string statusJson;
+};
+
+StatusAnswer parseStatusAnswer(const std::string& out)
+{
+    StatusAnswer answer;
+    std::istringstream lines(out);
+    std::string line;
+    while (std::getline(lines, line) && line != "---") {
+        auto value = [&](std::string_view key) { return line.substr(key.size()); };
+        if (line.rfind("job=", 0) == 0) {
+            answer.job = value("job=");
+        } else if (line.rfind("queue=", 0) == 0) {
+            answer.queue = trimmed(value("queue="));
+            answer.inQueue = true;
+        } else if (line.rfind("sacct=", 0) == 0) {
+            const std::string v = value("sacct=");  // "CANCELLED by 0|0:15"
+            const auto bar = v.find('|');
+            answer.slurmState = trimmed(v.substr(0, bar));
+            answer.slurmExit = bar == std::string::npos ? "" : trimmed(v.substr(bar + 1));
+        } else if (line.rfind("scontrol=", 0) == 0) {
+            std::istringstream words(value("scontrol="));
+            for (std::string word; words >> word;) {
+                if (word.rfind("JobState=", 0) == 0)
+                    answer.slurmState = word.substr(9);
+                else if (word.rfind("ExitCode=", 0) == 0)
+                    answer.slurmExit = word.substr(9);
+            }
+        }
+    }
+    answer.slurmState = answer.slurmState.substr(0, answer.slurmState.find(' '));  // "CANCELLED by 0"
+    for (std::string rest; std::getline(lines, rest);)
+        answer.statusJson += rest + "\n";
+    return answer;
+}
+
+core::RunStatus statusFromAnswer(const StatusAnswer& answer, const std::string& runDir)
+{
+    core::RunStatus status;
+    // status.json is rewritten while we read it; a torn or empty one just means "no news".
+    const auto json = nlohmann::json::parse(answer.statusJson, nullptr, false);
+    if (json.is_object()) {
+        if (auto it = json.find("status"); it != json.end() && it->is_string())
+            status.status = it->get<std::string>();
+        if (auto it = json.find("exit_code"); it != json.end() && it->is_number_integer())
+            status.exitCode = it->get<int>();
+        if (auto it = json.find("message"); it != json.end() && it->is_string())
+            status.message = it->get<std::string>();
+    }
+    const std::string& job = answer.job;
+    if (job.empty()) {
+        status.state = core::RunState::Failed;
+        if (status.message.empty())
+            status.message = "no Slurm job id in the run directory: the submission failed";
+        return status;
+    }
+    if (answer.inQueue) {
+        status.processAlive = true;
+        if (answer.queue.rfind("squeue failed:", 0) == 0) {
+            // The controller did not answer: the job is most likely still there; say why we think so.
+            status.state = core::RunState::Unknown;
+            status.message = "Slurm job " + job + ": " + answer.queue;
+        } else if (pendingState(answer.queue)) {
+            status.state = core::RunState::Pending;
+            status.message = "Slurm job " + job + " is " + answer.queue;
+        } else {
+            status.state = core::RunState::Running;
+        }
+        return status;
+    }
+    // Left the queue. moe-train's own word wins; Slurm's state explains an end it could not write
+    // (cancelled while pending, killed at the time limit, node failure).
+    if (status.status.empty() || status.status == "running") {
+        const std::string& state = answer.slurmState;
+        if (state == "CANCELLED") {
+            status.status = "stopped";
+            status.message = "Slurm job " + job + " was cancelled";
+        } else if (!state.empty() && state != "COMPLETED") {
+            status.status = lowercase(state);
+            status.message = "Slurm job " + job + " ended " + state + " (exit " + answer.slurmExit + "); see " +
+                             runDir + "/slurm-" + job + ".out";
+        } else if (state.empty() && status.message.empty()) {
+            status.message = "Slurm no longer knows job " + job + " (no accounting, and it aged out of scontrol)";
+        }
+        if (status.exitCode < 0 && !answer.slurmExit.empty())
+            status.exitCode = exitCodeFromSlurm(answer.slurmExit);
+    }
+    status.state = finalStateOf(status.status);
+    return status;
+}
+
+}  // namespace
+
+SlurmTarget::SlurmTarget(SlurmTargetOptions options) : m_options(std::move(options)), m_ssh(m_options.ssh) {}
+
+SlurmTarget::~SlurmTarget() = default;
+
+Result<CommandResult> SlurmTarget::runScript(const std::string& script, std::chrono::milliseconds timeout)
+{
+    std::string full;
+    if (!m_options.slurm.slurmConf.empty())
+        full = "SLURM_CONF=" + shellQuote(m_options.slurm.slurmConf) + "; export SLURM_CONF\n";
+    full += script;
+    return m_ssh.runCommand("sh -c " + shellQuote(full), timeout);
+}
+
+Result<int> SlurmTarget::ranksPerNode(const std::string& device) const
+{
+    if (device == "cpu")
+        return 1;
+    if (m_options.slurm.gpusPerNode > 0)
+        return m_options.slurm.gpusPerNode;
+    return makeError(ErrorCode::InvalidArgument,
+                     "a cuda run on Slurm needs the GPUs per node: set \"gpus_per_node\" for this host in slurm.json "
+                     "(beside hosts.json)",
+                     name());
+}
+
+Result<void> SlurmTarget::validateConfig(const std::string& configJson)
+{
+    const auto parsed = core::parseRunConfig(configJson);
+    if (!parsed.ok())
+        return makeError(ErrorCode::InvalidArgument, core::formatProblems(parsed.problems));
+    auto ranks = ranksPerNode(parsed.config.runtime.device);
+    if (!ranks)
+        return ranks.error();
+    const int world = m_options.slurm.nodes * *ranks;
+    if (parsed.config.runtime.device != "cpu") {
+        // A login node often has no GPU, and moe-train --validate there would reject every cuda
+        // config: check the layout here; the node-side checks run when the job starts (moe-train
+        // then ends with status bad_config and the reason).
+        if (auto problems = core::validateLayout(parsed.config, world); !problems.empty())
+            return makeError(ErrorCode::InvalidArgument, "the config does not fit " + std::to_string(world) +
+                                                             " GPU(s) (" + std::to_string(m_options.slurm.nodes) +
+                                                             " node(s) in slurm.json):\n" + core::formatProblems(problems));
+        return {};
+    }
+    const std::string moe = shellQuotePath(m_options.ssh.moeTrainPath);
+    // The config travels inside the script (quoted), so no SFTP round trip is needed.
+    const std::string script =
+        "[ -x " + moe + " ] || exit 127\n"
+        "f=$(mktemp) || exit 1\n"
+        "printf '%s' " + shellQuote(configJson) + " > \"$f\"\n"
+        "WORLD_SIZE=" + std::to_string(world) + " " + moe + " --validate \"$f\" 2>&1; rc=$?\n"
+        "rm -f \"$f\"; exit $rc\n";
+    auto checked = runScript(script, kCommandTimeout);
+    if (!checked)
+        return checked.error();
+    if (checked->exitStatus == 127)
+        return makeError(ErrorCode::NotFound,
+                         "moe-train is missing or not executable on the login node; build the runtime on the "
+                         "cluster's shared filesystem and register its path with hosts add --remote-moe-train",
+                         name() + ":" + m_options.ssh.moeTrainPath);
+    if (checked->exitStatus == 0)
+        return {};
+    if (checked->exitStatus == 2)
+        return makeError(ErrorCode::InvalidArgument, "moe-train on the cluster rejects the config for " +
+                                                         std::to_string(world) + " rank(s):\n" + trimmed(checked->out));
+    return makeError(ErrorCode::Failed,
+                     "moe-train --validate failed on the login node with exit code " +
+                         std::to_string(checked->exitStatus) + ":\n" + trimmed(checked->out),
+                     name());
+}
+
+Result<std::string> SlurmTarget::checkLoginNode()
+{
+    const std::string moe = shellQuotePath(m_options.ssh.moeTrainPath);
+    auto checked = runScript("for c in sbatch squeue scancel scontrol; do command -v \"$c\" >/dev/null 2>&1 || "
+                             "{ echo \"$c\"; exit 126; }; done\n"
+                             "[ -x " + moe + " ] || exit 127\n"
+                             "printf '%s' \"$HOME\"\n",
+                             kCommandTimeout);
+    if (!checked)
+        return checked.error();
+    if (checked->exitStatus == 126)
+        return makeError(ErrorCode::NotFound,
+                         "'" + trimmed(checked->out) + "' is not on the login node's PATH for non-interactive "
+                         "SSH commands; is this host a Slurm login node?",
+                         name());
+    if (checked->exitStatus == 127)
+        return makeError(ErrorCode::NotFound,
+                         "moe-train is missing or not executable on the login node; build the runtime on the "
+                         "cluster's shared filesystem and register its path with hosts add --remote-moe-train",
+                         name() + ":" + m_options.ssh.moeTrainPath);
+    if (checked->exitStatus != 0)
+        return makeError(ErrorCode::Failed, "checking the login node failed: " + trimmed(checked->err), name());
+    // The generated script quotes MOE_TRAIN, so "~/" must be expanded here.
+    std::string moeTrain = m_options.ssh.moeTrainPath;
+    if (moeTrain.rfind("~/", 0) == 0)
+        moeTrain = checked->out + moeTrain.substr(1);
+    return moeTrain;
+}
+
+Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request)
+{
+    if (!validRunId(request.runId))
+        return makeError(ErrorCode::InvalidArgument, "a run id may hold only letters, digits, '-', '_' and '.'",
+                         request.runId);
+    const auto parsed = core::parseRunConfig(request.configJson);
+    if (!parsed.ok())
+        return makeError(ErrorCode::InvalidArgument, core::formatProblems(parsed.problems));
+    auto ranks = ranksPerNode(parsed.config.runtime.device);
+    if (!ranks)
+        return ranks.error();
+    const SlurmSettings& slurm = m_options.slurm;
+    const std::string host = m_options.ssh.host.host;
+
+    // 1. Check: the Slurm client commands and moe-train, and the remote home for "~/" paths.
+    reportProgress({"check", host, 0.0, "looking for sbatch and moe-train"});
+    auto root = m_ssh.remoteRunsRoot();
+    if (!root)
+        return root.error();
+    auto moeTrain = checkLoginNode();
+    if (!moeTrain)
+        return moeTrain.error();
+    reportProgress({"check", host, 1.0, "sbatch and moe-train found"});
+
+    // 2. The planner's sbatch script for this config and cluster.
+    core::planner::GeneratorTarget generator;
+    generator.nodes = slurm.nodes;
+    generator.gpusPerNode = parsed.config.runtime.device == "cpu" ? 0 : *ranks;
+    generator.account = slurm.account;
+    generator.partition = slurm.partition;
+    generator.timeLimit = slurm.timeLimit;
+    generator.masterPort = slurm.masterPort;
+    generator.moeTrain = *moeTrain;
+    const std::string sbatchScript = core::planner::slurmScript(parsed.config, generator);
+
+    // 3. The run directory, its files, and the submission, in one script. mkdir (not -p) for the
+    // run itself: an existing one belongs to another run. The .submitted lock makes a repeat of
+    // this script (after a dropped connection) wait for the first submission's job id instead of
+    // submitting a second job.
+    reportProgress({"start", host, -1.0, "submitting to Slurm"});
+    const std::string runDir = *root + "/" + request.runId;
+    const std::string dir = shellQuote(runDir);
+    const std::string script =
+        "mkdir -p " + shellQuote(*root) + " || exit 1\n"
+        "if ! mkdir " + dir + " 2>/dev/null; then\n"
+        "  [ -e " + dir + " ] || exit 1\n"
+        "  [ -d " + dir + "/.submitted ] || exit 17\n"
+        "fi\n"
+        "cd " + dir + " || exit 1\n"
+        "if ! mkdir .submitted 2>/dev/null; then\n"
+        "  i=0; while [ ! -s slurm_job_id ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n"
+        "  [ -s slurm_job_id ] || exit 17\n"
+        "  cat slurm_job_id; exit 0\n"
+        "fi\n"
+        "printf '%s\\n' " + shellQuote(request.configJson) + " > run.json.tmp && mv run.json.tmp run.json || exit 1\n"
+        "printf '%s' " + shellQuote(sbatchScript) + " > run.sbatch.tmp && mv run.sbatch.tmp run.sbatch || exit 1\n"
+        "RUN_ID=" + shellQuote(request.runId) + " RUNS_ROOT=" + shellQuote(*root) +
+        " sbatch --parsable --chdir=" + dir + " run.sbatch > sbatch.out 2> sbatch.err\n"
+        "rc=$?\n"
+        "if [ $rc -ne 0 ]; then cat sbatch.err >&2; rmdir .submitted; exit 50; fi\n"
+        "job=$(head -n 1 sbatch.out | cut -d ';' -f 1)\n"
+        "printf '%s\\n' \"$job\" > slurm_job_id.tmp && mv slurm_job_id.tmp slurm_job_id\n"
+        "rm -f sbatch.out sbatch.err\n"
+        "printf '%s' \"$job\"\n";
+    auto submitted = runScript(script, kCommandTimeout);
+    if (!submitted)
+        return submitted.error();
+    if (submitted->exitStatus == 17)
+        return makeError(ErrorCode::Busy,
+                         "the run directory already exists on the cluster (another run uses this id); "
+                         "launch again for a new id",
+                         name() + ":" + runDir);
+    if (submitted->exitStatus == 50)
+        return makeError(ErrorCode::Failed,
+                         "sbatch refused the job: " + trimmed(submitted->err) + "\n(the script is " + runDir +
+                             "/run.sbatch; check partition, account and time in slurm.json)",
+                         name());
+    if (submitted->exitStatus != 0)
+        return makeError(ErrorCode::Failed, "preparing the run directory failed: " + trimmed(submitted->err),
+                         name() + ":" + runDir);
+    const std::string job = trimmed(submitted->out);
+    if (job.empty() || !std::all_of(job.begin(), job.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '_'; }))
+        return makeError(ErrorCode::Corrupt, "sbatch answered '" + job + "' instead of a job id", name() + ":" + runDir);
+    reportProgress({"start", host, 1.0, "submitted as Slurm job " + job});
+    wb::log::get("remote")->info("run {} submitted on {} as Slurm job {} in {}", request.runId, name(), job, runDir);
+    return core::LaunchedRun{request.runId, name() + " job " + job, runDir, 0};
+}
+
+Result<core::MetricsChunk> SlurmTarget::readMetrics(const std::string& runDir, int64_t offset, int64_t maxBytes)
+{
+    return m_ssh.readMetrics(runDir, offset, maxBytes);
+}
+
+Result<std::string> SlurmTarget::jobId(const std::string& runDir)
+{
+    auto result = runScript(readJobScript(runDir) + "[ -n \"$job\" ] || exit 44\nprintf '%s' \"$job\"\n", kCommandTimeout);
+    if (!result)
+        return result.error();
+    if (result->exitStatus == 44)
+        return makeError(ErrorCode::NotFound, "no Slurm job id in the run directory (the job was never submitted)",
+                         name() + ":" + runDir);
+    if (result->exitStatus != 0)
+        return makeError(ErrorCode::Failed, "reading the job id failed: " + trimmed(result->err), name() + ":" + runDir);
+    return result->out;
+}
+
+Result<core::RunStatus> SlurmTarget::status(const std::string& runDir)
+{
+    // One round trip: "job=", then "queue=" (squeue) or, once it left the queue, "sacct=" or
+    // "scontrol=", then "---" and status.json verbatim.
+    const std::string script =
+        "[ -d " + shellQuote(runDir) + " ] || exit 44\n" + readJobScript(runDir) + kQueueFunction +
+        "echo \"job=$job\"\n"
+        "if [ -n \"$job\" ]; then\n"
+        "  if queued; then echo \"queue=$q\"; else\n"
+        "    a=$(sacct -j \"$job\" -n -P -X -o State,ExitCode 2>/dev/null | head -n 1)\n"
+        "    if [ -n \"$a\" ]; then echo \"sacct=$a\"; else\n"
+        "      echo \"scontrol=$(scontrol show job \"$job\" -o 2>/dev/null | tr ' ' '\\n' | grep -E '^(JobState|ExitCode)=' | tr '\\n' ' ')\"\n"
+        "    fi\n"
+        "  fi\n"
+        "fi\n"
+        "echo ---\n"
+        "cat " + shellQuote(runDir + "/status.json") + " 2>/dev/null\n"
+        "exit 0\n";
+    auto result = runScript(script, kCommandTimeout);
+    if (!result)
+        return result.error();
+    if (result->exitStatus == 44)
+        return makeError(ErrorCode::NotFound, "the run directory does not exist on the cluster", name() + ":" + runDir);
+    if (result->exitStatus != 0)
+        return makeError(ErrorCode::Failed, "reading the run status failed: " + trimmed(result->err), name() + ":" + runDir);
+
+    return statusFromAnswer(parseStatusAnswer(result->out), runDir);
+}
+
+Result<void> SlurmTarget::cancel(const std::string& runDir, std::chrono::milliseconds grace)
+{
+    const long tenths = std::max<long>(1, static_cast<long>(grace.count() / 100));
+    // All on the login node, so the waits do not depend on the connection. The last part looks
+    // for what Slurm may have missed: a trainer whose pid file says it ran on this node, or any
+    // process whose arguments name this run directory (moe-train --run-dir DIR and its ranks).
+    // "--run-""dir" keeps this script's own command line from matching.
+    const std::string script =
+        "dir=" + shellQuote(runDir) + "\n" + readJobScript(runDir) + kQueueFunction +
+        "[ -n \"$job\" ] || { echo 'no Slurm job id in the run directory' >&2; exit 44; }\n"
+        "how=gone\n"
+        "if queued; then\n"
+        "  how=term; scancel \"$job\" 2>/dev/null\n"
+        "  i=0; while queued && [ $i -lt " + std::to_string(tenths) + " ]; do sleep 0.1; i=$((i+1)); done\n"
+        "  if queued; then\n"
+        "    how=kill; scancel --signal=KILL --full \"$job\" 2>/dev/null; scancel \"$job\" 2>/dev/null\n"
+        "    i=0; while queued && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n"
+        "    queued && { echo \"job $job is still in the queue ($q)\" >&2; exit 46; }\n"
+        "  fi\n"
+        "fi\n"
+        "echo \"$how\"\n"
+        "me=$(hostname -s 2>/dev/null); me_full=$(hostname 2>/dev/null)\n"
+        "P=\"--run-\"\"dir $dir\"; export P\n"
+        "left() {\n"
+        "  for f in \"$dir\"/pid.*; do\n"
+        "    [ -e \"$f\" ] || continue\n"
+        "    node=${f##*/pid.}; pid=$(head -n 1 \"$f\")\n"
+        "    case \"$pid\" in ''|*[!0-9]*) continue ;; esac\n"
+        "    if [ \"$node\" != \"$me\" ] && [ \"$node\" != \"$me_full\" ]; then continue; fi\n"
+        "    st=$(ps -o stat= -p \"$pid\" 2>/dev/null)\n"
+        "    case \"$st\" in ''|Z*) continue ;; esac\n"
+        "    tr '\\0' ' ' < /proc/\"$pid\"/cmdline 2>/dev/null | grep -q moe-train && echo \"$pid (pid.$node)\"\n"
+        "  done\n"
+        "  ps -e -ww -o pid= -o stat= -o args= 2>/dev/null | awk 'index($0, ENVIRON[\"P\"]) && $2 !~ /^Z/ {print $1 \" (\" $3 \")\"}'\n"
+        "}\n"
+        "i=0; while [ -n \"$(left)\" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n"
+        "s=$(left | sort -u | tr '\\n' ' ')\n"
+        "[ -z \"$s\" ] || { echo \"$s\" >&2; exit 45; }\n"
+        "for f in \"$dir\"/pid.*; do [ -e \"$f\" ] || continue; node=${f##*/pid.}\n"
+        "  [ \"$node\" = \"$me\" ] || [ \"$node\" = \"$me_full\" ] || echo \"unverified=$node\"\n"
+        "done\n"
+        "exit 0\n";
+    auto result = runScript(script, grace + std::chrono::seconds(90));
+    if (!result)
+        return result.error();
+    if (result->exitStatus == 44)
+        return makeError(ErrorCode::NotFound, "no Slurm job id in the run directory; the job was never submitted",
+                         name() + ":" + runDir);
+    if (result->exitStatus == 46)
+        return makeError(ErrorCode::Failed, "scancel did not end the job: " + trimmed(result->err),
+                         name() + ":" + runDir);
+    if (result->exitStatus == 45)
+        return makeError(ErrorCode::Failed,
+                         "the Slurm job ended but processes of the run are still alive on the login node: " +
+                             trimmed(result->err),
+                         name() + ":" + runDir);
+    if (result->exitStatus != 0)
+        return makeError(ErrorCode::Failed, "cancel failed on the login node: " + trimmed(result->err),
+                         name() + ":" + runDir);
+    auto log = wb::log::get("remote");
+    std::istringstream lines(result->out);
+    std::string how;
+    std::getline(lines, how);
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind("unverified=", 0) == 0)
+            log->info("cancel on {}: node {} is not visible from the login node; Slurm ended the job there",
+                      name(), line.substr(11));
+    if (how == "kill")
+        log->warn("cancel on {}: run in {} needed SIGKILL after {} ms", name(), runDir, grace.count());
+    else
+        log->info("cancel on {}: run in {} ended ({})", name(), runDir, how);
+    return {};
+}
+
+std::string slurmSettingsPath(const std::string& hostsPath)
+{
+    return (std::filesystem::path(hostsPath).parent_path() / "slurm.json").string();
+}
+
+Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::string& name)
+{
+    SlurmSettings settings;
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return settings;
+    std::ostringstream text;
+    text << in.rdbuf();
+    const auto json = nlohmann::json::parse(text.str(), nullptr, false);
+    if (!json.is_object() || !json.contains("hosts") || !json["hosts"].is_object())
+        return makeError(ErrorCode::Corrupt,
+                         "not a Slurm settings file (expected {\"version\": 1, \"hosts\": {\"NAME\": {...}}}); fix it",
+                         path);
+    if (json.value("version", 1) > 1)
+        return makeError(ErrorCode::Incompatible, "written by a newer moe-workbench", path);
+    const auto it = json["hosts"].find(name);
+    if (it == json["hosts"].end())
+        return settings;
+    if (!it->is_object())
+        return makeError(ErrorCode::Corrupt, "the entry for " + name + " is not an object", path);
+    const std::string where = path + " (hosts." + name + ")";
+    for (const auto& [key, value] : it->items()) {
+        auto text = [&](std::string& out) -> Result<void> {
+            if (!value.is_string())
+                return makeError(ErrorCode::InvalidArgument, "\"" + key + "\" must be a string", where);
+            out = value.get<std::string>();
+            return {};
+        };
+        auto number = [&](int& out, int low, int high) -> Result<void> {
+            if (!value.is_number_integer() || value.get<int64_t>() < low || value.get<int64_t>() > high)
+                return makeError(ErrorCode::InvalidArgument,
+                                 "\"" + key + "\" must be a whole number from " + std::to_string(low) + " to " +
+                                     std::to_string(high),
+                                 where);
+            out = value.get<int>();
+            return {};
+        };
+        Result<void> r;
+        if (key == "partition")
+            r = text(settings.partition);
+        else if (key == "account")
+            r = text(settings.account);
+        else if (key == "time")
+            r = text(settings.timeLimit);
+        else if (key == "slurm_conf")
+            r = text(settings.slurmConf);
+        else if (key == "nodes")
+            r = number(settings.nodes, 1, 100000);
+        else if (key == "gpus_per_node")
+            r = number(settings.gpusPerNode, 1, 1024);
+        else if (key == "master_port")
+            r = number(settings.masterPort, 1, 65535);
+        else
+            r = makeError(ErrorCode::InvalidArgument,
+                          "unknown key \"" + key +
+                              "\"; use partition, account, time, nodes, gpus_per_node, master_port, slurm_conf",
+                          where);
+        if (!r)
+            return r.error();
+    }
+    for (const auto& [key, value] : {std::pair{"partition", settings.partition}, {"account", settings.account},
+                                     {"time", settings.timeLimit}})
+        if (!sbatchSafe(value))
+            return makeError(ErrorCode::InvalidArgument,
+                             std::string("\"") + key + "\" '" + value +
+                                 "' has characters an #SBATCH line cannot carry; use letters, digits and . _ : , -",
+                             where);
+    return settings;
+}
+
+Result<std::unique_ptr<core::RunTarget>> makeSlurmTarget(const std::string& name, const std::string& hostsPath)
+{
+    auto entry = SshHostRegistry(hostsPath).find(name);
+    if (!entry)
+        return entry.error();
+    auto settings = loadSlurmSettings(slurmSettingsPath(hostsPath), name);
+    if (!settings)
+        return settings.error();
+    return std::unique_ptr<core::RunTarget>(
+        std::make_unique<SlurmTarget>(SlurmTargetOptions{name, entry->targetOptions(), *settings}));
+}
+
+}  // namespace wb::remote

@@ -1,0 +1,102 @@
+// SlurmTarget: runs moe-train as a Slurm batch job, submitted over SSH on a login node (a host
+// registered in hosts.json). The run directory (DESIGN.md §3.3) lives under the host's runs root,
+// which must be on a filesystem the compute nodes share with the login node. launch writes
+// run.json and the planner's generated sbatch script (core::planner::slurmScript) there and runs
+// `sbatch --parsable`; the job id is kept in DIR/slurm_job_id. The job then writes run.json,
+// stdout.log, pid.<node> (the trainer's pid on each node), metrics.jsonl and status.json.
+//
+// status: squeue while the job is queued or running, then sacct (when accounting exists) or
+// scontrol show job, plus status.json. readMetrics: SshTarget's (SFTP from a byte offset, with
+// reconnects). cancel: scancel, wait until squeue no longer lists the job, SIGKILL through
+// scancel after the grace, then check no moe-train of the run is left where the login node can
+// see (pid files of processes on the login node itself, and any process with `--run-dir DIR`).
+//
+// Threading: owns one SshTarget (one SSH session), so one SlurmTarget is used from ONE thread (a
+// worker, never the GUI thread). Every call may block for up to the reconnect budget.
+#pragma once
+
+#include "core/run_target.h"
+#include "remote/ssh_target.h"
+
+#include <memory>
+#include <string>
+
+namespace wb::remote {
+
+/// How jobs are submitted on one cluster: `slurm.json` beside hosts.json (see slurmSettingsPath).
+struct SlurmSettings {
+    std::string partition;    ///< #SBATCH --partition; empty = the cluster's default
+    std::string account;      ///< #SBATCH --account; empty = none
+    std::string timeLimit;    ///< #SBATCH --time ("04:00:00"); empty = the partition's default
+    int nodes = 1;
+    /// GPUs per node for device "cuda" configs (moe-train --nproc-per-node); 0 = not set, which a
+    /// cuda config refuses. device "cpu" configs always run one rank per node and request no GPU.
+    int gpusPerNode = 0;
+    int masterPort = 29500;
+    std::string slurmConf;    ///< exported as SLURM_CONF for every Slurm command; empty = the host's
+};
+
+struct SlurmTargetOptions {
+    std::string name;         ///< the hosts.json name: the target is "slurm:" + name
+    SshTargetOptions ssh;     ///< the login node
+    SlurmSettings slurm;
+};
+
+class SlurmTarget : public core::RunTarget {
+public:
+    explicit SlurmTarget(SlurmTargetOptions options);
+    ~SlurmTarget() override;
+
+    std::string name() const override { return "slurm:" + m_options.name; }
+
+    /// `moe-train --validate` on the login node with WORLD_SIZE = nodes × ranks per node.
+    core::Result<void> validateConfig(const std::string& configJson) override;
+    /// Errors: InvalidArgument (bad run id, config, or settings), NotFound (moe-train or sbatch
+    /// missing on the login node), Busy (the run directory exists), IoError (connection), Failed
+    /// (sbatch refused the job: its message, and DIR/run.sbatch stays for a look).
+    /// LaunchedRun.pid is 0 (Slurm owns the processes); target is "slurm:HOST job ID".
+    core::Result<core::LaunchedRun> launch(const core::LaunchRequest& request) override;
+    core::Result<core::MetricsChunk> readMetrics(const std::string& runDir, int64_t offset,
+                                                 int64_t maxBytes) override;
+    /// processAlive is true while Slurm still has the job queued or running: state Pending for
+    /// PENDING (and other waiting states), Running for RUNNING/COMPLETING/SUSPENDED. Once it left
+    /// the queue, the final state comes from status.json, and from sacct/scontrol (CANCELLED,
+    /// TIMEOUT, NODE_FAIL, ...) when moe-train could not write it.
+    core::Result<core::RunStatus> status(const std::string& runDir) override;
+    /// scancel (SIGTERM: moe-train checkpoints and exits), SIGKILL via scancel after `grace`,
+    /// then Failed naming any job state or moe-train process that is left.
+    core::Result<void> cancel(const std::string& runDir, std::chrono::milliseconds grace) override;
+
+    /// The job id recorded in DIR/slurm_job_id (NotFound before submission).
+    core::Result<std::string> jobId(const std::string& runDir);
+    /// The login node's SshTarget (for `hosts test` and tests).
+    SshTarget& login() { return m_ssh; }
+
+private:
+    /// runCommand of a POSIX sh script (`sh -c '...'`), SLURM_CONF exported first when set.
+    core::Result<CommandResult> runScript(const std::string& script, std::chrono::milliseconds timeout);
+    /// sbatch, squeue, scancel, scontrol and moe-train on the login node; moe-train's path with
+    /// "~/" expanded. NotFound naming what is missing.
+    core::Result<std::string> checkLoginNode();
+    /// Ranks per node for this config (gpusPerNode, or 1 for cpu); InvalidArgument if unknown.
+    core::Result<int> ranksPerNode(const std::string& device) const;
+
+    SlurmTargetOptions m_options;
+    SshTarget m_ssh;
+};
+
+/// slurm.json beside hosts.json: {"version": 1, "hosts": {"NAME": {"partition": "gpu",
+/// "account": "proj", "time": "04:00:00", "nodes": 2, "gpus_per_node": 4, "master_port": 29500,
+/// "slurm_conf": "/etc/slurm/slurm.conf"}}}. Every key is optional.
+std::string slurmSettingsPath(const std::string& hostsPath);
+
+/// The settings for host `name`: defaults when the file or the entry is missing; Corrupt or
+/// InvalidArgument (naming the file, the key and the fix) for a bad file or value.
+core::Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::string& name);
+
+/// `slurm:NAME` for makeTarget: the host from hosts.json (NotFound naming `hosts add`) and its
+/// settings from slurm.json.
+core::Result<std::unique_ptr<core::RunTarget>> makeSlurmTarget(const std::string& name,
+                                                               const std::string& hostsPath);
+
+}  // namespace wb::remote

@@ -1,0 +1,427 @@
+// SlurmTarget end to end against a real Slurm (slurmctld + slurmd + munge on this machine, started
+// by test_slurm.sh, which exports SLURM_CONF) reached through a real OpenSSH sshd on 127.0.0.1
+// (ssh_test_fixture.h) as the login node, running the real moe-train. The first run is submitted
+// and streamed into a RunStore until finished (every step once). The second runs until cancelled:
+// seen running and streamed live across a dropped SSH connection; a third, queued behind it (the generated script asks for
+// --exclusive), is seen pending and cancelled while pending; then the second is cancelled mid-run:
+// no process is left and the state is cancelled. Also the GPU form of the generated script on
+// stand-in GPUs, sbatch's refusal, and slurm.json. The runs root has a space and a quote in its
+// name, so the quoting of every command is exercised.
+#include "core/planner/generators.h"
+#include "core/run_config.h"
+#include "core/run_follower.h"
+#include "core/run_launch.h"
+#include "core/run_store.h"
+#include "remote/slurm_target.h"
+#include "ssh_test_fixture.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+using namespace wb;
+
+namespace {
+
+const std::string kMoeTrain = WB_MOE_TRAIN;
+constexpr int kSteps = 300;
+
+std::string tinyConfig(int steps, const std::string& name, int microBatch = 2)
+{
+    nlohmann::json config = {
+        {"name", name},
+        {"model",
+         {{"vision",
+           {{"num_layers", 1}, {"hidden_size", 32}, {"ffn_hidden_size", 64}, {"num_attention_heads", 2},
+            {"patch_size", 16}, {"spatial_merge_size", 2}}},
+          {"decoder",
+           {{"num_layers", 1}, {"hidden_size", 32}, {"num_attention_heads", 2}, {"num_query_groups", 1},
+            {"kv_channels", 16}, {"num_moe_experts", 4}, {"moe_router_topk", 2},
+            {"moe_ffn_hidden_size", 32}, {"vocab_size", 320}}}}},
+        {"train",
+         {{"train_iters", steps}, {"micro_batch_size", microBatch}, {"global_batch_size", 2}, {"seq_length", 128},
+          {"lr_warmup_iters", 1}}},
+        {"data", {{"source", "mock"}, {"mock_image_size", 32}, {"caption_max_tokens", 32}}},
+    };
+    return config.dump(2);
+}
+
+core::RunConfig config(int steps, const std::string& name, int microBatch = 2)
+{
+    auto parsed = core::parseRunConfig(tinyConfig(steps, name, microBatch));
+    if (!parsed.problems.empty())
+        qFatal("bad test config: %s", parsed.problems.front().message.c_str());
+    return parsed.config;
+}
+
+std::vector<int64_t> fileSteps(const std::string& runDir)
+{
+    std::vector<int64_t> steps;
+    std::istringstream lines(wbtest::readAll(runDir + "/metrics.jsonl"));
+    for (std::string line; std::getline(lines, line);) {
+        const auto json = nlohmann::json::parse(line, nullptr, false);
+        if (json.is_object() && json.value("type", "") == "step")
+            steps.push_back(json.at("step").get<int64_t>());
+    }
+    return steps;
+}
+
+bool waitFor(const std::function<bool()>& condition, int timeoutMs)
+{
+    QElapsedTimer timer;
+    timer.start();
+    while (!condition()) {
+        if (timer.elapsed() > timeoutMs)
+            return false;
+        QTest::qWait(50);
+    }
+    return true;
+}
+
+// Live (non-zombie) processes on this machine whose command line names `runDir` as --run-dir.
+std::vector<std::string> processesOfRun(const std::string& runDir)
+{
+    std::vector<std::string> found;
+    DIR* proc = ::opendir("/proc");
+    while (const dirent* entry = proc ? ::readdir(proc) : nullptr) {
+        const long pid = std::atol(entry->d_name);
+        if (pid <= 0)
+            continue;
+        std::string args = wbtest::readAll("/proc/" + std::to_string(pid) + "/cmdline");
+        std::replace(args.begin(), args.end(), '\0', ' ');
+        const std::string stat = wbtest::readAll("/proc/" + std::to_string(pid) + "/stat");
+        const auto close = stat.rfind(')');
+        const bool zombie = close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+        if (!zombie && args.find("--run-dir " + runDir) != std::string::npos)
+            found.push_back(std::to_string(pid) + ": " + args);
+    }
+    if (proc)
+        ::closedir(proc);
+    return found;
+}
+
+// squeue's answer for a job on the test cluster ("" once it left the queue).
+std::string squeueState(const std::string& job)
+{
+    QProcess p;
+    p.start(QStringLiteral("squeue"), {QStringLiteral("-h"), QStringLiteral("-j"), QString::fromStdString(job),
+                                       QStringLiteral("-o"), QStringLiteral("%T")});
+    p.waitForFinished(30000);
+    return QString::fromUtf8(p.readAllStandardOutput()).trimmed().toStdString();
+}
+
+}  // namespace
+
+class TestSlurmTarget : public QObject {
+    Q_OBJECT
+
+private:
+    wbtest::SshServer m_server;
+    QTemporaryDir m_scratch;
+    std::unique_ptr<core::RunStore> m_store;
+
+    std::string runsRoot() const { return m_scratch.filePath(QStringLiteral("shared runs/it's here")).toStdString(); }
+
+    remote::SlurmTargetOptions options()
+    {
+        remote::SlurmTargetOptions options;
+        options.name = "wbtest";
+        options.ssh.host = m_server.spec();
+        options.ssh.moeTrainPath = kMoeTrain;
+        options.ssh.runsRoot = runsRoot();
+        options.slurm.slurmConf = qEnvironmentVariable("SLURM_CONF").toStdString();
+        return options;
+    }
+
+private slots:
+    void initTestCase()
+    {
+        qunsetenv("SSH_AUTH_SOCK");
+        if (qEnvironmentVariableIsEmpty("SLURM_CONF"))
+            QSKIP("no test Slurm: run through tests/remote/test_slurm.sh, which starts one and sets SLURM_CONF");
+        QVERIFY2(::access(kMoeTrain.c_str(), X_OK) == 0, ("moe-train not built: " + kMoeTrain).c_str());
+        const std::string why = m_server.start();
+        QVERIFY2(why.empty(), why.c_str());
+        QVERIFY(remote::SshSession::connect(m_server.spec(/*acceptNew=*/true)));
+        auto store = core::RunStore::open(m_scratch.filePath(QStringLiteral("store.sqlite")).toStdString());
+        QVERIFY(store);
+        m_store = std::move(*store);
+    }
+
+    // After each test function, also a failed one: nothing it submitted stays queued (the next
+    // one would wait behind it: the node is exclusive).
+    void cleanup()
+    {
+        if (qEnvironmentVariableIsEmpty("SLURM_CONF"))
+            return;
+        QProcess::execute(QStringLiteral("scancel"), {QStringLiteral("--user=") + QString::fromLocal8Bit(::getpwuid(::getuid())->pw_name)});
+        waitFor([] {
+            QProcess p;
+            p.start(QStringLiteral("squeue"), {QStringLiteral("-h"), QStringLiteral("-o"), QStringLiteral("%i")});
+            p.waitForFinished(30000);
+            return p.readAllStandardOutput().trimmed().isEmpty();
+        }, 60000);
+    }
+
+    void cleanupTestCase()
+    {
+        m_store.reset();
+        m_server.stop();
+    }
+
+    void submitFollowAndCancel()
+    {
+        remote::SlurmTarget target(options());
+        std::vector<std::string> phases;
+        target.setProgressCallback([&](const core::LaunchProgress& p) { phases.push_back(p.phase + ":" + p.detail); });
+        auto first = core::startRun(*m_store, target, config(kSteps, "slurm-first"), "slurm-first");
+        QVERIFY2(first, first ? "" : first.error().toString().c_str());
+
+        // What launch left on the "shared filesystem".
+        const auto& a = first->launched;
+        QCOMPARE(a.pid, int64_t(0));
+        QCOMPARE(a.runDir, runsRoot() + "/" + first->id);
+        auto jobA = target.jobId(a.runDir);
+        QVERIFY2(jobA, jobA ? "" : jobA.error().toString().c_str());
+        QCOMPARE(a.target, "slurm:wbtest job " + *jobA);
+        QCOMPARE(m_store->run(first->id)->target, std::string("slurm:wbtest"));
+        QCOMPARE(wbtest::readAll(a.runDir + "/run.json"), *m_store->configJson(first->id) + "\n");
+        const std::string sbatch = wbtest::readAll(a.runDir + "/run.sbatch");
+        QVERIFY(sbatch.find("#SBATCH --exclusive") != std::string::npos);
+        QVERIFY2(sbatch.find("--gpus-per-node") == std::string::npos, "a CPU job must not ask for GPUs");
+        QVERIFY(std::find(phases.begin(), phases.end(), "start:submitted as Slurm job " + *jobA) != phases.end());
+
+        // Follow it into the store until finished. How many polls land while it is pending or
+        // running depends on the machine's load, so those are only counted; the deterministic
+        // pending/running checks come with the second and third jobs.
+        core::RunFollower follower(*m_store, target, first->id);
+        std::vector<int64_t> reported;
+        int runningPolls = 0, pendingPolls = 0;
+        bool finished = false;
+        QElapsedTimer timer;
+        timer.start();
+        while (!finished && timer.elapsed() < 90000) {
+            auto update = follower.poll();
+            QVERIFY2(update, update ? "" : update.error().toString().c_str());
+            runningPolls += update->status.processAlive && update->status.state == core::RunState::Running;
+            pendingPolls += update->status.processAlive && update->status.state == core::RunState::Pending;
+            for (const auto& step : update->newSteps)
+                reported.push_back(step.step);
+            finished = update->finished;
+            QTest::qWait(50);
+        }
+        QVERIFY2(finished, "the first job did not finish in 90 s");
+        qInfo("first job: %d poll(s) saw it pending, %d running", pendingPolls, runningPolls);
+        const std::vector<int64_t> inFile = fileSteps(a.runDir);
+        QCOMPARE(inFile.size(), size_t(kSteps));
+        auto stored = m_store->steps(first->id);
+        QVERIFY(stored);
+        std::vector<int64_t> inStore;
+        for (const auto& step : *stored)
+            inStore.push_back(step.step);
+        QCOMPARE(inStore, inFile);
+        QCOMPARE(reported, inFile);
+        auto summaryA = m_store->run(first->id);
+        QCOMPARE(summaryA->status, std::string("finished"));
+        QCOMPARE(summaryA->exitCode, 0);
+        QCOMPARE(squeueState(*jobA), std::string());
+        QVERIFY(std::filesystem::exists(a.runDir + "/slurm-" + *jobA + ".out"));
+
+        // A second, endless run: running (deterministic: it runs until cancelled), streamed live.
+        auto second = core::startRun(*m_store, target, config(1000000, "slurm-second"), "slurm-second");
+        QVERIFY2(second, second ? "" : second.error().toString().c_str());
+        const auto& b = second->launched;
+        auto jobB = target.jobId(b.runDir);
+        QVERIFY(jobB);
+        QVERIFY(*jobA != *jobB);
+        core::RunFollower followB(*m_store, target, second->id);
+        size_t streamedWhileRunning = 0;
+        QVERIFY2(waitFor([&] {
+                     auto u = followB.poll();
+                     if (u && u->status.processAlive && u->status.state == core::RunState::Running)
+                         streamedWhileRunning += u->newSteps.size();
+                     return streamedWhileRunning >= 3;
+                 }, 60000),
+                 "the second job did not start streaming in 60 s");
+        // The login node's connection drops (sshd's session processes killed): the next calls
+        // reconnect, and the stream goes on from the stored offset.
+        QVERIFY2(m_server.killSessions() > 0, "no sshd session process found to kill");
+        const size_t beforeCut = streamedWhileRunning;
+        QVERIFY2(waitFor([&] {
+                     auto u = followB.poll();
+                     if (u)
+                         streamedWhileRunning += u->newSteps.size();
+                     return streamedWhileRunning >= beforeCut + 3;
+                 }, 60000),
+                 "the stream did not resume after the connection was cut");
+        QVERIFY(target.login().reconnectCount() >= 1);
+        auto runningB = target.status(b.runDir);  // runs until cancelled: deterministic
+        QVERIFY(runningB);
+        QCOMPARE(runningB->state, core::RunState::Running);
+        QVERIFY(runningB->processAlive);
+
+        // A third queues behind it (the node is exclusive) and is cancelled while pending: Slurm's
+        // CANCELLED (no status.json was ever written) makes it a cancelled run.
+        auto third = target.launch({"slurm-third", "third", tinyConfig(5, "slurm-third")});
+        QVERIFY2(third, third ? "" : third.error().toString().c_str());
+        auto pending = target.status(third->runDir);
+        QVERIFY(pending);
+        QCOMPARE(pending->state, core::RunState::Pending);
+        QVERIFY(pending->processAlive);  // so a follower keeps waiting
+        QVERIFY2(pending->message.find("PENDING") != std::string::npos, pending->message.c_str());
+        auto cancelledPending = target.cancel(third->runDir, std::chrono::seconds(5));
+        QVERIFY2(cancelledPending, cancelledPending ? "" : cancelledPending.error().toString().c_str());
+        auto afterPending = target.status(third->runDir);
+        QVERIFY(afterPending);
+        QCOMPARE(afterPending->state, core::RunState::Cancelled);
+        QVERIFY(!afterPending->processAlive);
+        QVERIFY2(afterPending->message.find("cancelled") != std::string::npos, afterPending->message.c_str());
+        QVERIFY(!std::filesystem::exists(third->runDir + "/metrics.jsonl"));
+
+        // Cancel the running second job: moe-train gets SIGTERM, checkpoints and exits "stopped".
+        QVERIFY(!processesOfRun(b.runDir).empty());
+        const std::string pidFile = b.runDir + "/pid." + QSysInfo::machineHostName().section(QLatin1Char('.'), 0, 0).toStdString();
+        QVERIFY2(std::filesystem::exists(pidFile), pidFile.c_str());
+        QVERIFY(m_store->setStatus(second->id, "cancelled", -1));  // as `cancel` does, before the signal
+        auto cancelled = target.cancel(b.runDir, std::chrono::seconds(20));
+        QVERIFY2(cancelled, cancelled ? "" : cancelled.error().toString().c_str());
+        QCOMPARE(squeueState(*jobB), std::string());
+        const auto left = processesOfRun(b.runDir);
+        QVERIFY2(left.empty(), left.empty() ? "" : left.front().c_str());
+        auto afterB = target.status(b.runDir);
+        QVERIFY(afterB);
+        QVERIFY(!afterB->processAlive);
+        QCOMPARE(afterB->state, core::RunState::Cancelled);
+        QCOMPARE(afterB->status, std::string("stopped"));  // moe-train's own answer to SIGTERM
+        QVERIFY(waitFor([&] { auto u = followB.poll(); return u && u->finished; }, 30000));
+        QCOMPARE(m_store->run(second->id)->status, std::string("cancelled"));
+        auto storedB = m_store->steps(second->id);
+        std::vector<int64_t> inStoreB;
+        for (const auto& step : *storedB)
+            inStoreB.push_back(step.step);
+        QCOMPARE(inStoreB, fileSteps(b.runDir));  // streamed live, then the rest: each step once
+        QVERIFY(target.cancel(b.runDir, std::chrono::seconds(1)));  // again: nothing to do
+        qInfo("first job %s: %d steps; second job %s: %zu steps (%zu while running), then cancelled", jobA->c_str(),
+              kSteps, jobB->c_str(), inStoreB.size(), streamedWhileRunning);
+    }
+
+    // The GPU form of the generated script (--gpus-per-node=2, moe-train --nproc-per-node 2) on
+    // one node: the test cluster has two stand-in GPUs, and a cpu config trains with 2 Gloo ranks.
+    // SlurmTarget asks for GPUs only for cuda configs, so this job is submitted by hand the way
+    // launch does; status and metrics then come through the target.
+    void generatedGpuFormRunsOnOneNode()
+    {
+        remote::SlurmTarget target(options());
+        core::planner::GeneratorTarget generator;
+        generator.nodes = 1;
+        generator.gpusPerNode = 2;
+        generator.moeTrain = kMoeTrain;
+        const std::string script = core::planner::slurmScript(config(20, "slurm-gpu-form", 1), generator);
+        QVERIFY(script.find("#SBATCH --gpus-per-node=2") != std::string::npos);
+        const std::string runDir = runsRoot() + "/slurm-gpu-form";
+        const auto q = [](const std::string& s) { return remote::shellQuote(s); };
+        auto submitted = target.login().runCommand(
+            "sh -c " + q("SLURM_CONF=" + q(qEnvironmentVariable("SLURM_CONF").toStdString()) + "; export SLURM_CONF\n" +
+                         "mkdir -p " + q(runDir + "/.submitted") + " && cd " + q(runDir) + " && printf '%s' " + q(script) +
+                         " > run.sbatch && RUN_ID=slurm-gpu-form RUNS_ROOT=" + q(runsRoot()) +
+                         " sbatch --parsable run.sbatch > slurm_job_id"),
+            std::chrono::seconds(60));
+        QVERIFY2(submitted && submitted->exitStatus == 0, submitted ? submitted->err.c_str() : submitted.error().toString().c_str());
+        core::RunStatus status;
+        QVERIFY2(waitFor([&] {
+                     auto s = target.status(runDir);
+                     status = s ? *s : core::RunStatus{};
+                     return s && !s->processAlive;
+                 }, 90000),
+                 "the GPU-form job did not end in 90 s");
+        QVERIFY2(status.state == core::RunState::Finished,
+                 (status.message + "\n" + wbtest::readAll(runDir + "/stdout.log")).c_str());
+        auto chunk = target.readMetrics(runDir, 0, 1 << 20);
+        QVERIFY(chunk);
+        QVERIFY(chunk->bytes.find("\"world_size\":2") != std::string::npos);
+        QCOMPARE(fileSteps(runDir).size(), size_t(20));
+        QVERIFY(std::filesystem::exists(runDir + "/rank1.log"));  // moe-train's second local rank
+    }
+
+    // A job that fails before moe-train writes status.json: Slurm's state and exit code explain it.
+    void failedJobIsExplainedBySlurm()
+    {
+        const std::string broken = m_scratch.filePath(QStringLiteral("broken-train")).toStdString();
+        std::ofstream(broken) << "#!/bin/sh\necho 'cannot load libtorch' >&2\nexit 3\n";
+        ::chmod(broken.c_str(), 0755);
+        auto opts = options();
+        opts.ssh.moeTrainPath = broken;
+        remote::SlurmTarget target(opts);
+        auto launched = target.launch({"slurm-broken", "x", tinyConfig(3, "broken")});
+        QVERIFY2(launched, launched ? "" : launched.error().toString().c_str());
+        core::RunStatus status;
+        QVERIFY(waitFor([&] {
+            auto s = target.status(launched->runDir);
+            status = s ? *s : core::RunStatus{};
+            return s && !s->processAlive;
+        }, 60000));
+        QCOMPARE(status.state, core::RunState::Failed);
+        QCOMPARE(status.status, std::string("failed"));
+        QCOMPARE(status.exitCode, 3);
+        auto job = target.jobId(launched->runDir);
+        QVERIFY(job);
+        QVERIFY2(status.message.find("ended FAILED") != std::string::npos &&
+                     status.message.find("slurm-" + *job + ".out") != std::string::npos,
+                 status.message.c_str());
+        QVERIFY(wbtest::readAll(launched->runDir + "/stdout.log").find("cannot load libtorch") != std::string::npos);
+    }
+
+    // sbatch's own refusal comes back with its words and where the script is; nothing is left queued.
+    void sbatchRefusalIsReported()
+    {
+        auto opts = options();
+        opts.slurm.partition = "nosuchpartition";
+        remote::SlurmTarget target(opts);
+        auto launched = target.launch({"slurm-refused", "x", tinyConfig(3, "refused")});
+        QVERIFY(!launched);
+        QCOMPARE(launched.error().code, core::ErrorCode::Failed);
+        QVERIFY2(launched.error().message.find("sbatch refused") != std::string::npos &&
+                     launched.error().message.find("artition") != std::string::npos,
+                 launched.error().message.c_str());
+        QVERIFY(std::filesystem::exists(runsRoot() + "/slurm-refused/run.sbatch"));
+        auto status = target.status(runsRoot() + "/slurm-refused");
+        QVERIFY(status);
+        QCOMPARE(status->state, core::RunState::Failed);
+    }
+
+    void settingsFile()
+    {
+        const std::string path = m_scratch.filePath(QStringLiteral("slurm.json")).toStdString();
+        QVERIFY(remote::loadSlurmSettings(path, "x"));  // missing file: defaults
+        std::ofstream(path) << R"({"version": 1, "hosts": {"a": {"partition": "gpu", "account": "proj",
+            "time": "04:00:00", "nodes": 2, "gpus_per_node": 4, "slurm_conf": "/etc/slurm/x.conf"},
+            "typo": {"partiton": "gpu"}, "bad": {"partition": "gpu\n#SBATCH --uid=0"}, "zero": {"nodes": 0}}})";
+        auto a = remote::loadSlurmSettings(path, "a");
+        QVERIFY(a);
+        QCOMPARE(a->partition, std::string("gpu"));
+        QCOMPARE(a->nodes, 2);
+        QCOMPARE(a->gpusPerNode, 4);
+        QCOMPARE(a->timeLimit, std::string("04:00:00"));
+        QCOMPARE(a->slurmConf, std::string("/etc/slurm/x.conf"));
+        QVERIFY(remote::loadSlurmSettings(path, "other"));
+        for (const char* name : {"typo", "bad", "zero"}) {
+            auto r = remote::loadSlurmSettings(path, name);
+            QVERIFY2(!r, name);
+            QCOMPARE(r.error().code, core::ErrorCode::InvalidArgument);
+        }
+        std::ofstream(path) << "[1, 2]";
+        QCOMPARE(remote::loadSlurmSettings(path, "a").error().code, core::ErrorCode::Corrupt);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSlurmTarget)
+#include "test_slurm_target.moc"
