@@ -81,6 +81,7 @@ SshTargetOptions SshHostEntry::targetOptions() const
 {
     SshTargetOptions options;
     options.host = spec();
+    options.hostName = name;
     options.provision = provisioned();
     options.moeTrainPath = provisioned() ? std::string() : moeTrain;
     options.runsRoot = runsRoot;

@@ -209,7 +209,7 @@ Result<std::string> SshTarget::moeTrain()
         return m_options.moeTrainPath;
     if (!m_builtMoeTrain.empty())
         return m_builtMoeTrain;
-    Provisioner provisioner(remoteOps(), m_options.provisioning, m_options.host.host,
+    Provisioner provisioner(remoteOps(), m_options.provisioning, node(),
                             [this](const core::LaunchProgress& p) { reportProgress(p); });
     auto node = provisioner.check();
     if (!node)
@@ -284,7 +284,7 @@ Result<core::LaunchedRun> SshTarget::launchWithArgs(const core::LaunchRequest& r
     auto root = remoteRunsRoot();
     if (!root)
         return root.error();
-    reportProgress({"start", m_options.host.host, -1.0, "starting moe-train in " + *root + "/" + request.runId});
+    reportProgress({"start", node(), -1.0, "starting moe-train in " + *root + "/" + request.runId});
     const std::string runDir = *root + "/" + request.runId;
     const std::string moe = shellQuotePath(*moeTrainPath);
     std::string extra;
@@ -347,7 +347,7 @@ Result<core::LaunchedRun> SshTarget::launchWithArgs(const core::LaunchRequest& r
                          name() + ":" + runDir);
     }
     log->info("launched run {} on {} as pid {} in {}", request.runId, name(), pid, runDir);
-    reportProgress({"start", m_options.host.host, 1.0, "moe-train started as pid " + std::to_string(pid)});
+    reportProgress({"start", node(), 1.0, "moe-train started as pid " + std::to_string(pid)});
     return core::LaunchedRun{request.runId, name(), runDir, pid};
 }
 

@@ -28,6 +28,9 @@ namespace wb::remote {
 
 struct SshTargetOptions {
     SshHostSpec host;
+    /// The name users type (`ssh:NAME`, the hosts.json entry); empty = host.host. It is what the
+    /// store records, so `watch`/`cancel` find the entry again even when it names another host.
+    std::string hostName;
     std::string moeTrainPath;  ///< moe-train on the host: absolute, or "~/..." (expanded there)
     /// Build moe-train on the host (check, upload, build, cached by source hash) instead of
     /// using moeTrainPath. `provisioning.sourceDir` must then name the runtime sources here.
@@ -49,8 +52,10 @@ public:
     explicit SshTarget(SshTargetOptions options);
     ~SshTarget() override;
 
-    /// "ssh:" + the host as given (an ssh config alias or a name).
-    std::string name() const override { return "ssh:" + m_options.host.host; }
+    /// "ssh:" + the entry name (or the host as given: an ssh config alias or a name).
+    std::string name() const override { return "ssh:" + node(); }
+    /// The entry name, or the host as given; progress reports name the node by it.
+    const std::string& node() const { return m_options.hostName.empty() ? m_options.host.host : m_options.hostName; }
 
     /// Connects now (also done lazily by every call). Errors as SshSession::connect; an unknown
     /// or changed host key is never retried.

@@ -79,6 +79,10 @@ private slots:
         QCOMPARE(options.host.port, 22022);
         QCOMPARE(options.moeTrainPath, std::string("/opt/mw/bin/moe-train"));
         QVERIFY(!options.provision);  // an explicit path is used as it is
+        // The store records the entry's name, even when the entry names another host.
+        auto viaAlias = b200->targetOptions();
+        QCOMPARE(viaAlias.host.host, std::string("login.example.org"));
+        QCOMPARE(remote::SshTarget(viaAlias).name(), std::string("ssh:b200.cluster"));
 
         QVERIFY(registry.remove("gpu1"));
         QCOMPARE(registry.remove("gpu1").error().code, core::ErrorCode::NotFound);
