@@ -187,8 +187,12 @@ private slots:
         QVERIFY2(cancelled, cancelled ? "" : cancelled.error().toString().c_str());
         QVERIFY(groupMembers(groupA).empty());
         QVERIFY(groupMembers(groupB).empty());
-        auto after = target.status(dirA);
-        QVERIFY(after);
+        // A fresh target (as `watch` or a restarted GUI builds from the stored target string and
+        // node 0's directory) finds every node's directory again.
+        auto fresh = remote::makeTarget(started->launched.target, context);
+        QVERIFY(fresh);
+        auto after = (*fresh)->status(dirA);
+        QVERIFY2(after, after ? "" : after.error().toString().c_str());
         QVERIFY(!after->processAlive);
         QVERIFY2(after->state == core::RunState::Cancelled, (std::string(core::runStateName(after->state)) + ": " +
                                                              after->message).c_str());
