@@ -56,8 +56,10 @@ std::string MultiSshTarget::name() const
 
 Result<void> MultiSshTarget::validateConfig(const std::string& configJson)
 {
-    m_targets.front()->setProgressCallback([this](const core::LaunchProgress& p) { reportProgress(p); });
-    return m_targets.front()->validateConfig(configJson);
+    auto ranks = prepareNodes();
+    if (!ranks)
+        return ranks.error();
+    return m_targets.front()->validateConfigForWorld(configJson, *ranks * static_cast<int>(m_targets.size()));
 }
 
 Result<std::string> MultiSshTarget::nodeRunDir(size_t node, const std::string& runDir)
@@ -70,11 +72,11 @@ Result<std::string> MultiSshTarget::nodeRunDir(size_t node, const std::string& r
     return *root + "/" + lastComponent(runDir);
 }
 
-Result<core::LaunchedRun> MultiSshTarget::launch(const core::LaunchRequest& request)
+Result<int> MultiSshTarget::prepareNodes()
 {
-    auto log = wb::log::get("remote");
-    // 1. Every node: check it (its GPU count decides the ranks per node) and have moe-train there.
-    std::vector<std::string> problems;
+    if (m_ranksPerNode > 0)
+        return m_ranksPerNode;
+    bool differ = false;
     int ranksPerNode = 0;
     std::string counts;
     for (size_t i = 0; i < m_targets.size(); ++i) {
@@ -90,19 +92,32 @@ Result<core::LaunchedRun> MultiSshTarget::launch(const core::LaunchRequest& requ
         if (ranksPerNode == 0)
             ranksPerNode = ranks;
         else if (ranks != ranksPerNode)
-            problems.push_back("different rank counts");
+            differ = true;
         reportProgress({"check", host, 1.0,
                         (node->gpus.empty() ? std::string("CPU-only node, 1 rank")
                                             : std::to_string(ranks) + " x " + node->gpus.front().name + ", " +
                                                   std::to_string(ranks) + " ranks")});
+        // Provisioning (moe_train "auto") happens here, once per node.
         if (auto moe = target.moeTrain(); !moe)
             return makeError(moe.error().code, "node " + host + ": " + moe.error().message, moe.error().context);
     }
-    if (!problems.empty())
+    if (differ)
         return makeError(ErrorCode::InvalidArgument,
                          "every node needs the same number of GPUs (ranks per node: " + counts +
                              "); pick nodes of one kind",
                          name());
+    m_ranksPerNode = ranksPerNode;
+    return m_ranksPerNode;
+}
+
+Result<core::LaunchedRun> MultiSshTarget::launch(const core::LaunchRequest& request)
+{
+    auto log = wb::log::get("remote");
+    // 1. Every node checked (its GPU count decides the ranks per node) with moe-train there.
+    auto prepared = prepareNodes();
+    if (!prepared)
+        return prepared.error();
+    const int ranksPerNode = *prepared;
 
     // 2. The rendezvous: node 0's address as the others reach it, and its port.
     std::string masterAddr = m_nodes.front().address;

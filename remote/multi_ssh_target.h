@@ -39,7 +39,9 @@ public:
     /// "ssh:A,B,..."
     std::string name() const override;
 
-    /// moe-train --validate on node 0 (the config is the same everywhere).
+    /// Checks (and provisions) every node, then `moe-train --validate` on node 0 for the whole
+    /// world size (nodes x ranks per node), so e.g. a global batch the ranks cannot split is
+    /// refused before anything is created.
     core::Result<void> validateConfig(const std::string& configJson) override;
     /// Checks (and provisions) every node, then starts node 0, then the others. If a node fails
     /// to start, the nodes already started are cancelled and the error names the node.
@@ -55,7 +57,12 @@ public:
     size_t nodeCount() const { return m_targets.size(); }
 
 private:
+    /// Checks every node once (then remembered): ranks per node, equal on all nodes; provisions
+    /// moe-train where the entry says auto.
+    core::Result<int> prepareNodes();
+
     std::vector<SshHostEntry> m_nodes;
+    int m_ranksPerNode = 0;  // 0 until prepareNodes() succeeded
     std::vector<std::unique_ptr<SshTarget>> m_targets;
 };
 

@@ -232,6 +232,11 @@ Result<std::string> SshTarget::hostAddress()
 
 Result<void> SshTarget::validateConfig(const std::string& configJson)
 {
+    return validateConfigForWorld(configJson, 1);
+}
+
+Result<void> SshTarget::validateConfigForWorld(const std::string& configJson, int worldSize)
+{
     auto moeTrainPath = moeTrain();
     if (!moeTrainPath)
         return moeTrainPath.error();
@@ -251,7 +256,8 @@ Result<void> SshTarget::validateConfig(const std::string& configJson)
     auto written = withReconnect([&](SshSession& s) { return s.writeFile(path, configJson, 0600); });
     if (!written)
         return written.error();
-    auto checked = runScript(moe + " --validate " + shellQuote(path) + " 2>&1; rc=$?; rm -f " +
+    const std::string world = worldSize > 1 ? " --nproc-per-node " + std::to_string(worldSize) : "";
+    auto checked = runScript(moe + " --validate " + shellQuote(path) + world + " 2>&1; rc=$?; rm -f " +
                                   shellQuote(path) + "; exit $rc",
                               kCommandTimeout);
     if (!checked)

@@ -63,6 +63,8 @@ public:
 
     /// Runs `moe-train --validate` on the host on a temporary copy of the config.
     core::Result<void> validateConfig(const std::string& configJson) override;
+    /// The same for a run of `worldSize` ranks in all (multi-node: batch sizes must divide).
+    core::Result<void> validateConfigForWorld(const std::string& configJson, int worldSize);
     /// Errors: InvalidArgument (bad run id), NotFound (moe-train missing on the host), Busy (the
     /// run directory exists), IoError (connection), Failed (the remote shell failed).
     core::Result<core::LaunchedRun> launch(const core::LaunchRequest& request) override;

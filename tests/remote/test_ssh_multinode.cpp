@@ -22,7 +22,7 @@ namespace {
 
 const std::string kMoeTrain = WB_MOE_TRAIN;
 
-core::RunConfig tinyConfig(int steps)
+core::RunConfig tinyConfig(int steps, int globalBatch = 4)
 {
     // Global batch 4 = micro batch 2 x 2 ranks.
     nlohmann::json config = {
@@ -36,7 +36,7 @@ core::RunConfig tinyConfig(int steps)
             {"kv_channels", 16}, {"num_moe_experts", 4}, {"moe_router_topk", 2},
             {"moe_ffn_hidden_size", 32}, {"vocab_size", 320}}}}},
         {"train",
-         {{"train_iters", steps}, {"micro_batch_size", 2}, {"global_batch_size", 4}, {"seq_length", 128},
+         {{"train_iters", steps}, {"micro_batch_size", 2}, {"global_batch_size", globalBatch}, {"seq_length", 128},
           {"lr_warmup_iters", 1}}},
         {"data", {{"source", "mock"}, {"mock_image_size", 32}, {"caption_max_tokens", 32}}},
     };
@@ -118,6 +118,24 @@ private slots:
         QCOMPARE(remote::makeTarget("ssh:node-a,node-a", context).error().code, core::ErrorCode::InvalidArgument);
         QCOMPARE(remote::makeTarget("ssh:node-a,", context).error().code, core::ErrorCode::InvalidArgument);
         QCOMPARE(remote::makeTarget("ssh:node-a,nope", context).error().code, core::ErrorCode::NotFound);
+    }
+
+    // Validation is for the whole world: global batch 2 = micro batch 2 cannot be split over two
+    // ranks, and that is refused before a run or a directory exists on either node.
+    void configIsValidatedForTheWholeWorld()
+    {
+        const remote::TargetContext context{kMoeTrain, scratch("local"), scratch("hosts.json")};
+        auto made = remote::makeTarget("ssh:node-a,node-b", context);
+        QVERIFY(made);
+        auto started = core::startRun(*m_store, **made, tinyConfig(10, /*globalBatch=*/2), "unsplittable");
+        QVERIFY(!started);
+        QCOMPARE(started.error().code, core::ErrorCode::InvalidArgument);
+        QVERIFY2(started.error().message.find("global_batch_size") != std::string::npos,
+                 started.error().message.c_str());
+        QVERIFY(!fs::exists(scratch("node-a") + "/runs") || fs::is_empty(scratch("node-a") + "/runs"));
+        QVERIFY(!fs::exists(scratch("node-b") + "/runs") || fs::is_empty(scratch("node-b") + "/runs"));
+        auto runs = m_store->listRuns();
+        QVERIFY(runs && runs->empty());
     }
 
     void twoNodesStreamThenCancel()
