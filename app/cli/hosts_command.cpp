@@ -80,6 +80,8 @@ int testHost(const remote::SshHostEntry& entry, bool acceptNew)
         std::printf("ok\n");
         return kExitOk;
     }
+    if (!node.ok())
+        std::printf("(the missing pieces matter only for building moe-train there, `--remote-moe-train auto`)\n");
     const std::string moe = remote::shellQuotePath(entry.moeTrain);
     auto probe = (*session)->run("if [ -x " + moe + " ]; then " + moe +
                                      " --version 2>&1 | head -n 1; else echo 'moe-train: missing'; exit 3; fi",
