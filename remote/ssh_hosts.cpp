@@ -38,6 +38,10 @@ nlohmann::json toJson(const SshHostEntry& e)
     optional("ssh_config", e.sshConfig);
     optional("known_hosts", e.knownHosts);
     optional("runs_root", e.runsRoot);
+    optional("cache_dir", e.cacheDir);
+    optional("address", e.address);
+    if (e.masterPort > 0)
+        j["master_port"] = e.masterPort;
     return j;
 }
 
@@ -53,6 +57,9 @@ SshHostEntry fromJson(const nlohmann::json& j)
     e.knownHosts = j.value("known_hosts", "");
     e.moeTrain = j.value("moe_train", e.moeTrain);
     e.runsRoot = j.value("runs_root", "");
+    e.cacheDir = j.value("cache_dir", "");
+    e.address = j.value("address", "");
+    e.masterPort = j.value("master_port", 0);
     return e;
 }
 
@@ -74,8 +81,11 @@ SshTargetOptions SshHostEntry::targetOptions() const
 {
     SshTargetOptions options;
     options.host = spec();
-    options.moeTrainPath = moeTrain;
+    options.hostName = name;
+    options.provision = provisioned();
+    options.moeTrainPath = provisioned() ? std::string() : moeTrain;
     options.runsRoot = runsRoot;
+    options.provisioning.cacheDir = cacheDir;
     return options;
 }
 
@@ -160,8 +170,7 @@ Result<SshHostEntry> SshHostRegistry::find(const std::string& name) const
         if (entry.name == name)
             return entry;
     return makeError(ErrorCode::NotFound,
-                     "no host of that name; add it with `moe-workbench-cli hosts add " + name +
-                         " --remote-moe-train PATH`",
+                     "no host of that name; add it with `moe-workbench-cli hosts add " + name + "`",
                      name);
 }
 

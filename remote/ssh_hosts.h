@@ -22,8 +22,16 @@ struct SshHostEntry {
     std::string identityFile;  ///< a path, not a key
     std::string sshConfig;     ///< empty = ~/.ssh/config
     std::string knownHosts;    ///< empty = ~/.ssh/known_hosts
-    std::string moeTrain = "~/.local/bin/moe-train";  ///< on the host
+    /// On the host: "auto" = built there by the workbench (provisioning), else a path.
+    std::string moeTrain = "auto";
     std::string runsRoot;      ///< on the host; empty = ~/.cache/moe-workbench/runs
+    std::string cacheDir;      ///< provisioned builds on the host; empty = ~/.cache/moe-workbench/build
+    /// Multi-node, when this host is node 0: the address the other nodes reach it by (empty =
+    /// the host name SSH connects to) and the rendezvous port (0 = 29500).
+    std::string address;
+    int masterPort = 0;
+
+    bool provisioned() const { return moeTrain == "auto"; }
 
     SshHostSpec spec() const;
     SshTargetOptions targetOptions() const;

@@ -320,6 +320,7 @@ Result<std::unique_ptr<SshSession>> SshSession::connect(const SshHostSpec& spec,
 
     std::unique_ptr<SshSession> result(new SshSession(std::move(session)));
     result->m_description = where;
+    result->m_hostName = optionString(s, SSH_OPTIONS_HOST);
     result->m_keepaliveInterval = spec.keepaliveInterval;
     return result;
 }

@@ -94,6 +94,8 @@ public:
 
     /// "user@host:port" as resolved from the config, for messages.
     const std::string& describe() const { return m_description; }
+    /// The host name or address connected to, after the config's HostName (no user, no port).
+    const std::string& hostName() const { return m_hostName; }
 
 private:
     struct SessionDeleter {
@@ -111,6 +113,7 @@ private:
     std::unique_ptr<ssh_session_struct, SessionDeleter> m_session;
     std::unique_ptr<sftp_session_struct, SftpDeleter> m_sftp;  // opened on first file access
     std::string m_description;
+    std::string m_hostName;
     std::chrono::seconds m_keepaliveInterval{30};
     std::chrono::steady_clock::time_point m_lastSent;
     bool m_broken = false;  // a transport error happened: reconnect rather than reuse

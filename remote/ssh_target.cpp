@@ -177,25 +177,87 @@ Result<std::string> SshTarget::remoteRunsRoot()
     return m_runsRoot;
 }
 
+RemoteOps SshTarget::remoteOps()
+{
+    RemoteOps ops;
+    ops.runScript = [this](const std::string& script, std::chrono::milliseconds timeout) {
+        return runScript(script, timeout);
+    };
+    ops.writeFile = [this](const std::string& path, const std::string& content, int mode) {
+        return withReconnect([&](SshSession& s) { return s.writeFile(path, content, mode); });
+    };
+    return ops;
+}
+
+Result<NodeReport> SshTarget::checkNode()
+{
+    auto result = runScript(nodeCheckScript(m_options.provisioning.cacheDir), kCommandTimeout);
+    if (!result)
+        return result.error();
+    NodeReport node = parseNodeCheck(result->out);
+    if (node.cacheDir.empty())
+        return makeError(ErrorCode::Failed,
+                         "the node check did not run (exit " + std::to_string(result->exitStatus) + "): " +
+                             trimmed(result->err),
+                         name());
+    return node;
+}
+
+Result<std::string> SshTarget::moeTrain()
+{
+    if (!m_options.provision)
+        return m_options.moeTrainPath;
+    if (!m_builtMoeTrain.empty())
+        return m_builtMoeTrain;
+    Provisioner provisioner(remoteOps(), m_options.provisioning, node(),
+                            [this](const core::LaunchProgress& p) { reportProgress(p); });
+    auto node = provisioner.check();
+    if (!node)
+        return node.error();
+    auto built = provisioner.ensureBuilt(*node);
+    m_uploadedBundle = provisioner.uploaded();
+    if (!built)
+        return built.error();
+    m_builtMoeTrain = *built;
+    return m_builtMoeTrain;
+}
+
+Result<std::string> SshTarget::hostAddress()
+{
+    auto session = ensureSession();
+    if (!session)
+        return session.error();
+    return (*session)->hostName();
+}
+
 Result<void> SshTarget::validateConfig(const std::string& configJson)
 {
-    const std::string moe = shellQuotePath(m_options.moeTrainPath);
+    return validateConfigForWorld(configJson, 1);
+}
+
+Result<void> SshTarget::validateConfigForWorld(const std::string& configJson, int worldSize)
+{
+    auto moeTrainPath = moeTrain();
+    if (!moeTrainPath)
+        return moeTrainPath.error();
+    const std::string moe = shellQuotePath(*moeTrainPath);
     auto temp = runScript("[ -x " + moe + " ] || exit 127; mktemp", kCommandTimeout);
     if (!temp)
         return temp.error();
     if (temp->exitStatus == 127)
         return makeError(ErrorCode::NotFound,
-                         "moe-train is missing or not executable on the host. Provisioning is not "
-                         "automatic yet: build the runtime there (cmake -S runtime) and pass its "
-                         "path with --remote-moe-train",
-                         name() + ":" + m_options.moeTrainPath);
+                         "moe-train is missing or not executable on the host: let the workbench build "
+                         "it there (`hosts add NAME --remote-moe-train auto`) or build it yourself "
+                         "(cmake -S runtime) and pass its path with --remote-moe-train",
+                         name() + ":" + *moeTrainPath);
     const std::string path = trimmed(temp->out);
     if (temp->exitStatus != 0 || path.empty())
         return makeError(ErrorCode::Failed, "mktemp failed on the host: " + trimmed(temp->err), name());
     auto written = withReconnect([&](SshSession& s) { return s.writeFile(path, configJson, 0600); });
     if (!written)
         return written.error();
-    auto checked = runScript(moe + " --validate " + shellQuote(path) + " 2>&1; rc=$?; rm -f " +
+    const std::string world = worldSize > 1 ? " --nproc-per-node " + std::to_string(worldSize) : "";
+    auto checked = runScript(moe + " --validate " + shellQuote(path) + world + " 2>&1; rc=$?; rm -f " +
                                   shellQuote(path) + "; exit $rc",
                               kCommandTimeout);
     if (!checked)
@@ -212,15 +274,28 @@ Result<void> SshTarget::validateConfig(const std::string& configJson)
 
 Result<core::LaunchedRun> SshTarget::launch(const core::LaunchRequest& request)
 {
+    return launchWithArgs(request, {});
+}
+
+Result<core::LaunchedRun> SshTarget::launchWithArgs(const core::LaunchRequest& request,
+                                                    const std::vector<std::string>& extraArgs)
+{
     auto log = wb::log::get("remote");
     if (!validRunId(request.runId))
         return makeError(ErrorCode::InvalidArgument,
                          "a run id may hold only letters, digits, '-', '_' and '.'", request.runId);
+    auto moeTrainPath = moeTrain();
+    if (!moeTrainPath)
+        return moeTrainPath.error();
     auto root = remoteRunsRoot();
     if (!root)
         return root.error();
+    reportProgress({"start", node(), -1.0, "starting moe-train in " + *root + "/" + request.runId});
     const std::string runDir = *root + "/" + request.runId;
-    const std::string moe = shellQuotePath(m_options.moeTrainPath);
+    const std::string moe = shellQuotePath(*moeTrainPath);
+    std::string extra;
+    for (const auto& arg : extraArgs)
+        extra += " " + shellQuote(arg);
     const std::string dir = shellQuote(runDir);
 
     // 1. The directory. mkdir (not -p) for the run itself: an existing one belongs to another run.
@@ -232,10 +307,10 @@ Result<core::LaunchedRun> SshTarget::launch(const core::LaunchRequest& request)
         return made.error();
     if (made->exitStatus == 127)
         return makeError(ErrorCode::NotFound,
-                         "moe-train is missing or not executable on the host. Provisioning is not "
-                         "automatic yet: build the runtime there and pass its path with "
+                         "moe-train is missing or not executable on the host: let the workbench build "
+                         "it there (`hosts add NAME --remote-moe-train auto`) or pass its path with "
                          "--remote-moe-train",
-                         name() + ":" + m_options.moeTrainPath);
+                         name() + ":" + *moeTrainPath);
     if (made->exitStatus == 17)
         return makeError(ErrorCode::Busy,
                          "the run directory already exists on the host (another run uses this id); "
@@ -257,7 +332,7 @@ Result<core::LaunchedRun> SshTarget::launch(const core::LaunchRequest& request)
         "cd " + dir + " || exit 3\n"
         "command -v setsid >/dev/null 2>&1 || { echo 'setsid is missing on the host (util-linux)' >&2; exit 126; }\n"
         "setsid nohup sh -c 'echo $$ > pid.tmp && mv pid.tmp pid && exec \"$@\"' moe-train " + moe +
-        " --config " + shellQuote(runDir + "/run.json") + " --run-dir " + dir +
+        " --config " + shellQuote(runDir + "/run.json") + " --run-dir " + dir + extra +
         " </dev/null >>stdout.log 2>&1 &\n"
         "i=0; while [ ! -s pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n"
         "cat pid 2>/dev/null || { echo 'moe-train did not start; see stdout.log' >&2; exit 1; }\n";
@@ -278,6 +353,7 @@ Result<core::LaunchedRun> SshTarget::launch(const core::LaunchRequest& request)
                          name() + ":" + runDir);
     }
     log->info("launched run {} on {} as pid {} in {}", request.runId, name(), pid, runDir);
+    reportProgress({"start", node(), 1.0, "moe-train started as pid " + std::to_string(pid)});
     return core::LaunchedRun{request.runId, name(), runDir, pid};
 }
 

@@ -5,26 +5,37 @@
 // and since the caller reads from the store's offset, the stream is backfilled with nothing lost
 // or repeated.
 //
-// Not done yet: provisioning (checking the node, uploading and building the runtime there). The
-// remote moe-train path is given to the constructor and must already exist on the host.
+// moe-train on the host: an explicit path (SshTargetOptions::moeTrainPath), or provisioned
+// (SshTargetOptions::provision, hosts.json `moe_train: "auto"`): the node is checked, the runtime
+// source bundle uploaded and built there once per source hash (remote/provision.h), reported
+// through the launch progress phases check, upload, build; then start.
 //
 // Threading: owns one SshSession, so one SshTarget is used from ONE thread (a worker, never the
 // GUI thread). Every call may block for up to the reconnect budget.
 #pragma once
 
 #include "core/run_target.h"
+#include "remote/provision.h"
 #include "remote/ssh_session.h"
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace wb::remote {
 
 struct SshTargetOptions {
     SshHostSpec host;
+    /// The name users type (`ssh:NAME`, the hosts.json entry); empty = host.host. It is what the
+    /// store records, so `watch`/`cancel` find the entry again even when it names another host.
+    std::string hostName;
     std::string moeTrainPath;  ///< moe-train on the host: absolute, or "~/..." (expanded there)
+    /// Build moe-train on the host (check, upload, build, cached by source hash) instead of
+    /// using moeTrainPath. `provisioning.sourceDir` must then name the runtime sources here.
+    bool provision = false;
+    ProvisionOptions provisioning;
     /// Parent of the run directories on the host. Empty = ~/.cache/moe-workbench/runs of the
     /// remote user; a leading "~/" is expanded on the host.
     std::string runsRoot;
@@ -41,8 +52,10 @@ public:
     explicit SshTarget(SshTargetOptions options);
     ~SshTarget() override;
 
-    /// "ssh:" + the host as given (an ssh config alias or a name).
-    std::string name() const override { return "ssh:" + m_options.host.host; }
+    /// "ssh:" + the entry name (or the host as given: an ssh config alias or a name).
+    std::string name() const override { return "ssh:" + node(); }
+    /// The entry name, or the host as given; progress reports name the node by it.
+    const std::string& node() const { return m_options.hostName.empty() ? m_options.host.host : m_options.hostName; }
 
     /// Connects now (also done lazily by every call). Errors as SshSession::connect; an unknown
     /// or changed host key is never retried.
@@ -50,6 +63,8 @@ public:
 
     /// Runs `moe-train --validate` on the host on a temporary copy of the config.
     core::Result<void> validateConfig(const std::string& configJson) override;
+    /// The same for a run of `worldSize` ranks in all (multi-node: batch sizes must divide).
+    core::Result<void> validateConfigForWorld(const std::string& configJson, int worldSize);
     /// Errors: InvalidArgument (bad run id), NotFound (moe-train missing on the host), Busy (the
     /// run directory exists), IoError (connection), Failed (the remote shell failed).
     core::Result<core::LaunchedRun> launch(const core::LaunchRequest& request) override;
@@ -61,6 +76,21 @@ public:
     /// TERM to the group, KILL after `grace`, then Failed naming any survivor.
     core::Result<void> cancel(const std::string& runDir, std::chrono::milliseconds grace) override;
 
+    /// Launch with extra moe-train arguments (multi-node: --nproc-per-node, --nnodes, ...).
+    core::Result<core::LaunchedRun> launchWithArgs(const core::LaunchRequest& request,
+                                                   const std::vector<std::string>& extraArgs);
+
+    /// The node check (phase "check"): GPUs, LibTorch, cmake, compiler, disk. The report says
+    /// what is missing; Failed only when the check itself could not run.
+    core::Result<NodeReport> checkNode();
+    /// The moe-train to run: the configured path, or the provisioned build (checking, uploading
+    /// and building on first use; then remembered for this target's lifetime).
+    core::Result<std::string> moeTrain();
+    /// Whether provisioning uploaded the source bundle (false when a cached build was found).
+    bool uploadedBundle() const { return m_uploadedBundle; }
+    /// The host name as connected to (after ssh config's HostName); connects if needed.
+    core::Result<std::string> hostAddress();
+
     /// Runs a command on the host (reconnecting as needed). For `hosts test` and tests.
     core::Result<CommandResult> runCommand(const std::string& command, std::chrono::milliseconds timeout);
 
@@ -71,6 +101,7 @@ public:
 
 private:
     core::Result<SshSession*> ensureSession();
+    RemoteOps remoteOps();
     /// runCommand of a POSIX sh script (wrapped as `sh -c '...'`).
     core::Result<CommandResult> runScript(const std::string& script, std::chrono::milliseconds timeout);
     /// Runs `op` on a live session; if it fails because the connection dropped, reconnects (with
@@ -81,6 +112,8 @@ private:
     SshTargetOptions m_options;
     std::unique_ptr<SshSession> m_session;
     std::string m_runsRoot;  // absolute, once resolved
+    std::string m_builtMoeTrain;  // provisioned moe-train, once built or found
+    bool m_uploadedBundle = false;
     bool m_everConnected = false;
     int m_reconnects = 0;
 };

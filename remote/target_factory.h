@@ -1,7 +1,7 @@
 // makeTarget: the one place that turns a target string into a RunTarget, for the CLI and the GUI.
 //   local            this machine (LocalTarget)
 //   ssh:HOST         one host registered in hosts.json (SshTarget)
-//   ssh:A,B,...      several hosts, one launch per node with the rank environment (issue 6; not yet)
+//   ssh:A,B,...      several hosts, one launch per node with the rank environment (MultiSshTarget)
 //   slurm:HOST       a Slurm cluster reached through login host HOST (SlurmTarget)
 // Unknown host keys are refused by the targets; accepting one is `hosts test --accept-new-host-key`
 // (CLI) or the host-key dialog (GUI).
@@ -20,6 +20,9 @@ struct TargetContext {
     std::string moeTrainPath;  ///< the local moe-train (beside the workbench's own binaries)
     std::string runsRoot;      ///< local run directories
     std::string hostsPath;     ///< hosts.json (remote::defaultHostsPath(store path))
+    /// The runtime sources uploaded to hosts with moe_train "auto". Empty = the install's
+    /// share/moe-workbench/runtime-src beside moeTrainPath, else the source tree of this build.
+    std::string runtimeSourceDir = {};
 };
 
 /// InvalidArgument naming the accepted forms when `spec` is none of them; NotFound (with the

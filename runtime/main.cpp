@@ -1,5 +1,6 @@
 // moe-train: the bundled trainer's command line (DESIGN.md §3.1). Main thread only.
 //   moe-train --config run.json --run-dir DIR [--resume] [--nproc-per-node N] [--comm-timeout S]
+//             [--nnodes M --node-rank K --master-addr ADDR --master-port PORT]   (with --nproc-per-node)
 //   moe-train --validate run.json
 //   moe-train --config run.json --dump-batches DIR [--dump-count N]
 //   moe-train --self-check
@@ -36,6 +37,7 @@ int usage(const std::string& why)
 {
     std::cerr << "moe-train: " << why << "\n"
               << "usage: moe-train --config run.json --run-dir DIR [--resume] [--nproc-per-node N] [--comm-timeout S]\n"
+              << "                 [--nnodes M --node-rank K --master-addr ADDR --master-port PORT]\n"
               << "       moe-train --validate run.json\n"
               << "       moe-train --config run.json --dump-batches DIR [--dump-count N]\n"
               << "       moe-train --self-check\n"
@@ -116,6 +118,7 @@ int main(int argc, char** argv)
 {
     std::vector<std::string> args(argv + 1, argv + argc);
     std::string config, runDir, validatePath, nprocText, timeoutText, dumpDir, dumpCountText;
+    std::string nnodesText, nodeRankText, masterAddr, masterPortText;  // multi-node, torchrun's names
     bool resume = false;
     std::vector<std::string> rankArgs;  // what each spawned rank gets: everything but --nproc-per-node
     for (size_t i = 0; i < args.size(); ++i) {
@@ -139,12 +142,16 @@ int main(int argc, char** argv)
         else if ((a == "--config" && !value(config)) || (a == "--run-dir" && !value(runDir)) ||
                  (a == "--validate" && !value(validatePath)) || (a == "--nproc-per-node" && !value(nprocText)) ||
                  (a == "--comm-timeout" && !value(timeoutText)) || (a == "--dump-batches" && !value(dumpDir)) ||
-                 (a == "--dump-count" && !value(dumpCountText)))
+                 (a == "--dump-count" && !value(dumpCountText)) || (a == "--nnodes" && !value(nnodesText)) ||
+                 (a == "--node-rank" && !value(nodeRankText)) || (a == "--master-addr" && !value(masterAddr)) ||
+                 (a == "--master-port" && !value(masterPortText)))
             return usage(a + " needs a value");
         else if (a != "--config" && a != "--run-dir" && a != "--validate" && a != "--nproc-per-node" &&
-                 a != "--comm-timeout" && a != "--dump-batches" && a != "--dump-count")
+                 a != "--comm-timeout" && a != "--dump-batches" && a != "--dump-count" && a != "--nnodes" &&
+                 a != "--node-rank" && a != "--master-addr" && a != "--master-port")
             return usage("unknown argument " + a);
-        if (a != "--nproc-per-node" && a != "--comm-timeout")
+        if (a != "--nproc-per-node" && a != "--comm-timeout" && a != "--nnodes" && a != "--node-rank" &&
+            a != "--master-addr" && a != "--master-port")
             rankArgs.insert(rankArgs.end(), args.begin() + static_cast<std::ptrdiff_t>(first),
                             args.begin() + static_cast<std::ptrdiff_t>(i) + 1);
     }
@@ -156,6 +163,20 @@ int main(int argc, char** argv)
         if (std::getenv("WORLD_SIZE"))
             return usage("--nproc-per-node starts its own ranks: unset WORLD_SIZE/RANK (or use torchrun without it)");
     }
+    int nnodes = 1, nodeRank = 0, masterPort = 0;
+    if (!nnodesText.empty() || !nodeRankText.empty() || !masterAddr.empty() || !masterPortText.empty()) {
+        if (nproc == 0)
+            return usage("--nnodes, --node-rank, --master-addr and --master-port go with --nproc-per-node N");
+        nnodes = nnodesText.empty() ? 1 : std::atoi(nnodesText.c_str());
+        nodeRank = nodeRankText.empty() ? -1 : std::atoi(nodeRankText.c_str());
+        masterPort = std::atoi(masterPortText.c_str());
+        if (nnodes < 1 || nnodes > 4096)
+            return usage("--nnodes needs a node count from 1 to 4096, not '" + nnodesText + "'");
+        if (nodeRank < 0 || nodeRank >= nnodes)
+            return usage("--node-rank needs a number from 0 to nnodes-1, not '" + nodeRankText + "'");
+        if (nnodes > 1 && (masterAddr.empty() || masterPort < 1 || masterPort > 65535))
+            return usage("several nodes need --master-addr (node 0's address) and --master-port (1-65535)");
+    }
     if (!timeoutText.empty()) {
         if (std::atof(timeoutText.c_str()) <= 0)
             return usage("--comm-timeout needs a positive number of seconds, not '" + timeoutText + "'");
@@ -163,7 +184,7 @@ int main(int argc, char** argv)
     }
     try {
         if (!validatePath.empty())
-            return validate(validatePath, nproc > 0 ? nproc : wb::rt::worldSizeFromEnvironment());
+            return validate(validatePath, nproc > 0 ? nproc * nnodes : wb::rt::worldSizeFromEnvironment());
         if (!dumpDir.empty() || !dumpCountText.empty())  // the loader's micro-batches to files (batch_dump.h)
             return wb::rt::runBatchDumpCommand(config, dumpDir, dumpCountText);
         if (config.empty() || runDir.empty())
@@ -176,6 +197,10 @@ int main(int argc, char** argv)
             launch.args = rankArgs;
             launch.runDir = runDir;
             launch.commTimeout = wb::rt::commTimeoutFromEnvironment();
+            launch.numNodes = nnodes;
+            launch.nodeRank = nodeRank;
+            launch.masterAddr = masterAddr;
+            launch.masterPort = masterPort;
             return wb::rt::launchLocalRanks(launch);
         }
         return train(config, runDir, resume);

@@ -2,6 +2,7 @@
 // kept in hosts.json beside the store (SshHostRegistry); no secrets are stored or printed.
 #include "app/cli/cli.h"
 
+#include "remote/provision.h"
 #include "remote/ssh_hosts.h"
 #include "remote/ssh_session.h"
 
@@ -15,8 +16,9 @@ namespace {
 
 constexpr const char* kSynopsis =
     "hosts add NAME [--host HOST] [--user USER] [--port N] [--identity-file FILE]\n"
-    "                 [--ssh-config FILE] [--known-hosts FILE] [--remote-moe-train PATH]\n"
-    "                 [--remote-runs-root DIR] [--accept-new-host-key] [--no-test]\n"
+    "                 [--ssh-config FILE] [--known-hosts FILE] [--remote-moe-train auto|PATH]\n"
+    "                 [--remote-runs-root DIR] [--remote-cache-dir DIR] [--address ADDR]\n"
+    "                 [--master-port N] [--accept-new-host-key] [--no-test]\n"
     "       moe-workbench-cli hosts list [--json]\n"
     "       moe-workbench-cli hosts test NAME [--accept-new-host-key]\n"
     "       moe-workbench-cli hosts remove NAME";
@@ -36,8 +38,9 @@ std::string describe(const remote::SshHostEntry& e)
     return where;
 }
 
-// Connects (verifying the host key), then asks the host what it is and whether moe-train is
-// there. Unknown host keys are refused unless `acceptNew`; the fingerprint is printed either way.
+// Connects (verifying the host key), then checks the node (GPUs, LibTorch, cmake, compiler,
+// disk) and, for an explicit moe-train path, that it is there. Unknown host keys are refused
+// unless `acceptNew`; the fingerprint is printed either way.
 int testHost(const remote::SshHostEntry& entry, bool acceptNew)
 {
     auto spec = entry.spec();
@@ -53,8 +56,34 @@ int testHost(const remote::SshHostEntry& entry, bool acceptNew)
     if (!session)
         return reportError(session.error());
     std::printf("connected: %s\n", (*session)->describe().c_str());
+    auto system = (*session)->run("uname -srm", std::chrono::seconds(30));
+    if (!system)
+        return reportError(system.error());
+    std::fputs(system->out.c_str(), stdout);
+
+    auto checked = (*session)->run("sh -c " + remote::shellQuote(remote::nodeCheckScript(entry.cacheDir)),
+                                   std::chrono::seconds(60));
+    if (!checked)
+        return reportError(checked.error());
+    const remote::NodeReport node = remote::parseNodeCheck(checked->out);
+    std::printf("%s\n", node.describe().c_str());
+    if (entry.provisioned()) {
+        if (!node.ok()) {
+            std::fprintf(stderr,
+                         "moe-workbench-cli: %s: the workbench cannot build moe-train on this node until "
+                         "the missing pieces above are installed (or give a moe-train that is already there "
+                         "with `hosts add %s --remote-moe-train PATH`)\n",
+                         entry.name.c_str(), entry.name.c_str());
+            return kExitFailure;
+        }
+        std::printf("moe-train: built by the workbench on the first launch, cached in %s\n", node.cacheDir.c_str());
+        std::printf("ok\n");
+        return kExitOk;
+    }
+    if (!node.ok())
+        std::printf("(the missing pieces matter only for building moe-train there, `--remote-moe-train auto`)\n");
     const std::string moe = remote::shellQuotePath(entry.moeTrain);
-    auto probe = (*session)->run("uname -srm; if [ -x " + moe + " ]; then " + moe +
+    auto probe = (*session)->run("if [ -x " + moe + " ]; then " + moe +
                                      " --version 2>&1 | head -n 1; else echo 'moe-train: missing'; exit 3; fi",
                                  std::chrono::seconds(30));
     if (!probe)
@@ -62,10 +91,10 @@ int testHost(const remote::SshHostEntry& entry, bool acceptNew)
     std::fputs(probe->out.c_str(), stdout);
     if (probe->exitStatus == 3) {
         std::fprintf(stderr,
-                     "moe-workbench-cli: %s: moe-train is not at %s on the host. Provisioning is not "
-                     "automatic yet: build the runtime there (cmake -S runtime -B build && cmake --build "
-                     "build) and set --remote-moe-train with `hosts add`\n",
-                     entry.name.c_str(), entry.moeTrain.c_str());
+                     "moe-workbench-cli: %s: moe-train is not at %s on the host: let the workbench build it "
+                     "there (`hosts add %s --remote-moe-train auto`) or build it yourself (cmake -S runtime "
+                     "-B build && cmake --build build) and set its path with --remote-moe-train\n",
+                     entry.name.c_str(), entry.moeTrain.c_str(), entry.name.c_str());
         return kExitFailure;
     }
     std::printf("ok\n");
@@ -84,6 +113,9 @@ int addHost(const CliContext& context, Args& args)
     entry.knownHosts = args.takeOption("--known-hosts", missing).value_or("");
     entry.moeTrain = args.takeOption("--remote-moe-train", missing).value_or(entry.moeTrain);
     entry.runsRoot = args.takeOption("--remote-runs-root", missing).value_or("");
+    entry.cacheDir = args.takeOption("--remote-cache-dir", missing).value_or("");
+    entry.address = args.takeOption("--address", missing).value_or("");
+    const auto masterPort = args.takeOption("--master-port", missing);
     const bool acceptNew = args.takeFlag("--accept-new-host-key");
     const bool noTest = args.takeFlag("--no-test");
     if (auto usage = rejectLeftovers(args, missing, kSynopsis, /*allowPositional=*/true))
@@ -99,6 +131,15 @@ int addHost(const CliContext& context, Args& args)
         }
         if (entry.port < 1 || entry.port > 65535)
             return reportUsage("--port needs a number from 1 to 65535", kSynopsis);
+    }
+    if (masterPort) {
+        try {
+            entry.masterPort = std::stoi(*masterPort);
+        } catch (const std::exception&) {
+            entry.masterPort = -1;
+        }
+        if (entry.masterPort < 1 || entry.masterPort > 65535)
+            return reportUsage("--master-port needs a number from 1 to 65535", kSynopsis);
     }
     remote::SshHostRegistry registry(remote::defaultHostsPath(context.dbPath));
     if (auto r = registry.put(entry); !r)
@@ -122,14 +163,16 @@ int listHosts(const CliContext& context, Args& args)
         for (const auto& e : *entries)
             out.push_back({{"name", e.name}, {"host", e.host.empty() ? e.name : e.host}, {"user", e.user},
                            {"port", e.port}, {"identity_file", e.identityFile}, {"ssh_config", e.sshConfig},
-                           {"known_hosts", e.knownHosts}, {"moe_train", e.moeTrain}, {"runs_root", e.runsRoot}});
+                           {"known_hosts", e.knownHosts}, {"moe_train", e.moeTrain}, {"runs_root", e.runsRoot},
+                           {"cache_dir", e.cacheDir}, {"address", e.address}, {"master_port", e.masterPort}});
         std::printf("%s\n", out.dump(2).c_str());
         return kExitOk;
     }
     if (entries->empty())
-        std::printf("no hosts; add one with: moe-workbench-cli hosts add NAME --remote-moe-train PATH\n");
+        std::printf("no hosts; add one with: moe-workbench-cli hosts add NAME\n");
     for (const auto& e : *entries)
-        std::printf("%-20s %-30s moe-train %s\n", e.name.c_str(), describe(e).c_str(), e.moeTrain.c_str());
+        std::printf("%-20s %-30s moe-train %s\n", e.name.c_str(), describe(e).c_str(),
+                    e.provisioned() ? "auto (built on the host)" : e.moeTrain.c_str());
     return kExitOk;
 }
 

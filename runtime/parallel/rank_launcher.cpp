@@ -50,8 +50,10 @@ int freeLoopbackPort()
 }
 
 // In the child: redirect output, set the environment, exec. Never returns.
-[[noreturn]] void execRank(const LaunchOptions& o, int rank, int port, const sigset_t& oldMask)
+[[noreturn]] void execRank(const LaunchOptions& o, int localRank, const std::string& addr, int port,
+                           const sigset_t& oldMask)
 {
+    const int rank = o.nodeRank * o.numRanks + localRank;
     const std::string log = o.runDir + "/rank" + std::to_string(rank) + ".log";
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0) {
@@ -60,10 +62,11 @@ int freeLoopbackPort()
     }
     const auto set = [](const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); };
     set("RANK", std::to_string(rank));
-    set("LOCAL_RANK", std::to_string(rank));
-    set("WORLD_SIZE", std::to_string(o.numRanks));
+    set("LOCAL_RANK", std::to_string(localRank));
+    set("WORLD_SIZE", std::to_string(o.numNodes * o.numRanks));
     set("LOCAL_WORLD_SIZE", std::to_string(o.numRanks));
-    set("MASTER_ADDR", "127.0.0.1");
+    set("GROUP_RANK", std::to_string(o.nodeRank));
+    set("MASTER_ADDR", addr);
     set("MASTER_PORT", std::to_string(port));
     set("WB_COMM_TIMEOUT_S", std::to_string(static_cast<double>(o.commTimeout.count()) / 1000.0));
     ::sigprocmask(SIG_SETMASK, &oldMask, nullptr);
@@ -107,7 +110,10 @@ int launchLocalRanks(const LaunchOptions& o)
     using Clock = std::chrono::steady_clock;
     std::error_code ec;
     std::filesystem::create_directories(o.runDir, ec);
-    const int port = freeLoopbackPort();
+    const bool multiNode = o.numNodes > 1;
+    const std::string addr = multiNode ? o.masterAddr : "127.0.0.1";
+    const int port = multiNode ? o.masterPort : freeLoopbackPort();
+    const int base = o.nodeRank * o.numRanks;  // global rank of local rank 0
 
     sigset_t stopSignals, oldMask;
     sigemptyset(&stopSignals);
@@ -116,12 +122,15 @@ int launchLocalRanks(const LaunchOptions& o)
     ::sigprocmask(SIG_BLOCK, &stopSignals, &oldMask);
 
     std::vector<RankState> ranks(static_cast<size_t>(o.numRanks));
-    std::cout << "moe-train: starting " << o.numRanks << " local ranks (master 127.0.0.1:" << port << ", logs "
-              << o.runDir << "/rank<k>.log)" << std::endl;
+    std::cout << "moe-train: starting " << o.numRanks << " local ranks";
+    if (multiNode)
+        std::cout << " on node " << o.nodeRank << " of " << o.numNodes << " (ranks " << base << ".."
+                  << base + o.numRanks - 1 << " of " << o.numNodes * o.numRanks << ")";
+    std::cout << " (master " << addr << ":" << port << ", logs " << o.runDir << "/rank<k>.log)" << std::endl;
     for (int k = 0; k < o.numRanks; ++k) {
         const pid_t pid = ::fork();
         if (pid == 0)
-            execRank(o, k, port, oldMask);
+            execRank(o, k, addr, port, oldMask);
         if (pid < 0) {
             std::cerr << "moe-train: fork failed for rank " << k << ": " << std::strerror(errno) << std::endl;
             signalAll(ranks, SIGTERM);
@@ -157,8 +166,8 @@ int launchLocalRanks(const LaunchOptions& o)
                 ranks[k].running = false;
                 --running;
                 const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-                std::cout << "moe-train: rank " << k << " " << describe(status) << std::endl;
-                if (k == 0)
+                std::cout << "moe-train: rank " << base + static_cast<int>(k) << " " << describe(status) << std::endl;
+                if (k == 0 && base == 0)
                     rank0Status = status;
                 if (!ok) {
                     if (failures.empty())
@@ -170,7 +179,7 @@ int launchLocalRanks(const LaunchOptions& o)
         }
         const auto now = Clock::now();
         if (now >= terminateAt) {
-            std::cerr << "moe-train: ranks still running after rank " << failures.front().rank
+            std::cerr << "moe-train: ranks still running after rank " << base + failures.front().rank
                       << " failed and the comm timeout passed; terminating them" << std::endl;
             terminating = true;
             signalAll(ranks, SIGTERM);
@@ -188,8 +197,14 @@ int launchLocalRanks(const LaunchOptions& o)
     }
     ::sigprocmask(SIG_SETMASK, &oldMask, nullptr);
 
-    if (failures.empty())
+    if (failures.empty()) {
+        if (base > 0)  // global rank 0 (another node) reports the run; this node says it is done
+            StatusFile(o.runDir).write(core::statusForExitCode(0), 0,
+                                       "node " + std::to_string(o.nodeRank) + ": ranks " + std::to_string(base) + ".." +
+                                           std::to_string(base + o.numRanks - 1) + " finished",
+                                       0);
         return 0;
+    }
     Failure cause = failures.front();
     for (const Failure& f : failures)
         if (!f.endedByLauncher && !(WIFEXITED(f.status) && WEXITSTATUS(f.status) == 4)) {
@@ -209,8 +224,8 @@ int launchLocalRanks(const LaunchOptions& o)
         }
         StatusFile status(o.runDir);
         status.write(core::statusForExitCode(exitCode), exitCode,
-                     "rank " + std::to_string(cause.rank) + " " + describe(cause.status) + " (see rank" +
-                         std::to_string(cause.rank) + ".log); the other ranks then stopped",
+                     "rank " + std::to_string(base + cause.rank) + " " + describe(cause.status) + " (see rank" +
+                         std::to_string(base + cause.rank) + ".log); the other ranks then stopped",
                      step);
     }
     return exitCode;

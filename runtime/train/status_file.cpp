@@ -50,7 +50,10 @@ void StatusFile::heartbeat(int64_t step, double minSeconds)
 
 bool StatusFile::writePid()
 {
-    return writeAtomically(m_runDir + "/pid", std::to_string(::getpid()) + "\n");
+    // The process GROUP: what the workbench signals and watches (DESIGN.md §3.3). For one rank
+    // started detached it equals getpid(); under `--nproc-per-node` rank 0 is a child of the
+    // launcher, whose group holds every rank.
+    return writeAtomically(m_runDir + "/pid", std::to_string(::getpgrp()) + "\n");
 }
 
 }  // namespace wb::rt

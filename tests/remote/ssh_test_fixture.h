@@ -67,15 +67,23 @@ inline bool parentAndName(pid_t pid, pid_t& ppid, std::string& comm)
 
 class SshServer {
 public:
-    /// Starts sshd; returns an empty string or why it could not.
-    std::string start(const std::string& hostKey = "host_key")
+    /// Starts sshd; returns an empty string or why it could not. `extraConfig`: lines appended
+    /// to sshd_config (kept for restarts).
+    std::string start(const std::string& hostKey = "host_key", const std::string& extraConfig = {})
     {
+        if (!extraConfig.empty())
+            m_extraConfig = extraConfig;
         if (!m_dir.isValid())
             return "no temp dir";
         if (m_port == 0)
             m_port = freePort();
         QProcess p;
         p.setProcessChannelMode(QProcess::MergedChannels);
+        if (!m_extraConfig.empty()) {
+            auto env = QProcessEnvironment::systemEnvironment();
+            env.insert(QStringLiteral("WB_SSHD_EXTRA_CONFIG"), QString::fromStdString(m_extraConfig));
+            p.setProcessEnvironment(env);
+        }
         p.start(QStringLiteral(WB_SOURCE_DIR "/tests/remote/ssh_test_server.sh"),
                 {QStringLiteral("start"), QString::fromStdString(dir()), QString::number(m_port),
                  QString::fromStdString(hostKey)});
@@ -153,6 +161,7 @@ public:
 
 private:
     QTemporaryDir m_dir;
+    std::string m_extraConfig;
     int m_port = 0;
     pid_t m_pid = 0;
 };

@@ -10,6 +10,8 @@
 # (Host alias "wbtest" -> 127.0.0.1:PORT with that key and DIR/known_hosts), DIR/sshd.pid and
 # DIR/sshd.log. It exits 0 once sshd listens, 1 with the log on stderr if it does not.
 # StrictModes is off because the temp dir's modes are whatever the test runner gives it.
+# WB_SSHD_EXTRA_CONFIG, when set, is appended to sshd_config (e.g. "SetEnv PATH=/some/dir" for a
+# node that lacks a tool).
 set -eu
 
 cmd=$1
@@ -42,6 +44,7 @@ PermitRootLogin prohibit-password
 UseDNS no
 Subsystem sftp internal-sftp
 EOF
+    if [ -n "${WB_SSHD_EXTRA_CONFIG:-}" ]; then printf '%s\n' "$WB_SSHD_EXTRA_CONFIG" >> "$dir/sshd_config"; fi
     cat > "$dir/ssh_config" <<EOF
 Host wbtest
     HostName 127.0.0.1

@@ -69,6 +69,17 @@ check '[ $rc -eq 0 ]' "cancel (rc $rc)"
 check '! ps -e -o pgid=,stat= | awk -v g="$pid" "\$1==g && \$2 !~ /^Z/ {f=1} END {exit !f}"' "no process of the cancelled run is left"
 check 'wb runs --json | grep -q cancelled' "the store says cancelled"
 
+# A host with moe_train "auto" (the default): `hosts test` checks the node and says what it found.
+wb hosts add wbauto --host wbtest --ssh-config "$server/ssh_config" --known-hosts "$server/known_hosts" \
+    --remote-runs-root "$runs" --remote-cache-dir "$tmp/remote cache" >"$tmp/auto.out" 2>&1
+rc=$?
+check '[ $rc -eq 0 ] && grep -q "^LibTorch: " "$tmp/auto.out" && grep -q "^compiler: " "$tmp/auto.out" && grep -q "built by the workbench on the first launch" "$tmp/auto.out"' "hosts add (auto) checks the node (rc $rc)"
+check 'grep -q "\"moe_train\": \"auto\"" "$tmp/data/hosts.json"' "auto is the default moe_train"
+check 'wb hosts list | grep -q "^wbauto .*auto (built on the host)"' "hosts list says auto"
+# Two nodes from two entries; an entry twice is refused before anything starts.
+wb launch --target ssh:wbtest,wbtest --config "$tmp/short.json" >/dev/null 2>"$tmp/twice.err"
+check '[ $? -ne 0 ] && grep -q "listed twice" "$tmp/twice.err"' "a node listed twice is refused"
+
 wb launch --target ssh:nosuchhost --config "$tmp/short.json" >/dev/null 2>"$tmp/nohost.err"
 check '[ $? -eq 2 ] && grep -q "hosts add" "$tmp/nohost.err"' "an unregistered host is a usage error naming hosts add"
 

@@ -47,6 +47,9 @@ private slots:
         remote::SshHostEntry other;
         other.name = "b200.cluster";
         other.host = "login.example.org";
+        other.cacheDir = "/scratch/mw build";
+        other.address = "10.0.0.7";
+        other.masterPort = 29611;
         QVERIFY(registry.put(other));
 
         gpu.port = 22022;
@@ -59,7 +62,14 @@ private slots:
         QCOMPARE(found->port, 22022);
         QCOMPARE(found->user, std::string("alice"));
         QCOMPARE(found->moeTrain, std::string("/opt/mw/bin/moe-train"));
-        QCOMPARE(registry.find("b200.cluster")->moeTrain, std::string("~/.local/bin/moe-train"));
+        // The default is provisioning: the workbench builds moe-train on the host.
+        const auto b200 = registry.find("b200.cluster");
+        QCOMPARE(b200->moeTrain, std::string("auto"));
+        QCOMPARE(b200->cacheDir, std::string("/scratch/mw build"));
+        QCOMPARE(b200->address, std::string("10.0.0.7"));
+        QCOMPARE(b200->masterPort, 29611);
+        QVERIFY(b200->targetOptions().provision);
+        QCOMPARE(b200->targetOptions().provisioning.cacheDir, std::string("/scratch/mw build"));
 
         const auto spec = registry.find("b200.cluster")->spec();
         QCOMPARE(spec.host, std::string("login.example.org"));
@@ -68,6 +78,11 @@ private slots:
         QCOMPARE(options.host.host, std::string("gpu1"));
         QCOMPARE(options.host.port, 22022);
         QCOMPARE(options.moeTrainPath, std::string("/opt/mw/bin/moe-train"));
+        QVERIFY(!options.provision);  // an explicit path is used as it is
+        // The store records the entry's name, even when the entry names another host.
+        auto viaAlias = b200->targetOptions();
+        QCOMPARE(viaAlias.host.host, std::string("login.example.org"));
+        QCOMPARE(remote::SshTarget(viaAlias).name(), std::string("ssh:b200.cluster"));
 
         QVERIFY(registry.remove("gpu1"));
         QCOMPARE(registry.remove("gpu1").error().code, core::ErrorCode::NotFound);

@@ -236,7 +236,7 @@ private slots:
         auto notFound = missing.launch({"run-missing", "x", tinyConfig(3)});
         QVERIFY(!notFound);
         QCOMPARE(notFound.error().code, core::ErrorCode::NotFound);
-        QVERIFY(notFound.error().message.find("Provisioning") != std::string::npos);
+        QVERIFY(notFound.error().message.find("--remote-moe-train auto") != std::string::npos);  // the fix
 
         remote::SshTarget target(options());
         auto first = target.launch({"run-twice", "x", tinyConfig(3)});

@@ -1,0 +1,120 @@
+// parseNodeCheck: what the node-check script's key=value lines mean for a user (no network).
+// The script itself runs against a real sshd in test_ssh_provision.
+#include "remote/provision.h"
+
+#include <QtTest>
+
+using namespace wb;
+
+namespace {
+
+// A complete CPU node as the script prints it (Debian with libtorch-dev).
+const std::string kGoodNode = "cache_dir=/home/u/.cache/moe-workbench/build\n"
+                              "cpus=16\n"
+                              "sys_torch=1.13.0 /usr/lib/x86_64-linux-gnu/cmake/Torch\n"
+                              "cmake=cmake version 3.25.1\n"
+                              "cxx=c++ (Debian 12.2.0-14) 12.2.0\n"
+                              "cxx20=yes\n"
+                              "generator=ninja\n"
+                              "generator=make\n"
+                              "nlohmann=/usr/include\n"
+                              "stb=/usr/include\n"
+                              "disk_kib=104857600\n";
+
+bool mentions(const remote::NodeReport& r, const std::string& needle)
+{
+    return r.describe().find(needle) != std::string::npos;
+}
+
+std::string without(std::string text, const std::string& line)
+{
+    text.erase(text.find(line), line.size());
+    return text;
+}
+
+}  // namespace
+
+class TestNodeCheck : public QObject {
+    Q_OBJECT
+
+private slots:
+    void completeCpuNode()
+    {
+        const auto r = remote::parseNodeCheck(kGoodNode);
+        QVERIFY2(r.ok(), r.describe().c_str());
+        QVERIFY(r.gpus.empty());
+        QCOMPARE(r.ranksPerNode(), 1);
+        QCOMPARE(r.cpus, 16);
+        QCOMPARE(r.torchVersion, std::string("1.13.0"));
+        QVERIFY(r.torchPrefix.empty());  // cmake finds a system LibTorch alone
+        QCOMPARE(r.cmakeVersion, std::string("3.25.1"));
+        QCOMPARE(r.freeDiskMiB, int64_t(102400));
+        QVERIFY(mentions(r, "CPU-only node"));
+    }
+
+    void gpuNodeWithPythonTorch()
+    {
+        const std::string out = kGoodNode +
+                                "gpu=NVIDIA H200, 143771 MiB\ngpu=NVIDIA H200, 143771 MiB\n"
+                                "py_torch=/opt/my env/lib/python3.12/site-packages/torch/share/cmake 2.11.0+cu130 13.0\n"
+                                "nccl_dir=/opt/my env/lib/python3.12/site-packages/nvidia/nccl\n";
+        const auto r = remote::parseNodeCheck(out);
+        QVERIFY2(r.ok(), r.describe().c_str());
+        QCOMPARE(r.ranksPerNode(), 2);
+        QCOMPARE(r.gpus.front().name, std::string("NVIDIA H200"));
+        QCOMPARE(r.gpus.front().memoryMiB, int64_t(143771));
+        // python3's torch wins over the system one, and a prefix with a space survives.
+        QCOMPARE(r.torchPrefix, std::string("/opt/my env/lib/python3.12/site-packages/torch/share/cmake"));
+        QCOMPARE(r.torchVersion, std::string("2.11.0+cu130"));
+        QCOMPARE(r.torchCuda, std::string("13.0"));
+        QCOMPARE(r.ncclDir, std::string("/opt/my env/lib/python3.12/site-packages/nvidia/nccl"));
+        QVERIFY(!mentions(r, "CPU-only"));
+    }
+
+    void gpusWithCpuTorchIsANote()
+    {
+        const auto r = remote::parseNodeCheck(kGoodNode + "gpu=NVIDIA B200, 183359 MiB\n"
+                                                          "py_torch=/x/torch/share/cmake 2.5.0 None\n");
+        QVERIFY(r.ok());
+        QVERIFY(r.torchCuda.empty());
+        QVERIFY2(mentions(r, "is CPU-only: moe-train will train on the CPU"), r.describe().c_str());
+    }
+
+    void missingPiecesNameTheFix_data()
+    {
+        QTest::addColumn<QString>("removed");
+        QTest::addColumn<QString>("added");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("no cmake") << "cmake=cmake version 3.25.1\n" << "" << "cmake is not on PATH: install CMake 3.25";
+        QTest::newRow("old cmake") << "cmake=cmake version 3.25.1\n" << "cmake=cmake version 3.18.4\n"
+                                   << "cmake 3.18.4 is too old";
+        QTest::newRow("no compiler") << "cxx=c++ (Debian 12.2.0-14) 12.2.0\n" << "" << "no C++ compiler";
+        QTest::newRow("no C++20") << "cxx20=yes\n" << "" << "does not compile C++20";
+        QTest::newRow("no LibTorch") << "sys_torch=1.13.0 /usr/lib/x86_64-linux-gnu/cmake/Torch\n" << ""
+                                     << "no LibTorch: install PyTorch for python3";
+        QTest::newRow("no json") << "nlohmann=/usr/include\n" << "" << "apt-get install nlohmann-json3-dev";
+        QTest::newRow("no stb") << "stb=/usr/include\n" << "" << "apt-get install libstb-dev";
+        QTest::newRow("no make") << "generator=ninja\ngenerator=make\n" << "" << "neither make nor ninja";
+        QTest::newRow("full disk") << "disk_kib=104857600\n" << "disk_kib=512000\n" << "only 500 MiB free under";
+    }
+
+    void missingPiecesNameTheFix()
+    {
+        QFETCH(QString, removed);
+        QFETCH(QString, added);
+        QFETCH(QString, expected);
+        const auto r = remote::parseNodeCheck(without(kGoodNode, removed.toStdString()) + added.toStdString());
+        QVERIFY(!r.ok());
+        QCOMPARE(r.problems.size(), size_t(1));  // just that one, named
+        QVERIFY2(mentions(r, "missing: " ) && mentions(r, expected.toStdString()), r.describe().c_str());
+    }
+
+    void scriptQuotesTheCacheDir()
+    {
+        const std::string script = remote::nodeCheckScript("~/my cache/$(touch x)");
+        QVERIFY(script.find("\"$HOME\"/'my cache/$(touch x)'") != std::string::npos);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestNodeCheck)
+#include "test_node_check.moc"
