@@ -4,12 +4,13 @@
 
 namespace wb::ui {
 
-RunSession::RunSession(QString storePath, RunFollowWorker::TargetFactory targetFactory, QObject* parent)
+RunSession::RunSession(QString storePath, RunFollowWorker::TargetFactory targetFactory, TargetResolver resolver,
+                       QObject* parent)
     : QObject(parent), m_storePath(std::move(storePath))
 {
     registerMetaTypes();
     m_thread.setObjectName(QStringLiteral("run-session"));
-    m_worker = new RunFollowWorker(m_storePath, std::move(targetFactory));
+    m_worker = new RunFollowWorker(m_storePath, std::move(targetFactory), std::move(resolver));
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
 
@@ -24,6 +25,7 @@ RunSession::RunSession(QString storePath, RunFollowWorker::TargetFactory targetF
     connect(m_worker, &RunFollowWorker::runEnded, this, &RunSession::runEnded);
     connect(m_worker, &RunFollowWorker::eventLogged, this, &RunSession::eventLogged);
     connect(m_worker, &RunFollowWorker::errorOccurred, this, &RunSession::errorOccurred);
+    connect(m_worker, &RunFollowWorker::targetReconnecting, this, &RunSession::targetReconnecting);
 }
 
 RunSession::~RunSession()
@@ -69,6 +71,16 @@ void RunSession::cancelRun(const QString& runId)
 {
     QMetaObject::invokeMethod(
         m_worker, [worker = m_worker, runId] { worker->cancelRun(runId); }, Qt::QueuedConnection);
+}
+
+}  // namespace wb::ui
+
+namespace wb::ui {
+
+void RunSession::followRun(const QString& runId)
+{
+    QMetaObject::invokeMethod(
+        m_worker, [worker = m_worker, runId] { worker->followRun(runId); }, Qt::QueuedConnection);
 }
 
 }  // namespace wb::ui

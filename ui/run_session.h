@@ -18,7 +18,7 @@ class RunSession : public QObject {
 
 public:
     RunSession(QString storePath, RunFollowWorker::TargetFactory targetFactory,
-               QObject* parent = nullptr);
+               TargetResolver resolver = {}, QObject* parent = nullptr);
     ~RunSession() override;
 
     /// Starts the worker thread and opens the store there. Idempotent.
@@ -30,6 +30,8 @@ public slots:
     void startRun(const QString& name, const QString& configJson);
     void loadHistory(const QString& runId);
     void cancelRun(const QString& runId);
+    /// Follows a run started elsewhere in this GUI (the launch dialog) on its recorded target.
+    void followRun(const QString& runId);
 
 signals:
     void ready(const QString& storePath, const QString& targetName);
@@ -42,6 +44,7 @@ signals:
     void runEnded(const QString& runId, const QString& state, int exitCode);
     void eventLogged(const QString& runId, const QString& level, const QString& message);
     void errorOccurred(const QString& message);
+    void targetReconnecting(const QString& target, int attempt, const QString& reason);
 
 private:
     QString m_storePath;

@@ -8,6 +8,8 @@ QColor statusColor(const QString& status)
         return QColor(0x1f, 0x77, 0xb4);
     if (status == u"finished")
         return QColor(0x2c, 0xa0, 0x2c);
+    if (status == u"reconnecting")
+        return QColor(0xe6, 0x8a, 0x00);  // amber: interrupted view, not a failed run
     if (status == u"pending")
         return QColor(0x8c, 0x6d, 0x31);
     if (status == u"cancelled" || status == u"stopped" || status.isEmpty())

@@ -1,10 +1,14 @@
 // moe-workbench: the GUI's composition root. Installs the log sinks (stderr + a rotating file in
-// the data dir) and forwards Qt's messages into them, reads the command line, injects the local
-// target (moe-train beside this executable) into the main window, and optionally screenshots it.
+// the data dir) and forwards Qt's messages into them, reads the command line, injects the targets
+// (remote::makeTarget: "local" = moe-train beside this executable; ssh:HOST from hosts.json beside
+// the store) into the main window, and optionally screenshots it or one of its dialogs.
 // GUI thread only.
 #include "core/log.h"
 #include "core/run_store.h"
-#include "remote/local_target.h"
+#include "remote/ssh_hosts.h"
+#include "remote/target_factory.h"
+#include "ui/hosts_dialog.h"
+#include "ui/launch_dialog.h"
 #include "ui/main_window.h"
 #include "ui/planning_view.h"
 
@@ -133,9 +137,16 @@ int main(int argc, char* argv[])
     const QCommandLineOption langOption(QStringLiteral("lang"),
                                         QStringLiteral("UI language, e.g. zh_CN (default: the system locale)."),
                                         QStringLiteral("LANG"));
+    const QCommandLineOption showOption(
+        QStringLiteral("show"),
+        QStringLiteral("Open a dialog at start: hosts or launch (the screenshot shows it)."), QStringLiteral("DIALOG"));
+    const QCommandLineOption launchConfigOption(
+        QStringLiteral("launch-config"), QStringLiteral("Config file to fill in with --show launch."),
+        QStringLiteral("FILE"));
     parser.addOptions({dbOption, runsRootOption, startSampleOption, sampleStepsOption, sampleConfigOption,
                        screenshotOption,
-                       screenshotAfterOption, quitAfterScreenshotOption, planOption, langOption});
+                       screenshotAfterOption, quitAfterScreenshotOption, planOption, langOption, showOption,
+                       launchConfigOption});
     parser.process(app);
     installTranslations(app, parser.value(langOption));
 
@@ -148,8 +159,19 @@ int main(int argc, char* argv[])
 
     wb::ui::MainWindowOptions options;
     options.storePath = parser.value(dbOption);
-    options.targetFactory = [moeTrain, runsRoot]() -> std::unique_ptr<wb::core::RunTarget> {
-        return std::make_unique<wb::remote::LocalTarget>(moeTrain, runsRoot);
+    const std::string hostsPath = wb::remote::defaultHostsPath(options.storePath.toStdString());
+    options.hostsPath = QString::fromStdString(hostsPath);
+    const wb::ui::GuiTargetPaths paths{moeTrain, runsRoot, hostsPath};
+    options.targetFactory = [paths]() -> std::unique_ptr<wb::core::RunTarget> {
+        auto local = wb::remote::makeTarget("local", {paths.moeTrainPath, paths.runsRoot, paths.hostsPath});
+        if (!local) {
+            spdlog::error("cannot make the local target: {}", local.error().toString());
+            return nullptr;
+        }
+        return std::move(local).value();
+    };
+    options.targetResolver = [paths](const std::string& spec, wb::ui::ReconnectFn onReconnecting) {
+        return wb::ui::makeGuiTarget(spec, paths, onReconnecting);
     };
     if (parser.isSet(sampleConfigOption))
         options.sampleRun.configResource = parser.value(sampleConfigOption);
@@ -174,6 +196,21 @@ int main(int argc, char* argv[])
         auto* planning = window.openPlanningView();
         planning->plan();
         shot = planning;
+    }
+
+    if (parser.isSet(showOption)) {
+        const QString which = parser.value(showOption);
+        if (which == QStringLiteral("hosts")) {
+            shot = window.openHostsDialog();
+        } else if (which == QStringLiteral("launch")) {
+            auto* launch = window.openLaunchDialog();
+            if (parser.isSet(launchConfigOption))
+                launch->loadConfigFile(parser.value(launchConfigOption));
+            shot = launch;
+        } else {
+            spdlog::error("--show wants hosts or launch, got '{}'", which.toStdString());
+            return 2;
+        }
     }
 
     if (parser.isSet(startSampleOption))
