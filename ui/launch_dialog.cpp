@@ -192,7 +192,7 @@ void LaunchDialog::setConfigJson(const QString& configJson, const QString& predi
                                            QLocale().toString(prediction->memoryGib, 'f', 1)));
     }
     auto parsed = core::parseRunConfig(configJson.toStdString());
-    if (m_name->text().isEmpty() && parsed.ok())
+    if (m_name->text().isEmpty() && !parsed.config.name.empty())
         m_name->setText(qs(parsed.config.name));
 }
 

@@ -40,6 +40,7 @@ QString sampleConfigFile(const QTemporaryDir& dir, int steps)
         return {};
     auto json = nlohmann::json::parse(in.readAll().toStdString());
     json["train"]["train_iters"] = steps;
+    json["train"]["lr_warmup_iters"] = 1;
     json["name"] = "launch-dialog-test";
     const QString path = dir.filePath(QStringLiteral("sample.json"));
     QFile out(path);

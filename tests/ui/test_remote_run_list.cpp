@@ -114,9 +114,16 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(window.runListPanel()->model()->runAt(0)->summary.steps >= 2, 120000);
 
         // The connection goes away: no listener, and the live session killed.
-        server.stop();
-        server.killSessions();
-        QTRY_VERIFY_WITH_TIMEOUT(status(window).startsWith(QStringLiteral("reconnecting (attempt ")), 30000);
+        // The worker reconnects within milliseconds, so freeze the listener first (no new session
+        // can start), kill the live sessions, then the listener itself.
+        const pid_t listener = server.pid();
+        QVERIFY(listener > 0);
+        QCOMPARE(::kill(listener, SIGSTOP), 0);
+        QVERIFY(server.killSessions() > 0);
+        QCOMPARE(::kill(listener, SIGKILL), 0);
+        QTRY_VERIFY(!QFileInfo::exists(QStringLiteral("/proc/%1").arg(listener)));
+        QTRY_VERIFY2_WITH_TIMEOUT(status(window).startsWith(QStringLiteral("reconnecting (attempt ")),
+                                  qPrintable(status(window)), 30000);
         const QColor reconnecting = cellData(window, RunListModel::Status, Qt::ForegroundRole).value<QColor>();
         QVERIFY(reconnecting != wb::ui::statusColor(QStringLiteral("failed")));
         QVERIFY(cellData(window, RunListModel::Status, Qt::FontRole).value<QFont>().italic());
