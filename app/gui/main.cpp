@@ -143,7 +143,9 @@ int main(int argc, char* argv[])
     const QCommandLineOption launchConfigOption(
         QStringLiteral("launch-config"), QStringLiteral("Config file to fill in with --show launch."),
         QStringLiteral("FILE"));
-    parser.addOptions({dbOption, runsRootOption, startSampleOption, sampleStepsOption, sampleConfigOption,
+    const QCommandLineOption launchNowOption(
+        QStringLiteral("launch-now"), QStringLiteral("With --show launch: press Launch right away."));
+    parser.addOptions({launchNowOption, dbOption, runsRootOption, startSampleOption, sampleStepsOption, sampleConfigOption,
                        screenshotOption,
                        screenshotAfterOption, quitAfterScreenshotOption, planOption, langOption, showOption,
                        launchConfigOption});
@@ -206,6 +208,8 @@ int main(int argc, char* argv[])
             auto* launch = window.openLaunchDialog();
             if (parser.isSet(launchConfigOption))
                 launch->loadConfigFile(parser.value(launchConfigOption));
+            if (parser.isSet(launchNowOption))
+                QTimer::singleShot(0, launch, &wb::ui::LaunchDialog::launch);
             shot = launch;
         } else {
             spdlog::error("--show wants hosts or launch, got '{}'", which.toStdString());
