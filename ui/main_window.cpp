@@ -10,6 +10,7 @@
 #include "ui/run_list_model.h"
 #include "ui/run_list_panel.h"
 #include "ui/run_session.h"
+#include "ui/run_status_style.h"
 
 #include <QAction>
 #include <QApplication>
@@ -249,7 +250,7 @@ void MainWindow::connectSession()
         m_runList->selectRun(runId);
     });
     connect(m_session, &RunSession::runEnded, this, [this](const QString& runId, const QString& state, int exitCode) {
-        showStatus(tr("Run %1 ended: %2 (exit code %3).").arg(runId, state).arg(exitCode), state != u"finished");
+        showStatus(tr("Run %1 ended: %2 (exit code %3).").arg(runId, statusLabel(state)).arg(exitCode), state != u"finished");
     });
     connect(m_session, &RunSession::eventLogged, this,
             [this](const QString& runId, const QString& level, const QString& message) {

@@ -22,10 +22,10 @@ void guarded(RunFollowWorker* worker, const char* what, Fn&& fn)
     } catch (const std::exception& e) {
         wb::log::get("ui")->error("{}: unexpected exception: {}", what, e.what());
         emit worker->errorOccurred(
-            QStringLiteral("%1 failed unexpectedly: %2").arg(QLatin1String(what), qs(e.what())));
+            RunFollowWorker::tr("%1 failed unexpectedly: %2").arg(RunFollowWorker::tr(what), qs(e.what())));
     } catch (...) {
         wb::log::get("ui")->error("{}: unknown exception", what);
-        emit worker->errorOccurred(QStringLiteral("%1 failed unexpectedly.").arg(QLatin1String(what)));
+        emit worker->errorOccurred(RunFollowWorker::tr("%1 failed unexpectedly.").arg(RunFollowWorker::tr(what)));
     }
 }
 
@@ -49,7 +49,7 @@ RunFollowWorker::~RunFollowWorker() = default;
 
 void RunFollowWorker::initialize()
 {
-    guarded(this, "Opening the run store", [&] {
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Opening the run store"), [&] {
         auto store = core::RunStore::open(m_storePath.toStdString());
         if (!store) {
             emit errorOccurred(tr("Cannot open the run store: %1").arg(qs(store.error().toString())));
@@ -84,7 +84,7 @@ void RunFollowWorker::initialize()
 
 void RunFollowWorker::shutdown()
 {
-    guarded(this, "Closing the run store", [&] {
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Closing the run store"), [&] {
         if (m_pollTimer)
             m_pollTimer->stop();
         m_followed.clear();  // followers hold references to the store and target: drop them first
@@ -96,7 +96,7 @@ void RunFollowWorker::shutdown()
 
 void RunFollowWorker::refreshRuns()
 {
-    guarded(this, "Listing runs", [&] {
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Listing runs"), [&] {
         if (!m_store)
             return;
         m_pollsSinceList = 0;
@@ -122,7 +122,7 @@ void RunFollowWorker::refreshRuns()
 
 void RunFollowWorker::startRun(const QString& name, const QString& configJson)
 {
-    guarded(this, "Starting the run", [&] {
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Starting the run"), [&] {
         if (!m_store || !m_target) {
             emit launchFailed(tr("Cannot start a run: the run store or the target is not available."));
             return;
@@ -151,7 +151,7 @@ void RunFollowWorker::startRun(const QString& name, const QString& configJson)
 
 void RunFollowWorker::loadHistory(const QString& runId)
 {
-    guarded(this, "Loading the run's steps", [&] {
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Loading the run's steps"), [&] {
         if (!m_store)
             return;
         auto steps = m_store->steps(runId.toStdString());
@@ -166,7 +166,7 @@ void RunFollowWorker::loadHistory(const QString& runId)
 
 void RunFollowWorker::cancelRun(const QString& runId)
 {
-    guarded(this, "Cancelling the run", [&] {
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Cancelling the run"), [&] {
         if (!m_store)
             return;
         auto run = m_store->run(runId.toStdString());
@@ -194,7 +194,7 @@ void RunFollowWorker::cancelRun(const QString& runId)
 
 void RunFollowWorker::followRun(const QString& runId)
 {
-    guarded(this, "Following the run", [&] {
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Following the run"), [&] {
         follow(runId.toStdString());
         refreshRuns();
     });
@@ -247,7 +247,7 @@ core::RunTarget* RunFollowWorker::targetFor(const std::string& name)
 
 void RunFollowWorker::poll()
 {
-    guarded(this, "Polling runs", [&] {
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Polling runs"), [&] {
         const bool following = !m_followed.empty();
         for (auto it = m_followed.begin(); it != m_followed.end();) {
             pollOne(it->first, it->second);

@@ -44,8 +44,8 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
             if (const int attempt = reconnectAttempt(*row))
                 return tr("reconnecting (attempt %1)").arg(attempt);
             if (s.exitCode > 0 && status != u"running")
-                return tr("%1 (exit %2)").arg(status).arg(s.exitCode);
-            return status;
+                return tr("%1 (exit %2)").arg(statusLabel(status)).arg(s.exitCode);
+            return statusLabel(status);
         case Steps: return stepsText(*row);
         case LastLoss: return s.lastLoss ? QLocale().toString(*s.lastLoss, 'f', 4) : QStringLiteral("—");
         }

@@ -98,7 +98,17 @@ int main(int argc, char* argv[])
 {
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("moe-workbench"));
-    QApplication::setApplicationDisplayName(QStringLiteral("MoE-VLM Workbench"));
+    // --lang is needed before anything is shown (--help included), so it is read ahead of the parser.
+    QString lang;
+    const QStringList arguments = QCoreApplication::arguments();
+    for (qsizetype i = 1; i < arguments.size(); ++i) {
+        if (arguments[i] == QStringLiteral("--lang") && i + 1 < arguments.size())
+            lang = arguments[i + 1];
+        else if (arguments[i].startsWith(QStringLiteral("--lang=")))
+            lang = arguments[i].mid(7);
+    }
+    installTranslations(app, lang);
+    QApplication::setApplicationDisplayName(QCoreApplication::translate("main", "MoE-VLM Workbench"));
     QApplication::setApplicationVersion(QStringLiteral(WB_VERSION));
 
     const QString storeDefault = QString::fromStdString(wb::core::defaultStorePath());
@@ -107,50 +117,49 @@ int main(int argc, char* argv[])
 
     QCommandLineParser parser;
     parser.setApplicationDescription(
-        QStringLiteral("Plan, launch, watch and compare MoE vision-language training runs."));
+        QCoreApplication::translate("main", "Plan, launch, watch and compare MoE vision-language training runs."));
     parser.addHelpOption();
     parser.addVersionOption();
-    const QCommandLineOption dbOption(QStringLiteral("db"), QStringLiteral("Run store (SQLite file)."),
+    const QCommandLineOption dbOption(QStringLiteral("db"), QCoreApplication::translate("main", "Run store (SQLite file)."),
                                       QStringLiteral("PATH"), storeDefault);
     const QCommandLineOption runsRootOption(
-        QStringLiteral("runs-root"), QStringLiteral("Folder for local run directories."), QStringLiteral("DIR"),
+        QStringLiteral("runs-root"), QCoreApplication::translate("main", "Folder for local run directories."), QStringLiteral("DIR"),
         QString::fromStdString(wb::core::defaultRunsRoot()));
     const QCommandLineOption startSampleOption(
-        QStringLiteral("start-sample"), QStringLiteral("Start the bundled sample run right away and watch it."));
+        QStringLiteral("start-sample"), QCoreApplication::translate("main", "Start the bundled sample run right away and watch it."));
     const QCommandLineOption sampleStepsOption(
-        QStringLiteral("sample-steps"), QStringLiteral("Steps for the sample run (default: the config's)."),
+        QStringLiteral("sample-steps"), QCoreApplication::translate("main", "Steps for the sample run (default: the config's)."),
         QStringLiteral("N"));
     const QCommandLineOption sampleConfigOption(
         QStringLiteral("sample-config"),
-        QStringLiteral("Config for \"Start sample run\" instead of the embedded sample-tiny.json."),
+        QCoreApplication::translate("main", "Config for \"Start sample run\" instead of the embedded sample-tiny.json."),
         QStringLiteral("FILE"));
     const QCommandLineOption screenshotOption(
-        QStringLiteral("screenshot"), QStringLiteral("Save a PNG of the main window (for docs)."),
+        QStringLiteral("screenshot"), QCoreApplication::translate("main", "Save a PNG of the main window (for docs)."),
         QStringLiteral("FILE"));
     const QCommandLineOption screenshotAfterOption(
-        QStringLiteral("screenshot-after-ms"), QStringLiteral("Delay before the screenshot (default 5000)."),
+        QStringLiteral("screenshot-after-ms"), QCoreApplication::translate("main", "Delay before the screenshot (default 5000)."),
         QStringLiteral("N"), QStringLiteral("5000"));
     const QCommandLineOption quitAfterScreenshotOption(
-        QStringLiteral("quit-after-screenshot"), QStringLiteral("Exit once the screenshot is saved."));
+        QStringLiteral("quit-after-screenshot"), QCoreApplication::translate("main", "Exit once the screenshot is saved."));
     const QCommandLineOption planOption(QStringLiteral("plan"),
-                                        QStringLiteral("Open the planning view at start (the screenshot shows it)."));
+                                        QCoreApplication::translate("main", "Open the planning view at start (the screenshot shows it)."));
     const QCommandLineOption langOption(QStringLiteral("lang"),
-                                        QStringLiteral("UI language, e.g. zh_CN (default: the system locale)."),
+                                        QCoreApplication::translate("main", "UI language, e.g. zh_CN (default: the system locale)."),
                                         QStringLiteral("LANG"));
     const QCommandLineOption showOption(
         QStringLiteral("show"),
-        QStringLiteral("Open a dialog at start: hosts or launch (the screenshot shows it)."), QStringLiteral("DIALOG"));
+        QCoreApplication::translate("main", "Open a dialog at start: hosts or launch (the screenshot shows it)."), QStringLiteral("DIALOG"));
     const QCommandLineOption launchConfigOption(
-        QStringLiteral("launch-config"), QStringLiteral("Config file to fill in with --show launch."),
+        QStringLiteral("launch-config"), QCoreApplication::translate("main", "Config file to fill in with --show launch."),
         QStringLiteral("FILE"));
     const QCommandLineOption launchNowOption(
-        QStringLiteral("launch-now"), QStringLiteral("With --show launch: press Launch right away."));
+        QStringLiteral("launch-now"), QCoreApplication::translate("main", "With --show launch: press Launch right away."));
     parser.addOptions({launchNowOption, dbOption, runsRootOption, startSampleOption, sampleStepsOption, sampleConfigOption,
                        screenshotOption,
                        screenshotAfterOption, quitAfterScreenshotOption, planOption, langOption, showOption,
                        launchConfigOption});
     parser.process(app);
-    installTranslations(app, parser.value(langOption));
 
     const std::string moeTrain = QDir(QCoreApplication::applicationDirPath())
                                      .filePath(QStringLiteral("moe-train"))
