@@ -100,7 +100,7 @@ void RunListPanel::fitColumns()
         const int width = m_view->fontMetrics().horizontalAdvance(sample) + 16;
         m_view->setColumnWidth(column, std::max(m_view->columnWidth(column), width));
     };
-    atLeast(RunListModel::Status, tr("reconnecting (attempt 10)"));
+    atLeast(RunListModel::Status, statusLabel(QStringLiteral("cancelled")));
     atLeast(RunListModel::Steps, QStringLiteral("8888 / 8888"));
 }
 
