@@ -355,7 +355,11 @@ void LaunchDialog::onFinished(const QString& runId, const QString& error)
         for (auto* bar : m_bars)
             if (bar->maximum() == 0)
                 bar->setRange(0, kBarSteps);
-        showError(error);
+        QString text = error;
+        if (error.contains(QStringLiteral("host key is not known")))  // SshSession's words (remote/)
+            text += QStringLiteral("\n\n") +
+                    tr("To review and accept the key: Remote → SSH hosts, select the host, Test connection.");
+        showError(text);
         return;
     }
     // startRun returns once the process exists, so every phase the target went through is done,

@@ -831,7 +831,12 @@
         <translation>进行中…</translation>
     </message>
     <message>
-        <location line="+29"/>
+        <location line="+19"/>
+        <source>To review and accept the key: Remote → SSH hosts, select the host, Test connection.</source>
+        <translation>要核对并接受该密钥：打开“远程 → SSH 主机”，选择该主机，然后点击“测试连接”。</translation>
+    </message>
+    <message>
+        <location line="+14"/>
         <source>started: run %1</source>
         <translation>已启动：运行 %1</translation>
     </message>
@@ -1822,12 +1827,7 @@ Malformed metric lines skipped: %1</source>
         </translation>
     </message>
     <message>
-        <location line="+21"/>
-        <source>reconnecting (attempt 10)</source>
-        <translation>正在重新连接（第 10 次尝试）</translation>
-    </message>
-    <message>
-        <location line="+34"/>
+        <location line="+55"/>
         <source>No runs yet. Start one with &lt;b&gt;Start sample run&lt;/b&gt; in the toolbar.</source>
         <translation>还没有运行。用工具栏中的&lt;b&gt;启动示例运行&lt;/b&gt;启动一个。</translation>
     </message>
