@@ -37,12 +37,18 @@ bool isUnfinished(const std::string& status)
 }  // namespace
 
 RunFollowWorker::RunFollowWorker(QString storePath, TargetFactory targetFactory, TargetResolver resolver,
-                                 QObject* parent)
+                                 Role role, QObject* parent)
     : QObject(parent),
       m_storePath(std::move(storePath)),
       m_targetFactory(std::move(targetFactory)),
-      m_resolver(std::move(resolver))
+      m_resolver(std::move(resolver)),
+      m_role(role)
 {
+}
+
+bool RunFollowWorker::isElsewhere(const std::string& target) const
+{
+    return m_role == Role::Main && !(m_target && target == m_target->name());
 }
 
 RunFollowWorker::~RunFollowWorker() = default;
@@ -58,7 +64,7 @@ void RunFollowWorker::initialize()
         m_store = std::move(store).value();
         if (m_targetFactory)
             m_target = m_targetFactory();
-        if (!m_target) {
+        if (!m_target && m_role != Role::Remote) {
             emit errorOccurred(tr("No run target is configured; runs can be viewed but not started."));
         }
 
@@ -69,14 +75,18 @@ void RunFollowWorker::initialize()
 
         // Runs started earlier (perhaps by a previous session, or the CLI) that never reported an
         // end: follow them again, on their own target; the store's offset makes this lossless.
-        // Remote targets connect lazily, on their first poll.
-        if (auto runs = m_store->listRuns()) {
+        // Remote targets connect lazily, on their first poll. (A Remote worker is told what to follow.)
+        auto runs = m_role == Role::Remote ? core::Result<std::vector<core::RunSummary>>(std::vector<core::RunSummary>{})
+                                           : m_store->listRuns();
+        if (runs) {
             for (const auto& run : runs.value()) {
                 const bool ours = m_target && run.target == m_target->name();
-                if (isUnfinished(run.status) && !run.runDir.empty() && (ours || m_resolver))
+                if (isUnfinished(run.status) && !run.runDir.empty() && (ours || m_resolver || isElsewhere(run.target)))
                     follow(run.id);
             }
         }
+        if (m_role == Role::Remote)
+            return;
         emit ready(m_storePath, m_target ? qs(m_target->name()) : QString());
         refreshRuns();
     });
@@ -99,6 +109,10 @@ void RunFollowWorker::refreshRuns()
     guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Listing runs"), [&] {
         if (!m_store)
             return;
+        if (m_role == Role::Remote) {
+            emit listingWanted();
+            return;
+        }
         m_pollsSinceList = 0;
         auto runs = m_store->listRuns();
         if (!runs) {
@@ -174,6 +188,10 @@ void RunFollowWorker::cancelRun(const QString& runId)
             reportError(tr("Cannot cancel run %1: %2").arg(runId, qs(run.error().toString())));
             return;
         }
+        if (isElsewhere(run->target)) {
+            emit cancelElsewhere(runId, qs(run->target));
+            return;
+        }
         core::RunTarget* target = targetFor(run->target);
         if (!target || run->runDir.empty()) {
             reportError(tr("Run %1 cannot be cancelled from here (target %2): %3")
@@ -207,6 +225,10 @@ void RunFollowWorker::follow(const std::string& runId)
     auto run = m_store->run(runId);
     if (!run) {
         reportError(tr("Cannot follow run %1: %2").arg(qs(runId), qs(run.error().toString())));
+        return;
+    }
+    if (isElsewhere(run->target)) {
+        emit followElsewhere(qs(runId), qs(run->target));
         return;
     }
     core::RunTarget* target = targetFor(run->target);

@@ -1,11 +1,11 @@
 // RunFollowWorker: everything that blocks, off the GUI thread. Lives on RunSession's QThread and
 // owns that thread's RunStore connection and the RunTargets; launches runs, polls every followed
 // run with core::RunFollower on a timer, and reports through signals (queued to the GUI).
-// Runs on other targets than the default one (ssh:HOST, recorded in the store by the launch
-// dialog or the CLI) are followed through targets made by the TargetResolver; an SSH target that
-// loses its connection reports `targetReconnecting` while it retries. Such a retry blocks this
-// thread (never the GUI) for up to the target's reconnect budget, which also delays polling the
-// other runs — one worker per remote session would lift that (not done yet).
+// Roles: RunSession runs one Main worker (the default target, "local"; lists the store) and one
+// Remote worker per other target it meets (ssh:HOST, ...), each on its own thread, so a remote
+// session blocked on the network (a reconnect may take up to its budget) never holds up the local
+// runs or the other hosts. A Remote worker's target reports `targetReconnecting` while it retries.
+// Standalone: one worker that follows every target itself (when no session routes for it).
 // Nothing here is ever called directly from another thread: RunSession invokes the slots queued.
 // Every slot catches everything: an exception must not leave a Qt slot.
 // Threading: the worker thread only (after moveToThread); construct on any thread.
@@ -35,13 +35,19 @@ public:
     /// Creates the target on the worker thread (a target may hold thread-bound handles).
     using TargetFactory = std::function<std::unique_ptr<core::RunTarget>()>;
 
+    enum class Role {
+        Standalone,  ///< follows runs of every target itself (through the resolver, if any)
+        Main,        ///< the default target; runs elsewhere go out through followElsewhere / cancelElsewhere
+        Remote,      ///< one other target, made by the resolver; does not list the store
+    };
+
     static constexpr int kPollIntervalMs = 300;
     static constexpr int kListEveryPolls = 7;  ///< also re-list the store every ~2 s (CLI-made runs)
 
     /// `resolver` makes targets for runs recorded on other targets than the default one; may be
     /// empty (then only the default target's runs are followed).
     RunFollowWorker(QString storePath, TargetFactory targetFactory, TargetResolver resolver = {},
-                    QObject* parent = nullptr);
+                    Role role = Role::Standalone, QObject* parent = nullptr);
     ~RunFollowWorker() override;
 
 public slots:
@@ -73,6 +79,11 @@ signals:
     /// `target` (as recorded in the store, "ssh:HOST") lost its connection and is on reconnect
     /// attempt `attempt` (≥ 1); attempt 0 = connected again. Emitted from inside a blocking call.
     void targetReconnecting(const QString& target, int attempt, const QString& reason);
+    /// Main role: this run lives on another target; its Remote worker should follow / cancel it.
+    void followElsewhere(const QString& runId, const QString& target);
+    void cancelElsewhere(const QString& runId, const QString& target);
+    /// Remote role: the store changed (steps, status); the Main worker should re-list it.
+    void listingWanted();
 
 private:
     struct Followed {
@@ -89,6 +100,8 @@ private:
     /// The default target when `name` is its name, else one made by the resolver (kept for the
     /// session). Null (reported once) when it cannot be made.
     core::RunTarget* targetFor(const std::string& name);
+    /// Main role, for a run recorded on another target than the default one.
+    bool isElsewhere(const std::string& target) const;
     int64_t trainItersOf(const std::string& runId);
     void reportError(const QString& message);
 
@@ -96,6 +109,7 @@ private:
     TargetFactory m_targetFactory;
     std::unique_ptr<core::RunStore> m_store;    // worker thread only
     TargetResolver m_resolver;
+    Role m_role = Role::Standalone;
     std::unique_ptr<core::RunTarget> m_target;  // worker thread only
     std::map<std::string, std::unique_ptr<core::RunTarget>> m_otherTargets;  // by recorded name; worker thread only
     std::map<std::string, QString> m_targetErrors;  // why a target could not be made (reported once)

@@ -2,7 +2,8 @@
 // sshd on 127.0.0.1 (tests/remote/ssh_test_server.sh), the host registered in hosts.json, the
 // real moe-train started over SSH through the launch dialog, and the run list while sshd is
 // stopped and every session killed: the run reads "reconnecting (attempt N)" in its own style —
-// not failed — and "running" again once sshd is back; then the run is cancelled over SSH.
+// not failed — while a local run beside it keeps streaming, and "running" again once sshd is
+// back; then both runs are cancelled from the window.
 #include "remote/ssh_hosts.h"
 #include "ssh_test_fixture.h"
 #include "ui/launch_dialog.h"
@@ -51,15 +52,41 @@ QString longMockConfig()
     return QString::fromStdString(config.dump(2));
 }
 
-QVariant cellData(const MainWindow& window, int column, int role)
+/// The row of the (one) run on `target`; -1 when not listed.
+int rowOf(const MainWindow& window, const QString& target)
 {
     const auto* model = window.runListPanel()->model();
-    return model->data(model->index(0, column), role);
+    for (int row = 0; row < model->rowCount(); ++row)
+        if (QString::fromStdString(model->runAt(row)->summary.target) == target)
+            return row;
+    return -1;
 }
 
-QString status(const MainWindow& window)
+QVariant cellData(const MainWindow& window, int column, int role, const QString& target = QStringLiteral("ssh:wbtest"))
 {
-    return cellData(window, RunListModel::Status, Qt::DisplayRole).toString();
+    const auto* model = window.runListPanel()->model();
+    return model->data(model->index(rowOf(window, target), column), role);
+}
+
+QString status(const MainWindow& window, const QString& target = QStringLiteral("ssh:wbtest"))
+{
+    return cellData(window, RunListModel::Status, Qt::DisplayRole, target).toString();
+}
+
+int64_t steps(const MainWindow& window, const QString& target)
+{
+    const int row = rowOf(window, target);
+    return row < 0 ? -1 : window.runListPanel()->model()->runAt(row)->summary.steps;
+}
+
+void cancelRun(MainWindow& window, const QString& target)
+{
+    window.runListPanel()->selectRun(
+        QString::fromStdString(window.runListPanel()->model()->runAt(rowOf(window, target))->summary.id));
+    auto* cancel = window.findChild<QAction*>(QStringLiteral("cancelRunAction"));
+    QTRY_VERIFY_WITH_TIMEOUT(cancel->isEnabled(), 10000);
+    cancel->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(status(window, target).startsWith(QStringLiteral("cancelled")), 90000);
 }
 
 }  // namespace
@@ -111,7 +138,15 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(window.runListPanel()->model()->rowCount(), 1, 10000);
         QCOMPARE(cellData(window, RunListModel::Target, Qt::DisplayRole).toString(), QStringLiteral("ssh:wbtest"));
         QTRY_COMPARE_WITH_TIMEOUT(status(window), QStringLiteral("running"), 30000);
-        QTRY_VERIFY_WITH_TIMEOUT(window.runListPanel()->model()->runAt(0)->summary.steps >= 2, 120000);
+        QTRY_VERIFY_WITH_TIMEOUT(steps(window, QStringLiteral("ssh:wbtest")) >= 2, 120000);
+
+        // A local run beside it: it must keep streaming while the SSH host is unreachable (each
+        // remote session has its own worker thread).
+        launch->setTarget(QStringLiteral("local"));
+        QVERIFY(launch->launch());
+        QTRY_VERIFY_WITH_TIMEOUT(!launch->isLaunching(), 60000);
+        QVERIFY2(launch->errorText().isEmpty(), qPrintable(launch->errorText()));
+        QTRY_VERIFY_WITH_TIMEOUT(steps(window, QStringLiteral("local")) >= 1, 120000);
 
         // The connection goes away: no listener, and the live session killed.
         // The worker reconnects within milliseconds, so freeze the listener first (no new session
@@ -129,19 +164,20 @@ private slots:
         QVERIFY(cellData(window, RunListModel::Status, Qt::FontRole).value<QFont>().italic());
         QVERIFY(cellData(window, RunListModel::Status, Qt::ToolTipRole).toString().contains(QStringLiteral("reconnecting")));
         QTRY_VERIFY_WITH_TIMEOUT(status(window) != QStringLiteral("reconnecting (attempt 1)"), 15000);  // counts up
+        const int64_t localBefore = steps(window, QStringLiteral("local"));
+        QTRY_VERIFY_WITH_TIMEOUT(steps(window, QStringLiteral("local")) > localBefore + 2, 30000);
+        QVERIFY2(status(window).startsWith(QStringLiteral("reconnecting")), qPrintable(status(window)));
+        QCOMPARE(status(window, QStringLiteral("local")), QStringLiteral("running"));
 
         // sshd is back: the run is running again and keeps streaming.
         QVERIFY(server.start().empty());
         QTRY_COMPARE_WITH_TIMEOUT(status(window), QStringLiteral("running"), 60000);
-        const int64_t before = window.runListPanel()->model()->runAt(0)->summary.steps;
-        QTRY_VERIFY_WITH_TIMEOUT(window.runListPanel()->model()->runAt(0)->summary.steps > before, 60000);
+        const int64_t before = steps(window, QStringLiteral("ssh:wbtest"));
+        QTRY_VERIFY_WITH_TIMEOUT(steps(window, QStringLiteral("ssh:wbtest")) > before, 60000);
 
-        // Cancel over SSH from the main window.
-        window.runListPanel()->selectRun(QString::fromStdString(window.runListPanel()->model()->runAt(0)->summary.id));
-        auto* cancel = window.findChild<QAction*>(QStringLiteral("cancelRunAction"));
-        QTRY_VERIFY_WITH_TIMEOUT(cancel->isEnabled(), 10000);
-        cancel->trigger();
-        QTRY_VERIFY_WITH_TIMEOUT(status(window).startsWith(QStringLiteral("cancelled")), 90000);
+        // Cancel both from the main window: over SSH, and here.
+        cancelRun(window, QStringLiteral("ssh:wbtest"));
+        cancelRun(window, QStringLiteral("local"));
         server.stop();
     }
 };
