@@ -1614,7 +1614,7 @@
         <translation>%1 意外失败。</translation>
     </message>
     <message>
-        <location line="+24"/>
+        <location line="+30"/>
         <source>Opening the run store</source>
         <translation>打开运行存储</translation>
     </message>
@@ -1629,7 +1629,7 @@
         <translation>未配置运行目标；可以查看运行，但不能启动。</translation>
     </message>
     <message>
-        <location line="+25"/>
+        <location line="+29"/>
         <source>Closing the run store</source>
         <translation>关闭运行存储</translation>
     </message>
@@ -1639,7 +1639,7 @@
         <translation>列出运行</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+10"/>
         <source>Cannot list runs: %1</source>
         <translation>无法列出运行：%1</translation>
     </message>
@@ -1684,7 +1684,7 @@
     </message>
     <message>
         <location line="+5"/>
-        <location line="+13"/>
+        <location line="+17"/>
         <source>Cannot cancel run %1: %2</source>
         <translation>无法取消运行 %1：%2</translation>
     </message>
@@ -1709,7 +1709,7 @@
         <translation>无法跟踪运行 %1：%2</translation>
     </message>
     <message>
-        <location line="+19"/>
+        <location line="+23"/>
         <source>this session only reaches %1</source>
         <translation>此会话只能访问 %1</translation>
     </message>
