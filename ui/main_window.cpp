@@ -2,12 +2,15 @@
 
 #include "core/log.h"
 #include "ui/compare_view.h"
+#include "ui/hosts_dialog.h"
+#include "ui/launch_dialog.h"
 #include "ui/meta_types.h"
 #include "ui/planning_view.h"
 #include "ui/run_charts_panel.h"
 #include "ui/run_list_model.h"
 #include "ui/run_list_panel.h"
 #include "ui/run_session.h"
+#include "ui/run_status_style.h"
 
 #include <QAction>
 #include <QApplication>
@@ -40,7 +43,9 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent) : QMainWindow
     m_catalogDir = options.catalogDir;
     m_userCatalogDir = options.userCatalogDir;
 
-    m_session = new RunSession(options.storePath, std::move(options.targetFactory), this);
+    m_resolver = options.targetResolver;
+    m_hostsPath = options.hostsPath;
+    m_session = new RunSession(options.storePath, std::move(options.targetFactory), options.targetResolver, this);
     m_sampleLauncher = new SampleRunLauncher(std::move(options.sampleRun), this);
     m_runList = new RunListPanel(this);
     m_charts = new RunChartsPanel(this);
@@ -84,6 +89,19 @@ void MainWindow::createActions()
         m_session->cancelRun(id);
     });
 
+    m_launchRun = new QAction(style()->standardIcon(QStyle::SP_ArrowForward), tr("&Launch run…"), this);
+    m_launchRun->setObjectName(QStringLiteral("launchRunAction"));
+    m_launchRun->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
+    m_launchRun->setToolTip(tr("Start a run from a config, here or on an SSH host"));
+    m_launchRun->setEnabled(static_cast<bool>(m_resolver));
+    connect(m_launchRun, &QAction::triggered, this, [this] { openLaunchDialog(); });
+
+    m_hosts = new QAction(style()->standardIcon(QStyle::SP_DriveNetIcon), tr("SSH &hosts…"), this);
+    m_hosts->setObjectName(QStringLiteral("hostsAction"));
+    m_hosts->setToolTip(tr("Register, edit and test the SSH hosts runs can be launched on"));
+    m_hosts->setEnabled(!m_hostsPath.isEmpty());
+    connect(m_hosts, &QAction::triggered, this, [this] { openHostsDialog(); });
+
     m_refresh = new QAction(style()->standardIcon(QStyle::SP_BrowserReload), tr("&Refresh"), this);
     m_refresh->setShortcut(QKeySequence::Refresh);
     connect(m_refresh, &QAction::triggered, m_session, &RunSession::refreshRuns);
@@ -105,6 +123,7 @@ void MainWindow::createActions()
     toolbar->setMovable(false);
     toolbar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     toolbar->addAction(m_startSampleRun);
+    toolbar->addAction(m_launchRun);
     toolbar->addAction(m_cancelRun);
     toolbar->addSeparator();
     toolbar->addAction(m_refresh);
@@ -121,12 +140,49 @@ PlanningView* MainWindow::openPlanningView()
     return view;
 }
 
+HostsDialog* MainWindow::openHostsDialog()
+{
+    if (!m_hostsDialog) {
+        m_hostsDialog = new HostsDialog(m_hostsPath, this);
+        connect(m_hostsDialog, &HostsDialog::hostsChanged, this, [this] {
+            if (m_launchDialog)
+                m_launchDialog->reloadTargets();
+        });
+    }
+    m_hostsDialog->show();
+    m_hostsDialog->raise();
+    m_hostsDialog->activateWindow();
+    return m_hostsDialog;
+}
+
+LaunchDialog* MainWindow::openLaunchDialog(const QString& configJson, const QString& predictionJson)
+{
+    if (!m_launchDialog) {
+        // One dialog, kept (hidden) after it is closed: a launch still under way reports to it.
+        m_launchDialog = new LaunchDialog({m_session->storePath(), m_hostsPath, m_resolver}, this);
+        connect(m_launchDialog, &LaunchDialog::runLaunched, this, [this](const QString& runId) {
+            showStatus(tr("Run %1 started; streaming its metrics.").arg(runId));
+            m_session->followRun(runId);
+            m_runList->selectRun(runId);
+        });
+    } else {
+        m_launchDialog->reloadTargets();
+    }
+    if (!configJson.isEmpty())
+        m_launchDialog->setConfigJson(configJson, predictionJson);
+    m_launchDialog->show();
+    m_launchDialog->raise();
+    m_launchDialog->activateWindow();
+    return m_launchDialog;
+}
+
 void MainWindow::createMenus()
 {
     auto* file = menuBar()->addMenu(tr("&File"));
     file->addAction(m_quit);
     auto* run = menuBar()->addMenu(tr("&Run"));
     run->addAction(m_startSampleRun);
+    run->addAction(m_launchRun);
     run->addAction(m_cancelRun);
     run->addSeparator();
     run->addAction(m_refresh);
@@ -142,6 +198,8 @@ void MainWindow::createMenus()
     run->addAction(tr("&Plan a training run…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P), this,
                    [this] { openPlanningView(); })
         ->setObjectName(QStringLiteral("planRunAction"));
+    auto* remoteMenu = menuBar()->addMenu(tr("Re&mote"));
+    remoteMenu->addAction(m_hosts);
     auto* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(m_about);
 }
@@ -172,6 +230,14 @@ void MainWindow::connectSession()
         showStatus(tr("Ready."));
     });
     connect(m_session, &RunSession::runsListed, m_runList, &RunListPanel::setRuns);
+    connect(m_session, &RunSession::targetReconnecting, this,
+            [this](const QString& target, int attempt, const QString& reason) {
+                m_runList->model()->setTargetReconnecting(target, attempt, reason);
+                if (attempt > 0)
+                    showStatus(tr("Connection to %1 lost; reconnecting (attempt %2)…").arg(target).arg(attempt));
+                else
+                    showStatus(tr("Connection to %1 is back.").arg(target));
+            });
     connect(m_session, &RunSession::runsListed, this, [this] {
         updateActions();
         syncSelectedRunState();
@@ -184,7 +250,7 @@ void MainWindow::connectSession()
         m_runList->selectRun(runId);
     });
     connect(m_session, &RunSession::runEnded, this, [this](const QString& runId, const QString& state, int exitCode) {
-        showStatus(tr("Run %1 ended: %2 (exit code %3).").arg(runId, state).arg(exitCode), state != u"finished");
+        showStatus(tr("Run %1 ended: %2 (exit code %3).").arg(runId, statusLabel(state)).arg(exitCode), state != u"finished");
     });
     connect(m_session, &RunSession::eventLogged, this,
             [this](const QString& runId, const QString& level, const QString& message) {

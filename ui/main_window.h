@@ -4,6 +4,7 @@
 // Threading: GUI thread only.
 #pragma once
 
+#include "ui/launch_targets.h"
 #include "ui/run_follow_worker.h"
 #include "ui/sample_run_launcher.h"
 
@@ -18,6 +19,8 @@ QT_END_NAMESPACE
 
 namespace wb::ui {
 
+class HostsDialog;
+class LaunchDialog;
 class PlanningView;
 class RunChartsPanel;
 class RunListPanel;
@@ -25,7 +28,11 @@ class RunSession;
 
 struct MainWindowOptions {
     QString storePath;                            ///< the SQLite run store
-    RunFollowWorker::TargetFactory targetFactory; ///< where runs execute (app/ injects LocalTarget)
+    RunFollowWorker::TargetFactory targetFactory; ///< the default target (app/ injects "local")
+    /// Makes any other target ("ssh:HOST", ...) for the launch dialog and for following runs
+    /// recorded on it. Empty: only the default target (no launch dialog targets but it).
+    TargetResolver targetResolver;
+    QString hostsPath;  ///< hosts.json (remote::defaultHostsPath of the store); empty = no hosts panel
     SampleRunOptions sampleRun;
     QString catalogDir;      ///< the planner's built-in catalog (resources/catalog)
     QString userCatalogDir;  ///< user catalog files that add or replace entries; may be empty
@@ -47,6 +54,11 @@ public slots:
     void startSampleRun();
     /// Opens the planning view in its own window (Run → Plan a training run…).
     PlanningView* openPlanningView();
+    /// Remote → SSH hosts… (one dialog, raised when already open).
+    HostsDialog* openHostsDialog();
+    /// Run → Launch run…; with a config (and the plan's prediction, stored with the run) when the
+    /// planning view hands one over. The lead connects PlanningView::launchRequested here.
+    LaunchDialog* openLaunchDialog(const QString& configJson = {}, const QString& predictionJson = {});
 
 private:
     void createActions();
@@ -63,7 +75,14 @@ private:
     RunListPanel* m_runList = nullptr;
     RunChartsPanel* m_charts = nullptr;
 
+    HostsDialog* m_hostsDialog = nullptr;
+    LaunchDialog* m_launchDialog = nullptr;
+    TargetResolver m_resolver;
+    QString m_hostsPath;
+
     QAction* m_startSampleRun = nullptr;
+    QAction* m_launchRun = nullptr;
+    QAction* m_hosts = nullptr;
     QAction* m_cancelRun = nullptr;
     QAction* m_refresh = nullptr;
     QAction* m_quit = nullptr;

@@ -203,7 +203,7 @@ void RunChartsPanel::updateHeader()
         m_latest->setText(tr("Select a run on the left, or start the sample run (Run ▸ Start sample run)."));
         return;
     }
-    const QString state = m_state.isEmpty() ? tr("waiting for status") : m_state;
+    const QString state = m_state.isEmpty() ? tr("waiting for status") : statusLabel(m_state);
     QString title = QStringLiteral("<b>%1</b> &nbsp;<span style='color:gray'>%2</span> &nbsp;"
                                    "<span style='color:%3'>● %4</span>")
                         .arg(m_runTitle.toHtmlEscaped(), m_runId.toHtmlEscaped(),

@@ -22,10 +22,10 @@ void guarded(RunFollowWorker* worker, const char* what, Fn&& fn)
     } catch (const std::exception& e) {
         wb::log::get("ui")->error("{}: unexpected exception: {}", what, e.what());
         emit worker->errorOccurred(
-            QStringLiteral("%1 failed unexpectedly: %2").arg(QLatin1String(what), qs(e.what())));
+            RunFollowWorker::tr("%1 failed unexpectedly: %2").arg(RunFollowWorker::tr(what), qs(e.what())));
     } catch (...) {
         wb::log::get("ui")->error("{}: unknown exception", what);
-        emit worker->errorOccurred(QStringLiteral("%1 failed unexpectedly.").arg(QLatin1String(what)));
+        emit worker->errorOccurred(RunFollowWorker::tr("%1 failed unexpectedly.").arg(RunFollowWorker::tr(what)));
     }
 }
 
@@ -36,16 +36,26 @@ bool isUnfinished(const std::string& status)
 
 }  // namespace
 
-RunFollowWorker::RunFollowWorker(QString storePath, TargetFactory targetFactory, QObject* parent)
-    : QObject(parent), m_storePath(std::move(storePath)), m_targetFactory(std::move(targetFactory))
+RunFollowWorker::RunFollowWorker(QString storePath, TargetFactory targetFactory, TargetResolver resolver,
+                                 Role role, QObject* parent)
+    : QObject(parent),
+      m_storePath(std::move(storePath)),
+      m_targetFactory(std::move(targetFactory)),
+      m_resolver(std::move(resolver)),
+      m_role(role)
 {
+}
+
+bool RunFollowWorker::isElsewhere(const std::string& target) const
+{
+    return m_role == Role::Main && !(m_target && target == m_target->name());
 }
 
 RunFollowWorker::~RunFollowWorker() = default;
 
 void RunFollowWorker::initialize()
 {
-    guarded(this, "Opening the run store", [&] {
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Opening the run store"), [&] {
         auto store = core::RunStore::open(m_storePath.toStdString());
         if (!store) {
             emit errorOccurred(tr("Cannot open the run store: %1").arg(qs(store.error().toString())));
@@ -54,7 +64,7 @@ void RunFollowWorker::initialize()
         m_store = std::move(store).value();
         if (m_targetFactory)
             m_target = m_targetFactory();
-        if (!m_target) {
+        if (!m_target && m_role != Role::Remote) {
             emit errorOccurred(tr("No run target is configured; runs can be viewed but not started."));
         }
 
@@ -63,17 +73,20 @@ void RunFollowWorker::initialize()
         connect(m_pollTimer, &QTimer::timeout, this, &RunFollowWorker::poll);
         m_pollTimer->start();
 
-        // Runs this target started earlier (perhaps by a previous session, or the CLI) and that
-        // never reported an end: follow them again; the store's offset makes this lossless.
-        if (m_target) {
-            auto runs = m_store->listRuns();
-            if (runs) {
-                for (const auto& run : runs.value()) {
-                    if (isUnfinished(run.status) && run.target == m_target->name() && !run.runDir.empty())
-                        follow(run.id);
-                }
+        // Runs started earlier (perhaps by a previous session, or the CLI) that never reported an
+        // end: follow them again, on their own target; the store's offset makes this lossless.
+        // Remote targets connect lazily, on their first poll. (A Remote worker is told what to follow.)
+        auto runs = m_role == Role::Remote ? core::Result<std::vector<core::RunSummary>>(std::vector<core::RunSummary>{})
+                                           : m_store->listRuns();
+        if (runs) {
+            for (const auto& run : runs.value()) {
+                const bool ours = m_target && run.target == m_target->name();
+                if (isUnfinished(run.status) && !run.runDir.empty() && (ours || m_resolver || isElsewhere(run.target)))
+                    follow(run.id);
             }
         }
+        if (m_role == Role::Remote)
+            return;
         emit ready(m_storePath, m_target ? qs(m_target->name()) : QString());
         refreshRuns();
     });
@@ -81,10 +94,11 @@ void RunFollowWorker::initialize()
 
 void RunFollowWorker::shutdown()
 {
-    guarded(this, "Closing the run store", [&] {
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Closing the run store"), [&] {
         if (m_pollTimer)
             m_pollTimer->stop();
         m_followed.clear();  // followers hold references to the store and target: drop them first
+        m_otherTargets.clear();
         m_target.reset();
         m_store.reset();
     });
@@ -92,9 +106,13 @@ void RunFollowWorker::shutdown()
 
 void RunFollowWorker::refreshRuns()
 {
-    guarded(this, "Listing runs", [&] {
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Listing runs"), [&] {
         if (!m_store)
             return;
+        if (m_role == Role::Remote) {
+            emit listingWanted();
+            return;
+        }
         m_pollsSinceList = 0;
         auto runs = m_store->listRuns();
         if (!runs) {
@@ -118,7 +136,7 @@ void RunFollowWorker::refreshRuns()
 
 void RunFollowWorker::startRun(const QString& name, const QString& configJson)
 {
-    guarded(this, "Starting the run", [&] {
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Starting the run"), [&] {
         if (!m_store || !m_target) {
             emit launchFailed(tr("Cannot start a run: the run store or the target is not available."));
             return;
@@ -147,7 +165,7 @@ void RunFollowWorker::startRun(const QString& name, const QString& configJson)
 
 void RunFollowWorker::loadHistory(const QString& runId)
 {
-    guarded(this, "Loading the run's steps", [&] {
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Loading the run's steps"), [&] {
         if (!m_store)
             return;
         auto steps = m_store->steps(runId.toStdString());
@@ -162,20 +180,27 @@ void RunFollowWorker::loadHistory(const QString& runId)
 
 void RunFollowWorker::cancelRun(const QString& runId)
 {
-    guarded(this, "Cancelling the run", [&] {
-        if (!m_store || !m_target)
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Cancelling the run"), [&] {
+        if (!m_store)
             return;
         auto run = m_store->run(runId.toStdString());
         if (!run) {
             reportError(tr("Cannot cancel run %1: %2").arg(runId, qs(run.error().toString())));
             return;
         }
-        if (run->target != m_target->name() || run->runDir.empty()) {
-            reportError(tr("Run %1 was not started on this target (%2); cancel it where it runs.")
-                            .arg(runId, qs(run->target)));
+        if (isElsewhere(run->target)) {
+            emit cancelElsewhere(runId, qs(run->target));
             return;
         }
-        auto cancelled = m_target->cancel(run->runDir, std::chrono::seconds(5));
+        core::RunTarget* target = targetFor(run->target);
+        if (!target || run->runDir.empty()) {
+            reportError(tr("Run %1 cannot be cancelled from here (target %2): %3")
+                            .arg(runId, qs(run->target),
+                                 run->runDir.empty() ? tr("it has no run directory")
+                                                     : m_targetErrors[run->target]));
+            return;
+        }
+        auto cancelled = target->cancel(run->runDir, std::chrono::seconds(5));
         if (!cancelled) {
             reportError(tr("Cannot cancel run %1: %2").arg(runId, qs(cancelled.error().toString())));
             return;
@@ -185,18 +210,66 @@ void RunFollowWorker::cancelRun(const QString& runId)
     });
 }
 
+void RunFollowWorker::followRun(const QString& runId)
+{
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Following the run"), [&] {
+        follow(runId.toStdString());
+        refreshRuns();
+    });
+}
+
 void RunFollowWorker::follow(const std::string& runId)
 {
-    if (m_followed.count(runId) || !m_store || !m_target)
+    if (m_followed.count(runId) || !m_store)
         return;
+    auto run = m_store->run(runId);
+    if (!run) {
+        reportError(tr("Cannot follow run %1: %2").arg(qs(runId), qs(run.error().toString())));
+        return;
+    }
+    if (isElsewhere(run->target)) {
+        emit followElsewhere(qs(runId), qs(run->target));
+        return;
+    }
+    core::RunTarget* target = targetFor(run->target);
+    if (!target)
+        return;  // targetFor reported why
     Followed followed;
-    followed.follower = std::make_unique<core::RunFollower>(*m_store, *m_target, runId);
+    followed.targetName = run->target;
+    followed.follower = std::make_unique<core::RunFollower>(*m_store, *target, runId);
     m_followed.emplace(runId, std::move(followed));
+}
+
+core::RunTarget* RunFollowWorker::targetFor(const std::string& name)
+{
+    if (m_target && name == m_target->name())
+        return m_target.get();
+    if (auto it = m_otherTargets.find(name); it != m_otherTargets.end())
+        return it->second.get();
+    if (!m_resolver) {
+        m_targetErrors[name] = tr("this session only reaches %1").arg(m_target ? qs(m_target->name()) : tr("no target"));
+        return nullptr;
+    }
+    // Called from inside the target's blocking calls, on this thread; the signal is queued to the
+    // GUI, which shows it at once although this thread is still busy reconnecting.
+    auto onReconnecting = [this, qname = qs(name), name](int attempt, const std::string& reason) {
+        m_reconnecting[name] = attempt + 1;
+        emit targetReconnecting(qname, attempt + 1, qs(reason));
+    };
+    auto made = m_resolver(name, onReconnecting);
+    if (!made) {
+        const QString why = qs(made.error().toString());
+        if (m_targetErrors[name] != why)
+            reportError(tr("Cannot reach target %1: %2").arg(qs(name), why));
+        m_targetErrors[name] = why;
+        return nullptr;
+    }
+    return m_otherTargets.emplace(name, std::move(made).value()).first->second.get();
 }
 
 void RunFollowWorker::poll()
 {
-    guarded(this, "Polling runs", [&] {
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Polling runs"), [&] {
         const bool following = !m_followed.empty();
         for (auto it = m_followed.begin(); it != m_followed.end();) {
             pollOne(it->first, it->second);
@@ -213,14 +286,25 @@ void RunFollowWorker::pollOne(const std::string& runId, Followed& followed)
 {
     const QString id = qs(runId);
     auto update = followed.follower->poll();
+    const auto reconnecting = m_reconnecting.find(followed.targetName);
     if (!update) {
         const QString message = qs(update.error().toString());
         if (message != followed.lastError)
             reportError(tr("Run %1: %2").arg(id, message));
         followed.lastError = message;
+        // A network error keeps "reconnecting": the next poll tries again. Anything else (a refused
+        // host key or login) will not fix itself, so the list shows the error state instead.
+        if (reconnecting != m_reconnecting.end() && update.error().code != core::ErrorCode::IoError) {
+            m_reconnecting.erase(reconnecting);
+            emit targetReconnecting(qs(followed.targetName), 0, message);
+        }
         return;
     }
     followed.lastError.clear();
+    if (reconnecting != m_reconnecting.end()) {
+        m_reconnecting.erase(reconnecting);
+        emit targetReconnecting(qs(followed.targetName), 0, QString());
+    }
     if (!update->newSteps.empty())
         emit stepsArrived(id, StepList(update->newSteps.begin(), update->newSteps.end()));
     for (const auto& event : update->newEvents)

@@ -1,6 +1,11 @@
 // RunFollowWorker: everything that blocks, off the GUI thread. Lives on RunSession's QThread and
-// owns that thread's RunStore connection and the RunTarget; launches runs, polls every followed
+// owns that thread's RunStore connection and the RunTargets; launches runs, polls every followed
 // run with core::RunFollower on a timer, and reports through signals (queued to the GUI).
+// Roles: RunSession runs one Main worker (the default target, "local"; lists the store) and one
+// Remote worker per other target it meets (ssh:HOST, ...), each on its own thread, so a remote
+// session blocked on the network (a reconnect may take up to its budget) never holds up the local
+// runs or the other hosts. A Remote worker's target reports `targetReconnecting` while it retries.
+// Standalone: one worker that follows every target itself (when no session routes for it).
 // Nothing here is ever called directly from another thread: RunSession invokes the slots queued.
 // Every slot catches everything: an exception must not leave a Qt slot.
 // Threading: the worker thread only (after moveToThread); construct on any thread.
@@ -9,6 +14,7 @@
 #include "core/run_follower.h"
 #include "core/run_store.h"
 #include "core/run_target.h"
+#include "ui/launch_targets.h"
 #include "ui/meta_types.h"
 
 #include <QObject>
@@ -29,10 +35,19 @@ public:
     /// Creates the target on the worker thread (a target may hold thread-bound handles).
     using TargetFactory = std::function<std::unique_ptr<core::RunTarget>()>;
 
+    enum class Role {
+        Standalone,  ///< follows runs of every target itself (through the resolver, if any)
+        Main,        ///< the default target; runs elsewhere go out through followElsewhere / cancelElsewhere
+        Remote,      ///< one other target, made by the resolver; does not list the store
+    };
+
     static constexpr int kPollIntervalMs = 300;
     static constexpr int kListEveryPolls = 7;  ///< also re-list the store every ~2 s (CLI-made runs)
 
-    RunFollowWorker(QString storePath, TargetFactory targetFactory, QObject* parent = nullptr);
+    /// `resolver` makes targets for runs recorded on other targets than the default one; may be
+    /// empty (then only the default target's runs are followed).
+    RunFollowWorker(QString storePath, TargetFactory targetFactory, TargetResolver resolver = {},
+                    Role role = Role::Standalone, QObject* parent = nullptr);
     ~RunFollowWorker() override;
 
 public slots:
@@ -47,6 +62,8 @@ public slots:
     /// Emits `historyLoaded` with every stored step of the run.
     void loadHistory(const QString& runId);
     void cancelRun(const QString& runId);
+    /// Follows a run someone else started (the launch dialog's worker): on its recorded target.
+    void followRun(const QString& runId);
 
 signals:
     void ready(const QString& storePath, const QString& targetName);
@@ -59,10 +76,19 @@ signals:
     void runEnded(const QString& runId, const QString& state, int exitCode);
     void eventLogged(const QString& runId, const QString& level, const QString& message);
     void errorOccurred(const QString& message);
+    /// `target` (as recorded in the store, "ssh:HOST") lost its connection and is on reconnect
+    /// attempt `attempt` (≥ 1); attempt 0 = connected again. Emitted from inside a blocking call.
+    void targetReconnecting(const QString& target, int attempt, const QString& reason);
+    /// Main role: this run lives on another target; its Remote worker should follow / cancel it.
+    void followElsewhere(const QString& runId, const QString& target);
+    void cancelElsewhere(const QString& runId, const QString& target);
+    /// Remote role: the store changed (steps, status); the Main worker should re-list it.
+    void listingWanted();
 
 private:
     struct Followed {
         std::unique_ptr<core::RunFollower> follower;
+        std::string targetName;
         QString lastState;
         QString lastMessage;
         QString lastError;  // so a failing poll reports once, not three times a second
@@ -71,13 +97,23 @@ private:
     void poll();
     void pollOne(const std::string& runId, Followed& followed);
     void follow(const std::string& runId);
+    /// The default target when `name` is its name, else one made by the resolver (kept for the
+    /// session). Null (reported once) when it cannot be made.
+    core::RunTarget* targetFor(const std::string& name);
+    /// Main role, for a run recorded on another target than the default one.
+    bool isElsewhere(const std::string& target) const;
     int64_t trainItersOf(const std::string& runId);
     void reportError(const QString& message);
 
     QString m_storePath;
     TargetFactory m_targetFactory;
     std::unique_ptr<core::RunStore> m_store;    // worker thread only
+    TargetResolver m_resolver;
+    Role m_role = Role::Standalone;
     std::unique_ptr<core::RunTarget> m_target;  // worker thread only
+    std::map<std::string, std::unique_ptr<core::RunTarget>> m_otherTargets;  // by recorded name; worker thread only
+    std::map<std::string, QString> m_targetErrors;  // why a target could not be made (reported once)
+    std::map<std::string, int> m_reconnecting;      // targets inside a reconnect, by name
     std::map<std::string, Followed> m_followed; // worker thread only
     std::map<std::string, int64_t> m_trainIters;
     std::map<std::string, QString> m_messages;

@@ -2,6 +2,7 @@
 
 #include "ui/run_status_style.h"
 
+#include <QFont>
 #include <QLocale>
 
 namespace wb::ui {
@@ -40,16 +41,25 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
         case Name: return QString::fromStdString(s.name);
         case Target: return QString::fromStdString(s.target);
         case Status:
+            if (const int attempt = reconnectAttempt(*row))
+                return tr("reconnecting (attempt %1)").arg(attempt);
             if (s.exitCode > 0 && status != u"running")
-                return tr("%1 (exit %2)").arg(status).arg(s.exitCode);
-            return status;
+                return tr("%1 (exit %2)").arg(statusLabel(status)).arg(s.exitCode);
+            return statusLabel(status);
         case Steps: return stepsText(*row);
         case LastLoss: return s.lastLoss ? QLocale().toString(*s.lastLoss, 'f', 4) : QStringLiteral("—");
         }
         break;
     case Qt::ForegroundRole:
         if (index.column() == Status)
-            return statusColor(status);
+            return statusColor(reconnectAttempt(*row) ? QStringLiteral("reconnecting") : status);
+        break;
+    case Qt::FontRole:
+        if (index.column() == Status && reconnectAttempt(*row)) {
+            QFont font;
+            font.setItalic(true);
+            return font;
+        }
         break;
     case Qt::ToolTipRole: {
         QString tip = tr("Run %1 on %2\nRun directory: %3")
@@ -57,6 +67,10 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
                                QString::fromStdString(s.runDir));
         if (!row->message.isEmpty())
             tip += tr("\nStatus: %1").arg(row->message);
+        if (reconnectAttempt(*row))
+            tip += tr("\nConnection lost (%1); reconnecting. The run keeps going on the host; "
+                      "no metrics are lost.")
+                       .arg(m_reconnecting.value(QString::fromStdString(s.target)).reason);
         if (!s.dataSource.empty())
             tip += tr("\nData: %1").arg(QString::fromStdString(s.dataSource));
         if (s.malformedLines > 0)
@@ -104,6 +118,24 @@ void RunListModel::setRuns(const RunRowList& runs)
     beginResetModel();
     m_runs = runs;
     endResetModel();
+}
+
+void RunListModel::setTargetReconnecting(const QString& target, int attempt, const QString& reason)
+{
+    if (attempt > 0)
+        m_reconnecting.insert(target, {attempt, reason});
+    else if (!m_reconnecting.remove(target))
+        return;
+    if (!m_runs.isEmpty())
+        emit dataChanged(index(0, Status), index(rowCount() - 1, Status));
+}
+
+int RunListModel::reconnectAttempt(const RunRow& row) const
+{
+    const auto& status = row.summary.status;
+    if (status != "running" && status != "pending")
+        return 0;
+    return m_reconnecting.value(QString::fromStdString(row.summary.target)).attempt;
 }
 
 const RunRow* RunListModel::runAt(int row) const

@@ -1,6 +1,7 @@
 #include "ui/run_list_panel.h"
 
 #include "ui/run_list_model.h"
+#include "ui/run_status_style.h"
 
 #include <QDateTime>
 #include <QHeaderView>
@@ -99,7 +100,7 @@ void RunListPanel::fitColumns()
         const int width = m_view->fontMetrics().horizontalAdvance(sample) + 16;
         m_view->setColumnWidth(column, std::max(m_view->columnWidth(column), width));
     };
-    atLeast(RunListModel::Status, tr("cancelled"));
+    atLeast(RunListModel::Status, statusLabel(QStringLiteral("cancelled")));
     atLeast(RunListModel::Steps, QStringLiteral("8888 / 8888"));
 }
 
@@ -143,7 +144,7 @@ void RunListPanel::updateDetails()
                       "<br>Run directory: %7")
                        .arg(QString::fromStdString(s.name).toHtmlEscaped(),
                             QString::fromStdString(s.id).toHtmlEscaped(),
-                            QString::fromStdString(s.status).toHtmlEscaped(),
+                            statusLabel(QString::fromStdString(s.status)).toHtmlEscaped(),
                             run->message.isEmpty() ? QString()
                                                    : QStringLiteral(" — ") + run->message.toHtmlEscaped(),
                             QString::number(s.steps),

@@ -4,12 +4,14 @@
 
 namespace wb::ui {
 
-RunSession::RunSession(QString storePath, RunFollowWorker::TargetFactory targetFactory, QObject* parent)
-    : QObject(parent), m_storePath(std::move(storePath))
+RunSession::RunSession(QString storePath, RunFollowWorker::TargetFactory targetFactory, TargetResolver resolver,
+                       QObject* parent)
+    : QObject(parent), m_storePath(std::move(storePath)), m_resolver(std::move(resolver))
 {
     registerMetaTypes();
     m_thread.setObjectName(QStringLiteral("run-session"));
-    m_worker = new RunFollowWorker(m_storePath, std::move(targetFactory));
+    const auto role = m_resolver ? RunFollowWorker::Role::Main : RunFollowWorker::Role::Standalone;
+    m_worker = new RunFollowWorker(m_storePath, std::move(targetFactory), {}, role);
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
 
@@ -24,10 +26,53 @@ RunSession::RunSession(QString storePath, RunFollowWorker::TargetFactory targetF
     connect(m_worker, &RunFollowWorker::runEnded, this, &RunSession::runEnded);
     connect(m_worker, &RunFollowWorker::eventLogged, this, &RunSession::eventLogged);
     connect(m_worker, &RunFollowWorker::errorOccurred, this, &RunSession::errorOccurred);
+    connect(m_worker, &RunFollowWorker::targetReconnecting, this, &RunSession::targetReconnecting);
+    connect(m_worker, &RunFollowWorker::followElsewhere, this, [this](const QString& runId, const QString& target) {
+        if (RunFollowWorker* worker = remoteWorker(target))
+            QMetaObject::invokeMethod(worker, [worker, runId] { worker->followRun(runId); }, Qt::QueuedConnection);
+    });
+    connect(m_worker, &RunFollowWorker::cancelElsewhere, this, [this](const QString& runId, const QString& target) {
+        if (RunFollowWorker* worker = remoteWorker(target))
+            QMetaObject::invokeMethod(worker, [worker, runId] { worker->cancelRun(runId); }, Qt::QueuedConnection);
+    });
+}
+
+RunFollowWorker* RunSession::remoteWorker(const QString& target)
+{
+    if (auto it = m_remote.find(target); it != m_remote.end())
+        return it->second.worker;
+    if (!m_resolver)
+        return nullptr;
+    RemoteWorker remote;
+    remote.thread = new QThread;  // no parent: it may outlive this session (see the destructor)
+    remote.thread->setObjectName(QStringLiteral("run-session:") + target);
+    remote.worker = new RunFollowWorker(m_storePath, {}, m_resolver, RunFollowWorker::Role::Remote);
+    remote.worker->moveToThread(remote.thread);
+    connect(remote.thread, &QThread::finished, remote.worker, &QObject::deleteLater);
+    RunFollowWorker* worker = remote.worker;
+    connect(worker, &RunFollowWorker::stepsArrived, this, &RunSession::stepsArrived);
+    connect(worker, &RunFollowWorker::runStatusChanged, this, &RunSession::runStatusChanged);
+    connect(worker, &RunFollowWorker::runEnded, this, &RunSession::runEnded);
+    connect(worker, &RunFollowWorker::eventLogged, this, &RunSession::eventLogged);
+    connect(worker, &RunFollowWorker::errorOccurred, this, &RunSession::errorOccurred);
+    connect(worker, &RunFollowWorker::targetReconnecting, this, &RunSession::targetReconnecting);
+    connect(worker, &RunFollowWorker::listingWanted, this, &RunSession::refreshRuns);
+    remote.thread->start();
+    QMetaObject::invokeMethod(worker, &RunFollowWorker::initialize, Qt::QueuedConnection);
+    m_remote.emplace(target, remote);
+    return worker;
 }
 
 RunSession::~RunSession()
 {
+    for (auto& [target, remote] : m_remote) {
+        QMetaObject::invokeMethod(remote.worker, &RunFollowWorker::shutdown, Qt::QueuedConnection);
+        remote.thread->quit();
+        if (remote.thread->wait(2000))
+            delete remote.thread;
+        // else: still inside a network call; it ends with the process (deleting a running QThread
+        // would abort). Its signals to this session are disconnected when this object goes.
+    }
     if (m_thread.isRunning()) {
         // Close the store and target on the thread that owns them, then end the thread. Runs keep
         // going (they are detached); the next session follows them again from the stored offset.
@@ -69,6 +114,16 @@ void RunSession::cancelRun(const QString& runId)
 {
     QMetaObject::invokeMethod(
         m_worker, [worker = m_worker, runId] { worker->cancelRun(runId); }, Qt::QueuedConnection);
+}
+
+}  // namespace wb::ui
+
+namespace wb::ui {
+
+void RunSession::followRun(const QString& runId)
+{
+    QMetaObject::invokeMethod(
+        m_worker, [worker = m_worker, runId] { worker->followRun(runId); }, Qt::QueuedConnection);
 }
 
 }  // namespace wb::ui

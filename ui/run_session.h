@@ -1,7 +1,12 @@
-// RunSession: the GUI's handle on the worker thread. Owns a QThread running one RunFollowWorker,
-// forwards requests to it as queued calls and re-emits its signals (already queued onto the GUI
-// thread). The GUI never touches the store's writes or the target itself.
-// Threading: GUI thread only. The destructor shuts the worker down and joins the thread.
+// RunSession: the GUI's handle on the worker threads. Owns a QThread running the Main
+// RunFollowWorker (the default target; lists the store) and, given a resolver, one more thread and
+// Remote worker per other target a run lives on (ssh:HOST, ...), created when the Main worker
+// routes a run there — one worker per remote session, so a host that is reconnecting holds up
+// nobody else. Forwards requests as queued calls and re-emits the workers' signals (already queued
+// onto the GUI thread). The GUI never touches the store's writes or a target itself.
+// Threading: GUI thread only. The destructor shuts the Main worker down and joins its thread; a
+// Remote worker gets 2 s to finish (it may be inside a network call) and is otherwise left to end
+// with the process, so closing the window never waits on the network.
 #pragma once
 
 #include "ui/meta_types.h"
@@ -11,6 +16,8 @@
 #include <QString>
 #include <QThread>
 
+#include <map>
+
 namespace wb::ui {
 
 class RunSession : public QObject {
@@ -18,7 +25,7 @@ class RunSession : public QObject {
 
 public:
     RunSession(QString storePath, RunFollowWorker::TargetFactory targetFactory,
-               QObject* parent = nullptr);
+               TargetResolver resolver = {}, QObject* parent = nullptr);
     ~RunSession() override;
 
     /// Starts the worker thread and opens the store there. Idempotent.
@@ -30,6 +37,8 @@ public slots:
     void startRun(const QString& name, const QString& configJson);
     void loadHistory(const QString& runId);
     void cancelRun(const QString& runId);
+    /// Follows a run started elsewhere in this GUI (the launch dialog) on its recorded target.
+    void followRun(const QString& runId);
 
 signals:
     void ready(const QString& storePath, const QString& targetName);
@@ -42,11 +51,21 @@ signals:
     void runEnded(const QString& runId, const QString& state, int exitCode);
     void eventLogged(const QString& runId, const QString& level, const QString& message);
     void errorOccurred(const QString& message);
+    void targetReconnecting(const QString& target, int attempt, const QString& reason);
 
 private:
+    struct RemoteWorker {
+        QThread* thread = nullptr;
+        RunFollowWorker* worker = nullptr;  // lives on thread
+    };
+    /// The Remote worker for `target`, started on first use.
+    RunFollowWorker* remoteWorker(const QString& target);
+
     QString m_storePath;
+    TargetResolver m_resolver;
     QThread m_thread;
     RunFollowWorker* m_worker = nullptr;  // lives on m_thread; deleted there when it finishes
+    std::map<QString, RemoteWorker> m_remote;  // by target name
 };
 
 }  // namespace wb::ui

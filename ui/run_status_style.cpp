@@ -1,5 +1,7 @@
 #include "ui/run_status_style.h"
 
+#include <QCoreApplication>
+
 namespace wb::ui {
 
 QColor statusColor(const QString& status)
@@ -8,11 +10,34 @@ QColor statusColor(const QString& status)
         return QColor(0x1f, 0x77, 0xb4);
     if (status == u"finished")
         return QColor(0x2c, 0xa0, 0x2c);
+    if (status == u"reconnecting")
+        return QColor(0xe6, 0x8a, 0x00);  // amber: interrupted view, not a failed run
     if (status == u"pending")
         return QColor(0x8c, 0x6d, 0x31);
     if (status == u"cancelled" || status == u"stopped" || status.isEmpty())
         return QColor(0x7f, 0x7f, 0x7f);
     return QColor(0xd6, 0x27, 0x28);  // failed, oom, comm_error, bad_config, unknown
+}
+
+}  // namespace wb::ui
+
+namespace wb::ui {
+
+QString statusLabel(const QString& status)
+{
+    // The store's words (core::runStateName and status.json's), marked for lupdate.
+    static const char* const kWords[] = {
+        QT_TRANSLATE_NOOP("wb::ui::RunStatus", "pending"),    QT_TRANSLATE_NOOP("wb::ui::RunStatus", "running"),
+        QT_TRANSLATE_NOOP("wb::ui::RunStatus", "finished"),   QT_TRANSLATE_NOOP("wb::ui::RunStatus", "failed"),
+        QT_TRANSLATE_NOOP("wb::ui::RunStatus", "cancelled"),  QT_TRANSLATE_NOOP("wb::ui::RunStatus", "stopped"),
+        QT_TRANSLATE_NOOP("wb::ui::RunStatus", "unknown"),    QT_TRANSLATE_NOOP("wb::ui::RunStatus", "oom"),
+        QT_TRANSLATE_NOOP("wb::ui::RunStatus", "comm_error"), QT_TRANSLATE_NOOP("wb::ui::RunStatus", "bad_config"),
+    };
+    const QByteArray word = status.toUtf8();
+    for (const char* known : kWords)
+        if (word == known)
+            return QCoreApplication::translate("wb::ui::RunStatus", known);
+    return status;
 }
 
 }  // namespace wb::ui

@@ -10,4 +10,8 @@ namespace wb::ui {
 /// Colour for a status word: running blue, finished green, failed/oom red, cancelled gray, ...
 QColor statusColor(const QString& status);
 
+/// The status word as the user reads it, in the UI language ("finished" → "已完成"); unknown words
+/// are shown as they are.
+QString statusLabel(const QString& status);
+
 }  // namespace wb::ui

@@ -1,10 +1,14 @@
 // moe-workbench: the GUI's composition root. Installs the log sinks (stderr + a rotating file in
-// the data dir) and forwards Qt's messages into them, reads the command line, injects the local
-// target (moe-train beside this executable) into the main window, and optionally screenshots it.
+// the data dir) and forwards Qt's messages into them, reads the command line, injects the targets
+// (remote::makeTarget: "local" = moe-train beside this executable; ssh:HOST from hosts.json beside
+// the store) into the main window, and optionally screenshots it or one of its dialogs.
 // GUI thread only.
 #include "core/log.h"
 #include "core/run_store.h"
-#include "remote/local_target.h"
+#include "remote/ssh_hosts.h"
+#include "remote/target_factory.h"
+#include "ui/hosts_dialog.h"
+#include "ui/launch_dialog.h"
 #include "ui/main_window.h"
 #include "ui/planning_view.h"
 
@@ -94,7 +98,17 @@ int main(int argc, char* argv[])
 {
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("moe-workbench"));
-    QApplication::setApplicationDisplayName(QStringLiteral("MoE-VLM Workbench"));
+    // --lang is needed before anything is shown (--help included), so it is read ahead of the parser.
+    QString lang;
+    const QStringList arguments = QCoreApplication::arguments();
+    for (qsizetype i = 1; i < arguments.size(); ++i) {
+        if (arguments[i] == QStringLiteral("--lang") && i + 1 < arguments.size())
+            lang = arguments[i + 1];
+        else if (arguments[i].startsWith(QStringLiteral("--lang=")))
+            lang = arguments[i].mid(7);
+    }
+    installTranslations(app, lang);
+    QApplication::setApplicationDisplayName(QCoreApplication::translate("main", "MoE-VLM Workbench"));
     QApplication::setApplicationVersion(QStringLiteral(WB_VERSION));
 
     const QString storeDefault = QString::fromStdString(wb::core::defaultStorePath());
@@ -103,41 +117,49 @@ int main(int argc, char* argv[])
 
     QCommandLineParser parser;
     parser.setApplicationDescription(
-        QStringLiteral("Plan, launch, watch and compare MoE vision-language training runs."));
+        QCoreApplication::translate("main", "Plan, launch, watch and compare MoE vision-language training runs."));
     parser.addHelpOption();
     parser.addVersionOption();
-    const QCommandLineOption dbOption(QStringLiteral("db"), QStringLiteral("Run store (SQLite file)."),
+    const QCommandLineOption dbOption(QStringLiteral("db"), QCoreApplication::translate("main", "Run store (SQLite file)."),
                                       QStringLiteral("PATH"), storeDefault);
     const QCommandLineOption runsRootOption(
-        QStringLiteral("runs-root"), QStringLiteral("Folder for local run directories."), QStringLiteral("DIR"),
+        QStringLiteral("runs-root"), QCoreApplication::translate("main", "Folder for local run directories."), QStringLiteral("DIR"),
         QString::fromStdString(wb::core::defaultRunsRoot()));
     const QCommandLineOption startSampleOption(
-        QStringLiteral("start-sample"), QStringLiteral("Start the bundled sample run right away and watch it."));
+        QStringLiteral("start-sample"), QCoreApplication::translate("main", "Start the bundled sample run right away and watch it."));
     const QCommandLineOption sampleStepsOption(
-        QStringLiteral("sample-steps"), QStringLiteral("Steps for the sample run (default: the config's)."),
+        QStringLiteral("sample-steps"), QCoreApplication::translate("main", "Steps for the sample run (default: the config's)."),
         QStringLiteral("N"));
     const QCommandLineOption sampleConfigOption(
         QStringLiteral("sample-config"),
-        QStringLiteral("Config for \"Start sample run\" instead of the embedded sample-tiny.json."),
+        QCoreApplication::translate("main", "Config for \"Start sample run\" instead of the embedded sample-tiny.json."),
         QStringLiteral("FILE"));
     const QCommandLineOption screenshotOption(
-        QStringLiteral("screenshot"), QStringLiteral("Save a PNG of the main window (for docs)."),
+        QStringLiteral("screenshot"), QCoreApplication::translate("main", "Save a PNG of the main window (for docs)."),
         QStringLiteral("FILE"));
     const QCommandLineOption screenshotAfterOption(
-        QStringLiteral("screenshot-after-ms"), QStringLiteral("Delay before the screenshot (default 5000)."),
+        QStringLiteral("screenshot-after-ms"), QCoreApplication::translate("main", "Delay before the screenshot (default 5000)."),
         QStringLiteral("N"), QStringLiteral("5000"));
     const QCommandLineOption quitAfterScreenshotOption(
-        QStringLiteral("quit-after-screenshot"), QStringLiteral("Exit once the screenshot is saved."));
+        QStringLiteral("quit-after-screenshot"), QCoreApplication::translate("main", "Exit once the screenshot is saved."));
     const QCommandLineOption planOption(QStringLiteral("plan"),
-                                        QStringLiteral("Open the planning view at start (the screenshot shows it)."));
+                                        QCoreApplication::translate("main", "Open the planning view at start (the screenshot shows it)."));
     const QCommandLineOption langOption(QStringLiteral("lang"),
-                                        QStringLiteral("UI language, e.g. zh_CN (default: the system locale)."),
+                                        QCoreApplication::translate("main", "UI language, e.g. zh_CN (default: the system locale)."),
                                         QStringLiteral("LANG"));
-    parser.addOptions({dbOption, runsRootOption, startSampleOption, sampleStepsOption, sampleConfigOption,
+    const QCommandLineOption showOption(
+        QStringLiteral("show"),
+        QCoreApplication::translate("main", "Open a dialog at start: hosts or launch (the screenshot shows it)."), QStringLiteral("DIALOG"));
+    const QCommandLineOption launchConfigOption(
+        QStringLiteral("launch-config"), QCoreApplication::translate("main", "Config file to fill in with --show launch."),
+        QStringLiteral("FILE"));
+    const QCommandLineOption launchNowOption(
+        QStringLiteral("launch-now"), QCoreApplication::translate("main", "With --show launch: press Launch right away."));
+    parser.addOptions({launchNowOption, dbOption, runsRootOption, startSampleOption, sampleStepsOption, sampleConfigOption,
                        screenshotOption,
-                       screenshotAfterOption, quitAfterScreenshotOption, planOption, langOption});
+                       screenshotAfterOption, quitAfterScreenshotOption, planOption, langOption, showOption,
+                       launchConfigOption});
     parser.process(app);
-    installTranslations(app, parser.value(langOption));
 
     const std::string moeTrain = QDir(QCoreApplication::applicationDirPath())
                                      .filePath(QStringLiteral("moe-train"))
@@ -148,8 +170,19 @@ int main(int argc, char* argv[])
 
     wb::ui::MainWindowOptions options;
     options.storePath = parser.value(dbOption);
-    options.targetFactory = [moeTrain, runsRoot]() -> std::unique_ptr<wb::core::RunTarget> {
-        return std::make_unique<wb::remote::LocalTarget>(moeTrain, runsRoot);
+    const std::string hostsPath = wb::remote::defaultHostsPath(options.storePath.toStdString());
+    options.hostsPath = QString::fromStdString(hostsPath);
+    const wb::ui::GuiTargetPaths paths{moeTrain, runsRoot, hostsPath};
+    options.targetFactory = [paths]() -> std::unique_ptr<wb::core::RunTarget> {
+        auto local = wb::remote::makeTarget("local", {paths.moeTrainPath, paths.runsRoot, paths.hostsPath});
+        if (!local) {
+            spdlog::error("cannot make the local target: {}", local.error().toString());
+            return nullptr;
+        }
+        return std::move(local).value();
+    };
+    options.targetResolver = [paths](const std::string& spec, wb::ui::ReconnectFn onReconnecting) {
+        return wb::ui::makeGuiTarget(spec, paths, onReconnecting);
     };
     if (parser.isSet(sampleConfigOption))
         options.sampleRun.configResource = parser.value(sampleConfigOption);
@@ -174,6 +207,23 @@ int main(int argc, char* argv[])
         auto* planning = window.openPlanningView();
         planning->plan();
         shot = planning;
+    }
+
+    if (parser.isSet(showOption)) {
+        const QString which = parser.value(showOption);
+        if (which == QStringLiteral("hosts")) {
+            shot = window.openHostsDialog();
+        } else if (which == QStringLiteral("launch")) {
+            auto* launch = window.openLaunchDialog();
+            if (parser.isSet(launchConfigOption))
+                launch->loadConfigFile(parser.value(launchConfigOption));
+            if (parser.isSet(launchNowOption))
+                QTimer::singleShot(0, launch, &wb::ui::LaunchDialog::launch);
+            shot = launch;
+        } else {
+            spdlog::error("--show wants hosts or launch, got '{}'", which.toStdString());
+            return 2;
+        }
     }
 
     if (parser.isSet(startSampleOption))

@@ -2,6 +2,1033 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
+    <name>main</name>
+    <message>
+        <location filename="../../app/gui/main.cpp" line="+111"/>
+        <source>MoE-VLM Workbench</source>
+        <translation>MoE-VLM 工作台</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Plan, launch, watch and compare MoE vision-language training runs.</source>
+        <translation>规划、启动、监视和比较 MoE 视觉语言模型的训练运行。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Run store (SQLite file).</source>
+        <translation>运行存储（SQLite 文件）。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Folder for local run directories.</source>
+        <translation>本地运行目录所在的文件夹。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Start the bundled sample run right away and watch it.</source>
+        <translation>立即启动内置的示例运行并监视它。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Steps for the sample run (default: the config&apos;s).</source>
+        <translation>示例运行的步数（默认：配置中的值）。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Config for &quot;Start sample run&quot; instead of the embedded sample-tiny.json.</source>
+        <translation>“启动示例运行”使用的配置，代替内嵌的 sample-tiny.json。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Save a PNG of the main window (for docs).</source>
+        <translation>保存主窗口的 PNG 截图（用于文档）。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Delay before the screenshot (default 5000).</source>
+        <translation>截图前的延迟（默认 5000）。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Exit once the screenshot is saved.</source>
+        <translation>截图保存后退出。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Open the planning view at start (the screenshot shows it).</source>
+        <translation>启动时打开规划视图（截图显示该视图）。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>UI language, e.g. zh_CN (default: the system locale).</source>
+        <translation>界面语言，例如 zh_CN（默认：系统区域设置）。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Open a dialog at start: hosts or launch (the screenshot shows it).</source>
+        <translation>启动时打开对话框：hosts（主机）或 launch（启动）（截图显示该对话框）。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Config file to fill in with --show launch.</source>
+        <translation>与 --show launch 一起使用时填入的配置文件。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>With --show launch: press Launch right away.</source>
+        <translation>与 --show launch 一起使用：立即按下“启动”。</translation>
+    </message>
+</context>
+<context>
+    <name>wb::ui::CompareChartPanel</name>
+    <message>
+        <location filename="../../ui/compare_chart_panel.cpp" line="+128"/>
+        <source> (raw)</source>
+        <translation>（原始）</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Step time</source>
+        <translation>步耗时</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Step time (ms)</source>
+        <translation>步耗时（ms）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Throughput</source>
+        <translation>吞吐量</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Effective tokens/s/GPU</source>
+        <translation>有效 token/s/GPU</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Loss</source>
+        <translation>损失</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Peak memory per GPU</source>
+        <translation>每 GPU 峰值内存</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Memory (GiB)</source>
+        <translation>内存（GiB）</translation>
+    </message>
+    <message>
+        <location line="+151"/>
+        <source> steady window</source>
+        <translation>稳态窗口</translation>
+    </message>
+</context>
+<context>
+    <name>wb::ui::CompareView</name>
+    <message>
+        <location filename="../../ui/compare_view.cpp" line="+66"/>
+        <source>Compare runs</source>
+        <translation>比较运行</translation>
+    </message>
+    <message>
+        <location line="+26"/>
+        <source>detected (or FIRST:LAST)</source>
+        <translation>自动检测（或 起始:结束）</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Step</source>
+        <translation>步</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Wall time</source>
+        <translation>墙钟时间</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Effective tokens seen</source>
+        <translation>已处理的有效 token</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>EMA weight (debiased); the raw series stays faint behind</source>
+        <translation>EMA 权重（已去偏）；原始曲线以浅色保留在后面</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Log scale</source>
+        <translation>对数刻度</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Log10 y axes (values &lt;= 0 are left out)</source>
+        <translation>y 轴取 log10（&lt;= 0 的值不显示）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Shade steady window</source>
+        <translation>标出稳态窗口</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Each run&apos;s steady-state window (what the figures cover) in its colour</source>
+        <translation>以各运行的颜色标出其稳态窗口（统计数字所覆盖的范围）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Export charts…</source>
+        <translation>导出图表…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The four charts as PNG and SVG into a folder</source>
+        <translation>将四张图表以 PNG 和 SVG 导出到一个文件夹</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Export report…</source>
+        <translation>导出报告…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>report.md (warnings, figures with deltas, config diff) with the charts beside it</source>
+        <translation>report.md（警告、带差值的统计数字、配置差异），图表放在旁边</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Reload runs</source>
+        <translation>重新加载运行</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Compare</source>
+        <translation>比较</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Loading runs…</source>
+        <translation>正在加载运行…</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Baseline</source>
+        <translation>基线</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Window</source>
+        <translation>窗口</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>X axis</source>
+        <translation>X 轴</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Smoothing</source>
+        <translation>平滑</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Runs to compare</source>
+        <translation>要比较的运行</translation>
+    </message>
+    <message>
+        <location line="+59"/>
+        <source>Pick two or more runs and press Compare.</source>
+        <translation>选择两个或更多运行，然后按“比较”。</translation>
+    </message>
+    <message>
+        <location line="+35"/>
+        <source>%1  —  %2, %3 steps%4</source>
+        <translation>%1  —  %2，%3 步%4</translation>
+    </message>
+    <message>
+        <location line="+57"/>
+        <source>Pick at least one run to compare (two or more to see deltas).</source>
+        <translation>至少选择一个运行进行比较（选择两个或更多才能看到差值）。</translation>
+    </message>
+    <message>
+        <location line="+85"/>
+        <source>⚠ CRITICAL</source>
+        <translation>⚠ 严重</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>⚠ Warning</source>
+        <translation>⚠ 警告</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Note</source>
+        <translation>提示</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>No workload differences: the runs did the same work per step.</source>
+        <translation>工作负载无差异：各运行每步的工作量相同。</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source> ★ baseline</source>
+        <translation> ★ 基线</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source> ⚠ %1 data</source>
+        <translation> ⚠ %1 数据</translation>
+    </message>
+    <message>
+        <location line="+22"/>
+        <source>p10 %1, p90 %2, spread %3 %, %4 steps</source>
+        <translation>p10 %1，p90 %2，离散度 %3 %，%4 步</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>Steady window (steps)</source>
+        <translation>稳态窗口（步）</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Data source</source>
+        <translation>数据来源</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <location line="+25"/>
+        <source>(absent)</source>
+        <translation>（无）</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>%1 of %2 config keys differ (the run name is not compared)</source>
+        <translation>%2 个配置键中有 %1 个不同（不比较运行名称）</translation>
+    </message>
+    <message>
+        <location line="+53"/>
+        <source>Folder for the comparison report</source>
+        <translation>比较报告的文件夹</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Folder for the chart images</source>
+        <translation>图表图片的文件夹</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Export failed</source>
+        <translation>导出失败</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Exported</source>
+        <translation>已导出</translation>
+    </message>
+    <message numerus="yes">
+        <location line="+1"/>
+        <source>Wrote %n file(s) to %1.</source>
+        <translation>
+            <numerusform>已将 %n 个文件写入 %1。</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>wb::ui::HostKeyDialog</name>
+    <message>
+        <location filename="../../ui/host_key_dialog.cpp" line="+50"/>
+        <source>Unknown host key</source>
+        <translation>未知的主机密钥</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>WARNING: host key changed</source>
+        <translation>警告：主机密钥已改变</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>&lt;table&gt;&lt;tr&gt;&lt;td&gt;Host:&lt;/td&gt;&lt;td&gt;&lt;b&gt;%1&lt;/b&gt;&lt;/td&gt;&lt;/tr&gt;&lt;tr&gt;&lt;td&gt;Key type:&lt;/td&gt;&lt;td&gt;%2&lt;/td&gt;&lt;/tr&gt;&lt;tr&gt;&lt;td&gt;Fingerprint:&lt;/td&gt;&lt;td&gt;&lt;tt&gt;%3&lt;/tt&gt;&lt;/td&gt;&lt;/tr&gt;&lt;/table&gt;</source>
+        <translation>&lt;table&gt;&lt;tr&gt;&lt;td&gt;主机：&lt;/td&gt;&lt;td&gt;&lt;b&gt;%1&lt;/b&gt;&lt;/td&gt;&lt;/tr&gt;&lt;tr&gt;&lt;td&gt;密钥类型：&lt;/td&gt;&lt;td&gt;%2&lt;/td&gt;&lt;/tr&gt;&lt;tr&gt;&lt;td&gt;指纹：&lt;/td&gt;&lt;td&gt;&lt;tt&gt;%3&lt;/tt&gt;&lt;/td&gt;&lt;/tr&gt;&lt;/table&gt;</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>&lt;p&gt;This computer has never connected to this host before, so it cannot tell whether the key really belongs to it.&lt;/p&gt;%1&lt;p&gt;Compare the fingerprint with the one the host&apos;s administrator gives you (on the host: &lt;tt&gt;ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub&lt;/tt&gt;). Accept only if they match: the key is then recorded in &lt;tt&gt;%2&lt;/tt&gt; and checked on every connection.&lt;/p&gt;</source>
+        <translation>&lt;p&gt;这台计算机从未连接过该主机，因此无法判断这个密钥是否真的属于它。&lt;/p&gt;%1&lt;p&gt;请将指纹与主机管理员提供的指纹进行比对（在主机上执行：&lt;tt&gt;ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub&lt;/tt&gt;）。只有两者一致时才接受：密钥随后会记录到 &lt;tt&gt;%2&lt;/tt&gt; 中，并在每次连接时检查。&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>the entry for this host in &lt;tt&gt;%1&lt;/tt&gt;</source>
+        <translation>&lt;tt&gt;%1&lt;/tt&gt; 中该主机的条目</translation>
+    </message>
+    <message numerus="yes">
+        <location line="+1"/>
+        <source>line %1 of &lt;tt&gt;%2&lt;/tt&gt;</source>
+        <translation>
+            <numerusform>&lt;tt&gt;%2&lt;/tt&gt; 的第 %1 行</numerusform>
+        </translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>&lt;p&gt;&lt;b&gt;The host now presents a different key from the one recorded for it. The connection was refused.&lt;/b&gt;&lt;/p&gt;%1&lt;p&gt;Either someone is intercepting the connection (a man-in-the-middle attack that could read your commands and data), or the host was reinstalled and got a new key. Ask the host&apos;s administrator which it is before doing anything.&lt;/p&gt;&lt;p&gt;Only if they confirm the new key: remove %2, for example with&lt;br&gt;&lt;tt&gt;%3&lt;/tt&gt;&lt;br&gt;then test the connection again to review and accept the new fingerprint.&lt;/p&gt;&lt;p&gt;The workbench never accepts a changed key by itself.&lt;/p&gt;</source>
+        <translation>&lt;p&gt;&lt;b&gt;该主机现在提供的密钥与记录的密钥不同。连接已被拒绝。&lt;/b&gt;&lt;/p&gt;%1&lt;p&gt;可能有人正在拦截连接（中间人攻击，可以读取你的命令和数据），也可能是主机重装后生成了新密钥。在做任何操作之前，请先向主机管理员确认是哪一种情况。&lt;/p&gt;&lt;p&gt;只有在管理员确认新密钥之后：删除 %2，例如执行&lt;br&gt;&lt;tt&gt;%3&lt;/tt&gt;&lt;br&gt;然后再次测试连接，核对并接受新的指纹。&lt;/p&gt;&lt;p&gt;工作台绝不会自行接受已改变的密钥。&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <location line="+21"/>
+        <source>&amp;Accept and connect</source>
+        <translation>接受并连接(&amp;A)</translation>
+    </message>
+    <message>
+        <location line="+102"/>
+        <source>Sign in to %1</source>
+        <translation>登录 %1</translation>
+    </message>
+</context>
+<context>
+    <name>wb::ui::HostsDialog</name>
+    <message>
+        <location filename="../../ui/hosts_dialog.cpp" line="+35"/>
+        <source>SSH hosts</source>
+        <translation>SSH 主机</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Address</source>
+        <translation>地址</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>User</source>
+        <translation>用户</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Port</source>
+        <translation>端口</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>moe-train</source>
+        <translation>moe-train</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>&amp;New host</source>
+        <translation>新建主机(&amp;N)</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>&amp;Remove</source>
+        <translation>删除(&amp;R)</translation>
+    </message>
+    <message>
+        <location line="+34"/>
+        <source>Name:</source>
+        <translation>名称：</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>gpu1</source>
+        <translation>gpu1</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>What you pick as the target (ssh:NAME): letters, digits, &apos;.&apos;, &apos;-&apos;, &apos;_&apos;</source>
+        <translation>选择目标时使用的名称（ssh:名称）：字母、数字、“.”、“-”、“_”</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Address:</source>
+        <translation>地址：</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>same as the name</source>
+        <translation>与名称相同</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>An alias from ~/.ssh/config or a host name / IP address; empty = the name</source>
+        <translation>~/.ssh/config 中的别名，或主机名 / IP 地址；留空 = 使用名称</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>User:</source>
+        <translation>用户：</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>from ~/.ssh/config, else your user name</source>
+        <translation>取自 ~/.ssh/config，否则为你的用户名</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Port:</source>
+        <translation>端口：</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>from ~/.ssh/config, else 22</source>
+        <translation>取自 ~/.ssh/config，否则为 22</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>1 to 65535</source>
+        <translation>1 到 65535</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Identity file:</source>
+        <translation>身份文件：</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>~/.ssh/id_ed25519 (the agent is tried first)</source>
+        <translation>~/.ssh/id_ed25519（优先尝试 ssh-agent）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>A private key file; its passphrase is the agent&apos;s business, never stored here</source>
+        <translation>私钥文件；其口令由 ssh-agent 负责，绝不保存在这里</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>moe-train on the host:</source>
+        <translation>主机上的 moe-train：</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Absolute, or starting with ~/ (the remote home)</source>
+        <translation>绝对路径，或以 ~/ 开头（远程主目录）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Run directories:</source>
+        <translation>运行目录：</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>SSH config file:</source>
+        <translation>SSH 配置文件：</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>known_hosts file:</source>
+        <translation>known_hosts 文件：</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>&amp;Save host</source>
+        <translation>保存主机(&amp;S)</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>&amp;Test connection</source>
+        <translation>测试连接(&amp;T)</translation>
+    </message>
+    <message>
+        <location line="+23"/>
+        <source>Test connection shows here who you are on the host, its GPUs and whether moe-train is there.</source>
+        <translation>“测试连接”会在这里显示你在主机上的身份、主机的 GPU，以及 moe-train 是否存在。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Host</source>
+        <translation>主机</translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>Hosts live in &lt;tt&gt;%1&lt;/tt&gt;. No passwords or keys are stored there.</source>
+        <translation>主机保存在 &lt;tt&gt;%1&lt;/tt&gt; 中。其中不保存任何密码或密钥。</translation>
+    </message>
+    <message>
+        <location line="+29"/>
+        <source>Cannot read the hosts: %1</source>
+        <translation>无法读取主机列表：%1</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <location line="+1"/>
+        <source>(ssh config)</source>
+        <translation>（ssh 配置）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>auto</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <location line="+73"/>
+        <source>A name is needed: it is what you pick as the target (ssh:NAME).</source>
+        <translation>需要填写名称：选择目标时使用它（ssh:名称）。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Use only letters, digits, &apos;.&apos;, &apos;-&apos; and &apos;_&apos;, not starting with &apos;-&apos; (no &apos;@&apos;, &apos;:&apos; or &apos;,&apos;; put the user and port in their own fields).</source>
+        <translation>只能使用字母、数字、“.”、“-”和“_”，且不能以“-”开头（不能含“@”、“:”或“,”；用户和端口请填在各自的字段中）。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>An address is a host name, an IP address or an ssh config alias: letters, digits, &apos;.&apos;, &apos;-&apos;, &apos;_&apos; (user and port go in their own fields).</source>
+        <translation>地址是主机名、IP 地址或 ssh 配置别名：字母、数字、“.”、“-”、“_”（用户和端口填在各自的字段中）。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>A user name has no spaces, quotes, &apos;@&apos; or &apos;:&apos;.</source>
+        <translation>用户名不能包含空格、引号、“@”或“:”。</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>The port must be a whole number from 1 to 65535 (or empty for the ssh config&apos;s).</source>
+        <translation>端口必须是 1 到 65535 之间的整数（留空则使用 ssh 配置中的端口）。</translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>Give the path of moe-train on the host. Automatic provisioning (&quot;auto&quot;) is not available in this version yet.</source>
+        <translation>请填写 moe-train 在主机上的路径。此版本尚不支持自动部署（“自动”）。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <location line="+3"/>
+        <source>Use an absolute path or one starting with ~/ (the home directory on the host).</source>
+        <translation>请使用绝对路径，或以 ~/ 开头的路径（主机上的主目录）。</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>The host was not saved: fix the fields marked in red.</source>
+        <translation>主机未保存：请修正标红的字段。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Cannot save the host: %1</source>
+        <translation>无法保存主机：%1</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Saved as %1, but the old entry %2 could not be removed: %3</source>
+        <translation>已保存为 %1，但无法删除旧条目 %2：%3</translation>
+    </message>
+    <message>
+        <location line="+15"/>
+        <source>Cannot remove %1: %2</source>
+        <translation>无法删除 %1：%2</translation>
+    </message>
+    <message>
+        <location line="+13"/>
+        <source>Fix the fields marked in red before testing.</source>
+        <translation>测试前请先修正标红的字段。</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>Connecting to %1…</source>
+        <translation>正在连接 %1…</translation>
+    </message>
+    <message>
+        <location line="+38"/>
+        <source>Connection failed:
+%1</source>
+        <translation>连接失败：
+%1</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Connected as %1.</source>
+        <translation>已连接，身份为 %1。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source> The host key %1 %2 was recorded in known_hosts.</source>
+        <translation> 主机密钥 %1 %2 已记录到 known_hosts。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>The node check failed: %1</source>
+        <translation>节点检查失败：%1</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>moe-train is not at that path on the host: build the runtime there (cmake -S runtime -B build &amp;&amp; cmake --build build) and enter the path of the built moe-train.</source>
+        <translation>主机上该路径下没有 moe-train：请在主机上构建运行时（cmake -S runtime -B build &amp;&amp; cmake --build build），然后填写构建出的 moe-train 的路径。</translation>
+    </message>
+</context>
+<context>
+    <name>wb::ui::LaunchDialog</name>
+    <message>
+        <location filename="../../ui/launch_dialog.cpp" line="+51"/>
+        <source>Launch a run</source>
+        <translation>启动运行</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>local: this machine. ssh:HOST: a host from Remote → SSH hosts. ssh:HOST1,HOST2 (one launch per node) and slurm:HOST (a Slurm cluster through its login host) can be typed; they work once this version&apos;s targets support them, else the error says so.</source>
+        <translation>local：本机。ssh:主机：“远程 → SSH 主机”中的主机。也可以输入 ssh:主机1,主机2（每个节点启动一次）和 slurm:主机（通过登录节点访问的 Slurm 集群）；当前版本的目标支持它们时即可使用，否则错误信息会说明。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>a runtime config (.json), or the planning view&apos;s</source>
+        <translation>运行时配置（.json），或来自规划视图的配置</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>&amp;Browse…</source>
+        <translation>浏览(&amp;B)…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Run configuration</source>
+        <translation>运行配置</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Run configs (*.json);;All files (*)</source>
+        <translation>运行配置 (*.json);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location line="+13"/>
+        <source>The config&apos;s JSON appears here; you can edit it before launching.</source>
+        <translation>配置的 JSON 显示在这里；启动前可以编辑。</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>the config&apos;s name</source>
+        <translation>配置中的名称</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Target:</source>
+        <translation>目标：</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Config file:</source>
+        <translation>配置文件：</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Config:</source>
+        <translation>配置：</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Run name:</source>
+        <translation>运行名称：</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Progress</source>
+        <translation>进度</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Check the node</source>
+        <translation>检查节点</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Upload the runtime</source>
+        <translation>上传运行时</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Build moe-train</source>
+        <translation>构建 moe-train</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Start the run</source>
+        <translation>启动运行</translation>
+    </message>
+    <message>
+        <location line="+22"/>
+        <source>&amp;Launch</source>
+        <translation>启动(&amp;L)</translation>
+    </message>
+    <message>
+        <location line="+38"/>
+        <source>The registered hosts cannot be read: %1</source>
+        <translation>无法读取已注册的主机：%1</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>(from the planning view)</source>
+        <translation>（来自规划视图）</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>The plan&apos;s prediction is unusable and will not be stored: %1</source>
+        <translation>规划的预测不可用，不会保存：%1</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Predicted by the plan (stored with the run): %1 ms per step, %2 tokens/s per GPU, MFU %3%, %4 GiB on the most-loaded GPU</source>
+        <translation>规划的预测（随运行一起保存）：每步 %1 ms，每 GPU %2 token/s，MFU %3%，负载最重的 GPU 上 %4 GiB</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>Cannot read %1: %2</source>
+        <translation>无法读取 %1：%2</translation>
+    </message>
+    <message>
+        <location line="+48"/>
+        <source>Pick a target: local, or ssh:HOST for a host registered under Remote → SSH hosts.</source>
+        <translation>请选择目标：local，或“远程 → SSH 主机”中已注册主机的 ssh:主机。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Choose a config file (Browse…) or open this dialog from the planning view.</source>
+        <translation>请选择配置文件（浏览…），或从规划视图打开此对话框。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>This window has no way to reach run targets (no resolver configured).</source>
+        <translation>此窗口无法访问运行目标（未配置目标解析器）。</translation>
+    </message>
+    <message>
+        <location line="+22"/>
+        <source>The run configuration is invalid:
+%1</source>
+        <translation>运行配置无效：
+%1</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Cannot open the run store: %1</source>
+        <translation>无法打开运行存储：%1</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Cannot use target %1: %2</source>
+        <translation>无法使用目标 %1：%2</translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>Cannot start the run on %1:
+%2</source>
+        <translation>无法在 %1 上启动运行：
+%2</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The launch failed unexpectedly: %1</source>
+        <translation>启动意外失败：%1</translation>
+    </message>
+    <message>
+        <location line="+32"/>
+        <source>working…</source>
+        <translation>进行中…</translation>
+    </message>
+    <message>
+        <location line="+19"/>
+        <source>To review and accept the key: Remote → SSH hosts, select the host, Test connection.</source>
+        <translation>要核对并接受该密钥：打开“远程 → SSH 主机”，选择该主机，然后点击“测试连接”。</translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>started: run %1</source>
+        <translation>已启动：运行 %1</translation>
+    </message>
+</context>
+<context>
+    <name>wb::ui::MainWindow</name>
+    <message>
+        <location filename="../../ui/main_window.cpp" line="+40"/>
+        <source>MoE-VLM Workbench</source>
+        <translation>MoE-VLM 工作台</translation>
+    </message>
+    <message>
+        <location line="+35"/>
+        <source>Start &amp;sample run</source>
+        <translation>启动示例运行(&amp;S)</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Train the small bundled sample model on this machine and watch it live</source>
+        <translation>在本机训练内置的小型示例模型并实时监视</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>&amp;Cancel run</source>
+        <translation>取消运行(&amp;C)</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Stop the selected run (its whole process group)</source>
+        <translation>停止所选运行（其整个进程组）</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Cancelling run %1…</source>
+        <translation>正在取消运行 %1…</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>&amp;Launch run…</source>
+        <translation>启动运行(&amp;L)…</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Start a run from a config, here or on an SSH host</source>
+        <translation>根据配置启动运行，在本机或 SSH 主机上</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>SSH &amp;hosts…</source>
+        <translation>SSH 主机(&amp;H)…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Register, edit and test the SSH hosts runs can be launched on</source>
+        <translation>注册、编辑和测试可用于启动运行的 SSH 主机</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>&amp;Refresh</source>
+        <translation>刷新(&amp;R)</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>&amp;About</source>
+        <translation>关于(&amp;A)</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>About MoE-VLM Workbench</source>
+        <translation>关于 MoE-VLM 工作台</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>&lt;b&gt;MoE-VLM Workbench&lt;/b&gt; %1&lt;br&gt;Plan, launch, watch and compare Mixture-of-Experts vision-language training runs.</source>
+        <translation>&lt;b&gt;MoE-VLM 工作台&lt;/b&gt; %1&lt;br&gt;规划、启动、监视和比较混合专家（MoE）视觉语言模型的训练运行。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Runs</source>
+        <translation>运行</translation>
+    </message>
+    <message>
+        <location line="+43"/>
+        <location line="+85"/>
+        <source>Run %1 started; streaming its metrics.</source>
+        <translation>运行 %1 已启动；正在接收其指标。</translation>
+    </message>
+    <message>
+        <location line="-68"/>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>&amp;Run</source>
+        <translation>运行(&amp;R)</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Co&amp;mpare runs…</source>
+        <translation>比较运行(&amp;M)…</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>&amp;Plan a training run…</source>
+        <translation>规划训练运行(&amp;P)…</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Re&amp;mote</source>
+        <translation>远程(&amp;M)</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <location line="+19"/>
+        <source>Opening the run store…</source>
+        <translation>正在打开运行存储…</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Store: %1</source>
+        <translation>存储：%1</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>No target</source>
+        <translation>无目标</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Target: %1</source>
+        <translation>目标：%1</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Ready.</source>
+        <translation>就绪。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Connection to %1 lost; reconnecting (attempt %2)…</source>
+        <translation>与 %1 的连接已断开；正在重新连接（第 %2 次尝试）…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Connection to %1 is back.</source>
+        <translation>与 %1 的连接已恢复。</translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>Run %1 ended: %2 (exit code %3).</source>
+        <translation>运行 %1 已结束：%2（退出码 %3）。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Run %1: %2: %3</source>
+        <translation>运行 %1：%2：%3</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Cannot start the run</source>
+        <translation>无法启动运行</translation>
+    </message>
+    <message>
+        <location line="+23"/>
+        <source>Starting %1…</source>
+        <translation>正在启动 %1…</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Cannot start the sample run</source>
+        <translation>无法启动示例运行</translation>
+    </message>
+</context>
+<context>
+    <name>wb::ui::MetricChartView</name>
+    <message>
+        <location filename="../../ui/metric_chart_view.cpp" line="+76"/>
+        <source>Step</source>
+        <translation>步</translation>
+    </message>
+</context>
+<context>
     <name>wb::ui::PlanConfigPreview</name>
     <message>
         <location filename="../../ui/plan_config_preview.cpp" line="+23"/>
@@ -458,6 +1485,488 @@
         <location line="+1"/>
         <source>sbatch</source>
         <translation>sbatch</translation>
+    </message>
+</context>
+<context>
+    <name>wb::ui::RunChartsPanel</name>
+    <message>
+        <location filename="../../ui/run_charts_panel.cpp" line="+31"/>
+        <source>Step time</source>
+        <translation>步耗时</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Step time (ms)</source>
+        <translation>步耗时（ms）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Total</source>
+        <translation>总计</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Data wait</source>
+        <translation>数据等待</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Memory per GPU</source>
+        <translation>每 GPU 内存</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Memory (GiB)</source>
+        <translation>内存（GiB）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Allocated</source>
+        <translation>已分配</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Peak</source>
+        <translation>峰值</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Reserved</source>
+        <translation>已预留</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Throughput</source>
+        <translation>吞吐量</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <location line="+1"/>
+        <source>Effective tokens/s/GPU</source>
+        <translation>有效 token/s/GPU</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Loss</source>
+        <translation>损失</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Training loss</source>
+        <translation>训练损失</translation>
+    </message>
+    <message>
+        <location line="+164"/>
+        <source>&lt;b&gt;No run selected&lt;/b&gt;</source>
+        <translation>&lt;b&gt;未选择运行&lt;/b&gt;</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Select a run on the left, or start the sample run (Run ▸ Start sample run).</source>
+        <translation>在左侧选择一个运行，或启动示例运行（运行 ▸ 启动示例运行）。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>waiting for status</source>
+        <translation>等待状态</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>Loading steps…</source>
+        <translation>正在加载步数据…</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>No steps yet.</source>
+        <translation>还没有步数据。</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Step %1 / %2</source>
+        <translation>第 %1 / %2 步</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Step %1</source>
+        <translation>第 %1 步</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>n/a</source>
+        <translation>不适用</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>%1   ·   step time %2 ms   ·   %3 effective tokens/s/GPU   ·   loss %4   ·   peak memory %5 GiB   ·   MFU %6</source>
+        <translation>%1   ·   步耗时 %2 ms   ·   有效 token/s/GPU %3   ·   损失 %4   ·   峰值内存 %5 GiB   ·   MFU %6</translation>
+    </message>
+</context>
+<context>
+    <name>wb::ui::RunFollowWorker</name>
+    <message>
+        <location filename="../../ui/run_follow_worker.cpp" line="+25"/>
+        <source>%1 failed unexpectedly: %2</source>
+        <translation>%1 意外失败：%2</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>%1 failed unexpectedly.</source>
+        <translation>%1 意外失败。</translation>
+    </message>
+    <message>
+        <location line="+30"/>
+        <source>Opening the run store</source>
+        <translation>打开运行存储</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Cannot open the run store: %1</source>
+        <translation>无法打开运行存储：%1</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>No run target is configured; runs can be viewed but not started.</source>
+        <translation>未配置运行目标；可以查看运行，但不能启动。</translation>
+    </message>
+    <message>
+        <location line="+29"/>
+        <source>Closing the run store</source>
+        <translation>关闭运行存储</translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>Listing runs</source>
+        <translation>列出运行</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>Cannot list runs: %1</source>
+        <translation>无法列出运行：%1</translation>
+    </message>
+    <message>
+        <location line="+20"/>
+        <source>Starting the run</source>
+        <translation>启动运行</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Cannot start a run: the run store or the target is not available.</source>
+        <translation>无法启动运行：运行存储或目标不可用。</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>The run configuration is invalid:
+%1</source>
+        <translation>运行配置无效：
+%1</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Cannot start the run on %1:
+%2</source>
+        <translation>无法在 %1 上启动运行：
+%2</translation>
+    </message>
+    <message>
+        <location line="+15"/>
+        <source>Loading the run&apos;s steps</source>
+        <translation>加载运行的步数据</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Cannot read the steps of run %1: %2</source>
+        <translation>无法读取运行 %1 的步数据：%2</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>Cancelling the run</source>
+        <translation>取消运行</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <location line="+17"/>
+        <source>Cannot cancel run %1: %2</source>
+        <translation>无法取消运行 %1：%2</translation>
+    </message>
+    <message>
+        <location line="-8"/>
+        <source>Run %1 cannot be cancelled from here (target %2): %3</source>
+        <translation>无法在这里取消运行 %1（目标 %2）：%3</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>it has no run directory</source>
+        <translation>它没有运行目录</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>Following the run</source>
+        <translation>跟踪运行</translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>Cannot follow run %1: %2</source>
+        <translation>无法跟踪运行 %1：%2</translation>
+    </message>
+    <message>
+        <location line="+23"/>
+        <source>this session only reaches %1</source>
+        <translation>此会话只能访问 %1</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>no target</source>
+        <translation>无目标</translation>
+    </message>
+    <message>
+        <location line="+13"/>
+        <source>Cannot reach target %1: %2</source>
+        <translation>无法访问目标 %1：%2</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Polling runs</source>
+        <translation>轮询运行</translation>
+    </message>
+    <message>
+        <location line="+21"/>
+        <source>Run %1: %2</source>
+        <translation>运行 %1：%2</translation>
+    </message>
+</context>
+<context>
+    <name>wb::ui::RunListModel</name>
+    <message>
+        <location filename="../../ui/run_list_model.cpp" line="+45"/>
+        <source>reconnecting (attempt %1)</source>
+        <translation>正在重新连接（第 %1 次尝试）</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>%1 (exit %2)</source>
+        <translation>%1（退出码 %2）</translation>
+    </message>
+    <message>
+        <location line="+18"/>
+        <source>Run %1 on %2
+Run directory: %3</source>
+        <translation>运行 %1，位于 %2
+运行目录：%3</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>
+Status: %1</source>
+        <translation>
+状态：%1</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>
+Connection lost (%1); reconnecting. The run keeps going on the host; no metrics are lost.</source>
+        <translation>
+连接已断开（%1）；正在重新连接。运行在主机上继续进行；不会丢失任何指标。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>
+Data: %1</source>
+        <translation>
+数据：%1</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>
+Malformed metric lines skipped: %1</source>
+        <translation>
+已跳过的格式错误指标行：%1</translation>
+    </message>
+    <message>
+        <location line="+20"/>
+        <source>Run ID</source>
+        <translation>运行 ID</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Target</source>
+        <translation>目标</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Status</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Steps</source>
+        <translation>步数</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Last loss</source>
+        <translation>最新损失</translation>
+    </message>
+</context>
+<context>
+    <name>wb::ui::RunListPanel</name>
+    <message>
+        <location filename="../../ui/run_list_panel.cpp" line="+45"/>
+        <source>&lt;b&gt;Runs&lt;/b&gt;</source>
+        <translation>&lt;b&gt;运行&lt;/b&gt;</translation>
+    </message>
+    <message numerus="yes">
+        <location line="+37"/>
+        <source>&lt;b&gt;Runs&lt;/b&gt; &amp;nbsp;&lt;span style=&apos;color:gray&apos;&gt;%n in the store&lt;/span&gt;</source>
+        <translation>
+            <numerusform>&lt;b&gt;运行&lt;/b&gt; &amp;nbsp;&lt;span style=&apos;color:gray&apos;&gt;存储中共 %n 个&lt;/span&gt;</numerusform>
+        </translation>
+    </message>
+    <message>
+        <location line="+55"/>
+        <source>No runs yet. Start one with &lt;b&gt;Start sample run&lt;/b&gt; in the toolbar.</source>
+        <translation>还没有运行。用工具栏中的&lt;b&gt;启动示例运行&lt;/b&gt;启动一个。</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Select a run to see its charts.</source>
+        <translation>选择一个运行以查看其图表。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>&lt;b&gt;%1&lt;/b&gt; (%2)&lt;br&gt;Status: &lt;b&gt;%3&lt;/b&gt;%4&lt;br&gt;Steps: %5%6&lt;br&gt;Started: %8 on %9&lt;br&gt;Run directory: %7</source>
+        <translation>&lt;b&gt;%1&lt;/b&gt;（%2）&lt;br&gt;状态：&lt;b&gt;%3&lt;/b&gt;%4&lt;br&gt;步数：%5%6&lt;br&gt;启动：%8，位于 %9&lt;br&gt;运行目录：%7</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source> of %1</source>
+        <translation> / %1</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>&lt;br&gt;Data: %1</source>
+        <translation>&lt;br&gt;数据：%1</translation>
+    </message>
+</context>
+<context>
+    <name>wb::ui::RunStatus</name>
+    <message>
+        <location filename="../../ui/run_status_style.cpp" line="+30"/>
+        <source>pending</source>
+        <translation>等待中</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>finished</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>oom</source>
+        <translation>内存不足</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>comm_error</source>
+        <translation>通信错误</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>bad_config</source>
+        <translation>配置错误</translation>
+    </message>
+</context>
+<context>
+    <name>wb::ui::SampleRunLauncher</name>
+    <message>
+        <location filename="../../ui/sample_run_launcher.cpp" line="+48"/>
+        <source>The sample image set is still being built…</source>
+        <translation>示例图像集仍在构建中…</translation>
+    </message>
+    <message>
+        <location line="+13"/>
+        <source>The sample image set is missing (%1) and the tool that builds it was not found at %2. Build the runtime (cmake -DWB_BUILD_RUNTIME=ON) so moe-sample-set sits beside moe-workbench, or run it yourself: moe-sample-set --from %3 --out %4</source>
+        <translation>缺少示例图像集（%1），并且在 %2 找不到构建它的工具。请构建运行时（cmake -DWB_BUILD_RUNTIME=ON），使 moe-sample-set 与 moe-workbench 位于同一目录，或自行运行：moe-sample-set --from %3 --out %4</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Cannot create the sample folder %1; check its permissions.</source>
+        <translation>无法创建示例文件夹 %1；请检查其权限。</translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>Building the sample image set: %1</source>
+        <translation>正在构建示例图像集：%1</translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>Building the sample image set in %1 (first run only)…</source>
+        <translation>正在 %1 中构建示例图像集（仅首次运行）…</translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>Building the sample image set failed (%1). Output:
+%2</source>
+        <translation>构建示例图像集失败（%1）。输出：
+%2</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>exit code %1</source>
+        <translation>退出码 %1</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Sample image set ready: %1</source>
+        <translation>示例图像集已就绪：%1</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>The embedded sample configuration %1 is missing from this build.</source>
+        <translation>此构建中缺少内嵌的示例配置 %1。</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>The sample configuration %1 is invalid:
+%2</source>
+        <translation>示例配置 %1 无效：
+%2</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>The sample configuration is invalid after setting its data:
+%1</source>
+        <translation>设置数据后，示例配置无效：
+%1</translation>
     </message>
 </context>
 </TS>

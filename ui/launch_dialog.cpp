@@ -1,0 +1,379 @@
+#include "ui/launch_dialog.h"
+
+#include "core/run_config.h"
+#include "core/run_launch.h"
+#include "core/run_prediction.h"
+#include "core/run_store.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLocale>
+#include <QPlainTextEdit>
+#include <QPointer>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QThread>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+namespace wb::ui {
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+constexpr int kBarSteps = 1000;
+
+}  // namespace
+
+const char* LaunchDialog::phaseName(int phase)
+{
+    static const char* const names[kPhaseCount] = {"check", "upload", "build", "start"};
+    return phase >= 0 && phase < kPhaseCount ? names[phase] : "";
+}
+
+LaunchDialog::LaunchDialog(LaunchDialogOptions options, QWidget* parent)
+    : QDialog(parent), m_options(std::move(options))
+{
+    setObjectName(QStringLiteral("launchDialog"));
+    setWindowTitle(tr("Launch a run"));
+
+    m_target = new QComboBox(this);
+    m_target->setObjectName(QStringLiteral("targetBox"));
+    m_target->setEditable(true);
+    m_target->setInsertPolicy(QComboBox::NoInsert);
+    m_target->setToolTip(tr("local: this machine. ssh:HOST: a host from Remote → SSH hosts. "
+                            "ssh:HOST1,HOST2 (one launch per node) and slurm:HOST (a Slurm cluster "
+                            "through its login host) can be typed; they work once this version's "
+                            "targets support them, else the error says so."));
+
+    m_configPath = new QLineEdit(this);
+    m_configPath->setObjectName(QStringLiteral("configPath"));
+    m_configPath->setPlaceholderText(tr("a runtime config (.json), or the planning view's"));
+    auto* browse = new QPushButton(tr("&Browse…"), this);
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Run configuration"), QString(),
+                                                          tr("Run configs (*.json);;All files (*)"));
+        if (!path.isEmpty())
+            loadConfigFile(path);
+    });
+    connect(m_configPath, &QLineEdit::editingFinished, this, [this] {
+        if (!m_configPath->text().isEmpty() && m_configPath->isModified())
+            loadConfigFile(m_configPath->text());
+    });
+    auto* fileRow = new QHBoxLayout;
+    fileRow->addWidget(m_configPath, 1);
+    fileRow->addWidget(browse);
+    m_config = new QPlainTextEdit(this);
+    m_config->setObjectName(QStringLiteral("configJson"));
+    m_config->setPlaceholderText(tr("The config's JSON appears here; you can edit it before launching."));
+    m_config->setLineWrapMode(QPlainTextEdit::NoWrap);
+    m_prediction = new QLabel(this);
+    m_prediction->setObjectName(QStringLiteral("predictionLabel"));
+    m_prediction->setWordWrap(true);
+    m_prediction->setVisible(false);
+    m_name = new QLineEdit(this);
+    m_name->setObjectName(QStringLiteral("runName"));
+    m_name->setPlaceholderText(tr("the config's name"));
+
+    auto* form = new QFormLayout;
+    form->addRow(tr("Target:"), m_target);
+    form->addRow(tr("Config file:"), fileRow);
+    form->addRow(tr("Config:"), m_config);
+    form->addRow(QString(), m_prediction);
+    form->addRow(tr("Run name:"), m_name);
+
+    auto* progressBox = new QGroupBox(tr("Progress"), this);
+    auto* grid = new QGridLayout(progressBox);
+    const QString titles[kPhaseCount] = {tr("Check the node"), tr("Upload the runtime"), tr("Build moe-train"),
+                                         tr("Start the run")};
+    for (int phase = 0; phase < kPhaseCount; ++phase) {
+        m_bars[phase] = new QProgressBar(progressBox);
+        m_bars[phase]->setObjectName(QStringLiteral("%1Bar").arg(QLatin1String(phaseName(phase))));
+        m_bars[phase]->setRange(0, kBarSteps);
+        m_bars[phase]->setMinimumWidth(220);
+        m_phaseLabels[phase] = new QLabel(progressBox);
+        m_phaseLabels[phase]->setObjectName(QStringLiteral("%1Text").arg(QLatin1String(phaseName(phase))));
+        grid->addWidget(new QLabel(titles[phase], progressBox), phase, 0);
+        grid->addWidget(m_bars[phase], phase, 1);
+        grid->addWidget(m_phaseLabels[phase], phase, 2);
+    }
+    grid->setColumnStretch(2, 1);
+
+    m_error = new QPlainTextEdit(this);
+    m_error->setObjectName(QStringLiteral("launchError"));
+    m_error->setReadOnly(true);
+    m_error->setStyleSheet(QStringLiteral("color: #d62728;"));
+    m_error->setMaximumHeight(m_error->fontMetrics().height() * 7);
+    m_error->setVisible(false);
+
+    auto* buttons = new QDialogButtonBox(this);
+    m_launch = buttons->addButton(tr("&Launch"), QDialogButtonBox::AcceptRole);
+    m_launch->setObjectName(QStringLiteral("launchButton"));
+    m_launch->setDefault(true);
+    buttons->addButton(QDialogButtonBox::Close);
+    // Launch does not close the dialog: the progress is the point. Close only hides it (a launch
+    // under way keeps going; its run shows up in the list).
+    connect(buttons, &QDialogButtonBox::accepted, this, [this] { launch(); });
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form, 1);
+    layout->addWidget(progressBox);
+    layout->addWidget(m_error);
+    layout->addWidget(buttons);
+    resize(760, 640);
+    reloadTargets();
+    resetPhases();
+}
+
+void LaunchDialog::reloadTargets()
+{
+    const QString current = m_target->currentText();
+    QString error;
+    QStringList choices = launchTargetChoices(m_options.hostsPath.toStdString(), &error);
+    // The other forms, offered as text to edit (makeTarget says when this version lacks one).
+    QStringList hosts;
+    for (const QString& choice : choices)
+        if (choice.startsWith(QStringLiteral("ssh:")))
+            hosts << choice.mid(4);
+    if (hosts.size() >= 2)
+        choices << QStringLiteral("ssh:") + hosts.mid(0, 2).join(QLatin1Char(','));
+    for (const QString& host : hosts)
+        choices << QStringLiteral("slurm:") + host;
+    m_target->clear();
+    m_target->addItems(choices);
+    if (!current.isEmpty())
+        m_target->setCurrentText(current);
+    if (!error.isEmpty())
+        showError(tr("The registered hosts cannot be read: %1").arg(error));
+}
+
+void LaunchDialog::setTarget(const QString& target)
+{
+    m_target->setCurrentText(target);
+}
+
+void LaunchDialog::setRunName(const QString& name)
+{
+    m_name->setText(name);
+}
+
+void LaunchDialog::setConfigJson(const QString& configJson, const QString& predictionJson)
+{
+    m_configPath->setText(QString());
+    m_configPath->setPlaceholderText(tr("(from the planning view)"));
+    m_config->setPlainText(configJson);
+    m_predictionJson = predictionJson;
+    m_prediction->setVisible(!predictionJson.isEmpty());
+    if (!predictionJson.isEmpty()) {
+        auto prediction = core::parsePrediction(predictionJson.toStdString());
+        if (!prediction)
+            m_prediction->setText(tr("The plan's prediction is unusable and will not be stored: %1")
+                                      .arg(qs(prediction.error().toString())));
+        else
+            m_prediction->setText(tr("Predicted by the plan (stored with the run): %1 ms per step, %2 tokens/s "
+                                     "per GPU, MFU %3%, %4 GiB on the most-loaded GPU")
+                                      .arg(QLocale().toString(prediction->stepMs, 'f', 1),
+                                           QLocale().toString(prediction->tokensPerSPerGpu, 'f', 0),
+                                           QLocale().toString(prediction->mfu * 100.0, 'f', 1),
+                                           QLocale().toString(prediction->memoryGib, 'f', 1)));
+    }
+    auto parsed = core::parseRunConfig(configJson.toStdString());
+    if (m_name->text().isEmpty() && !parsed.config.name.empty())
+        m_name->setText(qs(parsed.config.name));
+}
+
+bool LaunchDialog::loadConfigFile(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) {
+        showError(tr("Cannot read %1: %2").arg(path, file.errorString()));
+        return false;
+    }
+    const QString json = QString::fromUtf8(file.readAll());
+    m_configPath->setText(path);
+    m_configPath->setModified(false);
+    m_name->clear();
+    setConfigJson(json);
+    m_configPath->setText(path);  // setConfigJson clears it (planning-view JSON has no file)
+    m_error->setVisible(false);
+    return true;
+}
+
+QString LaunchDialog::phaseText(int phase) const
+{
+    return phase >= 0 && phase < kPhaseCount ? m_phaseLabels[phase]->text() : QString();
+}
+
+QString LaunchDialog::errorText() const
+{
+    return m_error->isVisibleTo(this) ? m_error->toPlainText() : QString();
+}
+
+void LaunchDialog::resetPhases()
+{
+    for (int phase = 0; phase < kPhaseCount; ++phase) {
+        m_bars[phase]->setRange(0, kBarSteps);
+        m_bars[phase]->setValue(0);
+        m_bars[phase]->setTextVisible(false);
+        m_bars[phase]->setEnabled(false);
+        m_phaseLabels[phase]->setText(QStringLiteral("—"));
+    }
+    m_lastPhase = -1;
+}
+
+void LaunchDialog::showError(const QString& message)
+{
+    m_error->setPlainText(message);
+    m_error->setVisible(!message.isEmpty());
+}
+
+bool LaunchDialog::launch()
+{
+    if (m_launching)
+        return false;
+    const QString target = m_target->currentText().trimmed();
+    const QString configJson = m_config->toPlainText();
+    if (target.isEmpty()) {
+        showError(tr("Pick a target: local, or ssh:HOST for a host registered under Remote → SSH hosts."));
+        return false;
+    }
+    if (configJson.trimmed().isEmpty()) {
+        showError(tr("Choose a config file (Browse…) or open this dialog from the planning view."));
+        return false;
+    }
+    if (!m_options.resolver) {
+        showError(tr("This window has no way to reach run targets (no resolver configured)."));
+        return false;
+    }
+    showError(QString());
+    resetPhases();
+    m_launching = true;
+    m_launch->setEnabled(false);
+
+    // Everything below blocks (SSH, SFTP, builds, SQLite): a thread of its own. Results come back
+    // through queued calls that check the dialog still exists; nothing here ever waits for it.
+    QPointer<LaunchDialog> self(this);
+    QThread* thread = QThread::create([self, storePath = m_options.storePath.toStdString(),
+                                       resolver = m_options.resolver, spec = target.toStdString(),
+                                       json = configJson.toStdString(), name = m_name->text().trimmed().toStdString(),
+                                       predictionJson = m_predictionJson.toStdString()] {
+        const auto finish = [self](const QString& runId, const QString& error) {
+            QMetaObject::invokeMethod(
+                qApp, [self, runId, error] { if (self) self->onFinished(runId, error); }, Qt::QueuedConnection);
+        };
+        try {
+            auto parsed = core::parseRunConfig(json);
+            if (!parsed.ok())
+                return finish({}, tr("The run configuration is invalid:\n%1").arg(qs(core::formatProblems(parsed.problems))));
+            std::optional<core::RunPrediction> prediction;
+            if (!predictionJson.empty()) {
+                auto p = core::parsePrediction(predictionJson);
+                if (p)
+                    prediction = std::move(p).value();
+            }
+            auto store = core::RunStore::open(storePath);
+            if (!store)
+                return finish({}, tr("Cannot open the run store: %1").arg(qs(store.error().toString())));
+            auto target = resolver(spec, {});
+            if (!target)
+                return finish({}, tr("Cannot use target %1: %2").arg(qs(spec), qs(target.error().toString())));
+            (*target)->setProgressCallback([self](const core::LaunchProgress& p) {
+                QMetaObject::invokeMethod(
+                    qApp,
+                    [self, phase = qs(p.phase), node = qs(p.node), fraction = p.fraction, detail = qs(p.detail)] {
+                        if (self)
+                            self->onProgress(phase, node, fraction, detail);
+                    },
+                    Qt::QueuedConnection);
+            });
+            auto started = core::startRun(*store.value(), **target, parsed.config,
+                                          name.empty() ? parsed.config.name : name,
+                                          prediction ? &*prediction : nullptr);
+            if (!started)
+                return finish({}, tr("Cannot start the run on %1:\n%2").arg(qs(spec), qs(started.error().toString())));
+            finish(qs(started->id), {});
+        } catch (const std::exception& e) {
+            finish({}, tr("The launch failed unexpectedly: %1").arg(QString::fromUtf8(e.what())));
+        }
+    });
+    thread->setObjectName(QStringLiteral("launch"));
+    connect(thread, &QThread::finished, thread, &QObject::deleteLater);
+    thread->start();
+    return true;
+}
+
+void LaunchDialog::onProgress(const QString& phase, const QString& node, double fraction, const QString& detail)
+{
+    int index = -1;
+    for (int i = 0; i < kPhaseCount; ++i)
+        if (phase == QLatin1String(phaseName(i)))
+            index = i;
+    if (index < 0)
+        return;  // a phase this dialog does not know: the next version's; nothing to draw
+    // Phases come in order: a later phase means the earlier reported ones are complete.
+    for (int earlier = 0; earlier < index; ++earlier)
+        if (m_bars[earlier]->isEnabled()) {
+            m_bars[earlier]->setRange(0, kBarSteps);
+            m_bars[earlier]->setValue(kBarSteps);
+        }
+    QProgressBar* bar = m_bars[index];
+    bar->setEnabled(true);
+    if (fraction < 0) {
+        bar->setRange(0, 0);  // indeterminate
+    } else {
+        bar->setRange(0, kBarSteps);
+        bar->setValue(static_cast<int>(std::clamp(fraction, 0.0, 1.0) * kBarSteps));
+        bar->setTextVisible(true);
+    }
+    QString text = detail.isEmpty() ? tr("working…") : detail;
+    if (!node.isEmpty())
+        text = QStringLiteral("%1: %2").arg(node, text);
+    m_phaseLabels[index]->setText(text);
+    m_lastPhase = std::max(m_lastPhase, index);
+}
+
+void LaunchDialog::onFinished(const QString& runId, const QString& error)
+{
+    m_launching = false;
+    m_launch->setEnabled(true);
+    if (!error.isEmpty()) {
+        // The phase that was under way stops; its row keeps its last words.
+        for (auto* bar : m_bars)
+            if (bar->maximum() == 0)
+                bar->setRange(0, kBarSteps);
+        QString text = error;
+        if (error.contains(QStringLiteral("host key is not known")))  // SshSession's words (remote/)
+            text += QStringLiteral("\n\n") +
+                    tr("To review and accept the key: Remote → SSH hosts, select the host, Test connection.");
+        showError(text);
+        return;
+    }
+    // startRun returns once the process exists, so every phase the target went through is done,
+    // and "start" is, whether or not the target reported it.
+    for (int phase = 0; phase < kPhaseCount; ++phase) {
+        if (!m_bars[phase]->isEnabled() && phase != kPhaseCount - 1)
+            continue;
+        m_bars[phase]->setEnabled(true);
+        m_bars[phase]->setRange(0, kBarSteps);
+        m_bars[phase]->setValue(kBarSteps);
+        m_bars[phase]->setTextVisible(true);
+    }
+    m_phaseLabels[kPhaseCount - 1]->setText(tr("started: run %1").arg(runId));
+    emit runLaunched(runId);
+}
+
+}  // namespace wb::ui

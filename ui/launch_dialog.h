@@ -1,0 +1,88 @@
+// LaunchDialog: start a run on any target. The user picks the target ("local", a registered
+// "ssh:HOST", or types another form makeTarget knows: "ssh:A,B", "slurm:HOST"), a config (a file,
+// or the JSON handed over by the planning view with its prediction) and a name; Launch runs
+// core::startRun on a thread of its own while four rows show the phases the target reports
+// (check, upload, build, start; indeterminate while a phase has no fraction; "—" for phases the
+// target does not have). Errors appear in the dialog in full. Closing or cancelling never waits:
+// a launch already under way finishes in the background and the run still appears in the list.
+// Threading: GUI thread only; the launch runs on its own QThread (see launch()).
+#pragma once
+
+#include "ui/launch_targets.h"
+
+#include <QDialog>
+#include <QString>
+
+QT_BEGIN_NAMESPACE
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+QT_END_NAMESPACE
+
+namespace wb::ui {
+
+struct LaunchDialogOptions {
+    QString storePath;         ///< the run store (the launch opens its own connection)
+    QString hostsPath;         ///< hosts.json, for the target list
+    TargetResolver resolver;   ///< makes the chosen target on the launch thread
+};
+
+class LaunchDialog : public QDialog {
+    Q_OBJECT
+
+public:
+    static constexpr int kPhaseCount = 4;  ///< check, upload, build, start
+    static const char* phaseName(int phase);
+
+    explicit LaunchDialog(LaunchDialogOptions options, QWidget* parent = nullptr);
+
+    /// Fills the config (and the prediction shown and stored with the run) from the planning view.
+    void setConfigJson(const QString& configJson, const QString& predictionJson = {});
+    /// Loads a config file into the editor; false (with the reason shown) when unreadable.
+    bool loadConfigFile(const QString& path);
+    void setTarget(const QString& target);
+    void setRunName(const QString& name);
+
+    QComboBox* targetBox() const { return m_target; }
+    QPushButton* launchButton() const { return m_launch; }
+    QProgressBar* phaseBar(int phase) const { return m_bars[phase]; }
+    /// A phase row's text: "—" until the target reports it, then its detail; "done" when complete.
+    QString phaseText(int phase) const;
+    QString errorText() const;
+    bool isLaunching() const { return m_launching; }
+
+public slots:
+    /// Re-reads the registered hosts into the target list (keeps what is typed).
+    void reloadTargets();
+    /// Validates the form and starts the launch. Returns false when the form is not ready.
+    bool launch();
+
+signals:
+    /// The run exists in the store and its process was started; follow it.
+    void runLaunched(const QString& runId);
+
+private:
+    void resetPhases();
+    void onProgress(const QString& phase, const QString& node, double fraction, const QString& detail);
+    void onFinished(const QString& runId, const QString& error);
+    void showError(const QString& message);
+
+    LaunchDialogOptions m_options;
+    QComboBox* m_target = nullptr;
+    QLineEdit* m_configPath = nullptr;
+    QPlainTextEdit* m_config = nullptr;
+    QLabel* m_prediction = nullptr;
+    QLineEdit* m_name = nullptr;
+    QProgressBar* m_bars[kPhaseCount] = {};
+    QLabel* m_phaseLabels[kPhaseCount] = {};
+    QPlainTextEdit* m_error = nullptr;
+    QPushButton* m_launch = nullptr;
+    QString m_predictionJson;
+    int m_lastPhase = -1;
+    bool m_launching = false;
+};
+
+}  // namespace wb::ui
