@@ -68,6 +68,7 @@ core::Result<std::unique_ptr<core::RunTarget>> makeTarget(const std::string& spe
             return std::unique_ptr<core::RunTarget>(std::make_unique<MultiSshTarget>(std::move(nodes), sources));
         auto options = nodes.front().targetOptions();
         options.provisioning.sourceDir = sources;
+        options.onReconnecting = context.onReconnecting;
         return std::unique_ptr<core::RunTarget>(std::make_unique<SshTarget>(std::move(options)));
     }
     if (spec.rfind("slurm:", 0) == 0)

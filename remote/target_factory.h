@@ -11,6 +11,7 @@
 #include "core/result.h"
 #include "core/run_target.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -23,6 +24,9 @@ struct TargetContext {
     /// The runtime sources uploaded to hosts with moe_train "auto". Empty = the install's
     /// share/moe-workbench/runtime-src beside moeTrainPath, else the source tree of this build.
     std::string runtimeSourceDir = {};
+    /// Told about each reconnect attempt of a single-host SSH target (the GUI shows
+    /// "reconnecting"); may be empty.
+    std::function<void(int attempt, const std::string& reason)> onReconnecting = {};
 };
 
 /// InvalidArgument naming the accepted forms when `spec` is none of them; NotFound (with the

@@ -2,6 +2,8 @@
 
 #include "ui/host_key_dialog.h"
 
+#include "remote/provision.h"
+
 #include <QApplication>
 #include <QThread>
 
@@ -10,18 +12,17 @@
 namespace wb::ui {
 namespace {
 
-// What the node check prints. HOOK(provision): when remote/provision.h (another helper's work)
-// is on this branch, replace this probe with its node check (GPUs, LibTorch, CMake, compiler, disk)
-// and show that report; until then this is the same probe as `moe-workbench-cli hosts test`, plus
-// the GPU list.
-std::string probeScript(const std::string& moeTrain)
+// Who and where we are, plus the moe-train the entry names (when it names one).
+std::string probeScript(const remote::SshHostEntry& entry)
 {
-    const std::string moe = remote::shellQuotePath(moeTrain);
-    return "echo \"user: $(id -un)\"; echo \"host: $(hostname)\"; echo \"system: $(uname -srm)\"; "
-           "if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi -L 2>&1 | sed 's/^/gpu: /'; "
-           "else echo 'gpu: none found (no nvidia-smi on the host)'; fi; "
-           "if [ -x " + moe + " ]; then echo \"moe-train: $(" + moe + " --version 2>&1 | head -n 1)\"; "
-           "else echo 'moe-train: missing at '" + remote::shellQuote(moeTrain) + "; exit 3; fi";
+    std::string script = "echo \"user: $(id -un)\"; echo \"host: $(hostname)\"; echo \"system: $(uname -srm)\"";
+    if (!entry.provisioned()) {
+        const std::string moe = remote::shellQuotePath(entry.moeTrain);
+        script += "; if [ -x " + moe + " ]; then echo \"moe-train: $(" + moe +
+                  " --version 2>&1 | head -n 1)\"; else echo 'moe-train: missing at '" +
+                  remote::shellQuote(entry.moeTrain) + "; exit 3; fi";
+    }
+    return script;
 }
 
 HostTestResult runTest(const remote::SshHostEntry& entry, bool acceptNew, const QPointer<QWidget>& owner)
@@ -37,13 +38,29 @@ HostTestResult runTest(const remote::SshHostEntry& entry, bool acceptNew, const 
     }
     result.connected = true;
     result.connectedAs = QString::fromStdString((*session)->describe());
-    auto probe = (*session)->run(probeScript(entry.moeTrain), std::chrono::seconds(30));
+    auto probe = (*session)->run(probeScript(entry), std::chrono::seconds(30));
     if (!probe) {
         result.error = QString::fromStdString(probe.error().toString());
         return result;
     }
-    result.report = QString::fromStdString(probe->out + probe->err).trimmed();
+    std::string report = probe->out + probe->err;
     result.moeTrainFound = probe->exitStatus == 0;
+    // The provisioning node check (the same as `hosts test` and the launch's "check" phase):
+    // GPUs, LibTorch, CMake, compiler, disk, each missing piece with its fix.
+    auto checked = (*session)->run("sh -c " + remote::shellQuote(remote::nodeCheckScript(entry.cacheDir)),
+                                   std::chrono::seconds(60));
+    if (!checked) {
+        result.error = QString::fromStdString(checked.error().toString());
+        return result;
+    }
+    const remote::NodeReport node = remote::parseNodeCheck(checked->out);
+    report += "\n" + node.describe();
+    if (entry.provisioned()) {
+        result.moeTrainFound = node.ok();
+        report += node.ok() ? "\nmoe-train: built by the workbench on the first launch, cached in " + node.cacheDir
+                            : "\nmoe-train: cannot be built here until the missing pieces above are installed";
+    }
+    result.report = QString::fromStdString(report).trimmed();
     return result;
 }
 

@@ -87,7 +87,7 @@ HostsDialog::HostsDialog(QString hostsPath, QWidget* parent)
     addField(QStringLiteral("port"), tr("Port:"), tr("from ~/.ssh/config, else 22"), tr("1 to 65535"));
     addField(QStringLiteral("identity"), tr("Identity file:"), tr("~/.ssh/id_ed25519 (the agent is tried first)"),
              tr("A private key file; its passphrase is the agent's business, never stored here"));
-    addField(QStringLiteral("moeTrain"), tr("moe-train on the host:"), QStringLiteral("~/.local/bin/moe-train"),
+    addField(QStringLiteral("moeTrain"), tr("moe-train on the host:"), tr("auto: built on the host by the workbench"),
              tr("Absolute, or starting with ~/ (the remote home)"));
     addField(QStringLiteral("runsRoot"), tr("Run directories:"), QStringLiteral("~/.cache/moe-workbench/runs"),
              QString());
@@ -179,7 +179,7 @@ void HostsDialog::reload()
         const QStringList cells{qs(e.name), qs(e.host.empty() ? e.name : e.host),
                                 e.user.empty() ? tr("(ssh config)") : qs(e.user),
                                 e.port > 0 ? QString::number(e.port) : tr("(ssh config)"),
-                                e.moeTrain.empty() ? tr("auto") : qs(e.moeTrain)};
+                                e.moeTrain.empty() || e.provisioned() ? tr("auto") : qs(e.moeTrain)};
         for (int column = 0; column < cells.size(); ++column)
             m_table->setItem(row, column, new QTableWidgetItem(cells[column]));
         if (qs(e.name) == keep)
@@ -210,7 +210,7 @@ void HostsDialog::showEntry(const remote::SshHostEntry& entry)
     field(QStringLiteral("user"))->setText(qs(entry.user));
     field(QStringLiteral("port"))->setText(entry.port > 0 ? QString::number(entry.port) : QString());
     field(QStringLiteral("identity"))->setText(qs(entry.identityFile));
-    field(QStringLiteral("moeTrain"))->setText(qs(entry.moeTrain));
+    field(QStringLiteral("moeTrain"))->setText(entry.provisioned() ? QString() : qs(entry.moeTrain));
     field(QStringLiteral("runsRoot"))->setText(qs(entry.runsRoot));
     field(QStringLiteral("sshConfig"))->setText(qs(entry.sshConfig));
     field(QStringLiteral("knownHosts"))->setText(qs(entry.knownHosts));
@@ -277,11 +277,10 @@ bool HostsDialog::readForm(remote::SshHostEntry& entry)
     const auto remotePathOk = [](const QString& path) {
         return path.startsWith(QLatin1Char('/')) || path.startsWith(QStringLiteral("~/"));
     };
-    // HOOK(provision): with remote/provision.h an empty path will mean "auto" (provision and build
-    // on the host). That API is not on this branch yet, so a path is required.
-    if (entry.moeTrain.empty())
-        fail("moeTrain", tr("Give the path of moe-train on the host. Automatic provisioning (\"auto\") is "
-                            "not available in this version yet."));
+    // Empty or "auto": the workbench checks the node, uploads the runtime sources and builds
+    // moe-train there on the first launch (remote/provision.h).
+    if (entry.moeTrain.empty() || entry.moeTrain == "auto")
+        entry.moeTrain = "auto";
     else if (!remotePathOk(text("moeTrain")))
         fail("moeTrain", tr("Use an absolute path or one starting with ~/ (the home directory on the host)."));
     entry.runsRoot = text("runsRoot").toStdString();

@@ -1,7 +1,6 @@
 #include "ui/launch_targets.h"
 
 #include "remote/ssh_hosts.h"
-#include "remote/ssh_target.h"
 #include "remote/target_factory.h"
 
 namespace wb::ui {
@@ -9,28 +8,21 @@ namespace wb::ui {
 core::Result<std::unique_ptr<core::RunTarget>> makeGuiTarget(const std::string& spec, const GuiTargetPaths& paths,
                                                              const ReconnectFn& onReconnecting)
 {
+    remote::TargetContext context{paths.moeTrainPath, paths.runsRoot, paths.hostsPath};
+    context.onReconnecting = onReconnecting;
+    auto target = remote::makeTarget(spec, context);
     const bool oneSshHost = spec.rfind("ssh:", 0) == 0 && spec.find(',') == std::string::npos;
-    if (!oneSshHost)
-        return remote::makeTarget(spec, {paths.moeTrainPath, paths.runsRoot, paths.hostsPath});
-
-    const std::string name = spec.substr(4);
-    remote::SshHostRegistry registry(paths.hostsPath);
-    auto entry = registry.find(name);
-    if (!entry) {
-        // The store records SshTarget::name(), i.e. "ssh:" + the entry's host alias, which differs
-        // from the registered name when the user gave --host. Map it back.
-        auto all = registry.load();
-        if (!all)
-            return all.error();
-        for (const auto& candidate : all.value())
-            if (candidate.spec().host == name)
-                entry = candidate;
-        if (!entry)
-            return entry.error();
-    }
-    auto options = entry->targetOptions();
-    options.onReconnecting = onReconnecting;
-    return std::unique_ptr<core::RunTarget>(std::make_unique<remote::SshTarget>(std::move(options)));
+    if (target || !oneSshHost || target.error().code != core::ErrorCode::NotFound)
+        return target;
+    // Stores written before targets were named by their hosts.json entry recorded
+    // "ssh:" + the entry's host alias: map it back to the entry's name.
+    auto all = remote::SshHostRegistry(paths.hostsPath).load();
+    if (!all)
+        return all.error();
+    for (const auto& candidate : all.value())
+        if (candidate.spec().host == spec.substr(4))
+            return remote::makeTarget("ssh:" + candidate.name, context);
+    return target;
 }
 
 QStringList launchTargetChoices(const std::string& hostsPath, QString* error)

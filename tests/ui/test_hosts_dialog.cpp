@@ -40,6 +40,7 @@ class TestHostsDialog : public QObject {
     Q_OBJECT
 
 private slots:
+    void emptyMoeTrainMeansAuto();
     void addEditRemoveRoundTripsThroughHostsJson()
     {
         QTemporaryDir dir;
@@ -63,6 +64,7 @@ private slots:
         QCOMPARE(saved->moeTrain, std::string("/opt/moe/bin/moe-train"));
         QCOMPARE(dialog.table()->rowCount(), 1);
         QCOMPARE(dialog.table()->item(0, 3)->text(), QStringLiteral("2222"));
+
 
         // Edit: change the port and rename; the old name is gone, not duplicated.
         dialog.table()->selectRow(0);
@@ -100,7 +102,6 @@ private slots:
         QTest::newRow("port too big") << "port" << "65536" << "1 to 65535";
         QTest::newRow("port not a number") << "port" << "ssh" << "1 to 65535";
         QTest::newRow("relative moe-train") << "moeTrain" << "bin/moe-train" << "absolute path";
-        QTest::newRow("no moe-train") << "moeTrain" << "" << "path of moe-train";
     }
 
     void invalidInputIsRefusedWithTheReason()
@@ -191,7 +192,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(dialog.testResultText().startsWith(QStringLiteral("Connected as")), 30000);
         QVERIFY2(dialog.testResultText().contains(QStringLiteral("recorded in known_hosts")),
                  qPrintable(dialog.testResultText()));
-        QVERIFY2(dialog.testResultText().contains(QStringLiteral("gpu: ")), qPrintable(dialog.testResultText()));
+        QVERIFY2(dialog.testResultText().contains(QStringLiteral("GPUs: ")), qPrintable(dialog.testResultText()));
         const std::string knownHosts = wbtest::readAll(entry.knownHosts);
         QVERIFY2(knownHosts.find(std::to_string(server.port())) != std::string::npos, knownHosts.c_str());
         QVERIFY(!dialog.isTesting());
@@ -221,6 +222,22 @@ private slots:
         server.stop();
     }
 };
+
+void TestHostsDialog::emptyMoeTrainMeansAuto()
+{
+    QTemporaryDir dir;
+    HostsDialog dialog(QString::fromStdString(hostsFileOf(dir)));
+    dialog.show();
+    // An empty moe-train path means "auto": the workbench builds it on the host.
+    QTest::mouseClick(dialog.newButton(), Qt::LeftButton);
+    type(dialog, "name", QStringLiteral("built-there"));
+    type(dialog, "moeTrain", QString());
+    QTest::mouseClick(dialog.saveButton(), Qt::LeftButton);
+    auto provisioned = SshHostRegistry(hostsFileOf(dir)).find("built-there");
+    QVERIFY2(provisioned.ok(), provisioned.ok() ? "" : provisioned.error().toString().c_str());
+    QCOMPARE(provisioned->moeTrain, std::string("auto"));
+    QCOMPARE(dialog.table()->item(0, 4)->text(), QStringLiteral("auto"));
+}
 
 WB_UI_TEST_MAIN(TestHostsDialog)
 #include "test_hosts_dialog.moc"
