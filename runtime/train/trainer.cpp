@@ -29,6 +29,7 @@
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/memory_report.h"
 #include "runtime/train/metrics_writer.h"
+#include "runtime/train/optimizer.h"
 #include "runtime/train/process_stats.h"
 #include "runtime/train/recompute_runner.h"
 #include "runtime/train/runtime_checks.h"
@@ -238,20 +239,7 @@ void Trainer::setUp()
     // Built from the same seed everywhere; the broadcast makes "same weights" a fact, not a hope.
     m_dataParallel->broadcastParameters(m_model->parameters());
 
-    // Weight decay only on matrices; norms and biases are excluded, as in Megatron.
-    std::vector<torch::Tensor> decay, noDecay;
-    for (auto& p : m_model->parameters())
-        if (p.requires_grad())
-            (p.dim() >= 2 ? decay : noDecay).push_back(p);
-    const auto& t = m_config.train;
-    auto options = [&](double wd) {
-        return std::make_unique<torch::optim::AdamWOptions>(
-            torch::optim::AdamWOptions(t.lr).betas({t.adamBeta1, t.adamBeta2}).eps(t.adamEps).weight_decay(wd));
-    };
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay, options(t.weightDecay));
-    groups.emplace_back(noDecay, options(0.0));
-    m_optimizer = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(t.lr));
+    m_optimizer = makeOptimizer(*m_model, m_config.train);  // trainable parameters only
 
     int64_t startSeq = 0;
     if (m_options.resume) {
