@@ -6,9 +6,14 @@
 //   resume: a run stopped by SIGTERM at step k and resumed gives bit-identical losses (and grad
 //           norms, LRs) to an uninterrupted run of the same config (CPU, fp32, 1 thread), with
 //           gradient accumulation (2 micro-batches per step) so a stop can land mid-step.
+//   golden: the first 20 losses of sample-mock against tests/runtime/golden/sample-mock-losses.json
+//           within the relative tolerance stated (and derived) there; `golden --regenerate`
+//           rewrites the losses in that file from a fresh run.
 #include "check.h"
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
 
 using namespace wb;
 namespace fs = std::filesystem;
@@ -193,6 +198,64 @@ void testResumeEqualsUninterrupted(const fs::path& dir)
               << std::endl;
 }
 
+// Applies "a.b.c": value overrides to a config.
+void applyOverrides(json& config, const json& overrides)
+{
+    for (const auto& [path, value] : overrides.items()) {
+        json* at = &config;
+        std::stringstream parts(path);
+        std::string key;
+        while (std::getline(parts, key, '.'))
+            at = &(*at)[key];
+        *at = value;
+    }
+}
+
+void testGoldenLosses(const fs::path& dir, bool regenerate)
+{
+    const fs::path goldenPath = fs::path(WB_SOURCE_DIR) / "tests/runtime/golden/sample-mock-losses.json";
+    json golden = json::parse(test::readFile(goldenPath), nullptr, false);
+    WB_CHECK_MSG(golden.is_object(), "cannot read " << goldenPath);
+    if (!golden.is_object())
+        return;
+    json config = json::parse(test::readFile(fs::path(WB_SOURCE_DIR) / golden.value("config", "")));
+    applyOverrides(config, golden["overrides"]);
+    std::ofstream(dir / "run.json") << config.dump(2);
+    const fs::path runDir = dir / "run";
+    const int rc = test::runProcess({MOE_TRAIN_PATH, "--config", (dir / "run.json").string(), "--run-dir", runDir.string()},
+                                    (dir / "stdout.log").string(), 300);
+    WB_CHECK_MSG(rc == 0, test::readFile(dir / "stdout.log"));
+    std::vector<double> losses, aux;
+    for (const json& r : stepRecords(runDir)) {
+        losses.push_back(r.value("loss", 0.0));
+        aux.push_back(r.value("aux_loss", 0.0));
+    }
+    if (regenerate) {
+        golden["losses"] = losses;
+        golden["aux_losses"] = aux;
+        std::ofstream(goldenPath) << golden.dump(2) << "\n";
+        std::cout << "wrote " << losses.size() << " losses to " << goldenPath << std::endl;
+        return;
+    }
+    const auto expected = golden["losses"].get<std::vector<double>>();
+    const auto expectedAux = golden["aux_losses"].get<std::vector<double>>();
+    const double tolerance = golden.value("relative_tolerance", 0.0);
+    WB_CHECK_MSG(losses.size() == expected.size() && aux.size() == expectedAux.size(),
+                 losses.size() << " losses, golden has " << expected.size());
+    double worst = 0.0;
+    for (size_t i = 0; i < losses.size() && i < expected.size(); ++i) {
+        const double rel = std::fabs(losses[i] - expected[i]) / std::fabs(expected[i]);
+        const double relAux = std::fabs(aux[i] - expectedAux[i]) / std::fabs(expectedAux[i]);
+        worst = std::max({worst, rel, relAux});
+        WB_CHECK_MSG(rel <= tolerance && relAux <= tolerance,
+                     "step " << i + 1 << ": loss " << losses[i] << " vs golden " << expected[i] << ", aux " << aux[i]
+                             << " vs " << expectedAux[i] << " (relative tolerance " << tolerance
+                             << "; if the change is intended: test_runtime_train golden --regenerate)");
+    }
+    std::cout << losses.size() << " losses within " << worst << " relative of the golden file (tolerance " << tolerance
+              << ")" << std::endl;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -203,6 +266,8 @@ int main(int argc, char** argv)
         testSignal(dir);
     } else if (which == "resume") {
         testResumeEqualsUninterrupted(dir);
+    } else if (which == "golden") {
+        testGoldenLosses(dir, argc > 2 && std::string(argv[2]) == "--regenerate");
     } else {
         if (!fs::is_directory("/usr/share/openclipart/png")) {
             std::cerr << "openclipart-png is not installed (apt-get install openclipart-png); skipping\n";
