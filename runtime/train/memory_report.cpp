@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <regex>
 #include <vector>
 
 namespace wb::rt {
@@ -142,7 +143,8 @@ std::string outOfMemoryMessage(const MemoryConsumers& m, const core::RunConfig& 
            gib(m.gradients) + ", optimizer state " +
            (m.optimizerState > 0 ? gib(m.optimizerState) : gib(m.optimizerProjected) + " (allocated at the first step)");
     if (m.peak > 0)
-        out += ", activations ~" + gib(m.activations()) + " (estimate: peak " + gib(m.peak) + " minus the above)";
+        out += ", activations ~" + gib(m.activations()) + " (estimate: peak " + gib(m.peak) +
+               (m.failedRequest > 0 ? " + the failed request " + gib(m.failedRequest) : std::string()) + " minus the above)";
     out += ".";
 
     // Each knob with the bytes it can remove; ranked by that, ties in the order listed.
@@ -163,7 +165,7 @@ std::string outOfMemoryMessage(const MemoryConsumers& m, const core::RunConfig& 
     if (m.visionTrainable > 0)
         knobs.push_back({m.visionTrainable * 3, "freezing the vision encoder (model.freeze_vision_model, freeze_vision_projection: no gradients, no optimizer state, no vision activations)"});
     knobs.push_back({m.gradients + std::max(m.optimizerState, m.optimizerProjected) + m.parameters / 2,
-                     "sharding parameters, gradients and optimizer state over GPUs (parallel.use_megatron_fsdp, or expert parallelism parallel.expert_model_parallel_size)"});
+                     "sharding parameters, gradients and optimizer state over GPUs: FSDP (parallel.use_megatron_fsdp) or expert parallelism (parallel.expert_model_parallel_size)"});
     std::stable_sort(knobs.begin(), knobs.end(), [](const Knob& a, const Knob& b) { return a.bytes > b.bytes; });
     out += " Try, most relevant first:";
     for (size_t i = 0; i < knobs.size(); ++i)
@@ -171,10 +173,29 @@ std::string outOfMemoryMessage(const MemoryConsumers& m, const core::RunConfig& 
     return out;
 }
 
+int64_t failedRequestBytes(const std::string& what)
+{
+    std::smatch m;
+    if (std::regex_search(what, m, std::regex(R"(allocate (\d+) bytes)")))
+        return std::stoll(m[1].str());
+    if (std::regex_search(what, m, std::regex(R"(Tried to allocate ([0-9.]+) (B|KiB|MiB|GiB|TiB))"))) {
+        const std::string unit = m[2].str();
+        const double scale = unit == "TiB" ? 1099511627776.0 : unit == "GiB" ? 1073741824.0 : unit == "MiB" ? 1048576.0
+                           : unit == "KiB" ? 1024.0 : 1.0;
+        return static_cast<int64_t>(std::stod(m[1].str()) * scale);
+    }
+    return 0;
+}
+
 bool isOutOfMemoryMessage(const std::string& what)
 {
-    return what.find("out of memory") != std::string::npos || what.find("OutOfMemory") != std::string::npos ||
-           what.find("not enough memory") != std::string::npos || what.find("std::bad_alloc") != std::string::npos;
+    // CUDA: "CUDA out of memory" (c10::OutOfMemoryError); CPU: "DefaultCPUAllocator: not enough
+    // memory" (2.x) or "can't allocate memory … Error code 12" (1.13's posix_memalign path).
+    for (const char* marker : {"out of memory", "OutOfMemory", "not enough memory", "can't allocate memory",
+                               "Cannot allocate memory", "std::bad_alloc"})
+        if (what.find(marker) != std::string::npos)
+            return true;
+    return false;
 }
 
 }  // namespace wb::rt

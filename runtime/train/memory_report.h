@@ -38,7 +38,14 @@ struct MemoryConsumers {
     int64_t visionTrainable = 0;     ///< trainable vision encoder + projector parameters
     int64_t peak = 0;                ///< peak tensor bytes of the device (0 = unknown)
     int64_t allocatedAtPeakKnown = 0;///< parameters + gradients + optimizer state allocated now
-    int64_t activations() const { return peak > allocatedAtPeakKnown ? peak - allocatedAtPeakKnown : 0; }
+    int64_t failedRequest = 0;       ///< the allocation that failed (from the error text; 0 = unknown)
+    /// Activations (and other temporaries) estimate: what was reached plus what was asked for,
+    /// minus the persistent tensors.
+    int64_t activations() const
+    {
+        const int64_t needed = peak + failedRequest;
+        return needed > allocatedAtPeakKnown ? needed - allocatedAtPeakKnown : 0;
+    }
 };
 
 /// Measures `model` and `optimizer` (may be null) on `device`: the CUDA caching allocator's peak
@@ -48,6 +55,10 @@ MemoryConsumers measureConsumers(torch::nn::Module& model, torch::optim::Optimiz
 /// "out of memory on <device> (<what>): largest consumers: … ; try: 1. … 2. …".
 std::string outOfMemoryMessage(const MemoryConsumers& m, const core::RunConfig& config, const std::string& device,
                                const std::string& what);
+
+/// The size of the failed allocation in an out-of-memory message: "you tried to allocate N bytes"
+/// (CPU) or "Tried to allocate 2.00 GiB" (CUDA). 0 when it does not say.
+int64_t failedRequestBytes(const std::string& what);
 
 /// True for the LibTorch / C++ messages of a failed allocation (CUDA "out of memory", the CPU
 /// allocator's "not enough memory", OutOfMemoryError).

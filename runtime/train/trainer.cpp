@@ -528,16 +528,17 @@ void Trainer::restoreFromCheckpoint(const CheckpointState& state)
 // The message for exit 3: the failed request and where the memory went (memory_report.h).
 std::string Trainer::outOfMemoryReport(const std::string& what)
 {
-    std::string first = what.substr(0, what.find('\n'));
-    if (first.size() > 300)
-        first = first.substr(0, 300) + "…";
-    if (!m_model)
-        return "out of memory before the model was built (" + first + ")";
-    try {
-        const MemoryConsumers consumers = measureConsumers(*m_model, m_optimizer.get(), m_device);
+    try {  // the report itself must not throw out of the handler (memory is short)
+        std::string first = what.substr(0, what.find('\n'));
+        if (first.size() > 300)
+            first = first.substr(0, 300) + "...";
+        if (!m_model)
+            return "out of memory before the model was built (" + first + ")";
+        MemoryConsumers consumers = measureConsumers(*m_model, m_optimizer.get(), m_device);
+        consumers.failedRequest = failedRequestBytes(first);
         return outOfMemoryMessage(consumers, m_config, deviceName(m_device), first);
-    } catch (const std::exception&) {
-        return "out of memory (" + first + "); measuring the consumers failed too";
+    } catch (...) {
+        return "out of memory (measuring the consumers failed too)";
     }
 }
 

@@ -9,11 +9,16 @@
 //   golden: the first 20 losses of sample-mock against tests/runtime/golden/sample-mock-losses.json
 //           within the relative tolerance stated (and derived) there; `golden --regenerate`
 //           rewrites the losses in that file from a fresh run.
+//   oom   : under an address-space limit (setrlimit RLIMIT_AS in the child, i.e. `ulimit -v`) a
+//           config whose attention mask cannot fit exits 3, status "oom", with a message naming the
+//           consumers (parameters, gradients, optimizer state, activations) and ranking the knobs.
 #include "check.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+
+#include <sys/resource.h>
 
 using namespace wb;
 namespace fs = std::filesystem;
@@ -256,6 +261,49 @@ void testGoldenLosses(const fs::path& dir, bool regenerate)
               << ")" << std::endl;
 }
 
+void testOutOfMemory(const fs::path& dir)
+{
+    // Text-only mock rows of 32768 tokens: the decoder's B×T×T document mask alone is 4 GiB, far
+    // above the 3 GiB address space (moe-train itself maps ~1.1 GiB), while every other buffer is
+    // small, so the failing allocation is LibTorch's and not a loader thread's.
+    json config = sampleConfig("sample-mock.json");
+    config["data"]["manifest"] = "";
+    config["data"]["mock_image_size"] = 0;
+    config["train"]["seq_length"] = 32768;
+    config["train"]["train_iters"] = 3;
+    config["train"]["lr_warmup_iters"] = 1;
+    std::ofstream(dir / "run.json") << config.dump(2);
+    const fs::path runDir = dir / "run";
+    const std::string log = (dir / "stdout.log").string();
+    const std::vector<std::string> args{MOE_TRAIN_PATH, "--config", (dir / "run.json").string(), "--run-dir", runDir.string()};
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const rlimit limit{3ull << 30, 3ull << 30};
+        ::setrlimit(RLIMIT_AS, &limit);
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        std::vector<char*> argv;
+        for (const auto& a : args)
+            argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    const int rc = test::waitProcess(pid, 120);
+    WB_CHECK_MSG(rc == 3, "rc " << rc << "\n" << test::readFile(log));
+    const json status = readStatus(runDir);
+    WB_CHECK(status.value("status", "") == "oom" && status.value("exit_code", -1) == 3);
+    const std::string message = status.value("message", "");
+    for (const char* part : {"out of memory on cpu", "parameters ", "gradients ", "optimizer state ", "activations ~",
+                             "the failed request 4.00 GiB", "1. activation recompute", "2. a smaller micro-batch",
+                             "FSDP", "freeze_vision_model"})
+        WB_CHECK_MSG(message.find(part) != std::string::npos, "'" << part << "' missing in: " << message);
+    const auto records = readMetrics(runDir);
+    WB_CHECK(!records.empty() && records.back().value("type", "") == "end" && records.back().value("exit_code", 0) == 3);
+    std::cout << message << std::endl;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -266,6 +314,12 @@ int main(int argc, char** argv)
         testSignal(dir);
     } else if (which == "resume") {
         testResumeEqualsUninterrupted(dir);
+    } else if (which == "oom") {
+#if defined(__SANITIZE_ADDRESS__)
+        std::cerr << "an address-space limit cannot be combined with AddressSanitizer; skipping\n";
+        return 77;
+#endif
+        testOutOfMemory(dir);
     } else if (which == "golden") {
         testGoldenLosses(dir, argc > 2 && std::string(argv[2]) == "--regenerate");
     } else {
