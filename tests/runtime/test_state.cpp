@@ -3,7 +3,8 @@
 //    the encoder's and projectors' weights are bit-identical, the optimizer holds no state for
 //    them (and does for the decoder), they get no gradients, the vision forward builds no graph;
 //  - a checkpoint round trip restores parameters, optimizer state, step, loader position, seed
-//    and the RNG: random numbers drawn after the load equal those drawn after the save.
+//    and the RNG: random numbers drawn after the load equal those drawn after the save;
+//  - the out-of-memory report's parsing and knob ranking (memory_report.h).
 #include "check.h"
 #include "tiny_run.h"
 
@@ -137,11 +138,45 @@ void testCheckpointRoundTrip()
     std::filesystem::remove_all(dir);
 }
 
+// The OOM message ranks the knobs by the bytes each addresses, and reads the failed request from
+// both LibTorch wordings.
+void testOutOfMemoryRanking()
+{
+    WB_CHECK(rt::failedRequestBytes("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity") == (int64_t{2} << 30));
+    WB_CHECK(rt::failedRequestBytes("DefaultCPUAllocator: not enough memory: you tried to allocate 1024 bytes.") == 1024);
+    WB_CHECK(rt::failedRequestBytes("something else") == 0);
+    WB_CHECK(rt::isOutOfMemoryMessage("CUDA out of memory. Tried to allocate 20.00 MiB"));
+    WB_CHECK(!rt::isOutOfMemoryMessage("shape mismatch"));
+    core::RunConfig c = test::sampleMockConfig();
+    const int64_t gib = int64_t{1} << 30;
+    rt::MemoryConsumers weights;  // a model whose state dominates: sharding first
+    weights.parameters = weights.trainable = weights.gradients = 20 * gib;
+    weights.optimizerProjected = 40 * gib;
+    weights.peak = 21 * gib;
+    weights.allocatedAtPeakKnown = 20 * gib;
+    weights.visionTrainable = gib / 2;
+    const std::string a = rt::outOfMemoryMessage(weights, c, "NVIDIA H200", "CUDA out of memory");
+    WB_CHECK_MSG(a.find("1. sharding") != std::string::npos && a.find("(allocated at the first step)") != std::string::npos, a);
+    rt::MemoryConsumers vision = weights;  // a large trainable vision tower beats halving the activations
+    vision.parameters = vision.trainable = vision.gradients = 2 * gib;
+    vision.optimizerProjected = 4 * gib;
+    vision.visionTrainable = 2 * gib;
+    vision.peak = 6 * gib;
+    vision.allocatedAtPeakKnown = 2 * gib;
+    const std::string b = rt::outOfMemoryMessage(vision, c, "NVIDIA H200", "CUDA out of memory");
+    WB_CHECK_MSG(b.find("1. sharding") != std::string::npos && b.find("2. freezing the vision encoder") != std::string::npos &&
+                     b.find("3. activation recompute") != std::string::npos && b.find("activations ~4.00 GiB") != std::string::npos, b);
+    c.recompute.granularity = "full";  // already recomputing everything: not suggested again
+    c.recompute.recomputeNumLayers = 1;
+    WB_CHECK(rt::outOfMemoryMessage(vision, c, "cpu", "x").find("recompute (") == std::string::npos);
+}
+
 }  // namespace
 
 int main()
 {
     testFrozenVision();
     testCheckpointRoundTrip();
+    testOutOfMemoryRanking();
     return test::checkExitCode("test_runtime_state");
 }
