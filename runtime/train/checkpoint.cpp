@@ -30,8 +30,8 @@ void restoreRngState(const CheckpointState& state, torch::Device device)
     }
 #if WB_WITH_CUDA
     if (device.is_cuda() && state.rngCuda.defined()) {
-        at::Generator cuda = at::cuda::detail::getDefaultCUDAGenerator(device.index());
-        cuda.set_state(state.rngCuda);
+        at::Generator gpu = at::cuda::detail::getDefaultCUDAGenerator(device.index());
+        gpu.set_state(state.rngCuda);
     }
 #else
     (void)device;
