@@ -9,6 +9,7 @@
 #include "runtime/data/batch_dump.h"
 #include "runtime/parallel/process_group.h"
 #include "runtime/parallel/rank_launcher.h"
+#include "runtime/train/peak_probe.h"
 #include "runtime/train/runtime_checks.h"
 #include "runtime/train/trainer.h"
 
@@ -88,7 +89,21 @@ int selfCheck()
     if (wb::rt::cudaUsable())
         for (int i = 0; i < static_cast<int>(torch::cuda::device_count()); ++i)
             j["devices"].push_back("cuda:" + std::to_string(i));
-    j["peak_tflops_probe"] = nullptr;  // measured on GPU builds only (not implemented yet)
+    // A few seconds on cuda:0: bf16 matmul and HBM copy beside the catalog numbers MFU uses.
+    const wb::rt::PeakProbe probe = wb::rt::probePeakRates();
+    if (probe.ran) {
+        j["peak_probe"] = {{"device", probe.device},
+                           {"bf16_matmul_tflops", probe.matmulTflops},
+                           {"catalog_bf16_tflops", probe.catalogTflops},
+                           {"matmul_of_catalog", probe.catalogTflops > 0 ? probe.matmulTflops / probe.catalogTflops : 0.0},
+                           {"matmul_size", probe.matmulSize},
+                           {"hbm_copy_gb_s", probe.copyGbPerS},
+                           {"catalog_hbm_gb_s", probe.catalogGbPerS},
+                           {"copy_of_catalog", probe.catalogGbPerS > 0 ? probe.copyGbPerS / probe.catalogGbPerS : 0.0},
+                           {"copy_bytes", probe.copyBytes}};
+    } else {
+        j["peak_probe"] = {{"skipped", probe.why}};
+    }
     std::cout << j.dump(2) << "\n";
     return 0;
 }

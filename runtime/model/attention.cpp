@@ -1,6 +1,7 @@
 // Attention, RoPE and RMSNorm (see attention.h for the shape legend).
 #include "runtime/model/attention.h"
 
+#include "runtime/model/recompute.h"
 #include "runtime/model/torch_compat.h"
 
 #include <algorithm>
@@ -135,7 +136,11 @@ torch::Tensor GqaAttentionImpl::forward(const torch::Tensor& x_BTD, const torch:
         auto angle_1NF = angle_BTF.reshape({1, B * T, angle_BTF.size(-1)});
         auto q_NHd = applyRope(q_1HNd, angle_1NF).squeeze(0).transpose(0, 1);
         auto k_NGd = applyRope(k_1GNd, angle_1NF).squeeze(0).transpose(0, 1);
-        auto y_NHd = varlenAttention(q_NHd, k_NGd, v_NGd, segments, /*causal=*/true);
+        // The attention core (selective recompute "core_attn": only q, k, v are kept).
+        const LayerFn core = [segments](const std::vector<torch::Tensor>& x) {
+            return std::vector<torch::Tensor>{varlenAttention(x[0], x[1], x[2], segments, /*causal=*/true)};
+        };
+        auto y_NHd = maybeRecompute(RecomputeModule::CoreAttn, core, {q_NHd, k_NGd, v_NGd})[0];
         return m_out(y_NHd.reshape({B, T, m_numHeads * m_headDim}));
     }
     auto q_BHTd = m_q(x_BTD).view({B, T, m_numHeads, m_headDim}).transpose(1, 2);
@@ -143,11 +148,15 @@ torch::Tensor GqaAttentionImpl::forward(const torch::Tensor& x_BTD, const torch:
     auto v_BGTd = m_v(x_BTD).view({B, T, m_numGroups, m_headDim}).transpose(1, 2);
     q_BHTd = applyRope(q_BHTd, angle_BTF);
     k_BGTd = applyRope(k_BGTd, angle_BTF);
-    // GQA: each KV group serves H/G consecutive query heads.
+    // The attention core (selective recompute "core_attn": only q, k, v are kept, not the
+    // B·H·T² scores and probabilities). GQA: each KV group serves H/G consecutive query heads.
     const int64_t repeat = m_numHeads / m_numGroups;
-    auto k_BHTd = k_BGTd.repeat_interleave(repeat, 1);
-    auto v_BHTd = v_BGTd.repeat_interleave(repeat, 1);
-    auto y_BHTd = maskedAttention(q_BHTd, k_BHTd, v_BHTd, allowed_BTT);
+    const LayerFn core = [repeat, allowed_BTT](const std::vector<torch::Tensor>& x) {
+        auto k_BHTd = x[1].repeat_interleave(repeat, 1);
+        auto v_BHTd = x[2].repeat_interleave(repeat, 1);
+        return std::vector<torch::Tensor>{maskedAttention(x[0], k_BHTd, v_BHTd, allowed_BTT)};
+    };
+    auto y_BHTd = maybeRecompute(RecomputeModule::CoreAttn, core, {q_BHTd, k_BGTd, v_BGTd})[0];
     return m_out(y_BHTd.transpose(1, 2).reshape({B, T, m_numHeads * m_headDim}));
 }
 
@@ -158,9 +167,13 @@ RmsNormImpl::RmsNormImpl(int dim, double eps) : m_eps(eps)
 
 torch::Tensor RmsNormImpl::forward(const torch::Tensor& x)
 {
-    auto x32 = x.to(torch::kFloat32);
-    auto normed = x32 * torch::rsqrt(x32.pow(2).mean(-1, true) + m_eps);
-    return (normed * m_weight.to(torch::kFloat32)).to(x.scalar_type());
+    // Selective recompute "layernorm": only the input is kept, not the fp32 intermediates.
+    const LayerFn norm = [eps = m_eps](const std::vector<torch::Tensor>& in) {
+        auto x32 = in[0].to(torch::kFloat32);
+        auto normed = x32 * torch::rsqrt(x32.pow(2).mean(-1, true) + eps);
+        return std::vector<torch::Tensor>{(normed * in[1].to(torch::kFloat32)).to(in[0].scalar_type())};
+    };
+    return maybeRecompute(RecomputeModule::LayerNorm, norm, {x, m_weight})[0];
 }
 
 }  // namespace wb::rt

@@ -2,6 +2,7 @@
 #include "runtime/model/moe_decoder.h"
 
 #include "runtime/data/tokenizer.h"
+#include "runtime/model/recompute.h"
 #include "runtime/model/torch_compat.h"
 
 namespace wb::rt {
@@ -25,9 +26,14 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& h_BTD, const torch:
     const int64_t D = x_BTD.size(-1);
     auto flat_TD = x_BTD.reshape({-1, D});
     auto tokens_ND = m_mlpNorm(flat_TD.index_select(0, validIndex_N));
-    auto [moe_ND, layerAux] = m_moe(tokens_ND);
-    auxLoss = auxLoss + layerAux;
-    return flat_TD.index_add(0, validIndex_N, moe_ND).view_as(x_BTD);
+    // Selective recompute "moe": router, permutation and experts keep only their input.
+    const LayerFn moe = [m = m_moe.ptr()](const std::vector<torch::Tensor>& in) {
+        auto [y_ND, aux] = m->forward(in[0]);
+        return std::vector<torch::Tensor>{y_ND, aux};
+    };
+    auto moeOut = maybeRecompute(RecomputeModule::Moe, moe, {tokens_ND});
+    auxLoss = auxLoss + moeOut[1];
+    return flat_TD.index_add(0, validIndex_N, moeOut[0]).view_as(x_BTD);
 }
 
 MoeDecoderImpl::MoeDecoderImpl(const core::DecoderConfig& c, torch::Device initDevice) : m_config(c)
@@ -71,9 +77,11 @@ torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tenso
         auto* block = m_layers->ptr<DecoderLayerImpl>(layer).get();
         // The layer as a function of the hidden state only (everything else needs no gradient),
         // returning {h, this layer's aux loss}, so a runner can recompute or wrap it.
-        const LayerFn fn = [&, block](const std::vector<torch::Tensor>& x) {
+        // Captures by value: a runner may call it again in backward, after this function returned.
+        const LayerFn fn = [block, angle_BTF, allowed_BTT, validIndex_N, documents = in.documents](
+                               const std::vector<torch::Tensor>& x) {
             auto layerAux = torch::zeros({}, x[0].options().dtype(torch::kFloat32));
-            auto h = block->forward(x[0], angle_BTF, allowed_BTT, validIndex_N, layerAux, in.documents);
+            auto h = block->forward(x[0], angle_BTF, allowed_BTT, validIndex_N, layerAux, documents);
             return std::vector<torch::Tensor>{h, layerAux};
         };
         auto out = runLayer(m_runner, {"decoder", layer, numLayers, block}, fn, {h_BTD});

@@ -1,6 +1,7 @@
 // MoE router and experts (see moe_layer.h for the shape legend and the formulas).
 #include "runtime/model/moe_layer.h"
 
+#include "runtime/model/recompute.h"
 #include "runtime/model/torch_compat.h"
 
 #include <ATen/autocast_mode.h>
@@ -35,6 +36,15 @@ RouterOutput routeTopK(const torch::Tensor& logits_TE, int topK, double auxLossC
 
 namespace {
 
+// SwiGLU silu(gate) ⊙ up over [.., 2F] (gate | up). Selective recompute "moe_act" keeps only
+// gateUp and recomputes the activation in backward (recompute.h).
+torch::Tensor swiglu(const torch::Tensor& gateUp_NF2, int64_t F)
+{
+    return maybeRecompute(RecomputeModule::MoeAct, [F](const torch::Tensor& g) {
+        return torch::silu(g.slice(-1, 0, F)) * g.slice(-1, F);
+    }, gateUp_NF2);
+}
+
 // The per-expert loop over the sorted assignments. xSorted_AD is grouped by expert; counts are
 // the group sizes (host ints). This is the piece a grouped GEMM replaces.
 torch::Tensor runExpertsLoop(const torch::Tensor& xSorted_AD, const std::vector<int64_t>& counts,
@@ -48,7 +58,7 @@ torch::Tensor runExpertsLoop(const torch::Tensor& xSorted_AD, const std::vector<
             continue;
         auto x_ND = xSorted_AD.slice(0, start, start + counts[e]);
         auto gateUp_NF2 = torch::matmul(x_ND, gateUp_EDF2[static_cast<int64_t>(e)]);
-        auto h_NF = torch::silu(gateUp_NF2.slice(-1, 0, F)) * gateUp_NF2.slice(-1, F);
+        auto h_NF = swiglu(gateUp_NF2, F);
         outputs.push_back(torch::matmul(h_NF, down_EFD[static_cast<int64_t>(e)]));
         start += counts[e];
     }
@@ -110,7 +120,7 @@ torch::Tensor runExpertsGrouped(const torch::Tensor& xSorted_AD, const torch::Te
     const int64_t F = down_EFD.size(1);
     auto x_AD = xSorted_AD.to(torch::kBFloat16).contiguous();
     auto gateUp_AF2 = at::_grouped_mm(x_AD, gateUp_EDF2.to(torch::kBFloat16).contiguous(), offsets_E);
-    auto h_AF = torch::silu(gateUp_AF2.slice(-1, 0, F)) * gateUp_AF2.slice(-1, F);
+    auto h_AF = swiglu(gateUp_AF2, F);
     return at::_grouped_mm(h_AF.contiguous(), down_EFD.to(torch::kBFloat16).contiguous(), offsets_E);
 }
 #endif

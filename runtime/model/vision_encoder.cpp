@@ -2,6 +2,7 @@
 #include "runtime/model/vision_encoder.h"
 
 #include "runtime/model/attention.h"
+#include "runtime/model/recompute.h"
 
 #include <algorithm>
 #include <cmath>
@@ -27,37 +28,55 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
                                        const std::vector<int64_t>& imageLengths)
 {
     const int64_t P = x_PD.size(0), D = x_PD.size(1), Dh = D / m_numHeads;
-    auto qkv_13HPd = m_qkv(m_norm1(x_PD)).view({1, P, 3, m_numHeads, Dh}).permute({2, 0, 3, 1, 4});
+    // Selective recompute hooks (recompute.h): "layernorm" the two LayerNorms, "core_attn" the
+    // attention core, "mlp" the GELU MLP. Each piece captures only tensors without gradients.
+    auto layerNorm = [](torch::nn::LayerNorm& norm, const torch::Tensor& x) {
+        const LayerFn fn = [norm = norm.ptr()](const std::vector<torch::Tensor>& in) {
+            return std::vector<torch::Tensor>{norm->forward(in[0])};
+        };
+        return maybeRecompute(RecomputeModule::LayerNorm, fn, {x})[0];
+    };
+    auto qkv_13HPd = m_qkv(layerNorm(m_norm1, x_PD)).view({1, P, 3, m_numHeads, Dh}).permute({2, 0, 3, 1, 4});
     auto q_1HPd = applyRope(qkv_13HPd[0], angle_1PF);
     auto k_1HPd = applyRope(qkv_13HPd[1], angle_1PF);
-    torch::Tensor y_PD;
-    if (images.defined()) {
-        // All images of the micro-batch in one varlen call: block-diagonal without a P×P mask.
-        auto y_PHd = varlenAttention(q_1HPd.squeeze(0).transpose(0, 1), k_1HPd.squeeze(0).transpose(0, 1),
-                                     qkv_13HPd[2].squeeze(0).transpose(0, 1), images, /*causal=*/false);
-        y_PD = y_PHd.reshape({P, D});
-    } else if (!imageLengths.empty()) {
-        // One small exact attention per image (patches of an image are contiguous): memory and
-        // time grow with Σ n_i² instead of P², which on the CPU is the difference between a
-        // 100 ms and a 2 s step when a micro-batch packs many images.
-        const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
-        std::vector<torch::Tensor> parts;
-        parts.reserve(imageLengths.size());
-        int64_t start = 0;
-        for (int64_t n : imageLengths) {
-            auto q_1Hnd = q_1HPd.narrow(2, start, n);
-            auto k_1Hnd = k_1HPd.narrow(2, start, n);
-            auto v_1Hnd = qkv_13HPd[2].narrow(2, start, n);
-            auto probs_1Hnn = torch::softmax(torch::matmul(q_1Hnd, k_1Hnd.transpose(-2, -1)) * scale, -1);
-            parts.push_back(torch::matmul(probs_1Hnn, v_1Hnd));
-            start += n;
+    const LayerFn core = [P, D, Dh, images, imageLengths, allowed_1PP](const std::vector<torch::Tensor>& in) {
+        const auto& q_1HPd = in[0];
+        const auto& k_1HPd = in[1];
+        const auto& v_1HPd = in[2];
+        torch::Tensor y_PD;
+        if (images.defined()) {
+            // All images of the micro-batch in one varlen call: block-diagonal without a P×P mask.
+            auto y_PHd = varlenAttention(q_1HPd.squeeze(0).transpose(0, 1), k_1HPd.squeeze(0).transpose(0, 1),
+                                         v_1HPd.squeeze(0).transpose(0, 1), images, /*causal=*/false);
+            y_PD = y_PHd.reshape({P, D});
+        } else if (!imageLengths.empty()) {
+            // One small exact attention per image (patches of an image are contiguous): memory and
+            // time grow with Σ n_i² instead of P², which on the CPU is the difference between a
+            // 100 ms and a 2 s step when a micro-batch packs many images.
+            const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
+            std::vector<torch::Tensor> parts;
+            parts.reserve(imageLengths.size());
+            int64_t start = 0;
+            for (int64_t n : imageLengths) {
+                auto q_1Hnd = q_1HPd.narrow(2, start, n);
+                auto k_1Hnd = k_1HPd.narrow(2, start, n);
+                auto v_1Hnd = v_1HPd.narrow(2, start, n);
+                auto probs_1Hnn = torch::softmax(torch::matmul(q_1Hnd, k_1Hnd.transpose(-2, -1)) * scale, -1);
+                parts.push_back(torch::matmul(probs_1Hnn, v_1Hnd));
+                start += n;
+            }
+            y_PD = torch::cat(parts, 2).squeeze(0).transpose(0, 1).reshape({P, D});
+        } else {
+            y_PD = maskedAttention(q_1HPd, k_1HPd, v_1HPd, allowed_1PP).squeeze(0).transpose(0, 1).reshape({P, D});
         }
-        y_PD = torch::cat(parts, 2).squeeze(0).transpose(0, 1).reshape({P, D});
-    } else {
-        y_PD = maskedAttention(q_1HPd, k_1HPd, qkv_13HPd[2], allowed_1PP).squeeze(0).transpose(0, 1).reshape({P, D});
-    }
+        return std::vector<torch::Tensor>{y_PD};
+    };
+    auto y_PD = maybeRecompute(RecomputeModule::CoreAttn, core, {q_1HPd, k_1HPd, qkv_13HPd[2]})[0];
     auto h_PD = x_PD + m_proj(y_PD);
-    return h_PD + m_fc2(torch::gelu(m_fc1(m_norm2(h_PD))));
+    const LayerFn mlp = [fc1 = m_fc1.ptr(), fc2 = m_fc2.ptr()](const std::vector<torch::Tensor>& in) {
+        return std::vector<torch::Tensor>{fc2->forward(torch::gelu(fc1->forward(in[0])))};
+    };
+    return h_PD + maybeRecompute(RecomputeModule::Mlp, mlp, {layerNorm(m_norm2, h_PD)})[0];
 }
 
 VisionEncoderImpl::VisionEncoderImpl(const core::VisionConfig& config) : m_config(config)
@@ -98,7 +117,8 @@ VisionOutput VisionEncoderImpl::forward(const torch::Tensor& patches_PC, const t
     const int numLayers = static_cast<int>(m_blocks->size());
     for (int layer = 0; layer < numLayers; ++layer) {
         auto* block = m_blocks->ptr<VisionBlockImpl>(layer).get();
-        const LayerFn fn = [&, block](const std::vector<torch::Tensor>& x) {
+        // Captures by value: a runner may call it again in backward (layer_runner.h).
+        const LayerFn fn = [block, angle_1PF, allowed_1PP, images, imageLengths](const std::vector<torch::Tensor>& x) {
             return std::vector<torch::Tensor>{block->forward(x[0], angle_1PF, allowed_1PP, images, imageLengths)};
         };
         x_PD = runLayer(m_runner, {"vision", layer, numLayers, block}, fn, {x_PD})[0];

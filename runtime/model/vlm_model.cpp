@@ -3,6 +3,8 @@
 
 #include "runtime/data/tokenizer.h"
 
+#include <optional>
+
 namespace wb::rt {
 
 namespace {
@@ -98,6 +100,10 @@ VisionOutput VlmModelImpl::encodeImages(const VlmBatch& batch)
 {
     if (!batch.hasImages())
         return {};
+    // A frozen encoder runs without autograd: no graph, nothing saved for backward.
+    std::optional<torch::NoGradGuard> noGrad;
+    if (m_config.freezeVisionModel)
+        noGrad.emplace();
     return m_vision(batch.patches_PC, batch.patchImage_P, batch.patchRow_P, batch.patchCol_P, batch.images);
 }
 
@@ -105,6 +111,10 @@ void VlmModelImpl::project(const VisionOutput& vision, VlmBatch& batch)
 {
     if (!vision.hidden_PD.defined())
         return;
+    // Frozen encoder and projectors: nothing before the decoder needs a gradient.
+    std::optional<torch::NoGradGuard> noGrad;
+    if (m_config.freezeVisionModel && m_config.freezeVisionProjection)
+        noGrad.emplace();
     batch.decoder.imageEmbeds_ID = m_projector(vision.hidden_PD);
     batch.decoder.deepstack_ID.clear();
     for (size_t i = 0; i < vision.deepstack_PD.size(); ++i)

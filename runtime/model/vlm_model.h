@@ -35,8 +35,10 @@ public:
     /// `initDevice`: where the expert weights are drawn (the rest is built on the CPU; call to()).
     explicit VlmModelImpl(const core::ModelConfig& config, torch::Device initDevice = torch::kCPU);
 
+    /// With model.freeze_vision_model the encoder runs under NoGradGuard (no autograd graph).
     VisionOutput encodeImages(const VlmBatch& batch);
-    /// Fills batch.decoder.imageEmbeds_ID and deepstack_ID from the vision output.
+    /// Fills batch.decoder.imageEmbeds_ID and deepstack_ID from the vision output (without
+    /// autograd when the encoder and the projectors are all frozen).
     void project(const VisionOutput& vision, VlmBatch& batch);
     DecoderOutput decode(const VlmBatch& batch);
     /// All three phases.

@@ -2,9 +2,41 @@
 // 1.13 and 2.x; parameters are keyed by their module path so a changed model fails loudly.
 #include "runtime/train/checkpoint.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+#if WB_WITH_CUDA
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#endif
+
 #include <filesystem>
 
 namespace wb::rt {
+
+void captureRngState(CheckpointState& state, torch::Device device)
+{
+    state.rngCpu = at::detail::getDefaultCPUGenerator().get_state();
+#if WB_WITH_CUDA
+    if (device.is_cuda())
+        state.rngCuda = at::cuda::detail::getDefaultCUDAGenerator(device.index()).get_state();
+#else
+    (void)device;
+#endif
+}
+
+void restoreRngState(const CheckpointState& state, torch::Device device)
+{
+    if (state.rngCpu.defined()) {
+        at::Generator cpu = at::detail::getDefaultCPUGenerator();  // shares the default generator
+        cpu.set_state(state.rngCpu);
+    }
+#if WB_WITH_CUDA
+    if (device.is_cuda() && state.rngCuda.defined()) {
+        at::Generator gpu = at::cuda::detail::getDefaultCUDAGenerator(device.index());
+        gpu.set_state(state.rngCuda);
+    }
+#else
+    (void)device;
+#endif
+}
 
 std::string checkpointPath(const std::string& runDir)
 {
@@ -32,6 +64,11 @@ core::Result<std::string> saveCheckpoint(const std::string& runDir, torch::nn::M
         archive.write("optimizer", optim);
         archive.write("step", torch::tensor(state.step, torch::kInt64));
         archive.write("next_sample_seq", torch::tensor(state.nextSampleSeq, torch::kInt64));
+        archive.write("data_seed", torch::tensor(state.dataSeed, torch::kInt64));
+        if (state.rngCpu.defined())
+            archive.write("rng_cpu", state.rngCpu);
+        if (state.rngCuda.defined())
+            archive.write("rng_cuda", state.rngCuda);
         archive.save_to(tmp);
     } catch (const std::exception& e) {
         return core::makeError(core::ErrorCode::IoError, std::string("cannot save the checkpoint: ") + e.what(), path);
@@ -68,6 +105,12 @@ core::Result<CheckpointState> loadCheckpoint(const std::string& runDir, torch::n
         archive.read("next_sample_seq", seq);
         state.step = step.item<int64_t>();
         state.nextSampleSeq = seq.item<int64_t>();
+        // Absent in checkpoints written before RNG state was saved: the generators are left as is.
+        torch::Tensor seed;
+        if (archive.try_read("data_seed", seed))
+            state.dataSeed = seed.item<int64_t>();
+        archive.try_read("rng_cpu", state.rngCpu);
+        archive.try_read("rng_cuda", state.rngCuda);
     } catch (const std::exception& e) {
         return core::makeError(core::ErrorCode::Corrupt,
                                std::string("cannot load the checkpoint (was the model config changed?): ") + e.what(), path);

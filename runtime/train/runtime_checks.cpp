@@ -5,6 +5,7 @@
 
 #include "runtime/model/torch_compat.h"
 #include "runtime/parallel/process_group.h"
+#include "runtime/train/recompute_runner.h"
 
 #include <torch/torch.h>
 
@@ -58,9 +59,13 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
         out.push_back({"parallel", "WORLD_SIZE=" + s(worldSize) + ": this moe-train was built without a c10d backend for " +
                                        c.runtime.device + " (Gloo headers for CPU, NCCL for CUDA)",
                        "run a single process, or rebuild with WB_WITH_C10D=ON where LibTorch's c10d and Gloo/NCCL headers exist"});
-    if (c.recompute.granularity != "none")
-        out.push_back({"recompute.granularity", "activation recompute is not implemented in moe-train yet",
-                       "set granularity \"none\""});
+    // Recompute (recompute_runner.h): core checks the names and counts; here only the modules
+    // this architecture has no counterpart for (no MLA attention, no shared experts).
+    if (c.recompute.granularity == "selective")
+        for (const std::string& m : c.recompute.modules)
+            if (!recomputeModuleSupported(m))
+                out.push_back({"recompute.modules", "\"" + m + "\" names a part this model does not have (no MLA, no shared experts)",
+                               "use core_attn, moe_act, layernorm, mlp (the vision MLP) or moe"});
     if (c.cudaGraph.impl != "none")
         out.push_back({"cuda_graph.impl", "CUDA graphs are not implemented in moe-train yet", "set impl \"none\""});
     if (c.runtime.device == "cuda" && !cudaUsable())

@@ -27,8 +27,11 @@
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/gpu_info.h"
 #include "runtime/train/lr_schedule.h"
+#include "runtime/train/memory_report.h"
 #include "runtime/train/metrics_writer.h"
+#include "runtime/train/optimizer.h"
 #include "runtime/train/process_stats.h"
+#include "runtime/train/recompute_runner.h"
 #include "runtime/train/runtime_checks.h"
 #include "runtime/train/status_file.h"
 #include "runtime/train/step_timer.h"
@@ -134,6 +137,9 @@ private:
     bool writer() const { return m_env.rank == 0; }
     torch::Tensor optimizerStep(int64_t step, core::StepRecord& record);
     void saveCheckpointNow(const std::string& why);
+    void installRecompute();
+    void restoreFromCheckpoint(const CheckpointState& state);
+    std::string outOfMemoryReport(const std::string& what);
     int finish(int exitCode, const std::string& message);
 
     const core::RunConfig& m_config;
@@ -156,6 +162,7 @@ private:
     RankEnvironment m_env;                    // rank 0 of 1 unless started by torchrun / --nproc-per-node
     std::unique_ptr<ProcessGroup> m_group;    // single-process group for one rank
     std::unique_ptr<DataParallel> m_dataParallel;
+    std::unique_ptr<RecomputeRunner> m_recompute;  // null for recompute.granularity "none"
     bool m_stopAgreed = false;                // some rank was asked to stop (reduced at each step)
     int64_t m_step = 0;             // last completed optimizer step
     int64_t m_stepEndSeq = 0;       // loader position after the last completed step
@@ -170,6 +177,8 @@ void Trainer::setUp()
     if (ec)
         throw RunFailure{2, "cannot create the run directory " + m_options.runDir + ": " + ec.message()};
     m_env = RankEnvironment::fromEnvironment();
+    // Counts CPU tensor bytes (and their peak) for the out-of-memory report; before any tensor.
+    installCpuTensorCounter();
     if (writer())
         m_status.writePid();
 #if WB_WITH_CUDA
@@ -226,31 +235,18 @@ void Trainer::setUp()
     m_model = VlmModel(m_config.model, m_device);
     m_model->applyFreezing();
     m_model->to(m_device);
+    installRecompute();
     // Built from the same seed everywhere; the broadcast makes "same weights" a fact, not a hope.
     m_dataParallel->broadcastParameters(m_model->parameters());
 
-    // Weight decay only on matrices; norms and biases are excluded, as in Megatron.
-    std::vector<torch::Tensor> decay, noDecay;
-    for (auto& p : m_model->parameters())
-        if (p.requires_grad())
-            (p.dim() >= 2 ? decay : noDecay).push_back(p);
-    const auto& t = m_config.train;
-    auto options = [&](double wd) {
-        return std::make_unique<torch::optim::AdamWOptions>(
-            torch::optim::AdamWOptions(t.lr).betas({t.adamBeta1, t.adamBeta2}).eps(t.adamEps).weight_decay(wd));
-    };
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay, options(t.weightDecay));
-    groups.emplace_back(noDecay, options(0.0));
-    m_optimizer = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(t.lr));
+    m_optimizer = makeOptimizer(*m_model, m_config.train);  // trainable parameters only
 
     int64_t startSeq = 0;
     if (m_options.resume) {
         auto state = loadCheckpoint(m_options.runDir, *m_model, *m_optimizer);
         if (state) {
-            m_step = state->step;
-            startSeq = m_stepEndSeq = state->nextSampleSeq;
-            event("info", "resumed from " + checkpointPath(m_options.runDir) + " at step " + std::to_string(m_step), m_step);
+            restoreFromCheckpoint(*state);
+            startSeq = m_stepEndSeq;
         } else if (state.error().code == core::ErrorCode::NotFound) {
             event("warning", "--resume: " + state.error().toString() + "; starting at step 0");
         } else {
@@ -307,6 +303,9 @@ core::StepRecord Trainer::trainStep(int64_t step)
     double flops = 0.0;
     // Loss sums stay on the device until the one synchronize at the end of the step.
     torch::Tensor lmSum, auxSum;
+    // The loader position is committed only when the step completes: a stop between micro-batches
+    // drops the half-accumulated step, and the resumed run must load those micro-batches again.
+    int64_t stepEndSeq = m_stepEndSeq;
     for (int micro = 0; micro < numMicro; ++micro) {
         // With several ranks a stop is agreed at the step's end instead (reduceOverRanks): a rank
         // leaving mid-step would strand the others in the gradient allreduce.
@@ -317,7 +316,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
         if (!batch)
             throw RunFailure{1, "the data loader stopped"};
         r.dataMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - waitStart).count();
-        m_stepEndSeq = batch->nextSampleSeq;
+        stepEndSeq = batch->nextSampleSeq;
         if (micro % dp != m_env.rank)
             continue;  // another rank's micro-batch
         for (const std::string& w : batch->warnings)
@@ -359,6 +358,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
     timer.begin();
     torch::Tensor gradNorm = optimizerStep(step, r);
     timer.end(StepTimer::Optimizer);
+    m_stepEndSeq = stepEndSeq;
     timer.finish();  // the step's one device synchronize
     r.stepMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stepStart).count();
     r.visionMs = timer.ms(StepTimer::Vision);
@@ -496,11 +496,60 @@ void Trainer::saveCheckpointNow(const std::string& why)
 {
     if (!writer())
         return;  // the weights and optimizer state are the same on every rank; rank 0 saves them
-    auto saved = saveCheckpoint(m_options.runDir, *m_model, *m_optimizer, {m_step, m_stepEndSeq});
+    CheckpointState state;
+    state.step = m_step;
+    state.nextSampleSeq = m_stepEndSeq;
+    state.dataSeed = static_cast<int64_t>(m_config.train.seed);
+    captureRngState(state, m_device);
+    auto saved = saveCheckpoint(m_options.runDir, *m_model, *m_optimizer, state);
     if (saved)
         m_metrics->event("info", "checkpoint saved (" + why + "): " + *saved, m_step);
     else
         throw RunFailure{1, saved.error().toString()};
+}
+
+// Activation recompute from outside the model (recompute_runner.h): one runner for both stacks.
+void Trainer::installRecompute()
+{
+    m_recompute = makeRecomputeRunner(m_config.recompute);
+    if (m_recompute)
+        m_model->setLayerRunner(m_recompute.get());
+}
+
+// Resume: everything a continued run needs to produce the same losses as an uninterrupted one —
+// weights and optimizer state (loaded by loadCheckpoint), step (the LR schedule is a function of
+// it), the loader's stream position (its order is a function of the seed and the position) and
+// the RNG states. The model draws no random numbers after initialization today (no dropout; mock
+// images are seeded per sample), so the generators matter for future random ops, not for now.
+void Trainer::restoreFromCheckpoint(const CheckpointState& state)
+{
+    m_step = state.step;
+    m_stepEndSeq = state.nextSampleSeq;
+    restoreRngState(state, m_device);
+    event("info", "resumed from " + checkpointPath(m_options.runDir) + " at step " + std::to_string(m_step), m_step);
+    if (state.dataSeed >= 0 && state.dataSeed != static_cast<int64_t>(m_config.train.seed))
+        event("warning", "train.seed changed from " + std::to_string(state.dataSeed) + " to " +
+                             std::to_string(m_config.train.seed) + " since the checkpoint: the data order differs from an uninterrupted run",
+              m_step);
+    if (!state.rngCpu.defined())
+        event("warning", "the checkpoint has no RNG state (written by an older moe-train)", m_step);
+}
+
+// The message for exit 3: the failed request and where the memory went (memory_report.h).
+std::string Trainer::outOfMemoryReport(const std::string& what)
+{
+    try {  // the report itself must not throw out of the handler (memory is short)
+        std::string first = what.substr(0, what.find('\n'));
+        if (first.size() > 300)
+            first = first.substr(0, 300) + "...";
+        if (!m_model)
+            return "out of memory before the model was built (" + first + ")";
+        MemoryConsumers consumers = measureConsumers(*m_model, m_optimizer.get(), m_device);
+        consumers.failedRequest = failedRequestBytes(first);
+        return outOfMemoryMessage(consumers, m_config, deviceName(m_device), first);
+    } catch (...) {
+        return "out of memory (measuring the consumers failed too)";
+    }
 }
 
 int Trainer::finish(int exitCode, const std::string& message)
@@ -521,11 +570,6 @@ int Trainer::finish(int exitCode, const std::string& message)
     (exitCode == 0 ? std::cout : std::cerr) << "moe-train: " << who << status << " (exit " << exitCode << ") at step "
                                             << m_step << ": " << message << std::endl;
     return exitCode;
-}
-
-bool isOutOfMemory(const std::string& what)
-{
-    return what.find("out of memory") != std::string::npos || what.find("OutOfMemory") != std::string::npos;
 }
 
 int Trainer::run()
@@ -576,11 +620,21 @@ int Trainer::run()
         return finish(4, e.what());
     } catch (const c10::Error& e) {
         const std::string what = e.what_without_backtrace();
-        return finish(isOutOfMemory(what) ? 3 : 1, "LibTorch error: " + what);
+        if (m_loader)
+            m_loader->stop();
+        if (isOutOfMemoryMessage(what))
+            return finish(3, outOfMemoryReport(what));
+        return finish(1, "LibTorch error: " + what);
     } catch (const std::bad_alloc&) {
-        return finish(3, "out of host memory");
+        if (m_loader)
+            m_loader->stop();
+        return finish(3, outOfMemoryReport("host memory: std::bad_alloc"));
     } catch (const std::exception& e) {
-        return finish(isOutOfMemory(e.what()) ? 3 : 1, std::string("error: ") + e.what());
+        if (m_loader)
+            m_loader->stop();
+        if (isOutOfMemoryMessage(e.what()))
+            return finish(3, outOfMemoryReport(e.what()));
+        return finish(1, std::string("error: ") + e.what());
     }
 }
 

@@ -3,9 +3,22 @@
 //           moe-train, and checks that the loss falls (mean of the last 20 steps < 0.7 × the
 //           first 20), status.json says finished, exit 0, and the metrics stream is complete.
 //   signal: SIGTERM mid-run → exit 5, status "stopped", a checkpoint exists; --resume continues.
+//   resume: a run stopped by SIGTERM at step k and resumed gives bit-identical losses (and grad
+//           norms, LRs) to an uninterrupted run of the same config (CPU, fp32, 1 thread), with
+//           gradient accumulation (2 micro-batches per step) so a stop can land mid-step.
+//   golden: the first 20 losses of sample-mock against tests/runtime/golden/sample-mock-losses.json
+//           within the relative tolerance stated (and derived) there; `golden --regenerate`
+//           rewrites the losses in that file from a fresh run.
+//   oom   : under an address-space limit (setrlimit RLIMIT_AS in the child, i.e. `ulimit -v`) a
+//           config whose attention mask cannot fit exits 3, status "oom", with a message naming the
+//           consumers (parameters, gradients, optimizer state, activations) and ranking the knobs.
 #include "check.h"
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include <sys/resource.h>
 
 using namespace wb;
 namespace fs = std::filesystem;
@@ -135,6 +148,162 @@ void testSignal(const fs::path& dir)
     WB_CHECK(readStatus(runDir).value("step", int64_t{0}) == stoppedAt + 2);
 }
 
+std::vector<json> stepRecords(const fs::path& runDir)
+{
+    std::vector<json> steps;
+    for (const json& r : readMetrics(runDir))
+        if (r.is_object() && r.value("type", "") == "step")
+            steps.push_back(r);
+    return steps;
+}
+
+void testResumeEqualsUninterrupted(const fs::path& dir)
+{
+    json config = sampleConfig("sample-mock.json");
+    config["data"]["manifest"] = "";
+    config["train"]["train_iters"] = 14;
+    config["train"]["lr_warmup_iters"] = 3;
+    config["train"]["global_batch_size"] = 8;  // MBS 4: two micro-batches per step
+    std::ofstream(dir / "run.json") << config.dump(2);
+    const std::string cfg = (dir / "run.json").string();
+
+    const fs::path whole = dir / "whole";
+    const int rcWhole = test::runProcess({MOE_TRAIN_PATH, "--config", cfg, "--run-dir", whole.string()},
+                                         (dir / "whole.log").string(), 300);
+    WB_CHECK_MSG(rcWhole == 0, test::readFile(dir / "whole.log"));
+
+    const fs::path parts = dir / "parts";
+    const std::string log = (dir / "parts.log").string();
+    const pid_t pid = test::spawnProcess({MOE_TRAIN_PATH, "--config", cfg, "--run-dir", parts.string()}, log);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (std::chrono::steady_clock::now() < deadline &&
+           test::readFile(parts / "metrics.jsonl").find("\"step\":3,") == std::string::npos)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ::kill(pid, SIGTERM);
+    const int rcStop = test::waitProcess(pid, 120);
+    WB_CHECK_MSG(rcStop == 5, "rc " << rcStop << "\n" << test::readFile(log));
+    const int64_t stoppedAt = readStatus(parts).value("step", int64_t{0});
+    WB_CHECK_MSG(stoppedAt >= 3 && stoppedAt < 14, "stopped at " << stoppedAt);
+    const int rcResume = test::runProcess({MOE_TRAIN_PATH, "--config", cfg, "--run-dir", parts.string(), "--resume"},
+                                          (dir / "resume.log").string(), 300);
+    WB_CHECK_MSG(rcResume == 0, test::readFile(dir / "resume.log"));
+
+    const auto a = stepRecords(whole), b = stepRecords(parts);
+    WB_CHECK_MSG(a.size() == 14 && b.size() == 14, a.size() << " and " << b.size() << " step records");
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+        WB_CHECK(a[i].value("step", 0) == b[i].value("step", -1));
+        // Exact: the same doubles, printed the same way.
+        for (const char* field : {"loss", "aux_loss", "grad_norm", "lr"})
+            WB_CHECK_MSG(a[i].value(field, 0.0) == b[i].value(field, 1.0),
+                         "step " << i + 1 << " " << field << ": " << a[i].value(field, 0.0) << " vs " << b[i].value(field, 1.0)
+                                 << " (stopped at " << stoppedAt << ")");
+        WB_CHECK(a[i].value("images", 0) == b[i].value("images", -1));
+    }
+    std::cout << "stopped at step " << stoppedAt << ", resumed to 14: all 14 losses bit-identical to the uninterrupted run"
+              << std::endl;
+}
+
+// Applies "a.b.c": value overrides to a config.
+void applyOverrides(json& config, const json& overrides)
+{
+    for (const auto& [path, value] : overrides.items()) {
+        json* at = &config;
+        std::stringstream parts(path);
+        std::string key;
+        while (std::getline(parts, key, '.'))
+            at = &(*at)[key];
+        *at = value;
+    }
+}
+
+void testGoldenLosses(const fs::path& dir, bool regenerate)
+{
+    const fs::path goldenPath = fs::path(WB_SOURCE_DIR) / "tests/runtime/golden/sample-mock-losses.json";
+    json golden = json::parse(test::readFile(goldenPath), nullptr, false);
+    WB_CHECK_MSG(golden.is_object(), "cannot read " << goldenPath);
+    if (!golden.is_object())
+        return;
+    json config = json::parse(test::readFile(fs::path(WB_SOURCE_DIR) / golden.value("config", "")));
+    applyOverrides(config, golden["overrides"]);
+    std::ofstream(dir / "run.json") << config.dump(2);
+    const fs::path runDir = dir / "run";
+    const int rc = test::runProcess({MOE_TRAIN_PATH, "--config", (dir / "run.json").string(), "--run-dir", runDir.string()},
+                                    (dir / "stdout.log").string(), 300);
+    WB_CHECK_MSG(rc == 0, test::readFile(dir / "stdout.log"));
+    std::vector<double> losses, aux;
+    for (const json& r : stepRecords(runDir)) {
+        losses.push_back(r.value("loss", 0.0));
+        aux.push_back(r.value("aux_loss", 0.0));
+    }
+    if (regenerate) {
+        golden["losses"] = losses;
+        golden["aux_losses"] = aux;
+        std::ofstream(goldenPath) << golden.dump(2) << "\n";
+        std::cout << "wrote " << losses.size() << " losses to " << goldenPath << std::endl;
+        return;
+    }
+    const auto expected = golden["losses"].get<std::vector<double>>();
+    const auto expectedAux = golden["aux_losses"].get<std::vector<double>>();
+    const double tolerance = golden.value("relative_tolerance", 0.0);
+    WB_CHECK_MSG(losses.size() == expected.size() && aux.size() == expectedAux.size(),
+                 losses.size() << " losses, golden has " << expected.size());
+    double worst = 0.0;
+    for (size_t i = 0; i < losses.size() && i < expected.size(); ++i) {
+        const double rel = std::fabs(losses[i] - expected[i]) / std::fabs(expected[i]);
+        const double relAux = std::fabs(aux[i] - expectedAux[i]) / std::fabs(expectedAux[i]);
+        worst = std::max({worst, rel, relAux});
+        WB_CHECK_MSG(rel <= tolerance && relAux <= tolerance,
+                     "step " << i + 1 << ": loss " << losses[i] << " vs golden " << expected[i] << ", aux " << aux[i]
+                             << " vs " << expectedAux[i] << " (relative tolerance " << tolerance
+                             << "; if the change is intended: test_runtime_train golden --regenerate)");
+    }
+    std::cout << losses.size() << " losses within " << worst << " relative of the golden file (tolerance " << tolerance
+              << ")" << std::endl;
+}
+
+void testOutOfMemory(const fs::path& dir)
+{
+    // Text-only mock rows of 32768 tokens: the decoder's B×T×T document mask alone is 4 GiB, far
+    // above the 3 GiB address space (moe-train itself maps ~1.1 GiB), while every other buffer is
+    // small, so the failing allocation is LibTorch's and not a loader thread's.
+    json config = sampleConfig("sample-mock.json");
+    config["data"]["manifest"] = "";
+    config["data"]["mock_image_size"] = 0;
+    config["train"]["seq_length"] = 32768;
+    config["train"]["train_iters"] = 3;
+    config["train"]["lr_warmup_iters"] = 1;
+    std::ofstream(dir / "run.json") << config.dump(2);
+    const fs::path runDir = dir / "run";
+    const std::string log = (dir / "stdout.log").string();
+    const std::vector<std::string> args{MOE_TRAIN_PATH, "--config", (dir / "run.json").string(), "--run-dir", runDir.string()};
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const rlimit limit{3ull << 30, 3ull << 30};
+        ::setrlimit(RLIMIT_AS, &limit);
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        std::vector<char*> argv;
+        for (const auto& a : args)
+            argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    const int rc = test::waitProcess(pid, 120);
+    WB_CHECK_MSG(rc == 3, "rc " << rc << "\n" << test::readFile(log));
+    const json status = readStatus(runDir);
+    WB_CHECK(status.value("status", "") == "oom" && status.value("exit_code", -1) == 3);
+    const std::string message = status.value("message", "");
+    for (const char* part : {"out of memory on cpu", "parameters ", "gradients ", "optimizer state ", "activations ~",
+                             "the failed request 4.00 GiB", "1. activation recompute", "2. a smaller micro-batch",
+                             "FSDP", "freeze_vision_model"})
+        WB_CHECK_MSG(message.find(part) != std::string::npos, "'" << part << "' missing in: " << message);
+    const auto records = readMetrics(runDir);
+    WB_CHECK(!records.empty() && records.back().value("type", "") == "end" && records.back().value("exit_code", 0) == 3);
+    std::cout << message << std::endl;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -143,6 +312,16 @@ int main(int argc, char** argv)
     const fs::path dir = test::makeTempDir("wb-runtime-train");
     if (which == "signal") {
         testSignal(dir);
+    } else if (which == "resume") {
+        testResumeEqualsUninterrupted(dir);
+    } else if (which == "oom") {
+#if defined(__SANITIZE_ADDRESS__)
+        std::cerr << "an address-space limit cannot be combined with AddressSanitizer; skipping\n";
+        return 77;
+#endif
+        testOutOfMemory(dir);
+    } else if (which == "golden") {
+        testGoldenLosses(dir, argc > 2 && std::string(argv[2]) == "--regenerate");
     } else {
         if (!fs::is_directory("/usr/share/openclipart/png")) {
             std::cerr << "openclipart-png is not installed (apt-get install openclipart-png); skipping\n";

@@ -1,0 +1,182 @@
+// Training state that must be exactly right:
+//  - frozen vision (model.freeze_vision_model + freeze_vision_projection): after training steps
+//    the encoder's and projectors' weights are bit-identical, the optimizer holds no state for
+//    them (and does for the decoder), they get no gradients, the vision forward builds no graph;
+//  - a checkpoint round trip restores parameters, optimizer state, step, loader position, seed
+//    and the RNG: random numbers drawn after the load equal those drawn after the save;
+//  - the out-of-memory report's parsing and knob ranking (memory_report.h).
+#include "check.h"
+#include "tiny_run.h"
+
+#include "runtime/train/checkpoint.h"
+
+using namespace wb;
+
+namespace {
+
+bool isVision(const std::string& name)
+{
+    return name.rfind("vision.", 0) == 0 || name.rfind("projector.", 0) == 0 || name.rfind("deepstack_projectors.", 0) == 0;
+}
+
+void testFrozenVision()
+{
+    core::RunConfig c = test::sampleMockConfig();
+    c.model.freezeVisionModel = true;
+    c.model.freezeVisionProjection = true;
+    const auto batches = test::mockBatches(c, 3);
+    torch::set_num_threads(1);
+    torch::manual_seed(c.train.seed);
+    rt::VlmModel model(c.model);
+    model->applyFreezing();
+    auto optimizer = rt::makeOptimizer(*model, c.train);
+    std::map<std::string, torch::Tensor> initial;
+    for (const auto& p : model->named_parameters())
+        initial[p.key()] = p.value().detach().clone();
+
+    for (const auto& batch : batches) {
+        rt::VlmBatch tensors = rt::toTensors(batch, torch::kCPU, torch::kFloat32);
+        WB_CHECK(tensors.hasImages());
+        rt::VisionOutput vision = model->encodeImages(tensors);
+        // No graph: the output has no grad_fn and needs no gradient (deepstack features too).
+        WB_CHECK(!vision.hidden_PD.grad_fn() && !vision.hidden_PD.requires_grad());
+        for (const auto& d : vision.deepstack_PD)
+            WB_CHECK(!d.grad_fn());
+        model->project(vision, tensors);
+        WB_CHECK(!tensors.decoder.imageEmbeds_ID.grad_fn());
+        rt::DecoderOutput out = model->decode(tensors);
+        (out.lmLoss + out.auxLoss).backward();
+        optimizer->step();
+        optimizer->zero_grad();
+    }
+
+    // Which parameters the optimizer holds state for, by tensor identity.
+    std::set<const void*> withState;
+    for (const auto& group : optimizer->param_groups())
+        for (const auto& p : group.params())
+            if (optimizer->state().count(c10::guts::to_string(p.unsafeGetTensorImpl())))
+                withState.insert(p.unsafeGetTensorImpl());
+    int visionParams = 0, decoderChanged = 0, decoderParams = 0;
+    for (const auto& p : model->named_parameters()) {
+        const bool hasState = withState.count(p.value().unsafeGetTensorImpl()) > 0;
+        if (isVision(p.key())) {
+            ++visionParams;
+            WB_CHECK_MSG(torch::equal(p.value(), initial[p.key()]), p.key() << " changed");
+            WB_CHECK_MSG(!hasState, p.key() << " has optimizer state");
+            WB_CHECK_MSG(!p.value().requires_grad() && !p.value().grad().defined(), p.key() << " has a gradient");
+        } else {
+            ++decoderParams;
+            WB_CHECK_MSG(hasState, p.key() << " has no optimizer state");
+            decoderChanged += torch::equal(p.value(), initial[p.key()]) ? 0 : 1;
+        }
+    }
+    WB_CHECK(visionParams > 0 && decoderParams > 0);
+    WB_CHECK_MSG(decoderChanged == decoderParams, decoderChanged << " of " << decoderParams << " decoder tensors changed");
+    // The memory report counts no vision state to free.
+    const auto consumers = rt::measureConsumers(*model, optimizer.get(), torch::kCPU);
+    WB_CHECK(consumers.visionTrainable == 0 && consumers.optimizerState == 2 * consumers.trainable);
+
+    // The unfrozen model does build a graph through the encoder (the check above can fail).
+    core::RunConfig open = c;
+    open.model.freezeVisionModel = false;
+    open.model.freezeVisionProjection = false;
+    rt::VlmModel trainable(open.model);
+    rt::VlmBatch tensors = rt::toTensors(batches[0], torch::kCPU, torch::kFloat32);
+    WB_CHECK(trainable->encodeImages(tensors).hidden_PD.grad_fn() != nullptr);
+}
+
+void testCheckpointRoundTrip()
+{
+    const std::filesystem::path dir = test::makeTempDir("wb-runtime-state");
+    core::RunConfig c = test::sampleMockConfig();
+    const auto batches = test::mockBatches(c, 1);
+    torch::manual_seed(7);
+    rt::VlmModel model(c.model);
+    auto optimizer = rt::makeOptimizer(*model, c.train);
+    rt::VlmBatch tensors = rt::toTensors(batches[0], torch::kCPU, torch::kFloat32);
+    rt::DecoderOutput out = model->forward(tensors);
+    (out.lmLoss + out.auxLoss).backward();
+    optimizer->step();
+    optimizer->zero_grad();
+
+    rt::CheckpointState saved;
+    saved.step = 42;
+    saved.nextSampleSeq = 1234;
+    saved.dataSeed = 99;
+    rt::captureRngState(saved, torch::kCPU);
+    WB_CHECK(rt::saveCheckpoint(dir.string(), *model, *optimizer, saved).ok());
+    const auto drawnAfterSave = torch::rand({16});
+
+    // A different model and generator state, then load: everything comes back.
+    torch::manual_seed(8);
+    rt::VlmModel other(c.model);
+    auto otherOptimizer = rt::makeOptimizer(*other, c.train);
+    auto loaded = rt::loadCheckpoint(dir.string(), *other, *otherOptimizer);
+    WB_CHECK(loaded.ok());
+    if (!loaded.ok())
+        return;
+    WB_CHECK(loaded->step == 42 && loaded->nextSampleSeq == 1234 && loaded->dataSeed == 99);
+    rt::restoreRngState(*loaded, torch::kCPU);
+    WB_CHECK(torch::equal(torch::rand({16}), drawnAfterSave));
+    auto a = model->named_parameters(), b = other->named_parameters();
+    bool same = a.size() == b.size();
+    for (const auto& p : a)
+        same = same && torch::equal(p.value(), b[p.key()]);
+    WB_CHECK(same);
+    // Optimizer state: one identical step from both gives identical weights.
+    for (auto* m : {&model, &other}) {
+        rt::VlmBatch t = rt::toTensors(batches[0], torch::kCPU, torch::kFloat32);
+        rt::DecoderOutput o = (*m)->forward(t);
+        (o.lmLoss + o.auxLoss).backward();
+    }
+    optimizer->step();
+    otherOptimizer->step();
+    a = model->named_parameters();
+    b = other->named_parameters();
+    for (const auto& p : a)
+        WB_CHECK_MSG(torch::equal(p.value(), b[p.key()]), p.key());
+    std::filesystem::remove_all(dir);
+}
+
+// The OOM message ranks the knobs by the bytes each addresses, and reads the failed request from
+// both LibTorch wordings.
+void testOutOfMemoryRanking()
+{
+    WB_CHECK(rt::failedRequestBytes("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity") == (int64_t{2} << 30));
+    WB_CHECK(rt::failedRequestBytes("DefaultCPUAllocator: not enough memory: you tried to allocate 1024 bytes.") == 1024);
+    WB_CHECK(rt::failedRequestBytes("something else") == 0);
+    WB_CHECK(rt::isOutOfMemoryMessage("CUDA out of memory. Tried to allocate 20.00 MiB"));
+    WB_CHECK(!rt::isOutOfMemoryMessage("shape mismatch"));
+    core::RunConfig c = test::sampleMockConfig();
+    const int64_t gib = int64_t{1} << 30;
+    rt::MemoryConsumers weights;  // a model whose state dominates: sharding first
+    weights.parameters = weights.trainable = weights.gradients = 20 * gib;
+    weights.optimizerProjected = 40 * gib;
+    weights.peak = 21 * gib;
+    weights.allocatedAtPeakKnown = 20 * gib;
+    weights.visionTrainable = gib / 2;
+    const std::string a = rt::outOfMemoryMessage(weights, c, "NVIDIA H200", "CUDA out of memory");
+    WB_CHECK_MSG(a.find("1. sharding") != std::string::npos && a.find("(allocated at the first step)") != std::string::npos, a);
+    rt::MemoryConsumers vision = weights;  // a large trainable vision tower beats halving the activations
+    vision.parameters = vision.trainable = vision.gradients = 2 * gib;
+    vision.optimizerProjected = 4 * gib;
+    vision.visionTrainable = 2 * gib;
+    vision.peak = 6 * gib;
+    vision.allocatedAtPeakKnown = 2 * gib;
+    const std::string b = rt::outOfMemoryMessage(vision, c, "NVIDIA H200", "CUDA out of memory");
+    WB_CHECK_MSG(b.find("1. sharding") != std::string::npos && b.find("2. freezing the vision encoder") != std::string::npos &&
+                     b.find("3. activation recompute") != std::string::npos && b.find("activations ~4.00 GiB") != std::string::npos, b);
+    c.recompute.granularity = "full";  // already recomputing everything: not suggested again
+    c.recompute.recomputeNumLayers = 1;
+    WB_CHECK(rt::outOfMemoryMessage(vision, c, "cpu", "x").find("recompute (") == std::string::npos);
+}
+
+}  // namespace
+
+int main()
+{
+    testFrozenVision();
+    testCheckpointRoundTrip();
+    testOutOfMemoryRanking();
+    return test::checkExitCode("test_runtime_state");
+}
