@@ -24,6 +24,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace wb::ui {
@@ -311,8 +312,8 @@ void CompareView::compare()
     // The thread only touches its own copies (path, request, result); the view waits for it in
     // its destructor, so the finished() handler never outlives `this`.
     auto result = std::make_shared<std::optional<core::Result<core::Comparison>>>();
-    m_loader = QThread::create([result, path = m_storePath.toStdString(), request] {
-        result->emplace(core::compareRuns(path, request));
+    m_loader = QThread::create([result, path = m_storePath.toStdString(), request, loaded = m_loaded] {
+        result->emplace(core::compareRuns(path, request, loaded));
     });
     connect(m_loader, &QThread::finished, this, [this, result] {
         m_loader->deleteLater();
@@ -336,6 +337,14 @@ void CompareView::applyResult(core::Result<core::Comparison> result)
     }
     m_charts->setComparison(nullptr);  // before the runs it points into are replaced
     m_comparison = std::move(*result);
+    for (const auto& run : m_comparison->runs) {
+        const auto same = std::find_if(m_loaded.begin(), m_loaded.end(),
+                                       [&](const core::ComparedRun& r) { return r.summary.id == run.summary.id; });
+        if (same != m_loaded.end())
+            *same = run;
+        else
+            m_loaded.push_back(run);
+    }
     showComparison();
     emit compared(QString());
 }
@@ -430,8 +439,8 @@ void CompareView::fillFigures()
         const QString window = r.window.size() == 0
                                    ? QStringLiteral("—")
                                    : QStringLiteral("%1..%2 (%3)")
-                                         .arg(r.steps[r.window.begin].step)
-                                         .arg(r.steps[r.window.end - 1].step)
+                                         .arg(r.steps()[r.window.begin].step)
+                                         .arg(r.steps()[r.window.end - 1].step)
                                          .arg(text(r.window.note));
         m_figures->setItem(windowRow, static_cast<int>(i), new QTableWidgetItem(window));
         const QString source = r.fingerprint.dataSource.empty() ? tr("unknown") : text(r.fingerprint.dataSource);

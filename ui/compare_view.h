@@ -16,6 +16,7 @@
 #include <QWidget>
 
 #include <optional>
+#include <vector>
 
 QT_BEGIN_NAMESPACE
 class QCheckBox;
@@ -88,6 +89,9 @@ private:
 
     QString m_storePath;
     std::optional<core::Comparison> m_comparison;
+    /// Runs loaded by earlier comparisons (steps shared, not copied): the next comparison reads
+    /// only their steps after the last one held. GUI thread only; the worker gets a copy.
+    std::vector<core::ComparedRun> m_loaded;
 
     QLabel* m_banner = nullptr;
     QListWidget* m_runList = nullptr;

@@ -65,7 +65,7 @@ std::string windowText(const core::ComparedRun& r)
 {
     if (r.window.size() == 0)
         return "-";
-    return std::to_string(r.steps[r.window.begin].step) + ".." + std::to_string(r.steps[r.window.end - 1].step) +
+    return std::to_string(r.steps()[r.window.begin].step) + ".." + std::to_string(r.steps()[r.window.end - 1].step) +
            " (" + std::to_string(r.window.size()) + (r.window.detected ? "" : r.window.userOverride ? ", user" : ", fallback") +
            ")";
 }
@@ -129,7 +129,7 @@ void printFigures(const core::Comparison& c)
     add("images, image tokens per sample", [](const auto& r) {
         return format(r.fingerprint.imagesPerSample, 2) + ", " + format(r.fingerprint.imageTokensPerSample.median, 1);
     });
-    add("status", [](const auto& r) { return r.summary.status + " (" + std::to_string(r.steps.size()) + " steps)"; });
+    add("status", [](const auto& r) { return r.summary.status + " (" + std::to_string(r.steps().size()) + " steps)"; });
     printTable(rows);
     std::printf("\n");
 }

@@ -160,7 +160,7 @@ std::string windowText(const ComparedRun& r)
 {
     if (r.window.size() == 0)
         return "–";
-    return std::to_string(r.steps[r.window.begin].step) + "–" + std::to_string(r.steps[r.window.end - 1].step) +
+    return std::to_string(r.steps()[r.window.begin].step) + "–" + std::to_string(r.steps()[r.window.end - 1].step) +
            " (" + std::to_string(r.window.size()) + " steps" +
            (r.window.detected ? "" : r.window.userOverride ? ", user" : ", fallback") + ")";
 }
@@ -261,11 +261,11 @@ std::string renderChartSvg(const Comparison& comparison, ChartMetric metric, con
     const double w = std::clamp(options.smoothing, 0.0, 0.99);
     for (size_t r = 0; r < runCount; ++r) {
         const ComparedRun& run = comparison.runs[r];
-        runXs[r] = chartXValues(run.steps, options.xAxis);
+        runXs[r] = chartXValues(run.steps(), options.xAxis);
         const std::vector<double>& xs = runXs[r];
-        std::vector<double> ys(run.steps.size());
+        std::vector<double> ys(run.steps().size());
         for (size_t i = 0; i < ys.size(); ++i)
-            ys[i] = chartMetricValue(metric, run.steps[i], run.worldSize());
+            ys[i] = chartMetricValue(metric, run.steps()[i], run.worldSize());
         const std::vector<double> smooth = emaDebiased(ys, w);
         Series& s = series[r];
         for (size_t i = 0; i < ys.size(); ++i) {
@@ -491,7 +491,7 @@ std::string comparisonToMarkdown(const Comparison& c, const std::vector<std::str
     row("images, image tokens per sample", [](const ComparedRun& r) {
         return number(r.fingerprint.imagesPerSample, 2) + ", " + number(r.fingerprint.imageTokensPerSample.median, 1);
     });
-    row("status (steps)", [](const ComparedRun& r) { return r.summary.status + " (" + std::to_string(r.steps.size()) + ")"; });
+    row("status (steps)", [](const ComparedRun& r) { return r.summary.status + " (" + std::to_string(r.steps().size()) + ")"; });
     row("run id", [](const ComparedRun& r) { return r.summary.id; });
     md += "\n";
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -66,22 +67,38 @@ void forEachRun(size_t count, const std::function<void(size_t)>& work)
         thread.join();
 }
 
-/// Loads one run through `store`; the ids are already resolved.
-Result<ComparedRun> loadRun(RunStore& store, const std::string& id)
+/// Loads one run through `store`; the ids are already resolved. With `previous` (the same run,
+/// loaded before) only the steps after its last one are read and appended.
+Result<ComparedRun> loadRun(RunStore& store, const std::string& id, const ComparedRun* previous = nullptr)
 {
     ComparedRun r;
     auto summary = store.run(id);
     if (!summary)
         return summary.error();
     r.summary = std::move(*summary);
-    if (auto config = store.configJson(id))
+    if (previous) {
+        r.configJson = previous->configJson;  // stored once, at creation
+    } else if (auto config = store.configJson(id)) {
         r.configJson = std::move(*config);
+    }
     if (auto meta = store.meta(id))
         r.meta = std::move(*meta);
-    auto steps = store.steps(id);
-    if (!steps)
-        return steps.error();
-    r.steps = std::move(*steps);
+    const int64_t after = previous && !previous->steps().empty() ? previous->steps().back().step : -1;
+    auto columns = store.stepColumns(id, compareStepFields(), after);
+    if (!columns)
+        return columns.error();
+    if (previous && columns->size() == 0) {
+        r.stepData = previous->stepData;  // nothing new: share, do not copy
+    } else if (previous) {
+        std::vector<StepRecord> steps;
+        steps.reserve(previous->steps().size() + columns->size());
+        steps = previous->steps();
+        auto more = stepRecordsFromColumns(*columns);
+        steps.insert(steps.end(), more.begin(), more.end());
+        r.setSteps(std::move(steps));
+    } else {
+        r.setSteps(stepRecordsFromColumns(*columns));
+    }
     return r;
 }
 
@@ -112,6 +129,51 @@ Result<std::vector<std::string>> resolveIds(RunStore& store, const CompareReques
 }
 
 }  // namespace
+
+std::span<const StepField> compareStepFields()
+{
+    // 11 of the 24 columns: what figures, window, fingerprint and the charts read. Reading all of
+    // them made SQLite's row decoding most of a 20-run comparison (docs/benchmarks.md).
+    static constexpr StepField kFields[] = {
+        StepField::Time,         StepField::StepMs,         StepField::Images,
+        StepField::ImageTokens,  StepField::TextTokens,     StepField::EffectiveTokens,
+        StepField::Loss,         StepField::MemReservedGib, StepField::MemPeakGib,
+        StepField::TflopsPerGpu, StepField::Mfu,
+    };
+    return kFields;
+}
+
+std::vector<StepRecord> stepRecordsFromColumns(const StepColumns& columns)
+{
+    constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+    StepRecord blank;
+    for (const auto& f : kStepDoubleFields)
+        blank.*(f.member) = kNaN;
+    // Member pointers per column first; then one pass over the rows, each record written once
+    // while it is in cache (a pass per column over 100k records of 200 bytes was 3x slower).
+    std::vector<std::pair<double StepRecord::*, const double*>> doubles;
+    std::vector<std::pair<int64_t StepRecord::*, const double*>> counts;
+    for (size_t k = 0; k < columns.fields.size(); ++k) {
+        const std::string_view key = stepFieldKey(columns.fields[k]);
+        for (const auto& f : kStepDoubleFields)
+            if (key == f.key)
+                doubles.emplace_back(f.member, columns.values[k].data());
+        for (const auto& f : kStepIntFields)
+            if (key == f.key)
+                counts.emplace_back(f.member, columns.values[k].data());
+    }
+    std::vector<StepRecord> out;
+    out.reserve(columns.size());
+    for (size_t i = 0; i < columns.size(); ++i) {
+        StepRecord& r = out.emplace_back(blank);
+        r.step = columns.step[i];
+        for (const auto& [member, values] : doubles)
+            r.*member = values[i];
+        for (const auto& [member, values] : counts)
+            r.*member = std::isfinite(values[i]) ? static_cast<int64_t>(values[i]) : 0;
+    }
+    return out;
+}
 
 std::string ComparedRun::label() const
 {
@@ -176,15 +238,15 @@ Result<Comparison> buildComparison(std::vector<ComparedRun> runs, size_t baselin
     std::vector<std::optional<Error>> errors(runs.size());
     forEachRun(runs.size(), [&](size_t i) {
         ComparedRun& r = runs[i];
-        auto w = resolveWindow(r.steps, window, options);
+        auto w = resolveWindow(r.steps(), window, options);
         if (!w) {
             errors[i] = w.error();
             errors[i]->context = r.summary.id;
             return;
         }
         r.window = *w;
-        r.figures = computeRunFigures(r.steps, r.window, r.worldSize(), r.meta ? r.meta->peakTflops : 0.0);
-        r.fingerprint = makeFingerprint(r.configJson, r.meta, r.steps, r.window);
+        r.figures = computeRunFigures(r.steps(), r.window, r.worldSize(), r.meta ? r.meta->peakTflops : 0.0);
+        r.fingerprint = makeFingerprint(r.configJson, r.meta, r.steps(), r.window);
     });
     for (auto& r : runs) {
         if (auto& e = errors[static_cast<size_t>(&r - runs.data())])
@@ -219,7 +281,8 @@ Result<Comparison> compareRuns(RunStore& store, const CompareRequest& request)
     return buildComparison(std::move(runs), baseline, request.window, request.steadyState);
 }
 
-Result<Comparison> compareRuns(const std::string& storePath, const CompareRequest& request)
+Result<Comparison> compareRuns(const std::string& storePath, const CompareRequest& request,
+                               const std::vector<ComparedRun>& loaded)
 {
     auto store = RunStore::open(storePath);
     if (!store)
@@ -229,13 +292,16 @@ Result<Comparison> compareRuns(const std::string& storePath, const CompareReques
     if (!ids)
         return ids.error();
     // One connection per thread, as RunStore requires; WAL lets them read side by side.
-    std::vector<std::optional<Result<ComparedRun>>> loaded(ids->size());
+    std::vector<std::optional<Result<ComparedRun>>> results(ids->size());
     forEachRun(ids->size(), [&](size_t i) {
         auto own = RunStore::open(storePath);
-        loaded[i] = own ? loadRun(**own, (*ids)[i]) : Result<ComparedRun>(own.error());
+        const auto previous = std::find_if(loaded.begin(), loaded.end(),
+                                           [&](const ComparedRun& r) { return r.summary.id == (*ids)[i]; });
+        results[i] = own ? loadRun(**own, (*ids)[i], previous == loaded.end() ? nullptr : &*previous)
+                         : Result<ComparedRun>(own.error());
     });
     std::vector<ComparedRun> runs;
-    for (auto& run : loaded) {
+    for (auto& run : results) {
         if (!*run)
             return run->error();
         runs.push_back(std::move(**run));
@@ -258,10 +324,10 @@ std::string comparisonToJson(const Comparison& c)
         run["id"] = r.summary.id;
         run["name"] = r.summary.name;
         run["status"] = r.summary.status;
-        run["steps"] = r.steps.size();
+        run["steps"] = r.steps().size();
         run["window"] = {
-            {"first_step", r.window.size() ? OrderedJson(r.steps[r.window.begin].step) : OrderedJson(nullptr)},
-            {"last_step", r.window.size() ? OrderedJson(r.steps[r.window.end - 1].step) : OrderedJson(nullptr)},
+            {"first_step", r.window.size() ? OrderedJson(r.steps()[r.window.begin].step) : OrderedJson(nullptr)},
+            {"last_step", r.window.size() ? OrderedJson(r.steps()[r.window.end - 1].step) : OrderedJson(nullptr)},
             {"steps", r.window.size()},
             {"detected", r.window.detected},
             {"user_override", r.window.userOverride},

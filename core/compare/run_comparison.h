@@ -12,22 +12,38 @@
 #include "core/compare/workload_fingerprint.h"
 #include "core/run_store.h"
 
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace wb::core {
+
+/// The step columns a comparison reads (figures, window, fingerprint, the four charts); the
+/// other StepRecord fields of ComparedRun::steps() are NaN (counts 0).
+std::span<const StepField> compareStepFields();
+/// StepRecords from columns; fields not read are NaN (counts 0).
+std::vector<StepRecord> stepRecordsFromColumns(const StepColumns& columns);
 
 /// One run, loaded and analysed.
 struct ComparedRun {
     RunSummary summary;
     std::optional<MetaRecord> meta;
     std::string configJson;
-    std::vector<StepRecord> steps;  ///< all stored steps, by step (the charts need them)
+    /// All stored steps, by step (the charts need them); only compareStepFields() are filled
+    /// when loaded by compareRuns. Shared and immutable, so a view can keep loaded runs and hand
+    /// them to the next comparison without copying 100k records.
+    std::shared_ptr<const std::vector<StepRecord>> stepData = std::make_shared<const std::vector<StepRecord>>();
     SteadyWindow window;
     RunFigures figures;
     WorkloadFingerprint fingerprint;
 
+    const std::vector<StepRecord>& steps() const { return *stepData; }
+    void setSteps(std::vector<StepRecord> steps)
+    {
+        stepData = std::make_shared<const std::vector<StepRecord>>(std::move(steps));
+    }
     std::string label() const;      ///< the run's name, or its id when names collide/are empty
     int worldSize() const { return meta ? std::max(meta->worldSize, 1) : 1; }
 };
@@ -69,7 +85,11 @@ Result<Comparison> compareRuns(RunStore& store, const CompareRequest& request);
 
 /// The same, from a store path: loads the runs in parallel, one RunStore connection per thread
 /// (what the CLI and the GUI call; 20 runs of 100k steps are mostly SQLite row decoding).
-Result<Comparison> compareRuns(const std::string& storePath, const CompareRequest& request);
+/// `loaded`: runs this caller loaded before (a previous comparison's runs); those among the
+/// request are reused, reading only their steps after the last one held (and their summary and
+/// meta again), so a refresh or a baseline change does not reload 100k steps per run.
+Result<Comparison> compareRuns(const std::string& storePath, const CompareRequest& request,
+                               const std::vector<ComparedRun>& loaded = {});
 
 /// Analyses runs whose summary, meta, config and steps are already filled in (windows, figures,
 /// fingerprints, warnings, diff). InvalidArgument when the window selects no step of some run.
