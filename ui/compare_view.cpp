@@ -148,10 +148,25 @@ void CompareView::buildUi()
     m_configDiff = new QTableWidget(this);
     m_configDiff->setObjectName(QStringLiteral("compareConfigDiffTable"));
     m_configDiff->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_predictions = new QTableWidget(this);
+    m_predictions->setObjectName(QStringLiteral("comparePredictionTable"));
+    m_predictions->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_predictions->setToolTip(tr("Predicted vs measured: the planner's prediction of runs launched from a plan "
+                                 "(error = (predicted − measured) / measured)"));
     m_charts = new CompareChartPanel(this);
 
+    auto* figureTables = new QSplitter(Qt::Vertical, this);
+    figureTables->addWidget(m_figures);
+    auto* predictionBox = new QWidget(this);
+    auto* predictionLayout = new QVBoxLayout(predictionBox);
+    predictionLayout->setContentsMargins(0, 0, 0, 0);
+    predictionLayout->addWidget(new QLabel(tr("Predicted vs measured"), predictionBox));
+    predictionLayout->addWidget(m_predictions);
+    figureTables->addWidget(predictionBox);
+    figureTables->setStretchFactor(0, 3);
+    figureTables->setStretchFactor(1, 1);
     auto* tables = new QSplitter(Qt::Horizontal, this);
-    tables->addWidget(m_figures);
+    tables->addWidget(figureTables);
     tables->addWidget(m_configDiff);
     tables->setStretchFactor(0, 3);
     tables->setStretchFactor(1, 2);
@@ -354,6 +369,7 @@ void CompareView::showComparison()
     fillBanner();
     fillFigures();
     fillConfigDiff();
+    fillPredictions();
     m_charts->setComparison(&*m_comparison);
     m_exportCharts->setEnabled(true);
     m_exportReport->setEnabled(true);
@@ -476,6 +492,75 @@ void CompareView::fillConfigDiff()
                                  .arg(c.configDiff.rows.size())
                                  .arg(c.configDiff.keysCompared));
     m_configDiff->resizeColumnsToContents();
+}
+
+void CompareView::fillPredictions()
+{
+    const auto& c = *m_comparison;
+    m_predictions->clear();
+    m_predictions->clearSpans();
+    const auto withPrediction = std::find_if(c.runs.begin(), c.runs.end(),
+                                             [](const core::ComparedRun& r) { return r.predictionCheck.has_value(); });
+    QStringList columns;
+    if (withPrediction != c.runs.end())
+        for (const auto& row : withPrediction->predictionCheck->rows)
+            columns << QStringLiteral("%1 (%2)").arg(QString::fromLatin1(row.label), QString::fromUtf8(row.unit));
+    else
+        columns << tr("step time (ms)") << tr("peak memory (GiB)") << tr("effective tokens/s/GPU (tok/s)") << tr("MFU (%)");
+    columns << tr("Predicted for");
+    m_predictions->setColumnCount(static_cast<int>(columns.size()));
+    m_predictions->setRowCount(static_cast<int>(c.runs.size()) + 1);
+    QStringList rows;
+    for (int i = 0; i < static_cast<int>(c.runs.size()); ++i) {
+        const auto& r = c.runs[static_cast<size_t>(i)];
+        rows << text(r.label());
+        if (!r.predictionCheck) {
+            auto* item = new QTableWidgetItem(tr("no prediction (not launched from a plan)"));
+            item->setForeground(palette().color(QPalette::Disabled, QPalette::Text));
+            m_predictions->setItem(i, 0, item);
+            m_predictions->setSpan(i, 0, 1, static_cast<int>(columns.size()));
+            continue;
+        }
+        const auto& check = *r.predictionCheck;
+        for (int col = 0; col < static_cast<int>(check.rows.size()); ++col) {
+            const auto& figure = check.rows[static_cast<size_t>(col)];
+            QString cell = formatNumber(figure.predicted, figure.decimals) + QStringLiteral(" / ") +
+                           formatNumber(figure.measured, figure.decimals);
+            auto* item = new QTableWidgetItem;
+            if (figure.errorPct) {
+                cell += QStringLiteral(" (%1%2 %)").arg(*figure.errorPct >= 0 ? QStringLiteral("+") : QString())
+                            .arg(*figure.errorPct, 0, 'f', 1);
+                item->setData(Qt::UserRole, *figure.errorPct);  // the signed error, for code reading the table
+            }
+            item->setText(cell);
+            item->setToolTip(tr("predicted %1, measured %2 %3").arg(formatNumber(figure.predicted, figure.decimals),
+                                                                   formatNumber(figure.measured, figure.decimals),
+                                                                   QString::fromUtf8(figure.unit)));
+            m_predictions->setItem(i, col, item);
+        }
+        const auto& p = check.prediction;
+        auto* source = new QTableWidgetItem(tr("%1 × %2").arg(p.gpus).arg(p.hardware.empty() ? tr("unknown") : text(p.hardware)));
+        source->setToolTip(text(p.source) + (p.calibration.empty() ? QString() : QStringLiteral("; ") + text(p.calibration)) +
+                           (check.note.empty() ? QString() : QStringLiteral("\n") + text(check.note)));
+        if (!check.note.empty())
+            source->setForeground(QColor(0xd6, 0x27, 0x28));
+        m_predictions->setItem(i, static_cast<int>(columns.size()) - 1, source);
+    }
+    const int maeRow = static_cast<int>(c.runs.size());
+    rows << tr("mean |error|");
+    for (int col = 0; col < static_cast<int>(c.predictionAccuracy.size()); ++col) {
+        const auto& a = c.predictionAccuracy[static_cast<size_t>(col)];
+        auto* item = new QTableWidgetItem(a.runs ? tr("%1 % (%n run(s))", nullptr, static_cast<int>(a.runs))
+                                                       .arg(a.meanAbsErrorPct, 0, 'f', 1)
+                                                 : QStringLiteral("—"));
+        QFont bold = item->font();
+        bold.setBold(true);
+        item->setFont(bold);
+        m_predictions->setItem(maeRow, col, item);
+    }
+    m_predictions->setHorizontalHeaderLabels(columns);
+    m_predictions->setVerticalHeaderLabels(rows);
+    m_predictions->resizeColumnsToContents();
 }
 
 core::Result<QStringList> CompareView::exportCharts(const QString& directory)

@@ -49,6 +49,9 @@ public:
     QLabel* warningBanner() const { return m_banner; }
     QTableWidget* figuresTable() const { return m_figures; }
     QTableWidget* configDiffTable() const { return m_configDiff; }
+    /// Predicted vs measured: one row per run (a run without a prediction says so), then the
+    /// mean absolute error across runs; columns step time, peak memory, tokens/s/GPU, MFU, GPUs.
+    QTableWidget* predictionTable() const { return m_predictions; }
     CompareChartPanel* charts() const { return m_charts; }
     QCheckBox* logScaleToggle() const { return m_logScale; }
     QCheckBox* shadeWindowToggle() const { return m_shadeWindow; }
@@ -84,6 +87,7 @@ private:
     void fillBanner();
     void fillFigures();
     void fillConfigDiff();
+    void fillPredictions();
     void updateBaselineChoices();
     void chooseAndExport(bool report);
 
@@ -105,6 +109,7 @@ private:
     QPushButton* m_exportReport = nullptr;
     QTableWidget* m_figures = nullptr;
     QTableWidget* m_configDiff = nullptr;
+    QTableWidget* m_predictions = nullptr;
     CompareChartPanel* m_charts = nullptr;
     QLabel* m_busy = nullptr;
     QThread* m_loader = nullptr;  // the running load, if any (GUI thread owns the pointer)

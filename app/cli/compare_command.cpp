@@ -134,6 +134,62 @@ void printFigures(const core::Comparison& c)
     std::printf("\n");
 }
 
+std::string predictionCell(const core::PredictionRow& row)
+{
+    std::string cell = format(row.predicted, row.decimals) + " / " + format(row.measured, row.decimals);
+    if (row.errorPct) {
+        char text[32];
+        std::snprintf(text, sizeof text, " (%+.1f%%)", *row.errorPct);
+        cell += text;
+    }
+    return cell;
+}
+
+// One row per run: each predicted figure as "predicted / measured (error)", then the mean absolute
+// error across the runs that have a prediction — the planner's accuracy.
+void printPredictions(const core::Comparison& c)
+{
+    const bool any = std::any_of(c.runs.begin(), c.runs.end(), [](const auto& r) { return r.predictionCheck.has_value(); });
+    if (!any) {
+        std::printf("PREDICTED VS MEASURED: no prediction for these runs (not launched from a plan)\n\n");
+        return;
+    }
+    std::printf("PREDICTED VS MEASURED (predicted / measured (error); error = (predicted - measured) / measured)\n");
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> header{"  RUN"};
+    const auto& first = std::find_if(c.runs.begin(), c.runs.end(), [](const auto& r) { return r.predictionCheck.has_value(); })
+                            ->predictionCheck->rows;
+    for (const auto& row : first)
+        header.push_back(std::string(row.label) + " (" + row.unit + ")");
+    header.push_back("predicted for");
+    rows.push_back(header);
+    std::vector<std::string> notes;
+    for (const auto& r : c.runs) {
+        std::vector<std::string> row{"  " + r.label()};
+        if (!r.predictionCheck) {
+            row.push_back("no prediction (not launched from a plan)");
+            rows.push_back(row);
+            continue;
+        }
+        for (const auto& figure : r.predictionCheck->rows)
+            row.push_back(predictionCell(figure));
+        const auto& p = r.predictionCheck->prediction;
+        row.push_back(std::to_string(p.gpus) + " x " + (p.hardware.empty() ? std::string("?") : p.hardware));
+        rows.push_back(row);
+        if (!r.predictionCheck->note.empty())
+            notes.push_back(r.label() + ": " + r.predictionCheck->note);
+    }
+    std::vector<std::string> mae{"  mean |error|"};
+    for (const auto& a : c.predictionAccuracy)
+        mae.push_back(a.runs ? format(a.meanAbsErrorPct, 1) + "% (" + std::to_string(a.runs) + " run" + (a.runs == 1 ? "" : "s") + ")"
+                             : std::string("-"));
+    rows.push_back(mae);
+    printTable(rows);
+    for (const auto& note : notes)
+        std::printf("  note: %s\n", note.c_str());
+    std::printf("\n");
+}
+
 void printConfigDiff(const core::Comparison& c)
 {
     if (c.configDiff.empty()) {
@@ -276,6 +332,7 @@ int compareCommand(const CliContext& context, Args args)
     } else {
         printWarnings(*comparison);
         printFigures(*comparison);
+        printPredictions(*comparison);
         printConfigDiff(*comparison);
     }
     std::fflush(stdout);

@@ -165,6 +165,57 @@ std::string windowText(const ComparedRun& r)
            (r.window.detected ? "" : r.window.userOverride ? ", user" : ", fallback") + ")";
 }
 
+// "Predicted vs measured": one row per run, each figure as predicted / measured (error).
+std::string predictionMarkdown(const Comparison& c)
+{
+    const auto withPrediction = std::find_if(c.runs.begin(), c.runs.end(),
+                                             [](const ComparedRun& r) { return r.predictionCheck.has_value(); });
+    std::string md = "## Predicted vs measured\n\n";
+    if (withPrediction == c.runs.end())
+        return md + "No prediction for these runs (not launched from a plan).\n\n";
+    const auto& columns = withPrediction->predictionCheck->rows;
+    md += "Each cell: predicted / measured (error = (predicted − measured) / measured). Measured as in the "
+          "figures above: medians over the steady window, peak memory over the whole run.\n\n| run |";
+    for (const auto& col : columns)
+        md += " " + cell(std::string(col.label) + " (" + col.unit + ")") + " |";
+    md += " predicted for |\n|---|";
+    for (size_t i = 0; i <= columns.size(); ++i)
+        md += "---:|";
+    md += "\n";
+    std::string notes;
+    for (const auto& r : c.runs) {
+        md += "| " + cell(r.label()) + " |";
+        if (!r.predictionCheck) {
+            md += " no prediction (not launched from a plan) |";
+            for (size_t i = 0; i < columns.size(); ++i)
+                md += " |";
+            md += "\n";
+            continue;
+        }
+        for (const auto& row : r.predictionCheck->rows) {
+            std::string text = number(row.predicted, row.decimals) + " / " + number(row.measured, row.decimals);
+            if (row.errorPct) {
+                char err[32];
+                std::snprintf(err, sizeof err, " (%+.1f%%)", *row.errorPct);
+                text += err;
+            }
+            md += " " + cell(text) + " |";
+        }
+        const auto& p = r.predictionCheck->prediction;
+        md += " " + cell(std::to_string(p.gpus) + " × " + (p.hardware.empty() ? std::string("?") : p.hardware)) + " |\n";
+        if (!r.predictionCheck->note.empty())
+            notes += "- " + cell(r.label()) + ": " + r.predictionCheck->note + "\n";
+    }
+    md += "| **mean \\|error\\|** |";
+    for (const auto& a : c.predictionAccuracy)
+        md += " " + (a.runs ? number(a.meanAbsErrorPct, 1) + "% (" + std::to_string(a.runs) + (a.runs == 1 ? " run)" : " runs)")
+                            : std::string("–")) + " |";
+    md += " |\n\n";
+    if (!notes.empty())
+        md += notes + "\n";
+    return md;
+}
+
 }  // namespace
 
 const std::vector<ChartMetric>& chartMetrics()
@@ -494,6 +545,8 @@ std::string comparisonToMarkdown(const Comparison& c, const std::vector<std::str
     row("status (steps)", [](const ComparedRun& r) { return r.summary.status + " (" + std::to_string(r.steps().size()) + ")"; });
     row("run id", [](const ComparedRun& r) { return r.summary.id; });
     md += "\n";
+
+    md += predictionMarkdown(c);
 
     md += "## Config diff\n\n";
     if (c.configDiff.empty()) {

@@ -29,6 +29,20 @@ OrderedJson statsJson(const RobustStats& s)
                        {"count", s.count}};
 }
 
+OrderedJson predictionJson(const PredictionCheck& check)
+{
+    const RunPrediction& p = check.prediction;
+    OrderedJson figures = OrderedJson::object();
+    for (const auto& row : check.rows)
+        figures[row.key] = {{"predicted", finiteOrNull(row.predicted)},
+                            {"measured", finiteOrNull(row.measured)},
+                            {"unit", row.unit},
+                            {"error_pct", row.errorPct ? OrderedJson(*row.errorPct) : OrderedJson(nullptr)}};
+    return OrderedJson{{"source", p.source},           {"hardware", p.hardware},
+                       {"gpus", p.gpus},               {"calibration", p.calibration},
+                       {"note", check.note},           {"figures", std::move(figures)}};
+}
+
 // Per-run caveats that are not about the workload: the user should still know them first.
 void addRunWarnings(const ComparedRun& run, std::vector<CompareWarning>& out)
 {
@@ -83,6 +97,10 @@ Result<ComparedRun> loadRun(RunStore& store, const std::string& id, const Compar
     }
     if (auto meta = store.meta(id))
         r.meta = std::move(*meta);
+    auto prediction = store.prediction(id);
+    if (!prediction)
+        return prediction.error();
+    r.prediction = std::move(*prediction);
     const int64_t after = previous && !previous->steps().empty() ? previous->steps().back().step : -1;
     auto columns = store.stepColumns(id, compareStepFields(), after);
     if (!columns)
@@ -247,6 +265,9 @@ Result<Comparison> buildComparison(std::vector<ComparedRun> runs, size_t baselin
         r.window = *w;
         r.figures = computeRunFigures(r.steps(), r.window, r.worldSize(), r.meta ? r.meta->peakTflops : 0.0);
         r.fingerprint = makeFingerprint(r.configJson, r.meta, r.steps(), r.window);
+        r.predictionCheck.reset();
+        if (r.prediction)
+            r.predictionCheck = checkPrediction(*r.prediction, r.figures, r.meta ? r.meta->worldSize : 0);
     });
     for (auto& r : runs) {
         if (auto& e = errors[static_cast<size_t>(&r - runs.data())])
@@ -261,6 +282,11 @@ Result<Comparison> buildComparison(std::vector<ComparedRun> runs, size_t baselin
     std::stable_sort(c.warnings.begin(), c.warnings.end(),
                      [](const auto& a, const auto& b) { return a.severity < b.severity; });
     c.configDiff = diffConfigs(configs);
+    std::vector<PredictionCheck> checks;
+    for (const auto& r : runs)
+        if (r.predictionCheck)
+            checks.push_back(*r.predictionCheck);
+    c.predictionAccuracy = predictionAccuracy(checks);
     c.runs = std::move(runs);
     return c;
 }
@@ -361,9 +387,14 @@ std::string comparisonToJson(const Comparison& c)
                            {"max_pixels", f.maxPixels},
                            {"frozen_modules", f.frozenModules},
                            {"model", f.model}};
+        run["prediction"] = r.predictionCheck ? predictionJson(*r.predictionCheck) : OrderedJson(nullptr);
         runs.push_back(std::move(run));
     }
     out["runs"] = std::move(runs);
+    OrderedJson accuracy = OrderedJson::object();
+    for (const auto& a : c.predictionAccuracy)
+        accuracy[a.key] = {{"mean_abs_error_pct", finiteOrNull(a.meanAbsErrorPct)}, {"runs", a.runs}};
+    out["prediction_accuracy"] = std::move(accuracy);
     OrderedJson diff = OrderedJson::array();
     for (const auto& row : c.configDiff.rows) {
         OrderedJson values = OrderedJson::array();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/compare/config_diff.h"
+#include "core/compare/prediction_check.h"
 #include "core/compare/run_figures.h"
 #include "core/compare/steady_state.h"
 #include "core/compare/workload_fingerprint.h"
@@ -35,9 +36,13 @@ struct ComparedRun {
     /// when loaded by compareRuns. Shared and immutable, so a view can keep loaded runs and hand
     /// them to the next comparison without copying 100k records.
     std::shared_ptr<const std::vector<StepRecord>> stepData = std::make_shared<const std::vector<StepRecord>>();
+    /// The planner's prediction, when the run was launched from a plan.
+    std::optional<RunPrediction> prediction;
     SteadyWindow window;
     RunFigures figures;
     WorkloadFingerprint fingerprint;
+    /// Predicted vs measured (set by buildComparison when there is a prediction).
+    std::optional<PredictionCheck> predictionCheck;
 
     const std::vector<StepRecord>& steps() const { return *stepData; }
     void setSteps(std::vector<StepRecord> steps)
@@ -53,6 +58,8 @@ struct Comparison {
     size_t baseline = 0;                  ///< index into runs
     std::vector<CompareWarning> warnings; ///< Critical first
     ConfigDiff configDiff;
+    /// Mean absolute error % per predicted figure over the runs with a prediction (empty: none).
+    std::vector<PredictionAccuracy> predictionAccuracy;
     bool hasCritical() const;
 };
 
