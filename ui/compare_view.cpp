@@ -4,6 +4,7 @@
 #include "ui/metric_chart_view.h"
 
 #include "core/compare/compare_report.h"
+#include "core/compare/html_report.h"
 
 #include <QThread>
 #include <QCheckBox>
@@ -17,6 +18,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QListWidget>
 #include <QPushButton>
 #include <QSlider>
@@ -113,7 +115,17 @@ void CompareView::buildUi()
     m_exportCharts->setToolTip(tr("The four charts as PNG and SVG into a folder"));
     m_exportReport = new QPushButton(tr("Export report…"), this);
     m_exportReport->setObjectName(QStringLiteral("compareExportReport"));
-    m_exportReport->setToolTip(tr("report.md (warnings, figures with deltas, config diff) with the charts beside it"));
+    m_exportReport->setToolTip(tr("The comparison report: warnings, figures with deltas, predicted vs measured, "
+                                  "config diff and the charts"));
+    auto* reportMenu = new QMenu(m_exportReport);
+    reportMenu->setObjectName(QStringLiteral("compareReportMenu"));
+    QAction* htmlAction = reportMenu->addAction(tr("HTML report (one file, charts inline)…"));
+    htmlAction->setObjectName(QStringLiteral("compareExportHtml"));
+    QAction* markdownAction = reportMenu->addAction(tr("Markdown report (folder with the chart images)…"));
+    markdownAction->setObjectName(QStringLiteral("compareExportMarkdown"));
+    m_exportReport->setMenu(reportMenu);
+    connect(htmlAction, &QAction::triggered, this, [this] { chooseAndExport(ExportKind::HtmlReport); });
+    connect(markdownAction, &QAction::triggered, this, [this] { chooseAndExport(ExportKind::MarkdownReport); });
     m_exportCharts->setEnabled(false);
     m_exportReport->setEnabled(false);
     auto* refresh = new QPushButton(tr("Reload runs"), this);
@@ -205,8 +217,7 @@ void CompareView::buildUi()
     m_charts->setSmoothing(m_smoothing->value() / 100.0);
     connect(m_logScale, &QCheckBox::toggled, m_charts, &CompareChartPanel::setLogScale);
     connect(m_shadeWindow, &QCheckBox::toggled, m_charts, &CompareChartPanel::setShadeSteadyWindow);
-    connect(m_exportCharts, &QPushButton::clicked, this, [this] { chooseAndExport(false); });
-    connect(m_exportReport, &QPushButton::clicked, this, [this] { chooseAndExport(true); });
+    connect(m_exportCharts, &QPushButton::clicked, this, [this] { chooseAndExport(ExportKind::Charts); });
     m_banner->setText(tr("Pick two or more runs and press Compare."));
     m_banner->setStyleSheet(bannerStyle(core::WarningSeverity::Info));
 }
@@ -607,19 +618,46 @@ core::Result<QStringList> CompareView::exportReport(const QString& directory)
     return written;
 }
 
-void CompareView::chooseAndExport(bool report)
+core::Result<void> CompareView::exportHtmlReport(const QString& file)
 {
-    const QString directory = QFileDialog::getExistingDirectory(
-        this, report ? tr("Folder for the comparison report") : tr("Folder for the chart images"));
-    if (directory.isEmpty())
-        return;
-    auto written = report ? exportReport(directory) : exportCharts(directory);
-    if (!written) {
-        QMessageBox::warning(this, tr("Export failed"), text(written.error().toString()));
-        return;
+    if (!m_comparison)
+        return core::makeError(core::ErrorCode::InvalidArgument, "compare runs first: there is no report to export");
+    core::ReportOptions options;
+    options.chart = m_charts->chartOptions();
+    return core::writeComparisonHtml(*m_comparison, file.toStdString(), options);
+}
+
+void CompareView::chooseAndExport(ExportKind kind)
+{
+    QStringList written;
+    QString where;
+    if (kind == ExportKind::HtmlReport) {
+        where = QFileDialog::getSaveFileName(this, tr("Save the comparison report"), QStringLiteral("comparison.html"),
+                                             tr("HTML report (*.html *.htm)"));
+        if (where.isEmpty())
+            return;
+        if (!core::isHtmlReportPath(where.toStdString()))
+            where += QStringLiteral(".html");
+        if (auto r = exportHtmlReport(where); !r) {
+            QMessageBox::warning(this, tr("Export failed"), text(r.error().toString()));
+            return;
+        }
+        written << where;
+    } else {
+        const bool report = kind == ExportKind::MarkdownReport;
+        where = QFileDialog::getExistingDirectory(
+            this, report ? tr("Folder for the comparison report") : tr("Folder for the chart images"));
+        if (where.isEmpty())
+            return;
+        auto files = report ? exportReport(where) : exportCharts(where);
+        if (!files) {
+            QMessageBox::warning(this, tr("Export failed"), text(files.error().toString()));
+            return;
+        }
+        written = *files;
     }
     QMessageBox::information(this, tr("Exported"),
-                             tr("Wrote %n file(s) to %1.", nullptr, static_cast<int>(written->size())).arg(directory));
+                             tr("Wrote %n file(s) to %1.", nullptr, static_cast<int>(written.size())).arg(where));
 }
 
 }  // namespace wb::ui

@@ -63,6 +63,9 @@ public:
     /// The comparison report in `directory`: report.md (warnings first, figures with deltas,
     /// config diff) linking the chart PNGs, with the SVGs beside them.
     core::Result<QStringList> exportReport(const QString& directory);
+    /// The comparison report as one self-contained HTML file (warnings banner, figures with deltas,
+    /// predicted vs measured, config diff, the charts inline as SVG with the view's settings).
+    core::Result<void> exportHtmlReport(const QString& file);
 
 public slots:
     /// Re-reads the run list from the store (keeps the checked runs that still exist).
@@ -89,7 +92,8 @@ private:
     void fillConfigDiff();
     void fillPredictions();
     void updateBaselineChoices();
-    void chooseAndExport(bool report);
+    enum class ExportKind { Charts, MarkdownReport, HtmlReport };
+    void chooseAndExport(ExportKind kind);
 
     QString m_storePath;
     std::optional<core::Comparison> m_comparison;

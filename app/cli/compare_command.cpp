@@ -4,6 +4,7 @@
 #include "app/cli/cli.h"
 
 #include "core/compare/compare_report.h"
+#include "core/compare/html_report.h"
 #include "core/compare/run_comparison.h"
 
 #include <algorithm>
@@ -19,7 +20,7 @@ namespace wb::app {
 namespace {
 
 constexpr const char* kCompareSynopsis =
-    "compare RUN RUN... [--baseline RUN] [--window A:B] [--json] [--report DIR [--chart-x step|time|tokens] "
+    "compare RUN RUN... [--baseline RUN] [--window A:B] [--json] [--report DIR|FILE.html [--chart-x step|time|tokens] "
     "[--log-y] [--smoothing W]]";
 
 std::string format(double value, int decimals)
@@ -278,10 +279,18 @@ std::optional<core::CompareRequest> takeCompareRequest(Args& args, const char* s
     return request;
 }
 
+/// `--report FILE.html`: one self-contained HTML file; any other path: a folder with report.md and
+/// the charts as SVG beside it.
 int writeReport(const core::Comparison& comparison, const std::string& directory, const core::ChartOptions& chart)
 {
     core::ReportOptions options;
     options.chart = chart;
+    if (core::isHtmlReportPath(directory)) {
+        if (auto r = core::writeComparisonHtml(comparison, directory, options); !r)
+            return reportError(r.error());
+        std::fprintf(stderr, "wrote the comparison report to %s (one HTML file, charts inline)\n", directory.c_str());
+        return kExitOk;
+    }
     auto written = core::writeComparisonReport(comparison, directory, options);
     if (!written)
         return reportError(written.error());
@@ -314,7 +323,7 @@ int compareCommand(const CliContext& context, Args args)
     bool missing = false;
     const auto reportDir = args.takeOption("--report", missing);
     if (missing || (reportDir && reportDir->empty()))
-        return reportUsage("--report needs a folder", kCompareSynopsis);
+        return reportUsage("--report needs a folder (Markdown) or a FILE.html", kCompareSynopsis);
     core::ChartOptions chart;
     if (const std::string problem = takeChartOptions(args, chart); !problem.empty())
         return reportUsage(problem, kCompareSynopsis);

@@ -171,6 +171,11 @@ def case_compare(env, real, mock):
     check("WARNINGS" in r.stdout, "compare --report still prints the comparison")
     check_report(report)
 
+    html = os.path.join(env.tmp, "comparison.html")
+    h = env.cli("compare", real, mock, "--report", html)
+    check(h.returncode == 0, "compare --report FILE.html exits 0")
+    check_html(html, ["real-run", "mock-run"])
+
     r2 = env.cli("export", real, mock, "--report", os.path.join(env.tmp, "report2"), "--baseline", mock)
     check(r2.returncode == 0 and r2.stdout == "", "export --report exits 0 and prints nothing on stdout")
     check_report(os.path.join(env.tmp, "report2"), baseline="mock-run")
@@ -241,9 +246,44 @@ def case_prediction(env, real, planned):
         check(mfu.get("error_pct") is not None and abs(mfu["error_pct"] - 25.0) < 2.5,
               "MFU 25%% vs ~20%% is about +25%%: %r" % mfu)
         check(pred.get("hardware") == "cpu" and pred.get("gpus") == 1, "the prediction says what it was for")
+        html = os.path.join(env.tmp, "planned.html")
+        h = env.cli("export", real, planned, "--report", html)
+        check(h.returncode == 0 and h.stdout == "", "export --report FILE.html exits 0 and prints nothing")
+        check_html(html, ["real-run", "planned-run"], critical=False)
+        page = open(html, encoding="utf-8").read() if os.path.exists(html) else ""
+        check("Predicted vs measured" in page and "80.0 / " in page and "no prediction (not launched from a plan)" in page,
+              "the HTML report shows predicted vs measured")
         acc = doc.get("prediction_accuracy", {}).get("step_ms", {})
         check(acc.get("runs") == 1 and abs(acc.get("mean_abs_error_pct", 0) - 20.0) < 2.0,
               "mean |error| of step time over the one planned run: %r" % acc)
+
+
+def check_html(path, run_names, critical=True):
+    """One self-contained XHTML file: banner first, every run, the figures, four inline SVGs."""
+    if not check(os.path.isfile(path), "%s written" % path):
+        return
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        check(False, "%s parses as XML: %s" % (path, e))
+        return
+    ns = "{http://www.w3.org/1999/xhtml}"
+    body = root.find(ns + "body")
+    if not check(body is not None, "the HTML report has a body"):
+        return
+    first = list(body)[0]
+    check(first.get("id") == "warnings", "the HTML report opens with the warnings banner")
+    text = "".join(body.itertext())
+    if critical:
+        check("critical" in first.get("class", "") and "MOCK vs REAL" in "".join(first.itertext()),
+              "the HTML banner is critical and says mock vs real")
+    for name in run_names:
+        check(name in text, "the HTML report names run %s" % name)
+    check("effective tokens/s/GPU (tok/s)" in text, "the HTML report has the figure rows")
+    svgs = [e for e in root.iter() if e.tag.endswith("}svg")]
+    check(len(svgs) == 4, "the HTML report has four inline SVG charts (got %d)" % len(svgs))
+    html_text = open(path, encoding="utf-8").read()
+    check(" src=" not in html_text and " href=" not in html_text, "the HTML report links nothing outside itself")
 
 
 def case_export_csv(env, real):
