@@ -167,9 +167,8 @@ void printPredictions(const core::Comparison& c)
     std::vector<std::string> notes;
     for (const auto& r : c.runs) {
         std::vector<std::string> row{"  " + r.label()};
-        if (!r.predictionCheck) {
-            row.push_back("no prediction (not launched from a plan)");
-            rows.push_back(row);
+        if (!r.predictionCheck) {  // after the table: one long cell would widen a whole column
+            notes.push_back(r.label() + ": no prediction (not launched from a plan)");
             continue;
         }
         for (const auto& figure : r.predictionCheck->rows)
@@ -178,7 +177,7 @@ void printPredictions(const core::Comparison& c)
         row.push_back(std::to_string(p.gpus) + " x " + (p.hardware.empty() ? std::string("?") : p.hardware));
         rows.push_back(row);
         if (!r.predictionCheck->note.empty())
-            notes.push_back(r.label() + ": " + r.predictionCheck->note);
+            notes.push_back(r.label() + ": note: " + r.predictionCheck->note);
     }
     std::vector<std::string> mae{"  mean |error|"};
     for (const auto& a : c.predictionAccuracy)
@@ -187,7 +186,7 @@ void printPredictions(const core::Comparison& c)
     rows.push_back(mae);
     printTable(rows);
     for (const auto& note : notes)
-        std::printf("  note: %s\n", note.c_str());
+        std::printf("  %s\n", note.c_str());
     std::printf("\n");
 }
 

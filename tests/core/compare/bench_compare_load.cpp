@@ -98,6 +98,14 @@ int main(int argc, char** argv)
     const double allColumnsSeconds = secondsSince(t), allColumnsCpu = cpuSeconds() - cpu;
     t = Clock::now();
     cpu = cpuSeconds();
+    int64_t columnRows = 0;
+    for (const auto& id : ids)
+        columnRows += static_cast<int64_t>((*store)->stepColumns(id, compareStepFields())->size());
+    const double columnsSeconds = secondsSince(t), columnsCpu = cpuSeconds() - cpu;
+    if (columnRows != rows)
+        return 1;
+    t = Clock::now();
+    cpu = cpuSeconds();
     std::vector<ComparedRun> loaded;
     for (const auto& id : ids) {
         ComparedRun r;
@@ -146,7 +154,8 @@ int main(int argc, char** argv)
         std::printf("| %s | %.3f | %.3f | %.0f |\n", what, wall, cpuS, rows / wall);
     };
     line("RunStore::steps (all 25 columns) for every run", allColumnsSeconds, allColumnsCpu);
-    line("RunStore::stepColumns (12 compare columns) + StepRecords, every run", loadSeconds, loadCpu);
+    line("RunStore::stepColumns (step + 11 compare columns) for every run", columnsSeconds, columnsCpu);
+    line("the same + StepRecords (what compareRuns loads), every run", loadSeconds, loadCpu);
     line("windows + figures + fingerprints + diff", analyseSeconds, analyseCpu);
     line("EMA of one series per run", smoothSeconds, smoothCpu);
     line("compareRuns(path): parallel load + analyse, what CLI and GUI call", fullSeconds, fullCpu);
