@@ -262,10 +262,7 @@ void CompareChartPanel::fillChart(MetricChartView* view, int c, QList<QAreaSerie
     const auto metric = static_cast<core::ChartMetric>(c);
     for (size_t r = 0; r < m_comparison->runs.size(); ++r) {
         const core::ComparedRun& run = m_comparison->runs[r];
-        const auto& steps = run.steps();
-        std::vector<double> ys(steps.size());
-        for (size_t i = 0; i < steps.size(); ++i)
-            ys[i] = core::chartMetricValue(metric, steps[i], run.worldSize());
+        const std::vector<double> ys = core::chartMetricValues(metric, run.steps(), run.worldSize());
         const std::vector<double>& xs = runXs[r];
         const int rawIndex = static_cast<int>(2 * r);
         view->series(rawIndex)->setVisible(m_smoothing > 0.0);

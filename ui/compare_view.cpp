@@ -466,8 +466,8 @@ void CompareView::fillFigures()
         const QString window = r.window.size() == 0
                                    ? QStringLiteral("—")
                                    : QStringLiteral("%1..%2 (%3)")
-                                         .arg(r.steps()[r.window.begin].step)
-                                         .arg(r.steps()[r.window.end - 1].step)
+                                         .arg(r.steps().step[r.window.begin])
+                                         .arg(r.steps().step[r.window.end - 1])
                                          .arg(text(r.window.note));
         m_figures->setItem(windowRow, static_cast<int>(i), new QTableWidgetItem(window));
         const QString source = r.fingerprint.dataSource.empty() ? tr("unknown") : text(r.fingerprint.dataSource);

@@ -66,7 +66,7 @@ std::string windowText(const core::ComparedRun& r)
 {
     if (r.window.size() == 0)
         return "-";
-    return std::to_string(r.steps()[r.window.begin].step) + ".." + std::to_string(r.steps()[r.window.end - 1].step) +
+    return std::to_string(r.steps().step[r.window.begin]) + ".." + std::to_string(r.steps().step[r.window.end - 1]) +
            " (" + std::to_string(r.window.size()) + (r.window.detected ? "" : r.window.userOverride ? ", user" : ", fallback") +
            ")";
 }

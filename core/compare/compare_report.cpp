@@ -160,7 +160,7 @@ std::string windowText(const ComparedRun& r)
 {
     if (r.window.size() == 0)
         return "–";
-    return std::to_string(r.steps()[r.window.begin].step) + "–" + std::to_string(r.steps()[r.window.end - 1].step) +
+    return std::to_string(r.steps().step[r.window.begin]) + "–" + std::to_string(r.steps().step[r.window.end - 1]) +
            " (" + std::to_string(r.window.size()) + " steps" +
            (r.window.detected ? "" : r.window.userOverride ? ", user" : ", fallback") + ")";
 }
@@ -273,18 +273,45 @@ const char* chartXAxisTitle(ChartXAxis axis)
     return "";
 }
 
-std::vector<double> chartXValues(const std::vector<StepRecord>& steps, ChartXAxis axis)
+std::vector<double> chartXValues(const StepSeries& steps, ChartXAxis axis)
 {
-    std::vector<double> xs(steps.size());
-    const double t0 = steps.empty() ? 0.0 : steps.front().time;
-    double tokensSeen = 0.0;
-    for (size_t i = 0; i < steps.size(); ++i) {
-        tokensSeen += static_cast<double>(steps[i].effectiveTokens);
-        xs[i] = axis == ChartXAxis::Step       ? static_cast<double>(steps[i].step)
-                : axis == ChartXAxis::WallTime ? steps[i].time - t0
-                                               : tokensSeen;
+    const size_t n = steps.size();
+    std::vector<double> xs(n);
+    if (axis == ChartXAxis::Step) {
+        for (size_t i = 0; i < n; ++i)
+            xs[i] = static_cast<double>(steps.step[i]);
+    } else if (axis == ChartXAxis::WallTime) {
+        const double t0 = n ? steps.time.front() : 0.0;
+        for (size_t i = 0; i < n; ++i)
+            xs[i] = steps.time[i] - t0;
+    } else {
+        double tokensSeen = 0.0;
+        for (size_t i = 0; i < n; ++i) {
+            const double tokens = steps.effectiveTokens[i];
+            tokensSeen += std::isfinite(tokens) ? tokens : 0.0;
+            xs[i] = tokensSeen;
+        }
     }
     return xs;
+}
+
+std::vector<double> chartMetricValues(ChartMetric metric, const StepSeries& steps, int worldSize)
+{
+    switch (metric) {
+    case ChartMetric::StepTime: return steps.stepMs;
+    case ChartMetric::Loss: return steps.loss;
+    case ChartMetric::Memory: return steps.memPeakGib;
+    case ChartMetric::Throughput: {
+        const double world = std::max(worldSize, 1);
+        std::vector<double> ys(steps.size());
+        for (size_t i = 0; i < ys.size(); ++i) {
+            const double ms = steps.stepMs[i];
+            ys[i] = ms > 0.0 ? steps.effectiveTokens[i] / (ms / 1000.0) / world : std::numeric_limits<double>::quiet_NaN();
+        }
+        return ys;
+    }
+    }
+    return std::vector<double>(steps.size(), std::numeric_limits<double>::quiet_NaN());
 }
 
 std::string runColor(size_t index)
@@ -314,9 +341,7 @@ std::string renderChartSvg(const Comparison& comparison, ChartMetric metric, con
         const ComparedRun& run = comparison.runs[r];
         runXs[r] = chartXValues(run.steps(), options.xAxis);
         const std::vector<double>& xs = runXs[r];
-        std::vector<double> ys(run.steps().size());
-        for (size_t i = 0; i < ys.size(); ++i)
-            ys[i] = chartMetricValue(metric, run.steps()[i], run.worldSize());
+        const std::vector<double> ys = chartMetricValues(metric, run.steps(), run.worldSize());
         const std::vector<double> smooth = emaDebiased(ys, w);
         Series& s = series[r];
         for (size_t i = 0; i < ys.size(); ++i) {

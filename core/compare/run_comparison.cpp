@@ -101,21 +101,18 @@ Result<ComparedRun> loadRun(RunStore& store, const std::string& id, const Compar
     if (!prediction)
         return prediction.error();
     r.prediction = std::move(*prediction);
-    const int64_t after = previous && !previous->steps().empty() ? previous->steps().back().step : -1;
-    auto columns = store.stepColumns(id, compareStepFields(), after);
+    const int64_t after = previous && !previous->steps().empty() ? previous->steps().step.back() : -1;
+    auto columns = store.stepColumns(id, StepSeries::fields(), after);
     if (!columns)
         return columns.error();
     if (previous && columns->size() == 0) {
         r.stepData = previous->stepData;  // nothing new: share, do not copy
     } else if (previous) {
-        std::vector<StepRecord> steps;
-        steps.reserve(previous->steps().size() + columns->size());
-        steps = previous->steps();
-        auto more = stepRecordsFromColumns(*columns);
-        steps.insert(steps.end(), more.begin(), more.end());
+        StepSeries steps = previous->steps();
+        steps.append(StepSeries::fromColumns(std::move(*columns)));
         r.setSteps(std::move(steps));
     } else {
-        r.setSteps(stepRecordsFromColumns(*columns));
+        r.setSteps(StepSeries::fromColumns(std::move(*columns)));  // the columns are moved, not copied
     }
     return r;
 }
@@ -147,51 +144,6 @@ Result<std::vector<std::string>> resolveIds(RunStore& store, const CompareReques
 }
 
 }  // namespace
-
-std::span<const StepField> compareStepFields()
-{
-    // 11 of the 24 columns: what figures, window, fingerprint and the charts read. Reading all of
-    // them made SQLite's row decoding most of a 20-run comparison (docs/benchmarks.md).
-    static constexpr StepField kFields[] = {
-        StepField::Time,         StepField::StepMs,         StepField::Images,
-        StepField::ImageTokens,  StepField::TextTokens,     StepField::EffectiveTokens,
-        StepField::Loss,         StepField::MemReservedGib, StepField::MemPeakGib,
-        StepField::TflopsPerGpu, StepField::Mfu,
-    };
-    return kFields;
-}
-
-std::vector<StepRecord> stepRecordsFromColumns(const StepColumns& columns)
-{
-    constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-    StepRecord blank;
-    for (const auto& f : kStepDoubleFields)
-        blank.*(f.member) = kNaN;
-    // Member pointers per column first; then one pass over the rows, each record written once
-    // while it is in cache (a pass per column over 100k records of 200 bytes was 3x slower).
-    std::vector<std::pair<double StepRecord::*, const double*>> doubles;
-    std::vector<std::pair<int64_t StepRecord::*, const double*>> counts;
-    for (size_t k = 0; k < columns.fields.size(); ++k) {
-        const std::string_view key = stepFieldKey(columns.fields[k]);
-        for (const auto& f : kStepDoubleFields)
-            if (key == f.key)
-                doubles.emplace_back(f.member, columns.values[k].data());
-        for (const auto& f : kStepIntFields)
-            if (key == f.key)
-                counts.emplace_back(f.member, columns.values[k].data());
-    }
-    std::vector<StepRecord> out;
-    out.reserve(columns.size());
-    for (size_t i = 0; i < columns.size(); ++i) {
-        StepRecord& r = out.emplace_back(blank);
-        r.step = columns.step[i];
-        for (const auto& [member, values] : doubles)
-            r.*member = values[i];
-        for (const auto& [member, values] : counts)
-            r.*member = std::isfinite(values[i]) ? static_cast<int64_t>(values[i]) : 0;
-    }
-    return out;
-}
 
 std::string ComparedRun::label() const
 {
@@ -352,8 +304,8 @@ std::string comparisonToJson(const Comparison& c)
         run["status"] = r.summary.status;
         run["steps"] = r.steps().size();
         run["window"] = {
-            {"first_step", r.window.size() ? OrderedJson(r.steps()[r.window.begin].step) : OrderedJson(nullptr)},
-            {"last_step", r.window.size() ? OrderedJson(r.steps()[r.window.end - 1].step) : OrderedJson(nullptr)},
+            {"first_step", r.window.size() ? OrderedJson(r.steps().step[r.window.begin]) : OrderedJson(nullptr)},
+            {"last_step", r.window.size() ? OrderedJson(r.steps().step[r.window.end - 1]) : OrderedJson(nullptr)},
             {"steps", r.window.size()},
             {"detected", r.window.detected},
             {"user_override", r.window.userOverride},

@@ -10,6 +10,7 @@
 #include "core/compare/prediction_check.h"
 #include "core/compare/run_figures.h"
 #include "core/compare/steady_state.h"
+#include "core/compare/step_series.h"
 #include "core/compare/workload_fingerprint.h"
 #include "core/run_store.h"
 
@@ -21,21 +22,14 @@
 
 namespace wb::core {
 
-/// The step columns a comparison reads (figures, window, fingerprint, the four charts); the
-/// other StepRecord fields of ComparedRun::steps() are NaN (counts 0).
-std::span<const StepField> compareStepFields();
-/// StepRecords from columns; fields not read are NaN (counts 0).
-std::vector<StepRecord> stepRecordsFromColumns(const StepColumns& columns);
-
 /// One run, loaded and analysed.
 struct ComparedRun {
     RunSummary summary;
     std::optional<MetaRecord> meta;
     std::string configJson;
-    /// All stored steps, by step (the charts need them); only compareStepFields() are filled
-    /// when loaded by compareRuns. Shared and immutable, so a view can keep loaded runs and hand
-    /// them to the next comparison without copying 100k records.
-    std::shared_ptr<const std::vector<StepRecord>> stepData = std::make_shared<const std::vector<StepRecord>>();
+    /// All stored steps, by step (the charts need them), the fields compare reads. Shared and
+    /// immutable, so a view can keep loaded runs and hand them to the next comparison as they are.
+    std::shared_ptr<const StepSeries> stepData = std::make_shared<const StepSeries>();
     /// The planner's prediction, when the run was launched from a plan.
     std::optional<RunPrediction> prediction;
     SteadyWindow window;
@@ -44,11 +38,9 @@ struct ComparedRun {
     /// Predicted vs measured (set by buildComparison when there is a prediction).
     std::optional<PredictionCheck> predictionCheck;
 
-    const std::vector<StepRecord>& steps() const { return *stepData; }
-    void setSteps(std::vector<StepRecord> steps)
-    {
-        stepData = std::make_shared<const std::vector<StepRecord>>(std::move(steps));
-    }
+    const StepSeries& steps() const { return *stepData; }
+    void setSteps(StepSeries steps) { stepData = std::make_shared<const StepSeries>(std::move(steps)); }
+    void setSteps(const std::vector<StepRecord>& steps) { setSteps(StepSeries::fromRecords(steps)); }
     std::string label() const;      ///< the run's name, or its id when names collide/are empty
     int worldSize() const { return meta ? std::max(meta->worldSize, 1) : 1; }
 };

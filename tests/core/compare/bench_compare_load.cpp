@@ -100,7 +100,7 @@ int main(int argc, char** argv)
     cpu = cpuSeconds();
     int64_t columnRows = 0;
     for (const auto& id : ids)
-        columnRows += static_cast<int64_t>((*store)->stepColumns(id, compareStepFields())->size());
+        columnRows += static_cast<int64_t>((*store)->stepColumns(id, StepSeries::fields())->size());
     const double columnsSeconds = secondsSince(t), columnsCpu = cpuSeconds() - cpu;
     if (columnRows != rows)
         return 1;
@@ -113,7 +113,8 @@ int main(int argc, char** argv)
         r.configJson = *(*store)->configJson(id);
         if (auto meta = (*store)->meta(id))
             r.meta = *meta;
-        r.setSteps(stepRecordsFromColumns(*(*store)->stepColumns(id, compareStepFields())));
+        auto columns = (*store)->stepColumns(id, StepSeries::fields());
+        r.setSteps(StepSeries::fromColumns(std::move(*columns)));
         loaded.push_back(std::move(r));
     }
     const double loadSeconds = secondsSince(t), loadCpu = cpuSeconds() - cpu;
@@ -125,11 +126,7 @@ int main(int argc, char** argv)
     cpu = cpuSeconds();
     size_t smoothed = 0;
     for (const auto& r : built->runs) {
-        std::vector<double> ys;
-        ys.reserve(r.steps().size());
-        for (const auto& s : r.steps())
-            ys.push_back(s.stepMs);
-        smoothed += emaDebiased(ys, 0.6).size();
+        smoothed += emaDebiased(r.steps().stepMs, 0.6).size();
     }
     const double smoothSeconds = secondsSince(t), smoothCpu = cpuSeconds() - cpu;
     t = Clock::now();
@@ -155,7 +152,7 @@ int main(int argc, char** argv)
     };
     line("RunStore::steps (all 25 columns) for every run", allColumnsSeconds, allColumnsCpu);
     line("RunStore::stepColumns (step + 11 compare columns) for every run", columnsSeconds, columnsCpu);
-    line("the same + StepRecords (what compareRuns loads), every run", loadSeconds, loadCpu);
+    line("the same + summary, config, meta (what compareRuns loads), every run", loadSeconds, loadCpu);
     line("windows + figures + fingerprints + diff", analyseSeconds, analyseCpu);
     line("EMA of one series per run", smoothSeconds, smoothCpu);
     line("compareRuns(path): parallel load + analyse, what CLI and GUI call", fullSeconds, fullCpu);

@@ -146,8 +146,8 @@ private slots:
     {
         Comparison c = compareMockAndReal();
         auto steps = c.runs[0].steps();
-        for (auto& s : steps)
-            s.loss = 0.0;  // nothing to draw on a log axis for run 0
+        for (auto& loss : steps.loss)
+            loss = 0.0;  // nothing to draw on a log axis for run 0
         c.runs[0].setSteps(std::move(steps));
         ChartOptions options;
         options.logY = true;

@@ -195,11 +195,18 @@ private slots:
         const StepField twice[] = {StepField::Loss, StepField::Loss};
         QCOMPARE((*store)->stepColumns(id, twice).error().code, ErrorCode::InvalidArgument);
 
-        // Records from the columns: the fields read are filled, the others NaN.
-        const auto records = stepRecordsFromColumns(*columns);
-        QCOMPARE(records[10].stepMs, (*all)[10].stepMs);
-        QCOMPARE(records[10].effectiveTokens, (*all)[10].effectiveTokens);
-        QVERIFY(std::isnan(records[10].memPeakGib));
+        // The comparison's series from the columns: the fields read are moved in, the others NaN;
+        // from records, every field it holds.
+        const StepSeries series = StepSeries::fromColumns(std::move(*columns));
+        QCOMPARE(series.size(), size_t(51));
+        QCOMPARE(series.stepMs[10], (*all)[10].stepMs);
+        QCOMPARE(series.effectiveTokens[10], double((*all)[10].effectiveTokens));
+        QVERIFY(std::isnan(series.memPeakGib[10]));
+        QVERIFY(std::isnan(series.loss.back()));
+        const StepSeries fromRecords = StepSeries::fromRecords(*all);
+        QCOMPARE(fromRecords.memPeakGib[10], (*all)[10].memPeakGib);
+        QCOMPARE(fromRecords.images[10], double((*all)[10].images));
+        QCOMPARE(fromRecords.step, series.step);
     }
 
     void loadedRunsAreToppedUp()
@@ -237,8 +244,9 @@ private slots:
         QCOMPARE(topped->runs[0].steps().size(), size_t(120));
         QCOMPARE(first->runs[0].steps().size(), before);  // the earlier comparison is untouched
         for (size_t i = 0; i < 120; ++i) {
-            QCOMPARE(topped->runs[0].steps()[i].step, fresh->runs[0].steps()[i].step);
-            QCOMPARE(topped->runs[0].steps()[i].stepMs, fresh->runs[0].steps()[i].stepMs);
+            QCOMPARE(topped->runs[0].steps().step[i], fresh->runs[0].steps().step[i]);
+            QCOMPARE(topped->runs[0].steps().stepMs[i], fresh->runs[0].steps().stepMs[i]);
+            QCOMPARE(topped->runs[0].steps().loss[i], fresh->runs[0].steps().loss[i]);
         }
         QCOMPARE(topped->runs[0].figures.stepMs.median, fresh->runs[0].figures.stepMs.median);
     }
