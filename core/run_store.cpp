@@ -878,20 +878,6 @@ const std::vector<double>* StepColumns::column(StepField field) const
     return nullptr;
 }
 
-Result<void> StepColumns::append(StepColumns&& more)
-{
-    if (more.fields != fields)
-        return makeError(ErrorCode::InvalidArgument, "appending step columns read with other fields");
-    if (more.size() == 0)
-        return {};
-    if (!step.empty() && more.step.front() <= step.back())
-        return makeError(ErrorCode::InvalidArgument, "appended steps must come after the last one");
-    step.insert(step.end(), more.step.begin(), more.step.end());
-    for (size_t k = 0; k < values.size(); ++k)
-        values[k].insert(values[k].end(), more.values[k].begin(), more.values[k].end());
-    return {};
-}
-
 Result<StepColumns> RunStore::stepColumns(const std::string& id, std::span<const StepField> fields,
                                           int64_t afterStep)
 {

@@ -80,8 +80,6 @@ struct StepColumns {
     size_t size() const { return step.size(); }
     /// The column of `field`, or nullptr when it was not read.
     const std::vector<double>* column(StepField field) const;
-    /// Appends `more` (read with the same fields, later steps). InvalidArgument otherwise.
-    Result<void> append(StepColumns&& more);
 };
 
 class RunStore {

@@ -363,14 +363,17 @@ void CompareView::applyResult(core::Result<core::Comparison> result)
     }
     m_charts->setComparison(nullptr);  // before the runs it points into are replaced
     m_comparison = std::move(*result);
-    for (const auto& run : m_comparison->runs) {
-        const auto same = std::find_if(m_loaded.begin(), m_loaded.end(),
+    // Keep what this comparison loaded, plus earlier runs that are still ticked (unticked for a
+    // moment, they come back without a reload); a run no longer ticked is let go (memory).
+    std::vector<core::ComparedRun> loaded = m_comparison->runs;
+    const QStringList ticked = selectedRuns();
+    for (auto& run : m_loaded) {
+        const bool shown = std::any_of(loaded.begin(), loaded.end(),
                                        [&](const core::ComparedRun& r) { return r.summary.id == run.summary.id; });
-        if (same != m_loaded.end())
-            *same = run;
-        else
-            m_loaded.push_back(run);
+        if (!shown && ticked.contains(QString::fromStdString(run.summary.id)))
+            loaded.push_back(std::move(run));
     }
+    m_loaded = std::move(loaded);
     showComparison();
     emit compared(QString());
 }
