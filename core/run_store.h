@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,30 @@ struct IngestResult {
     std::optional<EndRecord> end;
 };
 
+/// One stored step column (every StepRecord field but `step`), for column-subset reads.
+enum class StepField : uint8_t {
+    Time, StepMs, DataMs, VisionMs, ProjectorMs, DecoderMs, BackwardMs, OptimizerMs,
+    Images, ImageTokens, TextTokens, PadTokens, EffectiveTokens, SkippedImages,
+    Loss, AuxLoss, GradNorm, Lr, MemAllocGib, MemReservedGib, MemPeakGib,
+    TokensPerSPerGpu, TflopsPerGpu, Mfu,
+};
+inline constexpr size_t kStepFieldCount = 24;
+/// The metrics.jsonl key (= the store's column name) of a field: "step_ms", "effective_tokens".
+const char* stepFieldKey(StepField field);
+
+/// Some columns of a run's steps, structure-of-arrays: `step[i]` and `values[k][i]` for
+/// `fields[k]`. Counts (tokens, images) are read as doubles (exact below 2^53); a NULL (a NaN
+/// loss) is NaN.
+struct StepColumns {
+    std::vector<int64_t> step;
+    std::vector<StepField> fields;
+    std::vector<std::vector<double>> values;  ///< one per field, each step.size() long
+
+    size_t size() const { return step.size(); }
+    /// The column of `field`, or nullptr when it was not read.
+    const std::vector<double>* column(StepField field) const;
+};
+
 class RunStore {
 public:
     /// Opens or creates the store; migrates an older schema. Errors: Incompatible (newer schema),
@@ -82,7 +107,14 @@ public:
     /// transaction; a torn tail is left for the next call.
     Result<IngestResult> ingest(const std::string& id, int64_t offset, std::string_view bytes);
 
+    /// Every column of the steps after `afterStep`, by step (the CSV export; a few runs).
     Result<std::vector<StepRecord>> steps(const std::string& id, int64_t afterStep = -1);
+    /// Only `fields` of the steps after `afterStep`, by step, as columns: what compare and charts
+    /// read for many runs (SQLite's row decoding is most of the load; a column not asked for
+    /// costs nothing). One cached prepared statement per field set. InvalidArgument: a field
+    /// named twice.
+    Result<StepColumns> stepColumns(const std::string& id, std::span<const StepField> fields,
+                                    int64_t afterStep = -1);
 
     /// Keeps the planner's prediction for a run (replaces an earlier one). NotFound: no such run.
     Result<void> setPrediction(const std::string& id, const RunPrediction& prediction);

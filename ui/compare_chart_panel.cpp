@@ -17,6 +17,8 @@
 #include <QLegendMarker>
 #include <QLineSeries>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 
@@ -30,6 +32,68 @@ const QList<QColor> kPalette = {
     QColor(0xbc, 0xbd, 0x22), QColor(0x17, 0xbe, 0xcf)};
 
 constexpr int kRawAlpha = 60;  // the raw series stays visible behind the smoothed one, but faint
+
+// StepSeriesBuffer::decimate's rule (first / min / max / last of each pixel column, so spikes
+// survive) straight from the x and y arrays: the points a chart can place (finite; > 0 on a log
+// axis) are filtered in the same pass. Building a QList of all 100k points per series first, then
+// decimating it, was a quarter of a 20-run redraw (two lists × 4 charts × 20 runs).
+QList<QPointF> decimateColumns(const std::vector<double>& xs, const std::vector<double>& ys,
+                               const std::vector<double>* also, bool logY, int columns)
+{
+    const size_t n = std::min(xs.size(), ys.size());
+    auto usable = [&](size_t i) {
+        if (!std::isfinite(xs[i]) || !std::isfinite(ys[i]))
+            return false;  // a diverged loss is a gap, not a point at 0
+        if (logY && (ys[i] <= 0.0 || (also && !((*also)[i] > 0.0))))
+            return false;  // no place on a log axis (raw and smoothed leave out the same steps)
+        return true;
+    };
+    size_t firstUsable = 0, lastUsable = n;
+    while (firstUsable < n && !usable(firstUsable))
+        ++firstUsable;
+    while (lastUsable > firstUsable && !usable(lastUsable - 1))
+        --lastUsable;
+    QList<QPointF> out;
+    if (firstUsable >= lastUsable)
+        return out;
+    const double xMin = xs[firstUsable], span = xs[lastUsable - 1] - xMin;
+    const bool decimate = columns > 0 && span > 0.0 && lastUsable - firstUsable > 4 * static_cast<size_t>(columns);
+    out.reserve(decimate ? 4 * columns : static_cast<qsizetype>(lastUsable - firstUsable));
+    if (!decimate) {
+        for (size_t i = firstUsable; i < lastUsable; ++i)
+            if (usable(i))
+                out.append(QPointF(xs[i], ys[i]));
+        return out;
+    }
+    int column = -1;
+    size_t first = 0, lo = 0, hi = 0, last = 0;
+    auto emitColumn = [&] {
+        std::array<size_t, 4> picks{first, lo, hi, last};
+        std::sort(picks.begin(), picks.end());
+        for (size_t k = 0; k < picks.size(); ++k)
+            if (k == 0 || picks[k] != picks[k - 1])
+                out.append(QPointF(xs[picks[k]], ys[picks[k]]));
+    };
+    for (size_t i = firstUsable; i < lastUsable; ++i) {
+        if (!usable(i))
+            continue;
+        const int c = std::min(columns - 1, static_cast<int>((xs[i] - xMin) / span * columns));
+        if (c != column) {
+            if (column >= 0)
+                emitColumn();
+            column = c;
+            first = lo = hi = last = i;
+            continue;
+        }
+        last = i;
+        if (ys[i] < ys[lo])
+            lo = i;
+        if (ys[i] > ys[hi])
+            hi = i;
+    }
+    emitColumn();
+    return out;
+}
 
 }  // namespace
 
@@ -180,7 +244,7 @@ std::vector<std::vector<double>> CompareChartPanel::runXValues() const
     std::vector<std::vector<double>> xs;
     if (m_comparison)
         for (const auto& run : m_comparison->runs)
-            xs.push_back(core::chartXValues(run.steps, static_cast<core::ChartXAxis>(m_xAxis)));
+            xs.push_back(core::chartXValues(run.steps(), static_cast<core::ChartXAxis>(m_xAxis)));
     return xs;
 }
 
@@ -198,27 +262,18 @@ void CompareChartPanel::fillChart(MetricChartView* view, int c, QList<QAreaSerie
     const auto metric = static_cast<core::ChartMetric>(c);
     for (size_t r = 0; r < m_comparison->runs.size(); ++r) {
         const core::ComparedRun& run = m_comparison->runs[r];
-        const auto& steps = run.steps;
-        std::vector<double> ys(steps.size());
-        for (size_t i = 0; i < steps.size(); ++i)
-            ys[i] = core::chartMetricValue(metric, steps[i], run.worldSize());
-        const std::vector<double> smooth = core::emaDebiased(ys, m_smoothing);
+        const std::vector<double> ys = core::chartMetricValues(metric, run.steps(), run.worldSize());
         const std::vector<double>& xs = runXs[r];
-        QList<QPointF> raw, smoothed;
-        raw.reserve(static_cast<qsizetype>(steps.size()));
-        smoothed.reserve(static_cast<qsizetype>(steps.size()));
-        for (size_t i = 0; i < steps.size(); ++i) {
-            if (!std::isfinite(ys[i]))
-                continue;  // a diverged loss is a gap, not a point at 0
-            if (m_logScale && (ys[i] <= 0.0 || smooth[i] <= 0.0))
-                continue;  // no place on a log axis
-            raw.append(QPointF(xs[i], ys[i]));
-            smoothed.append(QPointF(xs[i], smooth[i]));
-        }
         const int rawIndex = static_cast<int>(2 * r);
-        view->setPoints(rawIndex, StepSeriesBuffer::decimate(raw, columns));
         view->series(rawIndex)->setVisible(m_smoothing > 0.0);
-        view->setPoints(rawIndex + 1, StepSeriesBuffer::decimate(m_smoothing > 0.0 ? smoothed : raw, columns));
+        if (m_smoothing > 0.0) {
+            const std::vector<double> smooth = core::emaDebiased(ys, m_smoothing);
+            view->setPoints(rawIndex, decimateColumns(xs, ys, &smooth, m_logScale, columns));
+            view->setPoints(rawIndex + 1, decimateColumns(xs, smooth, &ys, m_logScale, columns));
+        } else {
+            view->setPoints(rawIndex, {});
+            view->setPoints(rawIndex + 1, decimateColumns(xs, ys, nullptr, m_logScale, columns));
+        }
     }
     view->rescale();
     shadeWindows(view, bands, runXs);

@@ -4,6 +4,7 @@
 #include "ui/metric_chart_view.h"
 
 #include "core/compare/compare_report.h"
+#include "core/compare/html_report.h"
 
 #include <QThread>
 #include <QCheckBox>
@@ -17,6 +18,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QListWidget>
 #include <QPushButton>
 #include <QSlider>
@@ -24,6 +26,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace wb::ui {
@@ -112,7 +115,17 @@ void CompareView::buildUi()
     m_exportCharts->setToolTip(tr("The four charts as PNG and SVG into a folder"));
     m_exportReport = new QPushButton(tr("Export report…"), this);
     m_exportReport->setObjectName(QStringLiteral("compareExportReport"));
-    m_exportReport->setToolTip(tr("report.md (warnings, figures with deltas, config diff) with the charts beside it"));
+    m_exportReport->setToolTip(tr("The comparison report: warnings, figures with deltas, predicted vs measured, "
+                                  "config diff and the charts"));
+    auto* reportMenu = new QMenu(m_exportReport);
+    reportMenu->setObjectName(QStringLiteral("compareReportMenu"));
+    QAction* htmlAction = reportMenu->addAction(tr("HTML report (one file, charts inline)…"));
+    htmlAction->setObjectName(QStringLiteral("compareExportHtml"));
+    QAction* markdownAction = reportMenu->addAction(tr("Markdown report (folder with the chart images)…"));
+    markdownAction->setObjectName(QStringLiteral("compareExportMarkdown"));
+    m_exportReport->setMenu(reportMenu);
+    connect(htmlAction, &QAction::triggered, this, [this] { chooseAndExport(ExportKind::HtmlReport); });
+    connect(markdownAction, &QAction::triggered, this, [this] { chooseAndExport(ExportKind::MarkdownReport); });
     m_exportCharts->setEnabled(false);
     m_exportReport->setEnabled(false);
     auto* refresh = new QPushButton(tr("Reload runs"), this);
@@ -147,10 +160,25 @@ void CompareView::buildUi()
     m_configDiff = new QTableWidget(this);
     m_configDiff->setObjectName(QStringLiteral("compareConfigDiffTable"));
     m_configDiff->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_predictions = new QTableWidget(this);
+    m_predictions->setObjectName(QStringLiteral("comparePredictionTable"));
+    m_predictions->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_predictions->setToolTip(tr("Predicted vs measured: the planner's prediction of runs launched from a plan "
+                                 "(error = (predicted − measured) / measured)"));
     m_charts = new CompareChartPanel(this);
 
+    auto* figureTables = new QSplitter(Qt::Vertical, this);
+    figureTables->addWidget(m_figures);
+    auto* predictionBox = new QWidget(this);
+    auto* predictionLayout = new QVBoxLayout(predictionBox);
+    predictionLayout->setContentsMargins(0, 0, 0, 0);
+    predictionLayout->addWidget(new QLabel(tr("Predicted vs measured"), predictionBox));
+    predictionLayout->addWidget(m_predictions);
+    figureTables->addWidget(predictionBox);
+    figureTables->setStretchFactor(0, 3);
+    figureTables->setStretchFactor(1, 1);
     auto* tables = new QSplitter(Qt::Horizontal, this);
-    tables->addWidget(m_figures);
+    tables->addWidget(figureTables);
     tables->addWidget(m_configDiff);
     tables->setStretchFactor(0, 3);
     tables->setStretchFactor(1, 2);
@@ -189,8 +217,7 @@ void CompareView::buildUi()
     m_charts->setSmoothing(m_smoothing->value() / 100.0);
     connect(m_logScale, &QCheckBox::toggled, m_charts, &CompareChartPanel::setLogScale);
     connect(m_shadeWindow, &QCheckBox::toggled, m_charts, &CompareChartPanel::setShadeSteadyWindow);
-    connect(m_exportCharts, &QPushButton::clicked, this, [this] { chooseAndExport(false); });
-    connect(m_exportReport, &QPushButton::clicked, this, [this] { chooseAndExport(true); });
+    connect(m_exportCharts, &QPushButton::clicked, this, [this] { chooseAndExport(ExportKind::Charts); });
     m_banner->setText(tr("Pick two or more runs and press Compare."));
     m_banner->setStyleSheet(bannerStyle(core::WarningSeverity::Info));
 }
@@ -311,8 +338,8 @@ void CompareView::compare()
     // The thread only touches its own copies (path, request, result); the view waits for it in
     // its destructor, so the finished() handler never outlives `this`.
     auto result = std::make_shared<std::optional<core::Result<core::Comparison>>>();
-    m_loader = QThread::create([result, path = m_storePath.toStdString(), request] {
-        result->emplace(core::compareRuns(path, request));
+    m_loader = QThread::create([result, path = m_storePath.toStdString(), request, loaded = m_loaded] {
+        result->emplace(core::compareRuns(path, request, loaded));
     });
     connect(m_loader, &QThread::finished, this, [this, result] {
         m_loader->deleteLater();
@@ -336,6 +363,17 @@ void CompareView::applyResult(core::Result<core::Comparison> result)
     }
     m_charts->setComparison(nullptr);  // before the runs it points into are replaced
     m_comparison = std::move(*result);
+    // Keep what this comparison loaded, plus earlier runs that are still ticked (unticked for a
+    // moment, they come back without a reload); a run no longer ticked is let go (memory).
+    std::vector<core::ComparedRun> loaded = m_comparison->runs;
+    const QStringList ticked = selectedRuns();
+    for (auto& run : m_loaded) {
+        const bool shown = std::any_of(loaded.begin(), loaded.end(),
+                                       [&](const core::ComparedRun& r) { return r.summary.id == run.summary.id; });
+        if (!shown && ticked.contains(QString::fromStdString(run.summary.id)))
+            loaded.push_back(std::move(run));
+    }
+    m_loaded = std::move(loaded);
     showComparison();
     emit compared(QString());
 }
@@ -345,6 +383,7 @@ void CompareView::showComparison()
     fillBanner();
     fillFigures();
     fillConfigDiff();
+    fillPredictions();
     m_charts->setComparison(&*m_comparison);
     m_exportCharts->setEnabled(true);
     m_exportReport->setEnabled(true);
@@ -430,8 +469,8 @@ void CompareView::fillFigures()
         const QString window = r.window.size() == 0
                                    ? QStringLiteral("—")
                                    : QStringLiteral("%1..%2 (%3)")
-                                         .arg(r.steps[r.window.begin].step)
-                                         .arg(r.steps[r.window.end - 1].step)
+                                         .arg(r.steps().step[r.window.begin])
+                                         .arg(r.steps().step[r.window.end - 1])
                                          .arg(text(r.window.note));
         m_figures->setItem(windowRow, static_cast<int>(i), new QTableWidgetItem(window));
         const QString source = r.fingerprint.dataSource.empty() ? tr("unknown") : text(r.fingerprint.dataSource);
@@ -467,6 +506,75 @@ void CompareView::fillConfigDiff()
                                  .arg(c.configDiff.rows.size())
                                  .arg(c.configDiff.keysCompared));
     m_configDiff->resizeColumnsToContents();
+}
+
+void CompareView::fillPredictions()
+{
+    const auto& c = *m_comparison;
+    m_predictions->clear();
+    m_predictions->clearSpans();
+    const auto withPrediction = std::find_if(c.runs.begin(), c.runs.end(),
+                                             [](const core::ComparedRun& r) { return r.predictionCheck.has_value(); });
+    QStringList columns;
+    if (withPrediction != c.runs.end())
+        for (const auto& row : withPrediction->predictionCheck->rows)
+            columns << QStringLiteral("%1 (%2)").arg(QString::fromLatin1(row.label), QString::fromUtf8(row.unit));
+    else
+        columns << tr("step time (ms)") << tr("peak memory (GiB)") << tr("effective tokens/s/GPU (tok/s)") << tr("MFU (%)");
+    columns << tr("Predicted for");
+    m_predictions->setColumnCount(static_cast<int>(columns.size()));
+    m_predictions->setRowCount(static_cast<int>(c.runs.size()) + 1);
+    QStringList rows;
+    for (int i = 0; i < static_cast<int>(c.runs.size()); ++i) {
+        const auto& r = c.runs[static_cast<size_t>(i)];
+        rows << text(r.label());
+        if (!r.predictionCheck) {
+            auto* item = new QTableWidgetItem(tr("no prediction (not launched from a plan)"));
+            item->setForeground(palette().color(QPalette::Disabled, QPalette::Text));
+            m_predictions->setItem(i, 0, item);
+            m_predictions->setSpan(i, 0, 1, static_cast<int>(columns.size()));
+            continue;
+        }
+        const auto& check = *r.predictionCheck;
+        for (int col = 0; col < static_cast<int>(check.rows.size()); ++col) {
+            const auto& figure = check.rows[static_cast<size_t>(col)];
+            QString cell = formatNumber(figure.predicted, figure.decimals) + QStringLiteral(" / ") +
+                           formatNumber(figure.measured, figure.decimals);
+            auto* item = new QTableWidgetItem;
+            if (figure.errorPct) {
+                cell += QStringLiteral(" (%1%2 %)").arg(*figure.errorPct >= 0 ? QStringLiteral("+") : QString())
+                            .arg(*figure.errorPct, 0, 'f', 1);
+                item->setData(Qt::UserRole, *figure.errorPct);  // the signed error, for code reading the table
+            }
+            item->setText(cell);
+            item->setToolTip(tr("predicted %1, measured %2 %3").arg(formatNumber(figure.predicted, figure.decimals),
+                                                                   formatNumber(figure.measured, figure.decimals),
+                                                                   QString::fromUtf8(figure.unit)));
+            m_predictions->setItem(i, col, item);
+        }
+        const auto& p = check.prediction;
+        auto* source = new QTableWidgetItem(tr("%1 × %2").arg(p.gpus).arg(p.hardware.empty() ? tr("unknown") : text(p.hardware)));
+        source->setToolTip(text(p.source) + (p.calibration.empty() ? QString() : QStringLiteral("; ") + text(p.calibration)) +
+                           (check.note.empty() ? QString() : QStringLiteral("\n") + text(check.note)));
+        if (!check.note.empty())
+            source->setForeground(QColor(0xd6, 0x27, 0x28));
+        m_predictions->setItem(i, static_cast<int>(columns.size()) - 1, source);
+    }
+    const int maeRow = static_cast<int>(c.runs.size());
+    rows << tr("mean |error|");
+    for (int col = 0; col < static_cast<int>(c.predictionAccuracy.size()); ++col) {
+        const auto& a = c.predictionAccuracy[static_cast<size_t>(col)];
+        auto* item = new QTableWidgetItem(a.runs ? tr("%1 % (%n run(s))", nullptr, static_cast<int>(a.runs))
+                                                       .arg(a.meanAbsErrorPct, 0, 'f', 1)
+                                                 : QStringLiteral("—"));
+        QFont bold = item->font();
+        bold.setBold(true);
+        item->setFont(bold);
+        m_predictions->setItem(maeRow, col, item);
+    }
+    m_predictions->setHorizontalHeaderLabels(columns);
+    m_predictions->setVerticalHeaderLabels(rows);
+    m_predictions->resizeColumnsToContents();
 }
 
 core::Result<QStringList> CompareView::exportCharts(const QString& directory)
@@ -513,19 +621,46 @@ core::Result<QStringList> CompareView::exportReport(const QString& directory)
     return written;
 }
 
-void CompareView::chooseAndExport(bool report)
+core::Result<void> CompareView::exportHtmlReport(const QString& file)
 {
-    const QString directory = QFileDialog::getExistingDirectory(
-        this, report ? tr("Folder for the comparison report") : tr("Folder for the chart images"));
-    if (directory.isEmpty())
-        return;
-    auto written = report ? exportReport(directory) : exportCharts(directory);
-    if (!written) {
-        QMessageBox::warning(this, tr("Export failed"), text(written.error().toString()));
-        return;
+    if (!m_comparison)
+        return core::makeError(core::ErrorCode::InvalidArgument, "compare runs first: there is no report to export");
+    core::ReportOptions options;
+    options.chart = m_charts->chartOptions();
+    return core::writeComparisonHtml(*m_comparison, file.toStdString(), options);
+}
+
+void CompareView::chooseAndExport(ExportKind kind)
+{
+    QStringList written;
+    QString where;
+    if (kind == ExportKind::HtmlReport) {
+        where = QFileDialog::getSaveFileName(this, tr("Save the comparison report"), QStringLiteral("comparison.html"),
+                                             tr("HTML report (*.html *.htm)"));
+        if (where.isEmpty())
+            return;
+        if (!core::isHtmlReportPath(where.toStdString()))
+            where += QStringLiteral(".html");
+        if (auto r = exportHtmlReport(where); !r) {
+            QMessageBox::warning(this, tr("Export failed"), text(r.error().toString()));
+            return;
+        }
+        written << where;
+    } else {
+        const bool report = kind == ExportKind::MarkdownReport;
+        where = QFileDialog::getExistingDirectory(
+            this, report ? tr("Folder for the comparison report") : tr("Folder for the chart images"));
+        if (where.isEmpty())
+            return;
+        auto files = report ? exportReport(where) : exportCharts(where);
+        if (!files) {
+            QMessageBox::warning(this, tr("Export failed"), text(files.error().toString()));
+            return;
+        }
+        written = *files;
     }
     QMessageBox::information(this, tr("Exported"),
-                             tr("Wrote %n file(s) to %1.", nullptr, static_cast<int>(written->size())).arg(directory));
+                             tr("Wrote %n file(s) to %1.", nullptr, static_cast<int>(written.size())).arg(where));
 }
 
 }  // namespace wb::ui

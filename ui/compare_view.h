@@ -16,6 +16,7 @@
 #include <QWidget>
 
 #include <optional>
+#include <vector>
 
 QT_BEGIN_NAMESPACE
 class QCheckBox;
@@ -48,6 +49,9 @@ public:
     QLabel* warningBanner() const { return m_banner; }
     QTableWidget* figuresTable() const { return m_figures; }
     QTableWidget* configDiffTable() const { return m_configDiff; }
+    /// Predicted vs measured: one row per run (a run without a prediction says so), then the
+    /// mean absolute error across runs; columns step time, peak memory, tokens/s/GPU, MFU, GPUs.
+    QTableWidget* predictionTable() const { return m_predictions; }
     CompareChartPanel* charts() const { return m_charts; }
     QCheckBox* logScaleToggle() const { return m_logScale; }
     QCheckBox* shadeWindowToggle() const { return m_shadeWindow; }
@@ -59,6 +63,9 @@ public:
     /// The comparison report in `directory`: report.md (warnings first, figures with deltas,
     /// config diff) linking the chart PNGs, with the SVGs beside them.
     core::Result<QStringList> exportReport(const QString& directory);
+    /// The comparison report as one self-contained HTML file (warnings banner, figures with deltas,
+    /// predicted vs measured, config diff, the charts inline as SVG with the view's settings).
+    core::Result<void> exportHtmlReport(const QString& file);
 
 public slots:
     /// Re-reads the run list from the store (keeps the checked runs that still exist).
@@ -83,11 +90,16 @@ private:
     void fillBanner();
     void fillFigures();
     void fillConfigDiff();
+    void fillPredictions();
     void updateBaselineChoices();
-    void chooseAndExport(bool report);
+    enum class ExportKind { Charts, MarkdownReport, HtmlReport };
+    void chooseAndExport(ExportKind kind);
 
     QString m_storePath;
     std::optional<core::Comparison> m_comparison;
+    /// Runs loaded by earlier comparisons (steps shared, not copied): the next comparison reads
+    /// only their steps after the last one held. GUI thread only; the worker gets a copy.
+    std::vector<core::ComparedRun> m_loaded;
 
     QLabel* m_banner = nullptr;
     QListWidget* m_runList = nullptr;
@@ -101,6 +113,7 @@ private:
     QPushButton* m_exportReport = nullptr;
     QTableWidget* m_figures = nullptr;
     QTableWidget* m_configDiff = nullptr;
+    QTableWidget* m_predictions = nullptr;
     CompareChartPanel* m_charts = nullptr;
     QLabel* m_busy = nullptr;
     QThread* m_loader = nullptr;  // the running load, if any (GUI thread owns the pointer)

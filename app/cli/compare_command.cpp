@@ -4,6 +4,7 @@
 #include "app/cli/cli.h"
 
 #include "core/compare/compare_report.h"
+#include "core/compare/html_report.h"
 #include "core/compare/run_comparison.h"
 
 #include <algorithm>
@@ -19,7 +20,7 @@ namespace wb::app {
 namespace {
 
 constexpr const char* kCompareSynopsis =
-    "compare RUN RUN... [--baseline RUN] [--window A:B] [--json] [--report DIR [--chart-x step|time|tokens] "
+    "compare RUN RUN... [--baseline RUN] [--window A:B] [--json] [--report DIR|FILE.html [--chart-x step|time|tokens] "
     "[--log-y] [--smoothing W]]";
 
 std::string format(double value, int decimals)
@@ -65,7 +66,7 @@ std::string windowText(const core::ComparedRun& r)
 {
     if (r.window.size() == 0)
         return "-";
-    return std::to_string(r.steps[r.window.begin].step) + ".." + std::to_string(r.steps[r.window.end - 1].step) +
+    return std::to_string(r.steps().step[r.window.begin]) + ".." + std::to_string(r.steps().step[r.window.end - 1]) +
            " (" + std::to_string(r.window.size()) + (r.window.detected ? "" : r.window.userOverride ? ", user" : ", fallback") +
            ")";
 }
@@ -129,8 +130,63 @@ void printFigures(const core::Comparison& c)
     add("images, image tokens per sample", [](const auto& r) {
         return format(r.fingerprint.imagesPerSample, 2) + ", " + format(r.fingerprint.imageTokensPerSample.median, 1);
     });
-    add("status", [](const auto& r) { return r.summary.status + " (" + std::to_string(r.steps.size()) + " steps)"; });
+    add("status", [](const auto& r) { return r.summary.status + " (" + std::to_string(r.steps().size()) + " steps)"; });
     printTable(rows);
+    std::printf("\n");
+}
+
+std::string predictionCell(const core::PredictionRow& row)
+{
+    std::string cell = format(row.predicted, row.decimals) + " / " + format(row.measured, row.decimals);
+    if (row.errorPct) {
+        char text[32];
+        std::snprintf(text, sizeof text, " (%+.1f%%)", *row.errorPct);
+        cell += text;
+    }
+    return cell;
+}
+
+// One row per run: each predicted figure as "predicted / measured (error)", then the mean absolute
+// error across the runs that have a prediction — the planner's accuracy.
+void printPredictions(const core::Comparison& c)
+{
+    const bool any = std::any_of(c.runs.begin(), c.runs.end(), [](const auto& r) { return r.predictionCheck.has_value(); });
+    if (!any) {
+        std::printf("PREDICTED VS MEASURED: no prediction for these runs (not launched from a plan)\n\n");
+        return;
+    }
+    std::printf("PREDICTED VS MEASURED (predicted / measured (error); error = (predicted - measured) / measured)\n");
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> header{"  RUN"};
+    const auto& first = std::find_if(c.runs.begin(), c.runs.end(), [](const auto& r) { return r.predictionCheck.has_value(); })
+                            ->predictionCheck->rows;
+    for (const auto& row : first)
+        header.push_back(std::string(row.label) + " (" + row.unit + ")");
+    header.push_back("predicted for");
+    rows.push_back(header);
+    std::vector<std::string> notes;
+    for (const auto& r : c.runs) {
+        std::vector<std::string> row{"  " + r.label()};
+        if (!r.predictionCheck) {  // after the table: one long cell would widen a whole column
+            notes.push_back(r.label() + ": no prediction (not launched from a plan)");
+            continue;
+        }
+        for (const auto& figure : r.predictionCheck->rows)
+            row.push_back(predictionCell(figure));
+        const auto& p = r.predictionCheck->prediction;
+        row.push_back(std::to_string(p.gpus) + " x " + (p.hardware.empty() ? std::string("?") : p.hardware));
+        rows.push_back(row);
+        if (!r.predictionCheck->note.empty())
+            notes.push_back(r.label() + ": note: " + r.predictionCheck->note);
+    }
+    std::vector<std::string> mae{"  mean |error|"};
+    for (const auto& a : c.predictionAccuracy)
+        mae.push_back(a.runs ? format(a.meanAbsErrorPct, 1) + "% (" + std::to_string(a.runs) + " run" + (a.runs == 1 ? "" : "s") + ")"
+                             : std::string("-"));
+    rows.push_back(mae);
+    printTable(rows);
+    for (const auto& note : notes)
+        std::printf("  %s\n", note.c_str());
     std::printf("\n");
 }
 
@@ -222,10 +278,18 @@ std::optional<core::CompareRequest> takeCompareRequest(Args& args, const char* s
     return request;
 }
 
+/// `--report FILE.html`: one self-contained HTML file; any other path: a folder with report.md and
+/// the charts as SVG beside it.
 int writeReport(const core::Comparison& comparison, const std::string& directory, const core::ChartOptions& chart)
 {
     core::ReportOptions options;
     options.chart = chart;
+    if (core::isHtmlReportPath(directory)) {
+        if (auto r = core::writeComparisonHtml(comparison, directory, options); !r)
+            return reportError(r.error());
+        std::fprintf(stderr, "wrote the comparison report to %s (one HTML file, charts inline)\n", directory.c_str());
+        return kExitOk;
+    }
     auto written = core::writeComparisonReport(comparison, directory, options);
     if (!written)
         return reportError(written.error());
@@ -258,7 +322,7 @@ int compareCommand(const CliContext& context, Args args)
     bool missing = false;
     const auto reportDir = args.takeOption("--report", missing);
     if (missing || (reportDir && reportDir->empty()))
-        return reportUsage("--report needs a folder", kCompareSynopsis);
+        return reportUsage("--report needs a folder (Markdown) or a FILE.html", kCompareSynopsis);
     core::ChartOptions chart;
     if (const std::string problem = takeChartOptions(args, chart); !problem.empty())
         return reportUsage(problem, kCompareSynopsis);
@@ -276,6 +340,7 @@ int compareCommand(const CliContext& context, Args args)
     } else {
         printWarnings(*comparison);
         printFigures(*comparison);
+        printPredictions(*comparison);
         printConfigDiff(*comparison);
     }
     std::fflush(stdout);

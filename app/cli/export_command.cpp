@@ -1,6 +1,7 @@
 // `export RUN --csv FILE`: every stored step of a run as CSV (header row, metrics.jsonl key names),
-// written atomically; FILE "-" writes to stdout. `export RUN RUN... --report DIR`: the comparison
-// report (Markdown + SVG charts) without the printout of `compare` (compare_command.cpp).
+// written atomically; FILE "-" writes to stdout. `export RUN RUN... --report DIR|FILE.html`: the
+// comparison report (a folder with Markdown + SVG charts, or one HTML file with the charts inline)
+// without the printout of `compare` (compare_command.cpp).
 #include "app/cli/cli.h"
 
 #include "core/compare/steps_csv.h"
@@ -11,7 +12,7 @@ namespace wb::app {
 
 namespace {
 constexpr const char* kExportSynopsis =
-    "export RUN --csv FILE | export RUN RUN... --report DIR [--baseline RUN] [--window A:B] "
+    "export RUN --csv FILE | export RUN RUN... --report DIR|FILE.html [--baseline RUN] [--window A:B] "
     "[--chart-x step|time|tokens] [--log-y] [--smoothing W]";
 }  // namespace
 
@@ -22,7 +23,7 @@ int exportCommand(const CliContext& context, Args args)
     bool missing = false;
     const auto reportDir = args.takeOption("--report", missing);
     if (missing || (reportDir && reportDir->empty()))
-        return reportUsage("--report needs a folder", kExportSynopsis);
+        return reportUsage("--report needs a folder (Markdown) or a FILE.html", kExportSynopsis);
     const auto csvPath = args.takeOption("--csv", missing);
     if (reportDir) {
         if (csvPath)
@@ -30,7 +31,7 @@ int exportCommand(const CliContext& context, Args args)
         return exportReportCommand(context, std::move(args), *reportDir, kExportSynopsis);
     }
     if (missing || !csvPath || csvPath->empty())
-        return reportUsage("--csv FILE (\"-\" for stdout) or --report DIR is required", kExportSynopsis);
+        return reportUsage("--csv FILE (\"-\" for stdout) or --report DIR|FILE.html is required", kExportSynopsis);
     if (const std::string unknown = args.unknownOption(); !unknown.empty())
         return reportUsage("unknown option '" + unknown + "'", kExportSynopsis);
     if (args.rest().size() != 1)

@@ -160,9 +160,60 @@ std::string windowText(const ComparedRun& r)
 {
     if (r.window.size() == 0)
         return "–";
-    return std::to_string(r.steps[r.window.begin].step) + "–" + std::to_string(r.steps[r.window.end - 1].step) +
+    return std::to_string(r.steps().step[r.window.begin]) + "–" + std::to_string(r.steps().step[r.window.end - 1]) +
            " (" + std::to_string(r.window.size()) + " steps" +
            (r.window.detected ? "" : r.window.userOverride ? ", user" : ", fallback") + ")";
+}
+
+// "Predicted vs measured": one row per run, each figure as predicted / measured (error).
+std::string predictionMarkdown(const Comparison& c)
+{
+    const auto withPrediction = std::find_if(c.runs.begin(), c.runs.end(),
+                                             [](const ComparedRun& r) { return r.predictionCheck.has_value(); });
+    std::string md = "## Predicted vs measured\n\n";
+    if (withPrediction == c.runs.end())
+        return md + "No prediction for these runs (not launched from a plan).\n\n";
+    const auto& columns = withPrediction->predictionCheck->rows;
+    md += "Each cell: predicted / measured (error = (predicted − measured) / measured). Measured as in the "
+          "figures above: medians over the steady window, peak memory over the whole run.\n\n| run |";
+    for (const auto& col : columns)
+        md += " " + cell(std::string(col.label) + " (" + col.unit + ")") + " |";
+    md += " predicted for |\n|---|";
+    for (size_t i = 0; i <= columns.size(); ++i)
+        md += "---:|";
+    md += "\n";
+    std::string notes;
+    for (const auto& r : c.runs) {
+        md += "| " + cell(r.label()) + " |";
+        if (!r.predictionCheck) {
+            md += " no prediction (not launched from a plan) |";
+            for (size_t i = 0; i < columns.size(); ++i)
+                md += " |";
+            md += "\n";
+            continue;
+        }
+        for (const auto& row : r.predictionCheck->rows) {
+            std::string text = number(row.predicted, row.decimals) + " / " + number(row.measured, row.decimals);
+            if (row.errorPct) {
+                char err[32];
+                std::snprintf(err, sizeof err, " (%+.1f%%)", *row.errorPct);
+                text += err;
+            }
+            md += " " + cell(text) + " |";
+        }
+        const auto& p = r.predictionCheck->prediction;
+        md += " " + cell(std::to_string(p.gpus) + " × " + (p.hardware.empty() ? std::string("?") : p.hardware)) + " |\n";
+        if (!r.predictionCheck->note.empty())
+            notes += "- " + cell(r.label()) + ": " + r.predictionCheck->note + "\n";
+    }
+    md += "| **mean \\|error\\|** |";
+    for (const auto& a : c.predictionAccuracy)
+        md += " " + (a.runs ? number(a.meanAbsErrorPct, 1) + "% (" + std::to_string(a.runs) + (a.runs == 1 ? " run)" : " runs)")
+                            : std::string("–")) + " |";
+    md += " |\n\n";
+    if (!notes.empty())
+        md += notes + "\n";
+    return md;
 }
 
 }  // namespace
@@ -222,18 +273,45 @@ const char* chartXAxisTitle(ChartXAxis axis)
     return "";
 }
 
-std::vector<double> chartXValues(const std::vector<StepRecord>& steps, ChartXAxis axis)
+std::vector<double> chartXValues(const StepSeries& steps, ChartXAxis axis)
 {
-    std::vector<double> xs(steps.size());
-    const double t0 = steps.empty() ? 0.0 : steps.front().time;
-    double tokensSeen = 0.0;
-    for (size_t i = 0; i < steps.size(); ++i) {
-        tokensSeen += static_cast<double>(steps[i].effectiveTokens);
-        xs[i] = axis == ChartXAxis::Step       ? static_cast<double>(steps[i].step)
-                : axis == ChartXAxis::WallTime ? steps[i].time - t0
-                                               : tokensSeen;
+    const size_t n = steps.size();
+    std::vector<double> xs(n);
+    if (axis == ChartXAxis::Step) {
+        for (size_t i = 0; i < n; ++i)
+            xs[i] = static_cast<double>(steps.step[i]);
+    } else if (axis == ChartXAxis::WallTime) {
+        const double t0 = n ? steps.time.front() : 0.0;
+        for (size_t i = 0; i < n; ++i)
+            xs[i] = steps.time[i] - t0;
+    } else {
+        double tokensSeen = 0.0;
+        for (size_t i = 0; i < n; ++i) {
+            const double tokens = steps.effectiveTokens[i];
+            tokensSeen += std::isfinite(tokens) ? tokens : 0.0;
+            xs[i] = tokensSeen;
+        }
     }
     return xs;
+}
+
+std::vector<double> chartMetricValues(ChartMetric metric, const StepSeries& steps, int worldSize)
+{
+    switch (metric) {
+    case ChartMetric::StepTime: return steps.stepMs;
+    case ChartMetric::Loss: return steps.loss;
+    case ChartMetric::Memory: return steps.memPeakGib;
+    case ChartMetric::Throughput: {
+        const double world = std::max(worldSize, 1);
+        std::vector<double> ys(steps.size());
+        for (size_t i = 0; i < ys.size(); ++i) {
+            const double ms = steps.stepMs[i];
+            ys[i] = ms > 0.0 ? steps.effectiveTokens[i] / (ms / 1000.0) / world : std::numeric_limits<double>::quiet_NaN();
+        }
+        return ys;
+    }
+    }
+    return std::vector<double>(steps.size(), std::numeric_limits<double>::quiet_NaN());
 }
 
 std::string runColor(size_t index)
@@ -261,11 +339,9 @@ std::string renderChartSvg(const Comparison& comparison, ChartMetric metric, con
     const double w = std::clamp(options.smoothing, 0.0, 0.99);
     for (size_t r = 0; r < runCount; ++r) {
         const ComparedRun& run = comparison.runs[r];
-        runXs[r] = chartXValues(run.steps, options.xAxis);
+        runXs[r] = chartXValues(run.steps(), options.xAxis);
         const std::vector<double>& xs = runXs[r];
-        std::vector<double> ys(run.steps.size());
-        for (size_t i = 0; i < ys.size(); ++i)
-            ys[i] = chartMetricValue(metric, run.steps[i], run.worldSize());
+        const std::vector<double> ys = chartMetricValues(metric, run.steps(), run.worldSize());
         const std::vector<double> smooth = emaDebiased(ys, w);
         Series& s = series[r];
         for (size_t i = 0; i < ys.size(); ++i) {
@@ -491,9 +567,11 @@ std::string comparisonToMarkdown(const Comparison& c, const std::vector<std::str
     row("images, image tokens per sample", [](const ComparedRun& r) {
         return number(r.fingerprint.imagesPerSample, 2) + ", " + number(r.fingerprint.imageTokensPerSample.median, 1);
     });
-    row("status (steps)", [](const ComparedRun& r) { return r.summary.status + " (" + std::to_string(r.steps.size()) + ")"; });
+    row("status (steps)", [](const ComparedRun& r) { return r.summary.status + " (" + std::to_string(r.steps().size()) + ")"; });
     row("run id", [](const ComparedRun& r) { return r.summary.id; });
     md += "\n";
+
+    md += predictionMarkdown(c);
 
     md += "## Config diff\n\n";
     if (c.configDiff.empty()) {

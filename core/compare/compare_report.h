@@ -26,24 +26,12 @@ const char* chartMetricYTitle(ChartMetric metric);  ///< "Step time (ms)"
 bool chartMetricFromZero(ChartMetric metric);       ///< linear y axis starts at 0
 const char* chartXAxisTitle(ChartXAxis axis);
 
-/// The metric of one step: step_ms; effective tokens / s / GPU recomputed from the definition (so
-/// the line means what the figures table means); loss; mem_peak_gib. NaN when undefined.
-/// Inline: called for every step of every run of every chart.
-inline double chartMetricValue(ChartMetric metric, const StepRecord& s, int worldSize)
-{
-    switch (metric) {
-    case ChartMetric::StepTime: return s.stepMs;
-    case ChartMetric::Throughput:
-        return s.stepMs > 0.0 ? static_cast<double>(s.effectiveTokens) / (s.stepMs / 1000.0) / std::max(worldSize, 1)
-                              : std::numeric_limits<double>::quiet_NaN();
-    case ChartMetric::Loss: return s.loss;
-    case ChartMetric::Memory: return s.memPeakGib;
-    }
-    return std::numeric_limits<double>::quiet_NaN();
-}
+/// The metric of every step: step_ms; effective tokens / s / GPU recomputed from the definition
+/// (so the line means what the figures table means); loss; mem_peak_gib. NaN where undefined.
+std::vector<double> chartMetricValues(ChartMetric metric, const StepSeries& steps, int worldSize);
 /// x of every step: its step number, seconds since the run's first step, or effective tokens seen
 /// up to and including it.
-std::vector<double> chartXValues(const std::vector<StepRecord>& steps, ChartXAxis axis);
+std::vector<double> chartXValues(const StepSeries& steps, ChartXAxis axis);
 
 struct ChartOptions {
     ChartXAxis xAxis = ChartXAxis::Step;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -26,6 +27,20 @@ OrderedJson statsJson(const RobustStats& s)
     return OrderedJson{{"median", finiteOrNull(s.median)}, {"p10", finiteOrNull(s.p10)},
                        {"p90", finiteOrNull(s.p90)},       {"spread", finiteOrNull(s.spread)},
                        {"count", s.count}};
+}
+
+OrderedJson predictionJson(const PredictionCheck& check)
+{
+    const RunPrediction& p = check.prediction;
+    OrderedJson figures = OrderedJson::object();
+    for (const auto& row : check.rows)
+        figures[row.key] = {{"predicted", finiteOrNull(row.predicted)},
+                            {"measured", finiteOrNull(row.measured)},
+                            {"unit", row.unit},
+                            {"error_pct", row.errorPct ? OrderedJson(*row.errorPct) : OrderedJson(nullptr)}};
+    return OrderedJson{{"source", p.source},           {"hardware", p.hardware},
+                       {"gpus", p.gpus},               {"calibration", p.calibration},
+                       {"note", check.note},           {"figures", std::move(figures)}};
 }
 
 // Per-run caveats that are not about the workload: the user should still know them first.
@@ -66,22 +81,39 @@ void forEachRun(size_t count, const std::function<void(size_t)>& work)
         thread.join();
 }
 
-/// Loads one run through `store`; the ids are already resolved.
-Result<ComparedRun> loadRun(RunStore& store, const std::string& id)
+/// Loads one run through `store`; the ids are already resolved. With `previous` (the same run,
+/// loaded before) only the steps after its last one are read and appended.
+Result<ComparedRun> loadRun(RunStore& store, const std::string& id, const ComparedRun* previous = nullptr)
 {
     ComparedRun r;
     auto summary = store.run(id);
     if (!summary)
         return summary.error();
     r.summary = std::move(*summary);
-    if (auto config = store.configJson(id))
+    if (previous) {
+        r.configJson = previous->configJson;  // stored once, at creation
+    } else if (auto config = store.configJson(id)) {
         r.configJson = std::move(*config);
+    }
     if (auto meta = store.meta(id))
         r.meta = std::move(*meta);
-    auto steps = store.steps(id);
-    if (!steps)
-        return steps.error();
-    r.steps = std::move(*steps);
+    auto prediction = store.prediction(id);
+    if (!prediction)
+        return prediction.error();
+    r.prediction = std::move(*prediction);
+    const int64_t after = previous && !previous->steps().empty() ? previous->steps().step.back() : -1;
+    auto columns = store.stepColumns(id, StepSeries::fields(), after);
+    if (!columns)
+        return columns.error();
+    if (previous && columns->size() == 0) {
+        r.stepData = previous->stepData;  // nothing new: share, do not copy
+    } else if (previous) {
+        StepSeries steps = previous->steps();
+        steps.append(StepSeries::fromColumns(std::move(*columns)));
+        r.setSteps(std::move(steps));
+    } else {
+        r.setSteps(StepSeries::fromColumns(std::move(*columns)));  // the columns are moved, not copied
+    }
     return r;
 }
 
@@ -176,15 +208,18 @@ Result<Comparison> buildComparison(std::vector<ComparedRun> runs, size_t baselin
     std::vector<std::optional<Error>> errors(runs.size());
     forEachRun(runs.size(), [&](size_t i) {
         ComparedRun& r = runs[i];
-        auto w = resolveWindow(r.steps, window, options);
+        auto w = resolveWindow(r.steps(), window, options);
         if (!w) {
             errors[i] = w.error();
             errors[i]->context = r.summary.id;
             return;
         }
         r.window = *w;
-        r.figures = computeRunFigures(r.steps, r.window, r.worldSize(), r.meta ? r.meta->peakTflops : 0.0);
-        r.fingerprint = makeFingerprint(r.configJson, r.meta, r.steps, r.window);
+        r.figures = computeRunFigures(r.steps(), r.window, r.worldSize(), r.meta ? r.meta->peakTflops : 0.0);
+        r.fingerprint = makeFingerprint(r.configJson, r.meta, r.steps(), r.window);
+        r.predictionCheck.reset();
+        if (r.prediction)
+            r.predictionCheck = checkPrediction(*r.prediction, r.figures, r.meta ? r.meta->worldSize : 0);
     });
     for (auto& r : runs) {
         if (auto& e = errors[static_cast<size_t>(&r - runs.data())])
@@ -199,6 +234,11 @@ Result<Comparison> buildComparison(std::vector<ComparedRun> runs, size_t baselin
     std::stable_sort(c.warnings.begin(), c.warnings.end(),
                      [](const auto& a, const auto& b) { return a.severity < b.severity; });
     c.configDiff = diffConfigs(configs);
+    std::vector<PredictionCheck> checks;
+    for (const auto& r : runs)
+        if (r.predictionCheck)
+            checks.push_back(*r.predictionCheck);
+    c.predictionAccuracy = predictionAccuracy(checks);
     c.runs = std::move(runs);
     return c;
 }
@@ -219,7 +259,8 @@ Result<Comparison> compareRuns(RunStore& store, const CompareRequest& request)
     return buildComparison(std::move(runs), baseline, request.window, request.steadyState);
 }
 
-Result<Comparison> compareRuns(const std::string& storePath, const CompareRequest& request)
+Result<Comparison> compareRuns(const std::string& storePath, const CompareRequest& request,
+                               const std::vector<ComparedRun>& loaded)
 {
     auto store = RunStore::open(storePath);
     if (!store)
@@ -229,13 +270,16 @@ Result<Comparison> compareRuns(const std::string& storePath, const CompareReques
     if (!ids)
         return ids.error();
     // One connection per thread, as RunStore requires; WAL lets them read side by side.
-    std::vector<std::optional<Result<ComparedRun>>> loaded(ids->size());
+    std::vector<std::optional<Result<ComparedRun>>> results(ids->size());
     forEachRun(ids->size(), [&](size_t i) {
         auto own = RunStore::open(storePath);
-        loaded[i] = own ? loadRun(**own, (*ids)[i]) : Result<ComparedRun>(own.error());
+        const auto previous = std::find_if(loaded.begin(), loaded.end(),
+                                           [&](const ComparedRun& r) { return r.summary.id == (*ids)[i]; });
+        results[i] = own ? loadRun(**own, (*ids)[i], previous == loaded.end() ? nullptr : &*previous)
+                         : Result<ComparedRun>(own.error());
     });
     std::vector<ComparedRun> runs;
-    for (auto& run : loaded) {
+    for (auto& run : results) {
         if (!*run)
             return run->error();
         runs.push_back(std::move(**run));
@@ -258,10 +302,10 @@ std::string comparisonToJson(const Comparison& c)
         run["id"] = r.summary.id;
         run["name"] = r.summary.name;
         run["status"] = r.summary.status;
-        run["steps"] = r.steps.size();
+        run["steps"] = r.steps().size();
         run["window"] = {
-            {"first_step", r.window.size() ? OrderedJson(r.steps[r.window.begin].step) : OrderedJson(nullptr)},
-            {"last_step", r.window.size() ? OrderedJson(r.steps[r.window.end - 1].step) : OrderedJson(nullptr)},
+            {"first_step", r.window.size() ? OrderedJson(r.steps().step[r.window.begin]) : OrderedJson(nullptr)},
+            {"last_step", r.window.size() ? OrderedJson(r.steps().step[r.window.end - 1]) : OrderedJson(nullptr)},
             {"steps", r.window.size()},
             {"detected", r.window.detected},
             {"user_override", r.window.userOverride},
@@ -295,9 +339,14 @@ std::string comparisonToJson(const Comparison& c)
                            {"max_pixels", f.maxPixels},
                            {"frozen_modules", f.frozenModules},
                            {"model", f.model}};
+        run["prediction"] = r.predictionCheck ? predictionJson(*r.predictionCheck) : OrderedJson(nullptr);
         runs.push_back(std::move(run));
     }
     out["runs"] = std::move(runs);
+    OrderedJson accuracy = OrderedJson::object();
+    for (const auto& a : c.predictionAccuracy)
+        accuracy[a.key] = {{"mean_abs_error_pct", finiteOrNull(a.meanAbsErrorPct)}, {"runs", a.runs}};
+    out["prediction_accuracy"] = std::move(accuracy);
     OrderedJson diff = OrderedJson::array();
     for (const auto& row : c.configDiff.rows) {
         OrderedJson values = OrderedJson::array();

@@ -7,12 +7,16 @@
 #pragma once
 
 #include "core/compare/config_diff.h"
+#include "core/compare/prediction_check.h"
 #include "core/compare/run_figures.h"
 #include "core/compare/steady_state.h"
+#include "core/compare/step_series.h"
 #include "core/compare/workload_fingerprint.h"
 #include "core/run_store.h"
 
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,11 +27,20 @@ struct ComparedRun {
     RunSummary summary;
     std::optional<MetaRecord> meta;
     std::string configJson;
-    std::vector<StepRecord> steps;  ///< all stored steps, by step (the charts need them)
+    /// All stored steps, by step (the charts need them), the fields compare reads. Shared and
+    /// immutable, so a view can keep loaded runs and hand them to the next comparison as they are.
+    std::shared_ptr<const StepSeries> stepData = std::make_shared<const StepSeries>();
+    /// The planner's prediction, when the run was launched from a plan.
+    std::optional<RunPrediction> prediction;
     SteadyWindow window;
     RunFigures figures;
     WorkloadFingerprint fingerprint;
+    /// Predicted vs measured (set by buildComparison when there is a prediction).
+    std::optional<PredictionCheck> predictionCheck;
 
+    const StepSeries& steps() const { return *stepData; }
+    void setSteps(StepSeries steps) { stepData = std::make_shared<const StepSeries>(std::move(steps)); }
+    void setSteps(const std::vector<StepRecord>& steps) { setSteps(StepSeries::fromRecords(steps)); }
     std::string label() const;      ///< the run's name, or its id when names collide/are empty
     int worldSize() const { return meta ? std::max(meta->worldSize, 1) : 1; }
 };
@@ -37,6 +50,8 @@ struct Comparison {
     size_t baseline = 0;                  ///< index into runs
     std::vector<CompareWarning> warnings; ///< Critical first
     ConfigDiff configDiff;
+    /// Mean absolute error % per predicted figure over the runs with a prediction (empty: none).
+    std::vector<PredictionAccuracy> predictionAccuracy;
     bool hasCritical() const;
 };
 
@@ -69,7 +84,11 @@ Result<Comparison> compareRuns(RunStore& store, const CompareRequest& request);
 
 /// The same, from a store path: loads the runs in parallel, one RunStore connection per thread
 /// (what the CLI and the GUI call; 20 runs of 100k steps are mostly SQLite row decoding).
-Result<Comparison> compareRuns(const std::string& storePath, const CompareRequest& request);
+/// `loaded`: runs this caller loaded before (a previous comparison's runs); those among the
+/// request are reused, reading only their steps after the last one held (and their summary and
+/// meta again), so a refresh or a baseline change does not reload 100k steps per run.
+Result<Comparison> compareRuns(const std::string& storePath, const CompareRequest& request,
+                               const std::vector<ComparedRun>& loaded = {});
 
 /// Analyses runs whose summary, meta, config and steps are already filled in (windows, figures,
 /// fingerprints, warnings, diff). InvalidArgument when the window selects no step of some run.

@@ -9,31 +9,32 @@
 
 namespace wb::core {
 
-RunFigures computeRunFigures(const std::vector<StepRecord>& steps, const SteadyWindow& window,
-                             int worldSize, double peakTflops)
+RunFigures computeRunFigures(const StepSeries& steps, const SteadyWindow& window, int worldSize, double peakTflops)
 {
     const double world = std::max(worldSize, 1);
     const size_t begin = std::min(window.begin, steps.size());
     const size_t end = std::min(window.end, steps.size());
     const size_t count = end > begin ? end - begin : 0;
 
-    std::vector<double> stepMs, tokens, msPer1k, tflops, mfu, effective;
-    for (auto* v : {&stepMs, &tokens, &msPer1k, &tflops, &mfu, &effective})
+    std::vector<double> stepMs(steps.stepMs.begin() + static_cast<std::ptrdiff_t>(begin),
+                               steps.stepMs.begin() + static_cast<std::ptrdiff_t>(end));
+    std::vector<double> effective(steps.effectiveTokens.begin() + static_cast<std::ptrdiff_t>(begin),
+                                  steps.effectiveTokens.begin() + static_cast<std::ptrdiff_t>(end));
+    std::vector<double> tokens, msPer1k, tflops, mfu;
+    for (auto* v : {&tokens, &msPer1k, &tflops, &mfu})
         v->reserve(count);
     for (size_t i = begin; i < end; ++i) {
-        const StepRecord& s = steps[i];
-        stepMs.push_back(s.stepMs);
-        effective.push_back(static_cast<double>(s.effectiveTokens));
-        if (s.stepMs > 0.0 && s.effectiveTokens > 0) {
-            const double eff = static_cast<double>(s.effectiveTokens);
-            tokens.push_back(eff / (s.stepMs / 1000.0) / world);
-            msPer1k.push_back(s.stepMs * world * 1000.0 / eff);
+        const double ms = steps.stepMs[i], eff = steps.effectiveTokens[i];
+        if (ms > 0.0 && eff > 0.0) {
+            tokens.push_back(eff / (ms / 1000.0) / world);
+            msPer1k.push_back(ms * world * 1000.0 / eff);
         }
-        if (s.tflopsPerGpu > 0.0) {
-            tflops.push_back(s.tflopsPerGpu);
-            mfu.push_back(peakTflops > 0.0 ? s.tflopsPerGpu / peakTflops : s.mfu);
-        } else if (s.mfu > 0.0) {
-            mfu.push_back(s.mfu);
+        const double tf = steps.tflopsPerGpu[i], recorded = steps.mfu[i];
+        if (tf > 0.0) {
+            tflops.push_back(tf);
+            mfu.push_back(peakTflops > 0.0 ? tf / peakTflops : recorded);
+        } else if (recorded > 0.0) {
+            mfu.push_back(recorded);
         }
     }
 
@@ -45,13 +46,19 @@ RunFigures computeRunFigures(const std::vector<StepRecord>& steps, const SteadyW
     f.tflopsPerGpu = robustStats(std::move(tflops));
     f.mfu = robustStats(std::move(mfu));
     f.effectiveTokensPerStep = robustStats(std::move(effective));
-    for (const auto& s : steps) {
-        if (std::isfinite(s.memPeakGib))
-            f.peakMemGib = std::max(f.peakMemGib, s.memPeakGib);
-        if (std::isfinite(s.memReservedGib))
-            f.peakReservedGib = std::max(f.peakReservedGib, s.memReservedGib);
-    }
+    for (double v : steps.memPeakGib)
+        if (std::isfinite(v))
+            f.peakMemGib = std::max(f.peakMemGib, v);
+    for (double v : steps.memReservedGib)
+        if (std::isfinite(v))
+            f.peakReservedGib = std::max(f.peakReservedGib, v);
     return f;
+}
+
+RunFigures computeRunFigures(const std::vector<StepRecord>& steps, const SteadyWindow& window,
+                             int worldSize, double peakTflops)
+{
+    return computeRunFigures(StepSeries::fromRecords(steps), window, worldSize, peakTflops);
 }
 
 }  // namespace wb::core

@@ -6,6 +6,7 @@
 
 #include "core/compare/robust_stats.h"
 #include "core/compare/steady_state.h"
+#include "core/compare/step_series.h"
 #include "core/metrics_schema.h"
 
 #include <vector>
@@ -31,6 +32,8 @@ struct RunFigures {
 
 /// Figures over steps[window.begin, window.end). `worldSize` < 1 counts as 1; `peakTflops` <= 0
 /// means unknown. Steps with step_ms <= 0 or no effective tokens are left out of the rates.
+RunFigures computeRunFigures(const StepSeries& steps, const SteadyWindow& window, int worldSize, double peakTflops);
+/// The same for records (converted first).
 RunFigures computeRunFigures(const std::vector<StepRecord>& steps, const SteadyWindow& window,
                              int worldSize, double peakTflops);
 

@@ -129,37 +129,36 @@ Result<StepWindow> parseStepWindow(std::string_view text)
     return window;
 }
 
-Result<SteadyWindow> resolveWindow(const std::vector<StepRecord>& steps,
-                                   const std::optional<StepWindow>& userWindow,
+Result<SteadyWindow> resolveWindow(const StepSeries& steps, const std::optional<StepWindow>& userWindow,
                                    const SteadyStateOptions& options)
 {
-    if (!userWindow) {
-        std::vector<double> stepMs;
-        stepMs.reserve(steps.size());
-        for (const auto& s : steps)
-            stepMs.push_back(s.stepMs);
-        return detectSteadyState(stepMs, options);
-    }
-    const auto byStep = [](const StepRecord& s, int64_t step) { return s.step < step; };
+    if (!userWindow)
+        return detectSteadyState(steps.stepMs, options);
     const auto first = userWindow->first
-                           ? std::lower_bound(steps.begin(), steps.end(), *userWindow->first, byStep)
-                           : steps.begin();
+                           ? std::lower_bound(steps.step.begin(), steps.step.end(), *userWindow->first)
+                           : steps.step.begin();
     const auto last = userWindow->last
-                          ? std::lower_bound(steps.begin(), steps.end(), *userWindow->last + 1, byStep)
-                          : steps.end();
+                          ? std::lower_bound(steps.step.begin(), steps.step.end(), *userWindow->last + 1)
+                          : steps.step.end();
     if (first >= last)
         return makeError(ErrorCode::InvalidArgument,
                          "the window selects no step of this run; pick steps it has (see `show RUN`)");
     SteadyWindow w;
-    w.begin = static_cast<size_t>(first - steps.begin());
-    w.end = static_cast<size_t>(last - steps.begin());
+    w.begin = static_cast<size_t>(first - steps.step.begin());
+    w.end = static_cast<size_t>(last - steps.step.begin());
     w.userOverride = true;
-    std::vector<double> stepMs;
-    for (auto it = first; it != last; ++it)
-        stepMs.push_back(it->stepMs);
-    w.level = robustStats(std::move(stepMs)).median;
+    w.level = robustStats(std::vector<double>(steps.stepMs.begin() + static_cast<std::ptrdiff_t>(w.begin),
+                                              steps.stepMs.begin() + static_cast<std::ptrdiff_t>(w.end)))
+                  .median;
     w.note = "window chosen by the user";
     return w;
+}
+
+Result<SteadyWindow> resolveWindow(const std::vector<StepRecord>& steps,
+                                   const std::optional<StepWindow>& userWindow,
+                                   const SteadyStateOptions& options)
+{
+    return resolveWindow(StepSeries::fromRecords(steps), userWindow, options);
 }
 
 }  // namespace wb::core

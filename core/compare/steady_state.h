@@ -4,6 +4,7 @@
 // Pure functions; any thread.
 #pragma once
 
+#include "core/compare/step_series.h"
 #include "core/metrics_schema.h"
 #include "core/result.h"
 
@@ -53,6 +54,9 @@ Result<StepWindow> parseStepWindow(std::string_view text);
 
 /// The window of a run: the user's override when given (InvalidArgument when it selects no step),
 /// otherwise detectSteadyState over step_ms. `steps` must be sorted by step.
+Result<SteadyWindow> resolveWindow(const StepSeries& steps, const std::optional<StepWindow>& userWindow,
+                                   const SteadyStateOptions& options = {});
+/// The same for records (converted first).
 Result<SteadyWindow> resolveWindow(const std::vector<StepRecord>& steps,
                                    const std::optional<StepWindow>& userWindow,
                                    const SteadyStateOptions& options = {});

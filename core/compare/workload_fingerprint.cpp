@@ -103,7 +103,7 @@ const char* severityName(WarningSeverity severity)
 }
 
 WorkloadFingerprint makeFingerprint(const std::string& configJson, const std::optional<MetaRecord>& meta,
-                                    const std::vector<StepRecord>& steps, const SteadyWindow& window)
+                                    const StepSeries& steps, const SteadyWindow& window)
 {
     WorkloadFingerprint f;
     const Json config = Json::parse(configJson.begin(), configJson.end(), nullptr, false);
@@ -143,9 +143,9 @@ WorkloadFingerprint makeFingerprint(const std::string& configJson, const std::op
     const double samples = std::max(f.globalBatchSize, 1);
     std::vector<double> images, imageTokens, textTokens;
     for (size_t i = window.begin; i < std::min(window.end, steps.size()); ++i) {
-        images.push_back(static_cast<double>(steps[i].images) / samples);
-        imageTokens.push_back(static_cast<double>(steps[i].imageTokens) / samples);
-        textTokens.push_back(static_cast<double>(steps[i].textTokens) / samples);
+        images.push_back(steps.images[i] / samples);
+        imageTokens.push_back(steps.imageTokens[i] / samples);
+        textTokens.push_back(steps.textTokens[i] / samples);
     }
     f.imagesPerSample = robustStats(std::move(images)).median;
     f.imageTokensPerSample = robustStats(std::move(imageTokens));

@@ -8,6 +8,7 @@
 
 #include "core/compare/robust_stats.h"
 #include "core/compare/steady_state.h"
+#include "core/compare/step_series.h"
 #include "core/metrics_schema.h"
 
 #include <optional>
@@ -40,7 +41,7 @@ struct WorkloadFingerprint {
 /// arrived; it wins over the config for world size, batch, sequence and data source) and the steps
 /// in the window.
 WorkloadFingerprint makeFingerprint(const std::string& configJson, const std::optional<MetaRecord>& meta,
-                                    const std::vector<StepRecord>& steps, const SteadyWindow& window);
+                                    const StepSeries& steps, const SteadyWindow& window);
 
 enum class WarningSeverity { Critical, Warning, Info };
 const char* severityName(WarningSeverity severity);

@@ -117,8 +117,9 @@ def config_file(env, name, source, steps=60):
     return path
 
 
-def launch(env, name, source):
-    p = env.cli("launch", "--target", "local", "--config", config_file(env, name, source), "--name", name)
+def launch(env, name, source, prediction=None):
+    extra = ["--prediction", prediction] if prediction else []
+    p = env.cli("launch", "--target", "local", "--config", config_file(env, name, source), "--name", name, *extra)
     if not check(p.returncode == 0, "launch %s exits 0" % name):
         return None
     run_id = p.stdout.strip()
@@ -170,6 +171,11 @@ def case_compare(env, real, mock):
     check("WARNINGS" in r.stdout, "compare --report still prints the comparison")
     check_report(report)
 
+    html = os.path.join(env.tmp, "comparison.html")
+    h = env.cli("compare", real, mock, "--report", html)
+    check(h.returncode == 0, "compare --report FILE.html exits 0")
+    check_html(html, ["real-run", "mock-run"])
+
     r2 = env.cli("export", real, mock, "--report", os.path.join(env.tmp, "report2"), "--baseline", mock)
     check(r2.returncode == 0 and r2.stdout == "", "export --report exits 0 and prints nothing on stdout")
     check_report(os.path.join(env.tmp, "report2"), baseline="mock-run")
@@ -195,6 +201,89 @@ def check_report(directory, baseline="real-run"):
             check(len(lines) == 2, "%s draws both runs" % svg)
         except (OSError, ET.ParseError) as e:
             check(False, "%s parses: %s" % (svg, e))
+
+
+def prediction_file(env):
+    # The stand-in trainer runs 100 ms steady steps on real data, 512 effective tokens per step on
+    # one GPU (5120 tokens/s/GPU), 2 TFLOP/s of a 10 TFLOP/s peak (MFU 0.2), peak memory 0.6 GiB.
+    path = os.path.join(env.tmp, "prediction.json")
+    with open(path, "w") as f:
+        json.dump({"prediction_version": 1, "source": "e2e planner", "hardware": "cpu", "gpus": 1,
+                   "calibration": "", "step_ms": 80.0, "tokens_per_s_per_gpu": 6400.0,
+                   "tflops_per_gpu": 2.5, "mfu": 0.25, "memory_gib": 0.9}, f)
+    return path
+
+
+def case_prediction(env, real, planned):
+    """A run launched with --prediction: predicted vs measured in the text, the JSON and the report."""
+    p = env.cli("compare", real, planned)
+    check(p.returncode == 0, "compare with a planned run exits 0")
+    out = p.stdout
+    check("PREDICTED VS MEASURED" in out, "compare prints the predicted-vs-measured table")
+    check("no prediction (not launched from a plan)" in out, "a run without a prediction says so")
+    check("80.0 / " in out and "mean |error|" in out, "the planned run's step time and the mean error are printed")
+
+    j = env.cli("compare", real, planned, "--json")
+    doc = json.loads(j.stdout) if j.returncode == 0 else {}
+    runs = doc.get("runs", [])
+    if check(len(runs) == 2, "two runs in the prediction JSON"):
+        check(runs[0]["prediction"] is None, "prediction is null for the run not launched from a plan")
+        pred = runs[1]["prediction"] or {}
+        fig = pred.get("figures", {})
+        step = fig.get("step_ms", {})
+        # Predicted 80 ms against the measured ~100 ms: about -20 %.
+        check(step.get("predicted") == 80.0 and abs(step.get("measured", 0) - 100.0) < 2.0,
+              "step time predicted 80 / measured ~100: %r" % step)
+        check(step.get("error_pct") is not None and abs(step["error_pct"] + 20.0) < 2.0,
+              "step time error about -20%%: %r" % step)
+        mem = fig.get("peak_mem_gib", {})
+        check(mem.get("error_pct") is not None and abs(mem["error_pct"] - 50.0) < 0.01,
+              "peak memory 0.9 vs 0.6 GiB is +50%%: %r" % mem)
+        tok = fig.get("tokens_per_s_per_gpu", {})
+        check(tok.get("error_pct") is not None and abs(tok["error_pct"] - 25.0) < 2.5,
+              "tokens/s/GPU 6400 vs ~5120 is about +25%%: %r" % tok)
+        mfu = fig.get("mfu", {})
+        check(mfu.get("error_pct") is not None and abs(mfu["error_pct"] - 25.0) < 2.5,
+              "MFU 25%% vs ~20%% is about +25%%: %r" % mfu)
+        check(pred.get("hardware") == "cpu" and pred.get("gpus") == 1, "the prediction says what it was for")
+        html = os.path.join(env.tmp, "planned.html")
+        h = env.cli("export", real, planned, "--report", html)
+        check(h.returncode == 0 and h.stdout == "", "export --report FILE.html exits 0 and prints nothing")
+        check_html(html, ["real-run", "planned-run"], critical=False)
+        page = open(html, encoding="utf-8").read() if os.path.exists(html) else ""
+        check("Predicted vs measured" in page and "80.0 / " in page and "no prediction (not launched from a plan)" in page,
+              "the HTML report shows predicted vs measured")
+        acc = doc.get("prediction_accuracy", {}).get("step_ms", {})
+        check(acc.get("runs") == 1 and abs(acc.get("mean_abs_error_pct", 0) - 20.0) < 2.0,
+              "mean |error| of step time over the one planned run: %r" % acc)
+
+
+def check_html(path, run_names, critical=True):
+    """One self-contained XHTML file: banner first, every run, the figures, four inline SVGs."""
+    if not check(os.path.isfile(path), "%s written" % path):
+        return
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        check(False, "%s parses as XML: %s" % (path, e))
+        return
+    ns = "{http://www.w3.org/1999/xhtml}"
+    body = root.find(ns + "body")
+    if not check(body is not None, "the HTML report has a body"):
+        return
+    first = list(body)[0]
+    check(first.get("id") == "warnings", "the HTML report opens with the warnings banner")
+    text = "".join(body.itertext())
+    if critical:
+        check("critical" in first.get("class", "") and "MOCK vs REAL" in "".join(first.itertext()),
+              "the HTML banner is critical and says mock vs real")
+    for name in run_names:
+        check(name in text, "the HTML report names run %s" % name)
+    check("effective tokens/s/GPU (tok/s)" in text, "the HTML report has the figure rows")
+    svgs = [e for e in root.iter() if e.tag.endswith("}svg")]
+    check(len(svgs) == 4, "the HTML report has four inline SVG charts (got %d)" % len(svgs))
+    html_text = open(path, encoding="utf-8").read()
+    check(" src=" not in html_text and " href=" not in html_text, "the HTML report links nothing outside itself")
 
 
 def case_export_csv(env, real):
@@ -238,6 +327,9 @@ def main():
             case_compare(env, real, mock)
             case_export_csv(env, real)
             case_usage(env, real)
+            planned = launch(env, "planned-run", "real", prediction=prediction_file(env))
+            if planned:
+                case_prediction(env, real, planned)
     print("FAILED: %d" % len(FAILURES) if FAILURES else "all passed")
     return 1 if FAILURES else 0
 

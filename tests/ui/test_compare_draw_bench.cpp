@@ -17,6 +17,18 @@
 #include <QTemporaryDir>
 
 #include <cstdio>
+#include <utility>
+#include <vector>
+#include <time.h>
+
+namespace {
+double cpuMs()  // process CPU time (all threads): steadier than wall time on a shared machine
+{
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+}  // namespace
 
 int main(int argc, char** argv)
 {
@@ -51,49 +63,49 @@ int main(int argc, char** argv)
     view.setSelectedRuns(ids);
 
     QElapsedTimer timer;
+    std::vector<std::pair<const char*, std::pair<double, double>>> rows;
+    double cpu = cpuMs();
     timer.start();
-    auto request = wb::core::CompareRequest{};
-    for (const auto& id : ids)
-        request.runs.push_back(id.toStdString());
-    auto engineOnly = wb::core::compareRuns(store.toStdString(), request);
-    const double engineMs = timer.nsecsElapsed() / 1e6;
-    timer.restart();
-    {
+    auto stage = [&](const char* what) {
+        rows.push_back({what, {timer.nsecsElapsed() / 1e6, cpuMs() - cpu}});
+        cpu = cpuMs();
+        timer.restart();
+    };
+    auto compareAndWait = [&] {
         QEventLoop loop;  // the view loads on a worker thread and reports with compared()
         QObject::connect(&view, &wb::ui::CompareView::compared, &loop, &QEventLoop::quit);
         view.compare();  // load + analyse + tables + charts
         loop.exec();
-    }
-    const double compareMs = timer.nsecsElapsed() / 1e6;
-    timer.restart();
+    };
+    auto request = wb::core::CompareRequest{};
+    for (const auto& id : ids)
+        request.runs.push_back(id.toStdString());
+    auto engineOnly = wb::core::compareRuns(store.toStdString(), request);
+    stage("compareRuns(path) alone (load + analyse)");
+    compareAndWait();
+    stage("CompareView::compare (load + analyse + tables + 4 charts: EMA, decimate, set)");
     QApplication::processEvents();  // the paint
-    const double paintMs = timer.nsecsElapsed() / 1e6;
-    timer.restart();
+    stage("first paint");
+    compareAndWait();
+    QApplication::processEvents();
+    stage("compare again (runs cached: only new steps read) + paint");
     view.findChild<QComboBox*>(QStringLiteral("compareXAxis"))->setCurrentIndex(2);
     QApplication::processEvents();
-    const double axisMs = timer.nsecsElapsed() / 1e6;
-    timer.restart();
+    stage("switch x axis to effective tokens (recompute + decimate + paint)");
     view.logScaleToggle()->setChecked(true);
     QApplication::processEvents();
-    const double logMs = timer.nsecsElapsed() / 1e6;
-    timer.restart();
+    stage("log scale on (recompute + decimate + paint)");
     view.shadeWindowToggle()->setChecked(false);
     QApplication::processEvents();
-    const double noShadeMs = timer.nsecsElapsed() / 1e6;
+    stage("steady-window shading off (recompute + paint, no bands)");
     QTemporaryDir exportDir;
-    timer.restart();
     const bool exported = view.exportReport(exportDir.path()).ok();
-    const double exportMs = timer.nsecsElapsed() / 1e6;
+    stage("export report (4 PNG offscreen + 4 SVG + report.md)");
 
     std::printf("%d runs × %lld steps; %lld points drawn after decimation\n\n", runCount,
                 static_cast<long long>(steps), static_cast<long long>(view.charts()->drawnPoints()));
-    std::printf("| stage | ms |\n|---|---|\n");
-    std::printf("| compareRuns(path) alone (load + analyse) | %.0f |\n", engineMs);
-    std::printf("| CompareView::compare (load + analyse + tables + 4 charts: EMA, decimate, set) | %.0f |\n", compareMs);
-    std::printf("| first paint | %.0f |\n", paintMs);
-    std::printf("| switch x axis to effective tokens (recompute + decimate + paint) | %.0f |\n", axisMs);
-    std::printf("| log scale on (recompute + decimate + paint) | %.0f |\n", logMs);
-    std::printf("| steady-window shading off (recompute + paint, no bands) | %.0f |\n", noShadeMs);
-    std::printf("| export report (4 PNG offscreen + 4 SVG + report.md) | %.0f |\n", exportMs);
+    std::printf("| stage | wall ms | CPU ms |\n|---|---|---|\n");
+    for (const auto& [what, ms] : rows)
+        std::printf("| %s | %.0f | %.0f |\n", what, ms.first, ms.second);
     return engineOnly.ok() && exported ? 0 : 1;
 }

@@ -14,6 +14,7 @@
 #include <QImage>
 #include <QLineSeries>
 #include <QListWidget>
+#include <QMenu>
 #include <QLogValueAxis>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -182,6 +183,40 @@ private slots:
             QVERIFY(QFileInfo(QDir(reportDir).filePath(QString::fromLatin1(stem) + QStringLiteral(".png"))).size() > 0);
             QVERIFY(wellFormedSvg(QDir(reportDir).filePath(QString::fromLatin1(stem) + QStringLiteral(".svg"))));
         }
+
+        // The export menu offers the HTML report; it is one well-formed file with the banner
+        // first, both runs, and the charts inline with the view's settings.
+        QVERIFY(exportReport->menu());
+        QStringList actions;
+        for (QAction* action : exportReport->menu()->actions())
+            actions << action->objectName();
+        QVERIFY2(actions.contains(QStringLiteral("compareExportHtml")) && actions.contains(QStringLiteral("compareExportMarkdown")),
+                 qPrintable(actions.join(u',')));
+        const QString htmlPath = QDir(out.path()).filePath(QStringLiteral("comparison.html"));
+        QVERIFY(view.exportHtmlReport(htmlPath).ok());
+        QFile html(htmlPath);
+        QVERIFY(html.open(QIODevice::ReadOnly));
+        QXmlStreamReader xml(&html);
+        int svgs = 0;
+        QString firstInBody;
+        bool inBody = false;
+        QString htmlText;
+        while (!xml.atEnd()) {
+            const auto token = xml.readNext();
+            if (token == QXmlStreamReader::Characters)
+                htmlText += xml.text();
+            if (token != QXmlStreamReader::StartElement)
+                continue;
+            if (inBody && firstInBody.isEmpty())
+                firstInBody = xml.attributes().value(QStringLiteral("id")).toString();
+            inBody = inBody || xml.name() == QStringLiteral("body");
+            svgs += xml.name() == QStringLiteral("svg");
+        }
+        QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+        QCOMPARE(firstInBody, QStringLiteral("warnings"));
+        QCOMPARE(svgs, 4);
+        QVERIFY(htmlText.contains(QStringLiteral("baseline-real")) && htmlText.contains(QStringLiteral("candidate-mock")));
+        QVERIFY(htmlText.contains(QStringLiteral("MOCK vs REAL")));
 
         // With log scale and tokens on the x axis: the same files, drawn that way.
         view.logScaleToggle()->setChecked(true);

@@ -172,6 +172,63 @@ private slots:
         QCOMPARE(view.configDiffTable()->rowCount(), 0);
     }
 
+    void predictionTableReadsBack()
+    {
+        // One run launched "from a plan" (its prediction stored through RunStore), one not.
+        QTemporaryDir dir;
+        const TwoRuns runs = makeStore(dir, QStringLiteral("real"), 100.0);
+        {
+            auto store = wb::core::RunStore::open(runs.storePath.toStdString());
+            QVERIFY(store.ok());
+            wb::core::RunPrediction p;
+            p.source = "test planner";
+            p.hardware = "h200";
+            p.gpus = 2;
+            p.stepMs = 80.0;            // measured ~100 ms: about -20 %
+            p.memoryGib = 21.0;         // measured 10.5 GiB (warm-up included): +100 %
+            p.tokensPerSPerGpu = 20480.0;
+            p.mfu = 0.5;
+            QVERIFY((*store)->setPrediction(runs.second.toStdString(), p).ok());
+        }
+        CompareView view(runs.storePath);
+        view.resize(1400, 900);
+        view.show();
+        tick(view, {runs.first, runs.second});
+        view.setBaseline(runs.first);
+        pressCompare(view);
+        QVERIFY(view.comparison());
+
+        QTableWidget* table = view.predictionTable();
+        QVERIFY(table->isVisible());
+        QCOMPARE(table->rowCount(), 3);  // two runs + mean |error|
+        QVERIFY(table->horizontalHeaderItem(0)->text().startsWith(QStringLiteral("step time")));
+        QVERIFY(table->horizontalHeaderItem(1)->text().startsWith(QStringLiteral("peak memory")));
+        QCOMPARE(table->verticalHeaderItem(0)->text(), QStringLiteral("baseline-real"));
+        QCOMPARE(table->item(0, 0)->text(), QStringLiteral("no prediction (not launched from a plan)"));
+        QCOMPARE(table->verticalHeaderItem(1)->text(), QStringLiteral("candidate"));
+        QVERIFY2(table->item(1, 0)->text().startsWith(QStringLiteral("80.0 / ")), qPrintable(table->item(1, 0)->text()));
+        const double stepError = deltaPercent(table->item(1, 0)->text());
+        QVERIFY2(std::abs(stepError + 20.0) < 2.0, qPrintable(table->item(1, 0)->text()));
+        QCOMPARE(table->item(1, 1)->text(), QStringLiteral("21.00 / 10.50 (+100.0 %)"));
+        QVERIFY(table->item(1, 4)->text().contains(QStringLiteral("h200")));
+        QVERIFY(table->verticalHeaderItem(2)->text().contains(QStringLiteral("mean")));
+        QVERIFY2(table->item(2, 1)->text().startsWith(QStringLiteral("100.0 %")), qPrintable(table->item(2, 1)->text()));
+
+        // Comparing again reuses the loaded runs and reads the steps stored since.
+        {
+            auto store = wb::core::RunStore::open(runs.storePath.toStdString());
+            wb::core::StepRecord more;
+            more.step = 201;
+            more.stepMs = 100.0;
+            more.effectiveTokens = 4096;
+            const std::string line = wb::core::toJsonLine(more) + "\n";
+            QVERIFY((*store)->ingest(runs.first.toStdString(), (*store)->run(runs.first.toStdString())->streamOffset, line).ok());
+        }
+        pressCompare(view);
+        QCOMPARE(view.comparison()->runs[0].steps().size(), size_t(201));
+        QCOMPARE(view.comparison()->runs[1].steps().size(), size_t(200));
+    }
+
     void badWindowIsReported()
     {
         QTemporaryDir dir;

@@ -10,12 +10,20 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <time.h>
 #include <unistd.h>
 
 using namespace wb::core;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+double cpuSeconds()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
 
 double secondsSince(Clock::time_point start)
 {
@@ -80,50 +88,77 @@ int main(int argc, char** argv)
                     ingestSeconds, rows / ingestSeconds);
     }
 
-    // Stage by stage, then the whole engine call as the CLI and the GUI make it.
+    // Stage by stage, then the whole engine call as the CLI and the GUI make it. Wall time and
+    // CPU time (process: all threads): on a shared machine the CPU time is the steadier number.
     auto t = Clock::now();
-    std::vector<ComparedRun> loaded;
+    double cpu = cpuSeconds();
     int64_t rows = 0;
+    for (const auto& id : ids)
+        rows += static_cast<int64_t>((*store)->steps(id)->size());
+    const double allColumnsSeconds = secondsSince(t), allColumnsCpu = cpuSeconds() - cpu;
+    t = Clock::now();
+    cpu = cpuSeconds();
+    int64_t columnRows = 0;
+    for (const auto& id : ids)
+        columnRows += static_cast<int64_t>((*store)->stepColumns(id, StepSeries::fields())->size());
+    const double columnsSeconds = secondsSince(t), columnsCpu = cpuSeconds() - cpu;
+    if (columnRows != rows)
+        return 1;
+    t = Clock::now();
+    cpu = cpuSeconds();
+    std::vector<ComparedRun> loaded;
     for (const auto& id : ids) {
         ComparedRun r;
         r.summary = *(*store)->run(id);
         r.configJson = *(*store)->configJson(id);
         if (auto meta = (*store)->meta(id))
             r.meta = *meta;
-        r.steps = *(*store)->steps(id);
-        rows += static_cast<int64_t>(r.steps.size());
+        auto columns = (*store)->stepColumns(id, StepSeries::fields());
+        r.setSteps(StepSeries::fromColumns(std::move(*columns)));
         loaded.push_back(std::move(r));
     }
-    const double loadSeconds = secondsSince(t);
+    const double loadSeconds = secondsSince(t), loadCpu = cpuSeconds() - cpu;
     t = Clock::now();
+    cpu = cpuSeconds();
     auto built = buildComparison(std::move(loaded), 0, std::nullopt);
-    const double analyseSeconds = secondsSince(t);
+    const double analyseSeconds = secondsSince(t), analyseCpu = cpuSeconds() - cpu;
     t = Clock::now();
+    cpu = cpuSeconds();
     size_t smoothed = 0;
     for (const auto& r : built->runs) {
-        std::vector<double> ys;
-        ys.reserve(r.steps.size());
-        for (const auto& s : r.steps)
-            ys.push_back(s.stepMs);
-        smoothed += emaDebiased(ys, 0.6).size();
+        smoothed += emaDebiased(r.steps().stepMs, 0.6).size();
     }
-    const double smoothSeconds = secondsSince(t);
+    const double smoothSeconds = secondsSince(t), smoothCpu = cpuSeconds() - cpu;
     t = Clock::now();
+    cpu = cpuSeconds();
     CompareRequest request;
     request.runs = ids;
     auto full = compareRuns(path, request);
-    const double fullSeconds = secondsSince(t);
+    const double fullSeconds = secondsSince(t), fullCpu = cpuSeconds() - cpu;
     if (!full) {
         std::fprintf(stderr, "%s\n", full.error().toString().c_str());
         return 1;
     }
+    // A refresh: the same comparison again, the runs loaded before handed back (no new steps).
+    t = Clock::now();
+    cpu = cpuSeconds();
+    auto again = compareRuns(path, request, full->runs);
+    const double againSeconds = secondsSince(t), againCpu = cpuSeconds() - cpu;
     std::printf("\n%d runs × %lld steps (%lld rows)\n\n", runCount, static_cast<long long>(steps),
                 static_cast<long long>(rows));
-    std::printf("| stage | seconds | rows/s |\n|---|---|---|\n");
-    std::printf("| RunStore::steps for every run | %.3f | %.0f |\n", loadSeconds, rows / loadSeconds);
-    std::printf("| windows + figures + fingerprints + diff | %.3f | %.0f |\n", analyseSeconds, rows / analyseSeconds);
-    std::printf("| EMA of one series per run | %.3f | %.0f |\n", smoothSeconds, smoothed / smoothSeconds);
-    std::printf("| compareRuns(path): parallel load + analyse, what CLI and GUI call | %.3f | %.0f |\n", fullSeconds, rows / fullSeconds);
+    std::printf("| stage | wall s | CPU s | rows/s (wall) |\n|---|---|---|---|\n");
+    auto line = [&](const char* what, double wall, double cpuS) {
+        std::printf("| %s | %.3f | %.3f | %.0f |\n", what, wall, cpuS, rows / wall);
+    };
+    line("RunStore::steps (all 25 columns) for every run", allColumnsSeconds, allColumnsCpu);
+    line("RunStore::stepColumns (step + 11 compare columns) for every run", columnsSeconds, columnsCpu);
+    line("the same + summary, config, meta (what compareRuns loads), every run", loadSeconds, loadCpu);
+    line("windows + figures + fingerprints + diff", analyseSeconds, analyseCpu);
+    line("EMA of one series per run", smoothSeconds, smoothCpu);
+    line("compareRuns(path): parallel load + analyse, what CLI and GUI call", fullSeconds, fullCpu);
+    line("compareRuns(path, loaded): refresh with the runs already loaded", againSeconds, againCpu);
+    if (!again)
+        return 1;
     std::printf("\nwarnings: %zu (first: %s)\n", full->warnings.size(),
                 full->warnings.empty() ? "-" : full->warnings.front().code.c_str());
     if (ownStore) {

@@ -145,8 +145,10 @@ private slots:
     void logScaleLeavesOutNonPositiveValues()
     {
         Comparison c = compareMockAndReal();
-        for (auto& s : c.runs[0].steps)
-            s.loss = 0.0;  // nothing to draw on a log axis for run 0
+        auto steps = c.runs[0].steps();
+        for (auto& loss : steps.loss)
+            loss = 0.0;  // nothing to draw on a log axis for run 0
+        c.runs[0].setSteps(std::move(steps));
         ChartOptions options;
         options.logY = true;
         const SvgSummary parsed = parseSvg(renderChartSvg(c, ChartMetric::Loss, options));
