@@ -24,13 +24,17 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// Identity on up to three tensors (a layer's inputs or outputs: {h, aux} at most). Fixed tensor
+// arguments, not a variable_list: LibTorch's custom functions only see tensors passed as
+// arguments of their own, so a list would leave the hook out of the graph.
 struct UnitHook : torch::autograd::Function<UnitHook> {
-    static variable_list forward(AutogradContext* ctx, variable_list xs, int64_t fsdp, int64_t unit, bool before)
+    static variable_list forward(AutogradContext* ctx, const torch::Tensor& a, const torch::Tensor& b,
+                                 const torch::Tensor& c, int64_t fsdp, int64_t unit, bool before)
     {
         ctx->saved_data["fsdp"] = fsdp;
         ctx->saved_data["unit"] = unit;
         ctx->saved_data["before"] = before;
-        return xs;
+        return {a, b, c};
     }
     static variable_list backward(AutogradContext* ctx, variable_list grads)
     {
@@ -40,10 +44,22 @@ struct UnitHook : torch::autograd::Function<UnitHook> {
             fsdp->beforeUnitBackward(unit);
         else
             fsdp->afterUnitBackward(unit);
-        grads.resize(grads.size() + 3);  // fsdp, unit, before: no gradient
+        grads.resize(6);  // fsdp, unit, before: no gradient
         return grads;
     }
 };
+
+std::vector<torch::Tensor> applyHook(const std::vector<torch::Tensor>& xs, Fsdp* fsdp, size_t unit, bool before)
+{
+    if (xs.size() > 3)
+        throw std::invalid_argument("FSDP: a layer with more than 3 input or output tensors (" + std::to_string(xs.size()) + ")");
+    // Empty placeholders rather than undefined tensors (autograd wants a device for each output).
+    const torch::Tensor none = torch::empty({0}, xs.empty() ? torch::TensorOptions() : xs[0].options().requires_grad(false));
+    auto out = UnitHook::apply(xs.size() > 0 ? xs[0] : none, xs.size() > 1 ? xs[1] : none, xs.size() > 2 ? xs[2] : none,
+                               reinterpret_cast<int64_t>(fsdp), static_cast<int64_t>(unit), before);
+    out.resize(xs.size());
+    return out;
+}
 
 bool anyRequiresGrad(const std::vector<torch::Tensor>& xs)
 {
@@ -318,13 +334,11 @@ std::vector<torch::Tensor> Fsdp::run(const LayerKey& key, const LayerFn& fn, con
     if (u + 1 < m_units.size() && m_units[u + 1].stack == m_units[u].stack && key.index + 1 < key.count)
         gatherUnit(u + 1, false);
     const bool hooks = torch::GradMode::is_enabled();
-    const auto self = reinterpret_cast<int64_t>(this);
-    std::vector<torch::Tensor> in = hooks && anyRequiresGrad(inputs)
-        ? UnitHook::apply(inputs, self, static_cast<int64_t>(u), false) : inputs;
+    const auto in = hooks && anyRequiresGrad(inputs) ? applyHook(inputs, this, u, false) : inputs;
     auto outputs = runLayer(m_inner, key, fn, in);
     releaseUnit(u);
     if (hooks && anyRequiresGrad(outputs))
-        outputs = UnitHook::apply(outputs, self, static_cast<int64_t>(u), true);
+        outputs = applyHook(outputs, this, u, true);
     return outputs;
 }
 

@@ -324,7 +324,7 @@ std::vector<int64_t> ProcessGroup::exchangeCounts(const std::vector<int64_t>& co
     if (n == 1)
         return counts;
     const int64_t m = static_cast<int64_t>(counts.size()) / n;
-    auto send = torch::tensor(counts, torch::kInt64).view({n, m}).to(device);
+    auto send = torch::tensor(counts, torch::kInt64).to(device);  // 1-D: split sizes count elements
     auto recv = torch::empty_like(send);
     const std::vector<int64_t> equal(static_cast<size_t>(n), m);
     allToAll(recv, send, equal, equal);

@@ -79,6 +79,15 @@ void checkAllToAll(ProcessGroup& g)
         rows.push_back(torch::full({(r + j) % 3, 4}, 100.0f * r + j));
     }
     const auto received = g.exchangeCounts(sendCounts, torch::kCPU);
+    // Two values per destination (as expert parallelism sends one count per local expert).
+    std::vector<int64_t> pairs;
+    for (int j = 0; j < n; ++j)
+        pairs.insert(pairs.end(), {10 * r + j, -(10 * r + j)});
+    const auto receivedPairs = g.exchangeCounts(pairs, torch::kCPU);
+    std::vector<int64_t> expectedPairs;
+    for (int i = 0; i < n; ++i)
+        expectedPairs.insert(expectedPairs.end(), {10 * i + r, -(10 * i + r)});
+    WB_CHECK_MSG(receivedPairs == expectedPairs, "count exchange (2 per rank) on rank " << r);
     std::vector<int64_t> expectedCounts;
     for (int i = 0; i < n; ++i)
         expectedCounts.push_back((i + r) % 3);
