@@ -5,7 +5,8 @@
 //             summed over ranks, grad norms agree, and the meta line says world_size N and dpN.
 //   layout L: the same for 20 steps on 4 ranks with FSDP (fsdp-optim, fsdp-optim_grads,
 //             fsdp-optim_grads_params), expert parallelism (ep2dp2: EP 2 × DP 2) or both
-//             (fsdp-ep: EP 2 × DP 2 with optim_grads_params); the meta line names the layout.
+//             (fsdp-ep: EP 2 × DP 2 with optim_grads_params), and ZeRO-3 with a frozen vision
+//             encoder (fsdp-frozen-vision); the meta line names the layout.
 //   kill    : two ranks started torchrun-style (RANK/WORLD_SIZE/MASTER_* set by the test); rank 1
 //             is SIGKILLed mid-run and rank 0 must exit 4 (comm_error) within the comm timeout.
 //             Then the same through --nproc-per-node: the parent exits 1 and status.json names rank 1.
@@ -68,7 +69,9 @@ json readStatus(const fs::path& runDir)
     return json::parse(test::readFile(runDir / "status.json"), nullptr, false);
 }
 
-fs::path writeConfig(const fs::path& dir, int iters, const json& parallel = json::object(), const std::string& tag = "")
+// `parallel` is merged into the "parallel" section; `common` ({section: {field: value}}) into both.
+fs::path writeConfig(const fs::path& dir, int iters, const json& parallel = json::object(), const std::string& tag = "",
+                     const json& common = json::object())
 {
     std::ifstream in(std::string(WB_SOURCE_DIR) + "/resources/configs/sample-mock.json");
     json config = json::parse(in);
@@ -81,6 +84,9 @@ fs::path writeConfig(const fs::path& dir, int iters, const json& parallel = json
     config["train"]["log_interval"] = 1;
     for (const auto& [key, value] : parallel.items())
         config["parallel"][key] = value;
+    for (const auto& [section, fields] : common.items())
+        for (const auto& [key, value] : fields.items())
+            config[section][key] = value;
     const fs::path path = dir / ("run" + std::to_string(iters) + tag + ".json");
     std::ofstream(path) << config.dump(2);
     return path;
@@ -89,10 +95,10 @@ fs::path writeConfig(const fs::path& dir, int iters, const json& parallel = json
 // `parallel` is merged into the multi-rank config's "parallel" section; `layout` must appear in
 // its meta line.
 void testEqual(const fs::path& dir, int ranks, int steps = kSteps, const json& parallel = json::object(),
-               const std::string& layout = "", double tolerance = kLossTolerance)
+               const std::string& layout = "", double tolerance = kLossTolerance, const json& common = json::object())
 {
-    const fs::path config = writeConfig(dir, steps);
-    const fs::path multiConfig = parallel.empty() ? config : writeConfig(dir, steps, parallel, "-multi");
+    const fs::path config = writeConfig(dir, steps, json::object(), "", common);
+    const fs::path multiConfig = parallel.empty() ? config : writeConfig(dir, steps, parallel, "-multi", common);
     const fs::path single = dir / "single", multi = dir / "multi";
     int rc = test::runProcess({MOE_TRAIN_PATH, "--config", config.string(), "--run-dir", single.string()},
                               (dir / "single.log").string(), 300);
@@ -140,9 +146,13 @@ void testEqual(const fs::path& dir, int ranks, int steps = kSteps, const json& p
 // 4 ranks with FSDP and/or expert parallelism against one rank.
 void testLayout(const fs::path& dir, const std::string& name)
 {
-    json parallel;
+    json parallel, common = json::object();
     std::string layout;
-    if (name.rfind("fsdp-optim", 0) == 0) {
+    if (name == "fsdp-frozen-vision") {  // frozen parameters stay whole, with no optimizer state
+        parallel = {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", "optim_grads_params"}};
+        common = {{"model", {{"freeze_vision_model", true}}}};
+        layout = "fsdp:optim_grads_params";
+    } else if (name.rfind("fsdp-optim", 0) == 0) {
         const std::string strategy = name.substr(5);
         parallel = {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", strategy}};
         layout = "fsdp:" + strategy;
@@ -157,7 +167,7 @@ void testLayout(const fs::path& dir, const std::string& name)
         WB_CHECK_MSG(false, "unknown layout " << name);
         return;
     }
-    testEqual(dir, 4, kShardedSteps, parallel, layout, kShardedLossTolerance);
+    testEqual(dir, 4, kShardedSteps, parallel, layout, kShardedLossTolerance, common);
     // Every rank reports what it holds (the sharding is visible in its log).
     const std::string log0 = test::readFile(dir / "multi" / "rank0.log");
     WB_CHECK_MSG(log0.find("per rank parameters") != std::string::npos, log0);
