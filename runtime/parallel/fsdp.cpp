@@ -14,6 +14,8 @@
 // (the layer's saved tensors must not look modified).
 #include "runtime/parallel/fsdp.h"
 
+#include <ATen/autocast_mode.h>
+
 #include <regex>
 #include <stdexcept>
 
@@ -335,7 +337,20 @@ std::vector<torch::Tensor> Fsdp::run(const LayerKey& key, const LayerFn& fn, con
         gatherUnit(u + 1, false);
     const bool hooks = torch::GradMode::is_enabled();
     const auto in = hooks && anyRequiresGrad(inputs) ? applyHook(inputs, this, u, false) : inputs;
-    auto outputs = runLayer(m_inner, key, fn, in);
+    std::vector<torch::Tensor> outputs;
+    {
+        // CUDA autocast caches a bf16 copy of every fp32 leaf weight until the micro-batch's
+        // autocast scope ends: that would keep every layer (in bf16) alive after its release.
+        const bool cache = at::autocast::is_autocast_cache_enabled();
+        at::autocast::set_autocast_cache_enabled(false);
+        try {
+            outputs = runLayer(m_inner, key, fn, in);
+        } catch (...) {
+            at::autocast::set_autocast_cache_enabled(cache);
+            throw;
+        }
+        at::autocast::set_autocast_cache_enabled(cache);
+    }
     releaseUnit(u);
     if (hooks && anyRequiresGrad(outputs))
         outputs = applyHook(outputs, this, u, true);
