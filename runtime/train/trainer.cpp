@@ -8,7 +8,7 @@
 // router logits/softmax (autocast excluded there), RMSNorm, softmax and the loss in fp32; the
 // experts run as bf16 grouped GEMMs. Gradients arrive in fp32 on the fp32 parameters.
 //
-// Several ranks (data parallel only, docs/parallel.md): every rank walks the same deterministic
+// Several ranks (DP/EP/FSDP, docs/parallel.md): every rank walks the same deterministic
 // micro-batch stream and keeps micro-batches i with i % DP == rank, so a step covers exactly the
 // micro-batches a single rank would, split disjointly; gradients are averaged over ranks before
 // clipping, so the update equals the single-rank one up to reduction order. Rank 0 alone writes
