@@ -194,8 +194,15 @@ std::pair<torch::Tensor, torch::Tensor> MoeLayerImpl::forward(const torch::Tenso
         auto logits_TE = torch::matmul(x_TD.to(m_routerDtype), m_routerWeight_ED.to(m_routerDtype).t());
         return routeTopK(logits_TE, m_topK, m_auxLossCoeff, m_routerDtype);
     }();
-    auto y_TD = expertsForward(x_TD, route.weights_TK, route.expertIds_TK, m_gateUp_EDF2, m_down_EFD);
-    return {y_TD, route.auxLoss};
+    return {runExperts(x_TD, route), route.auxLoss};
+}
+
+// The experts-runner hook (expert parallelism dispatches from here; see ExpertsRunner).
+torch::Tensor MoeLayerImpl::runExperts(const torch::Tensor& x_TD, const RouterOutput& route)
+{
+    if (m_expertsRunner)
+        return m_expertsRunner->run(x_TD, route, m_gateUp_EDF2, m_down_EFD, m_numExperts);
+    return expertsForward(x_TD, route.weights_TK, route.expertIds_TK, m_gateUp_EDF2, m_down_EFD);
 }
 
 }  // namespace wb::rt

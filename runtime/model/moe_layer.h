@@ -44,6 +44,19 @@ torch::Tensor expertsForward(const torch::Tensor& x_TD, const torch::Tensor& wei
                              const torch::Tensor& expertIds_TK, const torch::Tensor& gateUp_EDF2,
                              const torch::Tensor& down_EFD, ExpertKernel kernel = ExpertKernel::Auto);
 
+/// How a MoE layer runs its routed experts. Default (no runner): expertsForward on the layer's own
+/// weights. Expert parallelism installs a runner from outside (runtime/parallel/expert_parallel.h)
+/// that sends each token to the rank holding its expert; the model itself knows nothing of ranks.
+/// `gateUp_EDF2`/`down_EFD` are the experts this layer holds (with EP: its local slice), and
+/// `numExperts` is the router's (global) expert count. Training thread only.
+class ExpertsRunner {
+public:
+    virtual ~ExpertsRunner() = default;
+    /// Must return what expertsForward returns for the global experts: Σ_k weight · expert(x).
+    virtual torch::Tensor run(const torch::Tensor& x_TD, const RouterOutput& route, const torch::Tensor& gateUp_EDF2,
+                              const torch::Tensor& down_EFD, int numExperts) = 0;
+};
+
 class MoeLayerImpl : public torch::nn::Module {
 public:
     /// `initDevice`: where the (large) expert weights are drawn; the CPU by default.
@@ -51,8 +64,14 @@ public:
                  torch::ScalarType routerDtype, torch::Device initDevice = torch::kCPU);
     /// x_TD → (y_TD, auxLoss scalar).
     std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x_TD);
+    /// Not owned; null = expertsForward on this layer's weights.
+    void setExpertsRunner(ExpertsRunner* runner) { m_expertsRunner = runner; }
+    int numExperts() const { return m_numExperts; }
 
 private:
+    torch::Tensor runExperts(const torch::Tensor& x_TD, const RouterOutput& route);
+
+    ExpertsRunner* m_expertsRunner = nullptr;
     int m_numExperts;
     int m_topK;
     double m_auxLossCoeff;

@@ -47,10 +47,19 @@ void DataParallel::broadcastParameters(const std::vector<torch::Tensor>& paramet
     forEachBucket(parameters, [&](std::vector<torch::Tensor>& bucket) { m_group.broadcast(bucket, 0); });
 }
 
-void DataParallel::averageGradients(const std::vector<torch::Tensor>& parameters)
+void DataParallel::averageGradients(const std::vector<torch::Tensor>& parameters, int divisor)
 {
-    if (m_group.size() == 1)
+    if (divisor <= 0)
+        divisor = m_group.size();
+    if (m_group.size() == 1) {
+        if (divisor != 1) {
+            torch::NoGradGuard noGrad;
+            for (const auto& p : parameters)
+                if (p.grad().defined())
+                    p.grad().div_(divisor);
+        }
         return;
+    }
     torch::NoGradGuard noGrad;
     // Which gradients exist anywhere: one small allreduce before the real ones.
     auto present = torch::zeros({static_cast<int64_t>(parameters.size())}, torch::kFloat32);
@@ -71,7 +80,7 @@ void DataParallel::averageGradients(const std::vector<torch::Tensor>& parameters
             p.mutable_grad() = torch::zeros_like(p);
         grads.push_back(p.grad());
     }
-    const double scale = 1.0 / m_group.size();
+    const double scale = 1.0 / divisor;
     forEachBucket(grads, [&](std::vector<torch::Tensor>& bucket) {
         m_group.allreduce(bucket, ReduceOp::Sum);
         bucket[0].mul_(scale);

@@ -24,7 +24,9 @@ public:
     /// (e.g. an expert no token of this rank's micro-batches reached) counts as zero there; one
     /// undefined on every rank stays undefined, so AdamW skips it exactly as on a single rank
     /// that saw all micro-batches. Parameters must be listed in the same order on every rank.
-    void averageGradients(const std::vector<torch::Tensor>& parameters);
+    /// The sum is divided by `divisor` (0 = this group's size; expert gradients reduced over the
+    /// expert-data-parallel group are divided by the whole data-parallel size).
+    void averageGradients(const std::vector<torch::Tensor>& parameters, int divisor = 0);
 
 private:
     // Runs `op` on flat copies of `tensors` packed into buckets of one dtype, then copies back.

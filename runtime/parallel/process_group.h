@@ -2,7 +2,11 @@
 // never sees which backend or which LibTorch (1.13: ProcessGroupGloo derives from
 // c10d::ProcessGroup; 2.x: ProcessGroupNCCL from c10d::Backend; same method names). The model
 // knows nothing of this: parallelism is applied from outside (torchtitan style).
-// Collectives are blocking and called from the training (main) thread only.
+// Collectives are called from the training (main) thread only (autograd's backward included: on
+// the CPU it runs on the calling thread, on CUDA on the device thread while the caller waits).
+// Most are blocking; the *Async ones return a CommWork to wait on (prefetch). Sub-groups over a
+// subset of the ranks (expert-parallel, expert-data-parallel) are made from the world group
+// through a prefixed store, so every group has its own key space and its own communicator.
 //
 // Every failure of rendezvous or of a collective (timeout, peer gone) throws CommError, whose
 // message names the rank and the operation; moe-train turns it into exit code 4 (comm_error).
@@ -44,19 +48,56 @@ std::chrono::milliseconds commTimeoutFromEnvironment();
 
 enum class ReduceOp { Sum, Max };
 
+/// A collective in flight. wait() blocks until it is done (NCCL: until the current stream waits
+/// for it) and throws CommError on failure; it must be called exactly once, before the tensors
+/// given to the collective are read.
+class CommWork {
+public:
+    virtual ~CommWork() = default;
+    virtual void wait() = 0;
+};
+
 class ProcessGroup {
 public:
     virtual ~ProcessGroup() = default;
+    /// Rank and size within this group.
     virtual int rank() const = 0;
     virtual int size() const = 0;
     /// Backend name for logs and the meta line: "none" (one rank), "gloo", "nccl".
     virtual std::string backend() const = 0;
+    /// "world", or the name given to newGroup ("ep0", "edp1", ...), for messages.
+    virtual std::string name() const { return "world"; }
 
     /// In place over all ranks; tensors must be contiguous, same shapes and order on every rank.
     virtual void allreduce(std::vector<torch::Tensor>& tensors, ReduceOp op) = 0;
     /// In place: every rank's tensors become root's.
     virtual void broadcast(std::vector<torch::Tensor>& tensors, int root) = 0;
     virtual void barrier() = 0;
+
+    /// output (size()·n elements, contiguous) = the ranks' `input`s (n elements each) in rank order.
+    virtual std::unique_ptr<CommWork> allgatherAsync(torch::Tensor output, torch::Tensor input) = 0;
+    void allgather(const torch::Tensor& output, const torch::Tensor& input) { allgatherAsync(output, input)->wait(); }
+    /// `input` has size()·n elements; output (n elements) = the sum over ranks of input's
+    /// rank()-th block of n.
+    virtual std::unique_ptr<CommWork> reduceScatterAsync(torch::Tensor output, torch::Tensor input) = 0;
+    void reduceScatter(const torch::Tensor& output, const torch::Tensor& input)
+    {
+        reduceScatterAsync(output, input)->wait();
+    }
+    /// Rows (dim 0) of `input` split by inputSplits (one count per rank, summing to input.size(0))
+    /// go to the ranks in order; `output` receives outputSplits[i] rows from rank i. The split
+    /// sizes must agree pairwise (what rank i sends to j is what j expects from i).
+    virtual void allToAll(const torch::Tensor& output, const torch::Tensor& input,
+                          const std::vector<int64_t>& outputSplits, const std::vector<int64_t>& inputSplits) = 0;
+    /// Every rank sends `counts_S` (int64, size()·m values, m per destination) and receives the
+    /// m values each rank sent to it, in source order: the count exchange before a variable
+    /// all-to-all. Returns the received counts on the host.
+    std::vector<int64_t> exchangeCounts(const std::vector<int64_t>& counts, torch::Device device);
+
+    /// A group over `ranks` (ranks of this group, ascending, containing rank()); `name` must be
+    /// unique and the same on every member. Every member must call it (non-members must not),
+    /// in the same order as the other groups it creates. One rank gives a single-process group.
+    virtual std::unique_ptr<ProcessGroup> newGroup(const std::vector<int>& ranks, const std::string& name) = 0;
 };
 
 /// World size 1 (no c10d at all): every collective is the identity.

@@ -12,5 +12,9 @@
 namespace wb::rt {
 
 std::unique_ptr<torch::optim::AdamW> makeOptimizer(torch::nn::Module& model, const core::TrainConfig& train);
+/// The same from the two parameter lists a parallel layout hands out (FSDP: its shards).
+std::unique_ptr<torch::optim::AdamW> makeOptimizer(const std::vector<torch::Tensor>& decay,
+                                                   const std::vector<torch::Tensor>& noDecay,
+                                                   const core::TrainConfig& train);
 
 }  // namespace wb::rt

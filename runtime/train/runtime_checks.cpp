@@ -34,7 +34,7 @@ bool cudaUsable()
 std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int worldSize)
 {
     std::vector<core::ConfigProblem> out;
-    const std::string later = "this build of moe-train runs data parallel only (docs/parallel.md)";
+    const std::string later = "this build of moe-train runs data, expert and fully sharded data parallelism only (docs/parallel.md)";
     const auto s = [](int64_t v) { return std::to_string(v); };
     if (c.model.decoder.vocabSize < kMinVocabSize)
         out.push_back({"model.decoder.vocab_size",
@@ -46,14 +46,23 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
         {"parallel.pipeline_model_parallel_size", p.pipelineModelParallelSize},
         {"parallel.virtual_pipeline_model_parallel_size", p.virtualPipelineModelParallelSize},
         {"parallel.context_parallel_size", p.contextParallelSize},
-        {"parallel.expert_model_parallel_size", p.expertModelParallelSize},
         {"parallel.expert_tensor_parallel_size", p.expertTensorParallelSize}};
     for (const auto& [path, size] : sizes)
         if (size > 1)
             out.push_back({path, s(size) + " > 1 is not supported by this build of moe-train yet", "set it to 1 (" + later + ")"});
-    if (p.useMegatronFsdp)
-        out.push_back({"parallel.use_megatron_fsdp", "FSDP is not supported by this build of moe-train yet", "set it to false"});
-    // Several ranks run plain data parallelism; TP/PP/CP/EP/FSDP are rejected above.
+    // Data parallel, expert parallel and FSDP run (runtime/parallel); TP/PP/CP/ETP are rejected above.
+    const int ep = p.expertModelParallelSize;
+    if (ep > 1 && worldSize % ep != 0)
+        out.push_back({"parallel.expert_model_parallel_size", s(ep) + " does not divide the " + s(worldSize) + " ranks",
+                       "use an expert_model_parallel_size that divides the number of ranks"});
+    if (ep > 1 && p.moeTokenDispatcherType != "alltoall")
+        out.push_back({"parallel.moe_token_dispatcher_type", "moe-train dispatches experts by all-to-all only, not \"" +
+                                                                 p.moeTokenDispatcherType + "\"",
+                       "set moe_token_dispatcher_type \"alltoall\""});
+    const bool sharded = ep > 1 || (p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard");
+    if (sharded && c.train.checkpointInterval > 0)
+        out.push_back({"train.checkpoint_interval", "checkpoints of sharded layouts (FSDP, expert parallel) are not written yet",
+                       "set checkpoint_interval 0, or run without FSDP and expert parallelism (docs/parallel.md)"});
     const torch::Device device(c.runtime.device == "cuda" ? torch::kCUDA : torch::kCPU);
     if (worldSize > 1 && !multiRankSupported(device))
         out.push_back({"parallel", "WORLD_SIZE=" + s(worldSize) + ": this moe-train was built without a c10d backend for " +

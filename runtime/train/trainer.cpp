@@ -8,7 +8,7 @@
 // router logits/softmax (autocast excluded there), RMSNorm, softmax and the loss in fp32; the
 // experts run as bf16 grouped GEMMs. Gradients arrive in fp32 on the fp32 parameters.
 //
-// Several ranks (data parallel only, docs/parallel.md): every rank walks the same deterministic
+// Several ranks (DP/EP/FSDP, docs/parallel.md): every rank walks the same deterministic
 // micro-batch stream and keeps micro-batches i with i % DP == rank, so a step covers exactly the
 // micro-batches a single rank would, split disjointly; gradients are averaged over ranks before
 // clipping, so the update equals the single-rank one up to reduction order. Rank 0 alone writes
@@ -21,7 +21,7 @@
 #include "runtime/data/manifest.h"
 #include "runtime/model/vlm_model.h"
 #include "runtime/model/torch_compat.h"
-#include "runtime/parallel/data_parallel.h"
+#include "runtime/parallel/parallel_training.h"
 #include "runtime/parallel/process_group.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/fused_adamw.h"
@@ -113,7 +113,8 @@ std::string layoutString(const core::RunConfig& c, int world)
     const int dp = core::dataParallelSize(c, world);
     return "tp" + std::to_string(p.tensorModelParallelSize) + " pp" + std::to_string(p.pipelineModelParallelSize) +
            " cp" + std::to_string(p.contextParallelSize) + " ep" + std::to_string(p.expertModelParallelSize) +
-           " etp" + std::to_string(p.expertTensorParallelSize) + " dp" + std::to_string(dp);
+           " etp" + std::to_string(p.expertTensorParallelSize) + " dp" + std::to_string(dp) +
+           (p.useMegatronFsdp ? " fsdp:" + p.dataParallelShardingStrategy : std::string());
 }
 
 class Trainer {
@@ -161,7 +162,7 @@ private:
     std::unique_ptr<BatchLoader> m_loader;
     RankEnvironment m_env;                    // rank 0 of 1 unless started by torchrun / --nproc-per-node
     std::unique_ptr<ProcessGroup> m_group;    // single-process group for one rank
-    std::unique_ptr<DataParallel> m_dataParallel;
+    std::unique_ptr<ParallelTraining> m_parallel;  // DP / EP / FSDP layout (runtime/parallel)
     std::unique_ptr<RecomputeRunner> m_recompute;  // null for recompute.granularity "none"
     bool m_stopAgreed = false;                // some rank was asked to stop (reduced at each step)
     int64_t m_step = 0;             // last completed optimizer step
@@ -212,7 +213,7 @@ void Trainer::setUp()
         throw RunFailure{2, "the config has problems:\n" + core::formatProblems(problems)};
     // Every rank checks the same config, so they all stop here together or all go on.
     m_group = createProcessGroup(m_env, m_device, commTimeoutFromEnvironment());
-    m_dataParallel = std::make_unique<DataParallel>(*m_group);
+    m_parallel = std::make_unique<ParallelTraining>(m_config, *m_group);
     if (m_config.runtime.numThreads > 0)
         torch::set_num_threads(m_config.runtime.numThreads);
     limitBlasThreads(torch::get_num_threads());
@@ -235,13 +236,23 @@ void Trainer::setUp()
     m_model = VlmModel(m_config.model, m_device);
     m_model->applyFreezing();
     m_model->to(m_device);
+    // Parallelism from outside: broadcast, expert slicing, FSDP sharding and its layer runner;
+    // the activation-recompute runner, when there is one, goes in as the inner runner.
     installRecompute();
-    // Built from the same seed everywhere; the broadcast makes "same weights" a fact, not a hope.
-    m_dataParallel->broadcastParameters(m_model->parameters());
-
-    m_optimizer = makeOptimizer(*m_model, m_config.train);  // trainable parameters only
+    m_parallel->attach(*m_model, m_recompute.get());
+    {
+        const std::string memory = m_parallel->memorySummary();
+        event("info", memory);
+        std::printf("moe-train: rank %d: %s\n", m_env.rank, memory.c_str());
+    }
+    // Trainable parameters only (frozen ones get no state); under FSDP: this rank's shards.
+    m_optimizer = makeOptimizer(m_parallel->optimizedParameters(true), m_parallel->optimizedParameters(false),
+                                m_config.train);
 
     int64_t startSeq = 0;
+    if (m_options.resume && m_parallel->sharded())
+        throw RunFailure{2, "--resume: checkpoints of sharded layouts (FSDP, expert parallel) are not written yet "
+                            "(docs/parallel.md); start without --resume"};
     if (m_options.resume) {
         auto state = loadCheckpoint(m_options.runDir, *m_model, *m_optimizer);
         if (state) {
@@ -325,6 +336,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
 
         timer.begin();
         VlmBatch tensors = toTensors(*batch, m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
+        m_parallel->beginMicroBatch(tensors.hasImages());
         if (m_denseDecoderAttention)  // benchmark comparison only: document-causal B×T×T mask
             tensors.decoder.documents = {};
         DecoderOutput out;
@@ -338,6 +350,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
             timer.end(StepTimer::Decoder);
         }
         ((out.lmLoss + out.auxLoss) / static_cast<double>(numLocal)).backward();
+        m_parallel->afterBackward();  // FSDP: reduce-scatter what backward has not reduced yet
         timer.end(StepTimer::Backward);
         lmSum = lmSum.defined() ? lmSum + out.lmLoss.detach() : out.lmLoss.detach();
         auxSum = auxSum.defined() ? auxSum + out.auxLoss.detach() : out.auxLoss.detach();
@@ -353,7 +366,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
                                        int64_t{batch->imageGridH[i]} * batch->imageGridW[i]);
     }
     timer.begin();
-    m_dataParallel->averageGradients(m_model->parameters());  // counted as backward, as in DDP
+    m_parallel->finishGradients();  // counted as backward, as in DDP
     timer.end(StepTimer::Backward);
     timer.begin();
     torch::Tensor gradNorm = optimizerStep(step, r);
@@ -459,36 +472,37 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
     // Global grad norm and clipping on the device (clip_grad_norm_'s return type differs across
     // versions, and reading the norm back here would cost a sync): g *= min(1, clip / (norm + 1e-6)).
     torch::NoGradGuard noGrad;
-    const bool fused = m_device.is_cuda() && fusedAdamWAvailable();
-    std::vector<torch::Tensor> grads, norms;
-    for (auto& p : m_model->parameters())
-        if (p.grad().defined()) {
-            grads.push_back(p.grad());
-            if (!fused)
-                norms.push_back(p.grad().to(torch::kFloat32).norm());
-        }
+    // The parameters the optimizer updates (FSDP: this rank's shards); the norm is over all ranks.
+    std::vector<torch::Tensor> grads;
+    for (bool decay : {true, false})
+        for (auto& p : m_parallel->optimizedParameters(decay))
+            if (p.grad().defined())
+                grads.push_back(p.grad());
+    // One rank, nothing sharded: the multi-tensor norm; otherwise the layout's (reduced over ranks).
+    torch::Tensor total = m_group->size() == 1 && !m_parallel->sharded() ? globalGradNorm(grads)
+                                                                          : m_parallel->gradNorm();
     const double clip = m_config.train.clipGrad;
     // CUDA: one fused multi-tensor kernel (≈110 ms → a few ms of launches for the 30B slice's
     // ~4.3 G fp32 values) with the clip folded in as its grad_scale (g / max(1, norm / clip): one
     // pass over the gradients fewer); CPU: LibTorch's per-parameter AdamW after scaling the
     // gradients. Same update, same state, same checkpoints.
-    if (fused) {
-        torch::Tensor total = globalGradNorm(grads);
+    if (m_device.is_cuda() && fusedAdamWAvailable()) {
         torch::Tensor divisor;
         if (clip > 0.0 && !grads.empty())
             divisor = ((total + 1e-6) / clip).clamp_min(1.0);
         fusedAdamWStep(*m_optimizer, divisor);
         m_optimizer->zero_grad();
+        m_parallel->afterOptimizerStep();  // FSDP: updated shards into the parameters
         return total;
     }
-    torch::Tensor total = norms.empty() ? torch::zeros({}) : torch::stack(norms).norm();
-    if (clip > 0.0 && !norms.empty()) {
+    if (clip > 0.0 && !grads.empty()) {
         auto scale = (clip / (total + 1e-6)).clamp_max(1.0);
         for (auto& g : grads)
             g.mul_(scale.to(g.scalar_type()));
     }
     m_optimizer->step();
     m_optimizer->zero_grad();
+    m_parallel->afterOptimizerStep();  // FSDP: updated shards into the parameters
     return total;
 }
 
@@ -496,6 +510,11 @@ void Trainer::saveCheckpointNow(const std::string& why)
 {
     if (!writer())
         return;  // the weights and optimizer state are the same on every rank; rank 0 saves them
+    if (m_parallel && m_parallel->sharded()) {
+        m_metrics->event("warning", "no checkpoint (" + why + "): checkpoints of sharded layouts (FSDP, expert "
+                                    "parallel) are not written yet (docs/parallel.md)", m_step);
+        return;
+    }
     CheckpointState state;
     state.step = m_step;
     state.nextSampleSeq = m_stepEndSeq;
@@ -511,9 +530,8 @@ void Trainer::saveCheckpointNow(const std::string& why)
 // Activation recompute from outside the model (recompute_runner.h): one runner for both stacks.
 void Trainer::installRecompute()
 {
+    // Installed by ParallelTraining::attach, directly or inside the FSDP runner.
     m_recompute = makeRecomputeRunner(m_config.recompute);
-    if (m_recompute)
-        m_model->setLayerRunner(m_recompute.get());
 }
 
 // Resume: everything a continued run needs to produce the same losses as an uninterrupted one —

@@ -1,0 +1,115 @@
+// Fully sharded data parallelism with Megatron's strategy names, applied from outside the model:
+//   optim              (ZeRO-1) optimizer state sharded; full parameters and gradients on every
+//                      rank; gradients reduce-scattered after the last micro-batch, the updated
+//                      shards all-gathered into the parameters after the step.
+//   optim_grads        (ZeRO-2) + gradients reduce-scattered after every micro-batch's backward,
+//                      each rank keeps only its shard (the full gradients are freed).
+//   optim_grads_params (ZeRO-3) + parameters sharded: each vision block and decoder layer is a
+//                      unit, all-gathered just before its forward (the next unit's gather is
+//                      prefetched asynchronously), freed right after, gathered again before its
+//                      backward, its gradients reduce-scattered and freed right after it. The
+//                      rest (embedding, output, projector, norms) is one root unit that stays
+//                      gathered and is reduce-scattered after each micro-batch (as ZeRO-2).
+// Sharding is per parameter (as FSDP2): the flattened parameter is padded to N·c elements and rank
+// i owns elements [i·c, (i+1)·c). A unit's shards travel as one flat buffer per collective.
+// Shards, the optimizer state and the reduced gradients are fp32; compute precision is the
+// trainer's (bf16 autocast on CUDA). Frozen parameters are not sharded (they stay whole).
+// With expert parallelism, expert slices are sharded over the expert-data-parallel group and
+// dense parameters over the data-parallel group. Training thread only.
+//
+// Freeing a ZeRO-3 parameter releases its storage's memory and keeps the tensor (shape, autograd
+// identity); gathering puts new memory under it. Nothing may read a freed parameter: the trainer
+// goes through this class for gradients, norms and the optimizer.
+#pragma once
+
+#include "runtime/model/layer_runner.h"
+#include "runtime/parallel/process_group.h"
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wb::rt {
+
+enum class ShardingStrategy { Optim, OptimGrads, OptimGradsParams };
+
+/// "optim" | "optim_grads" | "optim_grads_params"; nullopt otherwise (no_shard included).
+std::optional<ShardingStrategy> parseShardingStrategy(const std::string& name);
+std::string shardingStrategyName(ShardingStrategy strategy);
+
+/// Steady-state bytes held by one rank (weights, gradients between steps' peaks, optimizer).
+struct ShardedBytes {
+    int64_t parameters = 0;
+    int64_t gradients = 0;
+    int64_t optimizerState = 0;
+};
+
+class Fsdp final : public LayerRunner {
+public:
+    /// `dense`: group that shards non-expert parameters (DP); `expert`: group for parameters
+    /// where isExpert() holds (EDP; the same as dense without EP). Both must outlive this.
+    /// Gradients are summed over the groups and divided by `gradDivisor` (the DP size).
+    /// The parameters of `model` must already be equal on all ranks.
+    Fsdp(torch::nn::Module& model, ShardingStrategy strategy, ProcessGroup& dense, ProcessGroup& expert,
+         std::function<bool(const torch::Tensor&)> isExpert, int gradDivisor);
+    ~Fsdp() override;
+
+    /// Runner that runs inside this one (activation recompute); not owned, may be null.
+    void setInner(LayerRunner* inner) { m_inner = inner; }
+    std::vector<torch::Tensor> run(const LayerKey& key, const LayerFn& fn, const std::vector<torch::Tensor>& inputs) override;
+
+    /// What the optimizer updates: fp32 shards, split into weight-decay (matrices) and no-decay.
+    std::vector<torch::Tensor> shards(bool decay) const;
+
+    /// Before a micro-batch's forward: `hasImages` may differ between ranks (ZeRO-3 then gathers
+    /// the vision units for everyone up front, so the collectives still match).
+    void beginMicroBatch(bool hasImages);
+    /// After a micro-batch's backward: ZeRO-2/3 reduce-scatter what is not reduced yet.
+    void afterBackward();
+    /// After the last micro-batch: ZeRO-1 reduce-scatters; all: gradients defined on no rank are
+    /// dropped (AdamW skips them as on one rank), the rest divided by gradDivisor.
+    void finishGradients();
+    /// Squared L2 norm of all shard gradients over all ranks (one allreduce over `dense`'s ranks;
+    /// every element lives on exactly one rank).
+    torch::Tensor gradNormSquared(ProcessGroup& world);
+    /// After optimizer.step(): the updated shards into the parameters (ZeRO-3: root unit only).
+    void afterOptimizerStep();
+
+    ShardingStrategy strategy() const { return m_strategy; }
+    ShardedBytes bytes() const;
+
+private:
+    struct Param;
+    struct Unit;
+    struct Gather;
+
+    std::vector<ProcessGroup*> groups() const;
+    ProcessGroup* groupOf(const Param& p) const;
+    void gatherUnit(size_t unit, bool wait);
+    void completeGather(size_t unit);
+    void releaseUnit(size_t unit);
+    void reduceUnit(size_t unit);
+
+public:  // called by the autograd hooks
+    void beforeUnitBackward(size_t unit);
+    void afterUnitBackward(size_t unit);
+
+private:
+    torch::nn::Module& m_model;
+    ShardingStrategy m_strategy;
+    ProcessGroup& m_dense;
+    ProcessGroup& m_expert;
+    int m_gradDivisor;
+    LayerRunner* m_inner = nullptr;
+    std::vector<Param> m_params;
+    std::vector<Unit> m_units;                     // 0 = root, then layers in model order
+    std::map<const torch::nn::Module*, size_t> m_unitOf;
+    bool m_visionUpFront = false;                  // this micro-batch: vision units gathered for all
+};
+
+}  // namespace wb::rt

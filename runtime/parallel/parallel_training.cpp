@@ -1,0 +1,180 @@
+// Applies a config's parallel layout to the model (see parallel_training.h).
+#include "runtime/parallel/parallel_training.h"
+
+#include "runtime/model/vlm_model.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace wb::rt {
+
+namespace {
+
+std::string mib(int64_t bytes)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+    return text;
+}
+
+int64_t bytesOf(const torch::Tensor& t)
+{
+    return t.numel() * static_cast<int64_t>(t.element_size());
+}
+
+}  // namespace
+
+ParallelTraining::ParallelTraining(const core::RunConfig& config, ProcessGroup& world) : m_config(config), m_world(world)
+{
+    const auto& p = config.parallel;
+    if (p.expertModelParallelSize > 1)
+        m_expertParallel = std::make_unique<ExpertParallel>(world, p.expertModelParallelSize);
+    m_dense = std::make_unique<DataParallel>(world);
+    if (m_expertParallel)
+        m_experts = std::make_unique<DataParallel>(m_expertParallel->expertDataGroup());
+}
+
+ParallelTraining::~ParallelTraining()
+{
+    if (m_model)
+        m_model->setLayerRunner(nullptr);
+}
+
+void ParallelTraining::attach(VlmModelImpl& model, LayerRunner* inner)
+{
+    m_model = &model;
+    // Built from the same seed everywhere; the broadcast makes "same weights" a fact, not a hope.
+    m_dense->broadcastParameters(model.parameters());
+    if (m_expertParallel)
+        m_expertParallel->install(model);
+    const auto& p = m_config.parallel;
+    // no_shard is Megatron's DDP: plain data parallelism below.
+    const auto strategy = parseShardingStrategy(p.dataParallelShardingStrategy);
+    if (p.useMegatronFsdp && strategy) {
+        ProcessGroup& expertGroup = m_expertParallel ? m_expertParallel->expertDataGroup() : m_world;
+        const ExpertParallel* ep = m_expertParallel.get();
+        auto isExpert = [ep](const torch::Tensor& t) { return ep && ep->isExpertParameter(t); };
+        m_fsdp = std::make_unique<Fsdp>(model, *strategy, m_world, expertGroup, isExpert, m_world.size());
+        m_fsdp->setInner(inner);
+        model.setLayerRunner(m_fsdp.get());
+    } else {
+        model.setLayerRunner(inner);
+    }
+}
+
+std::vector<torch::Tensor> ParallelTraining::optimizedParameters(bool decay) const
+{
+    if (m_fsdp)
+        return m_fsdp->shards(decay);
+    // Weight decay only on matrices; norms and biases are excluded, as in Megatron.
+    std::vector<torch::Tensor> out;
+    for (const auto& p : m_model->parameters())
+        if (p.requires_grad() && (p.dim() >= 2) == decay)
+            out.push_back(p);
+    return out;
+}
+
+void ParallelTraining::beginMicroBatch(bool hasImages)
+{
+    if (m_fsdp)
+        m_fsdp->beginMicroBatch(hasImages);
+}
+
+void ParallelTraining::afterBackward()
+{
+    if (m_fsdp)
+        m_fsdp->afterBackward();
+}
+
+void ParallelTraining::finishGradients()
+{
+    if (m_fsdp) {
+        m_fsdp->finishGradients();
+        return;
+    }
+    const auto params = m_model->parameters();
+    if (!m_expertParallel) {
+        m_dense->averageGradients(params);
+        return;
+    }
+    torch::NoGradGuard noGrad;
+    // Which gradients exist on some rank, over all ranks: an expert slice counts as present when
+    // its layer's experts got any token anywhere, as the single-rank layer's one tensor would.
+    auto present = torch::zeros({static_cast<int64_t>(params.size())}, torch::kFloat32);
+    for (size_t i = 0; i < params.size(); ++i)
+        present[static_cast<int64_t>(i)] = params[i].grad().defined() ? 1.0f : 0.0f;
+    std::vector<torch::Tensor> presence{params.empty() ? present : present.to(params[0].device())};
+    m_world.allreduce(presence, ReduceOp::Max);
+    present = presence[0].cpu();
+    std::vector<torch::Tensor> dense, experts;
+    for (size_t i = 0; i < params.size(); ++i) {
+        torch::Tensor p = params[i];
+        if (present[static_cast<int64_t>(i)].item<float>() == 0.0f)
+            continue;
+        if (!p.grad().defined())
+            p.mutable_grad() = torch::zeros_like(p);
+        (m_expertParallel->isExpertParameter(p) ? experts : dense).push_back(p);
+    }
+    m_dense->averageGradients(dense);
+    // Summed over the ranks that hold the same experts, divided by all data-parallel ranks: each
+    // rank's loss was scaled for its own micro-batches, as for the dense gradients.
+    m_experts->averageGradients(experts, m_world.size());
+}
+
+torch::Tensor ParallelTraining::gradNorm() const
+{
+    torch::NoGradGuard noGrad;
+    if (m_fsdp)
+        return m_fsdp->gradNormSquared(m_world).sqrt();
+    // Dense part as the single-rank trainer always computed it: the norm of the per-tensor norms.
+    std::vector<torch::Tensor> dense, experts;
+    for (bool decay : {true, false})
+        for (const auto& p : optimizedParameters(decay))
+            if (p.grad().defined())
+                (m_expertParallel && m_expertParallel->isExpertParameter(p) ? experts : dense)
+                    .push_back(p.grad().to(torch::kFloat32).norm());
+    auto device = m_model->parameters().empty() ? torch::Device(torch::kCPU) : m_model->parameters()[0].device();
+    auto total = dense.empty() ? torch::zeros({}, torch::TensorOptions().device(device)) : torch::stack(dense).norm();
+    if (!m_expertParallel)
+        return total;
+    // The EP ranks hold different experts, the EDP ranks the same ones (already averaged): the
+    // experts' squared norm is summed over the EP group.
+    auto expertSquares = experts.empty() ? torch::zeros({}, total.options()) : torch::stack(experts).pow(2).sum();
+    std::vector<torch::Tensor> sum{expertSquares.reshape({1})};
+    m_expertParallel->expertGroup().allreduce(sum, ReduceOp::Sum);
+    return (total.pow(2) + sum[0].squeeze()).sqrt();
+}
+
+void ParallelTraining::afterOptimizerStep()
+{
+    if (m_fsdp)
+        m_fsdp->afterOptimizerStep();
+}
+
+std::string ParallelTraining::memorySummary() const
+{
+    int64_t params = 0, grads = 0, optimizer = 0;
+    std::string layout = "dp" + std::to_string(m_world.size());
+    if (m_expertParallel)
+        layout += " ep" + std::to_string(m_expertParallel->size()) + " (edp" +
+                  std::to_string(m_expertParallel->expertDataGroup().size()) + ")";
+    if (m_fsdp) {
+        const ShardedBytes b = m_fsdp->bytes();
+        params = b.parameters;
+        grads = b.gradients;
+        optimizer = b.optimizerState;
+        layout += " fsdp " + shardingStrategyName(m_fsdp->strategy());
+    } else {
+        for (const auto& p : m_model->parameters()) {
+            params += bytesOf(p);
+            if (p.requires_grad()) {
+                grads += bytesOf(p);
+                optimizer += 2 * bytesOf(p);
+            }
+        }
+    }
+    return layout + ": per rank parameters " + mib(params) + ", gradients " + mib(grads) + ", optimizer state " +
+           mib(optimizer) + " (" + std::to_string(params + grads + optimizer) + " bytes)";
+}
+
+}  // namespace wb::rt

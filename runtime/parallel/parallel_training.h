@@ -1,0 +1,66 @@
+// The trainer's one entry point to multi-rank training: builds the layout a RunConfig asks for
+// (data parallel over all ranks, expert parallel groups, FSDP strategy) over the world group and
+// applies it to the model from outside (torchtitan style). The trainer asks it for the tensors
+// the optimizer updates, the global gradient norm, and calls it around backward and the step.
+// Training thread only.
+#pragma once
+
+#include "core/run_config.h"
+#include "runtime/model/layer_runner.h"
+#include "runtime/parallel/data_parallel.h"
+#include "runtime/parallel/expert_parallel.h"
+#include "runtime/parallel/fsdp.h"
+#include "runtime/parallel/process_group.h"
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace wb::rt {
+
+class VlmModelImpl;
+
+class ParallelTraining {
+public:
+    /// `world` must outlive this. Creates the EP/EDP groups (a collective over all ranks) when
+    /// expert_model_parallel_size > 1. Throws CommError, or std::invalid_argument for a layout
+    /// this build cannot run.
+    ParallelTraining(const core::RunConfig& config, ProcessGroup& world);
+    ~ParallelTraining();
+
+    /// After the model is built, frozen and on its device: makes the parameters equal on all
+    /// ranks (broadcast from rank 0), slices the experts (EP), shards (FSDP) and installs the
+    /// layer runner: FSDP's, with `inner` (e.g. activation recompute; may be null) inside it.
+    void attach(VlmModelImpl& model, LayerRunner* inner);
+
+    /// The tensors the optimizer updates, matrices (weight decay) or the rest: the trainable
+    /// parameters, or their fp32 shards under FSDP.
+    std::vector<torch::Tensor> optimizedParameters(bool decay) const;
+
+    void beginMicroBatch(bool hasImages);
+    void afterBackward();
+    /// After the last micro-batch: gradients averaged over the data-parallel ranks (experts over
+    /// their expert-data-parallel group), or reduce-scattered into the shards.
+    void finishGradients();
+    /// Global L2 norm of the gradients of optimizedParameters() over all ranks (device scalar).
+    torch::Tensor gradNorm() const;
+    void afterOptimizerStep();
+
+    /// True when no rank holds the whole model (EP > 1 or FSDP): checkpoints are not written.
+    bool sharded() const { return m_fsdp != nullptr || m_expertParallel != nullptr; }
+    /// e.g. "fsdp optim_grads_params, ep2 × edp2: per rank parameters 1.2 MiB, gradients …"
+    std::string memorySummary() const;
+
+private:
+    const core::RunConfig& m_config;
+    ProcessGroup& m_world;
+    VlmModelImpl* m_model = nullptr;
+    std::unique_ptr<ExpertParallel> m_expertParallel;
+    std::unique_ptr<Fsdp> m_fsdp;
+    std::unique_ptr<DataParallel> m_dense;    // all ranks
+    std::unique_ptr<DataParallel> m_experts;  // expert-data-parallel group (EP only)
+};
+
+}  // namespace wb::rt

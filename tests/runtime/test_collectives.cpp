@@ -1,0 +1,180 @@
+// The process group's collectives over Gloo on loopback, rank by rank: all-gather into a flat
+// output (blocking and async), reduce-scatter, all-to-all with variable split sizes (some zero)
+// after the count exchange, sub-groups made through a prefixed store (EP- and EDP-shaped), the
+// differentiable all-to-all's backward, and a CommError naming the rank and the operation.
+// Plain executable: `test_runtime_collectives N` forks N ranks of itself (before any LibTorch
+// thread exists) and fails when any rank's checks fail or a rank does not finish in time.
+#include "check.h"
+
+#include "runtime/parallel/expert_parallel.h"
+#include "runtime/parallel/process_group.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+namespace test = wb::test;
+using namespace wb::rt;
+
+namespace {
+
+int freePort()
+{
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+bool sameTensor(const torch::Tensor& a, const torch::Tensor& b)
+{
+    return a.sizes() == b.sizes() && a.equal(b);
+}
+
+void checkAllgather(ProcessGroup& g)
+{
+    const int n = g.size(), r = g.rank();
+    auto input = torch::arange(3, torch::kFloat32) + 10.0 * r;
+    auto output = torch::full({3 * n}, -1.0f);
+    g.allgather(output, input);
+    std::vector<torch::Tensor> expected;
+    for (int k = 0; k < n; ++k)
+        expected.push_back(torch::arange(3, torch::kFloat32) + 10.0 * k);
+    WB_CHECK_MSG(sameTensor(output, torch::cat(expected)), "allgather on rank " << r << ": " << output);
+    // Async: two in flight at once, waited in order.
+    auto second = torch::full({2 * n}, -1.0f);
+    auto a = g.allgatherAsync(output, input * 2);
+    auto b = g.allgatherAsync(second, torch::full({2}, static_cast<float>(r)));
+    a->wait();
+    b->wait();
+    WB_CHECK(sameTensor(output, torch::cat(expected) * 2));
+    WB_CHECK(sameTensor(second, torch::arange(n, torch::kFloat32).repeat_interleave(2)));
+}
+
+void checkReduceScatter(ProcessGroup& g)
+{
+    const int n = g.size(), r = g.rank();
+    // Rank k contributes k·100 + i at position i; rank r keeps block r of the sum.
+    auto input = torch::arange(2 * n, torch::kFloat32) + 100.0 * r;
+    auto output = torch::empty({2}, torch::kFloat32);
+    g.reduceScatter(output, input);
+    const double rankSum = 100.0 * n * (n - 1) / 2;
+    auto expected = torch::arange(2, torch::kFloat32).add(2.0 * r).mul(n).add(rankSum);
+    WB_CHECK_MSG(sameTensor(output, expected), "reduce-scatter on rank " << r << ": " << output << " vs " << expected);
+}
+
+// Rank r sends (r + j) % 3 rows to rank j (zero rows included), each row filled with 100·r + j.
+void checkAllToAll(ProcessGroup& g)
+{
+    const int n = g.size(), r = g.rank();
+    std::vector<int64_t> sendCounts;
+    std::vector<torch::Tensor> rows;
+    for (int j = 0; j < n; ++j) {
+        sendCounts.push_back((r + j) % 3);
+        rows.push_back(torch::full({(r + j) % 3, 4}, 100.0f * r + j));
+    }
+    const auto received = g.exchangeCounts(sendCounts, torch::kCPU);
+    // Two values per destination (as expert parallelism sends one count per local expert).
+    std::vector<int64_t> pairs;
+    for (int j = 0; j < n; ++j)
+        pairs.insert(pairs.end(), {10 * r + j, -(10 * r + j)});
+    const auto receivedPairs = g.exchangeCounts(pairs, torch::kCPU);
+    std::vector<int64_t> expectedPairs;
+    for (int i = 0; i < n; ++i)
+        expectedPairs.insert(expectedPairs.end(), {10 * i + r, -(10 * i + r)});
+    WB_CHECK_MSG(receivedPairs == expectedPairs, "count exchange (2 per rank) on rank " << r);
+    std::vector<int64_t> expectedCounts;
+    for (int i = 0; i < n; ++i)
+        expectedCounts.push_back((i + r) % 3);
+    WB_CHECK_MSG(received == expectedCounts, "count exchange on rank " << r);
+    auto x = torch::cat(rows).set_requires_grad(true);
+    auto y = allToAllWithGrad(g, x, received, sendCounts);
+    std::vector<torch::Tensor> expected;
+    for (int i = 0; i < n; ++i)
+        expected.push_back(torch::full({(i + r) % 3, 4}, 100.0f * i + r));
+    WB_CHECK_MSG(sameTensor(y.detach(), torch::cat(expected)), "all-to-all on rank " << r << ": " << y);
+    // d(½ Σ y²)/dy = y, sent back by the reverse all-to-all: x.grad must equal x.
+    (y * y).sum().div(2).backward();
+    WB_CHECK_MSG(x.grad().defined() && sameTensor(x.grad(), x.detach()), "all-to-all backward on rank " << r);
+}
+
+void checkSubgroups(ProcessGroup& world)
+{
+    const int n = world.size(), r = world.rank();
+    if (n % 2 != 0)
+        return;
+    // EP-shaped (consecutive pairs), then EDP-shaped (stride 2), as expert parallelism makes them.
+    auto pair = world.newGroup({r / 2 * 2, r / 2 * 2 + 1}, "pair" + std::to_string(r / 2));
+    std::vector<int> strided;
+    for (int k = r % 2; k < n; k += 2)
+        strided.push_back(k);
+    auto stride = world.newGroup(strided, "stride" + std::to_string(r % 2));
+    WB_CHECK(pair->size() == 2 && pair->rank() == r % 2);
+    WB_CHECK(stride->size() == n / 2 && stride->rank() == r / 2);
+    std::vector<torch::Tensor> t{torch::full({1}, static_cast<float>(r))};
+    pair->allreduce(t, ReduceOp::Sum);
+    WB_CHECK_MSG(t[0].item<float>() == static_cast<float>(r / 2 * 2 * 2 + 1), "pair allreduce on rank " << r);
+    t[0].fill_(static_cast<float>(r));
+    stride->allreduce(t, ReduceOp::Sum);
+    float expected = 0;
+    for (int k : strided)
+        expected += static_cast<float>(k);
+    WB_CHECK_MSG(t[0].item<float>() == expected, "strided allreduce on rank " << r);
+    checkAllgather(*pair);
+    checkAllToAll(*stride);
+    // Not a member: a CommError that names the rank and the operation.
+    bool threw = false;
+    try {
+        world.newGroup({(r + 1) % n}, "bad");
+    } catch (const CommError& e) {
+        threw = std::string(e.what()).find("rank " + std::to_string(r) + " of " + std::to_string(n)) != std::string::npos;
+    }
+    WB_CHECK(threw);
+}
+
+int runRank(int rank, int ranks, int port)
+{
+    RankEnvironment env;
+    env.rank = rank;
+    env.worldSize = ranks;
+    env.localRank = rank;
+    env.localWorldSize = ranks;
+    env.masterPort = port;
+    try {
+        auto world = createProcessGroup(env, torch::kCPU, std::chrono::seconds(30));
+        checkAllgather(*world);
+        checkReduceScatter(*world);
+        checkAllToAll(*world);
+        checkSubgroups(*world);
+        world->barrier();
+    } catch (const std::exception& e) {
+        std::cerr << "rank " << rank << ": " << e.what() << std::endl;
+        return 1;
+    }
+    return test::failureCount() == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    const int ranks = argc > 1 ? std::atoi(argv[1]) : 2;
+    const int port = freePort();
+    std::vector<pid_t> pids;
+    for (int k = 0; k < ranks; ++k) {
+        const pid_t pid = ::fork();
+        if (pid == 0)
+            ::_exit(runRank(k, ranks, port));
+        pids.push_back(pid);
+    }
+    for (int k = 0; k < ranks; ++k) {
+        const int rc = test::waitProcess(pids[static_cast<size_t>(k)], 60);
+        WB_CHECK_MSG(rc == 0, "rank " << k << " exited " << rc);
+    }
+    return test::checkExitCode(("test_runtime_collectives " + std::to_string(ranks)).c_str());
+}
