@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Parallel layouts of moe-train over NCCL on one host: the benchmark slice on real images at MBS 1,
+# GBS = G (the GPUs found), trained once on 1 GPU (G micro-batches accumulated) as the reference,
+# then with `--nproc-per-node G` for each layout: plain DP, FSDP optim / optim_grads /
+# optim_grads_params, EP 2, EP 2 + FSDP optim_grads_params (layouts that need more GPUs than found
+# are skipped; with one GPU the FSDP and EP code paths still run at world size 1). Same global
+# batch, so every layout's losses must match the reference's (bf16: ~1e-3 relative); the table
+# shows step time, tokens/s/GPU, MFU and peak memory per layout.   benchmarks/gpu_layouts.sh [STEPS]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+STEPS=${1:-8}
+RESULTS=/tmp/gpu_layouts
+mkdir -p "$RESULTS"
+G=$(nvidia-smi -L | wc -l)
+BIN=$(RESULTS="$RESULTS" "$ROOT/benchmarks/build_gpu.sh" moe-train)
+MANIFEST="$ROOT/.gpu-samples/manifest.jsonl"
+[ -f "$MANIFEST" ] || { echo "no $MANIFEST: carry .gpu-samples (see gpu_round.sh)"; exit 1; }
+python3 - "$ROOT/benchmarks/configs/qwen3vl-30b-slice.json" "$MANIFEST" "$STEPS" "$G" "$RESULTS" <<'PY'
+import json, sys
+src, manifest, steps, g, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+base = json.load(open(src))
+base["train"].update(train_iters=steps, micro_batch_size=1, global_batch_size=g)
+base["data"]["manifest"] = manifest
+layouts = {"ref": {}, "dp": {},
+           "fsdp-optim": {"use_megatron_fsdp": True, "data_parallel_sharding_strategy": "optim"},
+           "fsdp-optim_grads": {"use_megatron_fsdp": True, "data_parallel_sharding_strategy": "optim_grads"},
+           "fsdp-optim_grads_params": {"use_megatron_fsdp": True, "data_parallel_sharding_strategy": "optim_grads_params"},
+           "ep2": {"expert_model_parallel_size": 2},
+           "ep2-fsdp": {"expert_model_parallel_size": 2, "use_megatron_fsdp": True,
+                        "data_parallel_sharding_strategy": "optim_grads_params"}}
+for name, par in layouts.items():
+    c = json.loads(json.dumps(base))
+    c["name"] += "-" + name
+    c.setdefault("parallel", {}).update(par)
+    json.dump(c, open(f"{out}/{name}.json", "w"), indent=1)
+PY
+run() {  # name, extra args
+  rm -rf "/tmp/run-$1"
+  local t0=$SECONDS
+  if timeout 150 "$BIN/moe-train" --config "$RESULTS/$1.json" --run-dir "/tmp/run-$1" "${@:2}" >"$RESULTS/$1.log" 2>&1; then
+    echo "-- $1: ok ($((SECONDS - t0)) s)"
+  else
+    echo "-- $1: FAILED ($((SECONDS - t0)) s)"; tail -8 "$RESULTS/$1.log"
+    for f in /tmp/run-$1/rank*.log; do [ -f "$f" ] && { echo "   == $f"; tail -6 "$f"; }; done
+  fi
+  grep -h "per rank parameters" "$RESULTS/$1.log" | head -2 || true
+  cp "/tmp/run-$1/metrics.jsonl" "$RESULTS/$1.metrics.jsonl" 2>/dev/null || true
+}
+run ref
+names=(ref)
+for layout in dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-fsdp; do
+  need=1; case $layout in ep2*) need=2 ;; esac
+  if [ "$G" -lt "$need" ]; then echo "-- $layout: skipped (needs $need GPUs, found $G)"; continue; fi
+  run "$layout" --nproc-per-node "$G"
+  names+=("$layout")
+done
+echo "== losses vs the 1-GPU reference (same global batch)"
+python3 - "$RESULTS" "${names[@]}" <<'PY'
+import json, os, sys
+out, names = sys.argv[1], sys.argv[2:]
+def steps(n):
+    p = f"{out}/{n}.metrics.jsonl"
+    return [json.loads(l) for l in open(p) if '"type":"step"' in l] if os.path.exists(p) else []
+ref = steps("ref")
+for n in names[1:]:
+    s = steps(n)
+    worst = max((abs(a["loss"] - b["loss"]) / abs(a["loss"]) for a, b in zip(ref, s)), default=float("nan"))
+    print(f"{n:26s} steps {len(s):3d}/{len(ref)}  worst relative loss difference {worst:.2e}")
+PY
+echo "== table ($(date -u +%Y-%m-%dT%H:%MZ), $G GPU(s), medians after 3 warm-up steps)"
+args=()
+for n in "${names[@]}"; do [ -f "$RESULTS/$n.metrics.jsonl" ] && args+=("$n=$RESULTS/$n.metrics.jsonl"); done
+python3 "$ROOT/benchmarks/summarize.py" --skip 3 "${args[@]}" | tee "$RESULTS/table.md"
+[ -n "${OUT:-}" ] && mkdir -p "$OUT/layouts" && cp "$RESULTS"/*.metrics.jsonl "$RESULTS/table.md" "$RESULTS"/*.log "$OUT/layouts/" 2>/dev/null || true
