@@ -82,7 +82,7 @@
 <context>
     <name>wb::ui::CompareChartPanel</name>
     <message>
-        <location filename="../../ui/compare_chart_panel.cpp" line="+128"/>
+        <location filename="../../ui/compare_chart_panel.cpp" line="+192"/>
         <source> (raw)</source>
         <translation>（原始）</translation>
     </message>
@@ -122,7 +122,7 @@
         <translation>内存（GiB）</translation>
     </message>
     <message>
-        <location line="+151"/>
+        <location line="+142"/>
         <source> steady window</source>
         <translation>稳态窗口</translation>
     </message>
@@ -130,7 +130,7 @@
 <context>
     <name>wb::ui::CompareView</name>
     <message>
-        <location filename="../../ui/compare_view.cpp" line="+66"/>
+        <location filename="../../ui/compare_view.cpp" line="+69"/>
         <source>Compare runs</source>
         <translation>比较运行</translation>
     </message>
@@ -195,12 +195,7 @@
         <translation>导出报告…</translation>
     </message>
     <message>
-        <location line="+2"/>
-        <source>report.md (warnings, figures with deltas, config diff) with the charts beside it</source>
-        <translation>report.md（警告、带差值的统计数字、配置差异），图表放在旁边</translation>
-    </message>
-    <message>
-        <location line="+3"/>
+        <location line="+15"/>
         <source>Reload runs</source>
         <translation>重新加载运行</translation>
     </message>
@@ -240,7 +235,17 @@
         <translation>要比较的运行</translation>
     </message>
     <message>
-        <location line="+59"/>
+        <location line="+18"/>
+        <source>Predicted vs measured: the planner&apos;s prediction of runs launched from a plan (error = (predicted − measured) / measured)</source>
+        <translation>预测与实测对比：从规划启动的运行所保存的规划器预测（误差 = (预测 − 实测) / 实测）</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Predicted vs measured</source>
+        <translation>预测与实测</translation>
+    </message>
+    <message>
+        <location line="+46"/>
         <source>Pick two or more runs and press Compare.</source>
         <translation>选择两个或更多运行，然后按“比较”。</translation>
     </message>
@@ -255,7 +260,7 @@
         <translation>至少选择一个运行进行比较（选择两个或更多才能看到差值）。</translation>
     </message>
     <message>
-        <location line="+85"/>
+        <location line="+97"/>
         <source>⚠ CRITICAL</source>
         <translation>⚠ 严重</translation>
     </message>
@@ -301,11 +306,12 @@
     </message>
     <message>
         <location line="+10"/>
+        <location line="+80"/>
         <source>unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location line="+25"/>
+        <location line="-55"/>
         <source>(absent)</source>
         <translation>（无）</translation>
     </message>
@@ -315,7 +321,69 @@
         <translation>%2 个配置键中有 %1 个不同（不比较运行名称）</translation>
     </message>
     <message>
-        <location line="+53"/>
+        <location line="+18"/>
+        <source>step time (ms)</source>
+        <translation>步耗时（ms）</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>peak memory (GiB)</source>
+        <translation>峰值内存（GiB）</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>effective tokens/s/GPU (tok/s)</source>
+        <translation>有效 token/s/GPU（tok/s）</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>MFU (%)</source>
+        <translation>MFU（%）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Predicted for</source>
+        <translation>预测对象</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>no prediction (not launched from a plan)</source>
+        <translation>无预测（不是从规划启动的）</translation>
+    </message>
+    <message>
+        <location line="+18"/>
+        <source>predicted %1, measured %2 %3</source>
+        <translation>预测 %1，实测 %2 %3</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>%1 × %2</source>
+        <translation>%1 × %2</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>mean |error|</source>
+        <translation>平均 |误差|</translation>
+    </message>
+    <message numerus="yes">
+        <location line="+3"/>
+        <source>%1 % (%n run(s))</source>
+        <translation>
+            <numerusform>%1 %（%n 个运行）</numerusform>
+        </translation>
+    </message>
+    <message>
+        <location line="+71"/>
+        <source>Save the comparison report</source>
+        <translation>保存比较报告</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>HTML report (*.html *.htm)</source>
+        <translation>HTML 报告 (*.html *.htm)</translation>
+    </message>
+    <message>
+        <location line="+13"/>
         <source>Folder for the comparison report</source>
         <translation>比较报告的文件夹</translation>
     </message>
@@ -325,12 +393,28 @@
         <translation>图表图片的文件夹</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="-7"/>
+        <location line="+12"/>
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="-539"/>
+        <source>The comparison report: warnings, figures with deltas, predicted vs measured, config diff and the charts</source>
+        <translation>比较报告：警告、带差值的统计数字、预测与实测对比、配置差异和图表</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>HTML report (one file, charts inline)…</source>
+        <translation>HTML 报告（单个文件，图表内嵌）…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Markdown report (folder with the chart images)…</source>
+        <translation>Markdown 报告（含图表图片的文件夹）…</translation>
+    </message>
+    <message>
+        <location line="+538"/>
         <source>Exported</source>
         <translation>已导出</translation>
     </message>
@@ -510,6 +594,11 @@
         <translation>主机上的 moe-train：</translation>
     </message>
     <message>
+        <location line="+0"/>
+        <source>auto: built on the host by the workbench</source>
+        <translation>auto：由工作台在主机上构建</translation>
+    </message>
+    <message>
         <location line="+1"/>
         <source>Absolute, or starting with ~/ (the remote home)</source>
         <translation>绝对路径，或以 ~/ 开头（远程主目录）</translation>
@@ -596,12 +685,7 @@
         <translation>端口必须是 1 到 65535 之间的整数（留空则使用 ssh 配置中的端口）。</translation>
     </message>
     <message>
-        <location line="+12"/>
-        <source>Give the path of moe-train on the host. Automatic provisioning (&quot;auto&quot;) is not available in this version yet.</source>
-        <translation>请填写 moe-train 在主机上的路径。此版本尚不支持自动部署（“自动”）。</translation>
-    </message>
-    <message>
-        <location line="+3"/>
+        <location line="+14"/>
         <location line="+3"/>
         <source>Use an absolute path or one starting with ~/ (the home directory on the host).</source>
         <translation>请使用绝对路径，或以 ~/ 开头的路径（主机上的主目录）。</translation>
@@ -1333,7 +1417,7 @@
 <context>
     <name>wb::ui::PlanningView</name>
     <message>
-        <location filename="../../ui/planning_view.cpp" line="+65"/>
+        <location filename="../../ui/planning_view.cpp" line="+67"/>
         <source>Plan a training run</source>
         <translation>规划训练运行</translation>
     </message>
@@ -1444,8 +1528,18 @@
         <source>Lint findings for the selected layout</source>
         <translation>所选布局的检查结果</translation>
     </message>
+    <message>
+        <location line="+6"/>
+        <source>Launch…</source>
+        <translation>启动…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Launch the selected layout as a run; its predicted step time and memory are stored with the run for comparison.</source>
+        <translation>将所选布局作为一次运行启动；其预测的步耗时和内存会随运行一起保存，便于比较。</translation>
+    </message>
     <message numerus="yes">
-        <location line="+107"/>
+        <location line="+109"/>
         <source>Searching layouts for %1 on %n GPU(s)…</source>
         <translation>
             <numerusform>正在为 %1 在 %n 个 GPU 上搜索布局…</numerusform>
@@ -1462,7 +1556,7 @@
         <translation>没有可用的布局：%1</translation>
     </message>
     <message>
-        <location line="+28"/>
+        <location line="+29"/>
         <source>No findings: the layout passes every lint rule.</source>
         <translation>无问题：该布局通过所有检查规则。</translation>
     </message>
