@@ -133,6 +133,11 @@ PlanningView* MainWindow::openPlanningView()
 {
     auto* view = new PlanningView(m_catalogDir, m_userCatalogDir, this);
     connect(view, &PlanningView::status, this, &MainWindow::showStatus);
+    // "Launch…" on a layout: the launch dialog, filled with its config and the plan's prediction.
+    connect(view, &PlanningView::launchRequested, this,
+            [this](const QString& configJson, const QString& predictionJson) {
+                openLaunchDialog(configJson, predictionJson);
+            });
     view->setWindowFlag(Qt::Window);
     view->setAttribute(Qt::WA_DeleteOnClose);
     view->resize(1600, 1000);

@@ -57,7 +57,7 @@ public slots:
     /// Remote → SSH hosts… (one dialog, raised when already open).
     HostsDialog* openHostsDialog();
     /// Run → Launch run…; with a config (and the plan's prediction, stored with the run) when the
-    /// planning view hands one over. The lead connects PlanningView::launchRequested here.
+    /// planning view hands one over (PlanningView::launchRequested is connected here).
     LaunchDialog* openLaunchDialog(const QString& configJson = {}, const QString& predictionJson = {});
 
 private:

@@ -3,7 +3,10 @@
 // moe-sample-set (through the GUI's own "build it if missing" path). The test clicks the toolbar's
 // "Start sample run" and watches the charts and the run list fill in, as a user would.
 #include "remote/local_target.h"
+#include "core/run_config.h"
+#include "core/run_prediction.h"
 #include "ui/main_window.h"
+#include "ui/planning_view.h"
 #include "ui/metric_chart_view.h"
 #include "ui/run_charts_panel.h"
 #include "ui/run_list_model.h"
@@ -12,7 +15,9 @@
 
 #include <QAction>
 #include <QFileInfo>
+#include <QDialog>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLineSeries>
 #include <QMessageBox>
 #include <QTableView>
@@ -78,6 +83,43 @@ class TestMainWindowLive : public QObject {
     Q_OBJECT
 
 private slots:
+    void planningViewLaunchOpensTheLaunchDialog()
+    {
+        // "Launch…" in the planning view hands the layout's config and prediction to the launch
+        // dialog of the main window (the connection under test; the view's own emit is tested in
+        // test_plan_view).
+        QTemporaryDir dir;
+        wb::ui::MainWindowOptions options;
+        options.storePath = dir.filePath(QStringLiteral("runs.sqlite"));
+        options.targetFactory = [root = dir.filePath(QStringLiteral("runs")).toStdString()] {
+            return std::make_unique<wb::remote::LocalTarget>("/nonexistent/moe-train", root);
+        };
+        MainWindow window(std::move(options));
+        window.show();
+        wb::ui::PlanningView* view = window.openPlanningView();
+        QVERIFY(view);
+        wb::core::RunConfig config;
+        config.name = "from-the-plan";
+        wb::core::RunPrediction prediction;
+        prediction.source = "test";
+        prediction.hardware = "h200";
+        prediction.gpus = 8;
+        prediction.stepMs = 1234.5;
+        prediction.memoryGib = 77.0;
+        emit view->launchRequested(QString::fromStdString(wb::core::runConfigToJson(config)),
+                                   QString::fromStdString(wb::core::predictionToJson(prediction)));
+        auto* dialog = window.findChild<QDialog*>(QStringLiteral("launchDialog"));
+        QVERIFY(dialog);
+        QVERIFY(dialog->isVisible());
+        auto* label = dialog->findChild<QLabel*>(QStringLiteral("predictionLabel"));
+        QVERIFY(label);
+        QVERIFY2(label->text().contains(QStringLiteral("ms per step")), qPrintable(label->text()));
+        auto* name = dialog->findChild<QLineEdit*>(QStringLiteral("runName"));
+        QVERIFY(name);
+        QCOMPARE(name->text(), QStringLiteral("from-the-plan"));
+        view->close();
+    }
+
     void startSampleRunWithoutToolShowsError()
     {
         QTemporaryDir dir;
