@@ -42,6 +42,8 @@ nlohmann::json toJson(const SshHostEntry& e)
     optional("address", e.address);
     if (e.masterPort > 0)
         j["master_port"] = e.masterPort;
+    if (e.reconnectBudgetS > 0)
+        j["reconnect_budget_s"] = e.reconnectBudgetS;
     return j;
 }
 
@@ -60,6 +62,7 @@ SshHostEntry fromJson(const nlohmann::json& j)
     e.cacheDir = j.value("cache_dir", "");
     e.address = j.value("address", "");
     e.masterPort = j.value("master_port", 0);
+    e.reconnectBudgetS = std::max(0, j.value("reconnect_budget_s", 0));
     return e;
 }
 
@@ -86,6 +89,8 @@ SshTargetOptions SshHostEntry::targetOptions() const
     options.moeTrainPath = provisioned() ? std::string() : moeTrain;
     options.runsRoot = runsRoot;
     options.provisioning.cacheDir = cacheDir;
+    if (reconnectBudgetS > 0)
+        options.reconnectBudget = std::chrono::seconds(reconnectBudgetS);
     return options;
 }
 

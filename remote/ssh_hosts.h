@@ -30,6 +30,9 @@ struct SshHostEntry {
     /// the host name SSH connects to) and the rendezvous port (0 = 29500).
     std::string address;
     int masterPort = 0;
+    /// How long one call keeps reconnecting after a lost connection before it reports IoError
+    /// (`reconnect_budget_s` in hosts.json); 0 = 60 s. `watch` keeps trying past it.
+    int reconnectBudgetS = 0;
 
     bool provisioned() const { return moeTrain == "auto"; }
 

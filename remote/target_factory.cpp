@@ -69,6 +69,8 @@ core::Result<std::unique_ptr<core::RunTarget>> makeTarget(const std::string& spe
         auto options = nodes.front().targetOptions();
         options.provisioning.sourceDir = sources;
         options.onReconnecting = context.onReconnecting;
+        if (context.askSecret)
+            options.host.askSecret = context.askSecret;
         return std::unique_ptr<core::RunTarget>(std::make_unique<SshTarget>(std::move(options)));
     }
     if (spec.rfind("slurm:", 0) == 0)

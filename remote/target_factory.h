@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace wb::remote {
@@ -27,6 +28,9 @@ struct TargetContext {
     /// Told about each reconnect attempt of a single-host SSH target (the GUI shows
     /// "reconnecting"); may be empty.
     std::function<void(int attempt, const std::string& reason)> onReconnecting = {};
+    /// Asks for a password or a keyboard-interactive answer (never stored) for single-host SSH
+    /// targets; empty = the agent and key files only.
+    std::function<std::optional<std::string>(const std::string& prompt, bool echo)> askSecret = {};
 };
 
 /// InvalidArgument naming the accepted forms when `spec` is none of them; NotFound (with the

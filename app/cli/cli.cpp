@@ -5,6 +5,8 @@
 #include "remote/ssh_hosts.h"
 #include "remote/target_factory.h"
 
+#include <fcntl.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -60,7 +62,45 @@ core::Result<std::unique_ptr<core::RunStore>> CliContext::openStore() const
 
 core::Result<std::unique_ptr<core::RunTarget>> CliContext::target(const std::string& name) const
 {
-    return remote::makeTarget(name, {moeTrainPath, runsRoot, remote::defaultHostsPath(dbPath)});
+    remote::TargetContext context{moeTrainPath, runsRoot, remote::defaultHostsPath(dbPath)};
+    context.askSecret = &CliContext::askOnTerminal;
+    return remote::makeTarget(name, context);
+}
+
+std::optional<std::string> CliContext::askOnTerminal(const std::string& prompt, bool echo)
+{
+    // Only for a person at a terminal: a script or a test with stdin redirected never blocks here.
+    if (!::isatty(STDIN_FILENO))
+        return std::nullopt;
+    const int fd = ::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return std::nullopt;  // no terminal (a script, CI): no prompt, the auth fails with its message
+    termios saved{};
+    const bool isTerminal = ::tcgetattr(fd, &saved) == 0;
+    if (isTerminal && !echo) {
+        termios quiet = saved;
+        quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+        ::tcsetattr(fd, TCSAFLUSH, &quiet);
+    }
+    (void)!::write(fd, prompt.data(), prompt.size());
+    std::string answer;
+    char c = 0;
+    bool gotLine = false;
+    while (::read(fd, &c, 1) == 1) {
+        if (c == '\n') {
+            gotLine = true;
+            break;
+        }
+        answer.push_back(c);
+    }
+    if (isTerminal && !echo) {
+        ::tcsetattr(fd, TCSAFLUSH, &saved);
+        (void)!::write(fd, "\n", 1);
+    }
+    ::close(fd);
+    if (!gotLine)
+        return std::nullopt;  // end of input: treat as "no answer"
+    return answer;
 }
 
 std::optional<std::string> Args::takeOption(const std::string& name, bool& missing)

@@ -24,6 +24,10 @@ struct CliContext {
     std::string moeTrainPath;  ///< --moe-train
 
     core::Result<std::unique_ptr<core::RunStore>> openStore() const;
+    /// Password / keyboard-interactive prompts on the controlling terminal (echo off for
+    /// secrets) when stdin is a terminal; otherwise none (only the agent and key files are
+    /// tried). Single-host ssh: targets and `hosts test`; not yet ssh:A,B or slurm:.
+    static std::optional<std::string> askOnTerminal(const std::string& prompt, bool echo);
     /// The target a run was launched on ("local"). InvalidArgument for targets this CLI lacks.
     core::Result<std::unique_ptr<core::RunTarget>> target(const std::string& name) const;
 };

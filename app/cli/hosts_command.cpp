@@ -45,6 +45,7 @@ int testHost(const remote::SshHostEntry& entry, bool acceptNew)
 {
     auto spec = entry.spec();
     spec.acceptNewHostKey = acceptNew;
+    spec.askSecret = &CliContext::askOnTerminal;
     remote::HostKeyInfo key;
     auto session = remote::SshSession::connect(spec, &key);
     if (!key.fingerprint.empty())

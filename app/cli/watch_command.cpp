@@ -3,6 +3,7 @@
 
 #include "core/run_follower.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -124,10 +125,25 @@ int watchCommand(const CliContext& context, Args args)
     std::fflush(stdout);
 
     core::RunFollower follower(*store, *target, summary.id);
+    int retryS = 1;  // after a lost connection: 1, 2, 4 … 30 s between attempts
     for (;;) {
         auto update = follower.poll();
-        if (!update)
-            return reportError(update.error());
+        if (!update) {
+            // A target gives IoError once its own reconnect budget is spent (SSH: 60 s). The run
+            // keeps going on its host and the store keeps its offset, so watching on loses
+            // nothing: keep trying instead of ending in the middle of a long outage.
+            if (update.error().code != core::ErrorCode::IoError)
+                return reportError(update.error());
+            std::fprintf(stderr,
+                         "moe-workbench-cli: %s\n  the run keeps going on its host; trying again in %d s "
+                         "(Ctrl-C stops watching; `watch %s` later resumes where this one stopped)\n",
+                         update.error().toString().c_str(), retryS, summary.id.c_str());
+            std::fflush(stderr);
+            std::this_thread::sleep_for(std::chrono::seconds(retryS));
+            retryS = std::min(retryS * 2, 30);
+            continue;
+        }
+        retryS = 1;
         if (update->meta)
             printMeta(*update->meta);
         printInFileOrder(update->newSteps, update->newEvents);

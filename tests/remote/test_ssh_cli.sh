@@ -60,6 +60,39 @@ want=$(grep -c '"type":"step"' "$runs/$id/metrics.jsonl")
 got=$(grep -c '^step ' "$tmp/watch.out")
 check '[ "$want" -eq 12 ] && [ "$got" -eq "$want" ]' "watch printed every step once ($got of $want)"
 
+# A long outage: with a 2 s reconnect budget, sshd stopped for 8 s makes every poll fail; watch
+# keeps trying (saying so on stderr), follows on once sshd is back, and when the run is then
+# cancelled it has printed every step of metrics.jsonl exactly once.
+python3 - "$tmp/data/hosts.json" <<'PY'
+import json, sys
+p = sys.argv[1]; d = json.load(open(p))
+for h in (d["hosts"] if isinstance(d, dict) else d):
+    if h["name"] == "wbtest": h["reconnect_budget_s"] = 2
+json.dump(d, open(p, "w"), indent=2)
+PY
+id3=$(wb launch --target ssh:wbtest --config "$tmp/long.json" 2>>"$tmp/launch.err")
+for _ in $(seq 600); do [ -s "$runs/$id3/metrics.jsonl" ] && break; sleep 0.1; done
+wb watch "$id3" --interval-ms 100 >"$tmp/watch3.out" 2>"$tmp/watch3.err" &
+watcher=$!
+sleep 1
+# The outage: the listener and its live session processes (the watch's connection) go away.
+listener=$(cat "$server/sshd.pid")
+sessions=$(pgrep -P "$listener" || true)
+for p in $sessions; do sessions="$sessions $(pgrep -P "$p" || true)"; done
+"$here/ssh_test_server.sh" stop "$server"
+[ -n "$sessions" ] && kill $sessions 2>/dev/null
+sleep 8
+"$here/ssh_test_server.sh" start "$server" "$port" || echo "FAIL: cannot restart sshd"
+before=$(grep -c '^step ' "$tmp/watch3.out")
+for _ in $(seq 300); do [ "$(grep -c '^step ' "$tmp/watch3.out")" -gt "$before" ] && break; sleep 0.1; done
+wb cancel "$id3" --grace-s 20 >>"$tmp/cancel.out" 2>&1
+wait "$watcher"
+want3=$(grep -c '"type":"step"' "$runs/$id3/metrics.jsonl")
+got3=$(grep -c '^step ' "$tmp/watch3.out")
+dups3=$(grep '^step ' "$tmp/watch3.out" | awk '{print $2}' | sort | uniq -d | wc -l)
+check '[ "$got3" -gt "$before" ] && [ "$got3" -eq "$want3" ] && [ "$dups3" -eq 0 ]' "watch followed on after an 8 s outage: $got3 of $want3 steps, each once ($before before the restart)"
+check 'grep -q "trying again" "$tmp/watch3.err"' "watch said it keeps trying during the outage"
+
 id2=$(wb launch --target ssh:wbtest --config "$tmp/long.json" 2>>"$tmp/launch.err")
 for _ in $(seq 600); do [ -s "$runs/$id2/metrics.jsonl" ] && break; sleep 0.1; done  # LibTorch start-up is slow on a loaded machine
 pid=$(cat "$runs/$id2/pid")
