@@ -1,6 +1,8 @@
 // RunState names: the words stored in runs.status and printed by the CLI. Any thread.
 #include "core/run_target.h"
 
+#include <cctype>
+
 #include <array>
 #include <utility>
 
@@ -33,6 +35,16 @@ RunState runStateFromName(std::string_view name)
         if (name == word)
             return value;
     return RunState::Unknown;
+}
+
+bool validRunId(const std::string& id)
+{
+    if (id.empty() || id == "." || id == ".." || id.front() == '-' || id.size() > 200)
+        return false;
+    for (char c : id)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+            return false;
+    return true;
 }
 
 }  // namespace wb::core

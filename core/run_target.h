@@ -14,6 +14,10 @@
 
 namespace wb::core {
 
+/// A run id usable as a directory name on any target: letters, digits, '-', '_', '.', not
+/// "." or "..", not starting with '-', at most 200 characters.
+bool validRunId(const std::string& id);
+
 struct LaunchRequest {
     std::string runId;       ///< store id, becomes the run directory name
     std::string name;

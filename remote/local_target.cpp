@@ -113,16 +113,6 @@ pid_t readPidFile(const std::string& runDir)
     }
 }
 
-bool validRunId(const std::string& id)
-{
-    if (id.empty() || id == "." || id == ".." || id.front() == '-' || id.size() > 200)
-        return false;
-    for (char c : id)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
-            return false;
-    return true;
-}
-
 // Message through the launch pipe. Each is well under PIPE_BUF, so writes are atomic and the
 // two writers (intermediate child, trainer) never interleave bytes.
 struct LaunchMessage {
@@ -223,7 +213,7 @@ Result<void> LocalTarget::validateConfig(const std::string& configJson)
 Result<core::LaunchedRun> LocalTarget::launch(const core::LaunchRequest& request)
 {
     auto log = wb::log::get("remote");
-    if (!validRunId(request.runId))
+    if (!core::validRunId(request.runId))
         return makeError(ErrorCode::InvalidArgument,
                          "a run id may hold only letters, digits, '-', '_' and '.'", request.runId);
     if (::access(m_moeTrainPath.c_str(), X_OK) != 0)

@@ -35,15 +35,6 @@ namespace {
 
 constexpr auto kCommandTimeout = std::chrono::seconds(60);
 
-bool validRunId(const std::string& id)
-{
-    if (id.empty() || id == "." || id == ".." || id.front() == '-' || id.size() > 200)
-        return false;
-    return std::all_of(id.begin(), id.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-    });
-}
-
 // #SBATCH lines are parsed by sbatch without a shell; the generator's own rule (generators.cpp).
 bool sbatchSafe(const std::string& value)
 {
@@ -324,7 +315,7 @@ Result<std::string> SlurmTarget::checkLoginNode()
 
 Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request)
 {
-    if (!validRunId(request.runId))
+    if (!core::validRunId(request.runId))
         return makeError(ErrorCode::InvalidArgument, "a run id may hold only letters, digits, '-', '_' and '.'",
                          request.runId);
     const auto parsed = core::parseRunConfig(request.configJson);

@@ -31,15 +31,6 @@ namespace {
 
 constexpr auto kCommandTimeout = std::chrono::seconds(60);
 
-bool validRunId(const std::string& id)
-{
-    if (id.empty() || id == "." || id == ".." || id.front() == '-' || id.size() > 200)
-        return false;
-    return std::all_of(id.begin(), id.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-    });
-}
-
 // Shell function shared by status and cancel: true while a non-zombie process is in group $pid.
 // kill -0 alone would count a zombie that a non-reaping init keeps around.
 constexpr const char* kAliveFunction =
@@ -281,7 +272,7 @@ Result<core::LaunchedRun> SshTarget::launchWithArgs(const core::LaunchRequest& r
                                                     const std::vector<std::string>& extraArgs)
 {
     auto log = wb::log::get("remote");
-    if (!validRunId(request.runId))
+    if (!core::validRunId(request.runId))
         return makeError(ErrorCode::InvalidArgument,
                          "a run id may hold only letters, digits, '-', '_' and '.'", request.runId);
     auto moeTrainPath = moeTrain();
