@@ -45,14 +45,54 @@ torch::Tensor ropeAngles2d(const torch::Tensor& row_P, const torch::Tensor& col_
     return torch::cat({rows_PF2, cols_PF2}, -1).unsqueeze(0);
 }
 
+namespace {
+
+// out = x rotated by the angle whose cos/sin are given: [x1·c − x2·s, x2·c + x1·s] over the two
+// halves of the last dim; `sign` −1 rotates by the opposite angle (the backward). Written into one
+// contiguous output with fused multiply-adds, so there is no cat, and no slice in autograd.
+torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, double sign)
+{
+    const int64_t half = x.size(-1) / 2;
+    auto out = torch::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+    auto x1 = x.slice(-1, 0, half), x2 = x.slice(-1, half);
+    auto o1 = out.slice(-1, 0, half), o2 = out.slice(-1, half);
+    at::mul_out(o1, x1, cos);
+    o1.addcmul_(x2, sin, -sign);
+    at::mul_out(o2, x2, cos);
+    o2.addcmul_(x1, sin, sign);
+    return out;
+}
+
+// RoPE as one autograd node: the rotation is linear and orthogonal, so its backward is the
+// rotation by −angle of the incoming gradient (no saved activations, only cos/sin).
+class RotateHalf : public torch::autograd::Function<RotateHalf> {
+public:
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                                 const torch::Tensor& cos, const torch::Tensor& sin)
+    {
+        ctx->save_for_backward({cos, sin});
+        return rotate(x, cos, sin, 1.0);
+    }
+    static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::tensor_list grads)
+    {
+        const auto saved = ctx->get_saved_variables();
+        return {rotate(grads[0], saved[0], saved[1], -1.0), torch::Tensor(), torch::Tensor()};
+    }
+};
+
+}  // namespace
+
+torch::Tensor rotateHalf(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
+{
+    return RotateHalf::apply(x, cos.detach(), sin.detach());
+}
+
 torch::Tensor applyRope(const torch::Tensor& x_BHTd, const torch::Tensor& angle_BTF)
 {
-    const int64_t half = x_BHTd.size(-1) / 2;
     auto cos_B1TF = angle_BTF.cos().unsqueeze(1).to(x_BHTd.scalar_type());
     auto sin_B1TF = angle_BTF.sin().unsqueeze(1).to(x_BHTd.scalar_type());
-    auto x1 = x_BHTd.slice(-1, 0, half);
-    auto x2 = x_BHTd.slice(-1, half);
-    return torch::cat({x1 * cos_B1TF - x2 * sin_B1TF, x2 * cos_B1TF + x1 * sin_B1TF}, -1);
+    return rotateHalf(x_BHTd, cos_B1TF, sin_B1TF);
 }
 
 torch::Tensor maskedAttention(const torch::Tensor& q_BHTd, const torch::Tensor& k_BHTd,
@@ -129,13 +169,17 @@ torch::Tensor GqaAttentionImpl::forward(const torch::Tensor& x_BTD, const torch:
 {
     const int64_t B = x_BTD.size(0), T = x_BTD.size(1);
     if (segments.defined()) {
-        // Flattened rows: N = B·T tokens in [N, heads, Dh]; RoPE works on [1, heads, N, Dh] views.
-        auto q_1HNd = m_q(x_BTD).view({1, B * T, m_numHeads, m_headDim}).transpose(1, 2);
-        auto k_1GNd = m_k(x_BTD).view({1, B * T, m_numGroups, m_headDim}).transpose(1, 2);
-        auto v_NGd = m_v(x_BTD).view({B * T, m_numGroups, m_headDim});
-        auto angle_1NF = angle_BTF.reshape({1, B * T, angle_BTF.size(-1)});
-        auto q_NHd = applyRope(q_1HNd, angle_1NF).squeeze(0).transpose(0, 1);
-        auto k_NGd = applyRope(k_1GNd, angle_1NF).squeeze(0).transpose(0, 1);
+        // Flattened rows: N = B·T tokens in [N, heads, Dh], the layout the kernel reads, so RoPE
+        // writes q and k contiguous in it (no transposes, no copies before the kernel).
+        const int64_t N = B * T;
+        auto angle_N1F = angle_BTF.reshape({N, 1, angle_BTF.size(-1)});
+        auto qLinear_NHd = m_q(x_BTD).view({N, m_numHeads, m_headDim});
+        auto kLinear_NGd = m_k(x_BTD).view({N, m_numGroups, m_headDim});
+        const auto dtype = qLinear_NHd.scalar_type();  // bf16 under autocast
+        auto cos_N1F = angle_N1F.cos().to(dtype), sin_N1F = angle_N1F.sin().to(dtype);
+        auto q_NHd = rotateHalf(qLinear_NHd, cos_N1F, sin_N1F);
+        auto k_NGd = rotateHalf(kLinear_NGd, cos_N1F, sin_N1F);
+        auto v_NGd = m_v(x_BTD).view({N, m_numGroups, m_headDim});
         // The attention core (selective recompute "core_attn": only q, k, v are kept).
         const LayerFn core = [segments](const std::vector<torch::Tensor>& x) {
             return std::vector<torch::Tensor>{varlenAttention(x[0], x[1], x[2], segments, /*causal=*/true)};

@@ -56,6 +56,10 @@ torch::Tensor ropeAnglesMrope(const torch::Tensor& pos_3BT, int headDim, double 
 /// column. Returns angle_1PF for P patches.
 torch::Tensor ropeAngles2d(const torch::Tensor& row_P, const torch::Tensor& col_P, int headDim, double base);
 
+/// Rotate-half RoPE with cos/sin already broadcastable to x (last dim Dh/2, x's dtype): a
+/// contiguous output in x's shape, one autograd node whose backward rotates by −angle.
+torch::Tensor rotateHalf(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
 /// Rotate-half RoPE: x_BHTd rotated by angle_BTF (broadcast over heads).
 torch::Tensor applyRope(const torch::Tensor& x_BHTd, const torch::Tensor& angle_BTF);
 

@@ -36,13 +36,49 @@ RouterOutput routeTopK(const torch::Tensor& logits_TE, int topK, double auxLossC
 
 namespace {
 
-// SwiGLU silu(gate) ⊙ up over [.., 2F] (gate | up). Selective recompute "moe_act" keeps only
-// gateUp and recomputes the activation in backward (recompute.h).
-torch::Tensor swiglu(const torch::Tensor& gateUp_NF2, int64_t F)
+// SwiGLU silu(gate) ⊙ up over [N, 2F] (gate | up) as one autograd node. Saves only gateUp (which
+// the grouped GEMM's backward keeps anyway) and writes the gradient of both halves straight into
+// one [N, 2F] buffer: composed of ATen ops, autograd would keep silu(gate) and build that buffer
+// from zero-filled slice gradients plus an add (three extra passes over [N, 2F] per layer).
+//   d gate = silu'(gate) · (dy ⊙ up)   (at::silu_backward, computed in fp32 inside the kernel)
+//   d up   = dy ⊙ silu(gate)
+class SwiGlu : public torch::autograd::Function<SwiGlu> {
+public:
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gateUp_NF2)
+    {
+        ctx->save_for_backward({gateUp_NF2});
+        const int64_t F = gateUp_NF2.size(-1) / 2;
+        return torch::silu(gateUp_NF2.slice(-1, 0, F)).mul_(gateUp_NF2.slice(-1, F));
+    }
+    static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::tensor_list grads)
+    {
+        const auto gateUp_NF2 = ctx->get_saved_variables()[0];
+        const int64_t F = gateUp_NF2.size(-1) / 2;
+        const auto gate_NF = gateUp_NF2.slice(-1, 0, F), up_NF = gateUp_NF2.slice(-1, F);
+        const auto& dy_NF = grads[0];
+        auto d_NF2 = torch::empty(gateUp_NF2.sizes(), gateUp_NF2.options());
+        auto dGate_NF = d_NF2.slice(-1, 0, F), dUp_NF = d_NF2.slice(-1, F);
+        at::silu_backward_out(dGate_NF, dy_NF * up_NF, gate_NF);
+        at::mul_out(dUp_NF, dy_NF, torch::silu(gate_NF));
+        return {d_NF2};
+    }
+};
+
+// The SwiGLU activation and the down projection that consumes it: h = silu(gate) ⊙ up, y = h·down.
+// Selective recompute "moe_act" makes the two one recompute unit, so only gateUp is kept and
+// neither h nor anything inside is: h (the down GEMM's input, [N, F]) is what Megatron's moe_act
+// discards. Megatron refills h's storage before the down GEMM's backward instead of running the
+// GEMM again; here the down GEMM runs again in backward (a third of the experts' forward FLOPs).
+// `down` is the weight operand as the GEMM takes it (it needs a gradient: it is an input of the
+// unit, not captured).
+torch::Tensor activateAndDown(const torch::Tensor& gateUp_NF2, const torch::Tensor& down,
+                              const std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>& gemm)
 {
-    return maybeRecompute(RecomputeModule::MoeAct, [F](const torch::Tensor& g) {
-        return torch::silu(g.slice(-1, 0, F)) * g.slice(-1, F);
-    }, gateUp_NF2);
+    const LayerFn unit = [gemm](const std::vector<torch::Tensor>& in) {
+        return std::vector<torch::Tensor>{gemm(SwiGlu::apply(in[0]), in[1])};
+    };
+    return maybeRecompute(RecomputeModule::MoeAct, unit, {gateUp_NF2, down})[0];
 }
 
 // The per-expert loop over the sorted assignments. xSorted_AD is grouped by expert; counts are
@@ -50,7 +86,6 @@ torch::Tensor swiglu(const torch::Tensor& gateUp_NF2, int64_t F)
 torch::Tensor runExpertsLoop(const torch::Tensor& xSorted_AD, const std::vector<int64_t>& counts,
                              const torch::Tensor& gateUp_EDF2, const torch::Tensor& down_EFD)
 {
-    const int64_t F = down_EFD.size(1);
     std::vector<torch::Tensor> outputs;
     int64_t start = 0;
     for (size_t e = 0; e < counts.size(); ++e) {
@@ -58,8 +93,8 @@ torch::Tensor runExpertsLoop(const torch::Tensor& xSorted_AD, const std::vector<
             continue;
         auto x_ND = xSorted_AD.slice(0, start, start + counts[e]);
         auto gateUp_NF2 = torch::matmul(x_ND, gateUp_EDF2[static_cast<int64_t>(e)]);
-        auto h_NF = swiglu(gateUp_NF2, F);
-        outputs.push_back(torch::matmul(h_NF, down_EFD[static_cast<int64_t>(e)]));
+        outputs.push_back(activateAndDown(gateUp_NF2, down_EFD[static_cast<int64_t>(e)],
+                                          [](const torch::Tensor& h, const torch::Tensor& w) { return torch::matmul(h, w); }));
         start += counts[e];
     }
     return torch::cat(outputs, 0);
@@ -117,11 +152,12 @@ public:
 torch::Tensor runExpertsGrouped(const torch::Tensor& xSorted_AD, const torch::Tensor& offsets_E,
                                 const torch::Tensor& gateUp_EDF2, const torch::Tensor& down_EFD)
 {
-    const int64_t F = down_EFD.size(1);
     auto x_AD = xSorted_AD.to(torch::kBFloat16).contiguous();
     auto gateUp_AF2 = at::_grouped_mm(x_AD, gateUp_EDF2.to(torch::kBFloat16).contiguous(), offsets_E);
-    auto h_AF = swiglu(gateUp_AF2, F);
-    return at::_grouped_mm(h_AF.contiguous(), down_EFD.to(torch::kBFloat16).contiguous(), offsets_E);
+    return activateAndDown(gateUp_AF2, down_EFD.to(torch::kBFloat16).contiguous(),
+                           [offsets_E](const torch::Tensor& h, const torch::Tensor& w) {
+                               return at::_grouped_mm(h, w, offsets_E);
+                           });
 }
 #endif
 

@@ -36,9 +36,15 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
         };
         return maybeRecompute(RecomputeModule::LayerNorm, fn, {x})[0];
     };
-    auto qkv_13HPd = m_qkv(layerNorm(m_norm1, x_PD)).view({1, P, 3, m_numHeads, Dh}).permute({2, 0, 3, 1, 4});
-    auto q_1HPd = applyRope(qkv_13HPd[0], angle_1PF);
-    auto k_1HPd = applyRope(qkv_13HPd[1], angle_1PF);
+    // RoPE writes q and k contiguous as [P, heads, Dh] (the varlen kernel's layout); the core
+    // sees them as [1, heads, P, Dh] views of that memory, so the kernel call copies nothing.
+    auto qkv_P3Hd = m_qkv(layerNorm(m_norm1, x_PD)).view({P, 3, m_numHeads, Dh});
+    const auto dtype = qkv_P3Hd.scalar_type();  // bf16 under autocast
+    auto angle_P1F = angle_1PF.squeeze(0).unsqueeze(1);
+    auto cos_P1F = angle_P1F.cos().to(dtype), sin_P1F = angle_P1F.sin().to(dtype);
+    auto q_1HPd = rotateHalf(qkv_P3Hd.select(1, 0), cos_P1F, sin_P1F).transpose(0, 1).unsqueeze(0);
+    auto k_1HPd = rotateHalf(qkv_P3Hd.select(1, 1), cos_P1F, sin_P1F).transpose(0, 1).unsqueeze(0);
+    auto v_1HPd = qkv_P3Hd.select(1, 2).transpose(0, 1).unsqueeze(0);
     const LayerFn core = [P, D, Dh, images, imageLengths, allowed_1PP](const std::vector<torch::Tensor>& in) {
         const auto& q_1HPd = in[0];
         const auto& k_1HPd = in[1];
@@ -71,7 +77,7 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
         }
         return std::vector<torch::Tensor>{y_PD};
     };
-    auto y_PD = maybeRecompute(RecomputeModule::CoreAttn, core, {q_1HPd, k_1HPd, qkv_13HPd[2]})[0];
+    auto y_PD = maybeRecompute(RecomputeModule::CoreAttn, core, {q_1HPd, k_1HPd, v_1HPd})[0];
     auto h_PD = x_PD + m_proj(y_PD);
     const LayerFn mlp = [fc1 = m_fc1.ptr(), fc2 = m_fc2.ptr()](const std::vector<torch::Tensor>& in) {
         return std::vector<torch::Tensor>{fc2->forward(torch::gelu(fc1->forward(in[0])))};

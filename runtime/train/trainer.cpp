@@ -26,6 +26,7 @@
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/gpu_info.h"
+#include "runtime/train/kernel_profile.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/memory_report.h"
 #include "runtime/train/metrics_writer.h"
@@ -139,6 +140,7 @@ private:
     torch::Tensor optimizerStep(int64_t step, core::StepRecord& record);
     void saveCheckpointNow(const std::string& why);
     void installRecompute();
+    std::unique_ptr<KernelProfile> makeKernelProfile();
     void restoreFromCheckpoint(const CheckpointState& state);
     std::string outOfMemoryReport(const std::string& what);
     int finish(int exitCode, const std::string& message);
@@ -590,6 +592,25 @@ int Trainer::finish(int exitCode, const std::string& message)
     return exitCode;
 }
 
+// WB_PROFILE_STEPS (kernel_profile.h): every rank profiles the window into its own trace file.
+std::unique_ptr<KernelProfile> Trainer::makeKernelProfile()
+{
+    std::optional<KernelProfile::Window> window;
+    try {
+        window = KernelProfile::windowFromEnvironment();
+    } catch (const std::invalid_argument& e) {
+        throw RunFailure{2, e.what()};
+    }
+    if (!window)
+        return nullptr;
+    if (!KernelProfile::available()) {
+        event("warning", "WB_PROFILE_STEPS is set, but this build has no kernel profiler (a CUDA build on LibTorch >= 2.0 has it); not profiling", m_step);
+        return nullptr;
+    }
+    const std::string name = m_env.rank == 0 ? "kernel_trace.json" : "kernel_trace.rank" + std::to_string(m_env.rank) + ".json";
+    return std::make_unique<KernelProfile>(*window, (std::filesystem::path(m_options.runDir) / name).string());
+}
+
 int Trainer::run()
 {
     try {
@@ -599,9 +620,15 @@ int Trainer::run()
                     m_config.name.c_str(), static_cast<long long>(iters), static_cast<long long>(m_step),
                     m_config.data.source.c_str(), deviceName(m_device).c_str(), torch::get_num_threads());
         std::fflush(stdout);
+        std::unique_ptr<KernelProfile> profile = makeKernelProfile();
         while (m_step < iters) {
+            if (profile)
+                profile->beforeStep(m_step + 1);
             core::StepRecord r = trainStep(m_step + 1);
             m_step = r.step;
+            if (profile)
+                if (auto trace = profile->afterStep(m_step))
+                    event("info", "kernel profile written to " + *trace, m_step);
             if (writer() && (m_step % m_config.train.logInterval == 0 || m_step == iters)) {
                 m_metrics->write(r);
                 std::printf("step %lld/%lld loss %.4f aux %.4f lr %.2e grad %.3f step_ms %.1f data_ms %.1f tok/s %.0f\n",
