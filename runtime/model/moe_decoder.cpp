@@ -103,16 +103,10 @@ DecoderOutput MoeDecoderImpl::forward(const DecoderInputs& in)
                                                     : (in.labels_BT != kIgnoreLabel).flatten().nonzero().squeeze(1);
     out.targets = targetIndex_N.numel();
     auto hidden_ND = h_BTD.reshape({-1, m_config.hiddenSize}).index_select(0, targetIndex_N);
-    auto logits_NV = m_output(hidden_ND);
+    auto logits_NV = m_output(hidden_ND).to(torch::kFloat32);
     auto labels_N = in.labels_BT.flatten().index_select(0, targetIndex_N);
-    // Log-softmax in fp32 straight from the bf16 logits (half_to_float: the kernel reads bf16 and
-    // accumulates and writes fp32), instead of an fp32 copy of the N × vocab logits first; its
-    // backward hands bf16 gradients to the output layer. fp32 logits (CPU) take the same path.
-    auto logProbs_NV = logits_NV.scalar_type() == torch::kFloat32 ? at::_log_softmax(logits_NV, -1, false)
-                       : logits_NV.is_cuda() ? at::_log_softmax(logits_NV, -1, /*half_to_float=*/true)
-                                             : at::_log_softmax(logits_NV.to(torch::kFloat32), -1, false);
-    out.lmLoss = out.targets > 0 ? torch::nll_loss(logProbs_NV, labels_N)
-                                 : torch::zeros({}, logProbs_NV.options());
+    out.lmLoss = out.targets > 0 ? torch::nn::functional::cross_entropy(logits_NV, labels_N)
+                                 : torch::zeros({}, logits_NV.options());
     return out;
 }
 
