@@ -35,8 +35,8 @@ BatchLoader::BatchLoader(std::vector<ManifestEntry> entries, LoaderOptions optio
       m_nextToPrepare(options.startSampleSeq), m_nextToPack(options.startSampleSeq)
 {
     for (int i = 0; i < m_options.numWorkers; ++i)
-        m_workers.emplace_back([this] { workerLoop(); });
-    m_packer = std::thread([this] { packerLoop(); });
+        m_workers.emplace_back([this] { guarded("decoder", &BatchLoader::workerLoop); });
+    m_packer = std::thread([this] { guarded("packer", &BatchLoader::packerLoop); });
 }
 
 BatchLoader::~BatchLoader()
@@ -51,6 +51,31 @@ void BatchLoader::stop()
 {
     {
         std::lock_guard lock(m_mutex);
+        m_stop = true;
+    }
+    m_preparedChanged.notify_all();
+    m_queueChanged.notify_all();
+}
+
+void BatchLoader::guarded(const char* thread, void (BatchLoader::*loop)())
+{
+    std::optional<LoaderError> failure;
+    try {
+        (this->*loop)();
+        return;
+    } catch (const std::bad_alloc&) {
+        failure.emplace(std::string("the data loader's ") + thread +
+                            " thread ran out of host memory (std::bad_alloc) while decoding, resizing or packing "
+                            "images — fix: lower data.max_pixels (or data.mock_image_size), data.num_workers or "
+                            "data.prefetch_batches, or give the process more memory",
+                        true);
+    } catch (const std::exception& e) {
+        failure.emplace(std::string("the data loader's ") + thread + " thread failed: " + e.what(), false);
+    }
+    {
+        std::lock_guard lock(m_mutex);
+        if (!m_failure)
+            m_failure = std::move(failure);
         m_stop = true;
     }
     m_preparedChanged.notify_all();
@@ -183,6 +208,8 @@ std::optional<MicroBatch> BatchLoader::next()
 {
     std::unique_lock lock(m_mutex);
     m_queueChanged.wait(lock, [&] { return m_stop || !m_queue.empty(); });
+    if (m_failure)
+        throw *m_failure;
     if (m_stop)
         return std::nullopt;
     MicroBatch batch = std::move(m_queue.front());

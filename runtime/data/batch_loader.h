@@ -15,6 +15,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -39,6 +41,14 @@ struct LoaderOptions {
     static LoaderOptions fromConfig(const core::RunConfig& config);
 };
 
+/// What next() throws when a loader thread failed: the thread stops the loader instead of letting
+/// the exception end the process (std::terminate). `outOfMemory`: std::bad_alloc in a worker or the
+/// packer (host memory for decoding, resizing or packing).
+struct LoaderError : std::runtime_error {
+    LoaderError(const std::string& message, bool outOfMemory) : std::runtime_error(message), outOfMemory(outOfMemory) {}
+    bool outOfMemory;
+};
+
 class BatchLoader {
 public:
     /// `entries` must be non-empty (mock without a manifest passes synthetic captions).
@@ -47,7 +57,8 @@ public:
     BatchLoader(const BatchLoader&) = delete;
     BatchLoader& operator=(const BatchLoader&) = delete;
 
-    /// Blocks until a micro-batch is ready; nullopt only after stop(). Training thread only.
+    /// Blocks until a micro-batch is ready; nullopt only after stop(). Throws LoaderError when a
+    /// loader thread failed (then every thread has stopped). Training thread only.
     std::optional<MicroBatch> next();
     /// Wakes every thread and makes next() return nullopt. Any thread.
     void stop();
@@ -59,6 +70,8 @@ private:
     size_t entryIndexFor(int64_t seq) const;
     void workerLoop();
     void packerLoop();
+    /// Runs a thread's loop; an exception stops the loader and is kept for next() to throw.
+    void guarded(const char* thread, void (BatchLoader::*loop)());
 
     const std::vector<ManifestEntry> m_entries;
     const LoaderOptions m_options;
@@ -76,6 +89,7 @@ private:
     std::map<int64_t, PreparedSample> m_prepared;  // guarded by m_mutex
     int64_t m_nextToPack;                          // guarded by m_mutex
     std::deque<MicroBatch> m_queue;                // guarded by m_mutex
+    std::optional<LoaderError> m_failure;          // guarded by m_mutex; the first thread failure
 
     std::vector<std::thread> m_workers;
     std::thread m_packer;

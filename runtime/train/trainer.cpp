@@ -670,6 +670,10 @@ int Trainer::run()
         if (isOutOfMemoryMessage(what))
             return finish(3, outOfMemoryReport(what));
         return finish(1, "LibTorch error: " + what);
+    } catch (const LoaderError& e) {
+        // The loader's threads have stopped; its host memory is not the model's, so the message
+        // names the data knobs rather than the model-memory report.
+        return finish(e.outOfMemory ? 3 : 1, e.what());
     } catch (const std::bad_alloc&) {
         if (m_loader)
             m_loader->stop();

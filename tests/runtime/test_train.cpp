@@ -261,20 +261,10 @@ void testGoldenLosses(const fs::path& dir, bool regenerate)
               << ")" << std::endl;
 }
 
-void testOutOfMemory(const fs::path& dir)
+// Runs moe-train on `config` in a child limited to 3 GiB of address space; returns the exit code.
+int runUnderAddressLimit(const fs::path& dir, const json& config, const fs::path& runDir, const std::string& log)
 {
-    // Text-only mock rows of 32768 tokens: the decoder's B×T×T document mask alone is 4 GiB, far
-    // above the 3 GiB address space (moe-train itself maps ~1.1 GiB), while every other buffer is
-    // small, so the failing allocation is LibTorch's and not a loader thread's.
-    json config = sampleConfig("sample-mock.json");
-    config["data"]["manifest"] = "";
-    config["data"]["mock_image_size"] = 0;
-    config["train"]["seq_length"] = 32768;
-    config["train"]["train_iters"] = 3;
-    config["train"]["lr_warmup_iters"] = 1;
     std::ofstream(dir / "run.json") << config.dump(2);
-    const fs::path runDir = dir / "run";
-    const std::string log = (dir / "stdout.log").string();
     const std::vector<std::string> args{MOE_TRAIN_PATH, "--config", (dir / "run.json").string(), "--run-dir", runDir.string()};
     const pid_t pid = ::fork();
     if (pid == 0) {
@@ -290,7 +280,47 @@ void testOutOfMemory(const fs::path& dir)
         ::execv(argv[0], argv.data());
         ::_exit(127);
     }
-    const int rc = test::waitProcess(pid, 120);
+    return test::waitProcess(pid, 120);
+}
+
+// A loader thread that runs out of host memory ends the run with exit 3 and a message naming the
+// data knobs, not with std::terminate: mock noise images of 16384² pixels (768 MiB each, more once
+// patchified) on two decoder threads cannot fit the 3 GiB address space.
+void testLoaderOutOfMemory(const fs::path& dir)
+{
+    json config = sampleConfig("sample-mock.json");
+    config["data"]["manifest"] = "";
+    config["data"]["mock_image_size"] = 16384;
+    config["data"]["num_workers"] = 2;
+    config["train"]["seq_length"] = 300000;
+    config["train"]["train_iters"] = 2;
+    config["train"]["lr_warmup_iters"] = 1;
+    const fs::path runDir = dir / "run-loader";
+    const std::string log = (dir / "loader.log").string();
+    const int rc = runUnderAddressLimit(dir, config, runDir, log);
+    WB_CHECK_MSG(rc == 3, "rc " << rc << " (134 = abort: the exception escaped the loader thread)\n" << test::readFile(log));
+    const json status = readStatus(runDir);
+    WB_CHECK(status.value("status", "") == "oom" && status.value("exit_code", -1) == 3);
+    const std::string message = status.value("message", "");
+    for (const char* part : {"data loader", "out of host memory", "data.max_pixels", "data.num_workers"})
+        WB_CHECK_MSG(message.find(part) != std::string::npos, "'" << part << "' missing in: " << message);
+    std::cout << message << std::endl;
+}
+
+void testOutOfMemory(const fs::path& dir)
+{
+    // Text-only mock rows of 32768 tokens: the decoder's B×T×T document mask alone is 4 GiB, far
+    // above the 3 GiB address space (moe-train itself maps ~1.1 GiB), while every other buffer is
+    // small, so the failing allocation is LibTorch's and not a loader thread's.
+    json config = sampleConfig("sample-mock.json");
+    config["data"]["manifest"] = "";
+    config["data"]["mock_image_size"] = 0;
+    config["train"]["seq_length"] = 32768;
+    config["train"]["train_iters"] = 3;
+    config["train"]["lr_warmup_iters"] = 1;
+    const fs::path runDir = dir / "run";
+    const std::string log = (dir / "stdout.log").string();
+    const int rc = runUnderAddressLimit(dir, config, runDir, log);
     WB_CHECK_MSG(rc == 3, "rc " << rc << "\n" << test::readFile(log));
     const json status = readStatus(runDir);
     WB_CHECK(status.value("status", "") == "oom" && status.value("exit_code", -1) == 3);
@@ -320,6 +350,7 @@ int main(int argc, char** argv)
         return 77;
 #endif
         testOutOfMemory(dir);
+        testLoaderOutOfMemory(dir);
     } else if (which == "golden") {
         testGoldenLosses(dir, argc > 2 && std::string(argv[2]) == "--regenerate");
     } else {
