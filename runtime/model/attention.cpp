@@ -1,6 +1,7 @@
 // Attention, RoPE and RMSNorm (see attention.h for the shape legend).
 #include "runtime/model/attention.h"
 
+#include "runtime/model/cuda/fused_kernels.h"
 #include "runtime/model/recompute.h"
 #include "runtime/model/torch_compat.h"
 
@@ -52,6 +53,9 @@ namespace {
 // contiguous output with fused multiply-adds, so there is no cat, and no slice in autograd.
 torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, double sign)
 {
+    // [N, H, D] on the GPU (the varlen layouts): one fused pass (cuda/fused_kernels.h).
+    if (cuda::ropeRotateSupports(x, cos, sin))
+        return cuda::ropeRotate(x, cos, sin, sign);
     const int64_t half = x.size(-1) / 2;
     auto out = torch::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
     auto x1 = x.slice(-1, 0, half), x2 = x.slice(-1, half);

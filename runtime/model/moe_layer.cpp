@@ -1,6 +1,7 @@
 // MoE router and experts (see moe_layer.h for the shape legend and the formulas).
 #include "runtime/model/moe_layer.h"
 
+#include "runtime/model/cuda/fused_kernels.h"
 #include "runtime/model/recompute.h"
 #include "runtime/model/torch_compat.h"
 
@@ -47,6 +48,8 @@ public:
     static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gateUp_NF2)
     {
         ctx->save_for_backward({gateUp_NF2});
+        if (cuda::swigluSupports(gateUp_NF2))
+            return cuda::swigluForward(gateUp_NF2);  // one pass (cuda/fused_kernels.h)
         const int64_t F = gateUp_NF2.size(-1) / 2;
         return torch::silu(gateUp_NF2.slice(-1, 0, F)).mul_(gateUp_NF2.slice(-1, F));
     }
@@ -54,6 +57,8 @@ public:
                                                  torch::autograd::tensor_list grads)
     {
         const auto gateUp_NF2 = ctx->get_saved_variables()[0];
+        if (cuda::swigluSupports(gateUp_NF2))
+            return {cuda::swigluBackward(gateUp_NF2, grads[0])};
         const int64_t F = gateUp_NF2.size(-1) / 2;
         const auto gate_NF = gateUp_NF2.slice(-1, 0, F), up_NF = gateUp_NF2.slice(-1, F);
         const auto& dy_NF = grads[0];

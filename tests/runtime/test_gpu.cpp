@@ -6,7 +6,8 @@
 //    GQA, head dim 128) and vision (block-diagonal, head dim 72), forward and input gradients;
 //  - a tiny VLM: CUDA fp32 loss equals the CPU loss;
 //  - the fused AdamW step equals LibTorch's AdamW::step over three steps (two param groups,
-//    weight decay on one, a parameter without a gradient in one step).
+//    weight decay on one, a parameter without a gradient in one step);
+//  - the hand-written kernels (RoPE, SwiGLU) against the ATen formulas in fp64.
 // Errors are ‖fast − ref‖ / ‖ref‖; bf16 operands land between 1e-3 and 1e-2.
 #include "check.h"
 
@@ -14,6 +15,7 @@
 #include "runtime/data/sample_packer.h"
 #include "runtime/data/tokenizer.h"
 #include "runtime/model/attention.h"
+#include "runtime/model/cuda/fused_kernels.h"
 #include "runtime/model/moe_layer.h"
 #include "runtime/model/vision_encoder.h"
 #include "runtime/model/vlm_model.h"
@@ -229,6 +231,49 @@ static void testFusedAdamW()
     std::cout << "fused AdamW vs AdamW::step: param 0 rel err " << relErr(fused[0].detach(), ref[0].detach()) << std::endl;
 }
 
+// The hand-written kernels (cuda/fused_kernels.h) against the ATen formulas in fp64 on the same
+// inputs: RoPE on a strided [N, H, D] view (as the vision block passes it) with bf16 and fp32
+// operands, forward and the −angle backward; SwiGLU forward and backward. A build without nvcc
+// says so and checks nothing here.
+static void testFusedKernels()
+{
+    if (!rt::cuda::fusedKernelsAvailable()) {
+        std::cout << "fused kernels: not in this build (no nvcc); the ATen paths ran instead" << std::endl;
+        return;
+    }
+    torch::manual_seed(11);
+    const auto cudaF = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat32);
+    for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+        const int64_t N = 1000, H = 6, D = 72, F = D / 2;
+        auto qkv = torch::randn({N, 3, H, D}, cudaF).to(dtype);
+        auto x = qkv.select(1, 1);  // strided like the vision block's k
+        auto angle = torch::rand({N, 1, F}, cudaF) * 40.0;
+        auto cos = angle.cos().to(dtype), sin = angle.sin().to(dtype);
+        for (double sign : {1.0, -1.0}) {
+            auto got = rt::cuda::ropeRotate(x, cos, sin, sign);
+            auto x64 = x.to(torch::kFloat64), c = cos.to(torch::kFloat64), s = sin.to(torch::kFloat64) * sign;
+            auto x1 = x64.slice(-1, 0, F), x2 = x64.slice(-1, F);
+            auto ref = torch::cat({x1 * c - x2 * s, x2 * c + x1 * s}, -1);
+            const double err = relErr(got, ref);
+            const double tol = dtype == torch::kFloat32 ? 1e-6 : 8e-3;
+            WB_CHECK_MSG(got.is_contiguous() && err < tol, "rope " << c10::toString(dtype) << " sign " << sign
+                                                                   << " rel err " << err);
+            std::cout << "fused rope " << c10::toString(dtype) << " sign " << sign << ": rel err " << err << std::endl;
+        }
+        auto gateUp = torch::randn({777, 2 * 96}, cudaF).to(dtype);
+        auto dy = torch::randn({777, 96}, cudaF).to(dtype);
+        auto g64 = gateUp.to(torch::kFloat64).detach().requires_grad_(true);
+        auto y64 = torch::silu(g64.slice(-1, 0, 96)) * g64.slice(-1, 96);
+        y64.backward(dy.to(torch::kFloat64));
+        const double errF = relErr(rt::cuda::swigluForward(gateUp), y64.detach());
+        const double errB = relErr(rt::cuda::swigluBackward(gateUp, dy), g64.grad());
+        const double tol = dtype == torch::kFloat32 ? 1e-5 : 8e-3;
+        WB_CHECK_MSG(errF < tol && errB < tol, "swiglu " << c10::toString(dtype) << " forward " << errF << " backward " << errB);
+        std::cout << "fused swiglu " << c10::toString(dtype) << ": forward rel err " << errF << ", backward " << errB
+                  << std::endl;
+    }
+}
+
 int main()
 {
     if (!torch::cuda::is_available()) {
@@ -240,5 +285,6 @@ int main()
     testVarlenVision();
     testTinyModelCudaMatchesCpu();
     testFusedAdamW();
+    testFusedKernels();
     return test::checkExitCode("test_runtime_gpu");
 }

@@ -1,0 +1,163 @@
+// CUDA kernels of fused_kernels.h. One thread per output pair, grid-stride loops, fp32 math.
+#include "runtime/model/cuda/fused_kernels.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+namespace wb::rt::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+int blocksFor(int64_t work)
+{
+    const int64_t blocks = (work + kThreads - 1) / kThreads;
+    // Enough blocks to fill the GPU several times; the grid-stride loop covers the rest.
+    const int64_t cap = int64_t{at::cuda::getCurrentDeviceProperties()->multiProcessorCount} * 32;
+    return static_cast<int>(std::max<int64_t>(1, std::min(blocks, cap)));
+}
+
+template <typename T>
+__global__ void ropeKernel(const T* __restrict__ x, int64_t strideN, int64_t strideH, const T* __restrict__ cos,
+                           const T* __restrict__ sin, T* __restrict__ out, int64_t N, int64_t H, int64_t F, float sign)
+{
+    const int64_t total = N * H * F;
+    for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < total;
+         idx += int64_t{blockDim.x} * gridDim.x) {
+        const int64_t i = idx % F;
+        const int64_t row = idx / F;  // n·H + h
+        const int64_t h = row % H;
+        const int64_t n = row / H;
+        const T* xr = x + n * strideN + h * strideH;
+        const float x1 = static_cast<float>(xr[i]);
+        const float x2 = static_cast<float>(xr[i + F]);
+        const float c = static_cast<float>(cos[n * F + i]);
+        const float s = sign * static_cast<float>(sin[n * F + i]);
+        T* o = out + row * 2 * F;
+        o[i] = static_cast<T>(x1 * c - x2 * s);
+        o[i + F] = static_cast<T>(x2 * c + x1 * s);
+    }
+}
+
+__device__ __forceinline__ float sigmoidf(float v)
+{
+    return 1.0f / (1.0f + __expf(-v));
+}
+
+template <typename T>
+__global__ void swigluForwardKernel(const T* __restrict__ gateUp, T* __restrict__ out, int64_t N, int64_t F)
+{
+    const int64_t total = N * F;
+    for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < total;
+         idx += int64_t{blockDim.x} * gridDim.x) {
+        const int64_t n = idx / F, i = idx % F;
+        const float g = static_cast<float>(gateUp[n * 2 * F + i]);
+        const float u = static_cast<float>(gateUp[n * 2 * F + F + i]);
+        out[idx] = static_cast<T>(g * sigmoidf(g) * u);
+    }
+}
+
+template <typename T>
+__global__ void swigluBackwardKernel(const T* __restrict__ gateUp, const T* __restrict__ dy, T* __restrict__ dGateUp,
+                                     int64_t N, int64_t F)
+{
+    const int64_t total = N * F;
+    for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < total;
+         idx += int64_t{blockDim.x} * gridDim.x) {
+        const int64_t n = idx / F, i = idx % F;
+        const float g = static_cast<float>(gateUp[n * 2 * F + i]);
+        const float u = static_cast<float>(gateUp[n * 2 * F + F + i]);
+        const float d = static_cast<float>(dy[idx]);
+        const float sig = sigmoidf(g);
+        const float silu = g * sig;
+        dGateUp[n * 2 * F + i] = static_cast<T>(d * u * sig * (1.0f + g * (1.0f - sig)));
+        dGateUp[n * 2 * F + F + i] = static_cast<T>(d * silu);
+    }
+}
+
+}  // namespace
+
+bool fusedKernelsAvailable()
+{
+    return true;
+}
+
+bool ropeRotateSupports(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
+{
+    if (!x.is_cuda() || x.dim() != 3 || x.stride(2) != 1 || x.size(2) % 2 != 0)
+        return false;
+    const int64_t N = x.size(0), F = x.size(2) / 2;
+    for (const auto* t : {&cos, &sin}) {
+        if (!t->is_cuda() || !t->is_contiguous() || t->scalar_type() != x.scalar_type() || t->numel() != N * F ||
+            t->size(0) != N || t->size(-1) != F)
+            return false;
+    }
+    const auto type = x.scalar_type();
+    return type == torch::kFloat32 || type == torch::kBFloat16 || type == torch::kFloat16;
+}
+
+torch::Tensor ropeRotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, double sign)
+{
+    TORCH_CHECK(ropeRotateSupports(x, cos, sin), "ropeRotate: x must be a CUDA [N, H, D] tensor with unit stride in D "
+                "and cos/sin contiguous [N, 1, D/2] of its dtype");
+    const c10::cuda::CUDAGuard guard(x.device());
+    const int64_t N = x.size(0), H = x.size(1), F = x.size(2) / 2;
+    auto out = torch::empty({N, H, 2 * F}, x.options());
+    if (out.numel() == 0)
+        return out;
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "ropeRotate", [&] {
+        ropeKernel<scalar_t><<<blocksFor(N * H * F), kThreads, 0, stream>>>(
+            x.data_ptr<scalar_t>(), x.stride(0), x.stride(1), cos.data_ptr<scalar_t>(), sin.data_ptr<scalar_t>(),
+            out.data_ptr<scalar_t>(), N, H, F, static_cast<float>(sign));
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+}
+
+bool swigluSupports(const torch::Tensor& gateUp)
+{
+    const auto type = gateUp.scalar_type();
+    return gateUp.is_cuda() && gateUp.dim() == 2 && gateUp.is_contiguous() && gateUp.size(1) % 2 == 0 &&
+           (type == torch::kFloat32 || type == torch::kBFloat16 || type == torch::kFloat16);
+}
+
+torch::Tensor swigluForward(const torch::Tensor& gateUp)
+{
+    TORCH_CHECK(swigluSupports(gateUp), "swigluForward: gateUp must be a contiguous CUDA [N, 2F] tensor");
+    const c10::cuda::CUDAGuard guard(gateUp.device());
+    const int64_t N = gateUp.size(0), F = gateUp.size(1) / 2;
+    auto out = torch::empty({N, F}, gateUp.options());
+    if (out.numel() == 0)
+        return out;
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, gateUp.scalar_type(), "swigluForward", [&] {
+        swigluForwardKernel<scalar_t><<<blocksFor(N * F), kThreads, 0, stream>>>(
+            gateUp.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), N, F);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+}
+
+torch::Tensor swigluBackward(const torch::Tensor& gateUp, const torch::Tensor& dy)
+{
+    TORCH_CHECK(swigluSupports(gateUp), "swigluBackward: gateUp must be a contiguous CUDA [N, 2F] tensor");
+    const int64_t N = gateUp.size(0), F = gateUp.size(1) / 2;
+    auto dyC = dy.to(gateUp.scalar_type()).contiguous();
+    TORCH_CHECK(dyC.dim() == 2 && dyC.size(0) == N && dyC.size(1) == F, "swigluBackward: dy must be [N, F]");
+    const c10::cuda::CUDAGuard guard(gateUp.device());
+    auto dGateUp = torch::empty_like(gateUp);
+    if (dGateUp.numel() == 0)
+        return dGateUp;
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, gateUp.scalar_type(), "swigluBackward", [&] {
+        swigluBackwardKernel<scalar_t><<<blocksFor(N * F), kThreads, 0, stream>>>(
+            gateUp.data_ptr<scalar_t>(), dyC.data_ptr<scalar_t>(), dGateUp.data_ptr<scalar_t>(), N, F);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return dGateUp;
+}
+
+}  // namespace wb::rt::cuda

@@ -1,0 +1,32 @@
+// Hand-written CUDA kernels for the memory-bound pieces where ATen's generic elementwise kernels
+// waste bandwidth on strided halves and broadcasts (measured with benchmarks/gpu_profile_ours.sh:
+// rotate-half RoPE took ~17 ms of a 300 ms benchmark step as strided mul/addcmul kernels).
+// Compiled only into CUDA builds that find nvcc (WB_HAVE_CUDA_KERNELS); callers keep the ATen
+// path for the CPU, for other layouts, and as the reference the GPU test compares against.
+// Each function launches on the current CUDA stream and reads no device value back.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace wb::rt::cuda {
+
+/// True when this build has the kernels below.
+bool fusedKernelsAvailable();
+
+/// Rotate-half RoPE of x [N, H, D] (any strides for N and H, unit stride for D) by the angles whose
+/// cos/sin are given as [N, 1, D/2] or [N, D/2] (contiguous, x's dtype): out[n, h] = [x1·c − s·x2,
+/// x2·c + s·x1] with s = sign·sin (sign −1: the backward). Math in fp32, one rounding per output.
+/// Returns a new contiguous [N, H, D] tensor. Throws unless x is a CUDA tensor of that layout.
+torch::Tensor ropeRotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, double sign);
+
+/// True when ropeRotate can take these operands.
+bool ropeRotateSupports(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+/// SwiGLU over gateUp [N, 2F] (row-contiguous): silu(gate) ⊙ up → [N, F].
+torch::Tensor swigluForward(const torch::Tensor& gateUp);
+/// Its backward in one pass: [N, 2F] = [dy ⊙ up ⊙ silu'(gate), dy ⊙ silu(gate)].
+torch::Tensor swigluBackward(const torch::Tensor& gateUp, const torch::Tensor& dy);
+/// True when the SwiGLU kernels can take this operand (CUDA, contiguous, float/bf16/half).
+bool swigluSupports(const torch::Tensor& gateUp);
+
+}  // namespace wb::rt::cuda

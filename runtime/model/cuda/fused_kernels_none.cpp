@@ -1,0 +1,37 @@
+// Builds without nvcc (the CPU build, or a CUDA build on a machine without the CUDA compiler):
+// the fused kernels are absent and every caller takes its ATen path.
+#include "runtime/model/cuda/fused_kernels.h"
+
+namespace wb::rt::cuda {
+
+bool fusedKernelsAvailable()
+{
+    return false;
+}
+
+bool ropeRotateSupports(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)
+{
+    return false;
+}
+
+torch::Tensor ropeRotate(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double)
+{
+    TORCH_CHECK(false, "ropeRotate: this build has no CUDA kernels (built without nvcc)");
+}
+
+bool swigluSupports(const torch::Tensor&)
+{
+    return false;
+}
+
+torch::Tensor swigluForward(const torch::Tensor&)
+{
+    TORCH_CHECK(false, "swigluForward: this build has no CUDA kernels (built without nvcc)");
+}
+
+torch::Tensor swigluBackward(const torch::Tensor&, const torch::Tensor&)
+{
+    TORCH_CHECK(false, "swigluBackward: this build has no CUDA kernels (built without nvcc)");
+}
+
+}  // namespace wb::rt::cuda
