@@ -5,6 +5,9 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <cmath>
+#include <cstdint>
+
 namespace wb::rt::cuda {
 
 namespace {
@@ -77,7 +80,105 @@ __global__ void swigluBackwardKernel(const T* __restrict__ gateUp, const T* __re
     }
 }
 
+struct AdamWParams {
+    float lr, beta1, beta2, eps, decay;       // decay = 1 − lr·weight_decay
+    float stepSize, biasCorrection2Sqrt;      // lr / (1 − β1^t), sqrt(1 − β2^t)
+};
+
+__device__ __forceinline__ void adamwElement(float& p, float g, float& m, float& v, const AdamWParams& a)
+{
+    p *= a.decay;
+    m = a.beta1 * m + (1.0f - a.beta1) * g;
+    v = a.beta2 * v + (1.0f - a.beta2) * g * g;
+    const float denom = sqrtf(v) / a.biasCorrection2Sqrt + a.eps;
+    p -= a.stepSize * m / denom;
+}
+
+// Vector part: n4 float4s; the scalar tail is done by the scalar kernel.
+__global__ void adamwKernel4(float4* __restrict__ p, const float4* __restrict__ g, float4* __restrict__ m,
+                             float4* __restrict__ v, int64_t n4, AdamWParams a, const float* __restrict__ scale)
+{
+    const float inv = scale ? 1.0f / *scale : 1.0f;
+    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n4; i += int64_t{blockDim.x} * gridDim.x) {
+        float4 pp = p[i], gg = g[i], mm = m[i], vv = v[i];
+        adamwElement(pp.x, gg.x * inv, mm.x, vv.x, a);
+        adamwElement(pp.y, gg.y * inv, mm.y, vv.y, a);
+        adamwElement(pp.z, gg.z * inv, mm.z, vv.z, a);
+        adamwElement(pp.w, gg.w * inv, mm.w, vv.w, a);
+        p[i] = pp;
+        m[i] = mm;
+        v[i] = vv;
+    }
+}
+
+__global__ void adamwKernel(float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m,
+                            float* __restrict__ v, int64_t n, AdamWParams a, const float* __restrict__ scale)
+{
+    const float inv = scale ? 1.0f / *scale : 1.0f;
+    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
+        float pp = p[i], mm = m[i], vv = v[i];
+        adamwElement(pp, g[i] * inv, mm, vv, a);
+        p[i] = pp;
+        m[i] = mm;
+        v[i] = vv;
+    }
+}
+
+bool aligned16(const torch::Tensor& t)
+{
+    return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+}
+
 }  // namespace
+
+bool adamwSupports(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v)
+{
+    for (const auto* t : {&p, &g, &m, &v})
+        if (!t->defined() || !t->is_cuda() || t->scalar_type() != torch::kFloat32 || !t->is_contiguous() ||
+            t->numel() != p.numel() || t->device() != p.device())
+            return false;
+    return true;
+}
+
+void adamwStep(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v,
+               double lr, double beta1, double beta2, double eps, double weightDecay, int64_t step,
+               const torch::Tensor& gradScale)
+{
+    TORCH_CHECK(adamwSupports(p, g, m, v), "adamwStep: p, g, m, v must be contiguous fp32 CUDA tensors of one size");
+    TORCH_CHECK(step >= 1, "adamwStep: step counts from 1");
+    TORCH_CHECK(!gradScale.defined() || (gradScale.is_cuda() && gradScale.scalar_type() == torch::kFloat32 &&
+                                         gradScale.numel() == 1),
+                "adamwStep: gradScale must be a one-element fp32 CUDA tensor");
+    const c10::cuda::CUDAGuard guard(p.device());
+    const int64_t n = p.numel();
+    if (n == 0)
+        return;
+    AdamWParams a;
+    a.lr = static_cast<float>(lr);
+    a.beta1 = static_cast<float>(beta1);
+    a.beta2 = static_cast<float>(beta2);
+    a.eps = static_cast<float>(eps);
+    a.decay = static_cast<float>(1.0 - lr * weightDecay);
+    a.stepSize = static_cast<float>(lr / (1.0 - std::pow(beta1, static_cast<double>(step))));
+    a.biasCorrection2Sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(beta2, static_cast<double>(step))));
+    const float* scale = gradScale.defined() ? gradScale.data_ptr<float>() : nullptr;
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    int64_t done = 0;
+    if (aligned16(p) && aligned16(g) && aligned16(m) && aligned16(v)) {
+        const int64_t n4 = n / 4;
+        if (n4 > 0)
+            adamwKernel4<<<blocksFor(n4), kThreads, 0, stream>>>(
+                reinterpret_cast<float4*>(p.data_ptr<float>()), reinterpret_cast<const float4*>(g.data_ptr<float>()),
+                reinterpret_cast<float4*>(m.data_ptr<float>()), reinterpret_cast<float4*>(v.data_ptr<float>()), n4, a,
+                scale);
+        done = n4 * 4;
+    }
+    if (done < n)
+        adamwKernel<<<blocksFor(n - done), kThreads, 0, stream>>>(p.data_ptr<float>() + done, g.data_ptr<float>() + done,
+                                                                  m.data_ptr<float>() + done, v.data_ptr<float>() + done,
+                                                                  n - done, a, scale);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
 
 bool fusedKernelsAvailable()
 {

@@ -29,4 +29,15 @@ torch::Tensor swigluBackward(const torch::Tensor& gateUp, const torch::Tensor& d
 /// True when the SwiGLU kernels can take this operand (CUDA, contiguous, float/bf16/half).
 bool swigluSupports(const torch::Tensor& gateUp);
 
+/// One AdamW step (decoupled weight decay, bias correction, no amsgrad: LibTorch's AdamW::step
+/// formulas) over fp32 CUDA tensors p, g, m, v of equal size, contiguous, in one pass that reads
+/// p, g, m, v and writes p, m, v (28 bytes per element; float4 accesses when aligned). Gradients
+/// are divided by `gradScale` (a 0-d fp32 device tensor, may be undefined) inside the kernel.
+/// `step` is the step count after this update (1 for the first).
+void adamwStep(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v,
+               double lr, double beta1, double beta2, double eps, double weightDecay, int64_t step,
+               const torch::Tensor& gradScale);
+/// True when adamwStep can take these operands.
+bool adamwSupports(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v);
+
 }  // namespace wb::rt::cuda

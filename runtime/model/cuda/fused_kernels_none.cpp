@@ -34,4 +34,15 @@ torch::Tensor swigluBackward(const torch::Tensor&, const torch::Tensor&)
     TORCH_CHECK(false, "swigluBackward: this build has no CUDA kernels (built without nvcc)");
 }
 
+bool adamwSupports(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)
+{
+    return false;
+}
+
+void adamwStep(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double, double,
+               double, double, double, int64_t, const torch::Tensor&)
+{
+    TORCH_CHECK(false, "adamwStep: this build has no CUDA kernels (built without nvcc)");
+}
+
 }  // namespace wb::rt::cuda
