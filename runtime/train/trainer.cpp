@@ -141,6 +141,7 @@ private:
     void setUp();
     void writeMeta();
     core::StepRecord trainStep(int64_t step);
+    double countMicroBatch(const MicroBatch& b, core::StepRecord& r) const;
     void pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer& timer, double& flops, torch::Tensor& lmSum,
                               torch::Tensor& auxSum, int64_t& stepEndSeq);
     void reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor& lmSum, torch::Tensor& auxSum);
@@ -381,16 +382,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
             timer.end(StepTimer::Backward);
             lmSum = lmSum.defined() ? lmSum + out.lmLoss.detach() : out.lmLoss.detach();
             auxSum = auxSum.defined() ? auxSum + out.auxLoss.detach() : out.auxLoss.detach();
-
-            r.images += batch->images;
-            r.imageTokens += batch->imageTokens;
-            r.textTokens += batch->textTokens;
-            r.padTokens += batch->padTokens;
-            r.skippedImages += batch->skippedImages;
-            flops += core::decoderFlops(m_config.model.decoder, batch->sampleLengths);
-            for (size_t i = 0; i < batch->imageGridH.size(); ++i)
-                flops += core::visionFlops(m_config.model.vision, m_config.model.decoder.hiddenSize,
-                                           int64_t{batch->imageGridH[i]} * batch->imageGridW[i]);
+            flops += countMicroBatch(*batch, r);
         }
     }
     timer.begin();
@@ -430,6 +422,21 @@ core::StepRecord Trainer::trainStep(int64_t step)
     r.tflopsPerGpu = r.stepMs > 0 ? flops / (r.stepMs / 1000.0) / 1e12 / dp : 0.0;
     r.mfu = m_peakTflops > 0.0 ? r.tflopsPerGpu / m_peakTflops : 0.0;
     return r;
+}
+
+// Adds a trained micro-batch's images and tokens to the step record; returns its model FLOPs.
+double Trainer::countMicroBatch(const MicroBatch& b, core::StepRecord& r) const
+{
+    r.images += b.images;
+    r.imageTokens += b.imageTokens;
+    r.textTokens += b.textTokens;
+    r.padTokens += b.padTokens;
+    r.skippedImages += b.skippedImages;
+    double flops = core::decoderFlops(m_config.model.decoder, b.sampleLengths);
+    for (size_t i = 0; i < b.imageGridH.size(); ++i)
+        flops += core::visionFlops(m_config.model.vision, m_config.model.decoder.hiddenSize,
+                                   int64_t{b.imageGridH[i]} * b.imageGridW[i]);
+    return flops;
 }
 
 // One step's micro-batches on this rank's pipeline stage (1F1B). Every rank of a stage's
@@ -537,17 +544,8 @@ void Trainer::pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer&
         auxSum = torch::zeros({}, f32);
     if (!pipe.isFirst())
         return;
-    for (const MicroBatch& b : batches) {
-        r.images += b.images;
-        r.imageTokens += b.imageTokens;
-        r.textTokens += b.textTokens;
-        r.padTokens += b.padTokens;
-        r.skippedImages += b.skippedImages;
-        flops += core::decoderFlops(m_config.model.decoder, b.sampleLengths);
-        for (size_t i = 0; i < b.imageGridH.size(); ++i)
-            flops += core::visionFlops(m_config.model.vision, m_config.model.decoder.hiddenSize,
-                                       int64_t{b.imageGridH[i]} * b.imageGridW[i]);
-    }
+    for (const MicroBatch& b : batches)
+        flops += countMicroBatch(b, r);
 }
 
 // DESIGN.md §3.2: times and memory are the max over ranks, tokens, images, FLOPs and loss sums
