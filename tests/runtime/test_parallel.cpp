@@ -7,6 +7,8 @@
 //             fsdp-optim_grads_params), expert parallelism (ep2dp2: EP 2 × DP 2) or both
 //             (fsdp-ep: EP 2 × DP 2 with optim_grads_params), and ZeRO-3 with a frozen vision
 //             encoder (fsdp-frozen-vision); the meta line names the layout.
+//             Pipeline: pp2, pp2-uneven (1 + 3 layers, deepstack sent, full recompute), pp4 (middle
+//             stages, a deepstack feature passed through), pp2dp2, pp2ep2.
 //   kill    : two ranks started torchrun-style (RANK/WORLD_SIZE/MASTER_* set by the test); rank 1
 //             is SIGKILLed mid-run and rank 0 must exit 4 (comm_error) within the comm timeout.
 //             Then the same through --nproc-per-node: the parent exits 1 and status.json names rank 1.
@@ -177,6 +179,12 @@ void testLayout(const fs::path& dir, const std::string& name)
                   {"recompute", {{"granularity", "full"}, {"method", "uniform"}, {"recompute_num_layers", 1}}}};
         layout = "pp2 cp1 ep1 etp1 dp1 pp_layers:1,3";
         ranks = 2;
+    } else if (name == "pp4") {
+        // 4 stages of one layer: two middle stages; three deepstack features, the one of layer 2
+        // passes through stage 1 on its way to stage 2 (and its gradient back).
+        parallel = {{"pipeline_model_parallel_size", 4}};
+        common = {{"model", {{"decoder", {{"num_layers", 4}}}, {"vision", {{"num_layers", 3}, {"deepstack_layers", {0, 1, 2}}}}}}};
+        layout = "pp4 cp1 ep1 etp1 dp1 pp_layers:1,1,1,1";
     } else if (name == "pp2dp2") {  // stages {0,1} and {2,3}, pipelines {0,2} and {1,3}
         parallel = {{"pipeline_model_parallel_size", 2}};
         layout = "pp2 cp1 ep1 etp1 dp2 pp_layers:1,1";
