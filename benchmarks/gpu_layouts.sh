@@ -8,6 +8,7 @@
 # are skipped; with one GPU the FSDP and EP code paths still run at world size 1). Same global
 # batch, so every layout's losses must match the reference's (bf16: ~1e-3 relative); the table
 # shows step time, tokens/s/GPU, MFU and peak memory per layout.   benchmarks/gpu_layouts.sh [STEPS]
+# (LAYOUTS="pp2 pp2-uneven" benchmarks/gpu_layouts.sh 8: the reference and those rows only)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STEPS=${1:-8}
@@ -53,7 +54,8 @@ run() {  # name, extra args
 }
 run ref
 names=(ref)
-for layout in dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-fsdp pp2 pp2-uneven; do
+# LAYOUTS="pp2 pp2-uneven" runs only those after the reference (device time is short).
+for layout in ${LAYOUTS:-dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-fsdp pp2 pp2-uneven}; do
   need=1; case $layout in ep2*|pp2*) need=2 ;; esac
   if [ "$G" -lt "$need" ]; then echo "-- $layout: skipped (needs $need GPUs, found $G)"; continue; fi
   run "$layout" --nproc-per-node "$G"
