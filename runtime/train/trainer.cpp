@@ -51,10 +51,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -342,48 +342,46 @@ core::StepRecord Trainer::trainStep(int64_t step)
     // The loader position is committed only when the step completes: a stop between micro-batches
     // drops the half-accumulated step, and the resumed run must load those micro-batches again.
     int64_t stepEndSeq = m_stepEndSeq;
-    if (m_pipeline) {
+    if (m_pipeline)  // 1F1B over this stage's micro-batches instead of the loop below
         pipelineMicroBatches(step, r, timer, flops, lmSum, auxSum, stepEndSeq);
-    } else {
-        for (int micro = 0; micro < numMicro; ++micro) {
-            // With several ranks a stop is agreed at the step's end instead (reduceOverRanks): a rank
-            // leaving mid-step would strand the others in the gradient allreduce.
-            if (dp == 1 && stopRequestedFlag())
-                throw RunFailure{5, "stopped by signal"};
-            const auto waitStart = std::chrono::steady_clock::now();
-            std::optional<MicroBatch> batch = m_loader->next();
-            if (!batch)
-                throw RunFailure{1, "the data loader stopped"};
-            r.dataMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - waitStart).count();
-            stepEndSeq = batch->nextSampleSeq;
-            if (micro % dp != m_env.rank)
-                continue;  // another rank's micro-batch
-            for (const std::string& w : batch->warnings)
-                if (m_warningsEmitted++ < 5)
-                    event("warning", w, step);
+    for (int micro = 0; !m_pipeline && micro < numMicro; ++micro) {
+        // With several ranks a stop is agreed at the step's end instead (reduceOverRanks): a rank
+        // leaving mid-step would strand the others in the gradient allreduce.
+        if (dp == 1 && stopRequestedFlag())
+            throw RunFailure{5, "stopped by signal"};
+        const auto waitStart = std::chrono::steady_clock::now();
+        std::optional<MicroBatch> batch = m_loader->next();
+        if (!batch)
+            throw RunFailure{1, "the data loader stopped"};
+        r.dataMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - waitStart).count();
+        stepEndSeq = batch->nextSampleSeq;
+        if (micro % dp != m_env.rank)
+            continue;  // another rank's micro-batch
+        for (const std::string& w : batch->warnings)
+            if (m_warningsEmitted++ < 5)
+                event("warning", w, step);
 
-            timer.begin();
-            VlmBatch tensors = toTensors(*batch, m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
-            m_parallel->beginMicroBatch(tensors.hasImages());
-            if (m_denseDecoderAttention)  // benchmark comparison only: document-causal B×T×T mask
-                tensors.decoder.documents = {};
-            DecoderOutput out;
-            {
-                AutocastScope autocast(m_bf16Autocast);
-                VisionOutput vision = m_model->encodeImages(tensors);
-                timer.end(StepTimer::Vision);
-                m_model->project(vision, tensors);
-                timer.end(StepTimer::Projector);
-                out = m_model->decode(tensors);
-                timer.end(StepTimer::Decoder);
-            }
-            ((out.lmLoss + out.auxLoss) / static_cast<double>(numLocal)).backward();
-            m_parallel->afterBackward();  // FSDP: reduce-scatter what backward has not reduced yet
-            timer.end(StepTimer::Backward);
-            lmSum = lmSum.defined() ? lmSum + out.lmLoss.detach() : out.lmLoss.detach();
-            auxSum = auxSum.defined() ? auxSum + out.auxLoss.detach() : out.auxLoss.detach();
-            flops += countMicroBatch(*batch, r);
+        timer.begin();
+        VlmBatch tensors = toTensors(*batch, m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
+        m_parallel->beginMicroBatch(tensors.hasImages());
+        if (m_denseDecoderAttention)  // benchmark comparison only: document-causal B×T×T mask
+            tensors.decoder.documents = {};
+        DecoderOutput out;
+        {
+            AutocastScope autocast(m_bf16Autocast);
+            VisionOutput vision = m_model->encodeImages(tensors);
+            timer.end(StepTimer::Vision);
+            m_model->project(vision, tensors);
+            timer.end(StepTimer::Projector);
+            out = m_model->decode(tensors);
+            timer.end(StepTimer::Decoder);
         }
+        ((out.lmLoss + out.auxLoss) / static_cast<double>(numLocal)).backward();
+        m_parallel->afterBackward();  // FSDP: reduce-scatter what backward has not reduced yet
+        timer.end(StepTimer::Backward);
+        lmSum = lmSum.defined() ? lmSum + out.lmLoss.detach() : out.lmLoss.detach();
+        auxSum = auxSum.defined() ? auxSum + out.auxLoss.detach() : out.auxLoss.detach();
+        flops += countMicroBatch(*batch, r);
     }
     timer.begin();
     m_parallel->finishGradients();  // counted as backward, as in DDP
