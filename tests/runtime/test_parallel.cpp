@@ -144,6 +144,31 @@ void testEqual(const fs::path& dir, int ranks, int steps = kSteps, const json& p
     WB_CHECK(status.value("status", "") == "finished" && status.value("exit_code", -1) == 0);
 }
 
+// The MiB after `key` in `text` (first occurrence), or -1.
+double mibAfter(const std::string& text, const std::string& key)
+{
+    const size_t at = text.find(key);
+    return at == std::string::npos ? -1.0 : std::atof(text.c_str() + at + key.size());
+}
+
+// One rank per stage: each stage's log says what it holds, stage 0 the vision side and the last
+// the head; together they hold the single-rank model's parameters exactly once (the others are
+// freed, not merely unused).
+void checkStagesHoldTheModelOnce(const fs::path& dir, int stages)
+{
+    const double whole = mibAfter(test::readFile(dir / "single.log"), "per rank parameters ");
+    double held = 0.0;
+    for (int k = 0; k < stages; ++k) {
+        const std::string log = test::readFile(dir / "multi" / ("rank" + std::to_string(k) + ".log"));
+        WB_CHECK_MSG(log.find("stage " + std::to_string(k) + ": decoder layers [") != std::string::npos, log);
+        WB_CHECK_MSG((log.find("vision encoder") != std::string::npos) == (k == 0), log);
+        WB_CHECK_MSG((log.find("output layer") != std::string::npos) == (k == stages - 1), log);
+        held += mibAfter(log, "parameters held ");
+    }
+    // Each value is rounded to 0.01 MiB in the logs.
+    WB_CHECK_MSG(whole > 0.0 && std::abs(held - whole) <= 0.01 * stages, "stages hold " << held << " MiB, one rank " << whole);
+}
+
 // 4 ranks with FSDP and/or expert parallelism against one rank.
 void testLayout(const fs::path& dir, const std::string& name)
 {
@@ -199,6 +224,8 @@ void testLayout(const fs::path& dir, const std::string& name)
     // Every rank reports what it holds (the sharding is visible in its log).
     const std::string log0 = test::readFile(dir / "multi" / "rank0.log");
     WB_CHECK_MSG(log0.find("per rank parameters") != std::string::npos, log0);
+    if (name.rfind("pp", 0) == 0 && name.find("dp") == std::string::npos && name.find("ep") == std::string::npos)
+        checkStagesHoldTheModelOnce(dir, ranks);
 }
 
 int freePort()
