@@ -47,7 +47,16 @@ MoeDecoderImpl::MoeDecoderImpl(const core::DecoderConfig& c, torch::Device initD
     m_output = register_module("output", torch::nn::Linear(torch::nn::LinearOptions(c.hiddenSize, c.vocabSize).bias(false)));
 }
 
-torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tensor& auxLoss)
+namespace {
+
+torch::Tensor imageIndexOf(const DecoderInputs& in)
+{
+    return in.imageIndex_I.defined() ? in.imageIndex_I : (in.tokenIds_BT == kImageId).flatten().nonzero().squeeze(1);
+}
+
+}  // namespace
+
+torch::Tensor MoeDecoderImpl::embed(const DecoderInputs& in)
 {
     const int64_t D = m_config.hiddenSize;
     auto h_BTD = m_embedding(in.tokenIds_BT);
@@ -57,13 +66,26 @@ torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tenso
     if (cudaAutocastBf16On())
         h_BTD = h_BTD.to(torch::kBFloat16);
     const auto shape = h_BTD.sizes().vec();
-    auto imageIndex_I = in.imageIndex_I.defined() ? in.imageIndex_I
-                                                  : (in.tokenIds_BT == kImageId).flatten().nonzero().squeeze(1);
+    auto imageIndex_I = imageIndexOf(in);
     if (in.imageEmbeds_ID.defined() && imageIndex_I.numel() > 0) {
         TORCH_CHECK(imageIndex_I.numel() == in.imageEmbeds_ID.size(0), "image tokens (", imageIndex_I.numel(),
                     ") and projected image features (", in.imageEmbeds_ID.size(0), ") differ");
         h_BTD = h_BTD.reshape({-1, D}).index_copy(0, imageIndex_I, in.imageEmbeds_ID.to(h_BTD.scalar_type())).view(shape);
     }
+    return h_BTD;
+}
+
+torch::Tensor MoeDecoderImpl::runLayers(const DecoderInputs& in, torch::Tensor h_BTD, int begin, int end,
+                                        torch::Tensor& auxLoss)
+{
+    const int64_t D = m_config.hiddenSize;
+    const int numLayers = static_cast<int>(m_layers->size());
+    TORCH_CHECK(0 <= begin && begin <= end && end <= numLayers, "decoder layers [", begin, ", ", end, ") of ", numLayers);
+    auxLoss = torch::zeros({}, h_BTD.options().dtype(torch::kFloat32));
+    if (begin == end)
+        return h_BTD;
+    const auto shape = h_BTD.sizes().vec();
+    auto imageIndex_I = imageIndexOf(in);
     auto angle_BTF = m_config.mropeSection.empty()
         ? ropeAngles1d(in.pos1d_BT, m_config.kvChannels, m_config.rotaryBase)
         : ropeAnglesMrope(in.pos3_3BT, m_config.kvChannels, m_config.rotaryBase, m_config.mropeSection);
@@ -71,9 +93,7 @@ torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tenso
     if (!in.documents.defined())
         allowed_BTT = documentCausalMask(in.docIds_BT);
     auto validIndex_N = in.validIndex_N.defined() ? in.validIndex_N : (in.docIds_BT >= 0).flatten().nonzero().squeeze(1);
-    auxLoss = torch::zeros({}, h_BTD.options().dtype(torch::kFloat32));
-    const int numLayers = static_cast<int>(m_layers->size());
-    for (int layer = 0; layer < numLayers; ++layer) {
+    for (int layer = begin; layer < end; ++layer) {
         auto* block = m_layers->ptr<DecoderLayerImpl>(layer).get();
         // The layer as a function of the hidden state only (everything else needs no gradient),
         // returning {h, this layer's aux loss}, so a runner can recompute or wrap it.
@@ -88,25 +108,41 @@ torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tenso
         h_BTD = out[0];
         auxLoss = auxLoss + out[1];
         // Deepstack: vision features of earlier ViT layers join the image tokens after layer i.
-        if (static_cast<size_t>(layer) < in.deepstack_ID.size() && imageIndex_I.numel() > 0)
-            h_BTD = h_BTD.reshape({-1, D}).index_add(0, imageIndex_I, in.deepstack_ID[layer].to(h_BTD.scalar_type())).view(shape);
+        // (A pipeline stage that does not hold the vision encoder gets them from the first stage.)
+        const size_t i = static_cast<size_t>(layer);
+        if (i < in.deepstack_ID.size() && in.deepstack_ID[i].defined() && imageIndex_I.numel() > 0)
+            h_BTD = h_BTD.reshape({-1, D}).index_add(0, imageIndex_I, in.deepstack_ID[i].to(h_BTD.scalar_type())).view(shape);
     }
-    return m_finalNorm(h_BTD);
+    return h_BTD;
 }
 
-DecoderOutput MoeDecoderImpl::forward(const DecoderInputs& in)
+torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tensor& auxLoss)
+{
+    return m_finalNorm(runLayers(in, embed(in), 0, static_cast<int>(m_layers->size()), auxLoss));
+}
+
+DecoderOutput MoeDecoderImpl::head(const DecoderInputs& in, const torch::Tensor& h_BTD)
 {
     DecoderOutput out;
-    auto h_BTD = hiddenStates(in, out.auxLoss);
+    auto normed_BTD = m_finalNorm(h_BTD);
     // Project only the target positions: the loss ignores the rest, so their logits are waste.
     auto targetIndex_N = in.targetIndex_N.defined() ? in.targetIndex_N
                                                     : (in.labels_BT != kIgnoreLabel).flatten().nonzero().squeeze(1);
     out.targets = targetIndex_N.numel();
-    auto hidden_ND = h_BTD.reshape({-1, m_config.hiddenSize}).index_select(0, targetIndex_N);
+    auto hidden_ND = normed_BTD.reshape({-1, m_config.hiddenSize}).index_select(0, targetIndex_N);
     auto logits_NV = m_output(hidden_ND).to(torch::kFloat32);
     auto labels_N = in.labels_BT.flatten().index_select(0, targetIndex_N);
     out.lmLoss = out.targets > 0 ? torch::nn::functional::cross_entropy(logits_NV, labels_N)
                                  : torch::zeros({}, logits_NV.options());
+    return out;
+}
+
+DecoderOutput MoeDecoderImpl::forward(const DecoderInputs& in)
+{
+    torch::Tensor auxLoss;
+    auto h_BTD = runLayers(in, embed(in), 0, static_cast<int>(m_layers->size()), auxLoss);
+    DecoderOutput out = head(in, h_BTD);
+    out.auxLoss = auxLoss;
     return out;
 }
 

@@ -63,6 +63,18 @@ public:
     DecoderOutput forward(const DecoderInputs& inputs);
     /// Final-normed hidden states h_BTD (and the aux loss), without the loss head.
     torch::Tensor hiddenStates(const DecoderInputs& inputs, torch::Tensor& auxLoss);
+
+    // The three parts forward() is made of, so a caller can run a slice of the decoder (e.g. one
+    // pipeline stage); forward() == head(runLayers(embed(in), 0, numLayers())) with the aux loss.
+    /// Token embedding with the projected image features in place (bf16 under CUDA autocast).
+    torch::Tensor embed(const DecoderInputs& inputs);
+    /// Layers [begin, end) on h_BTD; adds deepstack_ID[i] (when defined) to the image tokens after
+    /// layer i. `auxLoss` becomes the sum of these layers' load-balancing losses (fp32 scalar).
+    torch::Tensor runLayers(const DecoderInputs& inputs, torch::Tensor h_BTD, int begin, int end, torch::Tensor& auxLoss);
+    /// Final norm, output projection of the target tokens and their mean cross-entropy;
+    /// auxLoss is left undefined.
+    DecoderOutput head(const DecoderInputs& inputs, const torch::Tensor& h_BTD);
+    int numLayers() const { return m_config.numLayers; }
     torch::nn::Linear& outputLayer() { return m_output; }
     /// Runs every layer through `runner` (not owned; null = call directly). See layer_runner.h.
     void setLayerRunner(LayerRunner* runner) { m_runner = runner; }

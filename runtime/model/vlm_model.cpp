@@ -135,6 +135,27 @@ DecoderOutput VlmModelImpl::forward(VlmBatch& batch)
     return decode(batch);
 }
 
+torch::Tensor VlmModelImpl::embed(const VlmBatch& batch)
+{
+    return m_decoder->embed(batch.decoder);
+}
+
+torch::Tensor VlmModelImpl::decoderLayers(const VlmBatch& batch, const torch::Tensor& h_BTD, int begin, int end,
+                                          torch::Tensor& auxLoss)
+{
+    return m_decoder->runLayers(batch.decoder, h_BTD, begin, end, auxLoss);
+}
+
+DecoderOutput VlmModelImpl::decoderHead(const VlmBatch& batch, const torch::Tensor& h_BTD)
+{
+    return m_decoder->head(batch.decoder, h_BTD);
+}
+
+int VlmModelImpl::numDecoderLayers() const
+{
+    return m_decoder->numLayers();
+}
+
 void VlmModelImpl::setLayerRunner(LayerRunner* runner)
 {
     m_vision->setLayerRunner(runner);

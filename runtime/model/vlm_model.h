@@ -44,6 +44,19 @@ public:
     /// All three phases.
     DecoderOutput forward(VlmBatch& batch);
 
+    // Parts of decode() for running a slice of the model (a pipeline stage, applied from outside):
+    // decode() == decoderHead(decoderLayers(embed(), 0, numDecoderLayers())) plus the aux loss.
+    /// Token embedding with batch.decoder.imageEmbeds_ID in place of the image tokens.
+    torch::Tensor embed(const VlmBatch& batch);
+    /// Decoder layers [begin, end) on h_BTD (deepstack features from batch.decoder.deepstack_ID
+    /// where defined); auxLoss = these layers' load-balancing loss.
+    torch::Tensor decoderLayers(const VlmBatch& batch, const torch::Tensor& h_BTD, int begin, int end,
+                                torch::Tensor& auxLoss);
+    /// Final norm, output layer and LM loss on h_BTD (auxLoss undefined).
+    DecoderOutput decoderHead(const VlmBatch& batch, const torch::Tensor& h_BTD);
+    int numDecoderLayers() const;
+    int numDeepstackFeatures() const { return static_cast<int>(m_config.vision.deepstackLayers.size()); }
+
     /// Applies model.freeze_* (requires_grad off). Call once after construction.
     void applyFreezing();
 

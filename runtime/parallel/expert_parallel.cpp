@@ -92,6 +92,8 @@ void ExpertParallel::install(torch::nn::Module& model)
                                         std::to_string(E) + " experts");
         const int64_t L = E / m_epSize;
         auto params = moe->named_parameters(/*recurse=*/false);
+        if (params["gate_up"].numel() == 0)
+            continue;  // a layer of another pipeline stage (freed by Pipeline::keepOwnStage)
         for (const char* name : {"gate_up", "down"}) {
             torch::Tensor p = params[name];
             TORCH_CHECK(p.size(0) == E, "expert tensor ", name, " has ", p.size(0), " experts, the router ", E);

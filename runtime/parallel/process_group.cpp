@@ -90,6 +90,15 @@ public:
     {
         output.copy_(input);
     }
+    // One rank has no peer: a pipeline over one rank never sends (Pipeline needs PP > 1).
+    std::unique_ptr<CommWork> sendAsync(torch::Tensor, int peer, int) override
+    {
+        throw CommError("rank 0 of 1: send to rank " + std::to_string(peer) + " in a single-process group");
+    }
+    std::unique_ptr<CommWork> recvAsync(torch::Tensor, int peer, int) override
+    {
+        throw CommError("rank 0 of 1: recv from rank " + std::to_string(peer) + " in a single-process group");
+    }
     std::unique_ptr<ProcessGroup> newGroup(const std::vector<int>&, const std::string&) override
     {
         return std::make_unique<SingleProcessGroup>();
@@ -203,6 +212,18 @@ public:
         guarded("alltoall", [&] { m_group->alltoall_base(out, in, outSplits, inSplits)->wait(); });
     }
 
+    // c10d's send/recv take a one-tensor list and a tag (Gloo's slot); same signature on the Gloo
+    // and NCCL backends of 1.13 and 2.x. The work keeps the tensor; the lambda holds it too, so a
+    // temporary given here lives until the transfer is done.
+    std::unique_ptr<CommWork> sendAsync(torch::Tensor tensor, int peer, int tag) override
+    {
+        return pointToPoint("send", tensor, peer, tag, true);
+    }
+    std::unique_ptr<CommWork> recvAsync(torch::Tensor tensor, int peer, int tag) override
+    {
+        return pointToPoint("recv", tensor, peer, tag, false);
+    }
+
     std::unique_ptr<ProcessGroup> newGroup(const std::vector<int>& ranks, const std::string& name) override
     {
         const auto it = std::find(ranks.begin(), ranks.end(), m_rank);
@@ -230,6 +251,19 @@ private:
         if (m_id.name != "world")
             text += " (group " + m_id.name + ", rank " + std::to_string(m_rank) + " of " + std::to_string(m_size) + ")";
         return text;
+    }
+
+    std::unique_ptr<CommWork> pointToPoint(const char* op, const torch::Tensor& tensor, int peer, int tag, bool send)
+    {
+        if (peer < 0 || peer >= m_size || peer == m_rank)
+            throw CommError(who() + ": " + op + " with rank " + std::to_string(peer) + " of a group of " +
+                            std::to_string(m_size) + " (must be another member)");
+        TORCH_CHECK(tensor.is_contiguous(), op, ": the tensor must be contiguous");
+        const std::string what = std::string(op) + (send ? " to" : " from") + " rank " + std::to_string(peer);
+        std::vector<at::Tensor> tensors{tensor};
+        c10::intrusive_ptr<c10d::Work> work;
+        guarded(what.c_str(), [&] { work = send ? m_group->send(tensors, peer, tag) : m_group->recv(tensors, peer, tag); });
+        return std::make_unique<DeferredWork>([this, work, tensors, what] { guarded(what.c_str(), [&] { work->wait(); }); });
     }
 
     template <class F>

@@ -4,7 +4,7 @@
 // knows nothing of this: parallelism is applied from outside (torchtitan style).
 // Collectives are called from the training (main) thread only (autograd's backward included: on
 // the CPU it runs on the calling thread, on CUDA on the device thread while the caller waits).
-// Most are blocking; the *Async ones return a CommWork to wait on (prefetch). Sub-groups over a
+// Most are blocking; the *Async ones return a CommWork to wait on (prefetch, pipeline send/recv). Sub-groups over a
 // subset of the ranks (expert-parallel, expert-data-parallel) are made from the world group
 // through a prefixed store, so every group has its own key space and its own communicator.
 //
@@ -93,6 +93,18 @@ public:
     /// m values each rank sent to it, in source order: the count exchange before a variable
     /// all-to-all. Returns the received counts on the host.
     std::vector<int64_t> exchangeCounts(const std::vector<int64_t>& counts, torch::Device device);
+
+    /// Point-to-point (pipeline stages): `tensor` (contiguous; the receiver's has the sender's
+    /// shape and dtype) goes to / comes from group rank `peer`. Messages between two ranks with
+    /// the same `tag` arrive in the order they were sent (Gloo matches by tag; NCCL ignores tags
+    /// and matches by call order). Two ranks that both send to and receive from each other must
+    /// post in opposite orders (one sends first, the other receives first): NCCL's send and recv
+    /// kernels on one stream otherwise wait for each other. The tensor must stay untouched until
+    /// wait() returns. Timeouts and a gone peer throw CommError naming the rank, the op and peer.
+    virtual std::unique_ptr<CommWork> sendAsync(torch::Tensor tensor, int peer, int tag) = 0;
+    virtual std::unique_ptr<CommWork> recvAsync(torch::Tensor tensor, int peer, int tag) = 0;
+    void send(const torch::Tensor& tensor, int peer, int tag) { sendAsync(tensor, peer, tag)->wait(); }
+    void recv(const torch::Tensor& tensor, int peer, int tag) { recvAsync(tensor, peer, tag)->wait(); }
 
     /// A group over `ranks` (ranks of this group, ascending, containing rank()); `name` must be
     /// unique and the same on every member. Every member must call it (non-members must not),

@@ -34,7 +34,7 @@ bool cudaUsable()
 std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int worldSize)
 {
     std::vector<core::ConfigProblem> out;
-    const std::string later = "this build of moe-train runs data, expert and fully sharded data parallelism only (docs/parallel.md)";
+    const std::string later = "this build of moe-train runs data, expert, fully sharded data and pipeline parallelism only (docs/parallel.md)";
     const auto s = [](int64_t v) { return std::to_string(v); };
     if (c.model.decoder.vocabSize < kMinVocabSize)
         out.push_back({"model.decoder.vocab_size",
@@ -43,26 +43,40 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
     const auto& p = c.parallel;
     const std::pair<const char*, int> sizes[] = {
         {"parallel.tensor_model_parallel_size", p.tensorModelParallelSize},
-        {"parallel.pipeline_model_parallel_size", p.pipelineModelParallelSize},
         {"parallel.virtual_pipeline_model_parallel_size", p.virtualPipelineModelParallelSize},
         {"parallel.context_parallel_size", p.contextParallelSize},
         {"parallel.expert_tensor_parallel_size", p.expertTensorParallelSize}};
     for (const auto& [path, size] : sizes)
         if (size > 1)
             out.push_back({path, s(size) + " > 1 is not supported by this build of moe-train yet", "set it to 1 (" + later + ")"});
-    // Data parallel, expert parallel and FSDP run (runtime/parallel); TP/PP/CP/ETP are rejected above.
+    // Data parallel, expert parallel, FSDP and pipeline parallel run (runtime/parallel); TP, CP,
+    // ETP and virtual pipeline stages are rejected above.
     const int ep = p.expertModelParallelSize;
-    if (ep > 1 && worldSize % ep != 0)
+    const int pp = p.pipelineModelParallelSize;
+    if (ep > 1 && worldSize % (ep * pp) != 0)
         out.push_back({"parallel.expert_model_parallel_size", s(ep) + " does not divide the " + s(worldSize) + " ranks",
                        "use an expert_model_parallel_size that divides the number of ranks"});
     if (ep > 1 && p.moeTokenDispatcherType != "alltoall")
         out.push_back({"parallel.moe_token_dispatcher_type", "moe-train dispatches experts by all-to-all only, not \"" +
                                                                  p.moeTokenDispatcherType + "\"",
                        "set moe_token_dispatcher_type \"alltoall\""});
-    const bool sharded = ep > 1 || (p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard");
+    if (pp > 1) {  // pipeline parallel (runtime/parallel/pipeline*.h)
+        const bool fsdp = p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard";
+        if (fsdp)
+            out.push_back({"parallel.use_megatron_fsdp", "FSDP together with pipeline parallelism is not supported by moe-train yet",
+                           "use pipeline_model_parallel_size 1 with FSDP, or plain data parallelism (no_shard) with PP"});
+        const int dp = worldSize % pp == 0 ? worldSize / pp : 0;
+        const int micro = c.train.microBatchSize > 0 && dp > 0 ? c.train.globalBatchSize / (c.train.microBatchSize * dp) : 0;
+        if (dp > 0 && micro < pp)
+            out.push_back({"train.global_batch_size",
+                           "1F1B needs at least pipeline_model_parallel_size = " + s(pp) + " micro-batches per step and data-parallel rank; GBS " +
+                               s(c.train.globalBatchSize) + " / (MBS " + s(c.train.microBatchSize) + " × DP " + s(dp) + ") = " + s(micro),
+                           "raise global_batch_size to at least " + s(int64_t{pp} * c.train.microBatchSize * dp)});
+    }
+    const bool sharded = ep > 1 || pp > 1 || (p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard");
     if (sharded && c.train.checkpointInterval > 0)
-        out.push_back({"train.checkpoint_interval", "checkpoints of sharded layouts (FSDP, expert parallel) are not written yet",
-                       "set checkpoint_interval 0, or run without FSDP and expert parallelism (docs/parallel.md)"});
+        out.push_back({"train.checkpoint_interval", "checkpoints of sharded layouts (FSDP, expert or pipeline parallel) are not written yet",
+                       "set checkpoint_interval 0, or run without FSDP, expert and pipeline parallelism (docs/parallel.md)"});
     const torch::Device device(c.runtime.device == "cuda" ? torch::kCUDA : torch::kCPU);
     if (worldSize > 1 && !multiRankSupported(device))
         out.push_back({"parallel", "WORLD_SIZE=" + s(worldSize) + ": this moe-train was built without a c10d backend for " +

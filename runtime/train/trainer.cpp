@@ -13,15 +13,22 @@
 // micro-batches a single rank would, split disjointly; gradients are averaged over ranks before
 // clipping, so the update equals the single-rank one up to reduction order. Rank 0 alone writes
 // metrics.jsonl, status.json and checkpoints; values are reduced over ranks first (DESIGN.md §3.2).
+//
+// Pipeline parallel (PP > 1, docs/parallel.md): each rank keeps its stage's part of the model and
+// runs the step's micro-batches of its data-parallel slice through the 1F1B schedule
+// (pipeline_schedule.h) instead of the loop below; the rest of the step is shared.
 #include "runtime/train/trainer.h"
 
 #include "core/metrics_schema.h"
 #include "core/model_flops.h"
 #include "runtime/data/batch_loader.h"
 #include "runtime/data/manifest.h"
+#include "runtime/data/tokenizer.h"
 #include "runtime/model/vlm_model.h"
 #include "runtime/model/torch_compat.h"
 #include "runtime/parallel/parallel_training.h"
+#include "runtime/parallel/pipeline.h"
+#include "runtime/parallel/pipeline_schedule.h"
 #include "runtime/parallel/process_group.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/fused_adamw.h"
@@ -45,6 +52,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -115,7 +123,8 @@ std::string layoutString(const core::RunConfig& c, int world)
     return "tp" + std::to_string(p.tensorModelParallelSize) + " pp" + std::to_string(p.pipelineModelParallelSize) +
            " cp" + std::to_string(p.contextParallelSize) + " ep" + std::to_string(p.expertModelParallelSize) +
            " etp" + std::to_string(p.expertTensorParallelSize) + " dp" + std::to_string(dp) +
-           (p.useMegatronFsdp ? " fsdp:" + p.dataParallelShardingStrategy : std::string());
+           (p.useMegatronFsdp ? " fsdp:" + p.dataParallelShardingStrategy : std::string()) +
+           (p.pipelineModelParallelSize > 1 ? " " + pipelineLayerSplit(c) : std::string());
 }
 
 class Trainer {
@@ -133,6 +142,9 @@ private:
     void setUp();
     void writeMeta();
     core::StepRecord trainStep(int64_t step);
+    double countMicroBatch(const MicroBatch& b, core::StepRecord& r) const;
+    void pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer& timer, double& flops, torch::Tensor& lmSum,
+                              torch::Tensor& auxSum, int64_t& stepEndSeq);
     void reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor& lmSum, torch::Tensor& auxSum);
     void event(const std::string& level, const std::string& message, int64_t step = -1);
     void writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message);
@@ -164,6 +176,7 @@ private:
     std::unique_ptr<BatchLoader> m_loader;
     RankEnvironment m_env;                    // rank 0 of 1 unless started by torchrun / --nproc-per-node
     std::unique_ptr<ProcessGroup> m_group;    // single-process group for one rank
+    std::unique_ptr<Pipeline> m_pipeline;     // PP > 1 only: this rank's stage and its groups
     std::unique_ptr<ParallelTraining> m_parallel;  // DP / EP / FSDP layout (runtime/parallel)
     std::unique_ptr<RecomputeRunner> m_recompute;  // null for recompute.granularity "none"
     bool m_stopAgreed = false;                // some rank was asked to stop (reduced at each step)
@@ -215,7 +228,10 @@ void Trainer::setUp()
         throw RunFailure{2, "the config has problems:\n" + core::formatProblems(problems)};
     // Every rank checks the same config, so they all stop here together or all go on.
     m_group = createProcessGroup(m_env, m_device, commTimeoutFromEnvironment());
-    m_parallel = std::make_unique<ParallelTraining>(m_config, *m_group);
+    // With PP the data-parallel layout (DP, EP) lives inside each stage's group of ranks.
+    if (m_config.parallel.pipelineModelParallelSize > 1)
+        m_pipeline = std::make_unique<Pipeline>(m_config, *m_group);
+    m_parallel = std::make_unique<ParallelTraining>(m_config, m_pipeline ? m_pipeline->dataGroup() : *m_group);
     if (m_config.runtime.numThreads > 0)
         torch::set_num_threads(m_config.runtime.numThreads);
     limitBlasThreads(torch::get_num_threads());
@@ -237,6 +253,12 @@ void Trainer::setUp()
 
     m_model = VlmModel(m_config.model, m_device);
     m_model->applyFreezing();
+    if (m_pipeline) {  // before the move: the other stages' parameters never reach the device
+        m_pipeline->keepOwnStage(*m_model);
+        const std::string stage = m_pipeline->describe(*m_model);
+        event("info", stage);
+        std::printf("moe-train: rank %d: %s\n", m_env.rank, stage.c_str());
+    }
     m_model->to(m_device);
     // Parallelism from outside: broadcast, expert slicing, FSDP sharding and its layer runner;
     // the activation-recompute runner, when there is one, goes in as the inner runner.
@@ -252,6 +274,9 @@ void Trainer::setUp()
                                 m_config.train);
 
     int64_t startSeq = 0;
+    if (m_options.resume && m_pipeline)
+        throw RunFailure{2, "--resume: checkpoints of pipeline-parallel runs are not written yet (docs/parallel.md); "
+                            "start without --resume"};
     if (m_options.resume && m_parallel->sharded())
         throw RunFailure{2, "--resume: checkpoints of sharded layouts (FSDP, expert parallel) are not written yet "
                             "(docs/parallel.md); start without --resume"};
@@ -319,7 +344,9 @@ core::StepRecord Trainer::trainStep(int64_t step)
     // The loader position is committed only when the step completes: a stop between micro-batches
     // drops the half-accumulated step, and the resumed run must load those micro-batches again.
     int64_t stepEndSeq = m_stepEndSeq;
-    for (int micro = 0; micro < numMicro; ++micro) {
+    if (m_pipeline)  // 1F1B over this stage's micro-batches instead of the loop below
+        pipelineMicroBatches(step, r, timer, flops, lmSum, auxSum, stepEndSeq);
+    for (int micro = 0; !m_pipeline && micro < numMicro; ++micro) {
         // With several ranks a stop is agreed at the step's end instead (reduceOverRanks): a rank
         // leaving mid-step would strand the others in the gradient allreduce.
         if (dp == 1 && stopRequestedFlag())
@@ -356,16 +383,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
         timer.end(StepTimer::Backward);
         lmSum = lmSum.defined() ? lmSum + out.lmLoss.detach() : out.lmLoss.detach();
         auxSum = auxSum.defined() ? auxSum + out.auxLoss.detach() : out.auxLoss.detach();
-
-        r.images += batch->images;
-        r.imageTokens += batch->imageTokens;
-        r.textTokens += batch->textTokens;
-        r.padTokens += batch->padTokens;
-        r.skippedImages += batch->skippedImages;
-        flops += core::decoderFlops(m_config.model.decoder, batch->sampleLengths);
-        for (size_t i = 0; i < batch->imageGridH.size(); ++i)
-            flops += core::visionFlops(m_config.model.vision, m_config.model.decoder.hiddenSize,
-                                       int64_t{batch->imageGridH[i]} * batch->imageGridW[i]);
+        flops += countMicroBatch(*batch, r);
     }
     timer.begin();
     m_parallel->finishGradients();  // counted as backward, as in DDP
@@ -404,6 +422,130 @@ core::StepRecord Trainer::trainStep(int64_t step)
     r.tflopsPerGpu = r.stepMs > 0 ? flops / (r.stepMs / 1000.0) / 1e12 / dp : 0.0;
     r.mfu = m_peakTflops > 0.0 ? r.tflopsPerGpu / m_peakTflops : 0.0;
     return r;
+}
+
+// Adds a trained micro-batch's images and tokens to the step record; returns its model FLOPs.
+double Trainer::countMicroBatch(const MicroBatch& b, core::StepRecord& r) const
+{
+    r.images += b.images;
+    r.imageTokens += b.imageTokens;
+    r.textTokens += b.textTokens;
+    r.padTokens += b.padTokens;
+    r.skippedImages += b.skippedImages;
+    double flops = core::decoderFlops(m_config.model.decoder, b.sampleLengths);
+    for (size_t i = 0; i < b.imageGridH.size(); ++i)
+        flops += core::visionFlops(m_config.model.vision, m_config.model.decoder.hiddenSize,
+                                   int64_t{b.imageGridH[i]} * b.imageGridW[i]);
+    return flops;
+}
+
+// One step's micro-batches on this rank's pipeline stage (1F1B). Every rank of a stage's
+// data-parallel group keeps micro-batches i with i % DP == its group rank, as DP does, so the
+// stages of one pipeline see the same ones. Timing: forward compute goes to vision / projector
+// (first stage) and decoder, backward compute to backward; time spent waiting for a neighbour
+// (the pipeline bubble and the transfers) is in step_ms only. Images, tokens and FLOPs are counted
+// on the first stage (once per micro-batch), the LM loss on the last, aux losses on every stage.
+void Trainer::pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer& timer, double& flops,
+                                   torch::Tensor& lmSum, torch::Tensor& auxSum, int64_t& stepEndSeq)
+{
+    Pipeline& pipe = *m_pipeline;
+    const int dp = pipe.dataGroup().size();
+    const int numMicro = std::max(1, m_config.train.globalBatchSize / m_config.train.microBatchSize);
+    const int numLocal = std::max(1, numMicro / dp);
+    std::vector<MicroBatch> batches;
+    for (int micro = 0; micro < numMicro; ++micro) {
+        const auto waitStart = std::chrono::steady_clock::now();
+        std::optional<MicroBatch> batch = m_loader->next();
+        if (!batch)
+            throw RunFailure{1, "the data loader stopped"};
+        r.dataMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - waitStart).count();
+        stepEndSeq = batch->nextSampleSeq;
+        if (micro % dp != pipe.dataGroup().rank())
+            continue;  // another data-parallel rank's micro-batch
+        if (pipe.isFirst())
+            for (const std::string& w : batch->warnings)
+                if (m_warningsEmitted++ < 5)
+                    event("warning", w, step);
+        batches.push_back(std::move(*batch));
+    }
+    const auto act = m_bf16Autocast ? torch::kBFloat16 : torch::kFloat32;  // the residual stream's dtype
+    const int64_t D = m_config.model.decoder.hiddenSize;
+    const int numLayers = m_model->numDecoderLayers();
+    const int deepstack = std::min(m_model->numDeepstackFeatures(), numLayers);
+    std::vector<int64_t> imageTokens;  // per micro-batch: rows of its deepstack features
+    for (auto& b : batches) {
+        imageTokens.push_back(b.totalPatches() > 0 ? std::count(b.tokenIds.begin(), b.tokenIds.end(), kImageId) : 0);
+        if (!pipe.isFirst()) {  // only the first stage runs the vision encoder: no pixels to copy
+            b.patchPixels.clear();
+            b.patchImage.clear();
+            b.patchRow.clear();
+            b.patchCol.clear();
+        }
+    }
+    // Deepstack features of layers [from, deepstack) still to be added: sent along with h.
+    auto pending = [&](int i, int from) { return imageTokens[static_cast<size_t>(i)] > 0 ? std::max(0, deepstack - from) : 0; };
+
+    PipelineCallbacks cb;
+    cb.inputSpecs = [&](int i) {
+        const MicroBatch& b = batches[static_cast<size_t>(i)];
+        std::vector<TensorSpec> specs{{{b.rows, b.seqLength, D}, act}};
+        for (int k = 0; k < pending(i, pipe.layerBegin()); ++k)
+            specs.push_back({{imageTokens[static_cast<size_t>(i)], D}, act});
+        return specs;
+    };
+    cb.forward = [&](int i, const std::vector<torch::Tensor>& inputs) {
+        timer.begin();
+        VlmBatch t = toTensors(batches[static_cast<size_t>(i)], m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
+        if (m_denseDecoderAttention)
+            t.decoder.documents = {};
+        StageForward out;
+        AutocastScope autocast(m_bf16Autocast);
+        torch::Tensor h;
+        if (pipe.isFirst()) {
+            VisionOutput vision = m_model->encodeImages(t);
+            timer.end(StepTimer::Vision);
+            m_model->project(vision, t);
+            timer.end(StepTimer::Projector);
+            h = m_model->embed(t);
+        } else {
+            h = inputs.at(0);
+            t.decoder.deepstack_ID.assign(static_cast<size_t>(deepstack), torch::Tensor());
+            for (size_t k = 1; k < inputs.size(); ++k)
+                t.decoder.deepstack_ID[static_cast<size_t>(pipe.layerBegin()) + k - 1] = inputs[k];
+        }
+        torch::Tensor aux;
+        h = m_model->decoderLayers(t, h, pipe.layerBegin(), pipe.layerEnd(), aux);
+        if (pipe.isLast()) {
+            DecoderOutput head = m_model->decoderHead(t, h);
+            out.loss = (head.lmLoss + aux) / static_cast<double>(numLocal);
+            lmSum = lmSum.defined() ? lmSum + head.lmLoss.detach() : head.lmLoss.detach();
+        } else {
+            out.outputs.push_back(h.to(act));
+            for (int k = pipe.layerEnd(); k < pipe.layerEnd() + pending(i, pipe.layerEnd()); ++k)
+                out.outputs.push_back(t.decoder.deepstack_ID.at(static_cast<size_t>(k)).to(act));
+            out.loss = aux / static_cast<double>(numLocal);
+        }
+        auxSum = auxSum.defined() ? auxSum + aux.detach() : aux.detach();
+        timer.end(StepTimer::Decoder);
+        return out;
+    };
+    cb.backward = [&](const std::vector<torch::Tensor>& roots, const std::vector<torch::Tensor>& grads) {
+        timer.begin();
+        torch::autograd::backward(roots, grads);
+        m_parallel->afterBackward();
+        timer.end(StepTimer::Backward);
+    };
+    runOneForwardOneBackward(pipe, static_cast<int>(batches.size()), cb, m_device);
+
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(m_device);
+    if (!lmSum.defined())  // not the last stage: its share of the summed loss is 0
+        lmSum = torch::zeros({}, f32);
+    if (!auxSum.defined())
+        auxSum = torch::zeros({}, f32);
+    if (!pipe.isFirst())
+        return;
+    for (const MicroBatch& b : batches)
+        flops += countMicroBatch(b, r);
 }
 
 // DESIGN.md §3.2: times and memory are the max over ranks, tokens, images, FLOPs and loss sums
@@ -483,6 +625,8 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
     // One rank, nothing sharded: the multi-tensor norm; otherwise the layout's (reduced over ranks).
     torch::Tensor total = m_group->size() == 1 && !m_parallel->sharded() ? globalGradNorm(grads)
                                                                           : m_parallel->gradNorm();
+    if (m_pipeline)  // each stage holds its own parameters: squares summed over the stages
+        total = m_pipeline->combineGradNorm(total);
     const double clip = m_config.train.clipGrad;
     // CUDA: one fused multi-tensor kernel (≈110 ms → a few ms of launches for the 30B slice's
     // ~4.3 G fp32 values) with the clip folded in as its grad_scale (g / max(1, norm / clip): one
@@ -512,9 +656,9 @@ void Trainer::saveCheckpointNow(const std::string& why)
 {
     if (!writer())
         return;  // the weights and optimizer state are the same on every rank; rank 0 saves them
-    if (m_parallel && m_parallel->sharded()) {
+    if ((m_parallel && m_parallel->sharded()) || m_pipeline) {
         m_metrics->event("warning", "no checkpoint (" + why + "): checkpoints of sharded layouts (FSDP, expert "
-                                    "parallel) are not written yet (docs/parallel.md)", m_step);
+                                    "or pipeline parallel) are not written yet (docs/parallel.md)", m_step);
         return;
     }
     CheckpointState state;

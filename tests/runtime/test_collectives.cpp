@@ -1,9 +1,11 @@
 // The process group's collectives over Gloo on loopback, rank by rank: all-gather into a flat
 // output (blocking and async), reduce-scatter, all-to-all with variable split sizes (some zero)
 // after the count exchange, sub-groups made through a prefixed store (EP- and EDP-shaped), the
-// differentiable all-to-all's backward, and a CommError naming the rank and the operation.
+// differentiable all-to-all's backward, point-to-point send/recv (world and a strided sub-group),
+// and a CommError naming the rank and the operation (bad group, send to itself, recv timeout).
 // Plain executable: `test_runtime_collectives N` forks N ranks of itself (before any LibTorch
 // thread exists) and fails when any rank's checks fail or a rank does not finish in time.
+// `test_runtime_collectives recv-timeout`: 2 ranks, a recv that is never matched times out.
 #include "check.h"
 
 #include "runtime/parallel/expert_parallel.h"
@@ -12,6 +14,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+
+#include <thread>
 
 namespace test = wb::test;
 using namespace wb::rt;
@@ -103,6 +107,101 @@ void checkAllToAll(ProcessGroup& g)
     WB_CHECK_MSG(x.grad().defined() && sameTensor(x.grad(), x.detach()), "all-to-all backward on rank " << r);
 }
 
+// Pipeline-shaped point-to-point: rank r sends two messages (tags 0 and 1, shapes 2×3 and 4) to
+// r + 1 and receives r − 1's (a ring), posted async in the even/odd order the pipeline uses
+// (even ranks send first); then blocking sends and recvs of int64 tensors with one tag, both
+// directions, between ranks 0 and 1 in both directions, and a send to itself is a CommError naming the op.
+void checkPointToPoint(ProcessGroup& g)
+{
+    const int n = g.size(), r = g.rank();
+    if (n < 2)
+        return;
+    const int next = (r + 1) % n, prev = (r + n - 1) % n;
+    auto a = torch::full({2, 3}, 10.0f * r);
+    auto b = torch::arange(4, torch::kFloat32) + 100.0f * r;
+    auto ra = torch::full({2, 3}, -1.0f), rb = torch::full({4}, -1.0f);
+    std::vector<std::unique_ptr<CommWork>> works;
+    auto sends = [&] {
+        works.push_back(g.sendAsync(a, next, 0));
+        works.push_back(g.sendAsync(b, next, 1));
+    };
+    auto recvs = [&] {
+        works.push_back(g.recvAsync(ra, prev, 0));
+        works.push_back(g.recvAsync(rb, prev, 1));
+    };
+    if (r % 2 == 0) {
+        sends();
+        recvs();
+    } else {
+        recvs();
+        sends();
+    }
+    for (auto& w : works)
+        w->wait();
+    WB_CHECK_MSG(sameTensor(ra, torch::full({2, 3}, 10.0f * prev)), "p2p tag 0 on rank " << r << ": " << ra);
+    WB_CHECK_MSG(sameTensor(rb, torch::arange(4, torch::kFloat32) + 100.0f * prev), "p2p tag 1 on rank " << r << ": " << rb);
+    if (r < 2) {  // blocking, both directions, same tag twice in a row: order kept
+        auto first = torch::tensor({int64_t{7} + r}), second = torch::tensor({int64_t{70} + r});
+        auto in1 = torch::zeros({1}, torch::kInt64), in2 = torch::zeros({1}, torch::kInt64);
+        const int peer = 1 - r;
+        if (r == 0) {
+            g.send(first, peer, 5);
+            g.send(second, peer, 5);
+            g.recv(in1, peer, 5);
+            g.recv(in2, peer, 5);
+        } else {
+            g.recv(in1, peer, 5);
+            g.recv(in2, peer, 5);
+            g.send(first, peer, 5);
+            g.send(second, peer, 5);
+        }
+        WB_CHECK_MSG(in1.item<int64_t>() == 7 + peer && in2.item<int64_t>() == 70 + peer, "blocking p2p on rank " << r);
+    }
+    bool threw = false;
+    try {
+        g.send(a, r, 0);
+    } catch (const CommError& e) {
+        const std::string what = e.what();
+        threw = what.find("rank " + std::to_string(r)) != std::string::npos && what.find("send") != std::string::npos;
+    }
+    WB_CHECK(threw);
+}
+
+// Rank 1 waits for a message rank 0 never sends: after the group's timeout (2 s) the recv throws
+// a CommError naming the rank, the operation and the peer.
+int runRecvTimeout(int rank, int port)
+{
+    RankEnvironment env;
+    env.rank = rank;
+    env.worldSize = 2;
+    env.localRank = rank;
+    env.localWorldSize = 2;
+    env.masterPort = port;
+    try {
+        auto world = createProcessGroup(env, torch::kCPU, std::chrono::seconds(2));
+        if (rank == 0) {  // stays alive (and keeps the store) while rank 1 times out
+            std::this_thread::sleep_for(std::chrono::seconds(5));
+            return 0;
+        }
+        auto t = torch::zeros({3});
+        const auto start = std::chrono::steady_clock::now();
+        std::string message;
+        try {
+            world->recv(t, 0, 3);
+        } catch (const CommError& e) {
+            message = e.what();
+        }
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        WB_CHECK_MSG(message.find("rank 1 of 2") != std::string::npos && message.find("recv from rank 0") != std::string::npos,
+                     "recv timeout message: " << message);
+        WB_CHECK_MSG(took < 4.5, "recv took " << took << " s to time out");
+    } catch (const std::exception& e) {
+        std::cerr << "rank " << rank << ": " << e.what() << std::endl;
+        return 1;
+    }
+    return test::failureCount() == 0 ? 0 : 1;
+}
+
 void checkSubgroups(ProcessGroup& world)
 {
     const int n = world.size(), r = world.rank();
@@ -127,6 +226,7 @@ void checkSubgroups(ProcessGroup& world)
     WB_CHECK_MSG(t[0].item<float>() == expected, "strided allreduce on rank " << r);
     checkAllgather(*pair);
     checkAllToAll(*stride);
+    checkPointToPoint(*stride);  // pipeline-shaped: ranks of one stride (pipeline group) talk
     // Not a member: a CommError that names the rank and the operation.
     bool threw = false;
     try {
@@ -150,6 +250,7 @@ int runRank(int rank, int ranks, int port)
         checkAllgather(*world);
         checkReduceScatter(*world);
         checkAllToAll(*world);
+        checkPointToPoint(*world);
         checkSubgroups(*world);
         world->barrier();
     } catch (const std::exception& e) {
@@ -163,8 +264,22 @@ int runRank(int rank, int ranks, int port)
 
 int main(int argc, char** argv)
 {
-    const int ranks = argc > 1 ? std::atoi(argv[1]) : 2;
     const int port = freePort();
+    if (argc > 1 && std::string(argv[1]) == "recv-timeout") {
+        std::vector<pid_t> pids;
+        for (int k = 0; k < 2; ++k) {
+            const pid_t pid = ::fork();
+            if (pid == 0)
+                ::_exit(runRecvTimeout(k, port));
+            pids.push_back(pid);
+        }
+        for (int k = 0; k < 2; ++k) {
+            const int rc = test::waitProcess(pids[static_cast<size_t>(k)], 60);
+            WB_CHECK_MSG(rc == 0, "rank " << k << " exited " << rc);
+        }
+        return test::checkExitCode("test_runtime_collectives recv-timeout");
+    }
+    const int ranks = argc > 1 ? std::atoi(argv[1]) : 2;
     std::vector<pid_t> pids;
     for (int k = 0; k < ranks; ++k) {
         const pid_t pid = ::fork();

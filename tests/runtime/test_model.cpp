@@ -1,6 +1,7 @@
 // Model pieces on CPU against values the test computes independently: router renormalization
 // and aux loss, expert gather/scatter vs a dense per-token loop, block-diagonal attention vs
-// per-sample attention (decoder and vision), projector merge order, loss masked to captions.
+// per-sample attention (decoder and vision), projector merge order, loss masked to captions,
+// the pipeline-stage parts composing to forward() and the stage layer split.
 // Shapes: T tokens, E experts, K top-k, D width, P patches.
 #include "check.h"
 
@@ -12,6 +13,7 @@
 #include "runtime/model/projector.h"
 #include "runtime/model/vision_encoder.h"
 #include "runtime/model/vlm_model.h"
+#include "runtime/parallel/pipeline.h"
 
 #include <torch/torch.h>
 
@@ -225,6 +227,71 @@ static void testLossMaskedToCaptions()
     WB_CHECK(missing == 0);
 }
 
+// The parts a pipeline stage runs (embed → decoder layers [a, b) → head) compose to forward():
+// a split after layer 0 of 3, with two deepstack features, the second one added on the "later
+// stage" from a copy whose first entry is undefined (as a stage that received only the features
+// of its own layers has it), gives forward's loss and aux loss; gradients reach both halves.
+// Plus the layer split of pipeline stages (even, uneven first/last, a split that does not add up).
+static void testPipelinePartsEqualForward()
+{
+    torch::manual_seed(5);
+    core::ModelConfig m = tinyModel();
+    m.decoder.numLayers = 3;
+    m.vision.numLayers = 2;
+    m.vision.deepstackLayers = {0, 1};
+    rt::SamplePacker packer(1, 24, 2, rt::patchDim(4, 1));
+    rt::PreparedSample withImage;
+    withImage.hasImage = true;
+    withImage.image = rt::patchify(rt::RgbImage{8, 8, std::vector<uint8_t>(8 * 8 * 3, 60)}, 4, 1, 2);
+    withImage.caption = rt::tokenize("a cat", 64);
+    WB_CHECK(packer.tryAdd(withImage));
+    rt::MicroBatch batch = packer.take(1);
+    rt::VlmModel model(m);
+    rt::VlmBatch whole = rt::toTensors(batch, torch::kCPU, torch::kFloat32);
+    rt::DecoderOutput reference = model->forward(whole);
+
+    rt::VlmBatch first = rt::toTensors(batch, torch::kCPU, torch::kFloat32);
+    model->project(model->encodeImages(first), first);
+    WB_CHECK(first.decoder.deepstack_ID.size() == 2);
+    torch::Tensor aux0, aux1;
+    auto h = model->decoderLayers(first, model->embed(first), 0, 1, aux0);
+    // The later stage: received leaves (h and the second deepstack feature) that need gradients.
+    rt::VlmBatch later = rt::toTensors(batch, torch::kCPU, torch::kFloat32);
+    auto hIn = h.detach().requires_grad_(true);
+    auto deepIn = first.decoder.deepstack_ID[1].detach().requires_grad_(true);
+    later.decoder.deepstack_ID = {torch::Tensor(), deepIn};
+    auto h2 = model->decoderLayers(later, hIn, 1, 3, aux1);
+    rt::DecoderOutput head = model->decoderHead(later, h2);
+    WB_CHECK_MSG(head.lmLoss.item<double>() == reference.lmLoss.item<double>(),
+                 head.lmLoss.item<double>() << " vs " << reference.lmLoss.item<double>());
+    WB_CHECK_CLOSE((aux0 + aux1).item<double>(), reference.auxLoss.item<double>(), 1e-6);
+    WB_CHECK(model->numDecoderLayers() == 3 && model->numDeepstackFeatures() == 2);
+    (head.lmLoss + aux1).backward();
+    WB_CHECK(hIn.grad().defined() && deepIn.grad().defined() && hIn.grad().abs().sum().item<double>() > 0.0);
+    torch::autograd::backward({h, first.decoder.deepstack_ID[1], aux0}, {hIn.grad(), deepIn.grad(), torch::ones({})});
+    int missing = 0;
+    for (const auto& p : model->named_parameters())
+        if (!p.value().grad().defined()) {
+            ++missing;
+            std::cerr << "  no grad after the two halves' backward: " << p.key() << "\n";
+        }
+    WB_CHECK(missing == 0);
+
+    using Split = std::vector<std::pair<int, int>>;
+    WB_CHECK((rt::pipelineStageLayers(4, 2, 0, 0) == Split{{0, 2}, {2, 4}}));
+    WB_CHECK((rt::pipelineStageLayers(4, 2, 1, 3) == Split{{0, 1}, {1, 4}}));
+    WB_CHECK((rt::pipelineStageLayers(5, 3, 1, 0) == Split{{0, 1}, {1, 3}, {3, 5}}));
+    WB_CHECK((rt::pipelineStageLayers(6, 4, 0, 3) == Split{{0, 1}, {1, 2}, {2, 3}, {3, 6}}));
+    WB_CHECK((rt::pipelineStageLayers(8, 4, 1, 1) == Split{{0, 1}, {1, 4}, {4, 7}, {7, 8}}));
+    bool threw = false;
+    try {
+        rt::pipelineStageLayers(2, 2, 3, 0);
+    } catch (const std::invalid_argument& e) {
+        threw = std::string(e.what()).find("num_layers_in_first_pipeline_stage") != std::string::npos;
+    }
+    WB_CHECK(threw);
+}
+
 // The host-side lists toTensors hands the GPU fast paths: varlen segments (documents and each
 // row's padding tail; one per image) and the index lists that replace nonzero() in the forward.
 static void testPackedSegmentsAndIndexLists()
@@ -300,6 +367,7 @@ int main()
     testProjectorMergeOrder();
     testLossMaskedToCaptions();
     testPackedSegmentsAndIndexLists();
+    testPipelinePartsEqualForward();
     testPatchUploadMatchesReference();
     return test::checkExitCode("test_runtime_model");
 }

@@ -7,6 +7,8 @@
 //             fsdp-optim_grads_params), expert parallelism (ep2dp2: EP 2 × DP 2) or both
 //             (fsdp-ep: EP 2 × DP 2 with optim_grads_params), and ZeRO-3 with a frozen vision
 //             encoder (fsdp-frozen-vision); the meta line names the layout.
+//             Pipeline: pp2, pp2-uneven (1 + 3 layers, deepstack sent, full recompute), pp4 (middle
+//             stages, a deepstack feature passed through), pp2dp2, pp2ep2.
 //   kill    : two ranks started torchrun-style (RANK/WORLD_SIZE/MASTER_* set by the test); rank 1
 //             is SIGKILLed mid-run and rank 0 must exit 4 (comm_error) within the comm timeout.
 //             Then the same through --nproc-per-node: the parent exits 1 and status.json names rank 1.
@@ -69,7 +71,7 @@ json readStatus(const fs::path& runDir)
     return json::parse(test::readFile(runDir / "status.json"), nullptr, false);
 }
 
-// `parallel` is merged into the "parallel" section; `common` ({section: {field: value}}) into both.
+// `parallel` is merged into the "parallel" section; `common` (a JSON merge patch) into both.
 fs::path writeConfig(const fs::path& dir, int iters, const json& parallel = json::object(), const std::string& tag = "",
                      const json& common = json::object())
 {
@@ -84,9 +86,7 @@ fs::path writeConfig(const fs::path& dir, int iters, const json& parallel = json
     config["train"]["log_interval"] = 1;
     for (const auto& [key, value] : parallel.items())
         config["parallel"][key] = value;
-    for (const auto& [section, fields] : common.items())
-        for (const auto& [key, value] : fields.items())
-            config[section][key] = value;
+    config.merge_patch(common);  // nested: {"model": {"decoder": {"num_layers": 4}}} sets one field
     const fs::path path = dir / ("run" + std::to_string(iters) + tag + ".json");
     std::ofstream(path) << config.dump(2);
     return path;
@@ -115,7 +115,8 @@ void testEqual(const fs::path& dir, int ranks, int steps = kSteps, const json& p
     WB_CHECK(!multiRecords.empty() && multiRecords.front().value("type", "") == "meta");
     if (!multiRecords.empty()) {
         WB_CHECK(multiRecords.front().value("world_size", 0) == ranks);
-        WB_CHECK_MSG(multiRecords.front().value("layout", "").find("dp" + std::to_string(ranks)) != std::string::npos,
+        const int dp = ranks / parallel.value("pipeline_model_parallel_size", 1);
+        WB_CHECK_MSG(multiRecords.front().value("layout", "").find("dp" + std::to_string(dp)) != std::string::npos,
                      multiRecords.front().dump());
         WB_CHECK_MSG(multiRecords.front().value("layout", "").find(layout) != std::string::npos, multiRecords.front().dump());
     }
@@ -143,11 +144,37 @@ void testEqual(const fs::path& dir, int ranks, int steps = kSteps, const json& p
     WB_CHECK(status.value("status", "") == "finished" && status.value("exit_code", -1) == 0);
 }
 
+// The MiB after `key` in `text` (first occurrence), or -1.
+double mibAfter(const std::string& text, const std::string& key)
+{
+    const size_t at = text.find(key);
+    return at == std::string::npos ? -1.0 : std::atof(text.c_str() + at + key.size());
+}
+
+// One rank per stage: each stage's log says what it holds, stage 0 the vision side and the last
+// the head; together they hold the single-rank model's parameters exactly once (the others are
+// freed, not merely unused).
+void checkStagesHoldTheModelOnce(const fs::path& dir, int stages)
+{
+    const double whole = mibAfter(test::readFile(dir / "single.log"), "per rank parameters ");
+    double held = 0.0;
+    for (int k = 0; k < stages; ++k) {
+        const std::string log = test::readFile(dir / "multi" / ("rank" + std::to_string(k) + ".log"));
+        WB_CHECK_MSG(log.find("stage " + std::to_string(k) + ": decoder layers [") != std::string::npos, log);
+        WB_CHECK_MSG((log.find("vision encoder") != std::string::npos) == (k == 0), log);
+        WB_CHECK_MSG((log.find("output layer") != std::string::npos) == (k == stages - 1), log);
+        held += mibAfter(log, "parameters held ");
+    }
+    // Each value is rounded to 0.01 MiB in the logs.
+    WB_CHECK_MSG(whole > 0.0 && std::abs(held - whole) <= 0.01 * stages, "stages hold " << held << " MiB, one rank " << whole);
+}
+
 // 4 ranks with FSDP and/or expert parallelism against one rank.
 void testLayout(const fs::path& dir, const std::string& name)
 {
     json parallel, common = json::object();
     std::string layout;
+    int ranks = 4;
     if (name == "fsdp-frozen-vision") {  // frozen parameters stay whole, with no optimizer state
         parallel = {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", "optim_grads_params"}};
         common = {{"model", {{"freeze_vision_model", true}}}};
@@ -163,14 +190,42 @@ void testLayout(const fs::path& dir, const std::string& name)
         parallel = {{"expert_model_parallel_size", 2}, {"use_megatron_fsdp", true},
                     {"data_parallel_sharding_strategy", "optim_grads_params"}};
         layout = "ep2 etp1 dp4 fsdp:optim_grads_params";
+    } else if (name == "pp2") {  // 2 stages, one decoder layer each; 4 micro-batches per step
+        parallel = {{"pipeline_model_parallel_size", 2}};
+        layout = "pp2 cp1 ep1 etp1 dp1 pp_layers:1,1";
+        ranks = 2;
+    } else if (name == "pp2-uneven") {
+        // 4 layers split 1 + 3, two deepstack features: the second (added after layer 1) is sent
+        // from the vision stage to stage 1 with the hidden states, its gradient comes back; and
+        // full activation recompute on both stages.
+        parallel = {{"pipeline_model_parallel_size", 2}, {"num_layers_in_first_pipeline_stage", 1},
+                    {"num_layers_in_last_pipeline_stage", 3}};
+        common = {{"model", {{"decoder", {{"num_layers", 4}}}, {"vision", {{"deepstack_layers", {0, 1}}}}}},
+                  {"recompute", {{"granularity", "full"}, {"method", "uniform"}, {"recompute_num_layers", 1}}}};
+        layout = "pp2 cp1 ep1 etp1 dp1 pp_layers:1,3";
+        ranks = 2;
+    } else if (name == "pp4") {
+        // 4 stages of one layer: two middle stages; three deepstack features, the one of layer 2
+        // passes through stage 1 on its way to stage 2 (and its gradient back).
+        parallel = {{"pipeline_model_parallel_size", 4}};
+        common = {{"model", {{"decoder", {{"num_layers", 4}}}, {"vision", {{"num_layers", 3}, {"deepstack_layers", {0, 1, 2}}}}}}};
+        layout = "pp4 cp1 ep1 etp1 dp1 pp_layers:1,1,1,1";
+    } else if (name == "pp2dp2") {  // stages {0,1} and {2,3}, pipelines {0,2} and {1,3}
+        parallel = {{"pipeline_model_parallel_size", 2}};
+        layout = "pp2 cp1 ep1 etp1 dp2 pp_layers:1,1";
+    } else if (name == "pp2ep2") {  // EP 2 inside each stage (its two ranks), DP 2 for dense
+        parallel = {{"pipeline_model_parallel_size", 2}, {"expert_model_parallel_size", 2}};
+        layout = "pp2 cp1 ep2 etp1 dp2 pp_layers:1,1";
     } else {
         WB_CHECK_MSG(false, "unknown layout " << name);
         return;
     }
-    testEqual(dir, 4, kShardedSteps, parallel, layout, kShardedLossTolerance, common);
+    testEqual(dir, ranks, kShardedSteps, parallel, layout, kShardedLossTolerance, common);
     // Every rank reports what it holds (the sharding is visible in its log).
     const std::string log0 = test::readFile(dir / "multi" / "rank0.log");
     WB_CHECK_MSG(log0.find("per rank parameters") != std::string::npos, log0);
+    if (name.rfind("pp", 0) == 0 && name.find("dp") == std::string::npos && name.find("ep") == std::string::npos)
+        checkStagesHoldTheModelOnce(dir, ranks);
 }
 
 int freePort()
@@ -203,9 +258,11 @@ double secondsSince(std::chrono::steady_clock::time_point t)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-void testKillTorchrunStyle(const fs::path& dir)
+// `parallel`: e.g. PP 2, where rank 0 is then waiting in a send/recv of the pipeline, not in an
+// allreduce, when its peer dies.
+void testKillTorchrunStyle(const fs::path& dir, const json& parallel = json::object())
 {
-    const fs::path config = writeConfig(dir, 100000);
+    const fs::path config = writeConfig(dir, 100000, parallel, parallel.empty() ? "" : "-kill");
     const fs::path runDir = dir / "torchrun";
     constexpr double kTimeout = 10.0;
     ::setenv("WORLD_SIZE", "2", 1);
@@ -284,6 +341,46 @@ void testHang(const fs::path& dir)
                  status.dump());
 }
 
+// --validate of pipeline layouts: PP 2 (and PP 2 × DP 2) accepted; FSDP with PP, virtual stages,
+// fewer micro-batches than stages and a layer split that does not add up are rejected naming the
+// field.
+void testValidatePipeline(const fs::path& dir, const fs::path& config)
+{
+    const std::string log = (dir / "validate-pp.log").string();
+    auto validate = [&](const json& c, int ranks, const std::string& name) {
+        std::ofstream(dir / (name + ".json")) << c.dump(2);
+        return test::runProcess({MOE_TRAIN_PATH, "--validate", (dir / (name + ".json")).string(), "--nproc-per-node",
+                                 std::to_string(ranks)},
+                                log, 60);
+    };
+    json pp = json::parse(test::readFile(config));
+    pp["parallel"]["pipeline_model_parallel_size"] = 2;
+    int rc = validate(pp, 2, "pp2");
+    WB_CHECK_MSG(rc == 0, "pp2 rc " << rc << "\n" << test::readFile(log));
+    rc = validate(pp, 4, "pp2dp2");
+    WB_CHECK_MSG(rc == 0, "pp2 dp2 rc " << rc << "\n" << test::readFile(log));
+    struct Bad {
+        const char* name;
+        json patch;
+        int ranks;
+        const char* field;
+    };
+    const Bad bad[] = {
+        {"pp-fsdp", {{"parallel", {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", "optim_grads_params"}}}}, 2,
+         "parallel.use_megatron_fsdp: FSDP together with pipeline parallelism"},
+        {"pp-vpp", {{"parallel", {{"virtual_pipeline_model_parallel_size", 2}}}}, 2, "parallel.virtual_pipeline_model_parallel_size"},
+        {"pp-gbs", {{"train", {{"global_batch_size", 2}}}}, 4, "train.global_batch_size: 1F1B needs at least"},
+        {"pp-split", {{"parallel", {{"num_layers_in_first_pipeline_stage", 3}}}}, 2, "do not split evenly"},
+    };
+    for (const Bad& b : bad) {
+        json c = pp;
+        c.merge_patch(b.patch);
+        rc = validate(c, b.ranks, b.name);
+        const std::string text = test::readFile(log);
+        WB_CHECK_MSG(rc == 2 && text.find(b.field) != std::string::npos, b.name << " rc " << rc << "\n" << text);
+    }
+}
+
 // --validate for N ranks: DP, EP and FSDP are accepted; TP (and PP, CP, ETP) are still rejected
 // with a message that names the field.
 void testValidate(const fs::path& dir)
@@ -319,6 +416,7 @@ void testValidate(const fs::path& dir)
     rc = test::runProcess({MOE_TRAIN_PATH, "--validate", (dir / "fsdp.json").string(), "--nproc-per-node", "3"}, log, 60);
     WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.expert_model_parallel_size") != std::string::npos,
                  test::readFile(log));
+    testValidatePipeline(dir, config);
 }
 
 }  // namespace
@@ -334,12 +432,14 @@ int main(int argc, char** argv)
     } else if (which == "kill") {
         testKillTorchrunStyle(dir);
         testKillLauncher(dir);
+    } else if (which == "kill-pp") {
+        testKillTorchrunStyle(dir, {{"pipeline_model_parallel_size", 2}});
     } else if (which == "hang") {
         testHang(dir);
     } else if (which == "validate") {
         testValidate(dir);
     } else {
-        std::cerr << "usage: test_runtime_parallel equal N | layout NAME | kill | hang | validate\n";
+        std::cerr << "usage: test_runtime_parallel equal N | layout NAME | kill | kill-pp | hang | validate\n";
         return 2;
     }
     if (test::failureCount() == 0)

@@ -1,0 +1,100 @@
+// Pipeline parallelism (PP), applied from outside the model: the decoder's layers are split over
+// PP stages; stage 0 also holds the vision encoder, the projectors and the token embedding, the
+// last stage the final norm, the output layer and the loss. A rank keeps only its stage's
+// parameters (the others are freed: no memory, no gradients, no optimizer state) and runs only
+// its part through VlmModelImpl's embed / decoderLayers / decoderHead. Activations travel between
+// neighbouring stages with send/recv (pipeline_schedule.h runs 1F1B over the micro-batches).
+//
+// Rank layout (Megatron's order with TP = CP = 1: TP fastest, then CP, EP, DP, PP last): with
+// S = world / PP ranks per stage, rank r is on stage r / S; the ranks of one stage form its
+// data-parallel group (EP groups are made inside it), and rank r's pipeline group is
+// {r mod S + k·S}: one rank per stage, group rank = stage.
+//
+// Layer split (Megatron's num_layers_in_first/last_pipeline_stage): an uneven first and/or last
+// stage takes the given number of layers; the remaining layers split evenly over the others.
+// Training thread only.
+#pragma once
+
+#include "core/run_config.h"
+#include "runtime/parallel/process_group.h"
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace wb::rt {
+
+class VlmModelImpl;
+
+/// [begin, end) decoder layers per stage for `numLayers` layers over `stages` stages; `first` /
+/// `last` = layers of the first / last stage (0 = even split). Throws std::invalid_argument
+/// naming the fields when the numbers do not add up.
+std::vector<std::pair<int, int>> pipelineStageLayers(int numLayers, int stages, int first, int last);
+
+/// For the meta line's layout: "pp_layers:1,3" (decoder layers per stage); empty for PP 1 or a
+/// split that does not add up.
+std::string pipelineLayerSplit(const core::RunConfig& config);
+
+/// Shape and dtype of one tensor of a message between stages.
+struct TensorSpec {
+    std::vector<int64_t> shape;
+    torch::ScalarType dtype = torch::kFloat32;
+};
+
+class Pipeline {
+public:
+    /// Creates the stage (data-parallel) and pipeline groups from `world` (every rank must call
+    /// it; a collective). Throws std::invalid_argument for a layout it cannot run, CommError
+    /// when a group cannot be formed.
+    Pipeline(const core::RunConfig& config, ProcessGroup& world);
+
+    int stage() const { return m_stage; }
+    int stages() const { return m_stages; }
+    bool isFirst() const { return m_stage == 0; }
+    bool isLast() const { return m_stage == m_stages - 1; }
+    /// This stage's decoder layers [layerBegin, layerEnd).
+    int layerBegin() const { return m_layers[static_cast<size_t>(m_stage)].first; }
+    int layerEnd() const { return m_layers[static_cast<size_t>(m_stage)].second; }
+    /// The ranks of this stage (data parallel, and EP inside it).
+    ProcessGroup& dataGroup() { return *m_dataGroup; }
+    /// One rank per stage; group rank = stage.
+    ProcessGroup& pipelineGroup() { return *m_pipeGroup; }
+
+    /// Frees every parameter this stage does not own (storage replaced by an empty tensor,
+    /// requires_grad off: no optimizer state, no gradient, skipped by the broadcast and by
+    /// expert slicing). Call after construction and freezing, before the model moves to a device
+    /// and before ParallelTraining::attach. Throws std::logic_error for a parameter it cannot
+    /// place (a model part this stage split does not know).
+    void keepOwnStage(VlmModelImpl& model) const;
+
+    /// "pp2 stage 0: decoder layers [0, 1) + vision encoder, projectors, embedding; parameters … MiB"
+    std::string describe(const VlmModelImpl& model) const;
+
+    /// sqrt(Σ over stages of norm²): the global gradient norm from each stage's (device scalar).
+    torch::Tensor combineGradNorm(const torch::Tensor& stageNorm);
+
+    /// Sends `tensors` to stage `peerStage` (tag: forward or backward) and receives tensors of
+    /// `recvSpecs` from it; sends and receives are posted together, even stages sending first and
+    /// odd stages receiving first, so NCCL's kernels never wait on each other. Either side may be
+    /// empty. Throws CommError.
+    std::vector<torch::Tensor> exchange(int peerStage, const std::vector<torch::Tensor>& tensors,
+                                        const std::vector<TensorSpec>& recvSpecs, int sendTag, int recvTag,
+                                        torch::Device device);
+
+    static constexpr int kForwardTag = 1;   ///< activations, stage s → s + 1
+    static constexpr int kBackwardTag = 2;  ///< their gradients, stage s + 1 → s
+
+private:
+    bool owns(const std::string& parameterName) const;
+
+    int m_stage = 0;
+    int m_stages = 1;
+    std::vector<std::pair<int, int>> m_layers;
+    std::unique_ptr<ProcessGroup> m_dataGroup;
+    std::unique_ptr<ProcessGroup> m_pipeGroup;
+};
+
+}  // namespace wb::rt
