@@ -150,6 +150,25 @@ public:
     }
 };
 
+// CombineRows and the weighted sum over K as one node with hand-written kernels
+// (cuda/fused_kernels.h): out[t] = Σ_k w[t, k] · rows[slot[t·K + k]], accumulated in fp32.
+class WeightedCombine : public torch::autograd::Function<WeightedCombine> {
+public:
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& rows_AD,
+                                 const torch::Tensor& weights_TK, const torch::Tensor& slot_A)
+    {
+        ctx->save_for_backward({rows_AD, weights_TK, slot_A});
+        return cuda::combineForward(rows_AD, weights_TK, slot_A);
+    }
+    static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::tensor_list grads)
+    {
+        const auto saved = ctx->get_saved_variables();
+        auto [dRows, dWeights] = cuda::combineBackward(saved[0], saved[1], saved[2], grads[0]);
+        return {dRows, dWeights, torch::Tensor()};
+    }
+};
+
 #if WB_HAVE_GROUPED_MM
 // One grouped GEMM per projection. Operands in bf16: A = xSorted [A, D] row-major (ragged over
 // experts by offs), B = [E, D, 2F] / [E, F, D] row-major; every non-unit stride is a multiple of
@@ -209,6 +228,8 @@ torch::Tensor expertsForward(const torch::Tensor& x_TD, const torch::Tensor& wei
         std::vector<int64_t> counts(countsTensor.data_ptr<int64_t>(), countsTensor.data_ptr<int64_t>() + E);
         yRows_AD = runExpertsLoop(xRows_AD, counts, gateUp_EDF2, down_EFD);
     }
+    if (cuda::combineSupports(yRows_AD, weights_TK, slot_A))  // gather + weighted sum in one pass
+        return WeightedCombine::apply(yRows_AD, weights_TK, slot_A).to(x_TD.scalar_type());
     auto y_TKD = CombineRows::apply(yRows_AD, order_A, slot_A, K);
     auto w_T1K = weights_TK.to(y_TKD.scalar_type()).unsqueeze(1);
     return torch::bmm(w_T1K, y_TKD).squeeze(1).to(x_TD.scalar_type());

@@ -124,12 +124,119 @@ __global__ void adamwKernel(float* __restrict__ p, const float* __restrict__ g, 
     }
 }
 
+// One block per token: the threads walk the D columns, each summing its K rows in fp32.
+template <typename T>
+__global__ void combineForwardKernel(const T* __restrict__ rows, const float* __restrict__ w,
+                                     const int64_t* __restrict__ slot, T* __restrict__ out, int64_t T_, int64_t K,
+                                     int64_t D)
+{
+    for (int64_t t = blockIdx.x; t < T_; t += gridDim.x) {
+        for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
+            float acc = 0.0f;
+            for (int64_t k = 0; k < K; ++k)
+                acc += w[t * K + k] * static_cast<float>(rows[slot[t * K + k] * D + d]);
+            out[t * D + d] = static_cast<T>(acc);
+        }
+    }
+}
+
+// One block per assignment j = t·K + k: dRows[slot[j]] = w[j] · dOut[t].
+template <typename T>
+__global__ void combineRowsGradKernel(const float* __restrict__ w, const int64_t* __restrict__ slot,
+                                      const T* __restrict__ dOut, T* __restrict__ dRows, int64_t A, int64_t K,
+                                      int64_t D)
+{
+    for (int64_t j = blockIdx.x; j < A; j += gridDim.x) {
+        const float wj = w[j];
+        const T* g = dOut + (j / K) * D;
+        T* r = dRows + slot[j] * D;
+        for (int64_t d = threadIdx.x; d < D; d += blockDim.x)
+            r[d] = static_cast<T>(wj * static_cast<float>(g[d]));
+    }
+}
+
+// One warp per assignment j: dW[j] = ⟨rows[slot[j]], dOut[j / K]⟩ in fp32.
+template <typename T>
+__global__ void combineWeightGradKernel(const T* __restrict__ rows, const int64_t* __restrict__ slot,
+                                        const T* __restrict__ dOut, float* __restrict__ dW, int64_t A, int64_t K,
+                                        int64_t D)
+{
+    const int lane = threadIdx.x % 32;
+    const int64_t warpsPerBlock = blockDim.x / 32;
+    for (int64_t j = blockIdx.x * warpsPerBlock + threadIdx.x / 32; j < A; j += int64_t{gridDim.x} * warpsPerBlock) {
+        const T* r = rows + slot[j] * D;
+        const T* g = dOut + (j / K) * D;
+        float acc = 0.0f;
+        for (int64_t d = lane; d < D; d += 32)
+            acc += static_cast<float>(r[d]) * static_cast<float>(g[d]);
+        for (int offset = 16; offset > 0; offset /= 2)
+            acc += __shfl_down_sync(0xffffffffu, acc, offset);
+        if (lane == 0)
+            dW[j] = acc;
+    }
+}
+
 bool aligned16(const torch::Tensor& t)
 {
     return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
 }
 
 }  // namespace
+
+bool combineSupports(const torch::Tensor& rows, const torch::Tensor& weights, const torch::Tensor& slot)
+{
+    const auto type = rows.scalar_type();
+    return rows.is_cuda() && rows.dim() == 2 && rows.is_contiguous() &&
+           (type == torch::kFloat32 || type == torch::kBFloat16 || type == torch::kFloat16) && weights.is_cuda() &&
+           weights.dim() == 2 && weights.is_contiguous() && weights.scalar_type() == torch::kFloat32 &&
+           slot.is_cuda() && slot.is_contiguous() && slot.scalar_type() == torch::kInt64 &&
+           slot.numel() == weights.numel() && rows.size(0) == weights.numel();
+}
+
+torch::Tensor combineForward(const torch::Tensor& rows, const torch::Tensor& weights, const torch::Tensor& slot)
+{
+    TORCH_CHECK(combineSupports(rows, weights, slot), "combineForward: unsupported operands");
+    const c10::cuda::CUDAGuard guard(rows.device());
+    const int64_t T = weights.size(0), K = weights.size(1), D = rows.size(1);
+    auto out = torch::empty({T, D}, rows.options());
+    if (out.numel() == 0)
+        return out;
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    const int blocks = static_cast<int>(std::min<int64_t>(T, 65535 * 8));
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, rows.scalar_type(), "combineForward", [&] {
+        combineForwardKernel<scalar_t><<<blocks, kThreads, 0, stream>>>(
+            rows.data_ptr<scalar_t>(), weights.data_ptr<float>(), slot.data_ptr<int64_t>(), out.data_ptr<scalar_t>(), T,
+            K, D);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+}
+
+std::pair<torch::Tensor, torch::Tensor> combineBackward(const torch::Tensor& rows, const torch::Tensor& weights,
+                                                        const torch::Tensor& slot, const torch::Tensor& dOut)
+{
+    TORCH_CHECK(combineSupports(rows, weights, slot), "combineBackward: unsupported operands");
+    const c10::cuda::CUDAGuard guard(rows.device());
+    const int64_t T = weights.size(0), K = weights.size(1), D = rows.size(1), A = T * K;
+    auto g = dOut.to(rows.scalar_type()).contiguous();
+    TORCH_CHECK(g.dim() == 2 && g.size(0) == T && g.size(1) == D, "combineBackward: dOut must be [T, D]");
+    auto dRows = torch::empty_like(rows);
+    auto dW = torch::empty_like(weights);
+    if (A == 0 || D == 0)
+        return {dRows.zero_(), dW.zero_()};
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    const int rowBlocks = static_cast<int>(std::min<int64_t>(A, 65535 * 8));
+    const int warpBlocks = static_cast<int>(std::min<int64_t>((A + kThreads / 32 - 1) / (kThreads / 32), 65535 * 8));
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, rows.scalar_type(), "combineBackward", [&] {
+        combineRowsGradKernel<scalar_t><<<rowBlocks, kThreads, 0, stream>>>(
+            weights.data_ptr<float>(), slot.data_ptr<int64_t>(), g.data_ptr<scalar_t>(), dRows.data_ptr<scalar_t>(), A,
+            K, D);
+        combineWeightGradKernel<scalar_t><<<warpBlocks, kThreads, 0, stream>>>(
+            rows.data_ptr<scalar_t>(), slot.data_ptr<int64_t>(), g.data_ptr<scalar_t>(), dW.data_ptr<float>(), A, K, D);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return {dRows, dW};
+}
 
 bool adamwSupports(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v)
 {

@@ -29,6 +29,18 @@ torch::Tensor swigluBackward(const torch::Tensor& gateUp, const torch::Tensor& d
 /// True when the SwiGLU kernels can take this operand (CUDA, contiguous, float/bf16/half).
 bool swigluSupports(const torch::Tensor& gateUp);
 
+/// The MoE combine: out[t] = Σ_k w[t, k] · rows[slot[t·K + k]] for rows [A, D] in expert order
+/// (A = T·K), w [T, K] fp32, slot [A] int64 (a permutation). fp32 accumulation, output [T, D] in
+/// rows' dtype. Replaces a gather of T·K rows plus a batched [1, K] × [K, D] GEMM.
+torch::Tensor combineForward(const torch::Tensor& rows, const torch::Tensor& weights, const torch::Tensor& slot);
+/// Its backward: dRows[slot[t·K + k]] = w[t, k] · dOut[t] (rows' dtype) and
+/// dW[t, k] = ⟨rows[slot[t·K + k]], dOut[t]⟩ (fp32).
+std::pair<torch::Tensor, torch::Tensor> combineBackward(const torch::Tensor& rows, const torch::Tensor& weights,
+                                                        const torch::Tensor& slot, const torch::Tensor& dOut);
+/// True when the combine kernels can take these operands (CUDA; rows contiguous bf16/fp16/fp32;
+/// weights contiguous fp32 [T, K]; slot contiguous int64 [T·K]).
+bool combineSupports(const torch::Tensor& rows, const torch::Tensor& weights, const torch::Tensor& slot);
+
 /// One AdamW step (decoupled weight decay, bias correction, no amsgrad: LibTorch's AdamW::step
 /// formulas) over fp32 CUDA tensors p, g, m, v of equal size, contiguous, in one pass that reads
 /// p, g, m, v and writes p, m, v (28 bytes per element; float4 accesses when aligned). Gradients

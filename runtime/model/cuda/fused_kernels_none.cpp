@@ -45,4 +45,20 @@ void adamwStep(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
     TORCH_CHECK(false, "adamwStep: this build has no CUDA kernels (built without nvcc)");
 }
 
+bool combineSupports(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)
+{
+    return false;
+}
+
+torch::Tensor combineForward(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)
+{
+    TORCH_CHECK(false, "combineForward: this build has no CUDA kernels (built without nvcc)");
+}
+
+std::pair<torch::Tensor, torch::Tensor> combineBackward(const torch::Tensor&, const torch::Tensor&,
+                                                        const torch::Tensor&, const torch::Tensor&)
+{
+    TORCH_CHECK(false, "combineBackward: this build has no CUDA kernels (built without nvcc)");
+}
+
 }  // namespace wb::rt::cuda
