@@ -18,22 +18,26 @@ DecoderLayerImpl::DecoderLayerImpl(const core::DecoderConfig& c, torch::Device i
                                             c.moeFfnHiddenSize, c.moeAuxLossCoeff, routerDtype, initDevice));
 }
 
-torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& h_BTD, const torch::Tensor& angle_BTF,
-                                        const torch::Tensor& allowed_BTT, const torch::Tensor& validIndex_N,
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& h_CD, const torch::Tensor& angle_BTF,
+                                        const torch::Tensor& allowed_BTT, const torch::Tensor& validIndex_M,
                                         torch::Tensor& auxLoss, const PackedSegments& documents)
 {
-    auto x_BTD = h_BTD + m_attention(m_attnNorm(h_BTD), angle_BTF, allowed_BTT, documents);
-    const int64_t D = x_BTD.size(-1);
-    auto flat_TD = x_BTD.reshape({-1, D});
-    auto tokens_ND = m_mlpNorm(flat_TD.index_select(0, validIndex_N));
+    // h_CD: this rank's C tokens of the flattened B·T (all of them without sequence parallelism).
+    // The attention needs every token: enter() gathers them under sequence parallelism, and
+    // leave() sums the row-parallel output's partial sums (reduce-scatter under SP).
+    const int64_t B = angle_BTF.size(0), T = angle_BTF.size(1), D = h_CD.size(-1);
+    auto in_BTD = enterRegion(m_tp, m_attnNorm(h_CD)).view({B, T, D});
+    auto attn_BTD = m_attention(in_BTD, angle_BTF, allowed_BTT, documents);
+    auto x_CD = h_CD + leaveRegion(m_tp, attn_BTD.reshape({B * T, D}));
+    auto tokens_MD = m_mlpNorm(x_CD.index_select(0, validIndex_M));
     // Selective recompute "moe": router, permutation and experts keep only their input.
     const LayerFn moe = [m = m_moe.ptr()](const std::vector<torch::Tensor>& in) {
-        auto [y_ND, aux] = m->forward(in[0]);
-        return std::vector<torch::Tensor>{y_ND, aux};
+        auto [y_MD, aux] = m->forward(in[0]);
+        return std::vector<torch::Tensor>{y_MD, aux};
     };
-    auto moeOut = maybeRecompute(RecomputeModule::Moe, moe, {tokens_ND});
+    auto moeOut = maybeRecompute(RecomputeModule::Moe, moe, {tokens_MD});
     auxLoss = auxLoss + moeOut[1];
-    return flat_TD.index_add(0, validIndex_N, moeOut[0]).view_as(x_BTD);
+    return x_CD.index_add(0, validIndex_M, moeOut[0]);
 }
 
 MoeDecoderImpl::MoeDecoderImpl(const core::DecoderConfig& c, torch::Device initDevice) : m_config(c)
@@ -57,6 +61,7 @@ torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tenso
     if (cudaAutocastBf16On())
         h_BTD = h_BTD.to(torch::kBFloat16);
     const auto shape = h_BTD.sizes().vec();
+    const int64_t numTokens = shape[0] * shape[1];
     auto imageIndex_I = in.imageIndex_I.defined() ? in.imageIndex_I
                                                   : (in.tokenIds_BT == kImageId).flatten().nonzero().squeeze(1);
     if (in.imageEmbeds_ID.defined() && imageIndex_I.numel() > 0) {
@@ -71,27 +76,47 @@ torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tenso
     if (!in.documents.defined())
         allowed_BTT = documentCausalMask(in.docIds_BT);
     auto validIndex_N = in.validIndex_N.defined() ? in.validIndex_N : (in.docIds_BT >= 0).flatten().nonzero().squeeze(1);
-    auxLoss = torch::zeros({}, h_BTD.options().dtype(torch::kFloat32));
+    // The residual stream is the flattened tokens this rank holds: all of them, or under sequence
+    // parallelism its contiguous share [first, last) (tensor_parallel_hook.h). The MoE runs on the
+    // non-padding ones among them (validIndex_M, local row numbers).
+    auto h_CD = h_BTD.reshape({numTokens, D});
+    torch::Tensor validIndex_M = validIndex_N;
+    if (m_tp) {
+        const auto [first, last] = m_tp->localTokens(numTokens);
+        h_CD = m_tp->scatterTokens(h_CD);
+        auto inShare_N = validIndex_N.ge(first).logical_and(validIndex_N.lt(last));
+        validIndex_M = validIndex_N.masked_select(inShare_N) - first;
+    }
+    auxLoss = torch::zeros({}, h_CD.options().dtype(torch::kFloat32));
     const int numLayers = static_cast<int>(m_layers->size());
     for (int layer = 0; layer < numLayers; ++layer) {
         auto* block = m_layers->ptr<DecoderLayerImpl>(layer).get();
         // The layer as a function of the hidden state only (everything else needs no gradient),
         // returning {h, this layer's aux loss}, so a runner can recompute or wrap it.
         // Captures by value: a runner may call it again in backward, after this function returned.
-        const LayerFn fn = [block, angle_BTF, allowed_BTT, validIndex_N, documents = in.documents](
+        const LayerFn fn = [block, angle_BTF, allowed_BTT, validIndex_M, documents = in.documents](
                                const std::vector<torch::Tensor>& x) {
             auto layerAux = torch::zeros({}, x[0].options().dtype(torch::kFloat32));
-            auto h = block->forward(x[0], angle_BTF, allowed_BTT, validIndex_N, layerAux, documents);
+            auto h = block->forward(x[0], angle_BTF, allowed_BTT, validIndex_M, layerAux, documents);
             return std::vector<torch::Tensor>{h, layerAux};
         };
-        auto out = runLayer(m_runner, {"decoder", layer, numLayers, block}, fn, {h_BTD});
-        h_BTD = out[0];
+        auto out = runLayer(m_runner, {"decoder", layer, numLayers, block}, fn, {h_CD});
+        h_CD = out[0];
         auxLoss = auxLoss + out[1];
         // Deepstack: vision features of earlier ViT layers join the image tokens after layer i.
-        if (static_cast<size_t>(layer) < in.deepstack_ID.size() && imageIndex_I.numel() > 0)
-            h_BTD = h_BTD.reshape({-1, D}).index_add(0, imageIndex_I, in.deepstack_ID[layer].to(h_BTD.scalar_type())).view(shape);
+        // Under sequence parallelism they are placed in the full token range, then the rank's
+        // share is taken (its backward gathers, so every rank's vision gradient is whole).
+        if (static_cast<size_t>(layer) < in.deepstack_ID.size() && imageIndex_I.numel() > 0) {
+            auto features_ID = in.deepstack_ID[layer].to(h_CD.scalar_type());
+            if (m_tp)
+                h_CD = h_CD + m_tp->scatterTokens(torch::zeros({numTokens, D}, h_CD.options()).index_add(0, imageIndex_I, features_ID));
+            else
+                h_CD = h_CD.index_add(0, imageIndex_I, features_ID);
+        }
     }
-    return m_finalNorm(h_BTD);
+    // Back to every token (identity without sequence parallelism) for the loss head.
+    auto normed_CD = m_finalNorm(h_CD);
+    return (m_tp ? m_tp->gatherTokens(normed_CD) : normed_CD).view(shape);
 }
 
 DecoderOutput MoeDecoderImpl::forward(const DecoderInputs& in)

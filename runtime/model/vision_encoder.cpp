@@ -13,7 +13,7 @@ namespace {
 constexpr double kVisionRopeBase = 10000.0;
 }
 
-VisionBlockImpl::VisionBlockImpl(int hiddenSize, int numHeads, int ffnHiddenSize) : m_numHeads(numHeads)
+VisionBlockImpl::VisionBlockImpl(int hiddenSize, int numHeads, int ffnHiddenSize) : m_headDim(hiddenSize / numHeads)
 {
     m_norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hiddenSize})));
     m_norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hiddenSize})));
@@ -27,7 +27,9 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
                                        const torch::Tensor& allowed_1PP, const PackedSegments& images,
                                        const std::vector<int64_t>& imageLengths)
 {
-    const int64_t P = x_PD.size(0), D = x_PD.size(1), Dh = D / m_numHeads;
+    // Local heads from the qkv rows ([3, H, Dh]; under TP this rank's H/TP heads of each part),
+    // and Dl = H·Dh the local attention width (D without TP).
+    const int64_t P = x_PD.size(0), Dh = m_headDim, H = m_qkv->weight.size(0) / (3 * Dh), D = H * Dh;
     // Selective recompute hooks (recompute.h): "layernorm" the two LayerNorms, "core_attn" the
     // attention core, "mlp" the GELU MLP. Each piece captures only tensors without gradients.
     auto layerNorm = [](torch::nn::LayerNorm& norm, const torch::Tensor& x) {
@@ -36,7 +38,7 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
         };
         return maybeRecompute(RecomputeModule::LayerNorm, fn, {x})[0];
     };
-    auto qkv_13HPd = m_qkv(layerNorm(m_norm1, x_PD)).view({1, P, 3, m_numHeads, Dh}).permute({2, 0, 3, 1, 4});
+    auto qkv_13HPd = m_qkv(enterRegion(m_tp, layerNorm(m_norm1, x_PD))).view({1, P, 3, H, Dh}).permute({2, 0, 3, 1, 4});
     auto q_1HPd = applyRope(qkv_13HPd[0], angle_1PF);
     auto k_1HPd = applyRope(qkv_13HPd[1], angle_1PF);
     const LayerFn core = [P, D, Dh, images, imageLengths, allowed_1PP](const std::vector<torch::Tensor>& in) {
@@ -72,11 +74,22 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
         return std::vector<torch::Tensor>{y_PD};
     };
     auto y_PD = maybeRecompute(RecomputeModule::CoreAttn, core, {q_1HPd, k_1HPd, qkv_13HPd[2]})[0];
-    auto h_PD = x_PD + m_proj(y_PD);
+    if (!m_tp) {
+        auto h_PD = x_PD + m_proj(y_PD);
+        const LayerFn mlp = [fc1 = m_fc1.ptr(), fc2 = m_fc2.ptr()](const std::vector<torch::Tensor>& in) {
+            return std::vector<torch::Tensor>{fc2->forward(torch::gelu(fc1->forward(in[0])))};
+        };
+        return h_PD + maybeRecompute(RecomputeModule::Mlp, mlp, {layerNorm(m_norm2, h_PD)})[0];
+    }
+    // Tensor parallel: proj and fc2 are row-parallel, so their products are partial sums; the
+    // bias is added once, after the sum (leave). The recompute region holds no collective.
+    namespace F = torch::nn::functional;
+    auto h_PD = x_PD + leaveRegion(m_tp, F::linear(y_PD, m_proj->weight)) + m_proj->bias;
     const LayerFn mlp = [fc1 = m_fc1.ptr(), fc2 = m_fc2.ptr()](const std::vector<torch::Tensor>& in) {
-        return std::vector<torch::Tensor>{fc2->forward(torch::gelu(fc1->forward(in[0])))};
+        return std::vector<torch::Tensor>{F::linear(torch::gelu(fc1->forward(in[0])), fc2->weight)};
     };
-    return h_PD + maybeRecompute(RecomputeModule::Mlp, mlp, {layerNorm(m_norm2, h_PD)})[0];
+    auto partial_PD = maybeRecompute(RecomputeModule::Mlp, mlp, {enterRegion(m_tp, layerNorm(m_norm2, h_PD))})[0];
+    return h_PD + leaveRegion(m_tp, partial_PD) + m_fc2->bias;
 }
 
 VisionEncoderImpl::VisionEncoderImpl(const core::VisionConfig& config) : m_config(config)

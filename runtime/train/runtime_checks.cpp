@@ -31,10 +31,45 @@ bool cudaUsable()
 #endif
 }
 
+// Tensor parallelism (runtime/parallel/tensor_parallel.h): what the slicing needs.
+void tensorParallelProblems(const core::RunConfig& c, std::vector<core::ConfigProblem>& out)
+{
+    const auto s = [](int64_t v) { return std::to_string(v); };
+    const auto& p = c.parallel;
+    const int tp = p.tensorModelParallelSize, etp = p.expertTensorParallelSize;
+    if (etp > 1 && etp != tp)
+        out.push_back({"parallel.expert_tensor_parallel_size", s(etp) + ": moe-train runs ETP 1 (experts whole on each TP rank) or ETP = TP (" + s(tp) + ")",
+                       "set expert_tensor_parallel_size 1 or " + s(tp)});
+    if (tp <= 1)
+        return;
+    const auto& d = c.model.decoder;
+    const auto& v = c.model.vision;
+    if (d.numAttentionHeads % tp != 0)
+        out.push_back({"parallel.tensor_model_parallel_size", s(tp) + " does not divide the decoder's " + s(d.numAttentionHeads) + " attention heads",
+                       "choose a TP that divides model.decoder.num_attention_heads"});
+    if (d.numQueryGroups % tp != 0 && tp % d.numQueryGroups != 0)
+        out.push_back({"parallel.tensor_model_parallel_size", s(tp) + " and the decoder's " + s(d.numQueryGroups) + " KV groups: neither divides the other",
+                       "choose a TP that divides model.decoder.num_query_groups, or a multiple of it"});
+    if (v.numAttentionHeads % tp != 0 || v.ffnHiddenSize % tp != 0)
+        out.push_back({"parallel.tensor_model_parallel_size", s(tp) + " does not divide the vision encoder's " + s(v.numAttentionHeads) +
+                                                                 " heads and " + s(v.ffnHiddenSize) + " MLP width",
+                       "choose a TP that divides model.vision.num_attention_heads and ffn_hidden_size"});
+    if (etp == tp && d.moeFfnHiddenSize % tp != 0)
+        out.push_back({"parallel.expert_tensor_parallel_size", s(etp) + " does not divide the experts' " + s(d.moeFfnHiddenSize) + " FFN width",
+                       "choose an ETP that divides model.decoder.moe_ffn_hidden_size, or ETP 1"});
+    if (p.sequenceParallel && c.train.seqLength % tp != 0)
+        out.push_back({"train.seq_length", s(c.train.seqLength) + " tokens do not split over tensor_model_parallel_size " + s(tp) +
+                                               " (sequence parallelism holds seq_length / TP tokens per rank)",
+                       "make seq_length a multiple of " + s(tp) + ", or set sequence_parallel false"});
+    if (p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard")
+        out.push_back({"parallel.use_megatron_fsdp", "FSDP with tensor parallelism is not supported by moe-train yet",
+                       "set use_megatron_fsdp false, or tensor_model_parallel_size 1 (docs/parallel.md)"});
+}
+
 std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int worldSize)
 {
     std::vector<core::ConfigProblem> out;
-    const std::string later = "this build of moe-train runs data, expert and fully sharded data parallelism only (docs/parallel.md)";
+    const std::string later = "this build of moe-train runs data, tensor (+ sequence), expert and fully sharded data parallelism only (docs/parallel.md)";
     const auto s = [](int64_t v) { return std::to_string(v); };
     if (c.model.decoder.vocabSize < kMinVocabSize)
         out.push_back({"model.decoder.vocab_size",
@@ -42,15 +77,14 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
                        "set vocab_size >= 260"});
     const auto& p = c.parallel;
     const std::pair<const char*, int> sizes[] = {
-        {"parallel.tensor_model_parallel_size", p.tensorModelParallelSize},
         {"parallel.pipeline_model_parallel_size", p.pipelineModelParallelSize},
         {"parallel.virtual_pipeline_model_parallel_size", p.virtualPipelineModelParallelSize},
-        {"parallel.context_parallel_size", p.contextParallelSize},
-        {"parallel.expert_tensor_parallel_size", p.expertTensorParallelSize}};
+        {"parallel.context_parallel_size", p.contextParallelSize}};
     for (const auto& [path, size] : sizes)
         if (size > 1)
             out.push_back({path, s(size) + " > 1 is not supported by this build of moe-train yet", "set it to 1 (" + later + ")"});
-    // Data parallel, expert parallel and FSDP run (runtime/parallel); TP/PP/CP/ETP are rejected above.
+    tensorParallelProblems(c, out);
+    // Data, tensor, expert parallel and FSDP run (runtime/parallel); PP/CP are rejected above.
     const int ep = p.expertModelParallelSize;
     if (ep > 1 && worldSize % ep != 0)
         out.push_back({"parallel.expert_model_parallel_size", s(ep) + " does not divide the " + s(worldSize) + " ranks",
@@ -59,10 +93,10 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
         out.push_back({"parallel.moe_token_dispatcher_type", "moe-train dispatches experts by all-to-all only, not \"" +
                                                                  p.moeTokenDispatcherType + "\"",
                        "set moe_token_dispatcher_type \"alltoall\""});
-    const bool sharded = ep > 1 || (p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard");
+    const bool sharded = ep > 1 || p.tensorModelParallelSize > 1 || (p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard");
     if (sharded && c.train.checkpointInterval > 0)
-        out.push_back({"train.checkpoint_interval", "checkpoints of sharded layouts (FSDP, expert parallel) are not written yet",
-                       "set checkpoint_interval 0, or run without FSDP and expert parallelism (docs/parallel.md)"});
+        out.push_back({"train.checkpoint_interval", "checkpoints of sharded layouts (FSDP, tensor or expert parallel) are not written yet",
+                       "set checkpoint_interval 0, or run without FSDP, tensor and expert parallelism (docs/parallel.md)"});
     const torch::Device device(c.runtime.device == "cuda" ? torch::kCUDA : torch::kCPU);
     if (worldSize > 1 && !multiRankSupported(device))
         out.push_back({"parallel", "WORLD_SIZE=" + s(worldSize) + ": this moe-train was built without a c10d backend for " +
