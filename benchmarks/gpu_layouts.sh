@@ -2,7 +2,8 @@
 # Parallel layouts of moe-train over NCCL on one host: the benchmark slice on real images at MBS 1,
 # GBS = G (the GPUs found), trained once on 1 GPU (G micro-batches accumulated) as the reference,
 # then with `--nproc-per-node G` for each layout: plain DP, FSDP optim / optim_grads /
-# optim_grads_params, EP 2, EP 2 + FSDP optim_grads_params (layouts that need more GPUs than found
+# optim_grads_params, EP 2, EP 2 + FSDP optim_grads_params, TP 2 + SP (ETP 2 and ETP 1), TP 2
+# without SP, TP 2 × EP 2 + SP (layouts that need more GPUs than found
 # are skipped; with one GPU the FSDP and EP code paths still run at world size 1). Same global
 # batch, so every layout's losses must match the reference's (bf16: ~1e-3 relative); the table
 # shows step time, tokens/s/GPU, MFU and peak memory per layout.   benchmarks/gpu_layouts.sh [STEPS]
@@ -27,7 +28,12 @@ layouts = {"ref": {}, "dp": {},
            "fsdp-optim_grads_params": {"use_megatron_fsdp": True, "data_parallel_sharding_strategy": "optim_grads_params"},
            "ep2": {"expert_model_parallel_size": 2},
            "ep2-fsdp": {"expert_model_parallel_size": 2, "use_megatron_fsdp": True,
-                        "data_parallel_sharding_strategy": "optim_grads_params"}}
+                        "data_parallel_sharding_strategy": "optim_grads_params"},
+           "tp2-sp": {"tensor_model_parallel_size": 2, "sequence_parallel": True, "expert_tensor_parallel_size": 2},
+           "tp2-sp-etp1": {"tensor_model_parallel_size": 2, "sequence_parallel": True, "expert_tensor_parallel_size": 1},
+           "tp2": {"tensor_model_parallel_size": 2, "expert_tensor_parallel_size": 2},
+           "tp2-ep2-sp": {"tensor_model_parallel_size": 2, "sequence_parallel": True, "expert_tensor_parallel_size": 2,
+                          "expert_model_parallel_size": 2}}
 for name, par in layouts.items():
     c = json.loads(json.dumps(base))
     c["name"] += "-" + name
@@ -48,8 +54,9 @@ run() {  # name, extra args
 }
 run ref
 names=(ref)
-for layout in dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-fsdp; do
-  need=1; case $layout in ep2*) need=2 ;; esac
+for layout in dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-fsdp tp2-sp tp2-sp-etp1 tp2 tp2-ep2-sp; do
+  need=1; case $layout in ep2*|tp2*) need=2 ;; esac
+  case $layout in tp2-ep2*) need=4 ;; esac
   if [ "$G" -lt "$need" ]; then echo "-- $layout: skipped (needs $need GPUs, found $G)"; continue; fi
   run "$layout" --nproc-per-node "$G"
   names+=("$layout")

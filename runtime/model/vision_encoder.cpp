@@ -84,12 +84,16 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
     // Tensor parallel: proj and fc2 are row-parallel, so their products are partial sums; the
     // bias is added once, after the sum (leave). The recompute region holds no collective.
     namespace F = torch::nn::functional;
-    auto h_PD = x_PD + leaveRegion(m_tp, F::linear(y_PD, m_proj->weight)) + m_proj->bias;
+    // (The bias in the product's dtype: under bf16 autocast a bf16 + fp32 add would promote the
+    // residual stream to fp32, which the unsplit linear does not.)
+    auto attn_PD = leaveRegion(m_tp, F::linear(y_PD, m_proj->weight));
+    auto h_PD = x_PD + attn_PD + m_proj->bias.to(attn_PD.scalar_type());
     const LayerFn mlp = [fc1 = m_fc1.ptr(), fc2 = m_fc2.ptr()](const std::vector<torch::Tensor>& in) {
         return std::vector<torch::Tensor>{F::linear(torch::gelu(fc1->forward(in[0])), fc2->weight)};
     };
     auto partial_PD = maybeRecompute(RecomputeModule::Mlp, mlp, {enterRegion(m_tp, layerNorm(m_norm2, h_PD))})[0];
-    return h_PD + leaveRegion(m_tp, partial_PD) + m_fc2->bias;
+    auto mlp_PD = leaveRegion(m_tp, partial_PD);
+    return h_PD + mlp_PD + m_fc2->bias.to(mlp_PD.scalar_type());
 }
 
 VisionEncoderImpl::VisionEncoderImpl(const core::VisionConfig& config) : m_config(config)

@@ -272,24 +272,15 @@ void TensorParallel::sliceAttention(torch::nn::Module& attention, int64_t Dh)
     keepSlice(out, out.narrow(1, r * heads * Dh, heads * Dh));
     markSliced(q);
     markSliced(out);
-    if (G % tp == 0) {
-        const int64_t groups = G / tp;
-        for (torch::Tensor* kv : {&k, &v}) {
-            keepSlice(*kv, kv->narrow(0, r * groups * Dh, groups * Dh));
-            markSliced(*kv);
-        }
-    } else if (tp % G == 0) {
-        // TP > G: this rank's heads all use KV group r / (TP/G); that group is replicated on the
-        // TP/G ranks whose heads use it, and its gradient is summed over them.
-        const int64_t group = r / (tp / G);
-        for (torch::Tensor* kv : {&k, &v}) {
-            keepSlice(*kv, kv->narrow(0, group * Dh, Dh));
-            m_partial.push_back({*kv, group, G});
-        }
-    } else {
-        throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(tp) + " and the decoder's " + str(G) +
-                                    " KV groups: neither divides the other; choose a TP that divides num_query_groups "
-                                    "or a multiple of it");
+    // Megatron-Core requires num_query_groups % TP == 0 (TransformerConfig raises otherwise), and
+    // so does core's validation: no KV replication. Rank r's heads use groups r·G/TP … .
+    if (G % tp != 0)
+        throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(tp) + " does not divide the decoder's " +
+                                    str(G) + " KV groups; choose a TP that divides num_query_groups");
+    const int64_t groups = G / tp;
+    for (torch::Tensor* kv : {&k, &v}) {
+        keepSlice(*kv, kv->narrow(0, r * groups * Dh, groups * Dh));
+        markSliced(*kv);
     }
 }
 
@@ -352,7 +343,7 @@ void TensorParallel::install(VlmModelImpl& model, const core::ModelConfig& confi
     ProcessGroup* tensorGroup = m_tensorGroup.get();
     auto partialUnderSp = [this](torch::Tensor& p) {
         if (m_sequenceParallel)
-            m_partial.push_back({p, -1, 0});
+            m_partial.push_back(p);
     };
     for (const auto& module : model.modules(/*include_self=*/true)) {
         if (auto layer = std::dynamic_pointer_cast<DecoderLayerImpl>(module)) {
@@ -386,36 +377,21 @@ void TensorParallel::install(VlmModelImpl& model, const core::ModelConfig& confi
 void TensorParallel::reducePartialGradients()
 {
     torch::NoGradGuard noGrad;
-    // Sequence-parallel parameters: one flat buffer, one allreduce.
+    if (m_partial.empty())
+        return;
+    // One flat buffer, one allreduce.
     std::vector<torch::Tensor> grads;
-    for (auto& part : m_partial) {
-        if (part.slot >= 0)
-            continue;
-        if (!part.parameter.grad().defined())
-            part.parameter.mutable_grad() = torch::zeros_like(part.parameter);
-        grads.push_back(part.parameter.grad().flatten());
+    for (auto& p : m_partial) {
+        if (!p.grad().defined())
+            p.mutable_grad() = torch::zeros_like(p);
+        grads.push_back(p.grad().flatten());
     }
-    if (!grads.empty()) {
-        auto summed = allreduced(*m_tensorGroup, torch::cat(grads));
-        int64_t offset = 0;
-        for (auto& part : m_partial)
-            if (part.slot < 0) {
-                auto g = part.parameter.grad();
-                g.copy_(summed.narrow(0, offset, g.numel()).view_as(g));
-                offset += g.numel();
-            }
-    }
-    // Replicated KV heads: each rank's gradient in its group's slot; the sum over TP adds the
-    // ranks sharing a group and nothing else.
-    for (auto& part : m_partial) {
-        if (part.slot < 0)
-            continue;
-        if (!part.parameter.grad().defined())
-            part.parameter.mutable_grad() = torch::zeros_like(part.parameter);
-        auto g = part.parameter.grad();
-        auto slots = torch::zeros({part.slots, g.numel()}, g.options());
-        slots[part.slot].copy_(g.flatten());
-        g.copy_(allreduced(*m_tensorGroup, slots)[part.slot].view_as(g));
+    auto summed = allreduced(*m_tensorGroup, torch::cat(grads));
+    int64_t offset = 0;
+    for (auto& p : m_partial) {
+        auto g = p.grad();
+        g.copy_(summed.narrow(0, offset, g.numel()).view_as(g));
+        offset += g.numel();
     }
 }
 
@@ -428,9 +404,6 @@ int TensorParallel::copiesOf(const torch::Tensor& p, int worldSize) const
     for (const auto& t : m_sliced)
         if (same(t))
             return worldSize / m_size;
-    for (const auto& part : m_partial)
-        if (part.slot >= 0 && same(part.parameter))
-            return static_cast<int>(worldSize / part.slots);
     return worldSize;
 }
 

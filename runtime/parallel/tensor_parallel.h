@@ -6,9 +6,9 @@
 // slices. Experts: ETP ∈ {1, TP}; with EP the EP group strides over ETP (expert_parallel.h).
 //
 // What is sliced (set_data: the full tensors are freed, the optimizer sees only the slice):
-//  - decoder attention: q rows by head (H/TP heads), k/v rows by KV group (G/TP groups when TP
-//    divides G; when G divides TP each rank keeps the one group its heads use, replicated on
-//    TP/G ranks, as Megatron does), out columns (row-parallel: partial sums, summed by leave()).
+//  - decoder attention: q rows by head (H/TP heads), k/v rows by KV group (G/TP groups: TP must
+//    divide G, as Megatron-Core's TransformerConfig requires), out columns (row-parallel: partial
+//    sums, summed by leave()).
 //  - vision blocks: qkv rows (each of q, k, v by head) and bias, proj columns, fc1 rows and bias,
 //    fc2 columns; the proj/fc2 biases stay whole and are added once after the sum.
 //  - experts with ETP = TP: gate_up's gate and up columns F/TP each, down's rows F/TP; the
@@ -85,7 +85,7 @@ public:
     int expertTensorSize() const { return m_expertTensorSize; }
 
     /// Before the data-parallel average: sums over TP the gradients that are partial per TP rank
-    /// (sequence-parallel norms and routers; KV heads replicated over TP/G ranks).
+    /// (sequence-parallel norms, routers and final norm: each saw only the rank's tokens).
     void reducePartialGradients();
     /// How many ranks of `worldSize` hold the same values of `p` once gradients are reduced (for
     /// the global grad norm): DP for a TP slice, the world for a replicated parameter,
@@ -95,11 +95,6 @@ public:
     bool isExpert(const torch::Tensor& p) const;
 
 private:
-    struct Partial {
-        torch::Tensor parameter;
-        int64_t slot = -1;   // KV group (replicated KV heads), -1: sequence-parallel parameter
-        int64_t slots = 0;
-    };
     void sliceAttention(torch::nn::Module& attention, int64_t headDim);
     void sliceVisionBlock(torch::nn::Module& block, int64_t headDim);
     void sliceExperts(torch::nn::Module& moe);
@@ -115,7 +110,7 @@ private:
     std::unique_ptr<ExpertsRunner> m_expertsRunner;
     std::vector<torch::Tensor> m_sliced;
     std::vector<torch::Tensor> m_experts;
-    std::vector<Partial> m_partial;
+    std::vector<torch::Tensor> m_partial;  // summed over TP before the DP average
 };
 
 }  // namespace wb::rt

@@ -44,12 +44,7 @@ void tensorParallelProblems(const core::RunConfig& c, std::vector<core::ConfigPr
         return;
     const auto& d = c.model.decoder;
     const auto& v = c.model.vision;
-    if (d.numAttentionHeads % tp != 0)
-        out.push_back({"parallel.tensor_model_parallel_size", s(tp) + " does not divide the decoder's " + s(d.numAttentionHeads) + " attention heads",
-                       "choose a TP that divides model.decoder.num_attention_heads"});
-    if (d.numQueryGroups % tp != 0 && tp % d.numQueryGroups != 0)
-        out.push_back({"parallel.tensor_model_parallel_size", s(tp) + " and the decoder's " + s(d.numQueryGroups) + " KV groups: neither divides the other",
-                       "choose a TP that divides model.decoder.num_query_groups, or a multiple of it"});
+    // Decoder heads and KV groups: core's validateRunConfig checks them (Megatron's rule).
     if (v.numAttentionHeads % tp != 0 || v.ffnHiddenSize % tp != 0)
         out.push_back({"parallel.tensor_model_parallel_size", s(tp) + " does not divide the vision encoder's " + s(v.numAttentionHeads) +
                                                                  " heads and " + s(v.ffnHiddenSize) + " MLP width",
