@@ -54,7 +54,7 @@ MoeDecoderImpl::MoeDecoderImpl(const core::DecoderConfig& c, torch::Device initD
 torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tensor& auxLoss)
 {
     const int64_t D = m_config.hiddenSize;
-    auto h_BTD = m_embedding(in.tokenIds_BT);
+    auto h_BTD = embedTokens(in.tokenIds_BT);
     // Under bf16 autocast the residual stream is bf16, as in Megatron (fp32_residual_connection
     // off): the embedding is not an autocast op, so without this cast every add, norm input and
     // index op of the decoder would run on fp32 activations (twice the memory traffic).
@@ -128,11 +128,50 @@ DecoderOutput MoeDecoderImpl::forward(const DecoderInputs& in)
                                                     : (in.labels_BT != kIgnoreLabel).flatten().nonzero().squeeze(1);
     out.targets = targetIndex_N.numel();
     auto hidden_ND = h_BTD.reshape({-1, m_config.hiddenSize}).index_select(0, targetIndex_N);
-    auto logits_NV = m_output(hidden_ND).to(torch::kFloat32);
     auto labels_N = in.labels_BT.flatten().index_select(0, targetIndex_N);
+    if (m_vocabTp) {
+        out.lmLoss = out.targets > 0 ? vocabParallelLoss(hidden_ND, labels_N)
+                                     : torch::zeros({}, hidden_ND.options().dtype(torch::kFloat32));
+        return out;
+    }
+    auto logits_NV = m_output(hidden_ND).to(torch::kFloat32);
     out.lmLoss = out.targets > 0 ? torch::nn::functional::cross_entropy(logits_NV, labels_N)
                                  : torch::zeros({}, logits_NV.options());
     return out;
+}
+
+// Vocabulary-parallel lookup (Megatron's VocabParallelEmbedding): ids outside this rank's rows
+// look up row 0 and are zeroed, and the sum over the ranks (leave: all-reduce forward, identity
+// backward) puts every token's row in place on every rank.
+torch::Tensor MoeDecoderImpl::embedTokens(const torch::Tensor& tokenIds_BT)
+{
+    if (!m_vocabTp)
+        return m_embedding(tokenIds_BT);
+    const torch::Tensor& weight_VlD = m_embedding->weight;
+    const int64_t rows = weight_VlD.size(0);
+    auto local_BT = tokenIds_BT - m_vocabTp->shardStart(rows);
+    auto inside_BT = local_BT.ge(0).logical_and(local_BT.lt(rows));
+    auto partial_BTD = torch::nn::functional::embedding(local_BT.masked_fill(inside_BT.logical_not(), 0), weight_VlD) *
+                       inside_BT.unsqueeze(-1).to(weight_VlD.scalar_type());
+    return m_vocabTp->leave(partial_BTD);
+}
+
+// Vocabulary-parallel cross-entropy (Megatron's vocab_parallel_cross_entropy): this rank's logits
+// columns [start, start + Vl); the max and the Σ exp are reduced over the ranks, the target
+// logit comes from the rank that holds it. The hidden states enter through f (their gradient,
+// partial per vocabulary slice, is summed in backward). Returns the mean over the N targets.
+torch::Tensor MoeDecoderImpl::vocabParallelLoss(const torch::Tensor& hidden_ND, const torch::Tensor& labels_N)
+{
+    auto logits_NVl = m_output(m_vocabTp->enter(hidden_ND)).to(torch::kFloat32);
+    const int64_t rows = logits_NVl.size(1);
+    auto max_N1 = m_vocabTp->maxOverShards(std::get<0>(logits_NVl.detach().max(1, /*keepdim=*/true)));
+    auto shifted_NVl = logits_NVl - max_N1;
+    auto local_N = labels_N - m_vocabTp->shardStart(rows);
+    auto inside_N = local_N.ge(0).logical_and(local_N.lt(rows));
+    auto picked_N = shifted_NVl.gather(1, local_N.clamp(0, rows - 1).unsqueeze(1)).squeeze(1) * inside_N.to(torch::kFloat32);
+    // One all-reduce for both sums: [Σ exp, target logit] per target.
+    auto sums_2N = m_vocabTp->leave(torch::stack({shifted_NVl.exp().sum(1), picked_N}));
+    return (sums_2N[0].log() - sums_2N[1]).mean();
 }
 
 }  // namespace wb::rt

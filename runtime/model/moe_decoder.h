@@ -75,9 +75,17 @@ public:
     /// Sequence parallelism's token split of the residual stream (tensor_parallel_hook.h); not
     /// owned, null = none. The layers get their own hook (DecoderLayerImpl::setTensorParallel).
     void setTensorParallel(TensorParallelHook* hook) { m_tp = hook; }
+    /// Vocabulary parallelism (not owned; null = none): the embedding and output weights hold
+    /// this rank's rows of the vocabulary; the lookup is masked and summed over the ranks
+    /// (hook->leave) and the loss is the vocabulary-parallel cross-entropy.
+    void setVocabParallel(TensorParallelHook* hook) { m_vocabTp = hook; }
 
 private:
+    torch::Tensor embedTokens(const torch::Tensor& tokenIds_BT);
+    torch::Tensor vocabParallelLoss(const torch::Tensor& hidden_ND, const torch::Tensor& labels_N);
+
     TensorParallelHook* m_tp = nullptr;
+    TensorParallelHook* m_vocabTp = nullptr;
     core::DecoderConfig m_config;
     torch::nn::Embedding m_embedding{nullptr};
     torch::nn::ModuleList m_layers;

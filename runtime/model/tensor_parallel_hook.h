@@ -16,6 +16,9 @@
 //             backward, and all-gather forward / split backward (the gradient downstream of the
 //             gather is the same on every rank, so it is split, not summed).
 //
+//   shardStart / maxOverShards: for the vocabulary-parallel embedding and cross-entropy (rows
+//             [shardStart(Vl), +Vl) of the vocabulary on this rank; a max over the ranks).
+//
 // Tokens are the flattened B·T rows of a micro-batch; under sequence parallelism rank r of TP
 // holds rows [r·N/TP, (r+1)·N/TP). Training thread only.
 #pragma once
@@ -35,6 +38,10 @@ public:
     virtual torch::Tensor gatherTokens(const torch::Tensor& x) = 0;
     /// Rows [first, second) of `numTokens` flattened tokens this rank holds between regions.
     virtual std::pair<int64_t, int64_t> localTokens(int64_t numTokens) const = 0;
+    /// First global row of this rank's `localRows` rows of a table split by rows (vocabulary).
+    virtual int64_t shardStart(int64_t localRows) const = 0;
+    /// Element-wise max over the ranks (no gradient).
+    virtual torch::Tensor maxOverShards(const torch::Tensor& x) = 0;
 };
 
 inline torch::Tensor enterRegion(TensorParallelHook* hook, const torch::Tensor& x)

@@ -237,6 +237,14 @@ std::pair<int64_t, int64_t> TensorParallelRegion::localTokens(int64_t numTokens)
     return {m_group.rank() * n, (m_group.rank() + 1) * n};
 }
 
+torch::Tensor TensorParallelRegion::maxOverShards(const torch::Tensor& x)
+{
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> t{x.detach().clone(at::MemoryFormat::Contiguous)};
+    m_group.allreduce(t, ReduceOp::Max);
+    return t[0];
+}
+
 TensorParallel::TensorParallel(ProcessGroup& world, const core::ParallelConfig& p)
     : m_size(p.tensorModelParallelSize), m_sequenceParallel(p.sequenceParallel), m_expertTensorSize(p.expertTensorParallelSize),
       m_expertParallelSize(p.expertModelParallelSize)
@@ -324,6 +332,22 @@ void TensorParallel::sliceExperts(torch::nn::Module& moe)
     keepSlice(down, down.narrow(1, r * f, f));
 }
 
+void TensorParallel::sliceVocabulary(torch::nn::Module& decoder)
+{
+    const int64_t tp = m_size, r = rank();
+    torch::Tensor& embedding = parameter(decoder, "embedding.weight");
+    torch::Tensor& output = parameter(decoder, "output.weight");
+    const int64_t V = embedding.size(0);
+    if (V % tp != 0)
+        throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(tp) + " does not divide the vocabulary of " +
+                                    str(V) + " (the embedding and output rows are split over TP); pad vocab_size to a multiple");
+    const int64_t rows = V / tp;
+    keepSlice(embedding, embedding.narrow(0, r * rows, rows));
+    keepSlice(output, output.narrow(0, r * rows, rows));
+    markSliced(embedding);
+    markSliced(output);
+}
+
 bool TensorParallel::isExpert(const torch::Tensor& p) const
 {
     for (const auto& t : m_experts)
@@ -337,6 +361,7 @@ void TensorParallel::install(VlmModelImpl& model, const core::ModelConfig& confi
     torch::NoGradGuard noGrad;
     m_decoderRegion = std::make_unique<TensorParallelRegion>(*m_tensorGroup, m_sequenceParallel);
     m_visionRegion = std::make_unique<TensorParallelRegion>(*m_tensorGroup, /*sequenceParallel=*/false);
+    m_vocabRegion = std::make_unique<TensorParallelRegion>(*m_tensorGroup, /*sequenceParallel=*/false);
     if (m_expertTensorSize == m_size)
         m_expertsRunner = std::make_unique<ExpertTensorParallelRunner>(*m_tensorGroup, m_sequenceParallel, expertsInner);
     const int64_t visionHeadDim = config.vision.hiddenSize / std::max(1, config.vision.numAttentionHeads);
@@ -366,6 +391,8 @@ void TensorParallel::install(VlmModelImpl& model, const core::ModelConfig& confi
             if (m_sequenceParallel)
                 moe->setShareSum([tensorGroup](const torch::Tensor& t) { return allreduced(*tensorGroup, t); });
         } else if (auto decoder = std::dynamic_pointer_cast<MoeDecoderImpl>(module)) {
+            sliceVocabulary(*decoder);
+            decoder->setVocabParallel(m_vocabRegion.get());
             if (m_sequenceParallel) {
                 decoder->setTensorParallel(m_decoderRegion.get());
                 partialUnderSp(parameter(*decoder, "final_norm.weight"));

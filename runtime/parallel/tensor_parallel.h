@@ -13,8 +13,10 @@
 //    fc2 columns; the proj/fc2 biases stay whole and are added once after the sum.
 //  - experts with ETP = TP: gate_up's gate and up columns F/TP each, down's rows F/TP; the
 //    partial outputs are summed over the TP group (ExpertsRunner below).
-//  - not sliced: norms, router, patch embedding, projector, embedding and output layer (the
-//    vocabulary-parallel embedding and cross-entropy are not done: docs/parallel.md).
+//  - embedding and output layer by vocabulary rows (V/TP): masked lookup + all-reduce, and a
+//    vocabulary-parallel cross-entropy (max and Σ exp all-reduced), as Megatron's
+//    VocabParallelEmbedding / vocab_parallel_cross_entropy.
+//  - not sliced: norms, router, patch embedding, projector.
 //
 // Sequence parallelism (decoder only; the vision encoder runs TP without it): the residual
 // stream holds N/TP of the N flattened tokens per rank; norms, residual adds, router and (with
@@ -59,6 +61,8 @@ public:
     torch::Tensor scatterTokens(const torch::Tensor& x) override;
     torch::Tensor gatherTokens(const torch::Tensor& x) override;
     std::pair<int64_t, int64_t> localTokens(int64_t numTokens) const override;
+    int64_t shardStart(int64_t localRows) const override { return m_group.rank() * localRows; }
+    torch::Tensor maxOverShards(const torch::Tensor& x) override;
 
 private:
     ProcessGroup& m_group;
@@ -98,6 +102,7 @@ private:
     void sliceAttention(torch::nn::Module& attention, int64_t headDim);
     void sliceVisionBlock(torch::nn::Module& block, int64_t headDim);
     void sliceExperts(torch::nn::Module& moe);
+    void sliceVocabulary(torch::nn::Module& decoder);
     void markSliced(const torch::Tensor& p) { m_sliced.push_back(p); }
 
     int m_size;
@@ -106,7 +111,7 @@ private:
     int m_expertParallelSize;
     std::unique_ptr<ProcessGroup> m_tensorGroup;
     std::unique_ptr<ProcessGroup> m_dataGroup;
-    std::unique_ptr<TensorParallelRegion> m_decoderRegion, m_visionRegion;
+    std::unique_ptr<TensorParallelRegion> m_decoderRegion, m_visionRegion, m_vocabRegion;
     std::unique_ptr<ExpertsRunner> m_expertsRunner;
     std::vector<torch::Tensor> m_sliced;
     std::vector<torch::Tensor> m_experts;

@@ -49,6 +49,10 @@ void tensorParallelProblems(const core::RunConfig& c, std::vector<core::ConfigPr
         out.push_back({"parallel.tensor_model_parallel_size", s(tp) + " does not divide the vision encoder's " + s(v.numAttentionHeads) +
                                                                  " heads and " + s(v.ffnHiddenSize) + " MLP width",
                        "choose a TP that divides model.vision.num_attention_heads and ffn_hidden_size"});
+    if (d.vocabSize % tp != 0)
+        out.push_back({"model.decoder.vocab_size", s(d.vocabSize) + " does not split over tensor_model_parallel_size " + s(tp) +
+                                                      " (the embedding and output rows are split over TP)",
+                       "pad vocab_size to a multiple of " + s(tp)});
     if (etp == tp && d.moeFfnHiddenSize % tp != 0)
         out.push_back({"parallel.expert_tensor_parallel_size", s(etp) + " does not divide the experts' " + s(d.moeFfnHiddenSize) + " FFN width",
                        "choose an ETP that divides model.decoder.moe_ffn_hidden_size, or ETP 1"});
