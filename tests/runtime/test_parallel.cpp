@@ -148,11 +148,12 @@ void testEqual(const fs::path& dir, int ranks, int steps = kSteps, const json& p
 
 // Tensor parallel layouts (docs/parallel.md) against one rank: TP 2 on 2 ranks with sequence
 // parallelism and ETP 2 (tp2-sp), without SP (tp2), with ETP 1 (tp2-etp1-sp), and on 4 ranks
-// TP 2 × EP 2 (tp2ep2-sp) and TP 2 × DP 2 (tp2dp2-sp). Same tolerance as the sharded layouts:
-// the row-parallel partial sums and the sequence split reorder fp32 sums the same way.
+// TP 2 × EP 2 (tp2ep2-sp) and TP 2 × DP 2 (tp2dp2-sp); tp2-sp-recompute adds full recompute.
+// Same tolerance as the sharded layouts: the row-parallel partial sums and the sequence split
+// reorder fp32 sums the same way.
 void testTensorParallel(const fs::path& dir, const std::string& name)
 {
-    const bool sp = name.size() > 3 && name.compare(name.size() - 3, 3, "-sp") == 0;
+    const bool sp = name.find("-sp") != std::string::npos;
     const bool etp1 = name.find("etp1") != std::string::npos;
     json parallel = {{"tensor_model_parallel_size", 2}, {"sequence_parallel", sp},
                      {"expert_tensor_parallel_size", etp1 ? 1 : 2}};
@@ -166,7 +167,11 @@ void testTensorParallel(const fs::path& dir, const std::string& name)
         ranks = 4;
         layout = "tp2 pp1 cp1 ep1 sp etp2 dp2";
     }
-    testEqual(dir, ranks, kShardedSteps, parallel, layout, kShardedLossTolerance);
+    // Full recompute runs every layer again in backward, its TP collectives included.
+    json common = json::object();
+    if (name.find("recompute") != std::string::npos)
+        common = {{"recompute", {{"granularity", "full"}, {"method", "uniform"}, {"recompute_num_layers", 1}}}};
+    testEqual(dir, ranks, kShardedSteps, parallel, layout, kShardedLossTolerance, common);
     const std::string log0 = test::readFile(dir / "multi" / "rank0.log");
     WB_CHECK_MSG(log0.find("per rank parameters") != std::string::npos && log0.find("tp2") != std::string::npos, log0);
 }
