@@ -7,6 +7,8 @@
 # are skipped; with one GPU the FSDP and EP code paths still run at world size 1). Same global
 # batch, so every layout's losses must match the reference's (bf16: ~1e-3 relative); the table
 # shows step time, tokens/s/GPU, MFU and peak memory per layout.   benchmarks/gpu_layouts.sh [STEPS]
+# LAYOUTS="tp2-sp tp2" benchmarks/gpu_layouts.sh 8   runs only those (plus the reference), so a
+# round fits the 10-minute limit of one command.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STEPS=${1:-8}
@@ -54,7 +56,7 @@ run() {  # name, extra args
 }
 run ref
 names=(ref)
-for layout in dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-fsdp tp2-sp tp2-sp-etp1 tp2 tp2-ep2-sp; do
+for layout in ${LAYOUTS:-dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-fsdp tp2-sp tp2-sp-etp1 tp2 tp2-ep2-sp}; do
   need=1; case $layout in ep2*|tp2*) need=2 ;; esac
   case $layout in tp2-ep2*) need=4 ;; esac
   if [ "$G" -lt "$need" ]; then echo "-- $layout: skipped (needs $need GPUs, found $G)"; continue; fi
