@@ -68,7 +68,8 @@ struct RegionFunction : torch::autograd::Function<RegionFunction> {
         ctx->saved_data["kind"] = kind;
         ProcessGroup& pg = *reinterpret_cast<ProcessGroup*>(group);
         switch (static_cast<Kind>(kind)) {
-        case Kind::Copy: return x.clone();  // a new tensor: autograd must not alias the input
+        // The input itself: autograd returns it as a view with this node as its grad_fn (no copy).
+        case Kind::Copy: return x;
         case Kind::Reduce: return allreduced(pg, x);
         case Kind::Gather: return allgathered(pg, x);
         case Kind::ReduceScatter: return reduceScattered(pg, x);
