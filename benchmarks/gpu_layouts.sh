@@ -3,12 +3,13 @@
 # GBS = G (the GPUs found), trained once on 1 GPU (G micro-batches accumulated) as the reference,
 # then with `--nproc-per-node G` for each layout: plain DP, FSDP optim / optim_grads /
 # optim_grads_params, EP 2, EP 2 + FSDP optim_grads_params, PP 2 (3 + 3 layers) and PP 2 with an
-# uneven 2 + 4 split (a deepstack feature then travels between the stages) over 1F1B (layouts that
-# need more GPUs than found
+# uneven 2 + 4 split (a deepstack feature then travels between the stages) over 1F1B, TP 2 + SP
+# (ETP 2 and ETP 1), TP 2 without SP, TP 2 × EP 2 + SP (layouts that need more GPUs than found
 # are skipped; with one GPU the FSDP and EP code paths still run at world size 1). Same global
 # batch, so every layout's losses must match the reference's (bf16: ~1e-3 relative); the table
 # shows step time, tokens/s/GPU, MFU and peak memory per layout.   benchmarks/gpu_layouts.sh [STEPS]
-# (LAYOUTS="pp2 pp2-uneven" benchmarks/gpu_layouts.sh 8: the reference and those rows only)
+# LAYOUTS="pp2 tp2-sp" benchmarks/gpu_layouts.sh 8   runs only those (plus the reference), so a
+# round fits the 10-minute limit of one command.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STEPS=${1:-8}
@@ -33,7 +34,12 @@ layouts = {"ref": {}, "dp": {},
                         "data_parallel_sharding_strategy": "optim_grads_params"},
            "pp2": {"pipeline_model_parallel_size": 2},
            "pp2-uneven": {"pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 2,
-                          "num_layers_in_last_pipeline_stage": 4}}
+                          "num_layers_in_last_pipeline_stage": 4},
+           "tp2-sp": {"tensor_model_parallel_size": 2, "sequence_parallel": True, "expert_tensor_parallel_size": 2},
+           "tp2-sp-etp1": {"tensor_model_parallel_size": 2, "sequence_parallel": True, "expert_tensor_parallel_size": 1},
+           "tp2": {"tensor_model_parallel_size": 2, "expert_tensor_parallel_size": 2},
+           "tp2-ep2-sp": {"tensor_model_parallel_size": 2, "sequence_parallel": True, "expert_tensor_parallel_size": 2,
+                          "expert_model_parallel_size": 2}}
 for name, par in layouts.items():
     c = json.loads(json.dumps(base))
     c["name"] += "-" + name
@@ -54,9 +60,9 @@ run() {  # name, extra args
 }
 run ref
 names=(ref)
-# LAYOUTS="pp2 pp2-uneven" runs only those after the reference (device time is short).
-for layout in ${LAYOUTS:-dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-fsdp pp2 pp2-uneven}; do
-  need=1; case $layout in ep2*|pp2*) need=2 ;; esac
+for layout in ${LAYOUTS:-dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-fsdp pp2 pp2-uneven tp2-sp tp2-sp-etp1 tp2 tp2-ep2-sp}; do
+  need=1; case $layout in ep2*|pp2*|tp2*) need=2 ;; esac
+  case $layout in tp2-ep2*) need=4 ;; esac
   if [ "$G" -lt "$need" ]; then echo "-- $layout: skipped (needs $need GPUs, found $G)"; continue; fi
   run "$layout" --nproc-per-node "$G"
   names+=("$layout")

@@ -159,7 +159,7 @@ torch::Tensor varlenAttention(const torch::Tensor& q_NHd, const torch::Tensor& k
 }
 
 GqaAttentionImpl::GqaAttentionImpl(int hiddenSize, int numHeads, int numGroups, int headDim)
-    : m_numHeads(numHeads), m_numGroups(numGroups), m_headDim(headDim)
+    : m_headDim(headDim)
 {
     auto linear = [](int in, int out) { return torch::nn::LinearOptions(in, out).bias(false); };
     m_q = register_module("q", torch::nn::Linear(linear(hiddenSize, numHeads * headDim)));
@@ -172,40 +172,43 @@ torch::Tensor GqaAttentionImpl::forward(const torch::Tensor& x_BTD, const torch:
                                         const torch::Tensor& allowed_BTT, const PackedSegments& segments)
 {
     const int64_t B = x_BTD.size(0), T = x_BTD.size(1);
+    // Head counts from the weights: under tensor parallelism the q/k/v rows are this rank's heads
+    // (runtime/parallel/tensor_parallel.h), so H and G here are the local counts.
+    const int64_t numHeads = m_q->weight.size(0) / m_headDim, numGroups = m_k->weight.size(0) / m_headDim;
     if (segments.defined()) {
         // Flattened rows: N = B·T tokens in [N, heads, Dh], the layout the kernel reads, so RoPE
         // writes q and k contiguous in it (no transposes, no copies before the kernel).
         const int64_t N = B * T;
         auto angle_N1F = angle_BTF.reshape({N, 1, angle_BTF.size(-1)});
-        auto qLinear_NHd = m_q(x_BTD).view({N, m_numHeads, m_headDim});
-        auto kLinear_NGd = m_k(x_BTD).view({N, m_numGroups, m_headDim});
+        auto qLinear_NHd = m_q(x_BTD).view({N, numHeads, m_headDim});
+        auto kLinear_NGd = m_k(x_BTD).view({N, numGroups, m_headDim});
         const auto dtype = qLinear_NHd.scalar_type();  // bf16 under autocast
         auto cos_N1F = angle_N1F.cos().to(dtype), sin_N1F = angle_N1F.sin().to(dtype);
         auto q_NHd = rotateHalf(qLinear_NHd, cos_N1F, sin_N1F);
         auto k_NGd = rotateHalf(kLinear_NGd, cos_N1F, sin_N1F);
-        auto v_NGd = m_v(x_BTD).view({N, m_numGroups, m_headDim});
+        auto v_NGd = m_v(x_BTD).view({N, numGroups, m_headDim});
         // The attention core (selective recompute "core_attn": only q, k, v are kept).
         const LayerFn core = [segments](const std::vector<torch::Tensor>& x) {
             return std::vector<torch::Tensor>{varlenAttention(x[0], x[1], x[2], segments, /*causal=*/true)};
         };
         auto y_NHd = maybeRecompute(RecomputeModule::CoreAttn, core, {q_NHd, k_NGd, v_NGd})[0];
-        return m_out(y_NHd.reshape({B, T, m_numHeads * m_headDim}));
+        return m_out(y_NHd.reshape({B, T, numHeads * m_headDim}));
     }
-    auto q_BHTd = m_q(x_BTD).view({B, T, m_numHeads, m_headDim}).transpose(1, 2);
-    auto k_BGTd = m_k(x_BTD).view({B, T, m_numGroups, m_headDim}).transpose(1, 2);
-    auto v_BGTd = m_v(x_BTD).view({B, T, m_numGroups, m_headDim}).transpose(1, 2);
+    auto q_BHTd = m_q(x_BTD).view({B, T, numHeads, m_headDim}).transpose(1, 2);
+    auto k_BGTd = m_k(x_BTD).view({B, T, numGroups, m_headDim}).transpose(1, 2);
+    auto v_BGTd = m_v(x_BTD).view({B, T, numGroups, m_headDim}).transpose(1, 2);
     q_BHTd = applyRope(q_BHTd, angle_BTF);
     k_BGTd = applyRope(k_BGTd, angle_BTF);
     // The attention core (selective recompute "core_attn": only q, k, v are kept, not the
     // B·H·T² scores and probabilities). GQA: each KV group serves H/G consecutive query heads.
-    const int64_t repeat = m_numHeads / m_numGroups;
+    const int64_t repeat = numHeads / numGroups;
     const LayerFn core = [repeat, allowed_BTT](const std::vector<torch::Tensor>& x) {
         auto k_BHTd = x[1].repeat_interleave(repeat, 1);
         auto v_BHTd = x[2].repeat_interleave(repeat, 1);
         return std::vector<torch::Tensor>{maskedAttention(x[0], k_BHTd, v_BHTd, allowed_BTT)};
     };
     auto y_BHTd = maybeRecompute(RecomputeModule::CoreAttn, core, {q_BHTd, k_BGTd, v_BGTd})[0];
-    return m_out(y_BHTd.transpose(1, 2).reshape({B, T, m_numHeads * m_headDim}));
+    return m_out(y_BHTd.transpose(1, 2).reshape({B, T, numHeads * m_headDim}));
 }
 
 RmsNormImpl::RmsNormImpl(int dim, double eps) : m_eps(eps)

@@ -72,7 +72,8 @@ torch::Tensor maskedAttention(const torch::Tensor& q_BHTd, const torch::Tensor& 
 /// tokens see only earlier padding, so no row of the softmax is empty. docIds_BT → allowed_BTT.
 torch::Tensor documentCausalMask(const torch::Tensor& docIds_BT);
 
-/// Decoder self-attention: GQA with RoPE on q and k.
+/// Decoder self-attention: GQA with RoPE on q and k. Parameters q, k, v (column-parallel under
+/// TP: rows = this rank's heads) and out (row-parallel: its output is then a partial sum).
 class GqaAttentionImpl : public torch::nn::Module {
 public:
     GqaAttentionImpl(int hiddenSize, int numHeads, int numGroups, int headDim);
@@ -82,9 +83,7 @@ public:
                           const torch::Tensor& allowed_BTT, const PackedSegments& segments = {});
 
 private:
-    int m_numHeads;
-    int m_numGroups;
-    int m_headDim;
+    int m_headDim;  // head counts come from the q/k weight rows (local heads under TP)
     torch::nn::Linear m_q{nullptr}, m_k{nullptr}, m_v{nullptr}, m_out{nullptr};
 };
 TORCH_MODULE(GqaAttention);

@@ -18,22 +18,26 @@ DecoderLayerImpl::DecoderLayerImpl(const core::DecoderConfig& c, torch::Device i
                                             c.moeFfnHiddenSize, c.moeAuxLossCoeff, routerDtype, initDevice));
 }
 
-torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& h_BTD, const torch::Tensor& angle_BTF,
-                                        const torch::Tensor& allowed_BTT, const torch::Tensor& validIndex_N,
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& h_CD, const torch::Tensor& angle_BTF,
+                                        const torch::Tensor& allowed_BTT, const torch::Tensor& validIndex_M,
                                         torch::Tensor& auxLoss, const PackedSegments& documents)
 {
-    auto x_BTD = h_BTD + m_attention(m_attnNorm(h_BTD), angle_BTF, allowed_BTT, documents);
-    const int64_t D = x_BTD.size(-1);
-    auto flat_TD = x_BTD.reshape({-1, D});
-    auto tokens_ND = m_mlpNorm(flat_TD.index_select(0, validIndex_N));
+    // h_CD: this rank's C tokens of the flattened B·T (all of them without sequence parallelism).
+    // The attention needs every token: enter() gathers them under sequence parallelism, and
+    // leave() sums the row-parallel output's partial sums (reduce-scatter under SP).
+    const int64_t B = angle_BTF.size(0), T = angle_BTF.size(1), D = h_CD.size(-1);
+    auto in_BTD = enterRegion(m_tp, m_attnNorm(h_CD)).view({B, T, D});
+    auto attn_BTD = m_attention(in_BTD, angle_BTF, allowed_BTT, documents);
+    auto x_CD = h_CD + leaveRegion(m_tp, attn_BTD.reshape({B * T, D}));
+    auto tokens_MD = m_mlpNorm(x_CD.index_select(0, validIndex_M));
     // Selective recompute "moe": router, permutation and experts keep only their input.
     const LayerFn moe = [m = m_moe.ptr()](const std::vector<torch::Tensor>& in) {
-        auto [y_ND, aux] = m->forward(in[0]);
-        return std::vector<torch::Tensor>{y_ND, aux};
+        auto [y_MD, aux] = m->forward(in[0]);
+        return std::vector<torch::Tensor>{y_MD, aux};
     };
-    auto moeOut = maybeRecompute(RecomputeModule::Moe, moe, {tokens_ND});
+    auto moeOut = maybeRecompute(RecomputeModule::Moe, moe, {tokens_MD});
     auxLoss = auxLoss + moeOut[1];
-    return flat_TD.index_add(0, validIndex_N, moeOut[0]).view_as(x_BTD);
+    return x_CD.index_add(0, validIndex_M, moeOut[0]);
 }
 
 MoeDecoderImpl::MoeDecoderImpl(const core::DecoderConfig& c, torch::Device initDevice) : m_config(c)
@@ -59,7 +63,7 @@ torch::Tensor imageIndexOf(const DecoderInputs& in)
 torch::Tensor MoeDecoderImpl::embed(const DecoderInputs& in)
 {
     const int64_t D = m_config.hiddenSize;
-    auto h_BTD = m_embedding(in.tokenIds_BT);
+    auto h_BTD = embedTokens(in.tokenIds_BT);
     // Under bf16 autocast the residual stream is bf16, as in Megatron (fp32_residual_connection
     // off): the embedding is not an autocast op, so without this cast every add, norm input and
     // index op of the decoder would run on fp32 activations (twice the memory traffic).
@@ -83,7 +87,7 @@ torch::Tensor MoeDecoderImpl::runLayers(const DecoderInputs& in, torch::Tensor h
     TORCH_CHECK(0 <= begin && begin <= end && end <= numLayers, "decoder layers [", begin, ", ", end, ") of ", numLayers);
     auxLoss = torch::zeros({}, h_BTD.options().dtype(torch::kFloat32));
     if (begin == end)
-        return h_BTD;
+        return end == numLayers ? m_finalNorm(h_BTD) : h_BTD;
     const auto shape = h_BTD.sizes().vec();
     auto imageIndex_I = imageIndexOf(in);
     auto angle_BTF = m_config.mropeSection.empty()
@@ -93,45 +97,73 @@ torch::Tensor MoeDecoderImpl::runLayers(const DecoderInputs& in, torch::Tensor h
     if (!in.documents.defined())
         allowed_BTT = documentCausalMask(in.docIds_BT);
     auto validIndex_N = in.validIndex_N.defined() ? in.validIndex_N : (in.docIds_BT >= 0).flatten().nonzero().squeeze(1);
+    // The residual stream is the flattened tokens this rank holds: all of them, or under sequence
+    // parallelism its contiguous share [first, last) (tensor_parallel_hook.h). The MoE runs on the
+    // non-padding ones among them (validIndex_M, local row numbers).
+    const int64_t numTokens = shape[0] * shape[1];
+    auto h_CD = h_BTD.reshape({numTokens, D});
+    torch::Tensor validIndex_M = validIndex_N;
+    if (m_tp) {
+        const auto [first, last] = m_tp->localTokens(numTokens);
+        h_CD = m_tp->scatterTokens(h_CD);
+        auto inShare_N = validIndex_N.ge(first).logical_and(validIndex_N.lt(last));
+        validIndex_M = validIndex_N.masked_select(inShare_N) - first;
+    }
+    auxLoss = torch::zeros({}, h_CD.options().dtype(torch::kFloat32));
     for (int layer = begin; layer < end; ++layer) {
         auto* block = m_layers->ptr<DecoderLayerImpl>(layer).get();
         // The layer as a function of the hidden state only (everything else needs no gradient),
         // returning {h, this layer's aux loss}, so a runner can recompute or wrap it.
         // Captures by value: a runner may call it again in backward, after this function returned.
-        const LayerFn fn = [block, angle_BTF, allowed_BTT, validIndex_N, documents = in.documents](
+        const LayerFn fn = [block, angle_BTF, allowed_BTT, validIndex_M, documents = in.documents](
                                const std::vector<torch::Tensor>& x) {
             auto layerAux = torch::zeros({}, x[0].options().dtype(torch::kFloat32));
-            auto h = block->forward(x[0], angle_BTF, allowed_BTT, validIndex_N, layerAux, documents);
+            auto h = block->forward(x[0], angle_BTF, allowed_BTT, validIndex_M, layerAux, documents);
             return std::vector<torch::Tensor>{h, layerAux};
         };
-        auto out = runLayer(m_runner, {"decoder", layer, numLayers, block}, fn, {h_BTD});
-        h_BTD = out[0];
+        auto out = runLayer(m_runner, {"decoder", layer, numLayers, block}, fn, {h_CD});
+        h_CD = out[0];
         auxLoss = auxLoss + out[1];
         // Deepstack: vision features of earlier ViT layers join the image tokens after layer i.
+        // Under sequence parallelism they are placed in the full token range, then the rank's
+        // share is taken (its backward gathers, so every rank's vision gradient is whole).
         // (A pipeline stage that does not hold the vision encoder gets them from the first stage.)
-        const size_t i = static_cast<size_t>(layer);
-        if (i < in.deepstack_ID.size() && in.deepstack_ID[i].defined() && imageIndex_I.numel() > 0)
-            h_BTD = h_BTD.reshape({-1, D}).index_add(0, imageIndex_I, in.deepstack_ID[i].to(h_BTD.scalar_type())).view(shape);
+        if (static_cast<size_t>(layer) < in.deepstack_ID.size() && in.deepstack_ID[layer].defined() &&
+            imageIndex_I.numel() > 0) {
+            auto features_ID = in.deepstack_ID[layer].to(h_CD.scalar_type());
+            if (m_tp)
+                h_CD = h_CD + m_tp->scatterTokens(torch::zeros({numTokens, D}, h_CD.options()).index_add(0, imageIndex_I, features_ID));
+            else
+                h_CD = h_CD.index_add(0, imageIndex_I, features_ID);
+        }
     }
-    return h_BTD;
+    // The stage with the last layer applies the final norm (on its token share under sequence
+    // parallelism), then every token is back (identity without sequence parallelism).
+    if (end == numLayers)
+        h_CD = m_finalNorm(h_CD);
+    return (m_tp ? m_tp->gatherTokens(h_CD) : h_CD).view(shape);
 }
 
 torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tensor& auxLoss)
 {
-    return m_finalNorm(runLayers(in, embed(in), 0, static_cast<int>(m_layers->size()), auxLoss));
+    return runLayers(in, embed(in), 0, static_cast<int>(m_layers->size()), auxLoss);
 }
 
 DecoderOutput MoeDecoderImpl::head(const DecoderInputs& in, const torch::Tensor& h_BTD)
 {
     DecoderOutput out;
-    auto normed_BTD = m_finalNorm(h_BTD);
     // Project only the target positions: the loss ignores the rest, so their logits are waste.
     auto targetIndex_N = in.targetIndex_N.defined() ? in.targetIndex_N
                                                     : (in.labels_BT != kIgnoreLabel).flatten().nonzero().squeeze(1);
     out.targets = targetIndex_N.numel();
-    auto hidden_ND = normed_BTD.reshape({-1, m_config.hiddenSize}).index_select(0, targetIndex_N);
-    auto logits_NV = m_output(hidden_ND).to(torch::kFloat32);
+    auto hidden_ND = h_BTD.reshape({-1, m_config.hiddenSize}).index_select(0, targetIndex_N);
     auto labels_N = in.labels_BT.flatten().index_select(0, targetIndex_N);
+    if (m_vocabTp) {
+        out.lmLoss = out.targets > 0 ? vocabParallelLoss(hidden_ND, labels_N)
+                                     : torch::zeros({}, hidden_ND.options().dtype(torch::kFloat32));
+        return out;
+    }
+    auto logits_NV = m_output(hidden_ND).to(torch::kFloat32);
     out.lmLoss = out.targets > 0 ? torch::nn::functional::cross_entropy(logits_NV, labels_N)
                                  : torch::zeros({}, logits_NV.options());
     return out;
@@ -144,6 +176,40 @@ DecoderOutput MoeDecoderImpl::forward(const DecoderInputs& in)
     DecoderOutput out = head(in, h_BTD);
     out.auxLoss = auxLoss;
     return out;
+}
+
+// Vocabulary-parallel lookup (Megatron's VocabParallelEmbedding): ids outside this rank's rows
+// look up row 0 and are zeroed, and the sum over the ranks (leave: all-reduce forward, identity
+// backward) puts every token's row in place on every rank.
+torch::Tensor MoeDecoderImpl::embedTokens(const torch::Tensor& tokenIds_BT)
+{
+    if (!m_vocabTp)
+        return m_embedding(tokenIds_BT);
+    const torch::Tensor& weight_VlD = m_embedding->weight;
+    const int64_t rows = weight_VlD.size(0);
+    auto local_BT = tokenIds_BT - m_vocabTp->shardStart(rows);
+    auto inside_BT = local_BT.ge(0).logical_and(local_BT.lt(rows));
+    auto partial_BTD = torch::nn::functional::embedding(local_BT.masked_fill(inside_BT.logical_not(), 0), weight_VlD) *
+                       inside_BT.unsqueeze(-1).to(weight_VlD.scalar_type());
+    return m_vocabTp->leave(partial_BTD);
+}
+
+// Vocabulary-parallel cross-entropy (Megatron's vocab_parallel_cross_entropy): this rank's logits
+// columns [start, start + Vl); the max and the Σ exp are reduced over the ranks, the target
+// logit comes from the rank that holds it. The hidden states enter through f (their gradient,
+// partial per vocabulary slice, is summed in backward). Returns the mean over the N targets.
+torch::Tensor MoeDecoderImpl::vocabParallelLoss(const torch::Tensor& hidden_ND, const torch::Tensor& labels_N)
+{
+    auto logits_NVl = m_output(m_vocabTp->enter(hidden_ND)).to(torch::kFloat32);
+    const int64_t rows = logits_NVl.size(1);
+    auto max_N1 = m_vocabTp->maxOverShards(std::get<0>(logits_NVl.detach().max(1, /*keepdim=*/true)));
+    auto shifted_NVl = logits_NVl - max_N1;
+    auto local_N = labels_N - m_vocabTp->shardStart(rows);
+    auto inside_N = local_N.ge(0).logical_and(local_N.lt(rows));
+    auto picked_N = shifted_NVl.gather(1, local_N.clamp(0, rows - 1).unsqueeze(1)).squeeze(1) * inside_N.to(torch::kFloat32);
+    // One all-reduce for both sums: [Σ exp, target logit] per target.
+    auto sums_2N = m_vocabTp->leave(torch::stack({shifted_NVl.exp().sum(1), picked_N}));
+    return (sums_2N[0].log() - sums_2N[1]).mean();
 }
 
 }  // namespace wb::rt

@@ -9,6 +9,7 @@
 #include "runtime/model/attention.h"
 #include "runtime/model/layer_runner.h"
 #include "runtime/model/moe_layer.h"
+#include "runtime/model/tensor_parallel_hook.h"
 
 #include <torch/torch.h>
 
@@ -44,12 +45,17 @@ class DecoderLayerImpl : public torch::nn::Module {
 public:
     /// `initDevice`: where the expert weights are drawn (see MoeLayerImpl).
     explicit DecoderLayerImpl(const core::DecoderConfig& config, torch::Device initDevice = torch::kCPU);
-    /// Returns the new hidden state; adds this layer's aux loss to `auxLoss`.
-    torch::Tensor forward(const torch::Tensor& h_BTD, const torch::Tensor& angle_BTF,
-                          const torch::Tensor& allowed_BTT, const torch::Tensor& validIndex_N,
+    /// h_CD: the C flattened tokens of the residual stream this rank holds (all B·T of them
+    /// without sequence parallelism); validIndex_M: the non-padding ones among them (row numbers
+    /// in h_CD). Returns the new hidden state; adds this layer's aux loss to `auxLoss`.
+    torch::Tensor forward(const torch::Tensor& h_CD, const torch::Tensor& angle_BTF,
+                          const torch::Tensor& allowed_BTT, const torch::Tensor& validIndex_M,
                           torch::Tensor& auxLoss, const PackedSegments& documents = {});
+    /// Not owned; null = no tensor parallelism (tensor_parallel_hook.h).
+    void setTensorParallel(TensorParallelHook* hook) { m_tp = hook; }
 
 private:
+    TensorParallelHook* m_tp = nullptr;
     RmsNorm m_attnNorm{nullptr}, m_mlpNorm{nullptr};
     GqaAttention m_attention{nullptr};
     MoeLayer m_moe{nullptr};
@@ -70,16 +76,30 @@ public:
     torch::Tensor embed(const DecoderInputs& inputs);
     /// Layers [begin, end) on h_BTD; adds deepstack_ID[i] (when defined) to the image tokens after
     /// layer i. `auxLoss` becomes the sum of these layers' load-balancing losses (fp32 scalar).
+    /// When `end` is the last layer the final norm is applied too (under sequence parallelism on
+    /// this rank's token share, before the tokens are gathered), so the result is head()'s input.
     torch::Tensor runLayers(const DecoderInputs& inputs, torch::Tensor h_BTD, int begin, int end, torch::Tensor& auxLoss);
-    /// Final norm, output projection of the target tokens and their mean cross-entropy;
-    /// auxLoss is left undefined.
+    /// Output projection of the target tokens of the final-normed h_BTD and their mean
+    /// cross-entropy; auxLoss is left undefined.
     DecoderOutput head(const DecoderInputs& inputs, const torch::Tensor& h_BTD);
     int numLayers() const { return m_config.numLayers; }
     torch::nn::Linear& outputLayer() { return m_output; }
     /// Runs every layer through `runner` (not owned; null = call directly). See layer_runner.h.
     void setLayerRunner(LayerRunner* runner) { m_runner = runner; }
+    /// Sequence parallelism's token split of the residual stream (tensor_parallel_hook.h); not
+    /// owned, null = none. The layers get their own hook (DecoderLayerImpl::setTensorParallel).
+    void setTensorParallel(TensorParallelHook* hook) { m_tp = hook; }
+    /// Vocabulary parallelism (not owned; null = none): the embedding and output weights hold
+    /// this rank's rows of the vocabulary; the lookup is masked and summed over the ranks
+    /// (hook->leave) and the loss is the vocabulary-parallel cross-entropy.
+    void setVocabParallel(TensorParallelHook* hook) { m_vocabTp = hook; }
 
 private:
+    torch::Tensor embedTokens(const torch::Tensor& tokenIds_BT);
+    torch::Tensor vocabParallelLoss(const torch::Tensor& hidden_ND, const torch::Tensor& labels_N);
+
+    TensorParallelHook* m_tp = nullptr;
+    TensorParallelHook* m_vocabTp = nullptr;
     core::DecoderConfig m_config;
     torch::nn::Embedding m_embedding{nullptr};
     torch::nn::ModuleList m_layers;

@@ -15,6 +15,8 @@
 
 #include <torch/torch.h>
 
+#include <functional>
+
 namespace wb::rt {
 
 struct RouterOutput {
@@ -24,9 +26,16 @@ struct RouterOutput {
     torch::Tensor auxLoss;       ///< scalar, already multiplied by coeff
 };
 
-/// Routing from router logits (any float dtype; computed in `routerDtype`).
+/// Sums a tensor over the ranks that share a micro-batch's tokens (sequence parallelism); empty
+/// = this rank has all of them.
+using ShareSum = std::function<torch::Tensor(const torch::Tensor&)>;
+
+/// Routing from router logits (any float dtype; computed in `routerDtype`). With `sumOverShares`
+/// the T tokens are this rank's share of the micro-batch: the assignment counts and the token
+/// total are summed over the shares, so the aux losses of the shares add up to the aux loss of
+/// the whole micro-batch (as Megatron reduces tokens_per_expert over the TP × CP group).
 RouterOutput routeTopK(const torch::Tensor& logits_TE, int topK, double auxLossCoeff,
-                       torch::ScalarType routerDtype = torch::kFloat32);
+                       torch::ScalarType routerDtype = torch::kFloat32, const ShareSum& sumOverShares = {});
 
 /// How the experts' matrix products run. Auto = Grouped when available (CUDA build on LibTorch
 /// >= 2.8, CUDA tensors, bf16 compute: x in bf16 or CUDA autocast on), else Loop.
@@ -66,12 +75,15 @@ public:
     std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x_TD);
     /// Not owned; null = expertsForward on this layer's weights.
     void setExpertsRunner(ExpertsRunner* runner) { m_expertsRunner = runner; }
+    /// Sequence parallelism (set from outside): see routeTopK. Empty = all tokens are here.
+    void setShareSum(ShareSum sum) { m_shareSum = std::move(sum); }
     int numExperts() const { return m_numExperts; }
 
 private:
     torch::Tensor runExperts(const torch::Tensor& x_TD, const RouterOutput& route);
 
     ExpertsRunner* m_expertsRunner = nullptr;
+    ShareSum m_shareSum;
     int m_numExperts;
     int m_topK;
     double m_auxLossCoeff;

@@ -13,7 +13,7 @@ namespace {
 constexpr double kVisionRopeBase = 10000.0;
 }
 
-VisionBlockImpl::VisionBlockImpl(int hiddenSize, int numHeads, int ffnHiddenSize) : m_numHeads(numHeads)
+VisionBlockImpl::VisionBlockImpl(int hiddenSize, int numHeads, int ffnHiddenSize) : m_headDim(hiddenSize / numHeads)
 {
     m_norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hiddenSize})));
     m_norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hiddenSize})));
@@ -27,7 +27,9 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
                                        const torch::Tensor& allowed_1PP, const PackedSegments& images,
                                        const std::vector<int64_t>& imageLengths)
 {
-    const int64_t P = x_PD.size(0), D = x_PD.size(1), Dh = D / m_numHeads;
+    // Local heads from the qkv rows ([3, H, Dh]; under TP this rank's H/TP heads of each part),
+    // and Dl = H·Dh the local attention width (D without TP).
+    const int64_t P = x_PD.size(0), Dh = m_headDim, H = m_qkv->weight.size(0) / (3 * Dh), D = H * Dh;
     // Selective recompute hooks (recompute.h): "layernorm" the two LayerNorms, "core_attn" the
     // attention core, "mlp" the GELU MLP. Each piece captures only tensors without gradients.
     auto layerNorm = [](torch::nn::LayerNorm& norm, const torch::Tensor& x) {
@@ -38,7 +40,7 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
     };
     // RoPE writes q and k contiguous as [P, heads, Dh] (the varlen kernel's layout); the core
     // sees them as [1, heads, P, Dh] views of that memory, so the kernel call copies nothing.
-    auto qkv_P3Hd = m_qkv(layerNorm(m_norm1, x_PD)).view({P, 3, m_numHeads, Dh});
+    auto qkv_P3Hd = m_qkv(enterRegion(m_tp, layerNorm(m_norm1, x_PD))).view({P, 3, H, Dh});
     const auto dtype = qkv_P3Hd.scalar_type();  // bf16 under autocast
     auto angle_P1F = angle_1PF.squeeze(0).unsqueeze(1);
     auto cos_P1F = angle_P1F.cos().to(dtype), sin_P1F = angle_P1F.sin().to(dtype);
@@ -78,11 +80,26 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
         return std::vector<torch::Tensor>{y_PD};
     };
     auto y_PD = maybeRecompute(RecomputeModule::CoreAttn, core, {q_1HPd, k_1HPd, v_1HPd})[0];
-    auto h_PD = x_PD + m_proj(y_PD);
+    if (!m_tp) {
+        auto h_PD = x_PD + m_proj(y_PD);
+        const LayerFn mlp = [fc1 = m_fc1.ptr(), fc2 = m_fc2.ptr()](const std::vector<torch::Tensor>& in) {
+            return std::vector<torch::Tensor>{fc2->forward(torch::gelu(fc1->forward(in[0])))};
+        };
+        return h_PD + maybeRecompute(RecomputeModule::Mlp, mlp, {layerNorm(m_norm2, h_PD)})[0];
+    }
+    // Tensor parallel: proj and fc2 are row-parallel, so their products are partial sums; the
+    // bias is added once, after the sum (leave). The recompute region holds no collective.
+    namespace F = torch::nn::functional;
+    // (The bias in the product's dtype: under bf16 autocast a bf16 + fp32 add would promote the
+    // residual stream to fp32, which the unsplit linear does not.)
+    auto attn_PD = leaveRegion(m_tp, F::linear(y_PD, m_proj->weight));
+    auto h_PD = x_PD + attn_PD + m_proj->bias.to(attn_PD.scalar_type());
     const LayerFn mlp = [fc1 = m_fc1.ptr(), fc2 = m_fc2.ptr()](const std::vector<torch::Tensor>& in) {
-        return std::vector<torch::Tensor>{fc2->forward(torch::gelu(fc1->forward(in[0])))};
+        return std::vector<torch::Tensor>{F::linear(torch::gelu(fc1->forward(in[0])), fc2->weight)};
     };
-    return h_PD + maybeRecompute(RecomputeModule::Mlp, mlp, {layerNorm(m_norm2, h_PD)})[0];
+    auto partial_PD = maybeRecompute(RecomputeModule::Mlp, mlp, {enterRegion(m_tp, layerNorm(m_norm2, h_PD))})[0];
+    auto mlp_PD = leaveRegion(m_tp, partial_PD);
+    return h_PD + mlp_PD + m_fc2->bias.to(mlp_PD.scalar_type());
 }
 
 VisionEncoderImpl::VisionEncoderImpl(const core::VisionConfig& config) : m_config(config)

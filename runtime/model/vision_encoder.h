@@ -7,6 +7,7 @@
 #include "core/run_config.h"
 #include "runtime/model/attention.h"
 #include "runtime/model/layer_runner.h"
+#include "runtime/model/tensor_parallel_hook.h"
 
 #include <torch/torch.h>
 
@@ -19,7 +20,8 @@ struct VisionOutput {
     std::vector<torch::Tensor> deepstack_PD;  ///< outputs of the config's deepstack layers, in order
 };
 
-/// Pre-norm block: x + attn(LN(x)); x + MLP(LN(x)) with GELU MLP.
+/// Pre-norm block: x + attn(LN(x)); x + MLP(LN(x)) with GELU MLP. Under tensor parallelism
+/// (installed from outside) qkv and fc1 are column-parallel, proj and fc2 row-parallel.
 class VisionBlockImpl : public torch::nn::Module {
 public:
     VisionBlockImpl(int hiddenSize, int numHeads, int ffnHiddenSize);
@@ -30,8 +32,12 @@ public:
                           const torch::Tensor& allowed_1PP, const PackedSegments& images = {},
                           const std::vector<int64_t>& imageLengths = {});
 
+    /// Not owned; null = no tensor parallelism (tensor_parallel_hook.h).
+    void setTensorParallel(TensorParallelHook* hook) { m_tp = hook; }
+
 private:
-    int m_numHeads;
+    int64_t m_headDim;
+    TensorParallelHook* m_tp = nullptr;
     torch::nn::LayerNorm m_norm1{nullptr}, m_norm2{nullptr};
     torch::nn::Linear m_qkv{nullptr}, m_proj{nullptr}, m_fc1{nullptr}, m_fc2{nullptr};
 };

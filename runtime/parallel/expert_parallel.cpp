@@ -66,16 +66,17 @@ torch::Tensor allToAllWithGrad(ProcessGroup& group, const torch::Tensor& x, cons
     return AllToAllFunction::apply(x, outputSplits, inputSplits, reinterpret_cast<int64_t>(&group));
 }
 
-ExpertParallel::ExpertParallel(ProcessGroup& world, int epSize) : m_epSize(epSize)
+ExpertParallel::ExpertParallel(ProcessGroup& world, int epSize, int etpSize) : m_epSize(epSize)
 {
-    const int n = world.size(), r = world.rank();
-    if (epSize < 1 || n % epSize != 0)
-        throw std::invalid_argument("expert_model_parallel_size " + std::to_string(epSize) + " does not divide the " +
-                                    std::to_string(n) + " ranks");
+    const int n = world.size(), r = world.rank(), block = epSize * etpSize;
+    if (epSize < 1 || etpSize < 1 || n % block != 0)
+        throw std::invalid_argument("expert_model_parallel_size " + std::to_string(epSize) + " × expert_tensor_parallel_size " +
+                                    std::to_string(etpSize) + " does not divide the " + std::to_string(n) + " ranks");
     // Every rank creates its EP group, then its EDP group: the same order everywhere, so no rank
     // waits in its second group for one still forming its first.
-    m_expertGroup = world.newGroup(rankRange(r / epSize * epSize, 1, epSize), "ep" + std::to_string(r / epSize));
-    m_expertDataGroup = world.newGroup(rankRange(r % epSize, epSize, n / epSize), "edp" + std::to_string(r % epSize));
+    const std::string epName = "ep" + std::to_string(r / block) + (etpSize > 1 ? "t" + std::to_string(r % etpSize) : "");
+    m_expertGroup = world.newGroup(rankRange(r / block * block + r % etpSize, etpSize, epSize), epName);
+    m_expertDataGroup = world.newGroup(rankRange(r % block, block, n / block), "edp" + std::to_string(r % block));
 }
 
 void ExpertParallel::install(torch::nn::Module& model)

@@ -24,9 +24,12 @@ namespace wb::rt {
 
 class ExpertParallel final : public ExpertsRunner {
 public:
-    /// Creates the EP and EDP groups from `world` (every rank must call it). `epSize` divides
-    /// world.size(). Throws CommError when a group cannot be formed.
-    ExpertParallel(ProcessGroup& world, int epSize);
+    /// Creates the EP and EDP groups from `world` (every rank must call it). `epSize` × `etpSize`
+    /// divides world.size(). With expert tensor parallelism (etpSize > 1, tensor_parallel.h) the
+    /// ETP ranks are the fastest: the EP group of rank r strides over ETP, {b + r mod ETP + i·ETP}
+    /// with b = ⌊r/(ETP·EP)⌋·ETP·EP, and EDP over ETP·EP (Megatron's expert rank order).
+    /// Throws CommError when a group cannot be formed.
+    ExpertParallel(ProcessGroup& world, int epSize, int etpSize = 1);
 
     /// Slices every MoE layer's experts of `model` to this rank's E/EP and installs this runner.
     /// Call after the parameters were made equal on all ranks (broadcast) and before an optimizer

@@ -27,11 +27,30 @@ int64_t bytesOf(const torch::Tensor& t)
 ParallelTraining::ParallelTraining(const core::RunConfig& config, ProcessGroup& world) : m_config(config), m_world(world)
 {
     const auto& p = config.parallel;
+    if (p.tensorModelParallelSize > 1) {
+        if (p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard")
+            throw std::invalid_argument("FSDP with tensor parallelism is not supported by moe-train yet; set "
+                                        "use_megatron_fsdp false or tensor_model_parallel_size 1");
+        m_tensorParallel = std::make_unique<TensorParallel>(world, p);
+    }
     if (p.expertModelParallelSize > 1)
-        m_expertParallel = std::make_unique<ExpertParallel>(world, p.expertModelParallelSize);
-    m_dense = std::make_unique<DataParallel>(world);
+        m_expertParallel = std::make_unique<ExpertParallel>(world, p.expertModelParallelSize,
+                                                            m_tensorParallel ? p.expertTensorParallelSize : 1);
+    m_dense = std::make_unique<DataParallel>(m_tensorParallel ? m_tensorParallel->dataGroup() : world);
     if (m_expertParallel)
         m_experts = std::make_unique<DataParallel>(m_expertParallel->expertDataGroup());
+    else if (m_tensorParallel)  // experts sliced over TP (ETP = TP) reduce like dense slices; whole ones over all ranks
+        m_experts = std::make_unique<DataParallel>(p.expertTensorParallelSize > 1 ? m_tensorParallel->dataGroup() : world);
+}
+
+int ParallelTraining::dataParallelSize() const
+{
+    return m_tensorParallel ? m_world.size() / m_tensorParallel->size() : m_world.size();
+}
+
+int ParallelTraining::dataParallelRank() const
+{
+    return m_tensorParallel ? m_world.rank() / m_tensorParallel->size() : m_world.rank();
 }
 
 ParallelTraining::~ParallelTraining()
@@ -44,9 +63,12 @@ void ParallelTraining::attach(VlmModelImpl& model, LayerRunner* inner)
 {
     m_model = &model;
     // Built from the same seed everywhere; the broadcast makes "same weights" a fact, not a hope.
-    m_dense->broadcastParameters(model.parameters());
+    // Over all ranks (with TP m_dense is the DP group; the TP ranks slice the same weights).
+    DataParallel(m_world).broadcastParameters(model.parameters());
     if (m_expertParallel)
         m_expertParallel->install(model);
+    if (m_tensorParallel)
+        m_tensorParallel->install(model, m_config.model, m_expertParallel.get());
     const auto& p = m_config.parallel;
     // no_shard is Megatron's DDP: plain data parallelism below.
     const auto strategy = parseShardingStrategy(p.dataParallelShardingStrategy);
@@ -92,6 +114,10 @@ void ParallelTraining::finishGradients()
         m_fsdp->finishGradients();
         return;
     }
+    if (m_tensorParallel) {
+        finishTensorParallelGradients();
+        return;
+    }
     const auto params = m_model->parameters();
     if (!m_expertParallel) {
         m_dense->averageGradients(params);
@@ -126,6 +152,8 @@ torch::Tensor ParallelTraining::gradNorm() const
     torch::NoGradGuard noGrad;
     if (m_fsdp)
         return m_fsdp->gradNormSquared(m_world).sqrt();
+    if (m_tensorParallel)
+        return tensorParallelGradNorm();
     // Dense part as the single-rank trainer always computed it: the norm of the per-tensor norms.
     std::vector<torch::Tensor> dense, experts;
     for (bool decay : {true, false})
@@ -155,6 +183,9 @@ std::string ParallelTraining::memorySummary() const
 {
     int64_t params = 0, grads = 0, optimizer = 0;
     std::string layout = "dp" + std::to_string(m_world.size());
+    if (m_tensorParallel)
+        layout = "tp" + std::to_string(m_tensorParallel->size()) + (m_tensorParallel->sequenceParallel() ? " sp" : "") +
+                 " etp" + std::to_string(m_tensorParallel->expertTensorSize()) + " dp" + std::to_string(dataParallelSize());
     if (m_expertParallel)
         layout += " ep" + std::to_string(m_expertParallel->size()) + " (edp" +
                   std::to_string(m_expertParallel->expertDataGroup().size()) + ")";
@@ -175,6 +206,58 @@ std::string ParallelTraining::memorySummary() const
     }
     return layout + ": per rank parameters " + mib(params) + ", gradients " + mib(grads) + ", optimizer state " +
            mib(optimizer) + " (" + std::to_string(params + grads + optimizer) + " bytes)";
+}
+
+// Tensor parallel layouts (tensor_parallel.h). Each gradient is reduced over the ranks that hold
+// the same slice and trained on different tokens, once:
+//  - partial ones (sequence-parallel norms and routers, replicated KV heads) are first summed
+//    over TP: each TP rank saw only its tokens or its heads;
+//  - dense parameters (TP slices or replicated) are averaged over the DP group (same TP rank);
+//  - experts over the expert-data-parallel group (EP), over DP (no EP, ETP = TP) or over all
+//    ranks (no EP, ETP = 1), divided by DP × (TP / ETP without sequence parallelism, where each
+//    of the TP / ETP ranks that share a slice computed it on the same tokens, else 1).
+void ParallelTraining::finishTensorParallelGradients()
+{
+    torch::NoGradGuard noGrad;
+    const auto params = m_model->parameters();
+    auto present = torch::zeros({static_cast<int64_t>(params.size())}, torch::kFloat32);
+    for (size_t i = 0; i < params.size(); ++i)
+        present[static_cast<int64_t>(i)] = params[i].grad().defined() ? 1.0f : 0.0f;
+    std::vector<torch::Tensor> presence{params.empty() ? present : present.to(params[0].device())};
+    m_world.allreduce(presence, ReduceOp::Max);
+    present = presence[0].cpu();
+    m_tensorParallel->reducePartialGradients();
+    std::vector<torch::Tensor> dense, experts;
+    for (size_t i = 0; i < params.size(); ++i) {
+        torch::Tensor p = params[i];
+        if (present[static_cast<int64_t>(i)].item<float>() == 0.0f)
+            continue;
+        if (!p.grad().defined())
+            p.mutable_grad() = torch::zeros_like(p);
+        (m_tensorParallel->isExpert(p) ? experts : dense).push_back(p);
+    }
+    const int dp = dataParallelSize();
+    m_dense->averageGradients(dense, dp);
+    const int duplicates = m_tensorParallel->sequenceParallel() ? 1 : m_tensorParallel->size() / m_tensorParallel->expertTensorSize();
+    m_experts->averageGradients(experts, dp * duplicates);
+}
+
+// Σ over parameters of ‖g‖² / (ranks holding that same gradient), summed over all ranks: every
+// distinct slice once, whatever the layout.
+torch::Tensor ParallelTraining::tensorParallelGradNorm() const
+{
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> squares;
+    for (bool decay : {true, false})
+        for (const auto& p : optimizedParameters(decay))
+            if (p.grad().defined())
+                squares.push_back(p.grad().to(torch::kFloat32).pow(2).sum() /
+                                  static_cast<double>(m_tensorParallel->copiesOf(p, m_world.size())));
+    auto device = m_model->parameters().empty() ? torch::Device(torch::kCPU) : m_model->parameters()[0].device();
+    auto total = squares.empty() ? torch::zeros({1}, torch::TensorOptions().device(device)) : torch::stack(squares).sum().reshape({1});
+    std::vector<torch::Tensor> sum{total};
+    m_world.allreduce(sum, ReduceOp::Sum);
+    return sum[0].squeeze().sqrt();
 }
 
 }  // namespace wb::rt

@@ -11,6 +11,7 @@
 #include "runtime/parallel/expert_parallel.h"
 #include "runtime/parallel/fsdp.h"
 #include "runtime/parallel/process_group.h"
+#include "runtime/parallel/tensor_parallel.h"
 
 #include <torch/torch.h>
 
@@ -48,19 +49,35 @@ public:
     torch::Tensor gradNorm() const;
     void afterOptimizerStep();
 
-    /// True when no rank holds the whole model (EP > 1 or FSDP): checkpoints are not written.
-    bool sharded() const { return m_fsdp != nullptr || m_expertParallel != nullptr; }
+    /// True when no rank holds the whole model (EP > 1, TP > 1 or FSDP): checkpoints are not written.
+    bool sharded() const { return m_fsdp != nullptr || m_expertParallel != nullptr || m_tensorParallel != nullptr; }
+
+    // Tensor parallelism (tensor_parallel.h): the TP ranks of a DP rank train on the same
+    // micro-batches, so the trainer splits the step over DP, not over the world.
+    /// world / TP (the world without TP).
+    int dataParallelSize() const;
+    int dataParallelRank() const;
+    /// False on TP ranks other than the first: their loss, tokens and FLOPs repeat the first's
+    /// and are left out of the step's sums over ranks.
+    bool countsStepTotals() const { return !m_tensorParallel || m_tensorParallel->rank() == 0; }
+    /// True when each TP rank's aux loss is its share of the micro-batch's (sequence parallel):
+    /// the aux loss is then summed over all ranks, TP included.
+    bool auxLossIsShared() const { return m_tensorParallel && m_tensorParallel->sequenceParallel(); }
     /// e.g. "fsdp optim_grads_params, ep2 × edp2: per rank parameters 1.2 MiB, gradients …"
     std::string memorySummary() const;
 
 private:
+    void finishTensorParallelGradients();
+    torch::Tensor tensorParallelGradNorm() const;
+
     const core::RunConfig& m_config;
     ProcessGroup& m_world;
     VlmModelImpl* m_model = nullptr;
+    std::unique_ptr<TensorParallel> m_tensorParallel;  // TP > 1 (before EP: group creation order)
     std::unique_ptr<ExpertParallel> m_expertParallel;
     std::unique_ptr<Fsdp> m_fsdp;
-    std::unique_ptr<DataParallel> m_dense;    // all ranks
-    std::unique_ptr<DataParallel> m_experts;  // expert-data-parallel group (EP only)
+    std::unique_ptr<DataParallel> m_dense;    // all ranks (with TP: the DP group)
+    std::unique_ptr<DataParallel> m_experts;  // expert-data-parallel group (EP, or TP)
 };
 
 }  // namespace wb::rt

@@ -31,10 +31,44 @@ bool cudaUsable()
 #endif
 }
 
+// Tensor parallelism (runtime/parallel/tensor_parallel.h): what the slicing needs.
+void tensorParallelProblems(const core::RunConfig& c, std::vector<core::ConfigProblem>& out)
+{
+    const auto s = [](int64_t v) { return std::to_string(v); };
+    const auto& p = c.parallel;
+    const int tp = p.tensorModelParallelSize, etp = p.expertTensorParallelSize;
+    if (etp > 1 && etp != tp)
+        out.push_back({"parallel.expert_tensor_parallel_size", s(etp) + ": moe-train runs ETP 1 (experts whole on each TP rank) or ETP = TP (" + s(tp) + ")",
+                       "set expert_tensor_parallel_size 1 or " + s(tp)});
+    if (tp <= 1)
+        return;
+    const auto& d = c.model.decoder;
+    const auto& v = c.model.vision;
+    // Decoder heads and KV groups: core's validateRunConfig checks them (Megatron's rule).
+    if (v.numAttentionHeads % tp != 0 || v.ffnHiddenSize % tp != 0)
+        out.push_back({"parallel.tensor_model_parallel_size", s(tp) + " does not divide the vision encoder's " + s(v.numAttentionHeads) +
+                                                                 " heads and " + s(v.ffnHiddenSize) + " MLP width",
+                       "choose a TP that divides model.vision.num_attention_heads and ffn_hidden_size"});
+    if (d.vocabSize % tp != 0)
+        out.push_back({"model.decoder.vocab_size", s(d.vocabSize) + " does not split over tensor_model_parallel_size " + s(tp) +
+                                                      " (the embedding and output rows are split over TP)",
+                       "pad vocab_size to a multiple of " + s(tp)});
+    if (etp == tp && d.moeFfnHiddenSize % tp != 0)
+        out.push_back({"parallel.expert_tensor_parallel_size", s(etp) + " does not divide the experts' " + s(d.moeFfnHiddenSize) + " FFN width",
+                       "choose an ETP that divides model.decoder.moe_ffn_hidden_size, or ETP 1"});
+    if (p.sequenceParallel && c.train.seqLength % tp != 0)
+        out.push_back({"train.seq_length", s(c.train.seqLength) + " tokens do not split over tensor_model_parallel_size " + s(tp) +
+                                               " (sequence parallelism holds seq_length / TP tokens per rank)",
+                       "make seq_length a multiple of " + s(tp) + ", or set sequence_parallel false"});
+    if (p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard")
+        out.push_back({"parallel.use_megatron_fsdp", "FSDP with tensor parallelism is not supported by moe-train yet",
+                       "set use_megatron_fsdp false, or tensor_model_parallel_size 1 (docs/parallel.md)"});
+}
+
 std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int worldSize)
 {
     std::vector<core::ConfigProblem> out;
-    const std::string later = "this build of moe-train runs data, expert, fully sharded data and pipeline parallelism only (docs/parallel.md)";
+    const std::string later = "this build of moe-train runs data, tensor (+ sequence), expert, fully sharded data and pipeline parallelism only (docs/parallel.md)";
     const auto s = [](int64_t v) { return std::to_string(v); };
     if (c.model.decoder.vocabSize < kMinVocabSize)
         out.push_back({"model.decoder.vocab_size",
@@ -42,15 +76,14 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
                        "set vocab_size >= 260"});
     const auto& p = c.parallel;
     const std::pair<const char*, int> sizes[] = {
-        {"parallel.tensor_model_parallel_size", p.tensorModelParallelSize},
         {"parallel.virtual_pipeline_model_parallel_size", p.virtualPipelineModelParallelSize},
-        {"parallel.context_parallel_size", p.contextParallelSize},
-        {"parallel.expert_tensor_parallel_size", p.expertTensorParallelSize}};
+        {"parallel.context_parallel_size", p.contextParallelSize}};
     for (const auto& [path, size] : sizes)
         if (size > 1)
             out.push_back({path, s(size) + " > 1 is not supported by this build of moe-train yet", "set it to 1 (" + later + ")"});
-    // Data parallel, expert parallel, FSDP and pipeline parallel run (runtime/parallel); TP, CP,
-    // ETP and virtual pipeline stages are rejected above.
+    tensorParallelProblems(c, out);
+    // Data, tensor, expert, FSDP and pipeline parallel run (runtime/parallel); CP and virtual
+    // pipeline stages are rejected above.
     const int ep = p.expertModelParallelSize;
     const int pp = p.pipelineModelParallelSize;
     if (ep > 1 && worldSize % (ep * pp) != 0)
@@ -73,10 +106,13 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
                                s(c.train.globalBatchSize) + " / (MBS " + s(c.train.microBatchSize) + " × DP " + s(dp) + ") = " + s(micro),
                            "raise global_batch_size to at least " + s(int64_t{pp} * c.train.microBatchSize * dp)});
     }
-    const bool sharded = ep > 1 || pp > 1 || (p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard");
+    if (pp > 1 && p.tensorModelParallelSize > 1)
+        out.push_back({"parallel.tensor_model_parallel_size", "tensor and pipeline parallelism together are not supported by moe-train yet",
+                       "use tensor_model_parallel_size 1 with pipeline parallelism, or pipeline_model_parallel_size 1 with TP"});
+    const bool sharded = ep > 1 || pp > 1 || p.tensorModelParallelSize > 1 || (p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard");
     if (sharded && c.train.checkpointInterval > 0)
-        out.push_back({"train.checkpoint_interval", "checkpoints of sharded layouts (FSDP, expert or pipeline parallel) are not written yet",
-                       "set checkpoint_interval 0, or run without FSDP, expert and pipeline parallelism (docs/parallel.md)"});
+        out.push_back({"train.checkpoint_interval", "checkpoints of sharded layouts (FSDP, tensor, expert or pipeline parallel) are not written yet",
+                       "set checkpoint_interval 0, or run without FSDP, tensor, expert and pipeline parallelism (docs/parallel.md)"});
     const torch::Device device(c.runtime.device == "cuda" ? torch::kCUDA : torch::kCPU);
     if (worldSize > 1 && !multiRankSupported(device))
         out.push_back({"parallel", "WORLD_SIZE=" + s(worldSize) + ": this moe-train was built without a c10d backend for " +

@@ -122,7 +122,8 @@ std::string layoutString(const core::RunConfig& c, int world)
     const int dp = core::dataParallelSize(c, world);
     return "tp" + std::to_string(p.tensorModelParallelSize) + " pp" + std::to_string(p.pipelineModelParallelSize) +
            " cp" + std::to_string(p.contextParallelSize) + " ep" + std::to_string(p.expertModelParallelSize) +
-           " etp" + std::to_string(p.expertTensorParallelSize) + " dp" + std::to_string(dp) +
+           (p.tensorModelParallelSize > 1 && p.sequenceParallel ? " sp" : "") + " etp" +
+           std::to_string(p.expertTensorParallelSize) + " dp" + std::to_string(dp) +
            (p.useMegatronFsdp ? " fsdp:" + p.dataParallelShardingStrategy : std::string()) +
            (p.pipelineModelParallelSize > 1 ? " " + pipelineLayerSplit(c) : std::string());
 }
@@ -333,7 +334,8 @@ core::StepRecord Trainer::trainStep(int64_t step)
     r.step = step;
     // The global step takes numMicro micro-batches of the stream; this rank trains on every
     // dp-th of them (numLocal), so ranks never share one and together cover them all.
-    const int dp = m_group->size();
+    // With tensor parallelism the TP ranks of a DP rank take the same micro-batches.
+    const int dp = m_parallel->dataParallelSize();
     const int numMicro = std::max(1, m_config.train.globalBatchSize / m_config.train.microBatchSize);
     const int numLocal = std::max(1, numMicro / dp);
     const auto stepStart = std::chrono::steady_clock::now();
@@ -349,7 +351,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
     for (int micro = 0; !m_pipeline && micro < numMicro; ++micro) {
         // With several ranks a stop is agreed at the step's end instead (reduceOverRanks): a rank
         // leaving mid-step would strand the others in the gradient allreduce.
-        if (dp == 1 && stopRequestedFlag())
+        if (m_group->size() == 1 && stopRequestedFlag())
             throw RunFailure{5, "stopped by signal"};
         const auto waitStart = std::chrono::steady_clock::now();
         std::optional<MicroBatch> batch = m_loader->next();
@@ -357,7 +359,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
             throw RunFailure{1, "the data loader stopped"};
         r.dataMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - waitStart).count();
         stepEndSeq = batch->nextSampleSeq;
-        if (micro % dp != m_env.rank)
+        if (micro % dp != m_parallel->dataParallelRank())
             continue;  // another rank's micro-batch
         for (const std::string& w : batch->warnings)
             if (m_warningsEmitted++ < 5)
@@ -418,8 +420,8 @@ core::StepRecord Trainer::trainStep(int64_t step)
     r.auxLoss = aux;
     r.time = unixNow();
     r.effectiveTokens = r.imageTokens + r.textTokens;
-    r.tokensPerSPerGpu = r.stepMs > 0 ? r.effectiveTokens / (r.stepMs / 1000.0) / dp : 0.0;
-    r.tflopsPerGpu = r.stepMs > 0 ? flops / (r.stepMs / 1000.0) / 1e12 / dp : 0.0;
+    r.tokensPerSPerGpu = r.stepMs > 0 ? r.effectiveTokens / (r.stepMs / 1000.0) / m_group->size() : 0.0;
+    r.tflopsPerGpu = r.stepMs > 0 ? flops / (r.stepMs / 1000.0) / 1e12 / m_group->size() : 0.0;
     r.mfu = m_peakTflops > 0.0 ? r.tflopsPerGpu / m_peakTflops : 0.0;
     return r;
 }
@@ -566,6 +568,13 @@ void Trainer::reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor&
     if (m_device.is_cuda()) {  // NCCL reduces device tensors
         sums[0] = sums[0].to(m_device);
         maxima[0] = maxima[0].to(m_device);
+    }
+    // Tensor parallel: the TP ranks of a DP rank repeat its loss, tokens and FLOPs; only the first
+    // counts them (the aux loss under sequence parallelism is each rank's share: all count it).
+    if (!m_parallel->countsStepTotals()) {
+        const double aux = m_parallel->auxLossIsShared() ? sums[0][1].item<double>() : 0.0;
+        sums[0].zero_();
+        sums[0][1] = aux;
     }
     m_group->allreduce(sums, ReduceOp::Sum);
     m_group->allreduce(maxima, ReduceOp::Max);

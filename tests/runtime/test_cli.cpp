@@ -44,7 +44,7 @@ int main()
 
     json bad = sampleConfig();
     bad["model"]["decoder"]["vocab_size"] = 100;                   // runtime: byte tokenizer needs 260
-    bad["parallel"]["tensor_model_parallel_size"] = 2;             // runtime: no TP in this build
+    bad["parallel"]["context_parallel_size"] = 2;                  // runtime: no CP in this build
     bad["runtime"]["device"] = "cuda";                             // runtime: no CUDA here
     bad["train"]["micro_batch_size"] = 3;                          // core: GBS 2 not divisible by 3
     bad["train"]["no_such_key"] = 1;                               // core: unknown key
@@ -52,7 +52,7 @@ int main()
     const int rc = test::runProcess({moeTrain, "--validate", (dir / "bad.json").string()}, log, 60);
     const std::string out = test::readFile(log);
     WB_CHECK_MSG(rc == 2, "rc " << rc);
-    for (const char* expected : {"model.decoder.vocab_size", "260", "parallel.tensor_model_parallel_size",
+    for (const char* expected : {"model.decoder.vocab_size", "260", "parallel.context_parallel_size",
                                  "not supported", "runtime.device", "train.global_batch_size", "no_such_key"})
         WB_CHECK_MSG(out.find(expected) != std::string::npos, "missing \"" << expected << "\" in:\n" << out);
 

@@ -6,13 +6,15 @@
 //   layout L: the same for 20 steps on 4 ranks with FSDP (fsdp-optim, fsdp-optim_grads,
 //             fsdp-optim_grads_params), expert parallelism (ep2dp2: EP 2 × DP 2) or both
 //             (fsdp-ep: EP 2 × DP 2 with optim_grads_params), and ZeRO-3 with a frozen vision
-//             encoder (fsdp-frozen-vision); the meta line names the layout.
+//             encoder (fsdp-frozen-vision); tensor parallel layouts (tp2-sp, tp2, tp2-etp1-sp on 2
+//             ranks, tp2ep2-sp and tp2dp2-sp on 4); the meta line names the layout.
 //             Pipeline: pp2, pp2-uneven (1 + 3 layers, deepstack sent, full recompute), pp4 (middle
 //             stages, a deepstack feature passed through), pp2dp2, pp2ep2.
 //   kill    : two ranks started torchrun-style (RANK/WORLD_SIZE/MASTER_* set by the test); rank 1
 //             is SIGKILLed mid-run and rank 0 must exit 4 (comm_error) within the comm timeout.
 //             Then the same through --nproc-per-node: the parent exits 1 and status.json names rank 1.
-//   validate: --validate with --nproc-per-node: DP accepted, TP/EP rejected naming the field.
+//   validate: --validate with --nproc-per-node: DP, EP and TP layouts accepted, CP and bad TP
+//             combinations rejected naming the field.
 //   hang    : --nproc-per-node 2, rank 1 SIGSTOPped: rank 0 times out in a collective and exits 4,
 //             the parent ends the stopped rank and exits 4, all within the timeout plus the grace.
 #include "check.h"
@@ -115,7 +117,8 @@ void testEqual(const fs::path& dir, int ranks, int steps = kSteps, const json& p
     WB_CHECK(!multiRecords.empty() && multiRecords.front().value("type", "") == "meta");
     if (!multiRecords.empty()) {
         WB_CHECK(multiRecords.front().value("world_size", 0) == ranks);
-        const int dp = ranks / parallel.value("pipeline_model_parallel_size", 1);
+        const int dp = ranks / (parallel.value("pipeline_model_parallel_size", 1) *
+                                parallel.value("tensor_model_parallel_size", 1));
         WB_CHECK_MSG(multiRecords.front().value("layout", "").find("dp" + std::to_string(dp)) != std::string::npos,
                      multiRecords.front().dump());
         WB_CHECK_MSG(multiRecords.front().value("layout", "").find(layout) != std::string::npos, multiRecords.front().dump());
@@ -169,6 +172,36 @@ void checkStagesHoldTheModelOnce(const fs::path& dir, int stages)
     WB_CHECK_MSG(whole > 0.0 && std::abs(held - whole) <= 0.01 * stages, "stages hold " << held << " MiB, one rank " << whole);
 }
 
+// Tensor parallel layouts (docs/parallel.md) against one rank: TP 2 on 2 ranks with sequence
+// parallelism and ETP 2 (tp2-sp), without SP (tp2), with ETP 1 (tp2-etp1-sp), and on 4 ranks
+// TP 2 × EP 2 (tp2ep2-sp) and TP 2 × DP 2 (tp2dp2-sp); tp2-sp-recompute adds full recompute.
+// Same tolerance as the sharded layouts: the row-parallel partial sums and the sequence split
+// reorder fp32 sums the same way.
+void testTensorParallel(const fs::path& dir, const std::string& name)
+{
+    const bool sp = name.find("-sp") != std::string::npos;
+    const bool etp1 = name.find("etp1") != std::string::npos;
+    json parallel = {{"tensor_model_parallel_size", 2}, {"sequence_parallel", sp},
+                     {"expert_tensor_parallel_size", etp1 ? 1 : 2}};
+    int ranks = 2;
+    std::string layout = std::string("tp2 pp1 cp1 ep1") + (sp ? " sp" : "") + (etp1 ? " etp1" : " etp2") + " dp1";
+    if (name.rfind("tp2ep2", 0) == 0) {
+        parallel["expert_model_parallel_size"] = 2;
+        ranks = 4;
+        layout = "tp2 pp1 cp1 ep2 sp etp2 dp2";
+    } else if (name.rfind("tp2dp2", 0) == 0) {
+        ranks = 4;
+        layout = "tp2 pp1 cp1 ep1 sp etp2 dp2";
+    }
+    // Full recompute runs every layer again in backward, its TP collectives included.
+    json common = json::object();
+    if (name.find("recompute") != std::string::npos)
+        common = {{"recompute", {{"granularity", "full"}, {"method", "uniform"}, {"recompute_num_layers", 1}}}};
+    testEqual(dir, ranks, kShardedSteps, parallel, layout, kShardedLossTolerance, common);
+    const std::string log0 = test::readFile(dir / "multi" / "rank0.log");
+    WB_CHECK_MSG(log0.find("per rank parameters") != std::string::npos && log0.find("tp2") != std::string::npos, log0);
+}
+
 // 4 ranks with FSDP and/or expert parallelism against one rank.
 void testLayout(const fs::path& dir, const std::string& name)
 {
@@ -216,6 +249,9 @@ void testLayout(const fs::path& dir, const std::string& name)
     } else if (name == "pp2ep2") {  // EP 2 inside each stage (its two ranks), DP 2 for dense
         parallel = {{"pipeline_model_parallel_size", 2}, {"expert_model_parallel_size", 2}};
         layout = "pp2 cp1 ep2 etp1 dp2 pp_layers:1,1";
+    } else if (name.rfind("tp2", 0) == 0) {
+        testTensorParallel(dir, name);
+        return;
     } else {
         WB_CHECK_MSG(false, "unknown layout " << name);
         return;
@@ -381,8 +417,45 @@ void testValidatePipeline(const fs::path& dir, const fs::path& config)
     }
 }
 
-// --validate for N ranks: DP, EP and FSDP are accepted; TP (and PP, CP, ETP) are still rejected
-// with a message that names the field.
+// --validate of tensor parallel layouts: TP 2 × EP 2 (ETP 2, SP) accepted on 4 ranks; rejected,
+// naming the field: SP with a seq_length TP does not divide, ETP other than 1 or TP, TP with
+// FSDP, TP with a checkpoint interval.
+void testValidateTensorParallel(const fs::path& dir, const fs::path& config)
+{
+    const std::string log = (dir / "validate-tp.log").string();
+    auto validate = [&](const std::string& tag, const json& parallel, const json& train, int ranks) {
+        json c = json::parse(test::readFile(config));
+        for (const auto& [k, v] : parallel.items())
+            c["parallel"][k] = v;
+        for (const auto& [k, v] : train.items())
+            c["train"][k] = v;
+        const fs::path path = dir / ("tp-" + tag + ".json");
+        std::ofstream(path) << c.dump(2);
+        return test::runProcess({MOE_TRAIN_PATH, "--validate", path.string(), "--nproc-per-node", std::to_string(ranks)}, log, 60);
+    };
+    const json tp2 = {{"tensor_model_parallel_size", 2}, {"expert_model_parallel_size", 2},
+                      {"expert_tensor_parallel_size", 2}, {"sequence_parallel", true}};
+    int rc = validate("ok", tp2, json::object(), 4);
+    WB_CHECK_MSG(rc == 0, "tp2 ep2 rc " << rc << "\n" << test::readFile(log));
+    rc = validate("seq", tp2, {{"seq_length", 255}}, 4);
+    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("train.seq_length: 255 tokens do not split") != std::string::npos,
+                 test::readFile(log));
+    rc = validate("etp", {{"tensor_model_parallel_size", 1}, {"expert_tensor_parallel_size", 2}}, json::object(), 2);
+    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.expert_tensor_parallel_size") != std::string::npos,
+                 test::readFile(log));
+    rc = validate("fsdp", {{"tensor_model_parallel_size", 2}, {"use_megatron_fsdp", true},
+                           {"data_parallel_sharding_strategy", "optim_grads_params"}}, json::object(), 4);
+    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.use_megatron_fsdp: FSDP with tensor parallelism") != std::string::npos,
+                 test::readFile(log));
+    rc = validate("pp", {{"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 2}}, {{"global_batch_size", 8}}, 4);
+    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.tensor_model_parallel_size: tensor and pipeline") != std::string::npos,
+                 test::readFile(log));
+    rc = validate("ckpt", tp2, {{"checkpoint_interval", 5}}, 4);
+    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("train.checkpoint_interval") != std::string::npos, test::readFile(log));
+}
+
+// --validate for N ranks: DP, EP, TP and FSDP are accepted; CP is still rejected with a
+// message that names the field.
 void testValidate(const fs::path& dir)
 {
     const fs::path config = writeConfig(dir, kSteps);
@@ -390,14 +463,14 @@ void testValidate(const fs::path& dir)
     int rc = test::runProcess({MOE_TRAIN_PATH, "--validate", config.string(), "--nproc-per-node", "2"}, log, 60);
     WB_CHECK_MSG(rc == 0, "dp2 rc " << rc << "\n" << test::readFile(log));
     json tp = json::parse(test::readFile(config));
-    tp["parallel"]["tensor_model_parallel_size"] = 2;
+    tp["parallel"]["context_parallel_size"] = 2;
     tp["parallel"]["expert_model_parallel_size"] = 2;
     tp["train"]["global_batch_size"] = 4;
     std::ofstream(dir / "tp.json") << tp.dump(2);
     rc = test::runProcess({MOE_TRAIN_PATH, "--validate", (dir / "tp.json").string(), "--nproc-per-node", "4"}, log, 60);
     const std::string text = test::readFile(log);
-    WB_CHECK_MSG(rc == 2, "tp2 rc " << rc << "\n" << text);
-    WB_CHECK_MSG(text.find("parallel.tensor_model_parallel_size: 2 > 1 is not supported") != std::string::npos, text);
+    WB_CHECK_MSG(rc == 2, "cp2 rc " << rc << "\n" << text);
+    WB_CHECK_MSG(text.find("parallel.context_parallel_size: 2 > 1 is not supported") != std::string::npos, text);
     WB_CHECK_MSG(text.find("parallel.expert_model_parallel_size") == std::string::npos, text);  // EP runs now
     WB_CHECK_MSG(text.find("multi-rank") == std::string::npos, text);
     // EP 2 × DP 2 with FSDP is accepted; EP 3 on 4 ranks, and a checkpoint interval with a
@@ -417,6 +490,7 @@ void testValidate(const fs::path& dir)
     WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.expert_model_parallel_size") != std::string::npos,
                  test::readFile(log));
     testValidatePipeline(dir, config);
+    testValidateTensorParallel(dir, config);
 }
 
 }  // namespace

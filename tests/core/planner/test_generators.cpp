@@ -153,6 +153,7 @@ private slots:
     void sshScriptStartsOneTrainerPerNode();
     void slurmScriptStartsOneTrainerPerNode();
     void slurmRefusesUnsafeDirectives();
+    void runtimeFormatsRefuseContextParallel();
     void planJsonRoundTrips();
     void jsonPathLine_data();
     void jsonPathLine();
@@ -648,6 +649,23 @@ void TestGenerators::slurmRefusesUnsafeDirectives()
     QVERIFY(ok->files[0].content.find("#SBATCH --nodes=2\n") != std::string::npos);
     QVERIFY(ok->files[0].content.find("#SBATCH --gpus-per-node=8\n") != std::string::npos);
     QVERIFY(!generateFormat("pdf", qwen30b(), t).ok());
+}
+
+// Context parallelism is planner-only: the formats that start moe-train refuse a CP > 1 layout,
+// naming the knob; Megatron-Bridge's overrides are still written.
+void TestGenerators::runtimeFormatsRefuseContextParallel()
+{
+    RunConfig c = qwen30b();
+    c.parallel.contextParallelSize = 2;
+    const GeneratorTarget t = target("h100", 2, 8);
+    for (const char* format : {"runtime", "ssh", "slurm"}) {
+        auto bundle = generateFormat(format, c, t);
+        QVERIFY2(!bundle.ok(), format);
+        QVERIFY2(bundle.error().message.find("context_parallel_size 2") != std::string::npos, bundle.error().message.c_str());
+    }
+    QVERIFY(generateFormat("megatron-bridge", c, t).ok());
+    c.parallel.contextParallelSize = 1;
+    QVERIFY(generateFormat("runtime", c, t).ok());
 }
 
 void TestGenerators::planJsonRoundTrips()
