@@ -9,6 +9,8 @@
 3. summarize.py --predictions prints the file's step ms and memory beside a measured row with the
    error (predicted − measured) / measured, and "—" plus the reason for a row it has no prediction
    for. The measured metrics are written here for the check and never kept.
+4. The prediction follows the runtime knobs a row may turn: text-only mock data, frozen vision,
+   full and selective recompute.
 usage: layout_predictions_test.py --cli build/bin/moe-workbench-cli        (ctest: layout_predictions_current)
 """
 import argparse
@@ -94,6 +96,33 @@ def main():
         later = next((l for l in lines if l.startswith("| later-row ")), "")
         check(later.count("| — | — |") == 2 and "later-row: no prediction — no row 'later-row'" in r.stdout,
               "a row without a prediction shows — and the reason under the table")
+    # 4. The knobs the rows may turn (mock data, frozen vision, recompute) move the prediction.
+    with tempfile.TemporaryDirectory(prefix="wb-layout-knobs-") as tmp:
+        rows = dict(lp.configs_for(2, os.path.join(tmp, "configs")))
+        with open(os.path.join(tmp, "configs", "ref.json")) as f:
+            base = json.load(f)
+        variants = {"base": {}, "mock": {"data": {"source": "mock", "mock_image_size": 0}},
+                    "frozen": {"model": {"freeze_vision_model": True, "freeze_vision_projection": True}},
+                    "full": {"recompute": {"granularity": "full", "method": "uniform", "recompute_num_layers": 1}},
+                    "selective": {"recompute": {"granularity": "selective", "modules": ["core_attn", "moe_act"]}}}
+        got = {}
+        for name, change in variants.items():
+            cfg = copy.deepcopy(base)
+            for section, values in change.items():
+                cfg.setdefault(section, {}).update(values)
+            os.makedirs(os.path.join(tmp, "v"), exist_ok=True)
+            with open(os.path.join(tmp, "v", name + ".json"), "w") as f:
+                json.dump(cfg, f)
+            got[name] = lp.predict_row(a.cli, "h200", os.path.join(tmp, "v"), name, rows["ref"], os.path.join(tmp, "out"))
+        b, terms = got["base"], {n: r.get("step_ms_terms", {}) for n, r in got.items()}
+        check(all("step_ms" in r for r in got.values()), f"every variant predicted: {[n for n, r in got.items() if 'step_ms' not in r]}")
+        check("vision encoder" in terms["base"] and "vision encoder" not in terms["mock"] and got["mock"]["step_ms"] < b["step_ms"],
+              f"text-only mock data: no vision term, faster ({got['mock'].get('step_ms')} < {b.get('step_ms')} ms)")
+        check(terms["frozen"].get("vision encoder", 1e9) < terms["base"].get("vision encoder", 0) and
+              got["frozen"]["memory_gib"] < b["memory_gib"], "frozen vision: less vision time and memory")
+        check(terms["full"].get("recompute", 0) > 0 and got["full"]["step_ms"] > b["step_ms"] and
+              got["full"]["memory_gib"] < b["memory_gib"], "full recompute: slower, less memory")
+        check(terms["selective"].get("recompute", 0) > 0, "selective recompute (core_attn): a recompute term")
     print(f"{len(failures)} failure(s)")
     return 1 if failures else 0
 
