@@ -14,11 +14,22 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STEPS=${1:-8}
 RESULTS=/tmp/gpu_layouts
-mkdir -p "$RESULTS"
-G=$(nvidia-smi -L | wc -l)
-BIN=$(RESULTS="$RESULTS" "$ROOT/benchmarks/build_gpu.sh" moe-train)
 MANIFEST="$ROOT/.gpu-samples/manifest.jsonl"
-[ -f "$MANIFEST" ] || { echo "no $MANIFEST: carry .gpu-samples (see gpu_round.sh)"; exit 1; }
+# --- configs only (no GPU): WB_LAYOUTS_CONFIGS_ONLY=DIR WB_LAYOUTS_GPUS=G benchmarks/gpu_layouts.sh
+# writes DIR/<row>.json, exactly the configs a run on G GPUs trains (the same writer below), and
+# DIR/rows.tsv ("row<TAB>world size"), then exits: benchmarks/layout_predictions.sh predicts them.
+CONFIGS_ONLY=${WB_LAYOUTS_CONFIGS_ONLY:-}
+if [ -n "$CONFIGS_ONLY" ]; then
+  G=${WB_LAYOUTS_GPUS:?WB_LAYOUTS_CONFIGS_ONLY needs WB_LAYOUTS_GPUS=G (the GPUs the run would find)}
+  RESULTS=$CONFIGS_ONLY
+  mkdir -p "$RESULTS" && rm -f "$RESULTS"/*.json "$RESULTS/rows.tsv"  # no rows of an earlier call
+else
+  mkdir -p "$RESULTS"
+  G=$(nvidia-smi -L | wc -l)
+  BIN=$(RESULTS="$RESULTS" "$ROOT/benchmarks/build_gpu.sh" moe-train)
+  [ -f "$MANIFEST" ] || { echo "no $MANIFEST: carry .gpu-samples (see gpu_round.sh)"; exit 1; }
+fi
+# --- end configs only
 python3 - "$ROOT/benchmarks/configs/qwen3vl-30b-slice.json" "$MANIFEST" "$STEPS" "$G" "$RESULTS" <<'PY'
 import json, sys
 src, manifest, steps, g, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
@@ -46,6 +57,16 @@ for name, par in layouts.items():
     c.setdefault("parallel", {}).update(par)
     json.dump(c, open(f"{out}/{name}.json", "w"), indent=1)
 PY
+# --- configs only: the reference trains on one GPU, every other row on G (as run below)
+if [ -n "$CONFIGS_ONLY" ]; then
+  : >"$RESULTS/rows.tsv"
+  for f in "$RESULTS"/*.json; do
+    n=$(basename "$f" .json); ws=$G; [ "$n" = ref ] && ws=1
+    printf '%s\t%s\n' "$n" "$ws" >>"$RESULTS/rows.tsv"
+  done
+  exit 0
+fi
+# --- end configs only
 run() {  # name, extra args
   rm -rf "/tmp/run-$1"
   local t0=$SECONDS
@@ -83,5 +104,8 @@ PY
 echo "== table ($(date -u +%Y-%m-%dT%H:%MZ), $G GPU(s), medians after 3 warm-up steps)"
 args=()
 for n in "${names[@]}"; do [ -f "$RESULTS/$n.metrics.jsonl" ] && args+=("$n=$RESULTS/$n.metrics.jsonl"); done
-python3 "$ROOT/benchmarks/summarize.py" --skip 3 "${args[@]}" | tee "$RESULTS/table.md"
+# The planner's predictions beside each row: made on the workbench machine by
+# benchmarks/layout_predictions.sh from the same configs (WB_LAYOUTS_CONFIGS_ONLY above).
+python3 "$ROOT/benchmarks/summarize.py" --skip 3 --predictions "$ROOT/benchmarks/predictions/layouts.json" --gpus "$G" \
+  "${args[@]}" | tee "$RESULTS/table.md"
 [ -n "${OUT:-}" ] && mkdir -p "$OUT/layouts" && cp "$RESULTS"/*.metrics.jsonl "$RESULTS/table.md" "$RESULTS"/*.log "$OUT/layouts/" 2>/dev/null || true
