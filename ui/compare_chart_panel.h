@@ -80,6 +80,8 @@ public:
     /// Steady-window bands drawn now on `chart` (one per shown run with a window, while shading is on).
     qsizetype shadedBands(Chart chart) const;
     MetricChartView* chartView(Chart chart) const { return m_charts.value(static_cast<int>(chart)); }
+    /// What the lines shown were computed for (default-constructed before the first lines).
+    core::ChartLinesRequest shownRequest() const { return m_lines ? m_lines->request : core::ChartLinesRequest{}; }
     /// The lines shown on `chart` (nullptr before the first comparison).
     const core::ChartLines* lines(Chart chart) const;
     /// The item painting run `run` on `chart` (nullptr when there is none).

@@ -78,7 +78,7 @@ ChartLine decimateMinMax(const std::vector<double>& xs, const std::vector<double
     const double span = x1 - x0;
     const bool decimate = columns > 0 && span > 0.0 && std::isfinite(span) &&
                           usableCount > 2 * static_cast<size_t>(columns);
-    const size_t capacity = decimate ? 2 * static_cast<size_t>(columns) + 2 : usableCount;
+    const size_t capacity = decimate ? 2 * static_cast<size_t>(columns) + 2 : usableCount;  // + first, last
     out.x.reserve(capacity);
     out.y.reserve(capacity);
     auto emit = [&](size_t i) {
@@ -96,19 +96,29 @@ ChartLine decimateMinMax(const std::vector<double>& xs, const std::vector<double
     // only paint time (4 → 2 points per column halved the paint).
     const double scale = columns / span;
     int column = -1;
-    size_t lo = 0, hi = 0;
-    auto flush = [&] {
-        emit(std::min(lo, hi));
-        if (hi != lo)
-            emit(std::max(lo, hi));
+    size_t lo = 0, hi = 0, firstUsable = n, lastUsable = 0;
+    // The first and the last usable step are kept too: the line spans the run's whole extent (the
+    // axes are fitted to it), not just to the extreme points of its end columns.
+    auto flush = [&](bool last) {
+        size_t picks[4] = {lo, hi, lo, hi};
+        if (out.empty())
+            picks[2] = firstUsable;
+        if (last)
+            picks[3] = lastUsable;
+        std::sort(std::begin(picks), std::end(picks));
+        for (int k = 0; k < 4; ++k)
+            if (k == 0 || picks[k] != picks[k - 1])
+                emit(picks[k]);
     };
     for (size_t i = 0; i < n; ++i) {
         if (!usable(i))
             continue;
+        firstUsable = std::min(firstUsable, i);
+        lastUsable = i;
         const int c = std::clamp(static_cast<int>((xs[i] - x0) * scale), 0, columns - 1);
         if (c != column) {
             if (column >= 0)
-                flush();
+                flush(false);
             column = c;
             lo = hi = i;
             continue;
@@ -119,7 +129,7 @@ ChartLine decimateMinMax(const std::vector<double>& xs, const std::vector<double
             hi = i;
     }
     if (column >= 0)
-        flush();
+        flush(true);
     return out;
 }
 

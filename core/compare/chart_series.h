@@ -66,8 +66,9 @@ struct ChartSet {
     size_t points() const;
 };
 
-/// Min and max of each of `columns` equal-width x columns over [x0, x1], in step order: at most two
-/// points per column, and a spike of a single step is always one of them. Points with a non-finite
+/// Min and max of each of `columns` equal-width x columns over [x0, x1], in step order, plus the
+/// first and last point: at most two points per column (+ 2), and a spike of a single step is
+/// always one of them. Points with a non-finite
 /// x or y are left out (a diverged loss is a gap, not a 0); with `logY` also those with y <= 0 or
 /// `also[i]` <= 0 (so raw and smoothed leave out the same steps). With no more than 2 × columns
 /// usable points, or columns <= 0, every usable point is kept. x must be ascending.
