@@ -71,14 +71,12 @@ ChartLine decimateMinMax(const std::vector<double>& xs, const std::vector<double
             return false;
         return !logY || (ys[i] > 0.0 && (!also || (*also)[i] > 0.0));
     };
-    size_t usableCount = 0;
-    for (size_t i = 0; i < n; ++i)
-        usableCount += usable(i);
     ChartLine out;
     const double span = x1 - x0;
-    const bool decimate = columns > 0 && span > 0.0 && std::isfinite(span) &&
-                          usableCount > 2 * static_cast<size_t>(columns);
-    const size_t capacity = decimate ? 2 * static_cast<size_t>(columns) + 2 : usableCount;  // + first, last
+    // Decided on the step count, not on the usable points (one pass fewer over 100k steps): a run
+    // with fewer usable points than columns comes out the same either way.
+    const bool decimate = columns > 0 && span > 0.0 && std::isfinite(span) && n > 2 * static_cast<size_t>(columns);
+    const size_t capacity = decimate ? 2 * static_cast<size_t>(columns) + 2 : n;  // + first, last
     out.x.reserve(capacity);
     out.y.reserve(capacity);
     auto emit = [&](size_t i) {
@@ -166,7 +164,18 @@ ChartSet computeChartSet(const Comparison& comparison, const ChartLinesRequest& 
             if (only && metrics[c] != *only)
                 continue;
             ChartRunLines& lines = set.charts[c].runs[r];
-            const std::vector<double> ys = chartMetricValues(metrics[c], run.steps(), run.worldSize());
+            // Step time, loss and memory are the stored columns as they are: no copy of 100k values.
+            const StepSeries& steps = run.steps();
+            std::vector<double> computed;
+            const std::vector<double>* column = metrics[c] == ChartMetric::StepTime ? &steps.stepMs
+                                                : metrics[c] == ChartMetric::Loss   ? &steps.loss
+                                                : metrics[c] == ChartMetric::Memory ? &steps.memPeakGib
+                                                                                    : nullptr;
+            if (!column) {
+                computed = chartMetricValues(metrics[c], steps, run.worldSize());
+                column = &computed;
+            }
+            const std::vector<double>& ys = *column;
             const int columns = request.columns[c];
             if (weight > 0.0) {
                 const std::vector<double> smooth = emaDebiased(ys, weight);

@@ -8,6 +8,7 @@
 // Without a store (or with an empty one) it creates the runs first (that part is not timed).
 #include "ui/compare_chart_panel.h"
 #include "ui/compare_view.h"
+#include "core/compare/chart_series.h"
 #include "synthetic_runs.h"
 
 #include <QApplication>
@@ -111,6 +112,11 @@ int main(int argc, char** argv)
         request.runs.push_back(id.toStdString());
     auto engineOnly = wb::core::compareRuns(store.toStdString(), request);
     stage("compareRuns(path) alone (load + analyse)");
+    if (engineOnly) {
+        wb::core::ChartLinesRequest lines = view.charts()->currentRequest();
+        const auto set = wb::core::computeChartSet(*engineOnly, lines);
+        stage("computeChartSet alone (x, EMA, min/max decimation of 4 charts × N runs)");
+    }
     compareAndWait();
     stage("CompareView::compare (worker: load + analyse + chart lines; GUI: tables, lines to charts)");
     settle();
