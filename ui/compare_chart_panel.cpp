@@ -101,7 +101,7 @@ void CompareChartPanel::setComparison(std::shared_ptr<const core::Comparison> co
     const size_t runCount = m_comparison ? m_comparison->runs.size() : 0;
     m_hidden.assign(runCount, false);
     for (int c = 0; c < m_charts.size(); ++c)
-        setLegend(m_charts[c], c);
+        setLegend(m_charts[c]);
     if (!m_comparison) {
         m_lines.reset();
         for (int c = 0; c < m_charts.size(); ++c) {
@@ -416,15 +416,21 @@ MetricChartView* CompareChartPanel::makeView(int chartIndex, QWidget* parent) co
     return view;
 }
 
-void CompareChartPanel::setLegend(MetricChartView* view, int chartIndex)
+void CompareChartPanel::setLegend(MetricChartView* view)
 {
     // One empty series per run, for its legend entry (the lines are items): click = hide / show.
+    // The same runs again (a new baseline, a refresh) keep their entries: rebuilding 20 legend
+    // entries costs QtCharts a relayout of the legend.
     QList<MetricSeriesSpec> specs;
     if (m_comparison)
         for (size_t i = 0; i < m_comparison->runs.size(); ++i)
             specs.append({QString::fromStdString(m_comparison->runs[i].label()), runColor(i)});
+    bool same = specs.size() == view->seriesCount();
+    for (int r = 0; same && r < view->seriesCount(); ++r)
+        same = view->series(r)->name() == specs[r].name;
+    if (same)
+        return;
     view->setSeriesSpecs(specs);
-    (void)chartIndex;
     for (int r = 0; r < view->seriesCount(); ++r)
         for (auto* marker : view->chart()->legend()->markers(view->series(r)))
             connect(marker, &QLegendMarker::clicked, this, [this, r] { setRunVisible(r, !isRunVisible(r)); });

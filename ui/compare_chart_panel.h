@@ -106,7 +106,7 @@ private:
         CompareBandsItem* bands = nullptr;
     };
     MetricChartView* makeView(int chartIndex, QWidget* parent) const;
-    void setLegend(MetricChartView* view, int chartIndex);
+    void setLegend(MetricChartView* view);
     void requestLines();
     void startComputation();
     void linesComputed(std::shared_ptr<const core::ChartSet> lines, uint64_t generation);
