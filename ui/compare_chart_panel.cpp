@@ -53,7 +53,7 @@ std::pair<double, double> axisRange(QAbstractAxis* axis)
 
 QString formatValue(double v)
 {
-    return std::abs(v) >= 1e5 ? QString::number(v, 'g', 6) : QString::number(v, 'f', std::abs(v) >= 100 ? 1 : 4);
+    return QString::number(v, 'g', 7);  // steps and token counts whole, times and losses to 7 digits
 }
 
 }  // namespace

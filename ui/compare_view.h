@@ -6,7 +6,9 @@
 // settings), and the comparison report (Markdown + the charts beside it, for a review). The
 // analysis is core::compareRuns; this class only shows it.
 // Threading: GUI thread only. Each comparison loads on a short-lived worker thread with its own
-// RunStore connections (WAL: the follow worker may be writing meanwhile).
+// RunStore connections (WAL: the follow worker may be writing meanwhile); the same thread
+// computes the chart lines for the charts' current plot widths, so the GUI thread only fills the
+// tables and hands finished points to the charts.
 #pragma once
 
 #include "core/compare/chart_series.h"
