@@ -369,7 +369,9 @@ QString CompareChartPanel::toolTipAt(Chart chart, QPoint pos) const
             bestRun = r;
         }
     }
-    if (!best)
+    // (Until the lines of a new comparison arrive the items still show the previous one's runs.)
+    if (!best || static_cast<size_t>(bestRun) >= m_comparison->runs.size() ||
+        m_lines->charts[0].runs.size() != m_comparison->runs.size())
         return {};
     const core::ChartRunLines* lines = items.runs[bestRun]->lines();
     const core::ChartLine& line = best->raw ? lines->raw : lines->smooth;
