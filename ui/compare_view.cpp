@@ -75,7 +75,7 @@ CompareView::~CompareView()
 {
     if (m_loader)
         m_loader->wait();  // its finished() handler must not run on a half-destroyed view
-    m_charts->setComparison(nullptr);  // the charts hold a pointer into m_comparison
+    m_charts->setComparison(nullptr);
 }
 
 void CompareView::buildUi()
@@ -337,15 +337,24 @@ void CompareView::compare()
     // Loading 20 runs of 100k steps takes a second or two (SQLite decoding): off the GUI thread.
     // The thread only touches its own copies (path, request, result); the view waits for it in
     // its destructor, so the finished() handler never outlives `this`.
-    auto result = std::make_shared<std::optional<core::Result<core::Comparison>>>();
-    m_loader = QThread::create([result, path = m_storePath.toStdString(), request, loaded = m_loaded] {
-        result->emplace(core::compareRuns(path, request, loaded));
+    // The same thread computes the chart lines (x mapping, EMA, decimation to the plot widths the
+    // charts have now), so the GUI thread only fills tables and hands finished points to the charts.
+    auto result = std::make_shared<LoadResult>();
+    m_loader = QThread::create([result, path = m_storePath.toStdString(), request, loaded = m_loaded,
+                                chartRequest = m_charts->currentRequest()] {
+        auto comparison = core::compareRuns(path, request, loaded);
+        if (comparison) {
+            result->comparison = std::make_shared<const core::Comparison>(std::move(*comparison));
+            result->lines = std::make_shared<const core::ChartSet>(core::computeChartSet(*result->comparison, chartRequest));
+        } else {
+            result->error = comparison.error().toString();
+        }
     });
     connect(m_loader, &QThread::finished, this, [this, result] {
         m_loader->deleteLater();
         m_loader = nullptr;
         m_busy->setVisible(false);
-        applyResult(std::move(**result));
+        applyResult(std::move(*result));
         if (m_compareAgain) {
             m_compareAgain = false;
             compare();
@@ -355,14 +364,13 @@ void CompareView::compare()
     m_loader->start();
 }
 
-void CompareView::applyResult(core::Result<core::Comparison> result)
+void CompareView::applyResult(LoadResult result)
 {
-    if (!result) {
-        showError(text(result.error().toString()));
+    if (!result.comparison) {
+        showError(text(result.error));
         return;
     }
-    m_charts->setComparison(nullptr);  // before the runs it points into are replaced
-    m_comparison = std::move(*result);
+    m_comparison = std::move(result.comparison);
     // Keep what this comparison loaded, plus earlier runs that are still ticked (unticked for a
     // moment, they come back without a reload); a run no longer ticked is let go (memory).
     std::vector<core::ComparedRun> loaded = m_comparison->runs;
@@ -374,17 +382,17 @@ void CompareView::applyResult(core::Result<core::Comparison> result)
             loaded.push_back(std::move(run));
     }
     m_loaded = std::move(loaded);
-    showComparison();
+    showComparison(std::move(result.lines));
     emit compared(QString());
 }
 
-void CompareView::showComparison()
+void CompareView::showComparison(std::shared_ptr<const core::ChartSet> lines)
 {
     fillBanner();
     fillFigures();
     fillConfigDiff();
     fillPredictions();
-    m_charts->setComparison(&*m_comparison);
+    m_charts->setComparison(m_comparison, std::move(lines));
     m_exportCharts->setEnabled(true);
     m_exportReport->setEnabled(true);
 }
@@ -394,8 +402,8 @@ void CompareView::showError(const QString& message)
     m_banner->setText(message.toHtmlEscaped());
     m_banner->setStyleSheet(bannerStyle(core::WarningSeverity::Warning));
     m_banner->setProperty("severity", QStringLiteral("error"));
-    m_exportCharts->setEnabled(m_comparison.has_value());
-    m_exportReport->setEnabled(m_comparison.has_value());
+    m_exportCharts->setEnabled((m_comparison != nullptr));
+    m_exportReport->setEnabled((m_comparison != nullptr));
     emit compared(message);
 }
 

@@ -6,15 +6,19 @@
 // settings), and the comparison report (Markdown + the charts beside it, for a review). The
 // analysis is core::compareRuns; this class only shows it.
 // Threading: GUI thread only. Each comparison loads on a short-lived worker thread with its own
-// RunStore connections (WAL: the follow worker may be writing meanwhile).
+// RunStore connections (WAL: the follow worker may be writing meanwhile); the same thread
+// computes the chart lines for the charts' current plot widths, so the GUI thread only fills the
+// tables and hands finished points to the charts.
 #pragma once
 
+#include "core/compare/chart_series.h"
 #include "core/compare/run_comparison.h"
 
 #include <QString>
 #include <QStringList>
 #include <QWidget>
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -43,7 +47,7 @@ public:
 
     QStringList selectedRuns() const;  ///< ids of the checked runs, in list order
     QString baselineRun() const;       ///< id
-    const core::Comparison* comparison() const { return m_comparison ? &*m_comparison : nullptr; }
+    const core::Comparison* comparison() const { return m_comparison.get(); }
     bool isLoading() const { return m_loader != nullptr; }
 
     QLabel* warningBanner() const { return m_banner; }
@@ -84,8 +88,14 @@ signals:
 
 private:
     void buildUi();
-    void applyResult(core::Result<core::Comparison> result);
-    void showComparison();
+    /// What the loading thread hands back: the comparison and its chart lines, or an error.
+    struct LoadResult {
+        std::shared_ptr<const core::Comparison> comparison;
+        std::shared_ptr<const core::ChartSet> lines;
+        std::string error;
+    };
+    void applyResult(LoadResult result);
+    void showComparison(std::shared_ptr<const core::ChartSet> lines);
     void showError(const QString& message);
     void fillBanner();
     void fillFigures();
@@ -96,7 +106,8 @@ private:
     void chooseAndExport(ExportKind kind);
 
     QString m_storePath;
-    std::optional<core::Comparison> m_comparison;
+    /// Shared with the chart panel's workers (immutable once shown).
+    std::shared_ptr<const core::Comparison> m_comparison;
     /// Runs loaded by earlier comparisons (steps shared, not copied): the next comparison reads
     /// only their steps after the last one held. GUI thread only; the worker gets a copy.
     std::vector<core::ComparedRun> m_loaded;

@@ -84,18 +84,6 @@ MetricChartView::MetricChartView(const QString& title, const QString& yTitle,
     chart->addAxis(m_axisX, Qt::AlignBottom);
     chart->addAxis(m_axisY, Qt::AlignLeft);
 
-    for (const auto& spec : series) {
-        auto* line = new QLineSeries;
-        line->setName(spec.name);
-        QPen pen(spec.color);
-        pen.setWidthF(1.8);
-        pen.setStyle(spec.style);
-        line->setPen(pen);
-        chart->addSeries(line);
-        line->attachAxis(m_axisX);
-        line->attachAxis(m_axisY);
-        m_series.append(line);
-    }
     // Both y axes live in the chart; the series are attached to one, the other is hidden.
     m_logAxisY = new QLogValueAxis;
     m_logAxisY->setTitleText(yTitle);
@@ -106,8 +94,30 @@ MetricChartView::MetricChartView(const QString& title, const QString& yTitle,
     m_logAxisY->setVisible(false);
     chart->addAxis(m_logAxisY, Qt::AlignLeft);
     setChart(chart);
+    setSeriesSpecs(series);
     setRenderHint(QPainter::Antialiasing);
     setMinimumSize(320, 220);
+}
+
+void MetricChartView::setSeriesSpecs(const QList<MetricSeriesSpec>& series)
+{
+    for (auto* s : m_series) {
+        chart()->removeSeries(s);
+        delete s;
+    }
+    m_series.clear();
+    for (const auto& spec : series) {
+        auto* line = new QLineSeries;
+        line->setName(spec.name);
+        QPen pen(spec.color);
+        pen.setWidthF(1.8);
+        pen.setStyle(spec.style);
+        line->setPen(pen);
+        chart()->addSeries(line);
+        line->attachAxis(m_axisX);
+        line->attachAxis(axisY());
+        m_series.append(line);
+    }
 }
 
 QAbstractAxis* MetricChartView::axisY() const
@@ -147,7 +157,7 @@ void MetricChartView::clearPoints()
 void MetricChartView::rescale()
 {
     double xMin = std::numeric_limits<double>::infinity(), xMax = -xMin;
-    double yMin = xMin, yMax = -xMin;
+    double yMin = xMin, yMax = -xMin, yPositiveMin = xMin;
     for (const auto* s : m_series) {
         const auto points = s->points();
         if (points.isEmpty())
@@ -159,19 +169,20 @@ void MetricChartView::rescale()
                 continue;
             yMin = std::min(yMin, p.y());
             yMax = std::max(yMax, p.y());
+            if (p.y() > 0.0)
+                yPositiveMin = std::min(yPositiveMin, p.y());
         }
     }
-    if (!std::isfinite(xMin) || !std::isfinite(yMin))
+    fitAxes(xMin, xMax, yMin, yMax, yPositiveMin);
+}
+
+void MetricChartView::fitAxes(double xMin, double xMax, double yMin, double yMax, double yPositiveMin)
+{
+    if (!std::isfinite(xMin) || !std::isfinite(xMax) || !std::isfinite(yMin) || !std::isfinite(yMax))
         return;
     if (m_logScale) {
         // Whole decades around the positive values (the caller leaves out y <= 0).
-        double positiveMin = std::numeric_limits<double>::infinity();
-        for (const auto* s : m_series)
-            for (const auto& p : s->points())
-                if (p.y() > 0.0 && std::isfinite(p.y()))
-                    positiveMin = std::min(positiveMin, p.y());
-        if (!std::isfinite(positiveMin))
-            positiveMin = 1.0;
+        const double positiveMin = std::isfinite(yPositiveMin) && yPositiveMin > 0.0 ? yPositiveMin : 1.0;
         double lo = std::pow(10.0, std::floor(std::log10(positiveMin)));
         double hi = std::pow(10.0, std::ceil(std::log10(std::max(yMax, positiveMin))));
         if (hi <= lo)

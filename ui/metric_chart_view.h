@@ -1,5 +1,6 @@
 // MetricChartView: one live line chart of a per-step metric (x = step) with titled axes, units and
-// a legend. It only draws what it is given: RunChartsPanel decimates to plotColumns() first.
+// a legend. It only draws what it is given: RunChartsPanel decimates to plotColumns() first;
+// CompareChartPanel draws its lines itself (CompareLinesItem) and only fits the axes here.
 // Threading: GUI thread only.
 #pragma once
 
@@ -32,6 +33,10 @@ public:
     MetricChartView(const QString& title, const QString& yTitle, const QList<MetricSeriesSpec>& series,
                     bool yFromZero, QWidget* parent = nullptr);
 
+    /// Replaces every series by new, empty ones (attached to the axes in use). The compare charts
+    /// keep their views across comparisons and only change the runs.
+    void setSeriesSpecs(const QList<MetricSeriesSpec>& series);
+
     int seriesCount() const { return static_cast<int>(m_series.size()); }
     QLineSeries* series(int index) const { return m_series.at(index); }
 
@@ -39,6 +44,10 @@ public:
     void setPoints(int index, const QList<QPointF>& points);
     /// Fits both axes to the data (x: first..last step; y: padded, nice tick labels).
     void rescale();
+    /// Fits both axes to data known without series points (drawn by items of the caller's): the
+    /// same ranges rescale() would pick for points spanning these bounds. `yPositiveMin` is the
+    /// smallest y > 0 (the log axis' lower decade). Does nothing for non-finite bounds.
+    void fitAxes(double xMin, double xMax, double yMin, double yMax, double yPositiveMin);
     void clearPoints();
     /// The x axis reaches at least this step (the run's planned last step); 0 = just the data.
     void setXExtent(double lastStep);

@@ -108,7 +108,6 @@ QList<QPointF> StepSeriesBuffer::decimate(const QList<QPointF>& points, int colu
     QList<QPointF> out;
     out.reserve(4 * columns);
     qsizetype first = 0;  // first index of the current column
-    int column = 0;
     auto emitColumn = [&](qsizetype begin, qsizetype end) {  // [begin, end)
         qsizetype lo = begin, hi = begin;
         for (qsizetype i = begin + 1; i < end; ++i) {
@@ -126,15 +125,21 @@ QList<QPointF> StepSeriesBuffer::decimate(const QList<QPointF>& points, int colu
             previous = index;
         }
     };
-    for (qsizetype i = 0; i < points.size(); ++i) {
-        const int c = std::min(columns - 1, static_cast<int>((points[i].x() - xMin) / span * columns));
-        if (c != column) {
-            emitColumn(first, i);
-            first = i;
-            column = c;
-        }
+    // Each column's end by binary search (x is sorted and the column of x never decreases), then
+    // one min / max scan of its y values: the live charts decimate 7 series of up to a million
+    // points on every redraw, and a division per point was most of that (≈ 75 ms per redraw at
+    // 1M points; bench_live_chart). The column formula is the same as before, so is the result.
+    auto columnOf = [&](const QPointF& p) {
+        return std::min(columns - 1, static_cast<int>((p.x() - xMin) / span * columns));
+    };
+    while (first < points.size()) {
+        const int c = columnOf(points[first]);
+        const auto end = std::partition_point(points.begin() + first + 1, points.end(),
+                                              [&](const QPointF& p) { return columnOf(p) <= c; });
+        const qsizetype last = end - points.begin();
+        emitColumn(first, last);
+        first = last;
     }
-    emitColumn(first, points.size());
     return out;
 }
 

@@ -1,10 +1,14 @@
 // Benchmark (not a test; not registered with ctest): the compare view on N runs × M steps —
-// load + analyse (compareRuns), then fill the tables and draw the four overlaid charts (EMA +
-// decimation to the plot width), then a redraw after switching the x axis. Prints a table.
+// load + analyse (compareRuns) and the chart lines (EMA + decimation to the plot width) on the
+// loading thread, then the tables and the four overlaid charts filled and painted; then the
+// x-axis switch, log scale and shading (lines recomputed off the GUI thread) and the exports.
+// Each stage reports wall and CPU time and the GUI thread's longest stall (the largest gap
+// between ticks of a 2 ms timer: how long a click would have waited). Prints a table.
 // Usage: QT_QPA_PLATFORM=offscreen test_compare_draw_bench [store] [runs=20] [steps=100000]
 // Without a store (or with an empty one) it creates the runs first (that part is not timed).
 #include "ui/compare_chart_panel.h"
 #include "ui/compare_view.h"
+#include "core/compare/chart_series.h"
 #include "synthetic_runs.h"
 
 #include <QApplication>
@@ -15,7 +19,9 @@
 #include <QEventLoop>
 #include <QListWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 #include <vector>
@@ -63,13 +69,37 @@ int main(int argc, char** argv)
     view.setSelectedRuns(ids);
 
     QElapsedTimer timer;
-    std::vector<std::pair<const char*, std::pair<double, double>>> rows;
+    struct Row {
+        const char* what;
+        double wallMs, cpuMs, stallMs;
+    };
+    std::vector<Row> rows;
+    // The GUI thread's responsiveness: a 2 ms timer; a stall is the longest gap between its ticks
+    // (or since the stage began) — a stage that blocks the thread for 300 ms shows 300.
+    QElapsedTimer sinceTick;
+    double stall = 0.0;
+    QTimer probe;
+    probe.setInterval(2);
+    QObject::connect(&probe, &QTimer::timeout, [&] {
+        stall = std::max(stall, sinceTick.nsecsElapsed() / 1e6);
+        sinceTick.restart();
+    });
+    probe.start();
     double cpu = cpuMs();
     timer.start();
+    sinceTick.start();
     auto stage = [&](const char* what) {
-        rows.push_back({what, {timer.nsecsElapsed() / 1e6, cpuMs() - cpu}});
+        stall = std::max(stall, sinceTick.nsecsElapsed() / 1e6);
+        rows.push_back({what, timer.nsecsElapsed() / 1e6, cpuMs() - cpu, stall});
+        stall = 0.0;
         cpu = cpuMs();
         timer.restart();
+        sinceTick.restart();
+    };
+    auto settle = [&] {  // until the charts show lines for the current settings, then the paint
+        while (!view.charts()->isUpToDate())
+            QApplication::processEvents(QEventLoop::WaitForMoreEvents);
+        QApplication::processEvents();
     };
     auto compareAndWait = [&] {
         QEventLoop loop;  // the view loads on a worker thread and reports with compared()
@@ -82,30 +112,35 @@ int main(int argc, char** argv)
         request.runs.push_back(id.toStdString());
     auto engineOnly = wb::core::compareRuns(store.toStdString(), request);
     stage("compareRuns(path) alone (load + analyse)");
+    if (engineOnly) {
+        wb::core::ChartLinesRequest lines = view.charts()->currentRequest();
+        const auto set = wb::core::computeChartSet(*engineOnly, lines);
+        stage("computeChartSet alone (x, EMA, min/max decimation of 4 charts × N runs)");
+    }
     compareAndWait();
-    stage("CompareView::compare (load + analyse + tables + 4 charts: EMA, decimate, set)");
-    QApplication::processEvents();  // the paint
+    stage("CompareView::compare (worker: load + analyse + chart lines; GUI: tables, lines to charts)");
+    settle();
     stage("first paint");
     compareAndWait();
-    QApplication::processEvents();
+    settle();
     stage("compare again (runs cached: only new steps read) + paint");
     view.findChild<QComboBox*>(QStringLiteral("compareXAxis"))->setCurrentIndex(2);
-    QApplication::processEvents();
-    stage("switch x axis to effective tokens (recompute + decimate + paint)");
+    settle();
+    stage("switch x axis to effective tokens (lines off-thread + paint)");
     view.logScaleToggle()->setChecked(true);
-    QApplication::processEvents();
-    stage("log scale on (recompute + decimate + paint)");
+    settle();
+    stage("log scale on (lines off-thread + paint)");
     view.shadeWindowToggle()->setChecked(false);
-    QApplication::processEvents();
-    stage("steady-window shading off (recompute + paint, no bands)");
+    settle();
+    stage("steady-window shading off (paint, no bands)");
     QTemporaryDir exportDir;
     const bool exported = view.exportReport(exportDir.path()).ok();
     stage("export report (4 PNG offscreen + 4 SVG + report.md)");
 
     std::printf("%d runs × %lld steps; %lld points drawn after decimation\n\n", runCount,
                 static_cast<long long>(steps), static_cast<long long>(view.charts()->drawnPoints()));
-    std::printf("| stage | wall ms | CPU ms |\n|---|---|---|\n");
-    for (const auto& [what, ms] : rows)
-        std::printf("| %s | %.0f | %.0f |\n", what, ms.first, ms.second);
+    std::printf("| stage | wall ms | CPU ms | GUI longest stall ms |\n|---|---|---|---|\n");
+    for (const auto& row : rows)
+        std::printf("| %s | %.0f | %.0f | %.0f |\n", row.what, row.wallMs, row.cpuMs, row.stallMs);
     return engineOnly.ok() && exported ? 0 : 1;
 }
