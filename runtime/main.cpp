@@ -17,6 +17,9 @@
 #include <torch/torch.h>
 
 #include <csignal>
+#include <cstdio>
+#include <execinfo.h>
+#include <unistd.h>
 #include <ctime>
 #include <filesystem>
 #include <unistd.h>
@@ -108,8 +111,27 @@ int selfCheck()
     return 0;
 }
 
+// A crash (SIGSEGV, SIGBUS, SIGILL, SIGFPE) writes the signal and a backtrace to stderr — the
+// rank's log under --nproc-per-node — before the default action ends the process, so a rank that
+// dies at start-up still says where. Only async-signal-safe calls (write, backtrace_symbols_fd).
+void onCrashSignal(int sig)
+{
+    char header[96];
+    const int n = std::snprintf(header, sizeof header, "moe-train: fatal signal %d (%s); backtrace:\n", sig,
+                                sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGILL ? "SIGILL" : "SIGFPE");
+    if (n > 0)
+        (void)!::write(STDERR_FILENO, header, static_cast<size_t>(n));
+    void* frames[64];
+    const int depth = ::backtrace(frames, 64);
+    ::backtrace_symbols_fd(frames, depth, STDERR_FILENO);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+}
+
 int train(const std::string& configPath, const std::string& runDir, bool resume)
 {
+    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE})
+        std::signal(sig, onCrashSignal);
     auto loaded = wb::core::loadRunConfig(configPath);
     if (!loaded) {
         // Still leave a status.json so the watcher sees why the run never started.
