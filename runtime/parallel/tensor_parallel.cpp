@@ -160,9 +160,13 @@ std::string str(int64_t v)
     return std::to_string(v);
 }
 
-torch::Tensor& parameter(torch::nn::Module& module, const std::string& name)
+// The parameter by value: a handle to the module's own TensorImpl, so set_data on it changes the
+// module's parameter. (named_parameters() returns its dictionary by value: a reference into it
+// dangles once the call's full expression ends — on the GPU build that crashed with SIGSEGV.)
+torch::Tensor parameter(torch::nn::Module& module, const std::string& name)
 {
-    torch::Tensor* p = module.named_parameters(/*recurse=*/true).find(name);
+    const auto parameters = module.named_parameters(/*recurse=*/true);
+    const torch::Tensor* p = parameters.find(name);
     TORCH_CHECK(p != nullptr, "tensor parallel: the model has no parameter ", name);
     return *p;
 }
@@ -268,10 +272,10 @@ TensorParallel::~TensorParallel() = default;
 void TensorParallel::sliceAttention(torch::nn::Module& attention, int64_t Dh)
 {
     const int64_t tp = m_size, r = rank();
-    torch::Tensor& q = parameter(attention, "q.weight");
-    torch::Tensor& k = parameter(attention, "k.weight");
-    torch::Tensor& v = parameter(attention, "v.weight");
-    torch::Tensor& out = parameter(attention, "out.weight");
+    torch::Tensor q = parameter(attention, "q.weight");
+    torch::Tensor k = parameter(attention, "k.weight");
+    torch::Tensor v = parameter(attention, "v.weight");
+    torch::Tensor out = parameter(attention, "out.weight");
     const int64_t H = q.size(0) / Dh, G = k.size(0) / Dh;
     if (H % tp != 0)
         throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(tp) + " does not divide the decoder's " +
@@ -296,12 +300,12 @@ void TensorParallel::sliceAttention(torch::nn::Module& attention, int64_t Dh)
 void TensorParallel::sliceVisionBlock(torch::nn::Module& block, int64_t Dh)
 {
     const int64_t tp = m_size, r = rank();
-    torch::Tensor& qkv = parameter(block, "qkv.weight");
-    torch::Tensor& qkvBias = parameter(block, "qkv.bias");
-    torch::Tensor& proj = parameter(block, "proj.weight");
-    torch::Tensor& fc1 = parameter(block, "fc1.weight");
-    torch::Tensor& fc1Bias = parameter(block, "fc1.bias");
-    torch::Tensor& fc2 = parameter(block, "fc2.weight");
+    torch::Tensor qkv = parameter(block, "qkv.weight");
+    torch::Tensor qkvBias = parameter(block, "qkv.bias");
+    torch::Tensor proj = parameter(block, "proj.weight");
+    torch::Tensor fc1 = parameter(block, "fc1.weight");
+    torch::Tensor fc1Bias = parameter(block, "fc1.bias");
+    torch::Tensor fc2 = parameter(block, "fc2.weight");
     const int64_t D = qkv.size(1), H = D / Dh, F = fc1.size(0);
     if (H % tp != 0 || F % tp != 0)
         throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(tp) + " does not divide the vision encoder's " +
@@ -321,8 +325,8 @@ void TensorParallel::sliceVisionBlock(torch::nn::Module& block, int64_t Dh)
 void TensorParallel::sliceExperts(torch::nn::Module& moe)
 {
     const int64_t tp = m_size, r = rank();
-    torch::Tensor& gateUp = parameter(moe, "gate_up");
-    torch::Tensor& down = parameter(moe, "down");
+    torch::Tensor gateUp = parameter(moe, "gate_up");
+    torch::Tensor down = parameter(moe, "down");
     const int64_t F = down.size(1);
     if (F % tp != 0)
         throw std::invalid_argument("parallel.expert_tensor_parallel_size " + str(tp) + " does not divide the experts' " +
@@ -336,8 +340,8 @@ void TensorParallel::sliceExperts(torch::nn::Module& moe)
 void TensorParallel::sliceVocabulary(torch::nn::Module& decoder)
 {
     const int64_t tp = m_size, r = rank();
-    torch::Tensor& embedding = parameter(decoder, "embedding.weight");
-    torch::Tensor& output = parameter(decoder, "output.weight");
+    torch::Tensor embedding = parameter(decoder, "embedding.weight");
+    torch::Tensor output = parameter(decoder, "output.weight");
     const int64_t V = embedding.size(0);
     if (V % tp != 0)
         throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(tp) + " does not divide the vocabulary of " +
@@ -367,7 +371,7 @@ void TensorParallel::install(VlmModelImpl& model, const core::ModelConfig& confi
         m_expertsRunner = std::make_unique<ExpertTensorParallelRunner>(*m_tensorGroup, m_sequenceParallel, expertsInner);
     const int64_t visionHeadDim = config.vision.hiddenSize / std::max(1, config.vision.numAttentionHeads);
     ProcessGroup* tensorGroup = m_tensorGroup.get();
-    auto partialUnderSp = [this](torch::Tensor& p) {
+    auto partialUnderSp = [this](const torch::Tensor& p) {
         if (m_sequenceParallel)
             m_partial.push_back(p);
     };
