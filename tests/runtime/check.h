@@ -15,8 +15,12 @@
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <functional>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,6 +106,39 @@ inline int waitProcess(pid_t pid, double timeoutSeconds)
 inline int runProcess(const std::vector<std::string>& args, const std::string& logPath, double timeoutSeconds)
 {
     return waitProcess(spawnProcess(args, logPath), timeoutSeconds);
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (the kernel's pick), for a test's
+/// rendezvous (MASTER_PORT).
+inline int freeLoopbackPort()
+{
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+/// Forks `ranks` children running rank(k) (its return value is the child's exit code) and
+/// records a failure for each child that does not exit 0 within `timeoutSeconds`.
+inline void runForkedRanks(int ranks, const std::function<int(int rank)>& rank, double timeoutSeconds = 60)
+{
+    std::vector<pid_t> pids;
+    for (int k = 0; k < ranks; ++k) {
+        const pid_t pid = ::fork();
+        if (pid == 0)
+            ::_exit(rank(k));
+        pids.push_back(pid);
+    }
+    for (int k = 0; k < ranks; ++k) {
+        const int rc = waitProcess(pids[static_cast<size_t>(k)], timeoutSeconds);
+        if (rc != 0)
+            recordFailure(__FILE__, __LINE__, "rank " + std::to_string(k) + " exited " + std::to_string(rc));
+    }
 }
 
 }  // namespace wb::test

@@ -22,19 +22,6 @@ using namespace wb::rt;
 
 namespace {
 
-int freePort()
-{
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
-
 bool sameTensor(const torch::Tensor& a, const torch::Tensor& b)
 {
     return a.sizes() == b.sizes() && a.equal(b);
@@ -264,32 +251,12 @@ int runRank(int rank, int ranks, int port)
 
 int main(int argc, char** argv)
 {
-    const int port = freePort();
+    const int port = test::freeLoopbackPort();
     if (argc > 1 && std::string(argv[1]) == "recv-timeout") {
-        std::vector<pid_t> pids;
-        for (int k = 0; k < 2; ++k) {
-            const pid_t pid = ::fork();
-            if (pid == 0)
-                ::_exit(runRecvTimeout(k, port));
-            pids.push_back(pid);
-        }
-        for (int k = 0; k < 2; ++k) {
-            const int rc = test::waitProcess(pids[static_cast<size_t>(k)], 60);
-            WB_CHECK_MSG(rc == 0, "rank " << k << " exited " << rc);
-        }
+        test::runForkedRanks(2, [&](int k) { return runRecvTimeout(k, port); });
         return test::checkExitCode("test_runtime_collectives recv-timeout");
     }
     const int ranks = argc > 1 ? std::atoi(argv[1]) : 2;
-    std::vector<pid_t> pids;
-    for (int k = 0; k < ranks; ++k) {
-        const pid_t pid = ::fork();
-        if (pid == 0)
-            ::_exit(runRank(k, ranks, port));
-        pids.push_back(pid);
-    }
-    for (int k = 0; k < ranks; ++k) {
-        const int rc = test::waitProcess(pids[static_cast<size_t>(k)], 60);
-        WB_CHECK_MSG(rc == 0, "rank " << k << " exited " << rc);
-    }
+    test::runForkedRanks(ranks, [&](int k) { return runRank(k, ranks, port); });
     return test::checkExitCode(("test_runtime_collectives " + std::to_string(ranks)).c_str());
 }

@@ -264,19 +264,6 @@ void testLayout(const fs::path& dir, const std::string& name)
         checkStagesHoldTheModelOnce(dir, ranks);
 }
 
-int freePort()
-{
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
-
 // Waits until `file` contains `needle` (e.g. a step of the metrics stream) or 120 s pass.
 bool waitFor(const fs::path& file, const std::string& needle)
 {
@@ -303,7 +290,7 @@ void testKillTorchrunStyle(const fs::path& dir, const json& parallel = json::obj
     constexpr double kTimeout = 10.0;
     ::setenv("WORLD_SIZE", "2", 1);
     ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-    ::setenv("MASTER_PORT", std::to_string(freePort()).c_str(), 1);
+    ::setenv("MASTER_PORT", std::to_string(test::freeLoopbackPort()).c_str(), 1);
     std::vector<pid_t> pids;
     for (int k = 0; k < 2; ++k) {
         ::setenv("RANK", std::to_string(k).c_str(), 1);

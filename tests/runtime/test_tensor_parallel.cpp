@@ -22,19 +22,6 @@ using namespace wb::rt;
 
 namespace {
 
-int freePort()
-{
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
-
 // fp32 sums in another order (the partial products over F/TP columns, then the allreduce).
 bool closeTo(const torch::Tensor& a, const torch::Tensor& b)
 {
@@ -160,17 +147,7 @@ int runRank(int rank, int ranks, int port)
 int main(int argc, char** argv)
 {
     const int ranks = argc > 1 ? std::atoi(argv[1]) : 2;
-    const int port = freePort();
-    std::vector<pid_t> pids;
-    for (int k = 0; k < ranks; ++k) {
-        const pid_t pid = ::fork();
-        if (pid == 0)
-            ::_exit(runRank(k, ranks, port));
-        pids.push_back(pid);
-    }
-    for (int k = 0; k < ranks; ++k) {
-        const int rc = test::waitProcess(pids[static_cast<size_t>(k)], 60);
-        WB_CHECK_MSG(rc == 0, "rank " << k << " exited " << rc);
-    }
+    const int port = test::freeLoopbackPort();
+    test::runForkedRanks(ranks, [&](int k) { return runRank(k, ranks, port); });
     return test::checkExitCode(("test_runtime_tensor_parallel " + std::to_string(ranks)).c_str());
 }
