@@ -18,6 +18,7 @@
 // runs the step's micro-batches of its data-parallel slice through the 1F1B schedule
 // (pipeline_schedule.h) instead of the loop below; the rest of the step is shared.
 #include "runtime/train/trainer.h"
+#include "runtime/train/trainer_internal.h"
 
 #include "core/metrics_schema.h"
 #include "core/model_flops.h"
@@ -81,41 +82,6 @@ void limitBlasThreads(int threads)
         set(std::max(1, threads));
 }
 
-// A failure that carries its exit code out of the loop.
-struct RunFailure {
-    int exitCode;
-    std::string message;
-};
-
-// bf16 autocast on CUDA for the forward of one micro-batch (RAII). Leaving it clears the cache
-// of bf16 weight copies, as Python's autocast does on exit; autograd keeps what backward needs.
-class AutocastScope {
-public:
-    explicit AutocastScope(bool enable) : m_enabled(enable)
-    {
-#if WB_WITH_CUDA && WB_TORCH_AT_LEAST(2, 4)
-        if (m_enabled) {
-            at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-            at::autocast::set_autocast_enabled(at::kCUDA, true);
-        }
-#endif
-    }
-    ~AutocastScope()
-    {
-#if WB_WITH_CUDA && WB_TORCH_AT_LEAST(2, 4)
-        if (m_enabled) {
-            at::autocast::set_autocast_enabled(at::kCUDA, false);
-            at::autocast::clear_cache();
-        }
-#endif
-    }
-    AutocastScope(const AutocastScope&) = delete;
-    AutocastScope& operator=(const AutocastScope&) = delete;
-
-private:
-    bool m_enabled;
-};
-
 std::string layoutString(const core::RunConfig& c, int world)
 {
     const auto& p = c.parallel;
@@ -128,63 +94,9 @@ std::string layoutString(const core::RunConfig& c, int world)
            (p.pipelineModelParallelSize > 1 ? " " + pipelineLayerSplit(c) : std::string());
 }
 
-class Trainer {
-public:
-    Trainer(const core::RunConfig& config, const TrainOptions& options)
-        : m_config(config), m_options(options), m_status(options.runDir),
-          m_device(config.runtime.device == "cuda" ? torch::kCUDA : torch::kCPU),
-          m_dtype(config.train.precision == "bf16" ? torch::kBFloat16 : torch::kFloat32)
-    {
-    }
+}  // namespace
 
-    int run();
-
-private:
-    void setUp();
-    void writeMeta();
-    core::StepRecord trainStep(int64_t step);
-    double countMicroBatch(const MicroBatch& b, core::StepRecord& r) const;
-    void pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer& timer, double& flops, torch::Tensor& lmSum,
-                              torch::Tensor& auxSum, int64_t& stepEndSeq);
-    void reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor& lmSum, torch::Tensor& auxSum);
-    void event(const std::string& level, const std::string& message, int64_t step = -1);
-    void writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message);
-    bool writer() const { return m_env.rank == 0; }
-    torch::Tensor optimizerStep(int64_t step, core::StepRecord& record);
-    void saveCheckpointNow(const std::string& why);
-    void installRecompute();
-    std::unique_ptr<KernelProfile> makeKernelProfile();
-    void restoreFromCheckpoint(const CheckpointState& state);
-    std::string outOfMemoryReport(const std::string& what);
-    int finish(int exitCode, const std::string& message);
-
-    const core::RunConfig& m_config;
-    TrainOptions m_options;
-    StatusFile m_status;
-    torch::Device m_device;
-    torch::ScalarType m_dtype;
-    double m_peakTflops = 0.0;    // dense bf16 per GPU; 0 = unknown (CPU), MFU 0
-    bool m_bf16Autocast = false;  // CUDA + bf16: forward under autocast, flash + grouped GEMM paths
-    // WB_DECODER_ATTENTION=dense: the decoder uses the dense masked core even where varlen flash
-    // runs (to measure one against the other); not a config field because it is never faster.
-    bool m_denseDecoderAttention = [] {
-        const char* v = std::getenv("WB_DECODER_ATTENTION");
-        return v && std::string(v) == "dense";
-    }();
-    std::unique_ptr<MetricsWriter> m_metrics;
-    VlmModel m_model{nullptr};
-    std::unique_ptr<torch::optim::AdamW> m_optimizer;
-    std::unique_ptr<BatchLoader> m_loader;
-    RankEnvironment m_env;                    // rank 0 of 1 unless started by torchrun / --nproc-per-node
-    std::unique_ptr<ProcessGroup> m_group;    // single-process group for one rank
-    std::unique_ptr<Pipeline> m_pipeline;     // PP > 1 only: this rank's stage and its groups
-    std::unique_ptr<ParallelTraining> m_parallel;  // DP / EP / FSDP layout (runtime/parallel)
-    std::unique_ptr<RecomputeRunner> m_recompute;  // null for recompute.granularity "none"
-    bool m_stopAgreed = false;                // some rank was asked to stop (reduced at each step)
-    int64_t m_step = 0;             // last completed optimizer step
-    int64_t m_stepEndSeq = 0;       // loader position after the last completed step
-    int64_t m_warningsEmitted = 0;
-};
+namespace train_detail {
 
 void Trainer::setUp()
 {
@@ -439,115 +351,6 @@ double Trainer::countMicroBatch(const MicroBatch& b, core::StepRecord& r) const
         flops += core::visionFlops(m_config.model.vision, m_config.model.decoder.hiddenSize,
                                    int64_t{b.imageGridH[i]} * b.imageGridW[i]);
     return flops;
-}
-
-// One step's micro-batches on this rank's pipeline stage (1F1B). Every rank of a stage's
-// data-parallel group keeps micro-batches i with i % DP == its group rank, as DP does, so the
-// stages of one pipeline see the same ones. Timing: forward compute goes to vision / projector
-// (first stage) and decoder, backward compute to backward; time spent waiting for a neighbour
-// (the pipeline bubble and the transfers) is in step_ms only. Images, tokens and FLOPs are counted
-// on the first stage (once per micro-batch), the LM loss on the last, aux losses on every stage.
-void Trainer::pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer& timer, double& flops,
-                                   torch::Tensor& lmSum, torch::Tensor& auxSum, int64_t& stepEndSeq)
-{
-    Pipeline& pipe = *m_pipeline;
-    const int dp = pipe.dataGroup().size();
-    const int numMicro = std::max(1, m_config.train.globalBatchSize / m_config.train.microBatchSize);
-    const int numLocal = std::max(1, numMicro / dp);
-    std::vector<MicroBatch> batches;
-    for (int micro = 0; micro < numMicro; ++micro) {
-        const auto waitStart = std::chrono::steady_clock::now();
-        std::optional<MicroBatch> batch = m_loader->next();
-        if (!batch)
-            throw RunFailure{1, "the data loader stopped"};
-        r.dataMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - waitStart).count();
-        stepEndSeq = batch->nextSampleSeq;
-        if (micro % dp != pipe.dataGroup().rank())
-            continue;  // another data-parallel rank's micro-batch
-        if (pipe.isFirst())
-            for (const std::string& w : batch->warnings)
-                if (m_warningsEmitted++ < 5)
-                    event("warning", w, step);
-        batches.push_back(std::move(*batch));
-    }
-    const auto act = m_bf16Autocast ? torch::kBFloat16 : torch::kFloat32;  // the residual stream's dtype
-    const int64_t D = m_config.model.decoder.hiddenSize;
-    const int numLayers = m_model->numDecoderLayers();
-    const int deepstack = std::min(m_model->numDeepstackFeatures(), numLayers);
-    std::vector<int64_t> imageTokens;  // per micro-batch: rows of its deepstack features
-    for (auto& b : batches) {
-        imageTokens.push_back(b.totalPatches() > 0 ? std::count(b.tokenIds.begin(), b.tokenIds.end(), kImageId) : 0);
-        if (!pipe.isFirst()) {  // only the first stage runs the vision encoder: no pixels to copy
-            b.patchPixels.clear();
-            b.patchImage.clear();
-            b.patchRow.clear();
-            b.patchCol.clear();
-        }
-    }
-    // Deepstack features of layers [from, deepstack) still to be added: sent along with h.
-    auto pending = [&](int i, int from) { return imageTokens[static_cast<size_t>(i)] > 0 ? std::max(0, deepstack - from) : 0; };
-
-    PipelineCallbacks cb;
-    cb.inputSpecs = [&](int i) {
-        const MicroBatch& b = batches[static_cast<size_t>(i)];
-        std::vector<TensorSpec> specs{{{b.rows, b.seqLength, D}, act}};
-        for (int k = 0; k < pending(i, pipe.layerBegin()); ++k)
-            specs.push_back({{imageTokens[static_cast<size_t>(i)], D}, act});
-        return specs;
-    };
-    cb.forward = [&](int i, const std::vector<torch::Tensor>& inputs) {
-        timer.begin();
-        VlmBatch t = toTensors(batches[static_cast<size_t>(i)], m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
-        if (m_denseDecoderAttention)
-            t.decoder.documents = {};
-        StageForward out;
-        AutocastScope autocast(m_bf16Autocast);
-        torch::Tensor h;
-        if (pipe.isFirst()) {
-            VisionOutput vision = m_model->encodeImages(t);
-            timer.end(StepTimer::Vision);
-            m_model->project(vision, t);
-            timer.end(StepTimer::Projector);
-            h = m_model->embed(t);
-        } else {
-            h = inputs.at(0);
-            t.decoder.deepstack_ID.assign(static_cast<size_t>(deepstack), torch::Tensor());
-            for (size_t k = 1; k < inputs.size(); ++k)
-                t.decoder.deepstack_ID[static_cast<size_t>(pipe.layerBegin()) + k - 1] = inputs[k];
-        }
-        torch::Tensor aux;
-        h = m_model->decoderLayers(t, h, pipe.layerBegin(), pipe.layerEnd(), aux);
-        if (pipe.isLast()) {
-            DecoderOutput head = m_model->decoderHead(t, h);
-            out.loss = (head.lmLoss + aux) / static_cast<double>(numLocal);
-            lmSum = lmSum.defined() ? lmSum + head.lmLoss.detach() : head.lmLoss.detach();
-        } else {
-            out.outputs.push_back(h.to(act));
-            for (int k = pipe.layerEnd(); k < pipe.layerEnd() + pending(i, pipe.layerEnd()); ++k)
-                out.outputs.push_back(t.decoder.deepstack_ID.at(static_cast<size_t>(k)).to(act));
-            out.loss = aux / static_cast<double>(numLocal);
-        }
-        auxSum = auxSum.defined() ? auxSum + aux.detach() : aux.detach();
-        timer.end(StepTimer::Decoder);
-        return out;
-    };
-    cb.backward = [&](const std::vector<torch::Tensor>& roots, const std::vector<torch::Tensor>& grads) {
-        timer.begin();
-        torch::autograd::backward(roots, grads);
-        m_parallel->afterBackward();
-        timer.end(StepTimer::Backward);
-    };
-    runOneForwardOneBackward(pipe, static_cast<int>(batches.size()), cb, m_device);
-
-    const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(m_device);
-    if (!lmSum.defined())  // not the last stage: its share of the summed loss is 0
-        lmSum = torch::zeros({}, f32);
-    if (!auxSum.defined())
-        auxSum = torch::zeros({}, f32);
-    if (!pipe.isFirst())
-        return;
-    for (const MicroBatch& b : batches)
-        flops += countMicroBatch(b, r);
 }
 
 // DESIGN.md §3.2: times and memory are the max over ranks, tokens, images, FLOPs and loss sums
@@ -840,11 +643,11 @@ int Trainer::run()
     }
 }
 
-}  // namespace
+}  // namespace train_detail
 
 int runTraining(const core::RunConfig& config, const TrainOptions& options)
 {
-    Trainer trainer(config, options);
+    train_detail::Trainer trainer(config, options);
     return trainer.run();
 }
 

@@ -1,0 +1,127 @@
+// The trainer's class, shared by trainer.cpp (set-up, the single-stage step, metrics, checkpoints,
+// the run loop) and trainer_pipeline.cpp (the pipelined step, PP > 1). Internal to runtime/train:
+// the public entry point is runTraining (trainer.h). Training thread only.
+#pragma once
+
+#include "core/metrics_schema.h"
+#include "core/run_config.h"
+#include "runtime/data/batch_loader.h"
+#include "runtime/model/torch_compat.h"
+#include "runtime/model/vlm_model.h"
+#include "runtime/parallel/parallel_training.h"
+#include "runtime/parallel/pipeline.h"
+#include "runtime/parallel/process_group.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/kernel_profile.h"
+#include "runtime/train/metrics_writer.h"
+#include "runtime/train/recompute_runner.h"
+#include "runtime/train/status_file.h"
+#include "runtime/train/step_timer.h"
+#include "runtime/train/trainer.h"
+
+#include <torch/torch.h>
+#if WB_WITH_CUDA
+#include <ATen/autocast_mode.h>
+#endif
+
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace wb::rt::train_detail {
+
+// A failure that carries its exit code out of the loop.
+struct RunFailure {
+    int exitCode;
+    std::string message;
+};
+
+// bf16 autocast on CUDA for the forward of one micro-batch (RAII). Leaving it clears the cache
+// of bf16 weight copies, as Python's autocast does on exit; autograd keeps what backward needs.
+class AutocastScope {
+public:
+    explicit AutocastScope(bool enable) : m_enabled(enable)
+    {
+#if WB_WITH_CUDA && WB_TORCH_AT_LEAST(2, 4)
+        if (m_enabled) {
+            at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+            at::autocast::set_autocast_enabled(at::kCUDA, true);
+        }
+#endif
+    }
+    ~AutocastScope()
+    {
+#if WB_WITH_CUDA && WB_TORCH_AT_LEAST(2, 4)
+        if (m_enabled) {
+            at::autocast::set_autocast_enabled(at::kCUDA, false);
+            at::autocast::clear_cache();
+        }
+#endif
+    }
+    AutocastScope(const AutocastScope&) = delete;
+    AutocastScope& operator=(const AutocastScope&) = delete;
+
+private:
+    bool m_enabled;
+};
+
+class Trainer {
+public:
+    Trainer(const core::RunConfig& config, const TrainOptions& options)
+        : m_config(config), m_options(options), m_status(options.runDir),
+          m_device(config.runtime.device == "cuda" ? torch::kCUDA : torch::kCPU),
+          m_dtype(config.train.precision == "bf16" ? torch::kBFloat16 : torch::kFloat32)
+    {
+    }
+
+    int run();
+
+private:
+    void setUp();
+    void writeMeta();
+    core::StepRecord trainStep(int64_t step);
+    double countMicroBatch(const MicroBatch& b, core::StepRecord& r) const;
+    void pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer& timer, double& flops, torch::Tensor& lmSum,
+                              torch::Tensor& auxSum, int64_t& stepEndSeq);
+    void reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor& lmSum, torch::Tensor& auxSum);
+    void event(const std::string& level, const std::string& message, int64_t step = -1);
+    void writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message);
+    bool writer() const { return m_env.rank == 0; }
+    torch::Tensor optimizerStep(int64_t step, core::StepRecord& record);
+    void saveCheckpointNow(const std::string& why);
+    void installRecompute();
+    std::unique_ptr<KernelProfile> makeKernelProfile();
+    void restoreFromCheckpoint(const CheckpointState& state);
+    std::string outOfMemoryReport(const std::string& what);
+    int finish(int exitCode, const std::string& message);
+
+    const core::RunConfig& m_config;
+    TrainOptions m_options;
+    StatusFile m_status;
+    torch::Device m_device;
+    torch::ScalarType m_dtype;
+    double m_peakTflops = 0.0;    // dense bf16 per GPU; 0 = unknown (CPU), MFU 0
+    bool m_bf16Autocast = false;  // CUDA + bf16: forward under autocast, flash + grouped GEMM paths
+    // WB_DECODER_ATTENTION=dense: the decoder uses the dense masked core even where varlen flash
+    // runs (to measure one against the other); not a config field because it is never faster.
+    bool m_denseDecoderAttention = [] {
+        const char* v = std::getenv("WB_DECODER_ATTENTION");
+        return v && std::string(v) == "dense";
+    }();
+    std::unique_ptr<MetricsWriter> m_metrics;
+    VlmModel m_model{nullptr};
+    std::unique_ptr<torch::optim::AdamW> m_optimizer;
+    std::unique_ptr<BatchLoader> m_loader;
+    RankEnvironment m_env;                    // rank 0 of 1 unless started by torchrun / --nproc-per-node
+    std::unique_ptr<ProcessGroup> m_group;    // single-process group for one rank
+    std::unique_ptr<Pipeline> m_pipeline;     // PP > 1 only: this rank's stage and its groups
+    std::unique_ptr<ParallelTraining> m_parallel;  // DP / EP / FSDP layout (runtime/parallel)
+    std::unique_ptr<RecomputeRunner> m_recompute;  // null for recompute.granularity "none"
+    bool m_stopAgreed = false;                // some rank was asked to stop (reduced at each step)
+    int64_t m_step = 0;             // last completed optimizer step
+    int64_t m_stepEndSeq = 0;       // loader position after the last completed step
+    int64_t m_warningsEmitted = 0;
+};
+
+}  // namespace wb::rt::train_detail

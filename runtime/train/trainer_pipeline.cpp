@@ -1,0 +1,121 @@
+// The pipelined training step (PP > 1, docs/parallel.md): one step's micro-batches through this
+// rank's stage under 1F1B. Part of the Trainer (trainer_internal.h); training thread only.
+#include "runtime/train/trainer_internal.h"
+
+#include "runtime/data/tokenizer.h"
+#include "runtime/parallel/pipeline_schedule.h"
+
+#include <chrono>
+
+namespace wb::rt::train_detail {
+
+// One step's micro-batches on this rank's pipeline stage (1F1B). Every rank of a stage's
+// data-parallel group keeps micro-batches i with i % DP == its group rank, as DP does, so the
+// stages of one pipeline see the same ones. Timing: forward compute goes to vision / projector
+// (first stage) and decoder, backward compute to backward; time spent waiting for a neighbour
+// (the pipeline bubble and the transfers) is in step_ms only. Images, tokens and FLOPs are counted
+// on the first stage (once per micro-batch), the LM loss on the last, aux losses on every stage.
+void Trainer::pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer& timer, double& flops,
+                                   torch::Tensor& lmSum, torch::Tensor& auxSum, int64_t& stepEndSeq)
+{
+    Pipeline& pipe = *m_pipeline;
+    const int dp = pipe.dataGroup().size();
+    const int numMicro = std::max(1, m_config.train.globalBatchSize / m_config.train.microBatchSize);
+    const int numLocal = std::max(1, numMicro / dp);
+    std::vector<MicroBatch> batches;
+    for (int micro = 0; micro < numMicro; ++micro) {
+        const auto waitStart = std::chrono::steady_clock::now();
+        std::optional<MicroBatch> batch = m_loader->next();
+        if (!batch)
+            throw RunFailure{1, "the data loader stopped"};
+        r.dataMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - waitStart).count();
+        stepEndSeq = batch->nextSampleSeq;
+        if (micro % dp != pipe.dataGroup().rank())
+            continue;  // another data-parallel rank's micro-batch
+        if (pipe.isFirst())
+            for (const std::string& w : batch->warnings)
+                if (m_warningsEmitted++ < 5)
+                    event("warning", w, step);
+        batches.push_back(std::move(*batch));
+    }
+    const auto act = m_bf16Autocast ? torch::kBFloat16 : torch::kFloat32;  // the residual stream's dtype
+    const int64_t D = m_config.model.decoder.hiddenSize;
+    const int numLayers = m_model->numDecoderLayers();
+    const int deepstack = std::min(m_model->numDeepstackFeatures(), numLayers);
+    std::vector<int64_t> imageTokens;  // per micro-batch: rows of its deepstack features
+    for (auto& b : batches) {
+        imageTokens.push_back(b.totalPatches() > 0 ? std::count(b.tokenIds.begin(), b.tokenIds.end(), kImageId) : 0);
+        if (!pipe.isFirst()) {  // only the first stage runs the vision encoder: no pixels to copy
+            b.patchPixels.clear();
+            b.patchImage.clear();
+            b.patchRow.clear();
+            b.patchCol.clear();
+        }
+    }
+    // Deepstack features of layers [from, deepstack) still to be added: sent along with h.
+    auto pending = [&](int i, int from) { return imageTokens[static_cast<size_t>(i)] > 0 ? std::max(0, deepstack - from) : 0; };
+
+    PipelineCallbacks cb;
+    cb.inputSpecs = [&](int i) {
+        const MicroBatch& b = batches[static_cast<size_t>(i)];
+        std::vector<TensorSpec> specs{{{b.rows, b.seqLength, D}, act}};
+        for (int k = 0; k < pending(i, pipe.layerBegin()); ++k)
+            specs.push_back({{imageTokens[static_cast<size_t>(i)], D}, act});
+        return specs;
+    };
+    cb.forward = [&](int i, const std::vector<torch::Tensor>& inputs) {
+        timer.begin();
+        VlmBatch t = toTensors(batches[static_cast<size_t>(i)], m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
+        if (m_denseDecoderAttention)
+            t.decoder.documents = {};
+        StageForward out;
+        AutocastScope autocast(m_bf16Autocast);
+        torch::Tensor h;
+        if (pipe.isFirst()) {
+            VisionOutput vision = m_model->encodeImages(t);
+            timer.end(StepTimer::Vision);
+            m_model->project(vision, t);
+            timer.end(StepTimer::Projector);
+            h = m_model->embed(t);
+        } else {
+            h = inputs.at(0);
+            t.decoder.deepstack_ID.assign(static_cast<size_t>(deepstack), torch::Tensor());
+            for (size_t k = 1; k < inputs.size(); ++k)
+                t.decoder.deepstack_ID[static_cast<size_t>(pipe.layerBegin()) + k - 1] = inputs[k];
+        }
+        torch::Tensor aux;
+        h = m_model->decoderLayers(t, h, pipe.layerBegin(), pipe.layerEnd(), aux);
+        if (pipe.isLast()) {
+            DecoderOutput head = m_model->decoderHead(t, h);
+            out.loss = (head.lmLoss + aux) / static_cast<double>(numLocal);
+            lmSum = lmSum.defined() ? lmSum + head.lmLoss.detach() : head.lmLoss.detach();
+        } else {
+            out.outputs.push_back(h.to(act));
+            for (int k = pipe.layerEnd(); k < pipe.layerEnd() + pending(i, pipe.layerEnd()); ++k)
+                out.outputs.push_back(t.decoder.deepstack_ID.at(static_cast<size_t>(k)).to(act));
+            out.loss = aux / static_cast<double>(numLocal);
+        }
+        auxSum = auxSum.defined() ? auxSum + aux.detach() : aux.detach();
+        timer.end(StepTimer::Decoder);
+        return out;
+    };
+    cb.backward = [&](const std::vector<torch::Tensor>& roots, const std::vector<torch::Tensor>& grads) {
+        timer.begin();
+        torch::autograd::backward(roots, grads);
+        m_parallel->afterBackward();
+        timer.end(StepTimer::Backward);
+    };
+    runOneForwardOneBackward(pipe, static_cast<int>(batches.size()), cb, m_device);
+
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(m_device);
+    if (!lmSum.defined())  // not the last stage: its share of the summed loss is 0
+        lmSum = torch::zeros({}, f32);
+    if (!auxSum.defined())
+        auxSum = torch::zeros({}, f32);
+    if (!pipe.isFirst())
+        return;
+    for (const MicroBatch& b : batches)
+        flops += countMicroBatch(b, r);
+}
+
+}  // namespace wb::rt::train_detail
