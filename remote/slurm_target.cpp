@@ -6,9 +6,9 @@
 // once. So every script here is safe to run twice; the submission is made so with a lock
 // directory (see launch).
 //
-// The sbatch script is the planner's (core::planner::slurmScript): one srun task per node
-// running moe-train with the torchrun environment, RUN_ID and RUNS_ROOT taken from the
-// environment sbatch exports to the job. Nothing secret passes through here; commands are logged
+// The sbatch script is the planner's (core::planner::slurmScript): one srun task per rank
+// running moe-train with the torchrun environment from Slurm's, RUN_ID and RUNS_ROOT taken from
+// the environment sbatch exports to the job. Nothing secret passes through here; commands are logged
 // at debug level by SshSession, their output never.
 #include "remote/slurm_target.h"
 
@@ -229,7 +229,7 @@ Result<CommandResult> SlurmTarget::runScript(const std::string& script, std::chr
 Result<int> SlurmTarget::ranksPerNode(const std::string& device) const
 {
     if (device == "cpu")
-        return 1;
+        return m_options.slurm.cpuRanksPerNode;
     if (m_options.slurm.gpusPerNode > 0)
         return m_options.slurm.gpusPerNode;
     return makeError(ErrorCode::InvalidArgument,
@@ -341,6 +341,7 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
     core::planner::GeneratorTarget generator;
     generator.nodes = slurm.nodes;
     generator.gpusPerNode = parsed.config.runtime.device == "cpu" ? 0 : *ranks;
+    generator.cpuRanksPerNode = m_options.slurm.cpuRanksPerNode;
     generator.account = slurm.account;
     generator.partition = slurm.partition;
     generator.timeLimit = slurm.timeLimit;
@@ -474,7 +475,7 @@ Result<void> SlurmTarget::cancel(const std::string& runDir, std::chrono::millise
         "left() {\n"
         "  for f in \"$dir\"/pid.*; do\n"
         "    [ -e \"$f\" ] || continue\n"
-        "    node=${f##*/pid.}; pid=$(head -n 1 \"$f\")\n"
+        "    node=${f##*/pid.}; node=${node%.*}; pid=$(head -n 1 \"$f\")\n"
         "    case \"$pid\" in ''|*[!0-9]*) continue ;; esac\n"
         "    if [ \"$node\" != \"$me\" ] && [ \"$node\" != \"$me_full\" ]; then continue; fi\n"
         "    st=$(ps -o stat= -p \"$pid\" 2>/dev/null)\n"
@@ -486,9 +487,9 @@ Result<void> SlurmTarget::cancel(const std::string& runDir, std::chrono::millise
         "i=0; while [ -n \"$(left)\" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n"
         "s=$(left | sort -u | tr '\\n' ' ')\n"
         "[ -z \"$s\" ] || { echo \"$s\" >&2; exit 45; }\n"
-        "for f in \"$dir\"/pid.*; do [ -e \"$f\" ] || continue; node=${f##*/pid.}\n"
+        "for f in \"$dir\"/pid.*; do [ -e \"$f\" ] || continue; node=${f##*/pid.}; node=${node%.*}\n"
         "  [ \"$node\" = \"$me\" ] || [ \"$node\" = \"$me_full\" ] || echo \"unverified=$node\"\n"
-        "done\n"
+        "done | sort -u\n"
         "exit 0\n";
     auto result = runScript(script, grace + std::chrono::seconds(90));
     if (!result)
@@ -577,12 +578,15 @@ Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::stri
             r = number(settings.nodes, 1, 100000);
         else if (key == "gpus_per_node")
             r = number(settings.gpusPerNode, 1, 1024);
+        else if (key == "cpu_ranks_per_node")
+            r = number(settings.cpuRanksPerNode, 1, 1024);
         else if (key == "master_port")
             r = number(settings.masterPort, 1, 65535);
         else
             r = makeError(ErrorCode::InvalidArgument,
                           "unknown key \"" + key +
-                              "\"; use partition, account, time, nodes, gpus_per_node, master_port, slurm_conf",
+                              "\"; use partition, account, time, nodes, gpus_per_node, cpu_ranks_per_node, "
+                              "master_port, slurm_conf",
                           where);
         if (!r)
             return r.error();

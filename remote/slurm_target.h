@@ -2,8 +2,9 @@
 // registered in hosts.json). The run directory (DESIGN.md §3.3) lives under the host's runs root,
 // which must be on a filesystem the compute nodes share with the login node. launch writes
 // run.json and the planner's generated sbatch script (core::planner::slurmScript) there and runs
-// `sbatch --parsable`; the job id is kept in DIR/slurm_job_id. The job then writes run.json,
-// stdout.log, pid.<node> (the trainer's pid on each node), metrics.jsonl and status.json.
+// `sbatch --parsable`; the job id is kept in DIR/slurm_job_id. The job runs one srun task per
+// rank and writes run.json, stdout.log (every rank's lines, prefixed "RANK: "), pid.<node>.<local
+// rank> (each rank's pid), and, from global rank 0 only, metrics.jsonl and status.json.
 //
 // status: squeue while the job is queued or running, then sacct (when accounting exists) or
 // scontrol show job, plus status.json. readMetrics: SshTarget's (SFTP from a byte offset, with
@@ -30,8 +31,10 @@ struct SlurmSettings {
     std::string timeLimit;    ///< #SBATCH --time ("04:00:00"); empty = the partition's default
     int nodes = 1;
     /// GPUs per node for device "cuda" configs (moe-train --nproc-per-node); 0 = not set, which a
-    /// cuda config refuses. device "cpu" configs always run one rank per node and request no GPU.
+    /// cuda config refuses. device "cpu" configs run cpuRanksPerNode ranks per node, no GPU.
     int gpusPerNode = 0;
+    /// Ranks per node for device "cpu" configs (srun tasks on Gloo; no GPU requested); default 1.
+    int cpuRanksPerNode = 1;
     int masterPort = 29500;
     std::string slurmConf;    ///< exported as SLURM_CONF for every Slurm command; empty = the host's
 };
@@ -86,8 +89,8 @@ private:
 };
 
 /// slurm.json beside hosts.json: {"version": 1, "hosts": {"NAME": {"partition": "gpu",
-/// "account": "proj", "time": "04:00:00", "nodes": 2, "gpus_per_node": 4, "master_port": 29500,
-/// "slurm_conf": "/etc/slurm/slurm.conf"}}}. Every key is optional.
+/// "account": "proj", "time": "04:00:00", "nodes": 2, "gpus_per_node": 4, "cpu_ranks_per_node": 1,
+/// "master_port": 29500, "slurm_conf": "/etc/slurm/slurm.conf"}}}. Every key is optional.
 std::string slurmSettingsPath(const std::string& hostsPath);
 
 /// The settings for host `name`: defaults when the file or the entry is missing; Corrupt or
