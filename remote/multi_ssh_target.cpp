@@ -35,11 +35,13 @@ int runStateSeverity(core::RunState state)
     return 4;
 }
 
-MultiSshTarget::MultiSshTarget(std::vector<SshHostEntry> nodes, std::string sourceDir) : m_nodes(std::move(nodes))
+MultiSshTarget::MultiSshTarget(std::vector<SshHostEntry> nodes, std::string sourceDir, const SshTargetHooks& hooks)
+    : m_nodes(std::move(nodes))
 {
     for (const auto& entry : m_nodes) {
         auto options = entry.targetOptions();
         options.provisioning.sourceDir = sourceDir;
+        options.attach(hooks);
         m_targets.push_back(std::make_unique<SshTarget>(std::move(options)));
     }
 }

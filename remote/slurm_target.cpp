@@ -528,21 +528,46 @@ std::string slurmSettingsPath(const std::string& hostsPath)
     return (std::filesystem::path(hostsPath).parent_path() / "slurm.json").string();
 }
 
-Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::string& name)
+namespace {
+
+// slurm.json parsed and checked at the top level; a missing file is an empty object.
+Result<nlohmann::json> readSlurmSettingsFile(const std::string& path)
 {
-    SlurmSettings settings;
     std::ifstream in(path, std::ios::binary);
     if (!in)
-        return settings;
+        return nlohmann::json::object({{"hosts", nlohmann::json::object()}});
     std::ostringstream text;
     text << in.rdbuf();
-    const auto json = nlohmann::json::parse(text.str(), nullptr, false);
+    auto json = nlohmann::json::parse(text.str(), nullptr, false);
     if (!json.is_object() || !json.contains("hosts") || !json["hosts"].is_object())
         return makeError(ErrorCode::Corrupt,
                          "not a Slurm settings file (expected {\"version\": 1, \"hosts\": {\"NAME\": {...}}}); fix it",
                          path);
     if (json.value("version", 1) > 1)
         return makeError(ErrorCode::Incompatible, "written by a newer moe-workbench", path);
+    return json;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> slurmSettingsHosts(const std::string& path)
+{
+    auto json = readSlurmSettingsFile(path);
+    if (!json)
+        return json.error();
+    std::vector<std::string> names;
+    for (const auto& [name, entry] : (*json)["hosts"].items())
+        names.push_back(name);
+    return names;
+}
+
+Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::string& name)
+{
+    SlurmSettings settings;
+    auto file = readSlurmSettingsFile(path);
+    if (!file)
+        return file.error();
+    nlohmann::json& json = *file;
     const auto it = json["hosts"].find(name);
     if (it == json["hosts"].end())
         return settings;
@@ -601,7 +626,8 @@ Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::stri
     return settings;
 }
 
-Result<std::unique_ptr<core::RunTarget>> makeSlurmTarget(const std::string& name, const std::string& hostsPath)
+Result<std::unique_ptr<core::RunTarget>> makeSlurmTarget(const std::string& name, const std::string& hostsPath,
+                                                          const SshTargetHooks& hooks)
 {
     auto entry = SshHostRegistry(hostsPath).find(name);
     if (!entry)
@@ -609,8 +635,9 @@ Result<std::unique_ptr<core::RunTarget>> makeSlurmTarget(const std::string& name
     auto settings = loadSlurmSettings(slurmSettingsPath(hostsPath), name);
     if (!settings)
         return settings.error();
-    return std::unique_ptr<core::RunTarget>(
-        std::make_unique<SlurmTarget>(SlurmTargetOptions{name, entry->targetOptions(), *settings}));
+    auto login = entry->targetOptions();
+    login.attach(hooks);
+    return std::unique_ptr<core::RunTarget>(std::make_unique<SlurmTarget>(SlurmTargetOptions{name, login, *settings}));
 }
 
 }  // namespace wb::remote

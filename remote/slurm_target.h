@@ -21,6 +21,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace wb::remote {
 
@@ -97,9 +98,13 @@ std::string slurmSettingsPath(const std::string& hostsPath);
 /// InvalidArgument (naming the file, the key and the fix) for a bad file or value.
 core::Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::string& name);
 
+/// The host names slurm.json has settings for (empty when the file is missing); Corrupt for a
+/// file that is not a settings file.
+core::Result<std::vector<std::string>> slurmSettingsHosts(const std::string& path);
+
 /// `slurm:NAME` for makeTarget: the host from hosts.json (NotFound naming `hosts add`) and its
-/// settings from slurm.json.
-core::Result<std::unique_ptr<core::RunTarget>> makeSlurmTarget(const std::string& name,
-                                                               const std::string& hostsPath);
+/// settings from slurm.json; `hooks` go to the login node's session.
+core::Result<std::unique_ptr<core::RunTarget>> makeSlurmTarget(const std::string& name, const std::string& hostsPath,
+                                                               const SshTargetHooks& hooks = {});
 
 }  // namespace wb::remote
