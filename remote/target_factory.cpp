@@ -12,10 +12,8 @@
 
 namespace wb::remote {
 
-namespace {
-
-// The runtime sources for provisioning: the install's share/moe-workbench/runtime-src beside the
-// binaries, else (a build tree) the source tree this library was built from.
+// The install's share/moe-workbench/runtime-src beside the binaries, else (a build tree) the
+// source tree this library was built from.
 std::string runtimeSourceDir(const TargetContext& context)
 {
     if (!context.runtimeSourceDir.empty())
@@ -33,8 +31,6 @@ std::string runtimeSourceDir(const TargetContext& context)
 #endif
     return {};
 }
-
-}  // namespace
 
 core::Result<std::unique_ptr<core::RunTarget>> makeTarget(const std::string& spec,
                                                           const TargetContext& context)

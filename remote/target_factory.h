@@ -34,6 +34,11 @@ struct TargetContext {
     std::function<std::optional<std::string>(const std::string& prompt, bool echo)> askSecret = {};
 };
 
+/// The runtime sources uploaded to provisioned hosts: context.runtimeSourceDir, else the
+/// install's share/moe-workbench/runtime-src beside moeTrainPath, else this build's source tree;
+/// empty when none is there.
+std::string runtimeSourceDir(const TargetContext& context);
+
 /// InvalidArgument naming the accepted forms when `spec` is none of them; NotFound (with the
 /// registered names) for an unknown host.
 core::Result<std::unique_ptr<core::RunTarget>> makeTarget(const std::string& spec,
