@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -549,6 +550,72 @@ Result<nlohmann::json> readSlurmSettingsFile(const std::string& path)
 }
 
 }  // namespace
+
+namespace {
+
+Result<void> writeSlurmSettingsFile(const std::string& path, const nlohmann::json& json)
+{
+    std::error_code ec;
+    const auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty())
+        std::filesystem::create_directories(parent, ec);
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << json.dump(2) << "\n";
+        if (!out.flush())
+            return makeError(ErrorCode::IoError, "cannot write", tmp);
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+        return makeError(ErrorCode::IoError, "cannot move the Slurm settings file into place", path);
+    return {};
+}
+
+}  // namespace
+
+Result<void> saveSlurmSettings(const std::string& path, const std::string& name, const SlurmSettings& settings)
+{
+    auto file = readSlurmSettingsFile(path);
+    if (!file)
+        return file.error();
+    nlohmann::json entry = nlohmann::json::object();
+    const SlurmSettings defaults;
+    for (const auto& [key, value] : {std::pair{"partition", settings.partition}, {"account", settings.account},
+                                     {"time", settings.timeLimit}, {"slurm_conf", settings.slurmConf}})
+        if (!value.empty())
+            entry[key] = value;
+    for (const auto& [key, value, fallback] :
+         {std::tuple{"nodes", settings.nodes, defaults.nodes}, {"gpus_per_node", settings.gpusPerNode, defaults.gpusPerNode},
+          {"cpu_ranks_per_node", settings.cpuRanksPerNode, defaults.cpuRanksPerNode},
+          {"master_port", settings.masterPort, defaults.masterPort}})
+        if (value != fallback)
+            entry[key] = value;
+    nlohmann::json& json = *file;
+    json["version"] = 1;
+    json["hosts"][name] = entry;
+    // The same checks as reading it back, before the real file is touched.
+    const std::string check = path + ".check";
+    if (auto written = writeSlurmSettingsFile(check, json); !written)
+        return written.error();
+    auto valid = loadSlurmSettings(check, name);
+    std::filesystem::remove(check);
+    if (!valid) {
+        core::Error error = valid.error();
+        error.context = path + " (hosts." + name + ")";
+        return error;
+    }
+    return writeSlurmSettingsFile(path, json);
+}
+
+Result<void> removeSlurmSettings(const std::string& path, const std::string& name)
+{
+    auto file = readSlurmSettingsFile(path);
+    if (!file)
+        return file.error();
+    if ((*file)["hosts"].erase(name) == 0)
+        return makeError(ErrorCode::NotFound, "no Slurm settings for " + name, path);
+    return writeSlurmSettingsFile(path, *file);
+}
 
 Result<std::vector<std::string>> slurmSettingsHosts(const std::string& path)
 {

@@ -98,6 +98,13 @@ std::string slurmSettingsPath(const std::string& hostsPath);
 /// InvalidArgument (naming the file, the key and the fix) for a bad file or value.
 core::Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::string& name);
 
+/// Writes `settings` as host `name`'s entry of slurm.json (keys at their default are left out),
+/// keeping the other entries; checked as loadSlurmSettings checks them before anything is
+/// written (InvalidArgument naming the key). Atomic (temp file + rename).
+core::Result<void> saveSlurmSettings(const std::string& path, const std::string& name, const SlurmSettings& settings);
+/// Removes host `name`'s entry (NotFound when it has none).
+core::Result<void> removeSlurmSettings(const std::string& path, const std::string& name);
+
 /// The host names slurm.json has settings for (empty when the file is missing); Corrupt for a
 /// file that is not a settings file.
 core::Result<std::vector<std::string>> slurmSettingsHosts(const std::string& path);

@@ -22,6 +22,7 @@ constexpr const char* kSynopsis =
     "       moe-workbench-cli hosts list [--json]\n"
     "       moe-workbench-cli hosts test NAME [--accept-new-host-key]\n"
     "       moe-workbench-cli hosts remove NAME\n"
+    "       moe-workbench-cli hosts slurm NAME [--partition P] [--nodes N] [--gpus-per-node G] ... | --remove\n"
     "       moe-workbench-cli hosts script check|build|bundle ...   (provisioning by hand)";
 
 std::string describe(const remote::SshHostEntry& e)
@@ -183,7 +184,7 @@ int listHosts(const CliContext& context, Args& args)
 int hostsCommand(const CliContext& context, Args args)
 {
     if (args.rest().empty())
-        return reportUsage("hosts needs a subcommand: add, list, test, remove or script", kSynopsis);
+        return reportUsage("hosts needs a subcommand: add, list, test, remove, slurm or script", kSynopsis);
     std::vector<std::string> rest = args.rest();
     const std::string sub = rest.front();
     rest.erase(rest.begin());
@@ -192,6 +193,8 @@ int hostsCommand(const CliContext& context, Args args)
         return addHost(context, subArgs);
     if (sub == "script")
         return hostsScriptCommand(context, subArgs);
+    if (sub == "slurm")
+        return hostsSlurmCommand(context, subArgs);
     if (sub == "list")
         return listHosts(context, subArgs);
     if (sub == "test" || sub == "remove") {
