@@ -343,6 +343,8 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
     generator.nodes = slurm.nodes;
     generator.gpusPerNode = parsed.config.runtime.device == "cpu" ? 0 : *ranks;
     generator.cpuRanksPerNode = m_options.slurm.cpuRanksPerNode;
+    generator.runsRoot = *root;  // also in the script: sbatch may not export RUN_ID/RUNS_ROOT
+    generator.runId = request.runId;
     generator.account = slurm.account;
     generator.partition = slurm.partition;
     generator.timeLimit = slurm.timeLimit;

@@ -30,6 +30,11 @@ struct GeneratorTarget {
     std::string timeLimit;  ///< sbatch --time, e.g. "04:00:00"; empty: not written
     /// Slurm with gpusPerNode == 0 (a device "cpu" job): ranks (srun tasks, Gloo) per node.
     int cpuRanksPerNode = 1;
+    /// Slurm: the run directory's defaults written into the script (the environment still
+    /// overrides them); empty = $HOME/.cache/moe-workbench/runs and slurm-<job id>. The workbench
+    /// sets both, so a job started with `--export=NONE` still finds its directory.
+    std::string runsRoot;
+    std::string runId;
     // SSH.
     std::vector<std::string> hosts;  ///< empty: node0, node1, ... placeholders the user edits
     int masterPort = 29500;

@@ -132,8 +132,9 @@ std::string slurmScript(const RunConfig& config, const GeneratorTarget& t)
          "# filesystem every node sees. Environment overrides: RUN_ID, RUNS_ROOT.\n";
     s += "set -euo pipefail\n\n";
     s += "export MOE_TRAIN=" + shellQuote(t.moeTrain) + "\n";
-    s += "export RUNS_ROOT=${RUNS_ROOT:-$HOME/.cache/moe-workbench/runs}\n";
-    s += "export RUN_ID=${RUN_ID:-slurm-$SLURM_JOB_ID}\n";
+    s += "export RUNS_ROOT=${RUNS_ROOT:-" +
+         (t.runsRoot.empty() ? std::string("$HOME/.cache/moe-workbench/runs") : shellQuote(t.runsRoot)) + "}\n";
+    s += "export RUN_ID=${RUN_ID:-" + (t.runId.empty() ? std::string("slurm-$SLURM_JOB_ID") : shellQuote(t.runId)) + "}\n";
     s += "export RUN_DIR=$RUNS_ROOT/$RUN_ID\n";
     s += "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n";
     s += "export MASTER_ADDR\n";
@@ -146,8 +147,9 @@ std::string slurmScript(const RunConfig& config, const GeneratorTarget& t)
     s += "echo \"$SLURM_JOB_ID\" > \"$RUN_DIR/slurm_job_id\"  # cancel with scancel, not by pid\n\n";
     // pid.<node>.<local rank>: each rank's pid (exec keeps it), so a cancel can check nothing is
     // left. --kill-on-bad-exit: one failed rank ends the others at once instead of after the
-    // comm timeout.
-    s += "srun --nodes=\"$SLURM_JOB_NUM_NODES\" --ntasks-per-node=" + ranksPerNode +
+    // comm timeout. --export=ALL: the tasks get this script's environment even where sbatch ran
+    // with --export=NONE (SBATCH_EXPORT), which srun would inherit and start them without PATH.
+    s += "srun --export=ALL --nodes=\"$SLURM_JOB_NUM_NODES\" --ntasks-per-node=" + ranksPerNode +
          " --kill-on-bad-exit=1 --label --output=\"$RUN_DIR/stdout.log\" \\\n"
          "  bash -c 'export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID WORLD_SIZE=$SLURM_NTASKS GROUP_RANK=$SLURM_NODEID; "
          "echo $$ > \"$RUN_DIR/pid.${SLURMD_NODENAME:-$(hostname)}.$SLURM_LOCALID\"; "

@@ -422,6 +422,42 @@ private slots:
         qInfo("two ranks: %zu steps streamed, each once; cancel left nothing", inStore.size());
     }
 
+    // A cluster whose sbatch exports nothing (SBATCH_EXPORT=NONE, so neither RUN_ID/RUNS_ROOT nor
+    // PATH reach the job from the submitting shell): the script as SlurmTarget generates it (run
+    // directory defaults written in, srun --export=ALL) still runs both ranks into its directory.
+    void exportNoneStillFindsTheRunDirectory()
+    {
+        remote::SlurmTarget target(options());
+        core::planner::GeneratorTarget generator;
+        generator.nodes = 1;
+        generator.gpusPerNode = 0;
+        generator.cpuRanksPerNode = 2;
+        generator.moeTrain = kMoeTrain;
+        generator.masterPort = wbtest::freePort();
+        generator.runsRoot = runsRoot();
+        generator.runId = "slurm-export-none";
+        const std::string script = core::planner::slurmScript(config(5, "slurm-export-none", 1), generator);
+        const std::string runDir = runsRoot() + "/slurm-export-none";
+        const auto q = [](const std::string& s) { return remote::shellQuote(s); };
+        auto submitted = target.login().runCommand(
+            "sh -c " + q("SLURM_CONF=" + q(qEnvironmentVariable("SLURM_CONF").toStdString()) + "; export SLURM_CONF\n" +
+                         "mkdir -p " + q(runDir + "/.submitted") + " && cd " + q(runDir) + " && printf '%s' " + q(script) +
+                         " > run.sbatch && unset RUN_ID RUNS_ROOT && SBATCH_EXPORT=NONE sbatch --parsable run.sbatch > slurm_job_id"),
+            std::chrono::seconds(60));
+        QVERIFY2(submitted && submitted->exitStatus == 0, submitted ? submitted->err.c_str() : submitted.error().toString().c_str());
+        core::RunStatus status;
+        QVERIFY2(waitFor([&] {
+                     auto s = target.status(runDir);
+                     status = s ? *s : core::RunStatus{};
+                     return s && !s->processAlive;
+                 }, 90000),
+                 "the job did not end in 90 s");
+        QVERIFY2(status.state == core::RunState::Finished,
+                 (status.message + "\n" + wbtest::readAll(runDir + "/stdout.log")).c_str());
+        QCOMPARE(fileSteps(runDir).size(), size_t(5));
+        QVERIFY(wbtest::readAll(runDir + "/metrics.jsonl").find("\"world_size\":2") != std::string::npos);
+    }
+
     // A job that fails before moe-train writes status.json: Slurm's state and exit code explain it.
     void failedJobIsExplainedBySlurm()
     {
