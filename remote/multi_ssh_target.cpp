@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <future>
+#include <memory>
+#include <mutex>
 
 namespace wb::remote {
 
@@ -35,11 +37,28 @@ int runStateSeverity(core::RunState state)
     return 4;
 }
 
-MultiSshTarget::MultiSshTarget(std::vector<SshHostEntry> nodes, std::string sourceDir) : m_nodes(std::move(nodes))
+MultiSshTarget::MultiSshTarget(std::vector<SshHostEntry> nodes, std::string sourceDir, const SshTargetHooks& hooks)
+    : m_nodes(std::move(nodes))
 {
+    // cancel() runs the nodes' sessions on threads of their own, so the hooks may be called from
+    // two threads at once: one at a time (a terminal prompt must not interleave with another,
+    // and the caller's reconnect bookkeeping expects one thread).
+    auto one = std::make_shared<std::mutex>();
+    SshTargetHooks serialized;
+    if (hooks.askSecret)
+        serialized.askSecret = [one, ask = hooks.askSecret](const std::string& prompt, bool echo) {
+            std::lock_guard<std::mutex> lock(*one);
+            return ask(prompt, echo);
+        };
+    if (hooks.onReconnecting)
+        serialized.onReconnecting = [one, told = hooks.onReconnecting](int attempt, const std::string& reason) {
+            std::lock_guard<std::mutex> lock(*one);
+            told(attempt, reason);
+        };
     for (const auto& entry : m_nodes) {
         auto options = entry.targetOptions();
         options.provisioning.sourceDir = sourceDir;
+        options.attach(serialized);
         m_targets.push_back(std::make_unique<SshTarget>(std::move(options)));
     }
 }

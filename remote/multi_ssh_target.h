@@ -32,8 +32,9 @@ public:
     static constexpr int kDefaultMasterPort = 29500;
 
     /// `nodes`: at least two entries; node 0 is the master. `sourceDir`: the runtime sources for
-    /// nodes whose moe_train is "auto".
-    MultiSshTarget(std::vector<SshHostEntry> nodes, std::string sourceDir);
+    /// nodes whose moe_train is "auto". `hooks` go to every node's session (the prompt names the
+    /// node: SshSession's prompts say user@host).
+    MultiSshTarget(std::vector<SshHostEntry> nodes, std::string sourceDir, const SshTargetHooks& hooks = {});
     ~MultiSshTarget() override;
 
     /// "ssh:A,B,..."

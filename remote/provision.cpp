@@ -476,9 +476,8 @@ Result<void> Provisioner::upload(const RuntimeBundle& bundle, const std::string&
     return {};
 }
 
-Result<void> Provisioner::build(const NodeReport& node, const std::string& hashDir, const std::string& shortHash)
+std::string buildScript(const NodeReport& node, int jobs)
 {
-    auto log = wb::log::get("remote");
     std::string configure = "cmake -S src/runtime -B build -DCMAKE_BUILD_TYPE=Release -DWB_BUILD_TESTS=OFF";
     if (!node.torchPrefix.empty())
         configure += " -DCMAKE_PREFIX_PATH=" + shellQuote(node.torchPrefix);
@@ -491,17 +490,22 @@ Result<void> Provisioner::build(const NodeReport& node, const std::string& hashD
     }
     if (node.ccache)
         configure += " -DCMAKE_CXX_COMPILER_LAUNCHER=ccache";
-    const int jobs = m_options.buildJobs > 0 ? m_options.buildJobs : node.cpus;
     // Ninja when the node has it (its "[n/m]" lines give the progress), else make ("[ p%]").
     // CCACHE_BASEDIR: paths under the hash dir hash as relative ones, so a rebuild of changed
     // sources in a new hash dir still hits ccache for the unchanged files.
-    const std::string inner =
-        "G=; command -v ninja >/dev/null 2>&1 && G='-G Ninja'\n"
-        "export CCACHE_BASEDIR=\"$(pwd)\" CCACHE_NOHASHDIR=1\n"
-        "{ " + configure + " $G && cmake --build build -j " + std::to_string(jobs) +
-        " --target moe-train && mkdir -p bin && cp build/bin/moe-train bin/moe-train.tmp && "
-        "mv -f bin/moe-train.tmp bin/moe-train; } >build.log 2>&1\n"
-        "echo $? > build.rc.tmp && mv build.rc.tmp build.rc\n";
+    return "G=; command -v ninja >/dev/null 2>&1 && G='-G Ninja'\n"
+           "export CCACHE_BASEDIR=\"$(pwd)\" CCACHE_NOHASHDIR=1\n"
+           "{ " + configure + " $G && cmake --build build -j " + std::to_string(std::max(1, jobs)) +
+           " --target moe-train && mkdir -p bin && cp build/bin/moe-train bin/moe-train.tmp && "
+           "mv -f bin/moe-train.tmp bin/moe-train; } >build.log 2>&1\n"
+           "echo $? > build.rc.tmp && mv build.rc.tmp build.rc\n";
+}
+
+Result<void> Provisioner::build(const NodeReport& node, const std::string& hashDir, const std::string& shortHash)
+{
+    auto log = wb::log::get("remote");
+    const int jobs = m_options.buildJobs > 0 ? m_options.buildJobs : node.cpus;
+    const std::string inner = buildScript(node, jobs);
     const std::string hd = shellQuote(hashDir);
     // Follow a build that is already running (another launch started it) instead of a second one.
     std::string start = "cd " + hd + " || exit 1\n"

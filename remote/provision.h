@@ -86,6 +86,12 @@ std::string nodeCheckScript(const std::string& cacheDir);
 /// Parses the script's output and decides what is missing. Pure; tested without a node.
 NodeReport parseNodeCheck(const std::string& output);
 
+/// The build provisioning starts (detached, `sh -c`) in <cacheDir>/<hash>, the directory that
+/// holds the bundle as src/: configures for the node's LibTorch (CUDA and the wheel's NCCL when
+/// the node has GPUs and a CUDA LibTorch, ccache when present), builds moe-train with `jobs` jobs
+/// and copies it to bin/moe-train; output in build.log, exit status in build.rc. Pure.
+std::string buildScript(const NodeReport& node, int jobs);
+
 /// What the provisioner needs from a connection: run a POSIX sh script, write a file atomically.
 /// SshTarget supplies both (with its reconnect handling).
 struct RemoteOps {

@@ -6,9 +6,9 @@
 // once. So every script here is safe to run twice; the submission is made so with a lock
 // directory (see launch).
 //
-// The sbatch script is the planner's (core::planner::slurmScript): one srun task per node
-// running moe-train with the torchrun environment, RUN_ID and RUNS_ROOT taken from the
-// environment sbatch exports to the job. Nothing secret passes through here; commands are logged
+// The sbatch script is the planner's (core::planner::slurmScript): one srun task per rank
+// running moe-train with the torchrun environment from Slurm's, RUN_ID and RUNS_ROOT taken from
+// the environment sbatch exports to the job. Nothing secret passes through here; commands are logged
 // at debug level by SshSession, their output never.
 #include "remote/slurm_target.h"
 
@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -229,7 +230,7 @@ Result<CommandResult> SlurmTarget::runScript(const std::string& script, std::chr
 Result<int> SlurmTarget::ranksPerNode(const std::string& device) const
 {
     if (device == "cpu")
-        return 1;
+        return m_options.slurm.cpuRanksPerNode;
     if (m_options.slurm.gpusPerNode > 0)
         return m_options.slurm.gpusPerNode;
     return makeError(ErrorCode::InvalidArgument,
@@ -341,6 +342,9 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
     core::planner::GeneratorTarget generator;
     generator.nodes = slurm.nodes;
     generator.gpusPerNode = parsed.config.runtime.device == "cpu" ? 0 : *ranks;
+    generator.cpuRanksPerNode = m_options.slurm.cpuRanksPerNode;
+    generator.runsRoot = *root;  // also in the script: sbatch may not export RUN_ID/RUNS_ROOT
+    generator.runId = request.runId;
     generator.account = slurm.account;
     generator.partition = slurm.partition;
     generator.timeLimit = slurm.timeLimit;
@@ -474,7 +478,7 @@ Result<void> SlurmTarget::cancel(const std::string& runDir, std::chrono::millise
         "left() {\n"
         "  for f in \"$dir\"/pid.*; do\n"
         "    [ -e \"$f\" ] || continue\n"
-        "    node=${f##*/pid.}; pid=$(head -n 1 \"$f\")\n"
+        "    node=${f##*/pid.}; node=${node%.*}; pid=$(head -n 1 \"$f\")\n"
         "    case \"$pid\" in ''|*[!0-9]*) continue ;; esac\n"
         "    if [ \"$node\" != \"$me\" ] && [ \"$node\" != \"$me_full\" ]; then continue; fi\n"
         "    st=$(ps -o stat= -p \"$pid\" 2>/dev/null)\n"
@@ -486,9 +490,9 @@ Result<void> SlurmTarget::cancel(const std::string& runDir, std::chrono::millise
         "i=0; while [ -n \"$(left)\" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n"
         "s=$(left | sort -u | tr '\\n' ' ')\n"
         "[ -z \"$s\" ] || { echo \"$s\" >&2; exit 45; }\n"
-        "for f in \"$dir\"/pid.*; do [ -e \"$f\" ] || continue; node=${f##*/pid.}\n"
+        "for f in \"$dir\"/pid.*; do [ -e \"$f\" ] || continue; node=${f##*/pid.}; node=${node%.*}\n"
         "  [ \"$node\" = \"$me\" ] || [ \"$node\" = \"$me_full\" ] || echo \"unverified=$node\"\n"
-        "done\n"
+        "done | sort -u\n"
         "exit 0\n";
     auto result = runScript(script, grace + std::chrono::seconds(90));
     if (!result)
@@ -527,21 +531,112 @@ std::string slurmSettingsPath(const std::string& hostsPath)
     return (std::filesystem::path(hostsPath).parent_path() / "slurm.json").string();
 }
 
-Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::string& name)
+namespace {
+
+// slurm.json parsed and checked at the top level; a missing file is an empty object.
+Result<nlohmann::json> readSlurmSettingsFile(const std::string& path)
 {
-    SlurmSettings settings;
     std::ifstream in(path, std::ios::binary);
     if (!in)
-        return settings;
+        return nlohmann::json::object({{"hosts", nlohmann::json::object()}});
     std::ostringstream text;
     text << in.rdbuf();
-    const auto json = nlohmann::json::parse(text.str(), nullptr, false);
+    auto json = nlohmann::json::parse(text.str(), nullptr, false);
     if (!json.is_object() || !json.contains("hosts") || !json["hosts"].is_object())
         return makeError(ErrorCode::Corrupt,
                          "not a Slurm settings file (expected {\"version\": 1, \"hosts\": {\"NAME\": {...}}}); fix it",
                          path);
     if (json.value("version", 1) > 1)
         return makeError(ErrorCode::Incompatible, "written by a newer moe-workbench", path);
+    return json;
+}
+
+}  // namespace
+
+namespace {
+
+Result<void> writeSlurmSettingsFile(const std::string& path, const nlohmann::json& json)
+{
+    std::error_code ec;
+    const auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty())
+        std::filesystem::create_directories(parent, ec);
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << json.dump(2) << "\n";
+        if (!out.flush())
+            return makeError(ErrorCode::IoError, "cannot write", tmp);
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+        return makeError(ErrorCode::IoError, "cannot move the Slurm settings file into place", path);
+    return {};
+}
+
+}  // namespace
+
+Result<void> saveSlurmSettings(const std::string& path, const std::string& name, const SlurmSettings& settings)
+{
+    auto file = readSlurmSettingsFile(path);
+    if (!file)
+        return file.error();
+    nlohmann::json entry = nlohmann::json::object();
+    const SlurmSettings defaults;
+    for (const auto& [key, value] : {std::pair{"partition", settings.partition}, {"account", settings.account},
+                                     {"time", settings.timeLimit}, {"slurm_conf", settings.slurmConf}})
+        if (!value.empty())
+            entry[key] = value;
+    for (const auto& [key, value, fallback] :
+         {std::tuple{"nodes", settings.nodes, defaults.nodes}, {"gpus_per_node", settings.gpusPerNode, defaults.gpusPerNode},
+          {"cpu_ranks_per_node", settings.cpuRanksPerNode, defaults.cpuRanksPerNode},
+          {"master_port", settings.masterPort, defaults.masterPort}})
+        if (value != fallback)
+            entry[key] = value;
+    nlohmann::json& json = *file;
+    json["version"] = 1;
+    json["hosts"][name] = entry;
+    // The same checks as reading it back, before the real file is touched.
+    const std::string check = path + ".check";
+    if (auto written = writeSlurmSettingsFile(check, json); !written)
+        return written.error();
+    auto valid = loadSlurmSettings(check, name);
+    std::filesystem::remove(check);
+    if (!valid) {
+        core::Error error = valid.error();
+        error.context = path + " (hosts." + name + ")";
+        return error;
+    }
+    return writeSlurmSettingsFile(path, json);
+}
+
+Result<void> removeSlurmSettings(const std::string& path, const std::string& name)
+{
+    auto file = readSlurmSettingsFile(path);
+    if (!file)
+        return file.error();
+    if ((*file)["hosts"].erase(name) == 0)
+        return makeError(ErrorCode::NotFound, "no Slurm settings for " + name, path);
+    return writeSlurmSettingsFile(path, *file);
+}
+
+Result<std::vector<std::string>> slurmSettingsHosts(const std::string& path)
+{
+    auto json = readSlurmSettingsFile(path);
+    if (!json)
+        return json.error();
+    std::vector<std::string> names;
+    for (const auto& [name, entry] : (*json)["hosts"].items())
+        names.push_back(name);
+    return names;
+}
+
+Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::string& name)
+{
+    SlurmSettings settings;
+    auto file = readSlurmSettingsFile(path);
+    if (!file)
+        return file.error();
+    nlohmann::json& json = *file;
     const auto it = json["hosts"].find(name);
     if (it == json["hosts"].end())
         return settings;
@@ -577,12 +672,15 @@ Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::stri
             r = number(settings.nodes, 1, 100000);
         else if (key == "gpus_per_node")
             r = number(settings.gpusPerNode, 1, 1024);
+        else if (key == "cpu_ranks_per_node")
+            r = number(settings.cpuRanksPerNode, 1, 1024);
         else if (key == "master_port")
             r = number(settings.masterPort, 1, 65535);
         else
             r = makeError(ErrorCode::InvalidArgument,
                           "unknown key \"" + key +
-                              "\"; use partition, account, time, nodes, gpus_per_node, master_port, slurm_conf",
+                              "\"; use partition, account, time, nodes, gpus_per_node, cpu_ranks_per_node, "
+                              "master_port, slurm_conf",
                           where);
         if (!r)
             return r.error();
@@ -597,7 +695,8 @@ Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::stri
     return settings;
 }
 
-Result<std::unique_ptr<core::RunTarget>> makeSlurmTarget(const std::string& name, const std::string& hostsPath)
+Result<std::unique_ptr<core::RunTarget>> makeSlurmTarget(const std::string& name, const std::string& hostsPath,
+                                                          const SshTargetHooks& hooks)
 {
     auto entry = SshHostRegistry(hostsPath).find(name);
     if (!entry)
@@ -605,8 +704,9 @@ Result<std::unique_ptr<core::RunTarget>> makeSlurmTarget(const std::string& name
     auto settings = loadSlurmSettings(slurmSettingsPath(hostsPath), name);
     if (!settings)
         return settings.error();
-    return std::unique_ptr<core::RunTarget>(
-        std::make_unique<SlurmTarget>(SlurmTargetOptions{name, entry->targetOptions(), *settings}));
+    auto login = entry->targetOptions();
+    login.attach(hooks);
+    return std::unique_ptr<core::RunTarget>(std::make_unique<SlurmTarget>(SlurmTargetOptions{name, login, *settings}));
 }
 
 }  // namespace wb::remote

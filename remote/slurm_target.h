@@ -2,8 +2,9 @@
 // registered in hosts.json). The run directory (DESIGN.md §3.3) lives under the host's runs root,
 // which must be on a filesystem the compute nodes share with the login node. launch writes
 // run.json and the planner's generated sbatch script (core::planner::slurmScript) there and runs
-// `sbatch --parsable`; the job id is kept in DIR/slurm_job_id. The job then writes run.json,
-// stdout.log, pid.<node> (the trainer's pid on each node), metrics.jsonl and status.json.
+// `sbatch --parsable`; the job id is kept in DIR/slurm_job_id. The job runs one srun task per
+// rank and writes run.json, stdout.log (every rank's lines, prefixed "RANK: "), pid.<node>.<local
+// rank> (each rank's pid), and, from global rank 0 only, metrics.jsonl and status.json.
 //
 // status: squeue while the job is queued or running, then sacct (when accounting exists) or
 // scontrol show job, plus status.json. readMetrics: SshTarget's (SFTP from a byte offset, with
@@ -20,6 +21,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace wb::remote {
 
@@ -30,8 +32,10 @@ struct SlurmSettings {
     std::string timeLimit;    ///< #SBATCH --time ("04:00:00"); empty = the partition's default
     int nodes = 1;
     /// GPUs per node for device "cuda" configs (moe-train --nproc-per-node); 0 = not set, which a
-    /// cuda config refuses. device "cpu" configs always run one rank per node and request no GPU.
+    /// cuda config refuses. device "cpu" configs run cpuRanksPerNode ranks per node, no GPU.
     int gpusPerNode = 0;
+    /// Ranks per node for device "cpu" configs (srun tasks on Gloo; no GPU requested); default 1.
+    int cpuRanksPerNode = 1;
     int masterPort = 29500;
     std::string slurmConf;    ///< exported as SLURM_CONF for every Slurm command; empty = the host's
 };
@@ -86,17 +90,28 @@ private:
 };
 
 /// slurm.json beside hosts.json: {"version": 1, "hosts": {"NAME": {"partition": "gpu",
-/// "account": "proj", "time": "04:00:00", "nodes": 2, "gpus_per_node": 4, "master_port": 29500,
-/// "slurm_conf": "/etc/slurm/slurm.conf"}}}. Every key is optional.
+/// "account": "proj", "time": "04:00:00", "nodes": 2, "gpus_per_node": 4, "cpu_ranks_per_node": 1,
+/// "master_port": 29500, "slurm_conf": "/etc/slurm/slurm.conf"}}}. Every key is optional.
 std::string slurmSettingsPath(const std::string& hostsPath);
 
 /// The settings for host `name`: defaults when the file or the entry is missing; Corrupt or
 /// InvalidArgument (naming the file, the key and the fix) for a bad file or value.
 core::Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::string& name);
 
+/// Writes `settings` as host `name`'s entry of slurm.json (keys at their default are left out),
+/// keeping the other entries; checked as loadSlurmSettings checks them before anything is
+/// written (InvalidArgument naming the key). Atomic (temp file + rename).
+core::Result<void> saveSlurmSettings(const std::string& path, const std::string& name, const SlurmSettings& settings);
+/// Removes host `name`'s entry (NotFound when it has none).
+core::Result<void> removeSlurmSettings(const std::string& path, const std::string& name);
+
+/// The host names slurm.json has settings for (empty when the file is missing); Corrupt for a
+/// file that is not a settings file.
+core::Result<std::vector<std::string>> slurmSettingsHosts(const std::string& path);
+
 /// `slurm:NAME` for makeTarget: the host from hosts.json (NotFound naming `hosts add`) and its
-/// settings from slurm.json.
-core::Result<std::unique_ptr<core::RunTarget>> makeSlurmTarget(const std::string& name,
-                                                               const std::string& hostsPath);
+/// settings from slurm.json; `hooks` go to the login node's session.
+core::Result<std::unique_ptr<core::RunTarget>> makeSlurmTarget(const std::string& name, const std::string& hostsPath,
+                                                               const SshTargetHooks& hooks = {});
 
 }  // namespace wb::remote

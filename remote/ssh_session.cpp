@@ -178,8 +178,10 @@ Result<void> verifyHostKey(ssh_session session, const SshHostSpec& spec, HostKey
     }
 }
 
-// Keyboard-interactive: every prompt goes to askSecret; answers are set and forgotten.
-int keyboardInteractive(ssh_session session, const SshHostSpec& spec)
+// Keyboard-interactive: every prompt goes to askSecret; answers are set and forgotten. The
+// server's prompt ("Password: ") is prefixed with "(user@host) " as OpenSSH does, so with several
+// nodes (ssh:A,B) or a Slurm login node the user knows which host asks.
+int keyboardInteractive(ssh_session session, const SshHostSpec& spec, const std::string& where)
 {
     int rc = ssh_userauth_kbdint(session, nullptr, nullptr);
     while (rc == SSH_AUTH_INFO) {
@@ -187,7 +189,7 @@ int keyboardInteractive(ssh_session session, const SshHostSpec& spec)
         for (int i = 0; i < prompts; ++i) {
             char echo = 0;
             const char* prompt = ssh_userauth_kbdint_getprompt(session, static_cast<unsigned>(i), &echo);
-            auto answer = spec.askSecret(prompt ? prompt : "", echo != 0);
+            auto answer = spec.askSecret("(" + where + ") " + (prompt ? prompt : ""), echo != 0);
             if (!answer)
                 return SSH_AUTH_DENIED;
             rc = ssh_userauth_kbdint_setanswer(session, static_cast<unsigned>(i), answer->c_str());
@@ -218,7 +220,7 @@ Result<void> authenticate(ssh_session session, const SshHostSpec& spec, const st
             return makeError(ErrorCode::IoError, std::string("authentication failed: ") + ssh_get_error(session), where);
     }
     if (spec.askSecret && (methods & SSH_AUTH_METHOD_INTERACTIVE)) {
-        if (keyboardInteractive(session, spec) == SSH_AUTH_SUCCESS)
+        if (keyboardInteractive(session, spec, where) == SSH_AUTH_SUCCESS)
             return {};
     }
     if (spec.askSecret && (methods & SSH_AUTH_METHOD_PASSWORD)) {

@@ -68,6 +68,14 @@ std::string trimmed(std::string text)
 
 }  // namespace
 
+void SshTargetOptions::attach(const SshTargetHooks& hooks)
+{
+    if (hooks.askSecret)
+        host.askSecret = hooks.askSecret;
+    if (hooks.onReconnecting)
+        onReconnecting = hooks.onReconnecting;
+}
+
 SshTarget::SshTarget(SshTargetOptions options) : m_options(std::move(options)) {}
 
 SshTarget::~SshTarget() = default;

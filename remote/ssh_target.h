@@ -21,10 +21,20 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace wb::remote {
+
+/// What a caller (the CLI, the GUI) attaches to every SSH session a target opens: the
+/// password/keyboard-interactive prompt and the reconnect report. Both may be empty.
+struct SshTargetHooks {
+    /// Asked when no key works (SshHostSpec::askSecret); the answer is used once, never stored.
+    std::function<std::optional<std::string>(const std::string& prompt, bool echo)> askSecret;
+    /// Told about each reconnect attempt (SshTargetOptions::onReconnecting).
+    std::function<void(int attempt, const std::string& reason)> onReconnecting;
+};
 
 struct SshTargetOptions {
     SshHostSpec host;
@@ -45,6 +55,9 @@ struct SshTargetOptions {
     /// Told about each reconnect attempt (attempt number, why), e.g. to show "reconnecting" rather
     /// than "failed". Called on the calling thread.
     std::function<void(int attempt, const std::string& reason)> onReconnecting;
+
+    /// Sets host.askSecret and onReconnecting from `hooks` (empty ones leave them as they are).
+    void attach(const SshTargetHooks& hooks);
 };
 
 class SshTarget : public core::RunTarget {

@@ -12,10 +12,8 @@
 
 namespace wb::remote {
 
-namespace {
-
-// The runtime sources for provisioning: the install's share/moe-workbench/runtime-src beside the
-// binaries, else (a build tree) the source tree this library was built from.
+// The install's share/moe-workbench/runtime-src beside the binaries, else (a build tree) the
+// source tree this library was built from.
 std::string runtimeSourceDir(const TargetContext& context)
 {
     if (!context.runtimeSourceDir.empty())
@@ -34,14 +32,13 @@ std::string runtimeSourceDir(const TargetContext& context)
     return {};
 }
 
-}  // namespace
-
 core::Result<std::unique_ptr<core::RunTarget>> makeTarget(const std::string& spec,
                                                           const TargetContext& context)
 {
     if (spec == "local")
         return std::unique_ptr<core::RunTarget>(
             std::make_unique<LocalTarget>(context.moeTrainPath, context.runsRoot));
+    const SshTargetHooks hooks{context.askSecret, context.onReconnecting};
     if (spec.rfind("ssh:", 0) == 0) {
         SshHostRegistry registry(context.hostsPath);
         std::vector<SshHostEntry> nodes;
@@ -65,16 +62,14 @@ core::Result<std::unique_ptr<core::RunTarget>> makeTarget(const std::string& spe
             return core::makeError(core::ErrorCode::InvalidArgument, "no host after ssh:; use ssh:HOST or ssh:A,B,...", spec);
         const std::string sources = runtimeSourceDir(context);
         if (nodes.size() > 1)
-            return std::unique_ptr<core::RunTarget>(std::make_unique<MultiSshTarget>(std::move(nodes), sources));
+            return std::unique_ptr<core::RunTarget>(std::make_unique<MultiSshTarget>(std::move(nodes), sources, hooks));
         auto options = nodes.front().targetOptions();
         options.provisioning.sourceDir = sources;
-        options.onReconnecting = context.onReconnecting;
-        if (context.askSecret)
-            options.host.askSecret = context.askSecret;
+        options.attach(hooks);
         return std::unique_ptr<core::RunTarget>(std::make_unique<SshTarget>(std::move(options)));
     }
     if (spec.rfind("slurm:", 0) == 0)
-        return makeSlurmTarget(spec.substr(6), context.hostsPath);
+        return makeSlurmTarget(spec.substr(6), context.hostsPath, hooks);
     return core::makeError(core::ErrorCode::InvalidArgument,
                            "unknown target; use local, ssh:HOST, ssh:A,B,... or slurm:HOST (hosts from `hosts list`)", spec);
 }

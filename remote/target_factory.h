@@ -25,13 +25,19 @@ struct TargetContext {
     /// The runtime sources uploaded to hosts with moe_train "auto". Empty = the install's
     /// share/moe-workbench/runtime-src beside moeTrainPath, else the source tree of this build.
     std::string runtimeSourceDir = {};
-    /// Told about each reconnect attempt of a single-host SSH target (the GUI shows
-    /// "reconnecting"); may be empty.
+    /// Told about each reconnect attempt of an SSH session of the target (ssh:, ssh:A,B, the
+    /// login node of slurm:; the GUI shows "reconnecting"); may be empty.
     std::function<void(int attempt, const std::string& reason)> onReconnecting = {};
-    /// Asks for a password or a keyboard-interactive answer (never stored) for single-host SSH
-    /// targets; empty = the agent and key files only.
+    /// Asks for a password or a keyboard-interactive answer (never stored) whenever an SSH
+    /// session of the target needs one (every node of ssh:A,B, the login node of slurm:, and
+    /// again after a reconnect); empty = the agent and key files only.
     std::function<std::optional<std::string>(const std::string& prompt, bool echo)> askSecret = {};
 };
+
+/// The runtime sources uploaded to provisioned hosts: context.runtimeSourceDir, else the
+/// install's share/moe-workbench/runtime-src beside moeTrainPath, else this build's source tree;
+/// empty when none is there.
+std::string runtimeSourceDir(const TargetContext& context);
 
 /// InvalidArgument naming the accepted forms when `spec` is none of them; NotFound (with the
 /// registered names) for an unknown host.

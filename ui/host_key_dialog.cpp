@@ -185,29 +185,58 @@ QStringList knownHostsNames(const QString& host, int port, const QString& sshCon
     return names;
 }
 
+namespace {
+
+// On a worker: shows the prompt dialog on the GUI thread over parentOf() and waits for it.
+// Blocking: the SSH worker waits here while the GUI thread shows the dialog. The GUI thread never
+// waits on this worker, so this cannot deadlock.
+std::optional<std::string> askOnGuiThread(const std::function<bool(QWidget*&)>& parentOf, const QString& title,
+                                          const std::string& prompt, bool echo)
+{
+    Q_ASSERT(QThread::currentThread() != qApp->thread());
+    std::optional<std::string> answer;
+    QMetaObject::invokeMethod(
+        qApp,
+        [&] {
+            QWidget* parent = nullptr;
+            if (!parentOf(parent))
+                return;
+            bool ok = false;
+            QString text = QInputDialog::getText(parent, title, QString::fromStdString(prompt),
+                                                 echo ? QLineEdit::Normal : QLineEdit::Password, QString(), &ok);
+            if (ok)
+                answer = text.toStdString();
+            text.fill(QLatin1Char(' '));  // not kept: the worker uses it once and wipes its copy
+        },
+        Qt::BlockingQueuedConnection);
+    return answer;
+}
+
+}  // namespace
+
 std::function<std::optional<std::string>(const std::string& prompt, bool echo)> makeGuiSecretPrompt(
     QPointer<QWidget> parent, QString hostLabel)
 {
     return [parent, hostLabel](const std::string& prompt, bool echo) -> std::optional<std::string> {
-        Q_ASSERT(QThread::currentThread() != qApp->thread());
-        std::optional<std::string> answer;
-        // Blocking: the SSH worker waits here while the GUI thread shows the dialog. The GUI
-        // thread never waits on this worker, so this cannot deadlock.
-        QMetaObject::invokeMethod(
-            qApp,
-            [&] {
-                if (!parent)
-                    return;
-                bool ok = false;
-                QString text = QInputDialog::getText(
-                    parent, QCoreApplication::translate("wb::ui::HostKeyDialog", "Sign in to %1").arg(hostLabel),
-                    QString::fromStdString(prompt), echo ? QLineEdit::Normal : QLineEdit::Password, QString(), &ok);
-                if (ok)
-                    answer = text.toStdString();
-                text.fill(QLatin1Char(' '));  // not kept: the worker uses it once and wipes its copy
-            },
-            Qt::BlockingQueuedConnection);
-        return answer;
+        const auto parentOf = [&parent](QWidget*& out) {
+            out = parent;
+            return out != nullptr;  // the owner is gone: nobody to ask
+        };
+        return askOnGuiThread(parentOf,
+                              QCoreApplication::translate("wb::ui::HostKeyDialog", "Sign in to %1").arg(hostLabel),
+                              prompt, echo);
+    };
+}
+
+std::function<std::optional<std::string>(const std::string& prompt, bool echo)> makeGuiSecretPromptOverActiveWindow()
+{
+    return [](const std::string& prompt, bool echo) -> std::optional<std::string> {
+        const auto parentOf = [](QWidget*& out) {
+            out = QApplication::activeWindow();  // may be null: a top-level dialog then
+            return true;
+        };
+        return askOnGuiThread(parentOf, QCoreApplication::translate("wb::ui::HostKeyDialog", "SSH sign-in"), prompt,
+                              echo);
     };
 }
 

@@ -69,4 +69,9 @@ QStringList knownHostsNames(const QString& host, int port, const QString& sshCon
 std::function<std::optional<std::string>(const std::string& prompt, bool echo)> makeGuiSecretPrompt(
     QPointer<QWidget> parent, QString hostLabel);
 
+/// The same over whatever window is active when a prompt comes (for the app's target resolver,
+/// whose targets are made on workers before and after any one window). The prompt itself names
+/// the host ("(user@host:22) Password: "). Never call it on the GUI thread.
+std::function<std::optional<std::string>(const std::string& prompt, bool echo)> makeGuiSecretPromptOverActiveWindow();
+
 }  // namespace wb::ui

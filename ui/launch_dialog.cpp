@@ -144,15 +144,13 @@ void LaunchDialog::reloadTargets()
     const QString current = m_target->currentText();
     QString error;
     QStringList choices = launchTargetChoices(m_options.hostsPath.toStdString(), &error);
-    // The other forms, offered as text to edit (makeTarget says when this version lacks one).
+    // Several nodes, offered as text to edit (the first two hosts; the user lists the real ones).
     QStringList hosts;
     for (const QString& choice : choices)
         if (choice.startsWith(QStringLiteral("ssh:")))
             hosts << choice.mid(4);
     if (hosts.size() >= 2)
         choices << QStringLiteral("ssh:") + hosts.mid(0, 2).join(QLatin1Char(','));
-    for (const QString& host : hosts)
-        choices << QStringLiteral("slurm:") + host;
     m_target->clear();
     m_target->addItems(choices);
     if (!current.isEmpty())

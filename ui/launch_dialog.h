@@ -1,5 +1,6 @@
 // LaunchDialog: start a run on any target. The user picks the target ("local", a registered
-// "ssh:HOST", or types another form makeTarget knows: "ssh:A,B", "slurm:HOST"), a config (a file,
+// "ssh:HOST", "slurm:HOST" for a registered host with settings in slurm.json, or types another
+// form makeTarget knows: "ssh:A,B"), a config (a file,
 // or the JSON handed over by the planning view with its prediction) and a name; Launch runs
 // core::startRun on a thread of its own while four rows show the phases the target reports
 // (check, upload, build, start; indeterminate while a phase has no fraction; "—" for phases the

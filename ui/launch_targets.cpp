@@ -1,7 +1,10 @@
 #include "ui/launch_targets.h"
 
+#include "remote/slurm_target.h"
 #include "remote/ssh_hosts.h"
 #include "remote/target_factory.h"
+
+#include <algorithm>
 
 namespace wb::ui {
 
@@ -10,6 +13,7 @@ core::Result<std::unique_ptr<core::RunTarget>> makeGuiTarget(const std::string& 
 {
     remote::TargetContext context{paths.moeTrainPath, paths.runsRoot, paths.hostsPath};
     context.onReconnecting = onReconnecting;
+    context.askSecret = paths.askSecret;
     auto target = remote::makeTarget(spec, context);
     const bool oneSshHost = spec.rfind("ssh:", 0) == 0 && spec.find(',') == std::string::npos;
     if (target || !oneSshHost || target.error().code != core::ErrorCode::NotFound)
@@ -36,6 +40,15 @@ QStringList launchTargetChoices(const std::string& hostsPath, QString* error)
     }
     for (const auto& host : hosts.value())
         choices << QStringLiteral("ssh:") + QString::fromStdString(host.name);
+    auto clusters = remote::slurmSettingsHosts(remote::slurmSettingsPath(hostsPath));
+    if (!clusters) {
+        if (error)
+            *error = QString::fromStdString(clusters.error().toString());
+        return choices;
+    }
+    for (const auto& host : hosts.value())
+        if (std::find(clusters->begin(), clusters->end(), host.name) != clusters->end())
+            choices << QStringLiteral("slurm:") + QString::fromStdString(host.name);
     return choices;
 }
 

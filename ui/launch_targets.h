@@ -1,7 +1,8 @@
 // Targets for the GUI: turns a target string ("local", "ssh:HOST", and whatever else
 // remote::makeTarget learns: "ssh:A,B", "slurm:HOST") into a RunTarget, with the GUI's hooks
-// attached (an SSH target reports its reconnect attempts so the run list can say "reconnecting"
-// instead of "failed"). Also lists the targets a user can pick in the launch dialog.
+// attached to every SSH session of it: reconnect attempts (so the run list can say
+// "reconnecting" instead of "failed") and the password / keyboard-interactive prompt (a dialog;
+// answers are never stored). Also lists the targets a user can pick in the launch dialog.
 // Threading: constructs objects and reads hosts.json only (no network); any thread. The target
 // it returns is used on ONE thread afterwards (the worker that called this).
 #pragma once
@@ -13,6 +14,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace wb::ui {
@@ -26,10 +28,16 @@ using ReconnectFn = std::function<void(int attempt, const std::string& reason)>;
 using TargetResolver =
     std::function<core::Result<std::unique_ptr<core::RunTarget>>(const std::string& spec, ReconnectFn onReconnecting)>;
 
+/// Asks for a password or keyboard-interactive answer (prompt, echo) on a worker thread;
+/// nullopt = the user declined. See makeGuiSecretPrompt (host_key_dialog.h).
+using SecretPrompt = std::function<std::optional<std::string>(const std::string& prompt, bool echo)>;
+
 struct GuiTargetPaths {
     std::string moeTrainPath;  ///< the local moe-train
     std::string runsRoot;      ///< local run directories
-    std::string hostsPath;     ///< hosts.json
+    std::string hostsPath;     ///< hosts.json (slurm.json beside it)
+    /// Given to every SSH session of ssh:, ssh:A,B and slurm: targets; empty = keys only.
+    SecretPrompt askSecret = {};
 };
 
 /// "ssh:NAME" (one host) is built here so the reconnect hook can be attached (makeTarget has no
@@ -38,8 +46,9 @@ struct GuiTargetPaths {
 core::Result<std::unique_ptr<core::RunTarget>> makeGuiTarget(const std::string& spec, const GuiTargetPaths& paths,
                                                              const ReconnectFn& onReconnecting);
 
-/// What the launch dialog offers: "local", then "ssh:NAME" for every registered host. A hosts.json
-/// that cannot be read gives just "local" and `error` says why.
+/// What the launch dialog offers: "local", then "ssh:NAME" for every registered host, then
+/// "slurm:NAME" for every registered host that has an entry in slurm.json (beside hosts.json). A
+/// hosts.json or slurm.json that cannot be read gives what could be read and `error` says why.
 QStringList launchTargetChoices(const std::string& hostsPath, QString* error = nullptr);
 
 }  // namespace wb::ui

@@ -238,6 +238,7 @@ void MainWindow::connectSession()
     connect(m_session, &RunSession::targetReconnecting, this,
             [this](const QString& target, int attempt, const QString& reason) {
                 m_runList->model()->setTargetReconnecting(target, attempt, reason);
+                syncSelectedRunState();  // the charts header of a run on that target says so too
                 if (attempt > 0)
                     showStatus(tr("Connection to %1 lost; reconnecting (attempt %2)…").arg(target).arg(attempt));
                 else
@@ -299,8 +300,11 @@ void MainWindow::syncSelectedRunState()
 {
     // The store's view of the selected run (also for runs nobody is following, e.g. finished ones).
     const QString id = m_runList->selectedRunId();
-    if (const RunRow* run = m_runList->model()->runById(id))
+    if (const RunRow* run = m_runList->model()->runById(id)) {
         m_charts->setRunState(id, QString::fromStdString(run->summary.status), run->message);
+        m_charts->setReconnecting(id, m_runList->model()->reconnectAttempt(*run),
+                                  m_runList->model()->reconnectReason(*run));
+    }
 }
 
 void MainWindow::startSampleRun()

@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QLineSeries>
 #include <QLocale>
+#include <QTextDocument>
 #include <QVBoxLayout>
 
 namespace wb::ui {
@@ -88,6 +89,8 @@ void RunChartsPanel::clearRun()
     m_runTitle.clear();
     m_state.clear();
     m_stateMessage.clear();
+    m_reconnectAttempt = 0;
+    m_reconnectReason.clear();
     m_plannedSteps = 0;
     m_waitingForHistory = false;
     m_lastStep = -1;
@@ -138,6 +141,22 @@ void RunChartsPanel::setRunState(const QString& runId, const QString& state, con
     m_state = state;
     m_stateMessage = message;
     updateHeader();
+}
+
+void RunChartsPanel::setReconnecting(const QString& runId, int attempt, const QString& reason)
+{
+    if (runId != m_runId || (attempt == m_reconnectAttempt && reason == m_reconnectReason))
+        return;
+    m_reconnectAttempt = attempt;
+    m_reconnectReason = attempt > 0 ? reason : QString();
+    updateHeader();
+}
+
+QString RunChartsPanel::headerText() const
+{
+    QTextDocument html;
+    html.setHtml(m_title->text());
+    return html.toPlainText().simplified();
 }
 
 void RunChartsPanel::setPlannedSteps(int64_t steps)
@@ -203,13 +222,22 @@ void RunChartsPanel::updateHeader()
         m_latest->setText(tr("Select a run on the left, or start the sample run (Run ▸ Start sample run)."));
         return;
     }
-    const QString state = m_state.isEmpty() ? tr("waiting for status") : statusLabel(m_state);
+    // While the target reconnects the run goes on on the host: say so rather than "running"
+    // (stale) or "failed" (wrong), as the run list does.
+    const bool reconnecting = m_reconnectAttempt > 0;
+    const QString state = reconnecting      ? tr("reconnecting (attempt %1)").arg(m_reconnectAttempt)
+                          : m_state.isEmpty() ? tr("waiting for status")
+                                              : statusLabel(m_state);
+    const QString message =
+        reconnecting ? tr("connection lost (%1); the run keeps going on the host").arg(m_reconnectReason)
+                     : m_stateMessage;
     QString title = QStringLiteral("<b>%1</b> &nbsp;<span style='color:gray'>%2</span> &nbsp;"
                                    "<span style='color:%3'>● %4</span>")
                         .arg(m_runTitle.toHtmlEscaped(), m_runId.toHtmlEscaped(),
-                             statusColor(m_state).name(), state.toHtmlEscaped());
-    if (!m_stateMessage.isEmpty())
-        title += QStringLiteral(" &nbsp;<span style='color:gray'>%1</span>").arg(m_stateMessage.toHtmlEscaped());
+                             statusColor(reconnecting ? QStringLiteral("reconnecting") : m_state).name(),
+                             state.toHtmlEscaped());
+    if (!message.isEmpty())
+        title += QStringLiteral(" &nbsp;<span style='color:gray'>%1</span>").arg(message.toHtmlEscaped());
     m_title->setText(title);
 
     if (!m_latestStep) {

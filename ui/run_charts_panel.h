@@ -35,6 +35,8 @@ public:
     /// Points currently drawn by the chart's first series (tests and the status bar read this).
     int drawnPoints(Chart chart) const;
     StepSeriesBuffer* buffer() const { return m_buffer; }
+    /// The header's first line as plain text (title, id, state, message), for tests.
+    QString headerText() const;
 
 public slots:
     /// Switches to a run: clears the charts and waits for setHistory() before taking live steps
@@ -43,6 +45,10 @@ public slots:
     void setHistory(const QString& runId, const wb::ui::StepList& steps);
     void appendSteps(const QString& runId, const wb::ui::StepList& steps);
     void setRunState(const QString& runId, const QString& state, const QString& message);
+    /// The run's target lost its connection and is on reconnect attempt `attempt` (≥ 1): the
+    /// header says "reconnecting (attempt N)" and why, in place of the run state, until attempt 0
+    /// (connected again) brings the run state back. Ignored for another run than the shown one.
+    void setReconnecting(const QString& runId, int attempt, const QString& reason);
     void setPlannedSteps(int64_t steps);
     void clearRun();
 
@@ -69,6 +75,8 @@ private:
     QString m_runTitle;
     QString m_state;
     QString m_stateMessage;
+    int m_reconnectAttempt = 0;  // 0 = connected (or not a remote run)
+    QString m_reconnectReason;
     int64_t m_plannedSteps = 0;
     bool m_waitingForHistory = false;
     int64_t m_lastStep = -1;

@@ -130,6 +130,11 @@ void RunListModel::setTargetReconnecting(const QString& target, int attempt, con
         emit dataChanged(index(0, Status), index(rowCount() - 1, Status));
 }
 
+QString RunListModel::reconnectReason(const RunRow& row) const
+{
+    return reconnectAttempt(row) ? m_reconnecting.value(QString::fromStdString(row.summary.target)).reason : QString();
+}
+
 int RunListModel::reconnectAttempt(const RunRow& row) const
 {
     const auto& status = row.summary.status;

@@ -37,6 +37,8 @@ public:
     void setTargetReconnecting(const QString& target, int attempt, const QString& reason);
     /// The reconnect attempt shown for the run's target, 0 when none (or the run is not live).
     int reconnectAttempt(const RunRow& row) const;
+    /// Why the run's target is reconnecting (the connection error); empty when it is not.
+    QString reconnectReason(const RunRow& row) const;
 
 private:
     struct Reconnect {

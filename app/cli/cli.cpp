@@ -30,7 +30,7 @@ constexpr const char* kUsage =
     "  runs [--json]                                        list runs, newest first\n"
     "  show RUN [--json]                                    one run: summary, meta, last step, events\n"
     "  cancel RUN [--grace-s N]                             stop a run and its whole process group\n"
-    "  hosts add|list|test|remove [NAME] [...]              SSH hosts for --target ssh:HOST (docs/remote.md)\n"
+    "  hosts add|list|test|remove|slurm|script [NAME] [...] SSH hosts for --target ssh:HOST|slurm:HOST (docs/remote.md)\n"
     "  plan --model M --hardware H --gpus N [...] [--json]  recommendation + ranked layouts\n"
     "  lint FILE [--gpus N] [--hardware H] [--json]         config problems and layout rules, by line\n"
     "  generate --from PLAN_OR_CONFIG --format F --out DIR  runtime | megatron-bridge | slurm | ssh files\n"

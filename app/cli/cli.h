@@ -66,6 +66,8 @@ int runsCommand(const CliContext& context, Args args);
 int showCommand(const CliContext& context, Args args);
 int cancelCommand(const CliContext& context, Args args);
 int hostsCommand(const CliContext& context, Args args);  // SSH hosts: hosts_command.cpp
+int hostsScriptCommand(const CliContext& context, Args args);  // hosts script: hosts_script_command.cpp
+int hostsSlurmCommand(const CliContext& context, Args args);   // hosts slurm: hosts_slurm_command.cpp
 int planCommand(const CliContext& context, Args args);
 int lintCommand(const CliContext& context, Args args);
 int generateCommand(const CliContext& context, Args args);

@@ -21,7 +21,9 @@ constexpr const char* kSynopsis =
     "                 [--master-port N] [--accept-new-host-key] [--no-test]\n"
     "       moe-workbench-cli hosts list [--json]\n"
     "       moe-workbench-cli hosts test NAME [--accept-new-host-key]\n"
-    "       moe-workbench-cli hosts remove NAME";
+    "       moe-workbench-cli hosts remove NAME\n"
+    "       moe-workbench-cli hosts slurm NAME [--partition P] [--nodes N] [--gpus-per-node G] ... | --remove\n"
+    "       moe-workbench-cli hosts script check|build|bundle ...   (provisioning by hand)";
 
 std::string describe(const remote::SshHostEntry& e)
 {
@@ -182,13 +184,17 @@ int listHosts(const CliContext& context, Args& args)
 int hostsCommand(const CliContext& context, Args args)
 {
     if (args.rest().empty())
-        return reportUsage("hosts needs a subcommand: add, list, test or remove", kSynopsis);
+        return reportUsage("hosts needs a subcommand: add, list, test, remove, slurm or script", kSynopsis);
     std::vector<std::string> rest = args.rest();
     const std::string sub = rest.front();
     rest.erase(rest.begin());
     Args subArgs(std::move(rest));
     if (sub == "add")
         return addHost(context, subArgs);
+    if (sub == "script")
+        return hostsScriptCommand(context, subArgs);
+    if (sub == "slurm")
+        return hostsSlurmCommand(context, subArgs);
     if (sub == "list")
         return listHosts(context, subArgs);
     if (sub == "test" || sub == "remove") {

@@ -7,6 +7,7 @@
 #include "core/run_store.h"
 #include "remote/ssh_hosts.h"
 #include "remote/target_factory.h"
+#include "ui/host_key_dialog.h"
 #include "ui/hosts_dialog.h"
 #include "ui/launch_dialog.h"
 #include "ui/main_window.h"
@@ -172,7 +173,9 @@ int main(int argc, char* argv[])
     options.storePath = parser.value(dbOption);
     const std::string hostsPath = wb::remote::defaultHostsPath(options.storePath.toStdString());
     options.hostsPath = QString::fromStdString(hostsPath);
-    const wb::ui::GuiTargetPaths paths{moeTrain, runsRoot, hostsPath};
+    // Passwords and keyboard-interactive answers for every SSH session of a target (ssh:, ssh:A,B,
+    // slurm:) are asked in a dialog; never stored.
+    const wb::ui::GuiTargetPaths paths{moeTrain, runsRoot, hostsPath, wb::ui::makeGuiSecretPromptOverActiveWindow()};
     options.targetFactory = [paths]() -> std::unique_ptr<wb::core::RunTarget> {
         auto local = wb::remote::makeTarget("local", {paths.moeTrainPath, paths.runsRoot, paths.hostsPath});
         if (!local) {

@@ -28,6 +28,13 @@ struct GeneratorTarget {
     std::string account;    ///< empty: not written (sbatch) / placeholder ACCOUNT (perf launcher)
     std::string partition;  ///< empty: not written / placeholder PARTITION
     std::string timeLimit;  ///< sbatch --time, e.g. "04:00:00"; empty: not written
+    /// Slurm with gpusPerNode == 0 (a device "cpu" job): ranks (srun tasks, Gloo) per node.
+    int cpuRanksPerNode = 1;
+    /// Slurm: the run directory's defaults written into the script (the environment still
+    /// overrides them); empty = $HOME/.cache/moe-workbench/runs and slurm-<job id>. The workbench
+    /// sets both, so a job started with `--export=NONE` still finds its directory.
+    std::string runsRoot;
+    std::string runId;
     // SSH.
     std::vector<std::string> hosts;  ///< empty: node0, node1, ... placeholders the user edits
     int masterPort = 29500;
@@ -74,7 +81,8 @@ std::string shellQuote(const std::string& value);
 /// start one detached `moe-train --nproc-per-node G` with the torchrun environment.
 std::string sshLaunchScript(const RunConfig& config, const GeneratorTarget& target);
 
-/// An sbatch script: one srun task per node running moe-train --nproc-per-node G.
+/// An sbatch script: one srun task per rank (G per node; cpuRanksPerNode when gpusPerNode is 0),
+/// each moe-train with the torchrun environment from Slurm's SLURM_PROCID/LOCALID/NTASKS.
 std::string slurmScript(const RunConfig& config, const GeneratorTarget& target);
 
 struct GeneratedFile {

@@ -475,6 +475,10 @@
         <source>Sign in to %1</source>
         <translation>登录 %1</translation>
     </message>
+    <message>
+        <source>SSH sign-in</source>
+        <translation>SSH 登录</translation>
+    </message>
 </context>
 <context>
     <name>wb::ui::HostsDialog</name>
@@ -1663,6 +1667,14 @@
         <location line="+3"/>
         <source>waiting for status</source>
         <translation>等待状态</translation>
+    </message>
+    <message>
+        <source>reconnecting (attempt %1)</source>
+        <translation>正在重新连接（第 %1 次尝试）</translation>
+    </message>
+    <message>
+        <source>connection lost (%1); the run keeps going on the host</source>
+        <translation>连接中断（%1）；训练仍在主机上继续运行</translation>
     </message>
     <message>
         <location line="+10"/>

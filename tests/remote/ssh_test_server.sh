@@ -12,6 +12,13 @@
 # StrictModes is off because the temp dir's modes are whatever the test runner gives it.
 # WB_SSHD_EXTRA_CONFIG, when set, is appended to sshd_config (e.g. "SetEnv PATH=/some/dir" for a
 # node that lacks a tool).
+#
+# WB_SSHD_PASSWORD=SECRET (root only; exit 77 otherwise) makes a server that accepts NO key, only
+# SECRET, through PAM: keyboard-interactive, or the "password" method when WB_SSHD_AUTH=password.
+# sshd takes its PAM service name from its program name, so it runs as DIR/<service> (a symlink
+# to sshd) with /etc/pam.d/<service> (a unique name, removed by stop) whose only auth module is
+# pam_exec comparing the typed answer with SECRET (kept in DIR/pam_secret, mode 600). No user,
+# password or other system file is changed.
 set -eu
 
 cmd=$1
@@ -27,6 +34,37 @@ start)
     [ -f "$dir/$hostkey" ] || ssh-keygen -q -t ed25519 -N '' -C wbtest-host -f "$dir/$hostkey"
     [ -f "$dir/user_key" ] || ssh-keygen -q -t ed25519 -N '' -C wbtest-user -f "$dir/user_key"
     cp "$dir/user_key.pub" "$dir/authorized_keys"
+    pubkey=yes; password=no; kbdint=no; pam=no; rootlogin=prohibit-password
+    if [ -n "${WB_SSHD_PASSWORD:-}" ]; then
+        [ "$(id -u)" -eq 0 ] || { echo "a password sshd needs root (it writes /etc/pam.d/SERVICE)" >&2; exit 77; }
+        found=
+        for m in /lib/*/security/pam_exec.so /lib/security/pam_exec.so /usr/lib/*/security/pam_exec.so; do
+            [ -e "$m" ] && found=$m
+        done
+        [ -n "$found" ] || { echo "PAM's pam_exec.so is missing (apt-get install libpam-modules)" >&2; exit 77; }
+        # A test killed before its stop (a ctest timeout) leaves its PAM file: remove those whose
+        # test directory is gone.
+        for old in /etc/pam.d/wbtest-sshd-*; do
+            [ -f "$old" ] || continue
+            check=$(sed -n 's/^auth requisite pam_exec.so expose_authtok quiet //p' "$old")
+            [ -n "$check" ] && [ ! -e "$check" ] && rm -f "$old"
+        done
+        # Short: sshd found no PAM file for a 44-character program name here (PAM then used "other").
+        service="wbtest-sshd-$$"
+        printf '%s' "$WB_SSHD_PASSWORD" > "$dir/pam_secret"
+        chmod 600 "$dir/pam_secret"
+        # pam_exec expose_authtok writes the typed answer to stdin (NUL-terminated, no newline).
+        printf '#!/bin/sh\n[ "$(tr -d "\\000")" = "$(cat %s)" ]\n' "'$dir/pam_secret'" > "$dir/pam_check.sh"
+        chmod 755 "$dir/pam_check.sh"
+        printf '%s\n' "auth requisite pam_exec.so expose_authtok quiet $dir/pam_check.sh" \
+            "auth required pam_permit.so" "account required pam_permit.so" \
+            "session required pam_permit.so" "password required pam_deny.so" > "/etc/pam.d/$service"
+        echo "$service" > "$dir/pam_service"
+        ln -sf "$sshd" "$dir/$service"
+        sshd="$dir/$service"
+        pubkey=no; pam=yes; rootlogin=yes
+        if [ "${WB_SSHD_AUTH:-kbdint}" = password ]; then password=yes; else kbdint=yes; fi
+    fi
     # sshd running as root wants its privilege-separation directory.
     if [ "$(id -u)" -eq 0 ] && [ ! -d /run/sshd ]; then mkdir -p /run/sshd && chmod 0755 /run/sshd; fi
     cat > "$dir/sshd_config" <<EOF
@@ -36,11 +74,11 @@ HostKey $dir/$hostkey
 AuthorizedKeysFile $dir/authorized_keys
 PidFile $dir/sshd.pid
 StrictModes no
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-PermitRootLogin prohibit-password
+PubkeyAuthentication $pubkey
+PasswordAuthentication $password
+KbdInteractiveAuthentication $kbdint
+UsePAM $pam
+PermitRootLogin $rootlogin
 UseDNS no
 Subsystem sftp internal-sftp
 EOF
@@ -74,6 +112,9 @@ stop)
         i=0
         while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
         rm -f "$dir/sshd.pid"
+    fi
+    if [ -s "$dir/pam_service" ]; then
+        rm -f "/etc/pam.d/$(cat "$dir/pam_service")" "$dir/$(cat "$dir/pam_service")" "$dir/pam_service"
     fi
     ;;
 *)

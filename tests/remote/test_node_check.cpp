@@ -109,6 +109,33 @@ private slots:
         QVERIFY2(mentions(r, "missing: " ) && mentions(r, expected.toStdString()), r.describe().c_str());
     }
 
+    // The build provisioning starts (and `hosts script build` prints) for what the check found.
+    void buildScriptFollowsTheNode()
+    {
+        const std::string cpu = remote::buildScript(remote::parseNodeCheck(kGoodNode), 16);
+        QVERIFY(cpu.find("cmake -S src/runtime -B build -DCMAKE_BUILD_TYPE=Release") != std::string::npos);
+        QVERIFY(cpu.find("cmake --build build -j 16 --target moe-train") != std::string::npos);
+        QVERIFY2(cpu.find("WB_WITH_CUDA") == std::string::npos && cpu.find("CMAKE_PREFIX_PATH") == std::string::npos,
+                 cpu.c_str());  // Debian's LibTorch: cmake finds it alone
+        QVERIFY(cpu.find("> build.rc.tmp && mv build.rc.tmp build.rc") != std::string::npos);
+
+        const std::string gpu = remote::buildScript(
+            remote::parseNodeCheck(kGoodNode + "gpu=NVIDIA H200, 143771 MiB\nccache=yes\n"
+                                               "py_torch=/opt/my env/torch/share/cmake 2.11.0+cu130 13.0\n"
+                                               "nccl_dir=/opt/my env/nvidia/nccl\n"),
+            8);
+        for (const char* part : {" -DCMAKE_PREFIX_PATH='/opt/my env/torch/share/cmake'", " -DWB_WITH_CUDA=ON",
+                                 " -DNCCL_INCLUDE_DIR='/opt/my env/nvidia/nccl/include'",
+                                 " -DNCCL_LIBRARY='/opt/my env/nvidia/nccl/lib/libnccl.so.2'",
+                                 " -DCMAKE_CXX_COMPILER_LAUNCHER=ccache", " -j 8 "})
+            QVERIFY2(gpu.find(part) != std::string::npos, (std::string(part) + " in\n" + gpu).c_str());
+
+        // GPUs but a CPU LibTorch: a CPU build (the report says so in a note).
+        const std::string cpuTorch = remote::buildScript(
+            remote::parseNodeCheck(kGoodNode + "gpu=NVIDIA B200, 183359 MiB\npy_torch=/x/torch/share/cmake 2.5.0 None\n"), 4);
+        QVERIFY2(cpuTorch.find("WB_WITH_CUDA") == std::string::npos, cpuTorch.c_str());
+    }
+
     void scriptQuotesTheCacheDir()
     {
         const std::string script = remote::nodeCheckScript("~/my cache/$(touch x)");

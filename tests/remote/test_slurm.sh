@@ -48,8 +48,8 @@ runs="$tmp/shared runs/o'clock"
 wb hosts add wbtest --ssh-config "$server/ssh_config" --known-hosts "$server/known_hosts" \
     --remote-moe-train "$moe" --remote-runs-root "$runs" --accept-new-host-key >"$tmp/add.out" 2>&1
 check '[ $? -eq 0 ]' "hosts add wbtest --accept-new-host-key"
-printf '{"version": 1, "hosts": {"wbtest": {"partition": "debug", "time": "00:10:00", "slurm_conf": "%s"}}}\n' \
-    "$SLURM_CONF" >"$tmp/data/slurm.json"
+wb hosts slurm wbtest --partition debug --time 00:10:00 --slurm-conf "$SLURM_CONF" >"$tmp/slurm-settings.out" 2>&1
+check '[ $? -eq 0 ] && grep -q "partition: *debug" "$tmp/slurm-settings.out" && grep -q "\"time\": \"00:10:00\"" "$tmp/data/slurm.json"' "hosts slurm writes slurm.json"
 
 cat >"$tmp/tiny.json" <<EOF
 {"name": "slurm-cli", "model": {"vision": {"num_layers": 1, "hidden_size": 32, "ffn_hidden_size": 64,

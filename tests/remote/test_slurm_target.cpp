@@ -109,6 +109,12 @@ std::vector<std::string> processesOfRun(const std::string& runDir)
     return found;
 }
 
+// Slurm's node name here (slurm_test_cluster.sh uses `hostname -s`): pid.<node>.<local rank>.
+std::string shortHostName()
+{
+    return QSysInfo::machineHostName().section(QLatin1Char('.'), 0, 0).toStdString();
+}
+
 // squeue's answer for a job on the test cluster ("" once it left the queue).
 std::string squeueState(const std::string& job)
 {
@@ -289,7 +295,7 @@ private slots:
 
         // Cancel the running second job: moe-train gets SIGTERM, checkpoints and exits "stopped".
         QVERIFY(!processesOfRun(b.runDir).empty());
-        const std::string pidFile = b.runDir + "/pid." + QSysInfo::machineHostName().section(QLatin1Char('.'), 0, 0).toStdString();
+        const std::string pidFile = b.runDir + "/pid." + shortHostName() + ".0";
         QVERIFY2(std::filesystem::exists(pidFile), pidFile.c_str());
         QVERIFY(m_store->setStatus(second->id, "cancelled", -1));  // as `cancel` does, before the signal
         auto cancelled = target.cancel(b.runDir, std::chrono::seconds(20));
@@ -349,7 +355,107 @@ private slots:
         QVERIFY(chunk);
         QVERIFY(chunk->bytes.find("\"world_size\":2") != std::string::npos);
         QCOMPARE(fileSteps(runDir).size(), size_t(20));
-        QVERIFY(std::filesystem::exists(runDir + "/rank1.log"));  // moe-train's second local rank
+        // Both ranks were srun tasks: their lines in stdout.log carry the rank, and each left its pid.
+        const std::string log = wbtest::readAll(runDir + "/stdout.log");
+        QVERIFY2(log.find("\n1: ") != std::string::npos || log.rfind("1: ", 0) == 0, log.c_str());
+        QVERIFY(std::filesystem::exists(runDir + "/pid." + shortHostName() + ".1"));
+    }
+
+    // Two CPU ranks (Gloo) per node through SlurmTarget::launch: the code path of N nodes x G GPUs
+    // (one srun task per rank, RANK/WORLD_SIZE from SLURM_PROCID/SLURM_NTASKS, MASTER_ADDR the
+    // first node's name) on the one node here. It streams into the store from global rank 0, every
+    // step once, and a cancel mid-run leaves no rank.
+    void twoRanksStreamAndCancel()
+    {
+        auto opts = options();
+        opts.slurm.cpuRanksPerNode = 2;
+        opts.slurm.masterPort = wbtest::freePort();
+        remote::SlurmTarget target(opts);
+        QVERIFY(target.validateConfig(tinyConfig(10, "slurm-two-ranks", 1)));
+        // micro batch 2 on each of 2 ranks is more than the global batch of 2: refused for the world size.
+        auto tooMany = target.validateConfig(tinyConfig(10, "slurm-two-ranks", 2));
+        QVERIFY2(!tooMany, "micro batch 2 x 2 ranks does not divide global batch 2");
+        auto run = core::startRun(*m_store, target, config(1000000, "slurm-two-ranks", 1), "slurm-two-ranks");
+        QVERIFY2(run, run ? "" : run.error().toString().c_str());
+        const std::string runDir = run->launched.runDir;
+        const std::string sbatch = wbtest::readAll(runDir + "/run.sbatch");
+        QVERIFY(sbatch.find("#SBATCH --ntasks-per-node=2\n") != std::string::npos);
+        QVERIFY(sbatch.find("--gpus-per-node") == std::string::npos);
+        core::RunFollower follower(*m_store, target, run->id);
+        std::vector<int64_t> reported;
+        QVERIFY2(waitFor([&] {
+                     auto u = follower.poll();
+                     if (u)
+                         for (const auto& step : u->newSteps)
+                             reported.push_back(step.step);
+                     return reported.size() >= 5;
+                 }, 90000),
+                 ("the two-rank job did not stream 5 steps in 90 s: " + wbtest::readAll(runDir + "/stdout.log")).c_str());
+        auto meta = m_store->meta(run->id);
+        QVERIFY(meta);
+        QCOMPARE(meta->worldSize, 2);
+        for (const char* local : {".0", ".1"})
+            QVERIFY2(std::filesystem::exists(runDir + "/pid." + shortHostName() + local), local);
+        QCOMPARE(processesOfRun(runDir).size(), size_t(2));  // the two ranks, nothing else
+        QVERIFY(m_store->setStatus(run->id, "cancelled", -1));
+        auto cancelled = target.cancel(runDir, std::chrono::seconds(20));
+        QVERIFY2(cancelled, cancelled ? "" : cancelled.error().toString().c_str());
+        const auto left = processesOfRun(runDir);
+        QVERIFY2(left.empty(), left.empty() ? "" : left.front().c_str());
+        QVERIFY(waitFor([&] {
+            auto u = follower.poll();
+            if (u)
+                for (const auto& step : u->newSteps)
+                    reported.push_back(step.step);
+            return u && u->finished;
+        }, 30000));
+        auto status = target.status(runDir);
+        QVERIFY(status);
+        QCOMPARE(status->state, core::RunState::Cancelled);
+        auto stored = m_store->steps(run->id);
+        QVERIFY(stored);
+        std::vector<int64_t> inStore;
+        for (const auto& step : *stored)
+            inStore.push_back(step.step);
+        QCOMPARE(inStore, fileSteps(runDir));
+        QCOMPARE(reported, inStore);
+        qInfo("two ranks: %zu steps streamed, each once; cancel left nothing", inStore.size());
+    }
+
+    // A cluster whose sbatch exports nothing (SBATCH_EXPORT=NONE, so neither RUN_ID/RUNS_ROOT nor
+    // PATH reach the job from the submitting shell): the script as SlurmTarget generates it (run
+    // directory defaults written in, srun --export=ALL) still runs both ranks into its directory.
+    void exportNoneStillFindsTheRunDirectory()
+    {
+        remote::SlurmTarget target(options());
+        core::planner::GeneratorTarget generator;
+        generator.nodes = 1;
+        generator.gpusPerNode = 0;
+        generator.cpuRanksPerNode = 2;
+        generator.moeTrain = kMoeTrain;
+        generator.masterPort = wbtest::freePort();
+        generator.runsRoot = runsRoot();
+        generator.runId = "slurm-export-none";
+        const std::string script = core::planner::slurmScript(config(5, "slurm-export-none", 1), generator);
+        const std::string runDir = runsRoot() + "/slurm-export-none";
+        const auto q = [](const std::string& s) { return remote::shellQuote(s); };
+        auto submitted = target.login().runCommand(
+            "sh -c " + q("SLURM_CONF=" + q(qEnvironmentVariable("SLURM_CONF").toStdString()) + "; export SLURM_CONF\n" +
+                         "mkdir -p " + q(runDir + "/.submitted") + " && cd " + q(runDir) + " && printf '%s' " + q(script) +
+                         " > run.sbatch && unset RUN_ID RUNS_ROOT && SBATCH_EXPORT=NONE sbatch --parsable run.sbatch > slurm_job_id"),
+            std::chrono::seconds(60));
+        QVERIFY2(submitted && submitted->exitStatus == 0, submitted ? submitted->err.c_str() : submitted.error().toString().c_str());
+        core::RunStatus status;
+        QVERIFY2(waitFor([&] {
+                     auto s = target.status(runDir);
+                     status = s ? *s : core::RunStatus{};
+                     return s && !s->processAlive;
+                 }, 90000),
+                 "the job did not end in 90 s");
+        QVERIFY2(status.state == core::RunState::Finished,
+                 (status.message + "\n" + wbtest::readAll(runDir + "/stdout.log")).c_str());
+        QCOMPARE(fileSteps(runDir).size(), size_t(5));
+        QVERIFY(wbtest::readAll(runDir + "/metrics.jsonl").find("\"world_size\":2") != std::string::npos);
     }
 
     // A job that fails before moe-train writes status.json: Slurm's state and exit code explain it.

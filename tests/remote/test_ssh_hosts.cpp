@@ -1,6 +1,7 @@
 // SshHostRegistry (hosts.json): round trip, replace by name, remove, a corrupt or newer file is
 // reported (not overwritten), host names that could smuggle user/port/list syntax are refused,
 // and an entry becomes the SshHostSpec / SshTargetOptions the target uses.
+#include "remote/slurm_target.h"
 #include "remote/ssh_hosts.h"
 
 #include <QTemporaryDir>
@@ -31,6 +32,51 @@ private:
     std::string path(const char* name) const { return m_dir.filePath(QString::fromLatin1(name)).toStdString(); }
 
 private slots:
+    // slurm.json beside hosts.json (`hosts slurm`): written entries read back, defaults left out,
+    // other entries kept, a bad value refused with the file untouched, removal.
+    void slurmSettingsRoundTrip()
+    {
+        const std::string file = path("slurm/slurm.json");
+        remote::SlurmSettings a;
+        a.partition = "gpu";
+        a.nodes = 4;
+        a.gpusPerNode = 8;
+        a.timeLimit = "04:00:00";
+        QVERIFY(remote::saveSlurmSettings(file, "login-a", a));
+        remote::SlurmSettings b;
+        b.cpuRanksPerNode = 2;
+        b.slurmConf = "/etc/slurm/other cluster.conf";
+        QVERIFY(remote::saveSlurmSettings(file, "login-b", b));
+        auto readA = remote::loadSlurmSettings(file, "login-a");
+        QVERIFY(readA);
+        QCOMPARE(readA->partition, std::string("gpu"));
+        QCOMPARE(readA->nodes, 4);
+        QCOMPARE(readA->gpusPerNode, 8);
+        QCOMPARE(readA->timeLimit, std::string("04:00:00"));
+        QCOMPARE(readA->masterPort, 29500);
+        auto readB = remote::loadSlurmSettings(file, "login-b");
+        QVERIFY(readB);
+        QCOMPARE(readB->cpuRanksPerNode, 2);
+        QCOMPARE(readB->slurmConf, b.slurmConf);
+        const std::string text = readAll(file);
+        QVERIFY2(text.find("master_port") == std::string::npos, text.c_str());  // defaults left out
+        auto hosts = remote::slurmSettingsHosts(file);
+        QVERIFY(hosts);
+        QCOMPARE(*hosts, (std::vector<std::string>{"login-a", "login-b"}));
+
+        remote::SlurmSettings bad = a;
+        bad.account = "proj; rm -rf ~";
+        auto refused = remote::saveSlurmSettings(file, "login-a", bad);
+        QVERIFY(!refused);
+        QCOMPARE(refused.error().code, core::ErrorCode::InvalidArgument);
+        QVERIFY2(refused.error().toString().find("\"account\"") != std::string::npos, refused.error().toString().c_str());
+        QCOMPARE(readAll(file), text);  // untouched
+
+        QVERIFY(remote::removeSlurmSettings(file, "login-a"));
+        QCOMPARE(remote::removeSlurmSettings(file, "login-a").error().code, core::ErrorCode::NotFound);
+        QCOMPARE(*remote::slurmSettingsHosts(file), std::vector<std::string>{"login-b"});
+    }
+
     void roundTripReplaceRemove()
     {
         remote::SshHostRegistry registry(path("data/hosts.json"));

@@ -2,12 +2,14 @@
 // sshd on 127.0.0.1 (tests/remote/ssh_test_server.sh), the host registered in hosts.json, the
 // real moe-train started over SSH through the launch dialog, and the run list while sshd is
 // stopped and every session killed: the run reads "reconnecting (attempt N)" in its own style —
-// not failed — while a local run beside it keeps streaming, and "running" again once sshd is
-// back; then both runs are cancelled from the window.
+// not failed — and so does the charts header of the selected SSH run (through the worker's real
+// reconnect signal), while a local run beside it keeps streaming; both say "running" again once
+// sshd is back; then both runs are cancelled from the window.
 #include "remote/ssh_hosts.h"
 #include "ssh_test_fixture.h"
 #include "ui/launch_dialog.h"
 #include "ui/main_window.h"
+#include "ui/run_charts_panel.h"
 #include "ui/run_list_model.h"
 #include "ui/run_list_panel.h"
 #include "ui/run_status_style.h"
@@ -148,6 +150,14 @@ private slots:
         QVERIFY2(launch->errorText().isEmpty(), qPrintable(launch->errorText()));
         QTRY_VERIFY_WITH_TIMEOUT(steps(window, QStringLiteral("local")) >= 1, 120000);
 
+        // The SSH run is the one shown in the charts.
+        const QString sshRun =
+            QString::fromStdString(window.runListPanel()->model()->runAt(rowOf(window, QStringLiteral("ssh:wbtest")))->summary.id);
+        window.runListPanel()->selectRun(sshRun);
+        auto* charts = window.chartsPanel();
+        QTRY_COMPARE_WITH_TIMEOUT(charts->runId(), sshRun, 10000);
+        QTRY_VERIFY2_WITH_TIMEOUT(charts->headerText().contains(QStringLiteral("● running")), qPrintable(charts->headerText()), 10000);
+
         // The connection goes away: no listener, and the live session killed.
         // The worker reconnects within milliseconds, so freeze the listener first (no new session
         // can start), kill the live sessions, then the listener itself.
@@ -163,7 +173,14 @@ private slots:
         QVERIFY(reconnecting != wb::ui::statusColor(QStringLiteral("failed")));
         QVERIFY(cellData(window, RunListModel::Status, Qt::FontRole).value<QFont>().italic());
         QVERIFY(cellData(window, RunListModel::Status, Qt::ToolTipRole).toString().contains(QStringLiteral("reconnecting")));
+        QTRY_VERIFY2_WITH_TIMEOUT(charts->headerText().contains(QStringLiteral("● reconnecting (attempt ")),
+                                  qPrintable(charts->headerText()), 10000);
+        QVERIFY2(charts->headerText().contains(QStringLiteral("the run keeps going on the host")) &&
+                     !charts->headerText().contains(QStringLiteral("● running")),
+                 qPrintable(charts->headerText()));
         QTRY_VERIFY_WITH_TIMEOUT(status(window) != QStringLiteral("reconnecting (attempt 1)"), 15000);  // counts up
+        QTRY_VERIFY2_WITH_TIMEOUT(!charts->headerText().contains(QStringLiteral("(attempt 1)")),
+                                  qPrintable(charts->headerText()), 15000);  // the header counts with it
         const int64_t localBefore = steps(window, QStringLiteral("local"));
         QTRY_VERIFY_WITH_TIMEOUT(steps(window, QStringLiteral("local")) > localBefore + 2, 30000);
         QVERIFY2(status(window).startsWith(QStringLiteral("reconnecting")), qPrintable(status(window)));
@@ -172,6 +189,9 @@ private slots:
         // sshd is back: the run is running again and keeps streaming.
         QVERIFY(server.start().empty());
         QTRY_COMPARE_WITH_TIMEOUT(status(window), QStringLiteral("running"), 60000);
+        QTRY_VERIFY2_WITH_TIMEOUT(charts->headerText().contains(QStringLiteral("● running")) &&
+                                      !charts->headerText().contains(QStringLiteral("reconnecting")),
+                                  qPrintable(charts->headerText()), 10000);
         const int64_t before = steps(window, QStringLiteral("ssh:wbtest"));
         QTRY_VERIFY_WITH_TIMEOUT(steps(window, QStringLiteral("ssh:wbtest")) > before, 60000);
 

@@ -151,7 +151,7 @@ private slots:
     void scriptsPassBashSyntaxCheck_data();
     void scriptsPassBashSyntaxCheck();
     void sshScriptStartsOneTrainerPerNode();
-    void slurmScriptStartsOneTrainerPerNode();
+    void slurmScriptStartsOneTrainerPerRank();
     void slurmRefusesUnsafeDirectives();
     void runtimeFormatsRefuseContextParallel();
     void planJsonRoundTrips();
@@ -550,7 +550,7 @@ void TestGenerators::sshScriptStartsOneTrainerPerNode()
               true);
     const std::string trainer = (bin + QStringLiteral("/train it's $(x)")).toStdString();
     writeFile(QString::fromStdString(trainer),
-              "#!/bin/sh\n{ echo \"$*\"; echo \"$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT $$\"; } > env.txt\n",
+              "#!/bin/sh\n{ echo \"$*\"; echo \"${WORLD_SIZE-unset} ${RANK-unset} $$\"; } > env.txt\n",
               true);
     RunConfig c = qwen30b();
     c.name = "it's \"quoted\"";
@@ -572,11 +572,12 @@ void TestGenerators::sshScriptStartsOneTrainerPerNode()
         QTRY_VERIFY_WITH_TIMEOUT(envFile.exists() && envFile.size() > 0, 5000);
         QVERIFY(envFile.open(QIODevice::ReadOnly));
         const QStringList lines = QString::fromUtf8(envFile.readAll()).split(QLatin1Char('\n'));
-        QCOMPARE(lines[0], QStringLiteral("--config run.json --run-dir ") + runDir + QStringLiteral(" --nproc-per-node 4"));
+        // moe-train's multi-node form (it refuses an inherited WORLD_SIZE under --nproc-per-node).
+        QCOMPARE(lines[0], QStringLiteral("--config run.json --run-dir ") + runDir +
+                               QStringLiteral(" --nproc-per-node 4 --nnodes 2 --node-rank %1 --master-addr node a "
+                                              "--master-port 29511").arg(i));
         const QStringList vars = lines[1].split(QLatin1Char(' '));
-        QCOMPARE(vars.mid(0, 4), (QStringList{QString::number(i * 4), QStringLiteral("0"), QStringLiteral("8"), QStringLiteral("4")}));
-        QCOMPARE(lines[1].section(QLatin1Char(' '), 4, -3), QStringLiteral("node a"));  // MASTER_ADDR has a space
-        QCOMPARE(vars.value(vars.size() - 2), QStringLiteral("29511"));
+        QCOMPARE(vars.mid(0, 2), (QStringList{QStringLiteral("unset"), QStringLiteral("unset")}));
         QFile pid(runDir + QStringLiteral("/pid"));
         QVERIFY(pid.open(QIODevice::ReadOnly));
         QCOMPARE(QString::fromUtf8(pid.readAll()).trimmed(), vars.last());  // setsid did not fork
@@ -589,21 +590,27 @@ void TestGenerators::sshScriptStartsOneTrainerPerNode()
     }
 }
 
-// The sbatch script under a stand-in srun (one task per node, SLURM_NODEID set, output to the file
-// srun was given) and scontrol: each node's trainer gets RANK = node × G and the shared run dir.
-void TestGenerators::slurmScriptStartsOneTrainerPerNode()
+// The sbatch script under a stand-in srun (one task per rank as Slurm numbers them: SLURM_NODEID,
+// SLURM_LOCALID, SLURM_PROCID, SLURM_NTASKS; --label and --output as srun does them) and scontrol:
+// every rank gets the torchrun environment from Slurm's and the shared run dir.
+void TestGenerators::slurmScriptStartsOneTrainerPerRank()
 {
     QTemporaryDir dir;
     const QString bin = dir.filePath(QStringLiteral("bin"));
     QVERIFY(QDir().mkpath(bin));
     writeFile(bin + QStringLiteral("/scontrol"), "#!/bin/sh\nprintf 'gpu-a\\ngpu-b\\n'\n", true);
     writeFile(bin + QStringLiteral("/srun"),
-              "#!/usr/bin/env bash\nout=/dev/null\nwhile [[ $1 == --* ]]; do [[ $1 == --output=* ]] && out=${1#--output=}; shift; done\n"
-              "for ((n = 0; n < SLURM_JOB_NUM_NODES; n++)); do SLURM_NODEID=$n \"$@\" >> \"$out\" 2>&1; done\n",
+              "#!/usr/bin/env bash\nout=/dev/null; per=1\n"
+              "while [[ $1 == --* ]]; do [[ $1 == --output=* ]] && out=${1#--output=}; "
+              "[[ $1 == --ntasks-per-node=* ]] && per=${1#--ntasks-per-node=}; shift; done\n"
+              "for ((n = 0; n < SLURM_JOB_NUM_NODES; n++)); do for ((l = 0; l < per; l++)); do p=$((n * per + l))\n"
+              "  SLURM_NODEID=$n SLURM_LOCALID=$l SLURM_PROCID=$p SLURM_NTASKS=$((SLURM_JOB_NUM_NODES * per)) SLURMD_NODENAME=gpu-$n "
+              "\"$@\" 2>&1 | sed \"s/^/$p: /\" >> \"$out\"; done; done\n",
               true);
     const std::string trainer = (bin + QStringLiteral("/my trainer")).toStdString();
     writeFile(QString::fromStdString(trainer),
-              "#!/bin/sh\necho \"$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT $*\" > \"$4/env-$RANK.txt\"\necho trained\n",
+              "#!/bin/sh\necho \"$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK $MASTER_ADDR $MASTER_PORT $*\" > \"$4/env-$RANK.txt\"\n"
+              "echo trained\n",
               true);
     RunConfig c = qwen30b();
     c.name = "name with spaces; $(x)";
@@ -611,6 +618,7 @@ void TestGenerators::slurmScriptStartsOneTrainerPerNode()
     t.moeTrain = trainer;
     const std::string script = slurmScript(c, t);
     QVERIFY(script.find("#SBATCH --job-name=name_with_spaces____x_\n") != std::string::npos);
+    QVERIFY(script.find("#SBATCH --ntasks-per-node=8\n") != std::string::npos);
     writeFile(dir.filePath(QStringLiteral("run.sbatch")), script, true);
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("PATH"), bin + QStringLiteral(":") + env.value(QStringLiteral("PATH")));
@@ -618,18 +626,26 @@ void TestGenerators::slurmScriptStartsOneTrainerPerNode()
     env.insert(QStringLiteral("SLURM_JOB_NUM_NODES"), QStringLiteral("2"));
     env.insert(QStringLiteral("SLURM_JOB_NODELIST"), QStringLiteral("gpu-[a-b]"));
     env.insert(QStringLiteral("RUNS_ROOT"), dir.filePath(QStringLiteral("runs root")));
+    env.insert(QStringLiteral("WORLD_SIZE"), QStringLiteral("99"));  // a stale one in the submitting shell
     const QString out = runBash({dir.filePath(QStringLiteral("run.sbatch"))}, dir.path(), env);
     QVERIFY2(!out.contains(QStringLiteral("[exit")), qPrintable(out));
     const QString runDir = dir.filePath(QStringLiteral("runs root/slurm-4242"));
     for (int node = 0; node < 2; ++node) {
-        QFile f(runDir + QStringLiteral("/env-%1.txt").arg(node * 8));
-        QVERIFY2(f.open(QIODevice::ReadOnly), qPrintable(f.fileName()));
-        QCOMPARE(QString::fromUtf8(f.readAll()).trimmed(),
-                 QStringLiteral("%1 0 16 8 gpu-a 29500 --config %2/run.json --run-dir %2 --nproc-per-node 8").arg(node * 8).arg(runDir));
+        for (int local = 0; local < 8; ++local) {
+            const int rank = node * 8 + local;
+            QFile f(runDir + QStringLiteral("/env-%1.txt").arg(rank));
+            QVERIFY2(f.open(QIODevice::ReadOnly), qPrintable(f.fileName()));
+            QCOMPARE(QString::fromUtf8(f.readAll()).trimmed(),
+                     QStringLiteral("%1 %2 16 8 %3 gpu-a 29500 --config %4/run.json --run-dir %4")
+                         .arg(rank).arg(local).arg(node).arg(runDir));
+            QVERIFY(QFileInfo::exists(runDir + QStringLiteral("/pid.gpu-%1.%2").arg(node).arg(local)));
+        }
     }
     QFile log(runDir + QStringLiteral("/stdout.log"));
     QVERIFY(log.open(QIODevice::ReadOnly));
-    QCOMPARE(log.readAll(), QByteArray("trained\ntrained\n"));
+    const QByteArray logText = log.readAll();
+    QCOMPARE(logText.count("trained\n"), 16);
+    QVERIFY(logText.startsWith("0: trained\n") && logText.endsWith("15: trained\n"));
     QFile json(runDir + QStringLiteral("/run.json"));
     QVERIFY(json.open(QIODevice::ReadOnly));
     QCOMPARE(runConfigHash(parseRunConfig(json.readAll().toStdString()).config), runConfigHash(c));
