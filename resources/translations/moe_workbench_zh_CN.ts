@@ -4,7 +4,7 @@
 <context>
     <name>main</name>
     <message>
-        <location filename="../../app/gui/main.cpp" line="+111"/>
+        <location filename="../../app/gui/main.cpp" line="+112"/>
         <source>MoE-VLM Workbench</source>
         <translation>MoE-VLM 工作台</translation>
     </message>
@@ -82,49 +82,23 @@
 <context>
     <name>wb::ui::CompareChartPanel</name>
     <message>
-        <location filename="../../ui/compare_chart_panel.cpp" line="+192"/>
+        <location filename="../../ui/compare_chart_panel.cpp" line="+379"/>
         <source> (raw)</source>
         <translation>（原始）</translation>
     </message>
     <message>
-        <location line="+8"/>
-        <source>Step time</source>
-        <translation>步耗时</translation>
-    </message>
-    <message>
         <location line="+0"/>
-        <source>Step time (ms)</source>
-        <translation>步耗时（ms）</translation>
+        <source> (smoothed)</source>
+        <translation>（平滑）</translation>
     </message>
     <message>
         <location line="+1"/>
-        <source>Throughput</source>
-        <translation>吞吐量</translation>
-    </message>
-    <message>
-        <location line="+0"/>
-        <source>Effective tokens/s/GPU</source>
-        <translation>有效 token/s/GPU</translation>
-    </message>
-    <message>
-        <location line="+1"/>
-        <source>Loss</source>
-        <translation>损失</translation>
-    </message>
-    <message>
-        <location line="+1"/>
-        <source>Peak memory per GPU</source>
-        <translation>每 GPU 峰值内存</translation>
-    </message>
-    <message>
-        <location line="+0"/>
-        <source>Memory (GiB)</source>
-        <translation>内存（GiB）</translation>
-    </message>
-    <message>
-        <location line="+142"/>
-        <source> steady window</source>
-        <translation>稳态窗口</translation>
+        <source>%1
+%2: %3
+%4: %5%6</source>
+        <translation>%1
+%2：%3
+%4：%5%6</translation>
     </message>
 </context>
 <context>
@@ -260,7 +234,7 @@
         <translation>至少选择一个运行进行比较（选择两个或更多才能看到差值）。</translation>
     </message>
     <message>
-        <location line="+97"/>
+        <location line="+105"/>
         <source>⚠ CRITICAL</source>
         <translation>⚠ 严重</translation>
     </message>
@@ -399,7 +373,7 @@
         <translation>导出失败</translation>
     </message>
     <message>
-        <location line="-539"/>
+        <location line="-547"/>
         <source>The comparison report: warnings, figures with deltas, predicted vs measured, config diff and the charts</source>
         <translation>比较报告：警告、带差值的统计数字、预测与实测对比、配置差异和图表</translation>
     </message>
@@ -414,7 +388,7 @@
         <translation>Markdown 报告（含图表图片的文件夹）…</translation>
     </message>
     <message>
-        <location line="+538"/>
+        <location line="+546"/>
         <source>Exported</source>
         <translation>已导出</translation>
     </message>
@@ -471,11 +445,12 @@
         <translation>接受并连接(&amp;A)</translation>
     </message>
     <message>
-        <location line="+102"/>
+        <location line="+125"/>
         <source>Sign in to %1</source>
         <translation>登录 %1</translation>
     </message>
     <message>
+        <location line="+12"/>
         <source>SSH sign-in</source>
         <translation>SSH 登录</translation>
     </message>
@@ -845,7 +820,7 @@
         <translation>启动(&amp;L)</translation>
     </message>
     <message>
-        <location line="+38"/>
+        <location line="+36"/>
         <source>The registered hosts cannot be read: %1</source>
         <translation>无法读取已注册的主机：%1</translation>
     </message>
@@ -1012,13 +987,13 @@
         <translation>运行</translation>
     </message>
     <message>
-        <location line="+43"/>
-        <location line="+85"/>
+        <location line="+48"/>
+        <location line="+86"/>
         <source>Run %1 started; streaming its metrics.</source>
         <translation>运行 %1 已启动；正在接收其指标。</translation>
     </message>
     <message>
-        <location line="-68"/>
+        <location line="-69"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
@@ -1073,7 +1048,7 @@
         <translation>就绪。</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+8"/>
         <source>Connection to %1 lost; reconnecting (attempt %2)…</source>
         <translation>与 %1 的连接已断开；正在重新连接（第 %2 次尝试）…</translation>
     </message>
@@ -1588,7 +1563,7 @@
 <context>
     <name>wb::ui::RunChartsPanel</name>
     <message>
-        <location filename="../../ui/run_charts_panel.cpp" line="+31"/>
+        <location filename="../../ui/run_charts_panel.cpp" line="+32"/>
         <source>Step time</source>
         <translation>步耗时</translation>
     </message>
@@ -1654,7 +1629,7 @@
         <translation>训练损失</translation>
     </message>
     <message>
-        <location line="+164"/>
+        <location line="+182"/>
         <source>&lt;b&gt;No run selected&lt;/b&gt;</source>
         <translation>&lt;b&gt;未选择运行&lt;/b&gt;</translation>
     </message>
@@ -1664,20 +1639,22 @@
         <translation>在左侧选择一个运行，或启动示例运行（运行 ▸ 启动示例运行）。</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+7"/>
         <source>waiting for status</source>
         <translation>等待状态</translation>
     </message>
     <message>
+        <location line="-1"/>
         <source>reconnecting (attempt %1)</source>
         <translation>正在重新连接（第 %1 次尝试）</translation>
     </message>
     <message>
+        <location line="+4"/>
         <source>connection lost (%1); the run keeps going on the host</source>
         <translation>连接中断（%1）；训练仍在主机上继续运行</translation>
     </message>
     <message>
-        <location line="+10"/>
+        <location line="+12"/>
         <source>Loading steps…</source>
         <translation>正在加载步数据…</translation>
     </message>
