@@ -231,6 +231,14 @@ QStringList CompareView::selectedRuns() const
     return ids;
 }
 
+QStringList CompareView::listedRuns() const
+{
+    QStringList ids;
+    for (int i = 0; i < m_runList->count(); ++i)
+        ids << m_runList->item(i)->data(kIdRole).toString();
+    return ids;
+}
+
 QString CompareView::baselineRun() const
 {
     return m_baseline->currentData().toString();

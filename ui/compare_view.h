@@ -46,6 +46,7 @@ public:
     ~CompareView() override;
 
     QStringList selectedRuns() const;  ///< ids of the checked runs, in list order
+    QStringList listedRuns() const;    ///< ids of every run in the list, in list order
     QString baselineRun() const;       ///< id
     const core::Comparison* comparison() const { return m_comparison.get(); }
     bool isLoading() const { return m_loader != nullptr; }

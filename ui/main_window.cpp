@@ -145,6 +145,16 @@ PlanningView* MainWindow::openPlanningView()
     return view;
 }
 
+CompareView* MainWindow::openCompareView()
+{
+    auto* view = new CompareView(m_session->storePath(), this);
+    view->setWindowFlag(Qt::Window);
+    view->setAttribute(Qt::WA_DeleteOnClose);
+    view->resize(1400, 900);
+    view->show();
+    return view;
+}
+
 HostsDialog* MainWindow::openHostsDialog()
 {
     if (!m_hostsDialog) {
@@ -192,13 +202,9 @@ void MainWindow::createMenus()
     run->addSeparator();
     run->addAction(m_refresh);
     // Compare runs: its own window over the same store (the view opens its own connection).
-    run->addAction(tr("Co&mpare runs…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), this, [this] {
-        auto* view = new CompareView(m_session->storePath(), this);
-        view->setWindowFlag(Qt::Window);
-        view->setAttribute(Qt::WA_DeleteOnClose);
-        view->resize(1400, 900);
-        view->show();
-    })->setObjectName(QStringLiteral("compareRunsAction"));
+    run->addAction(tr("Co&mpare runs…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), this,
+                   [this] { openCompareView(); })
+        ->setObjectName(QStringLiteral("compareRunsAction"));
     // Planning: its own window over the catalog (pure computation; no store).
     run->addAction(tr("&Plan a training run…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P), this,
                    [this] { openPlanningView(); })

@@ -19,6 +19,7 @@ QT_END_NAMESPACE
 
 namespace wb::ui {
 
+class CompareView;
 class HostsDialog;
 class LaunchDialog;
 class PlanningView;
@@ -54,6 +55,8 @@ public slots:
     void startSampleRun();
     /// Opens the planning view in its own window (Run → Plan a training run…).
     PlanningView* openPlanningView();
+    /// Run → Compare runs…: a compare view over this store in its own window.
+    CompareView* openCompareView();
     /// Remote → SSH hosts… (one dialog, raised when already open).
     HostsDialog* openHostsDialog();
     /// Run → Launch run…; with a config (and the plan's prediction, stored with the run) when the

@@ -7,6 +7,7 @@
 #include "core/run_store.h"
 #include "remote/ssh_hosts.h"
 #include "remote/target_factory.h"
+#include "ui/compare_view.h"
 #include "ui/host_key_dialog.h"
 #include "ui/hosts_dialog.h"
 #include "ui/launch_dialog.h"
@@ -150,7 +151,7 @@ int main(int argc, char* argv[])
                                         QStringLiteral("LANG"));
     const QCommandLineOption showOption(
         QStringLiteral("show"),
-        QCoreApplication::translate("main", "Open a dialog at start: hosts or launch (the screenshot shows it)."), QStringLiteral("DIALOG"));
+        QCoreApplication::translate("main", "Open a dialog at start: hosts, launch or compare (the screenshot shows it)."), QStringLiteral("DIALOG"));
     const QCommandLineOption launchConfigOption(
         QStringLiteral("launch-config"), QCoreApplication::translate("main", "Config file to fill in with --show launch."),
         QStringLiteral("FILE"));
@@ -223,8 +224,14 @@ int main(int argc, char* argv[])
             if (parser.isSet(launchNowOption))
                 QTimer::singleShot(0, launch, &wb::ui::LaunchDialog::launch);
             shot = launch;
+        } else if (which == QStringLiteral("compare")) {
+            // Every run of the store checked and compared (the screenshot waits for the result).
+            auto* view = window.openCompareView();
+            view->setSelectedRuns(view->listedRuns());
+            view->compare();
+            shot = view;
         } else {
-            spdlog::error("--show wants hosts or launch, got '{}'", which.toStdString());
+            spdlog::error("--show wants hosts, launch or compare, got '{}'", which.toStdString());
             return 2;
         }
     }

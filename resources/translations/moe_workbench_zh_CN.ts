@@ -4,7 +4,7 @@
 <context>
     <name>main</name>
     <message>
-        <location filename="../../app/gui/main.cpp" line="+112"/>
+        <location filename="../../app/gui/main.cpp" line="+113"/>
         <source>MoE-VLM Workbench</source>
         <translation>MoE-VLM 工作台</translation>
     </message>
@@ -65,8 +65,8 @@
     </message>
     <message>
         <location line="+4"/>
-        <source>Open a dialog at start: hosts or launch (the screenshot shows it).</source>
-        <translation>启动时打开对话框：hosts（主机）或 launch（启动）（截图显示该对话框）。</translation>
+        <source>Open a dialog at start: hosts, launch or compare (the screenshot shows it).</source>
+        <translation>启动时打开对话框：hosts（主机）、launch（启动）或 compare（比较）（截图显示该对话框）。</translation>
     </message>
     <message>
         <location line="+2"/>
@@ -224,7 +224,7 @@
         <translation>选择两个或更多运行，然后按“比较”。</translation>
     </message>
     <message>
-        <location line="+35"/>
+        <location line="+43"/>
         <source>%1  —  %2, %3 steps%4</source>
         <translation>%1  —  %2，%3 步%4</translation>
     </message>
@@ -373,7 +373,7 @@
         <translation>导出失败</translation>
     </message>
     <message>
-        <location line="-547"/>
+        <location line="-555"/>
         <source>The comparison report: warnings, figures with deltas, predicted vs measured, config diff and the charts</source>
         <translation>比较报告：警告、带差值的统计数字、预测与实测对比、配置差异和图表</translation>
     </message>
@@ -388,7 +388,7 @@
         <translation>Markdown 报告（含图表图片的文件夹）…</translation>
     </message>
     <message>
-        <location line="+546"/>
+        <location line="+554"/>
         <source>Exported</source>
         <translation>已导出</translation>
     </message>
@@ -987,13 +987,13 @@
         <translation>运行</translation>
     </message>
     <message>
-        <location line="+48"/>
-        <location line="+86"/>
+        <location line="+58"/>
+        <location line="+82"/>
         <source>Run %1 started; streaming its metrics.</source>
         <translation>运行 %1 已启动；正在接收其指标。</translation>
     </message>
     <message>
-        <location line="-69"/>
+        <location line="-65"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
@@ -1008,7 +1008,7 @@
         <translation>比较运行(&amp;M)…</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+4"/>
         <source>&amp;Plan a training run…</source>
         <translation>规划训练运行(&amp;P)…</translation>
     </message>
