@@ -10,6 +10,30 @@ namespace wb::rt {
 
 namespace {
 
+// The parameters whose gradient exists on some rank (one max-allreduce of a presence flag per
+// parameter over `world`): an expert slice counts as present when its layer's experts got a token
+// anywhere, as the single-rank layer's one tensor would. Where this rank has none, a zero gradient
+// is made so the collectives pair up; one missing on every rank stays undefined (AdamW skips it).
+std::vector<torch::Tensor> gradientsPresentAnywhere(ProcessGroup& world, const std::vector<torch::Tensor>& params)
+{
+    auto present = torch::zeros({static_cast<int64_t>(params.size())}, torch::kFloat32);
+    for (size_t i = 0; i < params.size(); ++i)
+        present[static_cast<int64_t>(i)] = params[i].grad().defined() ? 1.0f : 0.0f;
+    std::vector<torch::Tensor> presence{params.empty() ? present : present.to(params[0].device())};
+    world.allreduce(presence, ReduceOp::Max);
+    present = presence[0].cpu();
+    std::vector<torch::Tensor> out;
+    for (size_t i = 0; i < params.size(); ++i) {
+        torch::Tensor p = params[i];
+        if (present[static_cast<int64_t>(i)].item<float>() == 0.0f)
+            continue;
+        if (!p.grad().defined())
+            p.mutable_grad() = torch::zeros_like(p);
+        out.push_back(p);
+    }
+    return out;
+}
+
 std::string mib(int64_t bytes)
 {
     char text[32];
@@ -124,23 +148,9 @@ void ParallelTraining::finishGradients()
         return;
     }
     torch::NoGradGuard noGrad;
-    // Which gradients exist on some rank, over all ranks: an expert slice counts as present when
-    // its layer's experts got any token anywhere, as the single-rank layer's one tensor would.
-    auto present = torch::zeros({static_cast<int64_t>(params.size())}, torch::kFloat32);
-    for (size_t i = 0; i < params.size(); ++i)
-        present[static_cast<int64_t>(i)] = params[i].grad().defined() ? 1.0f : 0.0f;
-    std::vector<torch::Tensor> presence{params.empty() ? present : present.to(params[0].device())};
-    m_world.allreduce(presence, ReduceOp::Max);
-    present = presence[0].cpu();
     std::vector<torch::Tensor> dense, experts;
-    for (size_t i = 0; i < params.size(); ++i) {
-        torch::Tensor p = params[i];
-        if (present[static_cast<int64_t>(i)].item<float>() == 0.0f)
-            continue;
-        if (!p.grad().defined())
-            p.mutable_grad() = torch::zeros_like(p);
+    for (const torch::Tensor& p : gradientsPresentAnywhere(m_world, params))
         (m_expertParallel->isExpertParameter(p) ? experts : dense).push_back(p);
-    }
     m_dense->averageGradients(dense);
     // Summed over the ranks that hold the same experts, divided by all data-parallel ranks: each
     // rank's loss was scaled for its own micro-batches, as for the dense gradients.
@@ -219,23 +229,11 @@ std::string ParallelTraining::memorySummary() const
 void ParallelTraining::finishTensorParallelGradients()
 {
     torch::NoGradGuard noGrad;
-    const auto params = m_model->parameters();
-    auto present = torch::zeros({static_cast<int64_t>(params.size())}, torch::kFloat32);
-    for (size_t i = 0; i < params.size(); ++i)
-        present[static_cast<int64_t>(i)] = params[i].grad().defined() ? 1.0f : 0.0f;
-    std::vector<torch::Tensor> presence{params.empty() ? present : present.to(params[0].device())};
-    m_world.allreduce(presence, ReduceOp::Max);
-    present = presence[0].cpu();
+    const auto present = gradientsPresentAnywhere(m_world, m_model->parameters());
     m_tensorParallel->reducePartialGradients();
     std::vector<torch::Tensor> dense, experts;
-    for (size_t i = 0; i < params.size(); ++i) {
-        torch::Tensor p = params[i];
-        if (present[static_cast<int64_t>(i)].item<float>() == 0.0f)
-            continue;
-        if (!p.grad().defined())
-            p.mutable_grad() = torch::zeros_like(p);
+    for (const torch::Tensor& p : present)
         (m_tensorParallel->isExpert(p) ? experts : dense).push_back(p);
-    }
     const int dp = dataParallelSize();
     m_dense->averageGradients(dense, dp);
     const int duplicates = m_tensorParallel->sequenceParallel() ? 1 : m_tensorParallel->size() / m_tensorParallel->expertTensorSize();
