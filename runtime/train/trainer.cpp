@@ -12,7 +12,9 @@
 // micro-batch stream and keeps micro-batches i with i % DP == rank, so a step covers exactly the
 // micro-batches a single rank would, split disjointly; gradients are averaged over ranks before
 // clipping, so the update equals the single-rank one up to reduction order. Rank 0 alone writes
-// metrics.jsonl, status.json and checkpoints; values are reduced over ranks first (DESIGN.md §3.2).
+// metrics.jsonl and status.json; values are reduced over ranks first (DESIGN.md §3.2). Checkpoints:
+// rank 0 writes ckpt/latest.pt when every rank holds the same weights (one rank, plain DP); under
+// FSDP, EP, TP and PP every rank writes its part and rank 0 commits ckpt/layout.json (checkpoint.h).
 //
 // Pipeline parallel (PP > 1, docs/parallel.md): each rank keeps its stage's part of the model and
 // runs the step's micro-batches of its data-parallel slice through the 1F1B schedule
