@@ -568,6 +568,22 @@ int64_t Trainer::resumeSharded()
 {
     const std::string current = layoutText(m_env.worldSize, layoutString(m_config, m_env.worldSize));
     auto layout = readCheckpointLayout(m_options.runDir);
+    // All ranks must see the same checkpoint (a run directory not shared between nodes would have
+    // layout.json on node 0 only): agreed before any rank may leave, so none is left waiting.
+    const double seen = layout ? static_cast<double>(layout->step) : layout.error().code == core::ErrorCode::NotFound ? -1.0 : -2.0;
+    if (m_group->size() > 1) {
+        std::vector<torch::Tensor> range{torch::tensor({seen, -seen}, torch::TensorOptions().dtype(torch::kFloat64))};
+        if (m_device.is_cuda())
+            range[0] = range[0].to(m_device);
+        m_group->allreduce(range, ReduceOp::Max);
+        const auto r = range[0].cpu();
+        const double highest = r[0].item<double>(), lowest = -r[1].item<double>();
+        const auto text = [](double v) { return v >= 0 ? "step " + std::to_string(static_cast<int64_t>(v)) : std::string(v == -1.0 ? "none" : "an unreadable one"); };
+        if (highest != lowest)
+            throw RunFailure{2, "--resume: the ranks see different checkpoints in " + m_options.runDir + "/ckpt (" + text(lowest) +
+                                    " on some, " + text(highest) + " on others); the run directory must be shared by all "
+                                    "nodes, or copy its ckpt folder to every node before --resume"};
+    }
     if (!layout) {
         if (layout.error().code != core::ErrorCode::NotFound)
             throw RunFailure{1, layout.error().toString()};

@@ -13,7 +13,8 @@
 //   resume L: checkpoints of layout L (fsdp-optim_grads_params, ep2dp2, pp2, tp2-sp): 6 steps vs 3
 //             saved + resumed to 6, bit-identical; another --nproc-per-node exits 2; files without
 //             a layout.json naming them are not used.
-//   resume-signal L: SIGTERM mid-run → every rank saves and exits 5; resumed run bit-identical.
+//   resume-signal L: SIGTERM mid-run → every rank saves and exits 5; resumed run bit-identical;
+//             ranks whose run directories differ (not shared) exit 2 together.
 //   kill    : two ranks started torchrun-style (RANK/WORLD_SIZE/MASTER_* set by the test); rank 1
 //             is SIGKILLed mid-run and rank 0 must exit 4 (comm_error) within the comm timeout.
 //             Then the same through --nproc-per-node: the parent exits 1 and status.json names rank 1.
@@ -623,6 +624,30 @@ void testResumeAfterSignal(const fs::path& dir, const std::string& name)
     WB_CHECK_MSG(rc == 0, "resume rc " << rc << "\n" << test::readFile(parts / "rank0.log"));
     checkSameSteps(stepsOf(readMetrics(whole)), stepsOf(readMetrics(parts)), kIters,
                    name + " stopped at " + std::to_string(stoppedAt));
+    // Two nodes that do not share the run directory (ranks started torchrun-style with their own
+    // --run-dir; rank 1's copy has no layout.json): both exit 2 saying so, none waits for the other.
+    const fs::path node1 = dir / "node1";
+    fs::create_directories(node1 / "ckpt");
+    fs::copy(parts / "ckpt" / ("step" + std::to_string(stoppedAt)), node1 / "ckpt" / ("step" + std::to_string(stoppedAt)),
+             fs::copy_options::recursive);
+    ::setenv("WORLD_SIZE", "2", 1);
+    ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+    ::setenv("MASTER_PORT", std::to_string(test::freeLoopbackPort()).c_str(), 1);
+    std::vector<pid_t> pids;
+    for (int k = 0; k < 2; ++k) {
+        ::setenv("RANK", std::to_string(k).c_str(), 1);
+        pids.push_back(test::spawnProcess({MOE_TRAIN_PATH, "--config", config.string(), "--run-dir",
+                                           (k == 0 ? parts : node1).string(), "--comm-timeout", "60", "--resume"},
+                                          (dir / ("node" + std::to_string(k) + ".log")).string()));
+    }
+    for (const char* env : {"WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "RANK"})
+        ::unsetenv(env);
+    for (int k = 0; k < 2; ++k) {
+        rc = test::waitProcess(pids[static_cast<size_t>(k)], 120);
+        const std::string log = test::readFile(dir / ("node" + std::to_string(k) + ".log"));
+        WB_CHECK_MSG(rc == 2 && log.find("the ranks see different checkpoints") != std::string::npos,
+                     "rank " << k << " rc " << rc << "\n" << log);
+    }
     std::cout << name << ": stopped by SIGTERM at step " << stoppedAt << ", resumed to " << kIters
               << ": all steps bit-identical" << std::endl;
 }
