@@ -49,8 +49,10 @@ public:
     torch::Tensor gradNorm() const;
     void afterOptimizerStep();
 
-    /// True when no rank holds the whole model (EP > 1, TP > 1 or FSDP): checkpoints are not written.
+    /// True when no rank holds the whole model (EP > 1, TP > 1 or FSDP): each rank checkpoints its part.
     bool sharded() const { return m_fsdp != nullptr || m_expertParallel != nullptr || m_tensorParallel != nullptr; }
+    /// FSDP: the optimizer updates shards; the trainable parameters are gathered from them.
+    bool fullySharded() const { return m_fsdp != nullptr; }
 
     // Tensor parallelism (tensor_parallel.h): the TP ranks of a DP rank train on the same
     // micro-batches, so the trainer splits the step over DP, not over the world.

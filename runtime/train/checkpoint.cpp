@@ -7,7 +7,10 @@
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #endif
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
+#include <fstream>
 
 namespace wb::rt {
 
@@ -38,6 +41,21 @@ void restoreRngState(const CheckpointState& state, torch::Device device)
 #endif
 }
 
+namespace {
+
+void writeState(torch::serialize::OutputArchive& archive, const CheckpointState& state)
+{
+    archive.write("step", torch::tensor(state.step, torch::kInt64));
+    archive.write("next_sample_seq", torch::tensor(state.nextSampleSeq, torch::kInt64));
+    archive.write("data_seed", torch::tensor(state.dataSeed, torch::kInt64));
+    if (state.rngCpu.defined())
+        archive.write("rng_cpu", state.rngCpu);
+    if (state.rngCuda.defined())
+        archive.write("rng_cuda", state.rngCuda);
+}
+
+}  // namespace
+
 std::string checkpointPath(const std::string& runDir)
 {
     return runDir + "/ckpt/latest.pt";
@@ -62,13 +80,7 @@ core::Result<std::string> saveCheckpoint(const std::string& runDir, torch::nn::M
         torch::serialize::OutputArchive optim;
         optimizer.save(optim);
         archive.write("optimizer", optim);
-        archive.write("step", torch::tensor(state.step, torch::kInt64));
-        archive.write("next_sample_seq", torch::tensor(state.nextSampleSeq, torch::kInt64));
-        archive.write("data_seed", torch::tensor(state.dataSeed, torch::kInt64));
-        if (state.rngCpu.defined())
-            archive.write("rng_cpu", state.rngCpu);
-        if (state.rngCuda.defined())
-            archive.write("rng_cuda", state.rngCuda);
+        writeState(archive, state);
         archive.save_to(tmp);
     } catch (const std::exception& e) {
         return core::makeError(core::ErrorCode::IoError, std::string("cannot save the checkpoint: ") + e.what(), path);
@@ -106,6 +118,196 @@ core::Result<CheckpointState> loadCheckpoint(const std::string& runDir, torch::n
         state.step = step.item<int64_t>();
         state.nextSampleSeq = seq.item<int64_t>();
         // Absent in checkpoints written before RNG state was saved: the generators are left as is.
+        torch::Tensor seed;
+        if (archive.try_read("data_seed", seed))
+            state.dataSeed = seed.item<int64_t>();
+        archive.try_read("rng_cpu", state.rngCpu);
+        archive.try_read("rng_cuda", state.rngCuda);
+    } catch (const std::exception& e) {
+        return core::makeError(core::ErrorCode::Corrupt,
+                               std::string("cannot load the checkpoint (was the model config changed?): ") + e.what(), path);
+    }
+    return state;
+}
+
+// ---- sharded checkpoints: one file per rank + layout.json ----
+
+namespace {
+
+// The model parameters a rank file holds: all, or (FSDP) only the frozen ones.
+bool savedParameter(const torch::Tensor& p, bool trainableHeld)
+{
+    return trainableHeld || !p.requires_grad();
+}
+
+std::string shapeText(const torch::Tensor& t)
+{
+    std::string s = "[";
+    for (int64_t d = 0; d < t.dim(); ++d)
+        s += (d ? ", " : "") + std::to_string(t.size(d));
+    return s + "]";
+}
+
+// Copies `saved` into `target` after checking the shape; throws naming `what`.
+void restoreTensor(const torch::Tensor& target, const torch::Tensor& saved, const std::string& what)
+{
+    if (!saved.sizes().equals(target.sizes()))
+        throw std::runtime_error(what + " has shape " + shapeText(saved) + " in the checkpoint but " + shapeText(target) +
+                                 " in this run");
+    target.copy_(saved);
+}
+
+}  // namespace
+
+std::string rankCheckpointFile(int64_t step, int rank)
+{
+    return "step" + std::to_string(step) + "/rank" + std::to_string(rank) + ".pt";
+}
+
+std::string checkpointLayoutPath(const std::string& runDir)
+{
+    return runDir + "/ckpt/layout.json";
+}
+
+core::Result<std::string> saveRankCheckpoint(const std::string& runDir, int rank, int worldSize, const RankTensors& tensors,
+                                             torch::optim::Optimizer& optimizer, const CheckpointState& state)
+{
+    namespace fs = std::filesystem;
+    const std::string relative = rankCheckpointFile(state.step, rank);
+    const std::string path = runDir + "/ckpt/" + relative;
+    std::error_code ec;
+    fs::create_directories(fs::path(path).parent_path(), ec);
+    if (ec)
+        return core::makeError(core::ErrorCode::IoError, "cannot create the checkpoint directory: " + ec.message(), path);
+    const std::string tmp = path + ".tmp";
+    try {
+        torch::serialize::OutputArchive archive;
+        archive.write("rank", torch::tensor(int64_t{rank}, torch::kInt64));
+        archive.write("world_size", torch::tensor(int64_t{worldSize}, torch::kInt64));
+        torch::serialize::OutputArchive params;
+        for (const auto& item : tensors.model->named_parameters())
+            if (savedParameter(item.value(), tensors.trainableHeld))
+                params.write(item.key(), item.value().detach());
+        archive.write("model", params);
+        torch::serialize::OutputArchive optimized;
+        optimized.write("count", torch::tensor(static_cast<int64_t>(tensors.optimized.size()), torch::kInt64));
+        for (size_t i = 0; i < tensors.optimized.size(); ++i)
+            optimized.write(std::to_string(i), tensors.optimized[i].detach());
+        archive.write("optimized", optimized);
+        torch::serialize::OutputArchive optim;
+        optimizer.save(optim);
+        archive.write("optimizer", optim);
+        writeState(archive, state);
+        archive.save_to(tmp);
+    } catch (const std::exception& e) {
+        return core::makeError(core::ErrorCode::IoError, std::string("cannot save the checkpoint: ") + e.what(), path);
+    }
+    fs::rename(tmp, path, ec);
+    if (ec)
+        return core::makeError(core::ErrorCode::IoError, "cannot rename the checkpoint: " + ec.message(), path);
+    return relative;
+}
+
+core::Result<void> commitCheckpointLayout(const std::string& runDir, const CheckpointLayout& layout)
+{
+    namespace fs = std::filesystem;
+    const std::string path = checkpointLayoutPath(runDir);
+    const std::string tmp = path + ".tmp";
+    nlohmann::json j = {{"format", 1},          {"world_size", layout.worldSize}, {"layout", layout.layout},
+                        {"step", layout.step}, {"files", layout.files}};
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << j.dump(2) << "\n";
+        out.flush();
+        if (!out)
+            return core::makeError(core::ErrorCode::IoError, "cannot write the checkpoint layout", tmp);
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec)
+        return core::makeError(core::ErrorCode::IoError, "cannot rename the checkpoint layout: " + ec.message(), path);
+    // Complete now: the files of other steps (the previous checkpoint, or a save that never
+    // completed) are no longer needed.
+    const std::string keep = "step" + std::to_string(layout.step);
+    for (const auto& entry : fs::directory_iterator(runDir + "/ckpt", ec))
+        if (entry.is_directory() && entry.path().filename().string().rfind("step", 0) == 0 &&
+            entry.path().filename().string() != keep)
+            fs::remove_all(entry.path(), ec);
+    return {};
+}
+
+core::Result<CheckpointLayout> readCheckpointLayout(const std::string& runDir)
+{
+    const std::string path = checkpointLayoutPath(runDir);
+    std::ifstream in(path);
+    if (!in)
+        return core::makeError(core::ErrorCode::NotFound, "no complete checkpoint of a sharded layout (no layout.json)", path);
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    CheckpointLayout layout;
+    if (j.is_object() && j.value("format", 0) == 1 && j.contains("files") && j["files"].is_array()) {
+        layout.worldSize = j.value("world_size", 0);
+        layout.layout = j.value("layout", "");
+        layout.step = j.value("step", int64_t{-1});
+        for (const auto& f : j["files"])
+            if (f.is_string())
+                layout.files.push_back(f.get<std::string>());
+    }
+    if (layout.worldSize <= 0 || layout.step < 0 || static_cast<int>(layout.files.size()) != layout.worldSize)
+        return core::makeError(core::ErrorCode::Corrupt,
+                               "the checkpoint layout is unreadable (world_size, step and one file per rank expected); "
+                               "remove the ckpt directory to start over",
+                               path);
+    return layout;
+}
+
+core::Result<CheckpointState> loadRankCheckpoint(const std::string& runDir, const CheckpointLayout& layout, int rank,
+                                                 const RankTensors& tensors, torch::optim::Optimizer& optimizer)
+{
+    if (rank < 0 || rank >= static_cast<int>(layout.files.size()))
+        return core::makeError(core::ErrorCode::InvalidArgument, "no checkpoint file for rank " + std::to_string(rank),
+                               checkpointLayoutPath(runDir));
+    const std::string path = runDir + "/ckpt/" + layout.files[static_cast<size_t>(rank)];
+    if (!std::filesystem::exists(path))
+        return core::makeError(core::ErrorCode::Corrupt, "the checkpoint file of rank " + std::to_string(rank) +
+                                                             " named by layout.json is missing", path);
+    CheckpointState state;
+    try {
+        torch::serialize::InputArchive archive;
+        archive.load_from(path);
+        torch::Tensor savedRank, step, seq;
+        archive.read("rank", savedRank);
+        archive.read("step", step);
+        archive.read("next_sample_seq", seq);
+        if (savedRank.item<int64_t>() != rank || step.item<int64_t>() != layout.step)
+            throw std::runtime_error("the file holds rank " + std::to_string(savedRank.item<int64_t>()) + " at step " +
+                                     std::to_string(step.item<int64_t>()) + ", layout.json expects rank " +
+                                     std::to_string(rank) + " at step " + std::to_string(layout.step));
+        state.step = step.item<int64_t>();
+        state.nextSampleSeq = seq.item<int64_t>();
+        torch::NoGradGuard noGrad;
+        torch::serialize::InputArchive params;
+        archive.read("model", params);
+        for (auto& item : tensors.model->named_parameters())
+            if (savedParameter(item.value(), tensors.trainableHeld)) {
+                torch::Tensor saved;
+                params.read(item.key(), saved);
+                restoreTensor(item.value(), saved, "parameter " + item.key());
+            }
+        torch::serialize::InputArchive optimized;
+        archive.read("optimized", optimized);
+        torch::Tensor count;
+        optimized.read("count", count);
+        if (count.item<int64_t>() != static_cast<int64_t>(tensors.optimized.size()))
+            throw std::runtime_error("the checkpoint holds " + std::to_string(count.item<int64_t>()) +
+                                     " optimized tensors, this run's optimizer has " + std::to_string(tensors.optimized.size()));
+        for (size_t i = 0; i < tensors.optimized.size(); ++i) {
+            torch::Tensor saved;
+            optimized.read(std::to_string(i), saved);
+            restoreTensor(tensors.optimized[i], saved, "optimized tensor " + std::to_string(i));
+        }
+        torch::serialize::InputArchive optim;
+        archive.read("optimizer", optim);
+        optimizer.load(optim);
         torch::Tensor seed;
         if (archive.try_read("data_seed", seed))
             state.dataSeed = seed.item<int64_t>();

@@ -2,6 +2,15 @@
 // the loader's stream position and seed (so a resume continues the same data order) and the RNG
 // states (CPU, and CUDA on a GPU run). The LR schedule is a function of the step alone. Written to a
 // temporary file and renamed. Training thread only.
+//
+// Sharded layouts (FSDP, EP, TP, PP: no rank holds the whole model) write one file per rank,
+// DIR/ckpt/step<S>/rank<k>.pt, with what that rank alone holds: the tensors its optimizer updates
+// (its parameters, or its fp32 shards under FSDP), their AdamW state, the model parameters it
+// holds that are not re-derivable from those (all of them, or only the frozen ones under FSDP),
+// its RNG states, the step and the loader position. When every rank has written its file, rank 0
+// writes DIR/ckpt/layout.json (world size, layout string, step, file list) by rename: a
+// checkpoint is complete only once layout.json names its step, and the previous step's files are
+// removed only after that.
 #pragma once
 
 #include "core/result.h"
@@ -10,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace wb::rt {
 
@@ -37,5 +47,38 @@ core::Result<CheckpointState> loadCheckpoint(const std::string& runDir, torch::n
                                              torch::optim::Optimizer& optimizer);
 
 std::string checkpointPath(const std::string& runDir);
+
+/// DIR/ckpt/layout.json of a sharded checkpoint.
+struct CheckpointLayout {
+    int worldSize = 0;
+    std::string layout;               ///< the meta line's layout string, e.g. "tp2 pp1 cp1 ep1 sp etp2 dp1"
+    int64_t step = 0;
+    std::vector<std::string> files;   ///< per rank, relative to DIR/ckpt
+};
+
+std::string checkpointLayoutPath(const std::string& runDir);
+/// "step<S>/rank<k>.pt": a rank's file, relative to DIR/ckpt.
+std::string rankCheckpointFile(int64_t step, int rank);
+
+/// What one rank saves or restores: `optimized` are the tensors its optimizer updates (in the
+/// optimizer's order); `trainableHeld` false when the model's trainable parameters are re-derived
+/// from `optimized` (FSDP), so only its frozen parameters are saved.
+struct RankTensors {
+    torch::nn::Module* model = nullptr;
+    std::vector<torch::Tensor> optimized;
+    bool trainableHeld = true;
+};
+
+/// Writes DIR/ckpt/step<S>/rank<k>.pt (temp + rename); returns its path relative to DIR/ckpt.
+core::Result<std::string> saveRankCheckpoint(const std::string& runDir, int rank, int worldSize, const RankTensors& tensors,
+                                             torch::optim::Optimizer& optimizer, const CheckpointState& state);
+/// Rank 0, after every rank saved: writes layout.json (temp + rename), then removes the files of
+/// other steps.
+core::Result<void> commitCheckpointLayout(const std::string& runDir, const CheckpointLayout& layout);
+/// NotFound when there is no layout.json (no complete sharded checkpoint); Corrupt when unreadable.
+core::Result<CheckpointLayout> readCheckpointLayout(const std::string& runDir);
+/// Loads this rank's file named by `layout` into the tensors and optimizer; shapes are checked.
+core::Result<CheckpointState> loadRankCheckpoint(const std::string& runDir, const CheckpointLayout& layout, int rank,
+                                                 const RankTensors& tensors, torch::optim::Optimizer& optimizer);
 
 }  // namespace wb::rt

@@ -109,10 +109,6 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
     if (pp > 1 && p.tensorModelParallelSize > 1)
         out.push_back({"parallel.tensor_model_parallel_size", "tensor and pipeline parallelism together are not supported by moe-train yet",
                        "use tensor_model_parallel_size 1 with pipeline parallelism, or pipeline_model_parallel_size 1 with TP"});
-    const bool sharded = ep > 1 || pp > 1 || p.tensorModelParallelSize > 1 || (p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard");
-    if (sharded && c.train.checkpointInterval > 0)
-        out.push_back({"train.checkpoint_interval", "checkpoints of sharded layouts (FSDP, tensor, expert or pipeline parallel) are not written yet",
-                       "set checkpoint_interval 0, or run without FSDP, tensor, expert and pipeline parallelism (docs/parallel.md)"});
     const torch::Device device(c.runtime.device == "cuda" ? torch::kCUDA : torch::kCPU);
     if (worldSize > 1 && !multiRankSupported(device))
         out.push_back({"parallel", "WORLD_SIZE=" + s(worldSize) + ": this moe-train was built without a c10d backend for " +

@@ -12,7 +12,9 @@
 // micro-batch stream and keeps micro-batches i with i % DP == rank, so a step covers exactly the
 // micro-batches a single rank would, split disjointly; gradients are averaged over ranks before
 // clipping, so the update equals the single-rank one up to reduction order. Rank 0 alone writes
-// metrics.jsonl, status.json and checkpoints; values are reduced over ranks first (DESIGN.md §3.2).
+// metrics.jsonl and status.json; values are reduced over ranks first (DESIGN.md §3.2). Checkpoints:
+// rank 0 writes ckpt/latest.pt when every rank holds the same weights (one rank, plain DP); under
+// FSDP, EP, TP and PP every rank writes its part and rank 0 commits ckpt/layout.json (checkpoint.h).
 //
 // Pipeline parallel (PP > 1, docs/parallel.md): each rank keeps its stage's part of the model and
 // runs the step's micro-batches of its data-parallel slice through the 1F1B schedule
@@ -92,6 +94,19 @@ std::string layoutString(const core::RunConfig& c, int world)
            std::to_string(p.expertTensorParallelSize) + " dp" + std::to_string(dp) +
            (p.useMegatronFsdp ? " fsdp:" + p.dataParallelShardingStrategy : std::string()) +
            (p.pipelineModelParallelSize > 1 ? " " + pipelineLayerSplit(c) : std::string());
+}
+
+// Exit 2 on --resume when the checkpoint in the run directory was written by another layout.
+std::string layoutMismatch(const std::string& runDir, const std::string& saved, const std::string& current, int savedWorld)
+{
+    return "--resume: the checkpoint in " + runDir + "/ckpt was written by " + saved + ", but this run is " + current +
+           "; resume with the same number of ranks (--nproc-per-node " + std::to_string(std::max(1, savedWorld)) +
+           ") and the same parallel settings, or start a new run directory without --resume";
+}
+
+std::string layoutText(int world, const std::string& layout)
+{
+    return std::to_string(world) + (world == 1 ? " rank" : " ranks") + " with layout \"" + layout + "\"";
 }
 
 }  // namespace
@@ -186,24 +201,7 @@ void Trainer::setUp()
     m_optimizer = makeOptimizer(m_parallel->optimizedParameters(true), m_parallel->optimizedParameters(false),
                                 m_config.train);
 
-    int64_t startSeq = 0;
-    if (m_options.resume && m_pipeline)
-        throw RunFailure{2, "--resume: checkpoints of pipeline-parallel runs are not written yet (docs/parallel.md); "
-                            "start without --resume"};
-    if (m_options.resume && m_parallel->sharded())
-        throw RunFailure{2, "--resume: checkpoints of sharded layouts (FSDP, expert parallel) are not written yet "
-                            "(docs/parallel.md); start without --resume"};
-    if (m_options.resume) {
-        auto state = loadCheckpoint(m_options.runDir, *m_model, *m_optimizer);
-        if (state) {
-            restoreFromCheckpoint(*state);
-            startSeq = m_stepEndSeq;
-        } else if (state.error().code == core::ErrorCode::NotFound) {
-            event("warning", "--resume: " + state.error().toString() + "; starting at step 0");
-        } else {
-            throw RunFailure{1, state.error().toString()};
-        }
-    }
+    const int64_t startSeq = m_options.resume ? resumeFromCheckpoint() : 0;
     LoaderOptions loaderOptions = LoaderOptions::fromConfig(m_config);
     loaderOptions.startSampleSeq = startSeq;
     m_loader = std::make_unique<BatchLoader>(std::move(entries), loaderOptions);
@@ -466,13 +464,12 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
 
 void Trainer::saveCheckpointNow(const std::string& why)
 {
-    if (!writer())
-        return;  // the weights and optimizer state are the same on every rank; rank 0 saves them
-    if ((m_parallel && m_parallel->sharded()) || m_pipeline) {
-        m_metrics->event("warning", "no checkpoint (" + why + "): checkpoints of sharded layouts (FSDP, expert "
-                                    "or pipeline parallel) are not written yet (docs/parallel.md)", m_step);
+    if (shardedCheckpoints()) {
+        saveShardedCheckpoint(why);
         return;
     }
+    if (!writer())
+        return;  // the weights and optimizer state are the same on every rank; rank 0 saves them
     CheckpointState state;
     state.step = m_step;
     state.nextSampleSeq = m_stepEndSeq;
@@ -483,6 +480,130 @@ void Trainer::saveCheckpointNow(const std::string& why)
         m_metrics->event("info", "checkpoint saved (" + why + "): " + *saved, m_step);
     else
         throw RunFailure{1, saved.error().toString()};
+}
+
+RankTensors Trainer::rankTensors()
+{
+    RankTensors tensors;
+    tensors.model = m_model.get();
+    for (bool decay : {true, false})  // the optimizer's order (makeOptimizer)
+        for (auto& p : m_parallel->optimizedParameters(decay))
+            tensors.optimized.push_back(p);
+    // FSDP: the trainable parameters are gathered from the shards (and ZeRO-3's are freed);
+    // EP, TP, PP: the model's (sliced) parameters are what the optimizer updates.
+    tensors.trainableHeld = !m_parallel->fullySharded();
+    return tensors;
+}
+
+bool Trainer::allRanksOk(bool ok)
+{
+    if (m_group->size() == 1)
+        return ok;
+    std::vector<torch::Tensor> failed{torch::tensor({ok ? 0.0 : 1.0}, torch::TensorOptions().dtype(torch::kFloat64))};
+    if (m_device.is_cuda())  // NCCL reduces device tensors
+        failed[0] = failed[0].to(m_device);
+    m_group->allreduce(failed, ReduceOp::Max);
+    return failed[0].cpu().item<double>() == 0.0;
+}
+
+// Every rank writes its file; once all have (agreed by an allreduce), rank 0 commits layout.json,
+// which makes the checkpoint complete and removes the previous one.
+void Trainer::saveShardedCheckpoint(const std::string& why)
+{
+    if (m_checkpointStep == m_step)
+        return;  // saved at this step already (an interval save right before a stop)
+    CheckpointState state;
+    state.step = m_step;
+    state.nextSampleSeq = m_stepEndSeq;
+    state.dataSeed = static_cast<int64_t>(m_config.train.seed);
+    captureRngState(state, m_device);
+    auto saved = saveRankCheckpoint(m_options.runDir, m_env.rank, m_env.worldSize, rankTensors(), *m_optimizer, state);
+    if (!allRanksOk(saved.ok()))
+        throw RunFailure{1, saved ? std::string("another rank could not save its checkpoint file (its log says why)")
+                                  : saved.error().toString()};
+    core::Result<void> committed;
+    if (writer()) {
+        CheckpointLayout layout;
+        layout.worldSize = m_env.worldSize;
+        layout.layout = layoutString(m_config, m_env.worldSize);
+        layout.step = m_step;
+        for (int k = 0; k < m_env.worldSize; ++k)
+            layout.files.push_back(rankCheckpointFile(m_step, k));
+        committed = commitCheckpointLayout(m_options.runDir, layout);
+    }
+    if (!allRanksOk(committed.ok()))
+        throw RunFailure{1, committed ? std::string("rank 0 could not write the checkpoint layout (its log says why)")
+                                      : committed.error().toString()};
+    m_checkpointStep = m_step;
+    if (writer())
+        m_metrics->event("info", "checkpoint saved (" + why + "): " + m_options.runDir + "/ckpt/" + "step" +
+                                     std::to_string(m_step) + " (" + std::to_string(m_env.worldSize) +
+                                     " rank files) + " + checkpointLayoutPath(m_options.runDir), m_step);
+}
+
+int64_t Trainer::resumeFromCheckpoint()
+{
+    if (shardedCheckpoints())
+        return resumeSharded();
+    auto state = loadCheckpoint(m_options.runDir, *m_model, *m_optimizer);
+    if (state) {
+        restoreFromCheckpoint(*state, checkpointPath(m_options.runDir));
+        return m_stepEndSeq;
+    }
+    if (state.error().code != core::ErrorCode::NotFound)
+        throw RunFailure{1, state.error().toString()};
+    // A sharded layout's checkpoint cannot be read by this unsharded layout.
+    if (auto layout = readCheckpointLayout(m_options.runDir))
+        throw RunFailure{2, layoutMismatch(m_options.runDir, layoutText(layout->worldSize, layout->layout),
+                                           layoutText(m_env.worldSize, layoutString(m_config, m_env.worldSize)),
+                                           layout->worldSize)};
+    event("warning", "--resume: " + state.error().toString() + "; starting at step 0");
+    return 0;
+}
+
+// Every rank reads layout.json (the run directory is shared), checks that it names this layout,
+// loads its own file into what the layout has already sliced or sharded, and FSDP gathers the
+// whole parameters from the restored shards.
+int64_t Trainer::resumeSharded()
+{
+    const std::string current = layoutText(m_env.worldSize, layoutString(m_config, m_env.worldSize));
+    auto layout = readCheckpointLayout(m_options.runDir);
+    // All ranks must see the same checkpoint (a run directory not shared between nodes would have
+    // layout.json on node 0 only): agreed before any rank may leave, so none is left waiting.
+    const double seen = layout ? static_cast<double>(layout->step) : layout.error().code == core::ErrorCode::NotFound ? -1.0 : -2.0;
+    if (m_group->size() > 1) {
+        std::vector<torch::Tensor> range{torch::tensor({seen, -seen}, torch::TensorOptions().dtype(torch::kFloat64))};
+        if (m_device.is_cuda())
+            range[0] = range[0].to(m_device);
+        m_group->allreduce(range, ReduceOp::Max);
+        const auto r = range[0].cpu();
+        const double highest = r[0].item<double>(), lowest = -r[1].item<double>();
+        const auto text = [](double v) { return v >= 0 ? "step " + std::to_string(static_cast<int64_t>(v)) : std::string(v == -1.0 ? "none" : "an unreadable one"); };
+        if (highest != lowest)
+            throw RunFailure{2, "--resume: the ranks see different checkpoints in " + m_options.runDir + "/ckpt (" + text(lowest) +
+                                    " on some, " + text(highest) + " on others); the run directory must be shared by all "
+                                    "nodes, or copy its ckpt folder to every node before --resume"};
+    }
+    if (!layout) {
+        if (layout.error().code != core::ErrorCode::NotFound)
+            throw RunFailure{1, layout.error().toString()};
+        if (std::filesystem::exists(checkpointPath(m_options.runDir)))
+            throw RunFailure{2, layoutMismatch(m_options.runDir, "an unsharded layout (ckpt/latest.pt: one rank or plain data parallel)",
+                                               current, 1)};
+        event("warning", "--resume: " + layout.error().toString() + "; starting at step 0");
+        return 0;
+    }
+    if (layout->worldSize != m_env.worldSize || layout->layout != layoutString(m_config, m_env.worldSize))
+        throw RunFailure{2, layoutMismatch(m_options.runDir, layoutText(layout->worldSize, layout->layout), current,
+                                           layout->worldSize)};
+    auto state = loadRankCheckpoint(m_options.runDir, *layout, m_env.rank, rankTensors(), *m_optimizer);
+    if (!allRanksOk(state.ok()))
+        throw RunFailure{1, state ? std::string("another rank could not load its checkpoint file (its log says why)")
+                                  : state.error().toString()};
+    m_parallel->afterOptimizerStep();  // FSDP: the whole parameters from the restored shards
+    restoreFromCheckpoint(*state, m_options.runDir + "/ckpt/step" + std::to_string(layout->step));
+    m_checkpointStep = m_step;
+    return m_stepEndSeq;
 }
 
 // Activation recompute from outside the model (recompute_runner.h): one runner for both stacks.
@@ -497,12 +618,12 @@ void Trainer::installRecompute()
 // it), the loader's stream position (its order is a function of the seed and the position) and
 // the RNG states. The model draws no random numbers after initialization today (no dropout; mock
 // images are seeded per sample), so the generators matter for future random ops, not for now.
-void Trainer::restoreFromCheckpoint(const CheckpointState& state)
+void Trainer::restoreFromCheckpoint(const CheckpointState& state, const std::string& from)
 {
     m_step = state.step;
     m_stepEndSeq = state.nextSampleSeq;
     restoreRngState(state, m_device);
-    event("info", "resumed from " + checkpointPath(m_options.runDir) + " at step " + std::to_string(m_step), m_step);
+    event("info", "resumed from " + from + " at step " + std::to_string(m_step), m_step);
     if (state.dataSeed >= 0 && state.dataSeed != static_cast<int64_t>(m_config.train.seed))
         event("warning", "train.seed changed from " + std::to_string(state.dataSeed) + " to " +
                              std::to_string(m_config.train.seed) + " since the checkpoint: the data order differs from an uninterrupted run",

@@ -90,9 +90,18 @@ private:
     bool writer() const { return m_env.rank == 0; }
     torch::Tensor optimizerStep(int64_t step, core::StepRecord& record);
     void saveCheckpointNow(const std::string& why);
+    // Sharded layouts (FSDP, EP, TP, PP): every rank saves/loads its own file (checkpoint.h).
+    bool shardedCheckpoints() const { return (m_parallel && m_parallel->sharded()) || m_pipeline != nullptr; }
+    RankTensors rankTensors();
+    void saveShardedCheckpoint(const std::string& why);
+    /// --resume: loads the checkpoint of this layout, if there is one; returns the loader position.
+    int64_t resumeFromCheckpoint();
+    int64_t resumeSharded();
+    /// True when `ok` holds on every rank (one small allreduce; just `ok` on one rank).
+    bool allRanksOk(bool ok);
     void installRecompute();
     std::unique_ptr<KernelProfile> makeKernelProfile();
-    void restoreFromCheckpoint(const CheckpointState& state);
+    void restoreFromCheckpoint(const CheckpointState& state, const std::string& from);
     std::string outOfMemoryReport(const std::string& what);
     int finish(int exitCode, const std::string& message);
 
@@ -121,6 +130,7 @@ private:
     bool m_stopAgreed = false;                // some rank was asked to stop (reduced at each step)
     int64_t m_step = 0;             // last completed optimizer step
     int64_t m_stepEndSeq = 0;       // loader position after the last completed step
+    int64_t m_checkpointStep = -1;  // step of the last sharded checkpoint this run saved
     int64_t m_warningsEmitted = 0;
 };
 

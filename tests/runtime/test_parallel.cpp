@@ -10,6 +10,11 @@
 //             ranks, tp2ep2-sp and tp2dp2-sp on 4); the meta line names the layout.
 //             Pipeline: pp2, pp2-uneven (1 + 3 layers, deepstack sent, full recompute), pp4 (middle
 //             stages, a deepstack feature passed through), pp2dp2, pp2ep2.
+//   resume L: checkpoints of layout L (fsdp-optim_grads_params, ep2dp2, pp2, tp2-sp): 6 steps vs 3
+//             saved + resumed to 6, bit-identical; another --nproc-per-node exits 2; files without
+//             a layout.json naming them are not used.
+//   resume-signal L: SIGTERM mid-run → every rank saves and exits 5; resumed run bit-identical;
+//             ranks whose run directories differ (not shared) exit 2 together.
 //   kill    : two ranks started torchrun-style (RANK/WORLD_SIZE/MASTER_* set by the test); rank 1
 //             is SIGKILLed mid-run and rank 0 must exit 4 (comm_error) within the comm timeout.
 //             Then the same through --nproc-per-node: the parent exits 1 and status.json names rank 1.
@@ -27,6 +32,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -172,96 +178,110 @@ void checkStagesHoldTheModelOnce(const fs::path& dir, int stages)
     WB_CHECK_MSG(whole > 0.0 && std::abs(held - whole) <= 0.01 * stages, "stages hold " << held << " MiB, one rank " << whole);
 }
 
-// Tensor parallel layouts (docs/parallel.md) against one rank: TP 2 on 2 ranks with sequence
-// parallelism and ETP 2 (tp2-sp), without SP (tp2), with ETP 1 (tp2-etp1-sp), and on 4 ranks
-// TP 2 × EP 2 (tp2ep2-sp) and TP 2 × DP 2 (tp2dp2-sp); tp2-sp-recompute adds full recompute.
-// Same tolerance as the sharded layouts: the row-parallel partial sums and the sequence split
-// reorder fp32 sums the same way.
-void testTensorParallel(const fs::path& dir, const std::string& name)
+// A named multi-rank layout of these tests: its "parallel" section, a patch for the whole config,
+// the layout string its meta line must contain, and its number of ranks.
+struct LayoutSpec {
+    json parallel;
+    json common = json::object();
+    std::string layout;
+    int ranks = 4;
+};
+
+// Tensor parallel layouts (docs/parallel.md): TP 2 on 2 ranks with sequence parallelism and ETP 2
+// (tp2-sp), without SP (tp2), with ETP 1 (tp2-etp1-sp), and on 4 ranks TP 2 × EP 2 (tp2ep2-sp)
+// and TP 2 × DP 2 (tp2dp2-sp); tp2-sp-recompute adds full recompute.
+LayoutSpec tensorParallelSpec(const std::string& name)
 {
     const bool sp = name.find("-sp") != std::string::npos;
     const bool etp1 = name.find("etp1") != std::string::npos;
-    json parallel = {{"tensor_model_parallel_size", 2}, {"sequence_parallel", sp},
-                     {"expert_tensor_parallel_size", etp1 ? 1 : 2}};
-    int ranks = 2;
-    std::string layout = std::string("tp2 pp1 cp1 ep1") + (sp ? " sp" : "") + (etp1 ? " etp1" : " etp2") + " dp1";
+    LayoutSpec spec;
+    spec.parallel = {{"tensor_model_parallel_size", 2}, {"sequence_parallel", sp}, {"expert_tensor_parallel_size", etp1 ? 1 : 2}};
+    spec.ranks = 2;
+    spec.layout = std::string("tp2 pp1 cp1 ep1") + (sp ? " sp" : "") + (etp1 ? " etp1" : " etp2") + " dp1";
     if (name.rfind("tp2ep2", 0) == 0) {
-        parallel["expert_model_parallel_size"] = 2;
-        ranks = 4;
-        layout = "tp2 pp1 cp1 ep2 sp etp2 dp2";
+        spec.parallel["expert_model_parallel_size"] = 2;
+        spec.ranks = 4;
+        spec.layout = "tp2 pp1 cp1 ep2 sp etp2 dp2";
     } else if (name.rfind("tp2dp2", 0) == 0) {
-        ranks = 4;
-        layout = "tp2 pp1 cp1 ep1 sp etp2 dp2";
+        spec.ranks = 4;
+        spec.layout = "tp2 pp1 cp1 ep1 sp etp2 dp2";
     }
     // Full recompute runs every layer again in backward, its TP collectives included.
-    json common = json::object();
     if (name.find("recompute") != std::string::npos)
-        common = {{"recompute", {{"granularity", "full"}, {"method", "uniform"}, {"recompute_num_layers", 1}}}};
-    testEqual(dir, ranks, kShardedSteps, parallel, layout, kShardedLossTolerance, common);
-    const std::string log0 = test::readFile(dir / "multi" / "rank0.log");
-    WB_CHECK_MSG(log0.find("per rank parameters") != std::string::npos && log0.find("tp2") != std::string::npos, log0);
+        spec.common = {{"recompute", {{"granularity", "full"}, {"method", "uniform"}, {"recompute_num_layers", 1}}}};
+    return spec;
 }
 
-// 4 ranks with FSDP and/or expert parallelism against one rank.
-void testLayout(const fs::path& dir, const std::string& name)
+// FSDP and/or expert parallelism on 4 ranks, pipeline parallel, tensor parallel; nullopt for an
+// unknown name.
+std::optional<LayoutSpec> layoutSpec(const std::string& name)
 {
-    json parallel, common = json::object();
-    std::string layout;
-    int ranks = 4;
+    LayoutSpec spec;
     if (name == "fsdp-frozen-vision") {  // frozen parameters stay whole, with no optimizer state
-        parallel = {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", "optim_grads_params"}};
-        common = {{"model", {{"freeze_vision_model", true}}}};
-        layout = "fsdp:optim_grads_params";
+        spec.parallel = {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", "optim_grads_params"}};
+        spec.common = {{"model", {{"freeze_vision_model", true}}}};
+        spec.layout = "fsdp:optim_grads_params";
     } else if (name.rfind("fsdp-optim", 0) == 0) {
         const std::string strategy = name.substr(5);
-        parallel = {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", strategy}};
-        layout = "fsdp:" + strategy;
+        spec.parallel = {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", strategy}};
+        spec.layout = "fsdp:" + strategy;
     } else if (name == "ep2dp2") {
-        parallel = {{"expert_model_parallel_size", 2}};
-        layout = "ep2 etp1 dp4";
+        spec.parallel = {{"expert_model_parallel_size", 2}};
+        spec.layout = "ep2 etp1 dp4";
     } else if (name == "fsdp-ep") {
-        parallel = {{"expert_model_parallel_size", 2}, {"use_megatron_fsdp", true},
-                    {"data_parallel_sharding_strategy", "optim_grads_params"}};
-        layout = "ep2 etp1 dp4 fsdp:optim_grads_params";
+        spec.parallel = {{"expert_model_parallel_size", 2}, {"use_megatron_fsdp", true},
+                         {"data_parallel_sharding_strategy", "optim_grads_params"}};
+        spec.layout = "ep2 etp1 dp4 fsdp:optim_grads_params";
     } else if (name == "pp2") {  // 2 stages, one decoder layer each; 4 micro-batches per step
-        parallel = {{"pipeline_model_parallel_size", 2}};
-        layout = "pp2 cp1 ep1 etp1 dp1 pp_layers:1,1";
-        ranks = 2;
+        spec.parallel = {{"pipeline_model_parallel_size", 2}};
+        spec.layout = "pp2 cp1 ep1 etp1 dp1 pp_layers:1,1";
+        spec.ranks = 2;
     } else if (name == "pp2-uneven") {
         // 4 layers split 1 + 3, two deepstack features: the second (added after layer 1) is sent
         // from the vision stage to stage 1 with the hidden states, its gradient comes back; and
         // full activation recompute on both stages.
-        parallel = {{"pipeline_model_parallel_size", 2}, {"num_layers_in_first_pipeline_stage", 1},
-                    {"num_layers_in_last_pipeline_stage", 3}};
-        common = {{"model", {{"decoder", {{"num_layers", 4}}}, {"vision", {{"deepstack_layers", {0, 1}}}}}},
-                  {"recompute", {{"granularity", "full"}, {"method", "uniform"}, {"recompute_num_layers", 1}}}};
-        layout = "pp2 cp1 ep1 etp1 dp1 pp_layers:1,3";
-        ranks = 2;
+        spec.parallel = {{"pipeline_model_parallel_size", 2}, {"num_layers_in_first_pipeline_stage", 1},
+                         {"num_layers_in_last_pipeline_stage", 3}};
+        spec.common = {{"model", {{"decoder", {{"num_layers", 4}}}, {"vision", {{"deepstack_layers", {0, 1}}}}}},
+                       {"recompute", {{"granularity", "full"}, {"method", "uniform"}, {"recompute_num_layers", 1}}}};
+        spec.layout = "pp2 cp1 ep1 etp1 dp1 pp_layers:1,3";
+        spec.ranks = 2;
     } else if (name == "pp4") {
         // 4 stages of one layer: two middle stages; three deepstack features, the one of layer 2
         // passes through stage 1 on its way to stage 2 (and its gradient back).
-        parallel = {{"pipeline_model_parallel_size", 4}};
-        common = {{"model", {{"decoder", {{"num_layers", 4}}}, {"vision", {{"num_layers", 3}, {"deepstack_layers", {0, 1, 2}}}}}}};
-        layout = "pp4 cp1 ep1 etp1 dp1 pp_layers:1,1,1,1";
+        spec.parallel = {{"pipeline_model_parallel_size", 4}};
+        spec.common = {{"model", {{"decoder", {{"num_layers", 4}}}, {"vision", {{"num_layers", 3}, {"deepstack_layers", {0, 1, 2}}}}}}};
+        spec.layout = "pp4 cp1 ep1 etp1 dp1 pp_layers:1,1,1,1";
     } else if (name == "pp2dp2") {  // stages {0,1} and {2,3}, pipelines {0,2} and {1,3}
-        parallel = {{"pipeline_model_parallel_size", 2}};
-        layout = "pp2 cp1 ep1 etp1 dp2 pp_layers:1,1";
+        spec.parallel = {{"pipeline_model_parallel_size", 2}};
+        spec.layout = "pp2 cp1 ep1 etp1 dp2 pp_layers:1,1";
     } else if (name == "pp2ep2") {  // EP 2 inside each stage (its two ranks), DP 2 for dense
-        parallel = {{"pipeline_model_parallel_size", 2}, {"expert_model_parallel_size", 2}};
-        layout = "pp2 cp1 ep2 etp1 dp2 pp_layers:1,1";
+        spec.parallel = {{"pipeline_model_parallel_size", 2}, {"expert_model_parallel_size", 2}};
+        spec.layout = "pp2 cp1 ep2 etp1 dp2 pp_layers:1,1";
     } else if (name.rfind("tp2", 0) == 0) {
-        testTensorParallel(dir, name);
-        return;
+        return tensorParallelSpec(name);
     } else {
-        WB_CHECK_MSG(false, "unknown layout " << name);
-        return;
+        return std::nullopt;
     }
-    testEqual(dir, ranks, kShardedSteps, parallel, layout, kShardedLossTolerance, common);
+    return spec;
+}
+
+// A layout against one rank (20 steps). Tensor parallel layouts have the same tolerance as the
+// sharded ones: the row-parallel partial sums and the sequence split reorder fp32 sums the same way.
+void testLayout(const fs::path& dir, const std::string& name)
+{
+    const auto spec = layoutSpec(name);
+    WB_CHECK_MSG(spec, "unknown layout " << name);
+    if (!spec)
+        return;
+    testEqual(dir, spec->ranks, kShardedSteps, spec->parallel, spec->layout, kShardedLossTolerance, spec->common);
     // Every rank reports what it holds (the sharding is visible in its log).
     const std::string log0 = test::readFile(dir / "multi" / "rank0.log");
     WB_CHECK_MSG(log0.find("per rank parameters") != std::string::npos, log0);
+    if (name.rfind("tp2", 0) == 0)
+        WB_CHECK_MSG(log0.find("tp2") != std::string::npos, log0);
     if (name.rfind("pp", 0) == 0 && name.find("dp") == std::string::npos && name.find("ep") == std::string::npos)
-        checkStagesHoldTheModelOnce(dir, ranks);
+        checkStagesHoldTheModelOnce(dir, spec->ranks);
 }
 
 // Waits until `file` contains `needle` (e.g. a step of the metrics stream) or 120 s pass.
@@ -406,7 +426,7 @@ void testValidatePipeline(const fs::path& dir, const fs::path& config)
 
 // --validate of tensor parallel layouts: TP 2 × EP 2 (ETP 2, SP) accepted on 4 ranks; rejected,
 // naming the field: SP with a seq_length TP does not divide, ETP other than 1 or TP, TP with
-// FSDP, TP with a checkpoint interval.
+// FSDP. A checkpoint interval is accepted (each rank saves its slices).
 void testValidateTensorParallel(const fs::path& dir, const fs::path& config)
 {
     const std::string log = (dir / "validate-tp.log").string();
@@ -438,7 +458,7 @@ void testValidateTensorParallel(const fs::path& dir, const fs::path& config)
     WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.tensor_model_parallel_size: tensor and pipeline") != std::string::npos,
                  test::readFile(log));
     rc = validate("ckpt", tp2, {{"checkpoint_interval", 5}}, 4);
-    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("train.checkpoint_interval") != std::string::npos, test::readFile(log));
+    WB_CHECK_MSG(rc == 0, "tp2 ep2 with checkpoint_interval rc " << rc << "\n" << test::readFile(log));
 }
 
 // --validate for N ranks: DP, EP, TP and FSDP are accepted; CP is still rejected with a
@@ -460,8 +480,8 @@ void testValidate(const fs::path& dir)
     WB_CHECK_MSG(text.find("parallel.context_parallel_size: 2 > 1 is not supported") != std::string::npos, text);
     WB_CHECK_MSG(text.find("parallel.expert_model_parallel_size") == std::string::npos, text);  // EP runs now
     WB_CHECK_MSG(text.find("multi-rank") == std::string::npos, text);
-    // EP 2 × DP 2 with FSDP is accepted; EP 3 on 4 ranks, and a checkpoint interval with a
-    // sharded layout, are rejected naming the field.
+    // EP 2 × DP 2 with FSDP is accepted, with a checkpoint interval too (per-rank checkpoints);
+    // EP 3 on 4 ranks is rejected naming the field.
     json fsdp = json::parse(test::readFile(config));
     fsdp["parallel"]["expert_model_parallel_size"] = 2;
     fsdp["parallel"]["use_megatron_fsdp"] = true;
@@ -472,7 +492,7 @@ void testValidate(const fs::path& dir)
     fsdp["train"]["checkpoint_interval"] = 5;
     std::ofstream(dir / "fsdp-ckpt.json") << fsdp.dump(2);
     rc = test::runProcess({MOE_TRAIN_PATH, "--validate", (dir / "fsdp-ckpt.json").string(), "--nproc-per-node", "4"}, log, 60);
-    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("train.checkpoint_interval") != std::string::npos, test::readFile(log));
+    WB_CHECK_MSG(rc == 0, "fsdp + ep2 with checkpoint_interval rc " << rc << "\n" << test::readFile(log));
     rc = test::runProcess({MOE_TRAIN_PATH, "--validate", (dir / "fsdp.json").string(), "--nproc-per-node", "3"}, log, 60);
     WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.expert_model_parallel_size") != std::string::npos,
                  test::readFile(log));
@@ -480,6 +500,157 @@ void testValidate(const fs::path& dir)
     testValidateTensorParallel(dir, config);
 }
 
+// Runs moe-train on `ranks` local ranks (the launcher), optionally with --resume; returns its exit code.
+int launchRanks(const fs::path& dir, const fs::path& config, const fs::path& runDir, int ranks, bool resume,
+                const std::string& logName)
+{
+    std::vector<std::string> args{MOE_TRAIN_PATH, "--config", config.string(), "--run-dir", runDir.string(),
+                                  "--nproc-per-node", std::to_string(ranks), "--comm-timeout", "60"};
+    if (resume)
+        args.push_back("--resume");
+    return test::runProcess(args, (dir / logName).string(), 300);
+}
+
+// Every step record of `b` equals `a`'s: the same doubles (bit-identical runs print the same).
+void checkSameSteps(const std::vector<json>& a, const std::vector<json>& b, size_t steps, const std::string& what)
+{
+    WB_CHECK_MSG(a.size() == steps && b.size() == steps, what << ": " << a.size() << " and " << b.size() << " step records");
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+        WB_CHECK(a[i].value("step", 0) == b[i].value("step", -1));
+        for (const char* field : {"loss", "aux_loss", "grad_norm", "lr"})
+            WB_CHECK_MSG(a[i].value(field, 0.0) == b[i].value(field, 1.0),
+                         what << ": step " << i + 1 << " " << field << " " << a[i].value(field, 0.0) << " vs "
+                              << b[i].value(field, 1.0));
+        WB_CHECK(a[i].value("text_tokens", -1) == b[i].value("text_tokens", -2));
+    }
+}
+
+// The checkpoint in `runDir` is complete at `step`: layout.json names it, the layout and one file
+// per rank, and the files are there.
+void checkCheckpointLayout(const fs::path& runDir, int64_t step, int ranks, const std::string& layout)
+{
+    const json j = json::parse(test::readFile(runDir / "ckpt" / "layout.json"), nullptr, false);
+    WB_CHECK_MSG(j.is_object() && j.value("step", int64_t{-1}) == step && j.value("world_size", 0) == ranks &&
+                     j.value("layout", "").find(layout) != std::string::npos && j.contains("files") &&
+                     j["files"].size() == static_cast<size_t>(ranks),
+                 j.dump());
+    for (int k = 0; k < ranks; ++k)
+        WB_CHECK_MSG(fs::exists(runDir / "ckpt" / ("step" + std::to_string(step)) / ("rank" + std::to_string(k) + ".pt")),
+                     "no checkpoint file of rank " << k << " at step " << step);
+}
+
+// Checkpoints of a sharded layout (docs/parallel.md "Checkpoints and --resume"): 6 steps
+// uninterrupted against 3 steps saved by checkpoint_interval 3 and resumed to 6 — all six step
+// records bit-identical (each rank runs the same kernels on the same data in both runs, and Gloo's
+// reductions are deterministic). The LR decay is constant so that train_iters (3, then 6) does not
+// change the schedule. Also: resuming with another number of ranks exits 2 naming both layouts and
+// the fix; files of a save that never completed (no layout.json naming them) are ignored, and a
+// checkpoint without its layout.json is not used (the run starts at step 0).
+void testResume(const fs::path& dir, const std::string& name)
+{
+    const auto spec = layoutSpec(name);
+    WB_CHECK_MSG(spec, "unknown layout " << name);
+    if (!spec)
+        return;
+    const int ranks = spec->ranks;
+    json common = spec->common;
+    common.merge_patch({{"train", {{"lr_decay_style", "constant"}}}});
+    json first = common;
+    first.merge_patch({{"train", {{"checkpoint_interval", 3}}}});
+    const fs::path wholeConfig = writeConfig(dir, 6, spec->parallel, "-whole", common);
+    const fs::path firstConfig = writeConfig(dir, 3, spec->parallel, "-first", first);
+    const fs::path whole = dir / "whole", parts = dir / "parts";
+    int rc = launchRanks(dir, wholeConfig, whole, ranks, false, "whole.log");
+    WB_CHECK_MSG(rc == 0, "uninterrupted run rc " << rc << "\n" << test::readFile(whole / "rank0.log"));
+    rc = launchRanks(dir, firstConfig, parts, ranks, false, "first.log");
+    WB_CHECK_MSG(rc == 0, "first 3 steps rc " << rc << "\n" << test::readFile(parts / "rank0.log"));
+    checkCheckpointLayout(parts, 3, ranks, spec->layout);
+
+    // Another number of ranks: exit 2 before any step, naming both layouts and the fix.
+    const int other = ranks == 4 ? 2 : 4;
+    rc = launchRanks(dir, wholeConfig, parts, other, true, "other.log");
+    const std::string message = readStatus(parts).value("message", "");
+    WB_CHECK_MSG(rc == 2, "resume on " << other << " ranks rc " << rc << "\n" << test::readFile(dir / "other.log"));
+    WB_CHECK_MSG(message.find("written by " + std::to_string(ranks) + " ranks") != std::string::npos &&
+                     message.find("this run is " + std::to_string(other) + " ranks") != std::string::npos &&
+                     message.find("--nproc-per-node " + std::to_string(ranks)) != std::string::npos,
+                 message);
+
+    // A later save that never completed: step 6 files that no layout.json names must be ignored.
+    fs::create_directories(parts / "ckpt" / "step6");
+    fs::copy_file(parts / "ckpt" / "step3" / "rank0.pt", parts / "ckpt" / "step6" / "rank0.pt");
+    rc = launchRanks(dir, wholeConfig, parts, ranks, true, "resume.log");
+    WB_CHECK_MSG(rc == 0, "resume rc " << rc << "\n" << test::readFile(parts / "rank0.log"));
+    WB_CHECK(test::readFile(parts / "metrics.jsonl").find("resumed from") != std::string::npos);
+    checkSameSteps(stepsOf(readMetrics(whole)), stepsOf(readMetrics(parts)), 6, name + " saved at 3, resumed to 6");
+
+    // Rank files without layout.json (a crash before rank 0 committed the save): not used.
+    const fs::path half = dir / "half";
+    fs::create_directories(half / "ckpt");
+    fs::copy(parts / "ckpt" / "step3", half / "ckpt" / "step3", fs::copy_options::recursive);
+    rc = launchRanks(dir, firstConfig, half, ranks, true, "half.log");
+    WB_CHECK_MSG(rc == 0, "resume without layout.json rc " << rc << "\n" << test::readFile(half / "rank0.log"));
+    WB_CHECK(test::readFile(half / "metrics.jsonl").find("no complete checkpoint") != std::string::npos);
+    const auto wholeSteps = stepsOf(readMetrics(whole));
+    checkSameSteps({wholeSteps.begin(), wholeSteps.begin() + std::min<size_t>(3, wholeSteps.size())},
+                   stepsOf(readMetrics(half)), 3, name + " without layout.json: starts at step 1");
+    std::cout << name << ": saved at step 3 on " << ranks << " ranks, resumed to 6: all 6 steps bit-identical" << std::endl;
+}
+
+// SIGTERM to the launcher of a pipeline-parallel run: the stop is agreed at a step's end, every
+// rank saves its part and exits 5; the resumed run's step records equal an uninterrupted run's.
+void testResumeAfterSignal(const fs::path& dir, const std::string& name)
+{
+    const auto spec = layoutSpec(name);
+    WB_CHECK_MSG(spec, "unknown layout " << name);
+    if (!spec)
+        return;
+    constexpr int kIters = 8;
+    const fs::path config = writeConfig(dir, kIters, spec->parallel, "-signal", spec->common);
+    const fs::path whole = dir / "whole", parts = dir / "parts";
+    int rc = launchRanks(dir, config, whole, spec->ranks, false, "whole.log");
+    WB_CHECK_MSG(rc == 0, "uninterrupted run rc " << rc << "\n" << test::readFile(whole / "rank0.log"));
+    const pid_t pid = test::spawnProcess({MOE_TRAIN_PATH, "--config", config.string(), "--run-dir", parts.string(),
+                                          "--nproc-per-node", std::to_string(spec->ranks), "--comm-timeout", "60"},
+                                         (dir / "parts.log").string());
+    WB_CHECK(waitFor(parts / "metrics.jsonl", "\"type\":\"step\",\"step\":2,"));
+    ::kill(pid, SIGTERM);
+    rc = test::waitProcess(pid, 120);
+    const int64_t stoppedAt = readStatus(parts).value("step", int64_t{0});
+    WB_CHECK_MSG(rc == 5 && stoppedAt >= 2 && stoppedAt < kIters,
+                 "rc " << rc << " at step " << stoppedAt << "\n" << test::readFile(dir / "parts.log"));
+    checkCheckpointLayout(parts, stoppedAt, spec->ranks, spec->layout);
+    rc = launchRanks(dir, config, parts, spec->ranks, true, "resume.log");
+    WB_CHECK_MSG(rc == 0, "resume rc " << rc << "\n" << test::readFile(parts / "rank0.log"));
+    checkSameSteps(stepsOf(readMetrics(whole)), stepsOf(readMetrics(parts)), kIters,
+                   name + " stopped at " + std::to_string(stoppedAt));
+    // Two nodes that do not share the run directory (ranks started torchrun-style with their own
+    // --run-dir; rank 1's copy has no layout.json): both exit 2 saying so, none waits for the other.
+    const fs::path node1 = dir / "node1";
+    fs::create_directories(node1 / "ckpt");
+    fs::copy(parts / "ckpt" / ("step" + std::to_string(stoppedAt)), node1 / "ckpt" / ("step" + std::to_string(stoppedAt)),
+             fs::copy_options::recursive);
+    ::setenv("WORLD_SIZE", "2", 1);
+    ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+    ::setenv("MASTER_PORT", std::to_string(test::freeLoopbackPort()).c_str(), 1);
+    std::vector<pid_t> pids;
+    for (int k = 0; k < 2; ++k) {
+        ::setenv("RANK", std::to_string(k).c_str(), 1);
+        pids.push_back(test::spawnProcess({MOE_TRAIN_PATH, "--config", config.string(), "--run-dir",
+                                           (k == 0 ? parts : node1).string(), "--comm-timeout", "60", "--resume"},
+                                          (dir / ("node" + std::to_string(k) + ".log")).string()));
+    }
+    for (const char* env : {"WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "RANK"})
+        ::unsetenv(env);
+    for (int k = 0; k < 2; ++k) {
+        rc = test::waitProcess(pids[static_cast<size_t>(k)], 120);
+        const std::string log = test::readFile(dir / ("node" + std::to_string(k) + ".log"));
+        WB_CHECK_MSG(rc == 2 && log.find("the ranks see different checkpoints") != std::string::npos,
+                     "rank " << k << " rc " << rc << "\n" << log);
+    }
+    std::cout << name << ": stopped by SIGTERM at step " << stoppedAt << ", resumed to " << kIters
+              << ": all steps bit-identical" << std::endl;
+}
 }  // namespace
 
 int main(int argc, char** argv)
@@ -490,6 +661,10 @@ int main(int argc, char** argv)
         testEqual(dir, argc > 2 ? std::atoi(argv[2]) : 2);
     } else if (which == "layout" && argc > 2) {
         testLayout(dir, argv[2]);
+    } else if (which == "resume" && argc > 2) {
+        testResume(dir, argv[2]);
+    } else if (which == "resume-signal" && argc > 2) {
+        testResumeAfterSignal(dir, argv[2]);
     } else if (which == "kill") {
         testKillTorchrunStyle(dir);
         testKillLauncher(dir);
@@ -500,7 +675,7 @@ int main(int argc, char** argv)
     } else if (which == "validate") {
         testValidate(dir);
     } else {
-        std::cerr << "usage: test_runtime_parallel equal N | layout NAME | kill | kill-pp | hang | validate\n";
+        std::cerr << "usage: test_runtime_parallel equal N | layout NAME | resume NAME | resume-signal NAME | kill | kill-pp | hang | validate\n";
         return 2;
     }
     if (test::failureCount() == 0)

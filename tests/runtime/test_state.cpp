@@ -4,11 +4,18 @@
 //    them (and does for the decoder), they get no gradients, the vision forward builds no graph;
 //  - a checkpoint round trip restores parameters, optimizer state, step, loader position, seed
 //    and the RNG: random numbers drawn after the load equal those drawn after the save;
+//  - per-rank checkpoint files of sharded layouts: an FSDP-like rank (optimizer over a shard,
+//    trainable model parameters not saved, frozen ones saved) round-trips; layout.json commits the
+//    step and removes other steps' files; a shape or step mismatch and an unreadable or missing
+//    layout.json are errors that say so;
 //  - the out-of-memory report's parsing and knob ranking (memory_report.h).
 #include "check.h"
 #include "tiny_run.h"
 
 #include "runtime/train/checkpoint.h"
+
+#include <filesystem>
+#include <fstream>
 
 using namespace wb;
 
@@ -138,6 +145,89 @@ void testCheckpointRoundTrip()
     std::filesystem::remove_all(dir);
 }
 
+// One rank of a sharded layout, FSDP-like: the optimizer updates a flat shard; the module has a
+// trainable layer (re-derived from shards, so not saved) and a frozen one (saved).
+struct FakeRank {
+    torch::nn::Sequential model{torch::nn::Linear(4, 3), torch::nn::Linear(3, 2)};
+    torch::Tensor shard;
+    std::unique_ptr<torch::optim::AdamW> optimizer;
+
+    explicit FakeRank(int64_t shardSize)
+    {
+        for (auto& p : model[1]->parameters())
+            p.set_requires_grad(false);
+        shard = torch::randn({shardSize}).requires_grad_(true);
+        optimizer = std::make_unique<torch::optim::AdamW>(std::vector<torch::Tensor>{shard}, torch::optim::AdamWOptions(1e-2));
+    }
+    void step()
+    {
+        shard.mutable_grad() = torch::randn_like(shard);
+        optimizer->step();
+    }
+    rt::RankTensors tensors() { return {model.ptr().get(), {shard}, /*trainableHeld=*/false}; }
+};
+
+void testRankCheckpoints()
+{
+    namespace fs = std::filesystem;
+    const fs::path dir = test::makeTempDir("wb-runtime-rank-ckpt");
+    const std::string run = dir.string();
+    torch::manual_seed(3);
+    FakeRank r0(6), r1(6);
+    r0.step();
+    r1.step();
+    rt::CheckpointState state;
+    state.step = 5;
+    state.nextSampleSeq = 40;
+    state.dataSeed = 1234;
+    rt::captureRngState(state, torch::kCPU);
+    fs::create_directories(dir / "ckpt" / "step2");  // an older checkpoint's files
+    auto f0 = rt::saveRankCheckpoint(run, 0, 2, r0.tensors(), *r0.optimizer, state);
+    auto f1 = rt::saveRankCheckpoint(run, 1, 2, r1.tensors(), *r1.optimizer, state);
+    WB_CHECK(f0.ok() && f1.ok() && *f0 == "step5/rank0.pt" && *f1 == "step5/rank1.pt");
+    WB_CHECK_MSG(rt::readCheckpointLayout(run).error().code == core::ErrorCode::NotFound, "no layout.json yet: not complete");
+    rt::CheckpointLayout layout{2, "tp1 pp1 cp1 ep1 etp1 dp2 fsdp:optim", 5, {"step5/rank0.pt", "step5/rank1.pt"}};
+    WB_CHECK(rt::commitCheckpointLayout(run, layout).ok());
+    WB_CHECK_MSG(!fs::exists(dir / "ckpt" / "step2") && fs::exists(dir / "ckpt" / "step5" / "rank1.pt"),
+                 "the committed step's files stay, other steps' are removed");
+    auto read = rt::readCheckpointLayout(run);
+    WB_CHECK(read.ok() && read->worldSize == 2 && read->step == 5 && read->layout == layout.layout && read->files == layout.files);
+
+    // Rank 1 into fresh tensors: the shard, its AdamW state, the frozen layer and the state come
+    // back; the trainable layer is left alone (FSDP gathers it from the shards).
+    torch::manual_seed(4);
+    FakeRank fresh(6);
+    const torch::Tensor trainableBefore = fresh.model[0]->parameters()[0].detach().clone();
+    auto loaded = rt::loadRankCheckpoint(run, *read, 1, fresh.tensors(), *fresh.optimizer);
+    WB_CHECK_MSG(loaded.ok(), (loaded ? "" : loaded.error().toString()));
+    if (loaded.ok())
+        WB_CHECK(loaded->step == 5 && loaded->nextSampleSeq == 40 && loaded->dataSeed == 1234 && loaded->rngCpu.defined());
+    WB_CHECK(torch::equal(fresh.shard, r1.shard));
+    WB_CHECK(torch::equal(fresh.model[1]->parameters()[0], r1.model[1]->parameters()[0]));
+    WB_CHECK(torch::equal(fresh.model[0]->parameters()[0], trainableBefore));
+    torch::manual_seed(5);
+    r1.step();
+    torch::manual_seed(5);
+    fresh.step();
+    WB_CHECK_MSG(torch::equal(fresh.shard, r1.shard), "the AdamW state came back: the next step is the same");
+
+    // Errors that say what is wrong.
+    FakeRank wrongShape(5);
+    auto bad = rt::loadRankCheckpoint(run, *read, 0, wrongShape.tensors(), *wrongShape.optimizer);
+    WB_CHECK_MSG(!bad.ok() && bad.error().code == core::ErrorCode::Corrupt &&
+                     bad.error().message.find("optimized tensor 0 has shape [6] in the checkpoint but [5]") != std::string::npos,
+                 (bad ? "loaded" : bad.error().message));
+    rt::CheckpointLayout otherStep = *read;
+    otherStep.step = 4;
+    auto stale = rt::loadRankCheckpoint(run, otherStep, 0, fresh.tensors(), *fresh.optimizer);
+    WB_CHECK_MSG(!stale.ok() && stale.error().message.find("layout.json expects rank 0 at step 4") != std::string::npos,
+                 (stale ? "loaded" : stale.error().message));
+    std::ofstream(dir / "ckpt" / "layout.json") << "{\"format\": 1, \"world_size\": 2";
+    auto torn = rt::readCheckpointLayout(run);
+    WB_CHECK_MSG(!torn.ok() && torn.error().code == core::ErrorCode::Corrupt, "a torn layout.json is an error");
+    fs::remove_all(dir);
+}
+
 // The OOM message ranks the knobs by the bytes each addresses, and reads the failed request from
 // both LibTorch wordings.
 void testOutOfMemoryRanking()
@@ -177,6 +267,7 @@ int main()
 {
     testFrozenVision();
     testCheckpointRoundTrip();
+    testRankCheckpoints();
     testOutOfMemoryRanking();
     return test::checkExitCode("test_runtime_state");
 }
