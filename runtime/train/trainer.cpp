@@ -263,12 +263,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
         // leaving mid-step would strand the others in the gradient allreduce.
         if (m_group->size() == 1 && stopRequestedFlag())
             throw RunFailure{5, "stopped by signal"};
-        const auto waitStart = std::chrono::steady_clock::now();
-        std::optional<MicroBatch> batch = m_loader->next();
-        if (!batch)
-            throw RunFailure{1, "the data loader stopped"};
-        r.dataMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - waitStart).count();
-        stepEndSeq = batch->nextSampleSeq;
+        std::optional<MicroBatch> batch = nextMicroBatch(r, stepEndSeq);
         if (micro % dp != m_parallel->dataParallelRank())
             continue;  // another rank's micro-batch
         for (const std::string& w : batch->warnings)
@@ -334,6 +329,19 @@ core::StepRecord Trainer::trainStep(int64_t step)
     r.tflopsPerGpu = r.stepMs > 0 ? flops / (r.stepMs / 1000.0) / 1e12 / m_group->size() : 0.0;
     r.mfu = m_peakTflops > 0.0 ? r.tflopsPerGpu / m_peakTflops : 0.0;
     return r;
+}
+
+// The loader's next micro-batch of the stream (every rank walks all of them); the wait is the
+// step's data time, and the loader position after it becomes the step's end position.
+std::optional<MicroBatch> Trainer::nextMicroBatch(core::StepRecord& r, int64_t& stepEndSeq)
+{
+    const auto waitStart = std::chrono::steady_clock::now();
+    std::optional<MicroBatch> batch = m_loader->next();
+    if (!batch)
+        throw RunFailure{1, "the data loader stopped"};
+    r.dataMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - waitStart).count();
+    stepEndSeq = batch->nextSampleSeq;
+    return batch;
 }
 
 // Adds a trained micro-batch's images and tokens to the step record; returns its model FLOPs.

@@ -81,6 +81,7 @@ private:
     void setUp();
     void writeMeta();
     core::StepRecord trainStep(int64_t step);
+    std::optional<MicroBatch> nextMicroBatch(core::StepRecord& r, int64_t& stepEndSeq);
     double countMicroBatch(const MicroBatch& b, core::StepRecord& r) const;
     void pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer& timer, double& flops, torch::Tensor& lmSum,
                               torch::Tensor& auxSum, int64_t& stepEndSeq);

@@ -24,12 +24,7 @@ void Trainer::pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer&
     const int numLocal = std::max(1, numMicro / dp);
     std::vector<MicroBatch> batches;
     for (int micro = 0; micro < numMicro; ++micro) {
-        const auto waitStart = std::chrono::steady_clock::now();
-        std::optional<MicroBatch> batch = m_loader->next();
-        if (!batch)
-            throw RunFailure{1, "the data loader stopped"};
-        r.dataMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - waitStart).count();
-        stepEndSeq = batch->nextSampleSeq;
+        std::optional<MicroBatch> batch = nextMicroBatch(r, stepEndSeq);
         if (micro % dp != pipe.dataGroup().rank())
             continue;  // another data-parallel rank's micro-batch
         if (pipe.isFirst())
