@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 namespace wb::rt {
@@ -54,6 +55,27 @@ void writeState(torch::serialize::OutputArchive& archive, const CheckpointState&
         archive.write("rng_cuda", state.rngCuda);
 }
 
+
+// Builds the archive with `fill`, writes it to `path` through a temporary file and renames it, so
+// a crash never leaves a half-written file under the final name.
+core::Result<void> saveArchiveAtomically(const std::string& path,
+                                         const std::function<void(torch::serialize::OutputArchive&)>& fill)
+{
+    const std::string tmp = path + ".tmp";
+    try {
+        torch::serialize::OutputArchive archive;
+        fill(archive);
+        archive.save_to(tmp);
+    } catch (const std::exception& e) {
+        return core::makeError(core::ErrorCode::IoError, std::string("cannot save the checkpoint: ") + e.what(), path);
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec)
+        return core::makeError(core::ErrorCode::IoError, "cannot rename the checkpoint: " + ec.message(), path);
+    return {};
+}
+
 }  // namespace
 
 std::string checkpointPath(const std::string& runDir)
@@ -68,9 +90,7 @@ core::Result<std::string> saveCheckpoint(const std::string& runDir, torch::nn::M
     std::error_code ec;
     fs::create_directories(runDir + "/ckpt", ec);
     const std::string path = checkpointPath(runDir);
-    const std::string tmp = path + ".tmp";
-    try {
-        torch::serialize::OutputArchive archive;
+    auto saved = saveArchiveAtomically(path, [&](torch::serialize::OutputArchive& archive) {
         torch::serialize::OutputArchive params;
         for (const auto& item : model.named_parameters())
             params.write(item.key(), item.value().detach());
@@ -81,13 +101,9 @@ core::Result<std::string> saveCheckpoint(const std::string& runDir, torch::nn::M
         optimizer.save(optim);
         archive.write("optimizer", optim);
         writeState(archive, state);
-        archive.save_to(tmp);
-    } catch (const std::exception& e) {
-        return core::makeError(core::ErrorCode::IoError, std::string("cannot save the checkpoint: ") + e.what(), path);
-    }
-    fs::rename(tmp, path, ec);
-    if (ec)
-        return core::makeError(core::ErrorCode::IoError, "cannot rename the checkpoint: " + ec.message(), path);
+    });
+    if (!saved)
+        return saved.error();
     return path;
 }
 
@@ -179,9 +195,7 @@ core::Result<std::string> saveRankCheckpoint(const std::string& runDir, int rank
     fs::create_directories(fs::path(path).parent_path(), ec);
     if (ec)
         return core::makeError(core::ErrorCode::IoError, "cannot create the checkpoint directory: " + ec.message(), path);
-    const std::string tmp = path + ".tmp";
-    try {
-        torch::serialize::OutputArchive archive;
+    auto saved = saveArchiveAtomically(path, [&](torch::serialize::OutputArchive& archive) {
         archive.write("rank", torch::tensor(int64_t{rank}, torch::kInt64));
         archive.write("world_size", torch::tensor(int64_t{worldSize}, torch::kInt64));
         torch::serialize::OutputArchive params;
@@ -198,13 +212,9 @@ core::Result<std::string> saveRankCheckpoint(const std::string& runDir, int rank
         optimizer.save(optim);
         archive.write("optimizer", optim);
         writeState(archive, state);
-        archive.save_to(tmp);
-    } catch (const std::exception& e) {
-        return core::makeError(core::ErrorCode::IoError, std::string("cannot save the checkpoint: ") + e.what(), path);
-    }
-    fs::rename(tmp, path, ec);
-    if (ec)
-        return core::makeError(core::ErrorCode::IoError, "cannot rename the checkpoint: " + ec.message(), path);
+    });
+    if (!saved)
+        return saved.error();
     return relative;
 }
 
