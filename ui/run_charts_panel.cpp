@@ -202,8 +202,7 @@ void RunChartsPanel::redraw()
         {m_loss, 0, Loss},
     };
     for (const auto& b : bindings) {
-        b.view->setPoints(b.chartSeries,
-                          StepSeriesBuffer::decimate(m_buffer->points(b.bufferSeries), b.view->plotColumns()));
+        b.view->setPoints(b.chartSeries, m_buffer->decimated(b.bufferSeries, b.view->plotColumns()));
     }
     for (auto* view : {m_stepTime, m_memory, m_throughput, m_loss})
         view->rescale();

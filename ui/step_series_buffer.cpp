@@ -9,7 +9,8 @@
 namespace wb::ui {
 
 StepSeriesBuffer::StepSeriesBuffer(int seriesCount, QObject* parent)
-    : QObject(parent), m_series(static_cast<size_t>(std::max(seriesCount, 0)))
+    : QObject(parent), m_series(static_cast<size_t>(std::max(seriesCount, 0))),
+      m_blocks(static_cast<size_t>(std::max(seriesCount, 0)))
 {
     m_timer.setSingleShot(true);
     m_timer.setInterval(kDefaultCoalesceInterval);
@@ -21,7 +22,10 @@ void StepSeriesBuffer::append(int series, QPointF point)
     assert(series >= 0 && series < seriesCount());
     {
         QMutexLocker lock(&m_mutex);
-        m_series[static_cast<size_t>(series)].append(point);
+        auto& points = m_series[static_cast<size_t>(series)];
+        points.append(point);
+        if (points.size() % kBlockPoints == 0)
+            summarizeBlocks(points, points.size() - kBlockPoints, m_blocks[static_cast<size_t>(series)]);
     }
     scheduleUpdate();
 }
@@ -33,7 +37,10 @@ void StepSeriesBuffer::append(int series, const QList<QPointF>& points)
         return;
     {
         QMutexLocker lock(&m_mutex);
-        m_series[static_cast<size_t>(series)].append(points);
+        auto& stored = m_series[static_cast<size_t>(series)];
+        const qsizetype done = stored.size() / kBlockPoints * kBlockPoints;  // first point of the open block
+        stored.append(points);
+        summarizeBlocks(stored, done, m_blocks[static_cast<size_t>(series)]);
     }
     scheduleUpdate();
 }
@@ -44,6 +51,8 @@ void StepSeriesBuffer::clear()
         QMutexLocker lock(&m_mutex);
         for (auto& s : m_series)
             s.clear();
+        for (auto& b : m_blocks)
+            b.clear();
     }
     scheduleUpdate();
 }
@@ -61,6 +70,48 @@ qsizetype StepSeriesBuffer::size(int series) const
     assert(series >= 0 && series < seriesCount());
     QMutexLocker lock(&m_mutex);
     return m_series[static_cast<size_t>(series)].size();
+}
+
+void StepSeriesBuffer::summarizeBlocks(const QList<QPointF>& points, qsizetype from, QList<QPointF>& summary)
+{
+    // `from` is a block start; every block completed in [from, size) is summarized.
+    for (qsizetype begin = from; begin + kBlockPoints <= points.size(); begin += kBlockPoints) {
+        const qsizetype end = begin + kBlockPoints;
+        qsizetype lo = begin, hi = begin;
+        for (qsizetype i = begin + 1; i < end; ++i) {
+            if (points[i].y() < points[lo].y())
+                lo = i;
+            if (points[i].y() > points[hi].y())
+                hi = i;
+        }
+        std::array<qsizetype, 4> picks{begin, lo, hi, end - 1};
+        std::sort(picks.begin(), picks.end());
+        qsizetype previous = -1;
+        for (qsizetype index : picks) {
+            if (index != previous)
+                summary.append(points[index]);
+            previous = index;
+        }
+    }
+}
+
+QList<QPointF> StepSeriesBuffer::decimated(int series, int columns) const
+{
+    assert(series >= 0 && series < seriesCount());
+    QList<QPointF> reduced;
+    {
+        QMutexLocker lock(&m_mutex);
+        const auto& points = m_series[static_cast<size_t>(series)];
+        if (columns <= 0 || points.size() <= 4 * static_cast<qsizetype>(columns))
+            return points;
+        const auto& blocks = m_blocks[static_cast<size_t>(series)];
+        const qsizetype done = points.size() / kBlockPoints * kBlockPoints;
+        reduced.reserve(blocks.size() + (points.size() - done));
+        reduced.append(blocks);
+        for (qsizetype i = done; i < points.size(); ++i)  // the open block, point by point
+            reduced.append(points[i]);
+    }
+    return decimate(reduced, columns);
 }
 
 void StepSeriesBuffer::setCoalesceInterval(std::chrono::milliseconds interval)

@@ -37,6 +37,16 @@ public:
 
     QList<QPointF> points(int series) const;  ///< a copy, taken under the lock
     qsizetype size(int series) const;
+    /// decimate(points(series), columns) without touching every point: the buffer keeps, per
+    /// block of kBlockPoints appended points, that block's first, min, max and last points, and
+    /// decimates those (plus the open block's points). A point that is its block's minimum or
+    /// maximum — a one-step spike above or below its neighbours, the series' global extremes — is
+    /// always kept, and the first and last points are the series'; other per-column extremes can
+    /// differ from decimate()'s only in the columns that split a block (at 1M points on ~1000
+    /// columns a column spans ~16 blocks). Series that fit (<= 4 × columns points) come back
+    /// whole. Any thread.
+    QList<QPointF> decimated(int series, int columns) const;
+    static constexpr qsizetype kBlockPoints = 64;
 
     void setCoalesceInterval(std::chrono::milliseconds interval);
 
@@ -53,8 +63,13 @@ private:
     void scheduleUpdate();  // any thread
     void flush();           // owner thread
 
+    // The block summaries of one series: first, min, max, last (x order, repeats removed) of
+    // each completed block of kBlockPoints points.
+    static void summarizeBlocks(const QList<QPointF>& points, qsizetype from, QList<QPointF>& summary);
+
     mutable QMutex m_mutex;
     std::vector<QList<QPointF>> m_series;  // guarded by m_mutex (the vector's size is fixed)
+    std::vector<QList<QPointF>> m_blocks;  // guarded by m_mutex: summaries of completed blocks
     bool m_dirty = false;                  // guarded by m_mutex
     QTimer m_timer;                        // owner thread only
 };

@@ -96,6 +96,56 @@ private slots:
         QCOMPARE(outMax, rawMax);
     }
 
+    // decimated() works from the block summaries: the same first and last points as decimate()
+    // of the whole series, the spike and the global extremes, ≤ 4 points per column, the whole
+    // series when it fits — whether the points came one by one or in batches that split blocks.
+    void decimatedFromBlocksKeepsSpikes()
+    {
+        QRandomGenerator rng(7);
+        for (bool batched : {false, true}) {
+            StepSeriesBuffer buffer(1);
+            QList<QPointF> all;
+            double y = 0.0;
+            const int n = 200003;  // not a multiple of the block size: an open block at the end
+            const int spikeAt = 123457;
+            QList<QPointF> pending;
+            for (int i = 0; i < n; ++i) {
+                y += rng.generateDouble() - 0.5;
+                const QPointF p(i, i == spikeAt ? 1e4 : y);
+                all.append(p);
+                if (batched) {
+                    pending.append(p);
+                    if (pending.size() == 1000 + (i % 37)) {  // batches that split blocks
+                        buffer.append(0, pending);
+                        pending.clear();
+                    }
+                } else {
+                    buffer.append(0, p);
+                }
+            }
+            if (!pending.isEmpty())
+                buffer.append(0, pending);
+            const int columns = 700;
+            const auto out = buffer.decimated(0, columns);
+            QVERIFY2(out.size() <= 4 * columns, qPrintable(QString::number(out.size())));
+            QCOMPARE(out.front(), all.front());
+            QCOMPARE(out.back(), all.back());
+            QVERIFY(std::any_of(out.begin(), out.end(), [&](const QPointF& p) { return p.x() == spikeAt && p.y() == 1e4; }));
+            const auto [rawLo, rawHi] = std::minmax_element(all.begin(), all.end(),
+                                                            [](const QPointF& a, const QPointF& b) { return a.y() < b.y(); });
+            QVERIFY(std::find(out.begin(), out.end(), *rawLo) != out.end());
+            QVERIFY(std::find(out.begin(), out.end(), *rawHi) != out.end());
+            QVERIFY(std::is_sorted(out.begin(), out.end(), [](const QPointF& a, const QPointF& b) { return a.x() < b.x(); }));
+            // A series that fits comes back whole.
+            StepSeriesBuffer small(1);
+            small.append(0, all.mid(0, 500));
+            QCOMPARE(small.decimated(0, columns), all.mid(0, 500));
+            // clear() drops the summaries too.
+            buffer.clear();
+            QVERIFY(buffer.decimated(0, columns).isEmpty());
+        }
+    }
+
     void appendsAreCoalesced()
     {
         StepSeriesBuffer buffer(2);
