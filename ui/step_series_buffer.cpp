@@ -72,26 +72,37 @@ qsizetype StepSeriesBuffer::size(int series) const
     return m_series[static_cast<size_t>(series)].size();
 }
 
+namespace {
+
+// Appends the first, minimum, maximum and last point of points[begin, end) to `out`, in x order,
+// each once (M4): what both the per-column decimation and the block summaries keep.
+void appendFirstMinMaxLast(const QList<QPointF>& points, qsizetype begin, qsizetype end, QList<QPointF>& out)
+{
+    qsizetype lo = begin, hi = begin;
+    for (qsizetype i = begin + 1; i < end; ++i) {
+        if (points[i].y() < points[lo].y())
+            lo = i;
+        if (points[i].y() > points[hi].y())
+            hi = i;
+    }
+    std::array<qsizetype, 4> picks{begin, lo, hi, end - 1};
+    std::sort(picks.begin(), picks.end());
+    qsizetype previous = -1;
+    for (qsizetype index : picks) {
+        if (index != previous)
+            out.append(points[index]);
+        previous = index;
+    }
+}
+
+}  // namespace
+
 void StepSeriesBuffer::summarizeBlocks(const QList<QPointF>& points, qsizetype from, QList<QPointF>& summary)
 {
     // `from` is a block start; every block completed in [from, size) is summarized.
     for (qsizetype begin = from; begin + kBlockPoints <= points.size(); begin += kBlockPoints) {
         const qsizetype end = begin + kBlockPoints;
-        qsizetype lo = begin, hi = begin;
-        for (qsizetype i = begin + 1; i < end; ++i) {
-            if (points[i].y() < points[lo].y())
-                lo = i;
-            if (points[i].y() > points[hi].y())
-                hi = i;
-        }
-        std::array<qsizetype, 4> picks{begin, lo, hi, end - 1};
-        std::sort(picks.begin(), picks.end());
-        qsizetype previous = -1;
-        for (qsizetype index : picks) {
-            if (index != previous)
-                summary.append(points[index]);
-            previous = index;
-        }
+        appendFirstMinMaxLast(points, begin, end, summary);
     }
 }
 
@@ -159,23 +170,6 @@ QList<QPointF> StepSeriesBuffer::decimate(const QList<QPointF>& points, int colu
     QList<QPointF> out;
     out.reserve(4 * columns);
     qsizetype first = 0;  // first index of the current column
-    auto emitColumn = [&](qsizetype begin, qsizetype end) {  // [begin, end)
-        qsizetype lo = begin, hi = begin;
-        for (qsizetype i = begin + 1; i < end; ++i) {
-            if (points[i].y() < points[lo].y())
-                lo = i;
-            if (points[i].y() > points[hi].y())
-                hi = i;
-        }
-        std::array<qsizetype, 4> picks{begin, lo, hi, end - 1};
-        std::sort(picks.begin(), picks.end());
-        qsizetype previous = -1;
-        for (qsizetype index : picks) {
-            if (index != previous)
-                out.append(points[index]);
-            previous = index;
-        }
-    };
     // Each column's end by binary search (x is sorted and the column of x never decreases), then
     // one min / max scan of its y values: the live charts decimate 7 series of up to a million
     // points on every redraw, and a division per point was most of that (≈ 75 ms per redraw at
@@ -188,7 +182,7 @@ QList<QPointF> StepSeriesBuffer::decimate(const QList<QPointF>& points, int colu
         const auto end = std::partition_point(points.begin() + first + 1, points.end(),
                                               [&](const QPointF& p) { return columnOf(p) <= c; });
         const qsizetype last = end - points.begin();
-        emitColumn(first, last);
+        appendFirstMinMaxLast(points, first, last, out);
         first = last;
     }
     return out;

@@ -55,6 +55,20 @@ void writeState(torch::serialize::OutputArchive& archive, const CheckpointState&
         archive.write("rng_cuda", state.rngCuda);
 }
 
+// writeState's counterpart. Checkpoints written before the seed and RNG states were saved lack
+// them: those fields are left as they are (the generators then keep their state).
+void readState(torch::serialize::InputArchive& archive, CheckpointState& state)
+{
+    torch::Tensor step, seq, seed;
+    archive.read("step", step);
+    archive.read("next_sample_seq", seq);
+    state.step = step.item<int64_t>();
+    state.nextSampleSeq = seq.item<int64_t>();
+    if (archive.try_read("data_seed", seed))
+        state.dataSeed = seed.item<int64_t>();
+    archive.try_read("rng_cpu", state.rngCpu);
+    archive.try_read("rng_cuda", state.rngCuda);
+}
 
 // Builds the archive with `fill`, writes it to `path` through a temporary file and renames it, so
 // a crash never leaves a half-written file under the final name.
@@ -128,17 +142,7 @@ core::Result<CheckpointState> loadCheckpoint(const std::string& runDir, torch::n
         torch::serialize::InputArchive optim;
         archive.read("optimizer", optim);
         optimizer.load(optim);
-        torch::Tensor step, seq;
-        archive.read("step", step);
-        archive.read("next_sample_seq", seq);
-        state.step = step.item<int64_t>();
-        state.nextSampleSeq = seq.item<int64_t>();
-        // Absent in checkpoints written before RNG state was saved: the generators are left as is.
-        torch::Tensor seed;
-        if (archive.try_read("data_seed", seed))
-            state.dataSeed = seed.item<int64_t>();
-        archive.try_read("rng_cpu", state.rngCpu);
-        archive.try_read("rng_cuda", state.rngCuda);
+        readState(archive, state);
     } catch (const std::exception& e) {
         return core::makeError(core::ErrorCode::Corrupt,
                                std::string("cannot load the checkpoint (was the model config changed?): ") + e.what(), path);
@@ -284,16 +288,13 @@ core::Result<CheckpointState> loadRankCheckpoint(const std::string& runDir, cons
     try {
         torch::serialize::InputArchive archive;
         archive.load_from(path);
-        torch::Tensor savedRank, step, seq;
+        torch::Tensor savedRank;
         archive.read("rank", savedRank);
-        archive.read("step", step);
-        archive.read("next_sample_seq", seq);
-        if (savedRank.item<int64_t>() != rank || step.item<int64_t>() != layout.step)
+        readState(archive, state);
+        if (savedRank.item<int64_t>() != rank || state.step != layout.step)
             throw std::runtime_error("the file holds rank " + std::to_string(savedRank.item<int64_t>()) + " at step " +
-                                     std::to_string(step.item<int64_t>()) + ", layout.json expects rank " +
+                                     std::to_string(state.step) + ", layout.json expects rank " +
                                      std::to_string(rank) + " at step " + std::to_string(layout.step));
-        state.step = step.item<int64_t>();
-        state.nextSampleSeq = seq.item<int64_t>();
         torch::NoGradGuard noGrad;
         torch::serialize::InputArchive params;
         archive.read("model", params);
@@ -318,11 +319,6 @@ core::Result<CheckpointState> loadRankCheckpoint(const std::string& runDir, cons
         torch::serialize::InputArchive optim;
         archive.read("optimizer", optim);
         optimizer.load(optim);
-        torch::Tensor seed;
-        if (archive.try_read("data_seed", seed))
-            state.dataSeed = seed.item<int64_t>();
-        archive.try_read("rng_cpu", state.rngCpu);
-        archive.try_read("rng_cuda", state.rngCuda);
     } catch (const std::exception& e) {
         return core::makeError(core::ErrorCode::Corrupt,
                                std::string("cannot load the checkpoint (was the model config changed?): ") + e.what(), path);

@@ -7,13 +7,10 @@
 // thread exists) and fails when any rank's checks fail or a rank does not finish in time.
 // `test_runtime_collectives recv-timeout`: 2 ranks, a recv that is never matched times out.
 #include "check.h"
+#include "loopback_ranks.h"
 
 #include "runtime/parallel/expert_parallel.h"
 #include "runtime/parallel/process_group.h"
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <thread>
 
@@ -158,14 +155,8 @@ void checkPointToPoint(ProcessGroup& g)
 // a CommError naming the rank, the operation and the peer.
 int runRecvTimeout(int rank, int port)
 {
-    RankEnvironment env;
-    env.rank = rank;
-    env.worldSize = 2;
-    env.localRank = rank;
-    env.localWorldSize = 2;
-    env.masterPort = port;
     try {
-        auto world = createProcessGroup(env, torch::kCPU, std::chrono::seconds(2));
+        auto world = createProcessGroup(test::loopbackRank(rank, 2, port), torch::kCPU, std::chrono::seconds(2));
         if (rank == 0) {  // stays alive (and keeps the store) while rank 1 times out
             std::this_thread::sleep_for(std::chrono::seconds(5));
             return 0;
@@ -226,25 +217,13 @@ void checkSubgroups(ProcessGroup& world)
 
 int runRank(int rank, int ranks, int port)
 {
-    RankEnvironment env;
-    env.rank = rank;
-    env.worldSize = ranks;
-    env.localRank = rank;
-    env.localWorldSize = ranks;
-    env.masterPort = port;
-    try {
-        auto world = createProcessGroup(env, torch::kCPU, std::chrono::seconds(30));
-        checkAllgather(*world);
-        checkReduceScatter(*world);
-        checkAllToAll(*world);
-        checkPointToPoint(*world);
-        checkSubgroups(*world);
-        world->barrier();
-    } catch (const std::exception& e) {
-        std::cerr << "rank " << rank << ": " << e.what() << std::endl;
-        return 1;
-    }
-    return test::failureCount() == 0 ? 0 : 1;
+    return test::runOnLoopbackGroup(rank, ranks, port, std::chrono::seconds(30), [](ProcessGroup& world) {
+        checkAllgather(world);
+        checkReduceScatter(world);
+        checkAllToAll(world);
+        checkPointToPoint(world);
+        checkSubgroups(world);
+    });
 }
 
 }  // namespace

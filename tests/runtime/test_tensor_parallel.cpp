@@ -9,13 +9,10 @@
 // Plain executable: `test_runtime_tensor_parallel N` forks N ranks of itself (before any
 // LibTorch thread exists); fails when a rank's checks fail or it does not finish in time.
 #include "check.h"
+#include "loopback_ranks.h"
 
 #include "runtime/parallel/process_group.h"
 #include "runtime/parallel/tensor_parallel.h"
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 namespace test = wb::test;
 using namespace wb::rt;
@@ -122,24 +119,12 @@ void checkVariableRows(ProcessGroup& tp)
 
 int runRank(int rank, int ranks, int port)
 {
-    RankEnvironment env;
-    env.rank = rank;
-    env.worldSize = ranks;
-    env.localRank = rank;
-    env.localWorldSize = ranks;
-    env.masterPort = port;
-    try {
-        auto world = createProcessGroup(env, torch::kCPU, std::chrono::seconds(30));
-        checkColumnRow(*world, /*sequenceParallel=*/false);
-        checkColumnRow(*world, /*sequenceParallel=*/true);
-        checkSplitGather(*world);
-        checkVariableRows(*world);
-        world->barrier();
-    } catch (const std::exception& e) {
-        std::cerr << "rank " << rank << ": " << e.what() << std::endl;
-        return 1;
-    }
-    return test::failureCount() == 0 ? 0 : 1;
+    return test::runOnLoopbackGroup(rank, ranks, port, std::chrono::seconds(30), [](ProcessGroup& world) {
+        checkColumnRow(world, /*sequenceParallel=*/false);
+        checkColumnRow(world, /*sequenceParallel=*/true);
+        checkSplitGather(world);
+        checkVariableRows(world);
+    });
 }
 
 }  // namespace
