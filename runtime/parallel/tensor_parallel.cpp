@@ -207,7 +207,9 @@ torch::Tensor reduceScatterRowsVariable(ProcessGroup& group, const torch::Tensor
     auto shape = parts.sizes().vec();
     shape[0] = mine;
     shape.insert(shape.begin(), n);
-    return parts.view(shape).sum(0);
+    // The dtype is explicit: under CUDA autocast a bare sum is an fp32 op, and its fp32 result
+    // would not add into the bf16 residual stream (index_add_ dtype mismatch on the GPU).
+    return parts.view(shape).sum(0, /*keepdim=*/false, x.scalar_type());
 }
 
 torch::Tensor TensorParallelRegion::enter(const torch::Tensor& x)
