@@ -62,6 +62,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <utility>
 
 namespace wb::rt {
 
@@ -263,15 +264,30 @@ core::StepRecord Trainer::trainStep(int64_t step)
         // leaving mid-step would strand the others in the gradient allreduce.
         if (m_group->size() == 1 && stopRequestedFlag())
             throw RunFailure{5, "stopped by signal"};
-        std::optional<MicroBatch> batch = nextMicroBatch(r, stepEndSeq);
-        if (micro % dp != m_parallel->dataParallelRank())
-            continue;  // another rank's micro-batch
+        if (m_prefetchError)
+            std::rethrow_exception(std::exchange(m_prefetchError, nullptr));
+        std::optional<MicroBatch> batch;
+        std::optional<VlmBatch> uploaded;
+        if (m_prefetched) {
+            if (micro < m_prefetched->micro)
+                continue;  // taken from the loader by the prefetch: another rank's micro-batch
+            batch = std::move(m_prefetched->batch);
+            uploaded = std::move(m_prefetched->tensors);
+            r.dataMs += m_prefetched->dataMs;
+            stepEndSeq = batch->nextSampleSeq;
+            m_prefetched.reset();
+        } else {
+            batch = nextMicroBatch(r, stepEndSeq);
+            if (micro % dp != m_parallel->dataParallelRank())
+                continue;  // another rank's micro-batch
+        }
         for (const std::string& w : batch->warnings)
             if (m_warningsEmitted++ < 5)
                 event("warning", w, step);
 
         timer.begin();
-        VlmBatch tensors = toTensors(*batch, m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
+        VlmBatch tensors = uploaded ? std::move(*uploaded)
+                                    : toTensors(*batch, m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
         m_parallel->beginMicroBatch(tensors.hasImages());
         if (m_denseDecoderAttention)  // benchmark comparison only: document-causal B×T×T mask
             tensors.decoder.documents = {};
@@ -298,6 +314,8 @@ core::StepRecord Trainer::trainStep(int64_t step)
     timer.begin();
     torch::Tensor gradNorm = optimizerStep(step, r);
     timer.end(StepTimer::Optimizer);
+    if (!m_pipeline && step < m_config.train.trainIters && !stopRequestedFlag())
+        prefetchFirstMicroBatch();
     m_stepEndSeq = stepEndSeq;
     timer.finish();  // the step's one device synchronize
     r.stepMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stepStart).count();
@@ -342,6 +360,32 @@ std::optional<MicroBatch> Trainer::nextMicroBatch(core::StepRecord& r, int64_t& 
     r.dataMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - waitStart).count();
     stepEndSeq = batch->nextSampleSeq;
     return batch;
+}
+
+void Trainer::prefetchFirstMicroBatch()
+{
+    const int rank = m_parallel->dataParallelRank();
+    const int numMicro = std::max(1, m_config.train.globalBatchSize / m_config.train.microBatchSize);
+    if (rank >= numMicro)
+        return;
+    try {
+        // The stream's micro-batches 0..rank: the last is this rank's first (micro % dp == rank).
+        core::StepRecord waits;
+        int64_t seq = 0;
+        std::optional<MicroBatch> batch;
+        for (int micro = 0; micro <= rank; ++micro)
+            batch = nextMicroBatch(waits, seq);
+        Prefetched p;
+        p.micro = rank;
+        p.dataMs = waits.dataMs;
+        p.tensors = toTensors(*batch, m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
+        p.batch = std::move(*batch);
+        m_prefetched = std::move(p);
+    } catch (...) {
+        // This step is complete and gets its record; the next one fails with this error.
+        m_prefetched.reset();
+        m_prefetchError = std::current_exception();
+    }
 }
 
 // Adds a trained micro-batch's images and tokens to the step record; returns its model FLOPs.

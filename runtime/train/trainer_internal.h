@@ -25,6 +25,7 @@
 #endif
 
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,6 +83,9 @@ private:
     void writeMeta();
     core::StepRecord trainStep(int64_t step);
     std::optional<MicroBatch> nextMicroBatch(core::StepRecord& r, int64_t& stepEndSeq);
+    /// Takes the next step's first local micro-batch from the loader and queues its upload, while
+    /// the device still runs this step's optimizer (see m_prefetched).
+    void prefetchFirstMicroBatch();
     double countMicroBatch(const MicroBatch& b, core::StepRecord& r) const;
     void pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer& timer, double& flops, torch::Tensor& lmSum,
                               torch::Tensor& auxSum, int64_t& stepEndSeq);
@@ -133,6 +137,21 @@ private:
     int64_t m_stepEndSeq = 0;       // loader position after the last completed step
     int64_t m_checkpointStep = -1;  // step of the last sharded checkpoint this run saved
     int64_t m_warningsEmitted = 0;
+    // The next step's first local micro-batch, loaded and uploaded at the end of the previous step
+    // between queueing the optimizer and the step's synchronize: the host work of a batch (loader
+    // hand-off, pinning, index lists) then overlaps the device's optimizer instead of leaving the
+    // device idle at the start of every step (≈ 10 ms per step measured on one H200 at MBS 4).
+    // Not for pipeline parallelism (its schedule loads its own micro-batches). The loader position
+    // of a step is still committed only when the step completes, so a run that stops with a batch
+    // prefetched resumes exactly where an uninterrupted run would be.
+    struct Prefetched {
+        int micro = 0;  // its index in the step's micro-batch stream (the ones before it were another rank's)
+        MicroBatch batch;
+        VlmBatch tensors;
+        double dataMs = 0.0;  // loader wait, reported by the step that trains it
+    };
+    std::optional<Prefetched> m_prefetched;
+    std::exception_ptr m_prefetchError;  // a loader failure while prefetching, raised by the next step
 };
 
 }  // namespace wb::rt::train_detail
