@@ -303,6 +303,30 @@ static void testFusedCombine()
     }
 }
 
+// widenToFloat (the experts' weight-gradient cast) is exactly x.to(kFloat32): aligned and
+// misaligned starts, a length that is not a multiple of 8, bf16 and fp16.
+static void testWidenToFloat()
+{
+    if (!rt::cuda::fusedKernelsAvailable())
+        return;
+    torch::manual_seed(13);
+    const auto cudaF = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat32);
+    for (auto dtype : {torch::kBFloat16, torch::kHalf}) {
+        auto base = (torch::randn({3 * 1000 + 5}, cudaF) * 100).to(dtype);
+        for (int64_t offset : {0, 1, 3}) {
+            auto x = base.slice(0, offset);  // contiguous, 16-byte aligned only at offset 0
+            WB_CHECK(rt::cuda::widenSupports(x));
+            auto fast = rt::cuda::widenToFloat(x);
+            WB_CHECK_MSG(fast.scalar_type() == torch::kFloat32 && torch::equal(fast, x.to(torch::kFloat32)),
+                         "widenToFloat " << c10::toString(dtype) << " offset " << offset << " differs from to(kFloat32)");
+        }
+        auto m = torch::randn({7, 129}, cudaF).to(dtype);
+        WB_CHECK(torch::equal(rt::cuda::widenToFloat(m), m.to(torch::kFloat32)) &&
+                 rt::cuda::widenToFloat(m).sizes() == m.sizes());
+    }
+    std::cout << "widenToFloat: bit-exact vs to(kFloat32)" << std::endl;
+}
+
 int main()
 {
     if (!torch::cuda::is_available()) {
@@ -316,5 +340,6 @@ int main()
     testFusedAdamW();
     testFusedKernels();
     testFusedCombine();
+    testWidenToFloat();
     return test::checkExitCode("test_runtime_gpu");
 }

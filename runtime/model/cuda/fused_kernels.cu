@@ -176,6 +176,43 @@ __global__ void combineWeightGradKernel(const T* __restrict__ rows, const int64_
     }
 }
 
+// bf16/fp16 → fp32: eight inputs (one 16-byte load) and two float4 stores per iteration.
+template <typename T>
+__global__ void widenKernel8(const uint4* __restrict__ in, float4* __restrict__ out, int64_t n8)
+{
+    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n8; i += int64_t{gridDim.x} * blockDim.x) {
+        const uint4 raw = in[i];
+        const T* h = reinterpret_cast<const T*>(&raw);
+        out[2 * i] = make_float4(static_cast<float>(h[0]), static_cast<float>(h[1]), static_cast<float>(h[2]),
+                                 static_cast<float>(h[3]));
+        out[2 * i + 1] = make_float4(static_cast<float>(h[4]), static_cast<float>(h[5]), static_cast<float>(h[6]),
+                                     static_cast<float>(h[7]));
+    }
+}
+
+template <typename T>
+__global__ void widenKernel(const T* __restrict__ in, float* __restrict__ out, int64_t n)
+{
+    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+        out[i] = static_cast<float>(in[i]);
+}
+
+template <typename T>
+void launchWiden(const T* in, float* out, int64_t n, bool aligned)
+{
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    int64_t done = 0;
+    if (aligned) {
+        const int64_t n8 = n / 8;
+        if (n8 > 0)
+            widenKernel8<T><<<blocksFor(n8), kThreads, 0, stream>>>(reinterpret_cast<const uint4*>(in),
+                                                                    reinterpret_cast<float4*>(out), n8);
+        done = n8 * 8;
+    }
+    if (done < n)
+        widenKernel<T><<<blocksFor(n - done), kThreads, 0, stream>>>(in + done, out + done, n - done);
+}
+
 bool aligned16(const torch::Tensor& t)
 {
     return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
@@ -290,6 +327,27 @@ void adamwStep(const torch::Tensor& p, const torch::Tensor& g, const torch::Tens
 bool fusedKernelsAvailable()
 {
     return true;
+}
+
+bool widenSupports(const torch::Tensor& x)
+{
+    return x.is_cuda() && x.is_contiguous() && (x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kHalf);
+}
+
+torch::Tensor widenToFloat(const torch::Tensor& x)
+{
+    TORCH_CHECK(widenSupports(x), "widenToFloat: x must be a contiguous bf16 or fp16 CUDA tensor");
+    const c10::cuda::CUDAGuard guard(x.device());
+    auto out = torch::empty(x.sizes(), x.options().dtype(torch::kFloat32));
+    const int64_t n = x.numel();
+    if (n == 0)
+        return out;
+    if (x.scalar_type() == torch::kBFloat16)
+        launchWiden(x.data_ptr<c10::BFloat16>(), out.data_ptr<float>(), n, aligned16(x) && aligned16(out));
+    else
+        launchWiden(x.data_ptr<c10::Half>(), out.data_ptr<float>(), n, aligned16(x) && aligned16(out));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
 }
 
 bool ropeRotateSupports(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)

@@ -61,4 +61,14 @@ std::pair<torch::Tensor, torch::Tensor> combineBackward(const torch::Tensor&, co
     TORCH_CHECK(false, "combineBackward: this build has no CUDA kernels (built without nvcc)");
 }
 
+bool widenSupports(const torch::Tensor&)
+{
+    return false;
+}
+
+torch::Tensor widenToFloat(const torch::Tensor&)
+{
+    TORCH_CHECK(false, "widenToFloat: this build has no CUDA kernels (built without nvcc)");
+}
+
 }  // namespace wb::rt::cuda
