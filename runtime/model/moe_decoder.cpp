@@ -2,6 +2,7 @@
 #include "runtime/model/moe_decoder.h"
 
 #include "runtime/data/tokenizer.h"
+#include "runtime/model/cuda/fused_kernels.h"
 #include "runtime/model/recompute.h"
 #include "runtime/model/torch_compat.h"
 
@@ -57,6 +58,27 @@ torch::Tensor imageIndexOf(const DecoderInputs& in)
 {
     return in.imageIndex_I.defined() ? in.imageIndex_I : (in.tokenIds_BT == kImageId).flatten().nonzero().squeeze(1);
 }
+
+// Cross-entropy over the LM head's bf16 logits without the fp32 copy (cuda/fused_kernels.h): on
+// the benchmark slice the logits are ~6k targets × 151,936, and the cast, log-softmax and their
+// backwards took ~11 ms of a 290 ms step and 7 GiB of saved fp32 activations. Per-target losses
+// out; the caller takes the mean.
+class FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
+public:
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits_NV,
+                                 const torch::Tensor& labels_N)
+    {
+        auto [loss_N, lse_N] = cuda::crossEntropyForward(logits_NV, labels_N);
+        ctx->save_for_backward({logits_NV, labels_N, lse_N});
+        return loss_N;
+    }
+    static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::tensor_list grads)
+    {
+        const auto saved = ctx->get_saved_variables();
+        return {cuda::crossEntropyBackward(saved[0], saved[1], saved[2], grads[0]), torch::Tensor()};
+    }
+};
 
 }  // namespace
 
@@ -163,9 +185,13 @@ DecoderOutput MoeDecoderImpl::head(const DecoderInputs& in, const torch::Tensor&
                                      : torch::zeros({}, hidden_ND.options().dtype(torch::kFloat32));
         return out;
     }
-    auto logits_NV = m_output(hidden_ND).to(torch::kFloat32);
-    out.lmLoss = out.targets > 0 ? torch::nn::functional::cross_entropy(logits_NV, labels_N)
-                                 : torch::zeros({}, logits_NV.options());
+    auto logits_NV = m_output(hidden_ND);
+    if (out.targets == 0)
+        out.lmLoss = torch::zeros({}, logits_NV.options().dtype(torch::kFloat32));
+    else if (cuda::crossEntropySupports(logits_NV, labels_N))
+        out.lmLoss = FusedCrossEntropy::apply(logits_NV, labels_N).mean();
+    else
+        out.lmLoss = torch::nn::functional::cross_entropy(logits_NV.to(torch::kFloat32), labels_N);
     return out;
 }
 

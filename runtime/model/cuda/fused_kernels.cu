@@ -5,6 +5,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdint>
 
@@ -213,6 +214,75 @@ void launchWiden(const T* in, float* out, int64_t n, bool aligned)
         widenKernel<T><<<blocksFor(n - done), kThreads, 0, stream>>>(in + done, out + done, n - done);
 }
 
+// Cross-entropy: one block per row. A running (max, Σ exp(x − max)) pair per thread, merged
+// over the warp by shuffles and over the warps through shared memory.
+constexpr int kRowThreads = 512;
+
+__device__ __forceinline__ void mergeMaxSum(float& m, float& s, float m2, float s2)
+{
+    const float mx = fmaxf(m, m2);
+    if (mx == -INFINITY)
+        return;  // both empty
+    s = s * expf(m - mx) + s2 * expf(m2 - mx);
+    m = mx;
+}
+
+template <typename T>
+__global__ void crossEntropyForwardKernel(const T* __restrict__ logits, const int64_t* __restrict__ labels,
+                                          float* __restrict__ loss, float* __restrict__ lse, int64_t V)
+{
+    const int64_t n = blockIdx.x;
+    const T* row = logits + n * V;
+    float m = -INFINITY, s = 0.0f;
+    for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
+        const float x = static_cast<float>(row[v]);
+        if (x > m) {
+            s = s * expf(m - x) + 1.0f;
+            m = x;
+        } else {
+            s += expf(x - m);
+        }
+    }
+    for (int offset = 16; offset > 0; offset /= 2) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, offset);
+        const float s2 = __shfl_xor_sync(0xffffffffu, s, offset);
+        mergeMaxSum(m, s, m2, s2);
+    }
+    __shared__ float warpM[kRowThreads / 32], warpS[kRowThreads / 32];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) {
+        warpM[warp] = m;
+        warpS[warp] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float bm = warpM[0], bs = warpS[0];
+        for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w)
+            mergeMaxSum(bm, bs, warpM[w], warpS[w]);
+        const float l = bm + logf(bs);
+        const int64_t label = labels[n];
+        lse[n] = l;
+        loss[n] = (label >= 0 && label < V) ? l - static_cast<float>(row[label]) : 0.0f;
+    }
+}
+
+template <typename T>
+__global__ void crossEntropyBackwardKernel(const T* __restrict__ logits, const int64_t* __restrict__ labels,
+                                           const float* __restrict__ lse, const float* __restrict__ dLoss,
+                                           T* __restrict__ dLogits, int64_t V)
+{
+    const int64_t n = blockIdx.x;
+    const int64_t label = labels[n];
+    const bool valid = label >= 0 && label < V;
+    const float l = lse[n], g = valid ? dLoss[n] : 0.0f;
+    const T* row = logits + n * V;
+    T* out = dLogits + n * V;
+    for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
+        const float p = expf(static_cast<float>(row[v]) - l);
+        out[v] = static_cast<T>(g * (p - (v == label ? 1.0f : 0.0f)));
+    }
+}
+
 bool aligned16(const torch::Tensor& t)
 {
     return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
@@ -327,6 +397,57 @@ void adamwStep(const torch::Tensor& p, const torch::Tensor& g, const torch::Tens
 bool fusedKernelsAvailable()
 {
     return true;
+}
+
+bool crossEntropySupports(const torch::Tensor& logits, const torch::Tensor& labels)
+{
+    const auto type = logits.scalar_type();
+    return logits.is_cuda() && logits.dim() == 2 && logits.is_contiguous() && logits.size(0) <= INT32_MAX &&
+           (type == torch::kFloat32 || type == torch::kBFloat16 || type == torch::kHalf) && labels.is_cuda() &&
+           labels.dim() == 1 && labels.scalar_type() == torch::kInt64 && labels.size(0) == logits.size(0) &&
+           labels.device() == logits.device();
+}
+
+std::pair<torch::Tensor, torch::Tensor> crossEntropyForward(const torch::Tensor& logits, const torch::Tensor& labels)
+{
+    TORCH_CHECK(crossEntropySupports(logits, labels), "crossEntropyForward: unsupported operands");
+    const c10::cuda::CUDAGuard guard(logits.device());
+    const int64_t N = logits.size(0), V = logits.size(1);
+    auto f32 = logits.options().dtype(torch::kFloat32);
+    auto loss = torch::zeros({N}, f32), lse = torch::zeros({N}, f32);
+    if (N == 0 || V == 0)
+        return {loss, lse};
+    auto y = labels.contiguous();
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "crossEntropyForward", [&] {
+        crossEntropyForwardKernel<scalar_t><<<static_cast<unsigned>(N), kRowThreads, 0, stream>>>(
+            logits.data_ptr<scalar_t>(), y.data_ptr<int64_t>(), loss.data_ptr<float>(), lse.data_ptr<float>(), V);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return {loss, lse};
+}
+
+torch::Tensor crossEntropyBackward(const torch::Tensor& logits, const torch::Tensor& labels,
+                                   const torch::Tensor& logsumexp, const torch::Tensor& dLoss)
+{
+    TORCH_CHECK(crossEntropySupports(logits, labels), "crossEntropyBackward: unsupported operands");
+    const c10::cuda::CUDAGuard guard(logits.device());
+    const int64_t N = logits.size(0), V = logits.size(1);
+    auto dLogits = torch::empty_like(logits);
+    if (N == 0 || V == 0)
+        return dLogits;
+    auto y = labels.contiguous();
+    auto l = logsumexp.to(torch::kFloat32).contiguous();
+    auto g = dLoss.to(torch::kFloat32).contiguous();  // the mean's backward hands an expanded tensor
+    TORCH_CHECK(l.numel() == N && g.numel() == N, "crossEntropyBackward: logsumexp and dLoss must have N values");
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "crossEntropyBackward", [&] {
+        crossEntropyBackwardKernel<scalar_t><<<static_cast<unsigned>(N), kRowThreads, 0, stream>>>(
+            logits.data_ptr<scalar_t>(), y.data_ptr<int64_t>(), l.data_ptr<float>(), g.data_ptr<float>(),
+            dLogits.data_ptr<scalar_t>(), V);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return dLogits;
 }
 
 bool widenSupports(const torch::Tensor& x)

@@ -60,4 +60,15 @@ torch::Tensor widenToFloat(const torch::Tensor& x);
 /// True when widenToFloat can take x.
 bool widenSupports(const torch::Tensor& x);
 
+/// Cross-entropy of logits [N, V] (bf16, fp16 or fp32, contiguous CUDA) against labels [N]
+/// (int64, each in [0, V)), without an fp32 copy of the logits: one pass per row keeps a running
+/// max and Σ exp in fp32. Returns {loss [N], logsumexp [N]} in fp32 (loss = logsumexp − target
+/// logit). A label outside [0, V) gives loss 0 and no gradient (the caller passes only targets).
+std::pair<torch::Tensor, torch::Tensor> crossEntropyForward(const torch::Tensor& logits, const torch::Tensor& labels);
+/// Its backward in one pass, in the logits' dtype: dLogits[n, v] = dLoss[n] · (exp(x − lse[n]) − [v = label]).
+torch::Tensor crossEntropyBackward(const torch::Tensor& logits, const torch::Tensor& labels,
+                                   const torch::Tensor& logsumexp, const torch::Tensor& dLoss);
+/// True when the cross-entropy kernels can take these operands.
+bool crossEntropySupports(const torch::Tensor& logits, const torch::Tensor& labels);
+
 }  // namespace wb::rt::cuda

@@ -71,4 +71,20 @@ torch::Tensor widenToFloat(const torch::Tensor&)
     TORCH_CHECK(false, "widenToFloat: this build has no CUDA kernels (built without nvcc)");
 }
 
+bool crossEntropySupports(const torch::Tensor&, const torch::Tensor&)
+{
+    return false;
+}
+
+std::pair<torch::Tensor, torch::Tensor> crossEntropyForward(const torch::Tensor&, const torch::Tensor&)
+{
+    TORCH_CHECK(false, "crossEntropyForward: this build has no CUDA kernels (built without nvcc)");
+}
+
+torch::Tensor crossEntropyBackward(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                   const torch::Tensor&)
+{
+    TORCH_CHECK(false, "crossEntropyBackward: this build has no CUDA kernels (built without nvcc)");
+}
+
 }  // namespace wb::rt::cuda
