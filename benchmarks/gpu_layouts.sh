@@ -9,7 +9,8 @@
 # batch, so every layout's losses must match the reference's (bf16: ~1e-3 relative); the table
 # shows step time, tokens/s/GPU, MFU and peak memory per layout.   benchmarks/gpu_layouts.sh [STEPS]
 # LAYOUTS="pp2 tp2-sp" benchmarks/gpu_layouts.sh 8   runs only those (plus the reference), so a
-# round fits the 10-minute limit of one command.
+# round fits the 10-minute limit of one command. RESUME="pp2 tp2-sp" also checks multi-rank
+# checkpoints and --resume of those layouts over NCCL (below).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STEPS=${1:-8}
@@ -87,6 +88,49 @@ for layout in ${LAYOUTS:-dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params 
   if [ "$G" -lt "$need" ]; then echo "-- $layout: skipped (needs $need GPUs, found $G)"; continue; fi
   run "$layout" --nproc-per-node "$G"
   names+=("$layout")
+done
+# RESUME="pp2 tp2-sp": multi-rank checkpoints over NCCL. Per layout: STEPS uninterrupted, then
+# STEPS/2 saved by checkpoint_interval and --resume'd to STEPS in the same run directory (constant
+# LR so both runs see the same schedule); the resumed steps' losses must match the uninterrupted
+# run's (GPU kernels are not bit-deterministic: ~1e-4 relative), and the resume must say so.
+for layout in ${RESUME:-}; do
+  [ -f "$RESULTS/$layout.json" ] || { echo "-- resume $layout: no such layout"; continue; }
+  half=$((STEPS / 2))
+  python3 - "$RESULTS/$layout.json" "$STEPS" "$half" <<'PY'
+import json, sys
+src, steps, half = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+c = json.load(open(src))
+c["train"]["lr_decay_style"] = "constant"
+json.dump(c, open(src.replace(".json", "-whole.json"), "w"), indent=1)
+c["train"].update(train_iters=half, checkpoint_interval=half)
+json.dump(c, open(src.replace(".json", "-first.json"), "w"), indent=1)
+PY
+  run "$layout-whole" --nproc-per-node "$G"
+  run "$layout-first" --nproc-per-node "$G"
+  rm -rf "/tmp/run-$layout-resumed" && cp -r "/tmp/run-$layout-first" "/tmp/run-$layout-resumed"
+  t0=$SECONDS
+  if timeout 150 "$BIN/moe-train" --config "$RESULTS/$layout-whole.json" --run-dir "/tmp/run-$layout-resumed" \
+      --nproc-per-node "$G" --resume >"$RESULTS/$layout-resumed.log" 2>&1; then
+    echo "-- $layout-resumed: ok ($((SECONDS - t0)) s)"
+  else
+    echo "-- $layout-resumed: FAILED ($((SECONDS - t0)) s)"; tail -8 "$RESULTS/$layout-resumed.log"
+  fi
+  python3 - "/tmp/run-$layout-whole/metrics.jsonl" "/tmp/run-$layout-resumed/metrics.jsonl" "$half" "$layout" <<'PY'
+import json, sys
+whole, resumed, half, name = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+def steps(p):
+    try:
+        return {r["step"]: r for r in map(json.loads, open(p)) if r.get("type") == "step"}
+    except OSError:
+        return {}
+a, b = steps(whole), steps(resumed)
+text = open(resumed).read() if b else ""
+later = [s for s in sorted(a) if s > half]
+worst = max((abs(a[s]["loss"] - b[s]["loss"]) / abs(a[s]["loss"]) for s in later if s in b), default=float("nan"))
+ok = all(s in b for s in later) and "resumed from" in text and worst < 5e-3
+print(f"resume {name:20s} saved at {half}, resumed to {max(later, default=0)}: steps {sum(s in b for s in later)}/{len(later)}, "
+      f"worst relative loss difference vs uninterrupted {worst:.2e} -> {'ok' if ok else 'MISMATCH'}")
+PY
 done
 echo "== losses vs the 1-GPU reference (same global batch)"
 python3 - "$RESULTS" "${names[@]}" <<'PY'

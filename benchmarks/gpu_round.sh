@@ -28,6 +28,8 @@
 #                          when python3 has no torch)
 #   WB_ROUND_ROW_TIMEOUT   seconds per row of ours before it is stopped and reported "timed out"
 #                          (default 150); WB_ROUND_EAGER_TIMEOUT the same for eager rows (default 240)
+#   WB_ROUND_ROWS="real mock"  run only these rows (labels as in the table; eager rows need their
+#                          dump's row, e.g. "real eager-real-grouped"); default all
 #   WB_ROUND_CHECKS=0      skip the GPU unit checks;  WB_ROUND_DENSE=1  add the MBS 1 dense-mask
 #                          decoder-attention row (the measurement behind choosing varlen flash)
 # Logs, configs, dumps and metrics go to $WB_ROUND_RESULTS (default /tmp/gpu_round).
@@ -112,6 +114,13 @@ variant("real-cuda-graphs", lambda v: v.update(cuda_graph={
 variant("real-mbs1-dense", mbs(1))
 PY
 
+# WB_ROUND_ROWS: is this row (or the dump an eager row of it needs) selected?
+selected() {  # label
+  [ -z "${WB_ROUND_ROWS:-}" ] && return 0
+  case " $WB_ROUND_ROWS " in *" $1 "*) return 0 ;; esac
+  return 1
+}
+
 row() {  # label impl status metrics [pair]
   printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5:-}" >>"$ROWS"
 }
@@ -119,6 +128,7 @@ row() {  # label impl status metrics [pair]
 ours() {  # label [env assignments for moe-train...]
   local label=$1 cfg="$RESULTS/runs/$1.json" log="$RESULTS/runs/$1.log" dir="$RESULTS/runs/$1" rc=0 why
   shift
+  selected "$label" || return 0
   if ! "$BIN/moe-train" --validate "$cfg" >"$log.validate" 2>&1; then
     why=$(grep -m1 -E '^\s*[a-z_]+\.[a-z_.]+:' "$log.validate" | sed 's/^ *//' | cut -c1-150 || true)
     echo "-- $label: not supported by this build: ${why:-see $log.validate}"
@@ -146,6 +156,7 @@ ours() {  # label [env assignments for moe-train...]
 
 dump() {  # label: the micro-batches our run of that label trained on
   local label=$1 cfg="$RESULTS/runs/$1.json" per
+  selected "$label" || return 0
   if [ "$(allowance 60)" = 0 ]; then echo "budget spent" >"$RESULTS/runs/dump-$label.log"; return 1; fi
   per=$(python3 -c "import json,sys;t=json.load(open(sys.argv[1]))['train'];print(max(1,t['global_batch_size']//t['micro_batch_size']))" "$cfg")
   "$BIN/moe-train" --config "$cfg" --dump-batches "$RESULTS/dump-$label" --dump-count $((STEPS * per)) \
@@ -154,6 +165,7 @@ dump() {  # label: the micro-batches our run of that label trained on
 
 eager() {  # label dump-of experts pair
   local label=$1 from=$2 experts=$3 pair=$4 log="$RESULTS/runs/$1.log" rc=0 why
+  selected "$label" || return 0
   if [ ! -f "$RESULTS/dump-$from/index.json" ]; then
     row "$label" eager "no dump: $(tail -1 "$RESULTS/runs/dump-$from.log" 2>/dev/null | cut -c1-120)" "" "$pair"
     return 0
