@@ -44,9 +44,12 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
     const auto dtype = qkv_P3Hd.scalar_type();  // bf16 under autocast
     auto angle_P1F = angle_1PF.squeeze(0).unsqueeze(1);
     auto cos_P1F = angle_P1F.cos().to(dtype), sin_P1F = angle_P1F.sin().to(dtype);
-    auto q_1HPd = rotateHalf(qkv_P3Hd.select(1, 0), cos_P1F, sin_P1F).transpose(0, 1).unsqueeze(0);
-    auto k_1HPd = rotateHalf(qkv_P3Hd.select(1, 1), cos_P1F, sin_P1F).transpose(0, 1).unsqueeze(0);
-    auto v_1HPd = qkv_P3Hd.select(1, 2).transpose(0, 1).unsqueeze(0);
+    // unbind, not three selects: its backward stacks the three gradients in one pass, where each
+    // select's backward zero-fills a whole [P, 3, H, Dh] buffer and the three are then summed.
+    const auto parts = qkv_P3Hd.unbind(1);
+    auto q_1HPd = rotateHalf(parts[0], cos_P1F, sin_P1F).transpose(0, 1).unsqueeze(0);
+    auto k_1HPd = rotateHalf(parts[1], cos_P1F, sin_P1F).transpose(0, 1).unsqueeze(0);
+    auto v_1HPd = parts[2].transpose(0, 1).unsqueeze(0);
     const LayerFn core = [P, D, Dh, images, imageLengths, allowed_1PP](const std::vector<torch::Tensor>& in) {
         const auto& q_1HPd = in[0];
         const auto& k_1HPd = in[1];
