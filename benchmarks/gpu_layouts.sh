@@ -107,7 +107,9 @@ json.dump(c, open(src.replace(".json", "-first.json"), "w"), indent=1)
 PY
   run "$layout-whole" --nproc-per-node "$G"
   run "$layout-first" --nproc-per-node "$G"
-  rm -rf "/tmp/run-$layout-resumed" && cp -r "/tmp/run-$layout-first" "/tmp/run-$layout-resumed"
+  # Resumed in place: a checkpoint of the 30B slice is ~50 GB (fp32 weights and both moments), so
+  # a copy of the run directory does not fit beside the next layout's on a 128 GB disk.
+  rm -rf "/tmp/run-$layout-resumed" && mv "/tmp/run-$layout-first" "/tmp/run-$layout-resumed"
   t0=$SECONDS
   if timeout 150 "$BIN/moe-train" --config "$RESULTS/$layout-whole.json" --run-dir "/tmp/run-$layout-resumed" \
       --nproc-per-node "$G" --resume >"$RESULTS/$layout-resumed.log" 2>&1; then
@@ -131,6 +133,7 @@ ok = all(s in b for s in later) and "resumed from" in text and worst < 5e-3
 print(f"resume {name:20s} saved at {half}, resumed to {max(later, default=0)}: steps {sum(s in b for s in later)}/{len(later)}, "
       f"worst relative loss difference vs uninterrupted {worst:.2e} -> {'ok' if ok else 'MISMATCH'}")
 PY
+  rm -rf "/tmp/run-$layout-resumed/ckpt" "/tmp/run-$layout-whole/ckpt"  # free the disk for the next layout
 done
 echo "== losses vs the 1-GPU reference (same global batch)"
 python3 - "$RESULTS" "${names[@]}" <<'PY'
