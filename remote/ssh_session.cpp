@@ -19,12 +19,19 @@
 #include <libssh/sftp.h>
 
 #include <fcntl.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <mutex>
 
 namespace wb::remote {
@@ -108,6 +115,116 @@ void enableTcpKeepalive(ssh_session session)
     (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
     (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+}
+
+// The last `maxBytes` of a file ("" when it cannot be read).
+std::string readTail(const std::string& path, size_t maxBytes)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return text.size() > maxBytes ? text.substr(text.size() - maxBytes) : text;
+}
+
+// ProxyJump. libssh 0.10 turns "ProxyJump [user@]JUMP[:port][,more]" into the ProxyCommand
+// "ssh [-l user] [-p port] [-J more] -W '[%h]:%p' JUMP" (its config.c) and runs that through
+// "$SHELL -c" with stderr on /dev/null. As it is, two things go wrong:
+//  - the spawned ssh reads the user's ~/.ssh/config (OpenSSH finds it through the passwd entry,
+//    not $HOME), so a jump defined in the spec's own config file is unknown to it. OpenSSH's
+//    `ssh -F FILE` passes its -F on to the jump's ssh; we do the same;
+//  - every failure of the jump (down, its key unknown, auth refused, forwarding forbidden, no
+//    ssh on PATH) reaches us as "connection closed", naming neither the jump nor the cause. We
+//    send ssh's stderr to a private temp file and quote it when the connection fails.
+// A ProxyCommand the user wrote is left exactly as written.
+class ProxyJump {
+public:
+    ProxyJump(std::string jump, std::string configFile, std::string stderrPath)
+        : m_jump(std::move(jump)), m_configFile(std::move(configFile)), m_stderrPath(std::move(stderrPath)) {}
+    ~ProxyJump() { ::unlink(m_stderrPath.c_str()); }
+    ProxyJump(const ProxyJump&) = delete;
+    ProxyJump& operator=(const ProxyJump&) = delete;
+
+    /// Rewrites the session's ProxyCommand when it came from a ProxyJump; null when there is none.
+    static Result<std::unique_ptr<ProxyJump>> prepare(ssh_session session, const std::string& configFile);
+
+    const std::string& jump() const { return m_jump; }
+
+    /// The error for a connection that failed: names the jump and quotes what ssh said. Call
+    /// after the proxy process ended (ssh_disconnect reaps it).
+    std::string failure(const std::string& libsshError) const;
+
+private:
+    std::string m_jump;        // the first hop as written in ProxyJump
+    std::string m_configFile;  // the spec's config file; empty = ~/.ssh/config
+    std::string m_stderrPath;  // the spawned ssh's stderr; removed with this object
+};
+
+// A word for libssh's ProxyCommand: shell-quoted, and '%' doubled because libssh expands %h/%p
+// (and %%) in the whole command before the shell sees it.
+std::string proxyCommandWord(const std::string& word)
+{
+    std::string escaped;
+    for (char c : shellQuote(word)) {
+        escaped += c;
+        if (c == '%')
+            escaped += '%';
+    }
+    return escaped;
+}
+
+Result<std::unique_ptr<ProxyJump>> ProxyJump::prepare(ssh_session session, const std::string& configFile)
+{
+    const std::string command = optionString(session, SSH_OPTIONS_PROXYCOMMAND);
+    static const std::string kStdio = " -W '[%h]:%p' ";
+    const auto stdio = command.find(kStdio);
+    if (command.rfind("ssh ", 0) != 0 || stdio == std::string::npos)
+        return std::unique_ptr<ProxyJump>();
+    std::string jump = command.substr(stdio + kStdio.size());
+
+    std::string stderrPath = (std::filesystem::temp_directory_path() / "wb-proxyjump-XXXXXX").string();
+    const int fd = ::mkstemp(stderrPath.data());
+    if (fd < 0)
+        return makeError(ErrorCode::IoError,
+                         std::string("cannot create a temp file for the ProxyJump ssh's messages: ") +
+                             std::strerror(errno) + " (is TMPDIR writable?)",
+                         stderrPath);
+    ::close(fd);
+    auto result = std::make_unique<ProxyJump>(std::move(jump), configFile, stderrPath);
+
+    std::string rewritten = "ssh";
+    if (!configFile.empty())
+        rewritten += " -F " + proxyCommandWord(configFile);
+    rewritten += command.substr(3) + " 2>" + proxyCommandWord(stderrPath);
+    if (ssh_options_set(session, SSH_OPTIONS_PROXYCOMMAND, rewritten.c_str()) != SSH_OK)
+        return makeError(ErrorCode::InvalidArgument,
+                         std::string("cannot set the ProxyJump command: ") + ssh_get_error(session),
+                         result->jump());
+    wb::log::get("remote")->debug("ProxyJump {}: ProxyCommand {}", result->jump(), rewritten);
+    return result;
+}
+
+std::string ProxyJump::failure(const std::string& libsshError) const
+{
+    // ssh's last lines say why; the first ones are often warnings ("Permanently added ...").
+    std::string said;
+    std::istringstream lines(readTail(m_stderrPath, 1024));
+    for (std::string line; std::getline(lines, line);) {
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+            line.pop_back();
+        if (!line.empty())
+            said += (said.empty() ? "" : "; ") + line;
+    }
+    std::string message = "cannot connect through the jump host " + m_jump + " (ProxyJump, run by OpenSSH's ssh): ";
+    if (said.empty())
+        message += libsshError + " (ssh printed nothing)";
+    else
+        message += "ssh said: " + said;
+    if (said.find("not found") != std::string::npos)
+        message += ". The OpenSSH client must be on PATH (apt-get install openssh-client)";
+    const std::string config = m_configFile.empty() ? std::string() : "-F " + shellQuote(m_configFile) + " ";
+    message += ". Check that `ssh " + config + m_jump +
+               "` works in a terminal without asking anything (its key in an agent or named by "
+               "IdentityFile, its host key in known_hosts)";
+    return message;
 }
 
 Result<void> verifyHostKey(ssh_session session, const SshHostSpec& spec, HostKeyInfo& info,
@@ -309,16 +426,26 @@ Result<std::unique_ptr<SshSession>> SshSession::connect(const SshHostSpec& spec,
     const std::string where =
         optionString(s, SSH_OPTIONS_USER) + "@" + optionString(s, SSH_OPTIONS_HOST) + ":" + std::to_string(port);
 
+    auto jump = ProxyJump::prepare(s, spec.sshConfigFile);
+    if (!jump)
+        return jump.error();
+
     auto log = wb::log::get("remote");
     log->debug("connecting to {} (as {})", spec.host, where);
-    if (ssh_connect(s) != SSH_OK)
-        return makeError(ErrorCode::IoError, std::string("cannot connect: ") + ssh_get_error(s), where);
+    if (ssh_connect(s) != SSH_OK) {
+        const std::string error = ssh_get_error(s);
+        if (!*jump)
+            return makeError(ErrorCode::IoError, "cannot connect: " + error, where);
+        ssh_disconnect(s);  // ends and reaps the jump's ssh, so that all it said is in the file
+        return makeError(ErrorCode::IoError, (*jump)->failure(error), where);
+    }
     if (auto verified = verifyHostKey(s, spec, info, where); !verified)
         return verified.error();
     if (auto authed = authenticate(s, spec, where); !authed)
         return authed.error();
     enableTcpKeepalive(s);
-    log->info("connected to {} ({} {})", where, info.keyType, info.fingerprint);
+    log->info("connected to {}{} ({} {})", where, *jump ? " via ProxyJump " + (*jump)->jump() : std::string(),
+              info.keyType, info.fingerprint);
 
     std::unique_ptr<SshSession> result(new SshSession(std::move(session)));
     result->m_description = where;
