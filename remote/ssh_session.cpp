@@ -19,10 +19,10 @@
 #include <libssh/sftp.h>
 
 #include <fcntl.h>
-#include <unistd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -31,8 +31,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <mutex>
+#include <sstream>
 
 namespace wb::remote {
 
@@ -134,11 +134,11 @@ std::string readTail(const std::string& path, size_t maxBytes)
 //  - every failure of the jump (down, its key unknown, auth refused, forwarding forbidden, no
 //    ssh on PATH) reaches us as "connection closed", naming neither the jump nor the cause. We
 //    send ssh's stderr to a private temp file and quote it when the connection fails.
-// A ProxyCommand the user wrote is left exactly as written.
+// A ProxyCommand the user wrote is left as written (unless it has exactly that form).
 class ProxyJump {
 public:
-    ProxyJump(std::string jump, std::string configFile, std::string stderrPath)
-        : m_jump(std::move(jump)), m_configFile(std::move(configFile)), m_stderrPath(std::move(stderrPath)) {}
+    ProxyJump(std::string jump, std::string byHand, std::string stderrPath)
+        : m_jump(std::move(jump)), m_byHand(std::move(byHand)), m_stderrPath(std::move(stderrPath)) {}
     ~ProxyJump() { ::unlink(m_stderrPath.c_str()); }
     ProxyJump(const ProxyJump&) = delete;
     ProxyJump& operator=(const ProxyJump&) = delete;
@@ -154,7 +154,7 @@ public:
 
 private:
     std::string m_jump;        // the first hop as written in ProxyJump
-    std::string m_configFile;  // the spec's config file; empty = ~/.ssh/config
+    std::string m_byHand;      // "ssh [-F FILE] [-l USER] [-p PORT] [-J MORE] JUMP", to try in a terminal
     std::string m_stderrPath;  // the spawned ssh's stderr; removed with this object
 };
 
@@ -188,7 +188,11 @@ Result<std::unique_ptr<ProxyJump>> ProxyJump::prepare(ssh_session session, const
                              std::strerror(errno) + " (is TMPDIR writable?)",
                          stderrPath);
     ::close(fd);
-    auto result = std::make_unique<ProxyJump>(std::move(jump), configFile, stderrPath);
+    // command.substr(3): libssh's options after "ssh", kept as they are.
+    const std::string hopOptions = command.substr(3, stdio - 3);
+    const std::string byHand =
+        "ssh" + (configFile.empty() ? std::string() : " -F " + shellQuote(configFile)) + hopOptions + " " + jump;
+    auto result = std::make_unique<ProxyJump>(std::move(jump), byHand, stderrPath);
 
     std::string rewritten = "ssh";
     if (!configFile.empty())
@@ -208,7 +212,7 @@ std::string ProxyJump::failure(const std::string& libsshError) const
     std::string said;
     std::istringstream lines(readTail(m_stderrPath, 1024));
     for (std::string line; std::getline(lines, line);) {
-        while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '.'))
             line.pop_back();
         if (!line.empty())
             said += (said.empty() ? "" : "; ") + line;
@@ -220,8 +224,7 @@ std::string ProxyJump::failure(const std::string& libsshError) const
         message += "ssh said: " + said;
     if (said.find("not found") != std::string::npos)
         message += ". The OpenSSH client must be on PATH (apt-get install openssh-client)";
-    const std::string config = m_configFile.empty() ? std::string() : "-F " + shellQuote(m_configFile) + " ";
-    message += ". Check that `ssh " + config + m_jump +
+    message += ". Check that `" + m_byHand +
                "` works in a terminal without asking anything (its key in an agent or named by "
                "IdentityFile, its host key in known_hosts)";
     return message;
@@ -421,6 +424,9 @@ Result<std::unique_ptr<SshSession>> SshSession::connect(const SshHostSpec& spec,
     long timeout = static_cast<long>(spec.connectTimeout.count());
     ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &timeout);
 
+    // No User anywhere: libssh would log in as the local user; say so in messages too.
+    if (optionString(s, SSH_OPTIONS_USER).empty())
+        ssh_options_set(s, SSH_OPTIONS_USER, nullptr);
     unsigned int port = 22;
     ssh_options_get_port(s, &port);
     const std::string where =

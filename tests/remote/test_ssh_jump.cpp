@@ -129,9 +129,18 @@ private:
             << hop("target", m_target.port(), targetKey, "jump")
             << hop("elsewhere", m_jump.port(), targetKey, "jump")
             << hop("target-via-down-jump", m_target.port(), targetKey, "jump-down")
-            << hop("jump", m_jump.port(), jumpKey, "") << hop("jump-down", wbtest::freePort(), jumpKey, "");
-        std::ofstream(clientPath("jump_known_hosts"))
-            << "[127.0.0.1]:" << m_jump.port() << " " << wbtest::readAll(m_jump.dir() + "/host_key.pub");
+            << hop("jump", m_jump.port(), jumpKey, "") << hop("jump-down", wbtest::freePort(), jumpKey, "")
+            // ProxyJump in its user@host:port form, to a jump that accepts no key this block offers.
+            // ("localhost": libssh 0.10 matches Host lines against the HostName already set, so a
+            // "Host 127.0.0.1" block would apply to the target as well.)
+            << "Host target-via-keyless-jump\n    HostName 127.0.0.1\n    Port " << m_target.port()
+            << "\n    ProxyJump " << userName() << "@localhost:" << m_jump.port() << "\n"
+            << "Host localhost\n    AddressFamily inet\n    IdentityFile " << clientPath("no_such_key")
+            << "\n    IdentitiesOnly yes\n    UserKnownHostsFile " << clientPath("jump_known_hosts")
+            << "\n    GlobalKnownHostsFile /dev/null\n    StrictHostKeyChecking yes\n    BatchMode yes\n";
+        const std::string jumpHostKey = wbtest::readAll(m_jump.dir() + "/host_key.pub");
+        std::ofstream(clientPath("jump_known_hosts")) << "[127.0.0.1]:" << m_jump.port() << " " << jumpHostKey
+                                                      << "[localhost]:" << m_jump.port() << " " << jumpHostKey;
     }
 
     std::string connectError(const remote::SshHostSpec& spec, HostKeyInfo* info = nullptr)
@@ -260,6 +269,23 @@ private slots:
         QVERIFY2(message.find("ssh -F") != std::string::npos, message.c_str());  // how to check by hand
         QVERIFY2(failed.error().context.find(":" + std::to_string(m_target.port())) != std::string::npos,
                  failed.error().context.c_str());
+    }
+
+    // The jump refuses our key: the error quotes ssh, and the command to try by hand keeps the
+    // user and port written in ProxyJump.
+    void jumpRefusingAuthIsNamed()
+    {
+        auto keyless = spec();
+        keyless.host = "target-via-keyless-jump";
+        auto failed = SshSession::connect(keyless);
+        QVERIFY(!failed);
+        // No User in that block: messages name the local user libssh logs in as.
+        QCOMPARE(failed.error().context, userName() + "@127.0.0.1:" + std::to_string(m_target.port()));
+        const std::string& error = failed.error().message;
+        QVERIFY2(error.find("jump host localhost ") != std::string::npos, error.c_str());
+        QVERIFY2(error.find("Permission denied (publickey)") != std::string::npos, error.c_str());
+        const std::string byHand = "-l " + userName() + " -p " + std::to_string(m_jump.port()) + " localhost`";
+        QVERIFY2(error.find(byHand) != std::string::npos, error.c_str());
     }
 
     // No `ssh` on PATH: libssh's shell cannot run the first hop; the error says to install it.
