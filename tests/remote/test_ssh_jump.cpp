@@ -91,6 +91,7 @@ class TestSshJump : public QObject {
 private:
     wbtest::SshServer m_jump;    // allows TCP forwarding (sshd's default), logs at DEBUG1
     wbtest::SshServer m_target;  // reached only through the jump in this test's config
+    wbtest::SshServer m_gate;    // a first hop that may forward to the jump only
     QTemporaryDir m_client;      // ssh_config and the known_hosts files
 
     std::string clientPath(const char* name) const { return m_client.filePath(QLatin1String(name)).toStdString(); }
@@ -129,7 +130,9 @@ private:
             << hop("target", m_target.port(), targetKey, "jump")
             << hop("elsewhere", m_jump.port(), targetKey, "jump")
             << hop("target-via-down-jump", m_target.port(), targetKey, "jump-down")
+            << hop("target-two-hops", m_target.port(), targetKey, "gate,jump")
             << hop("jump", m_jump.port(), jumpKey, "") << hop("jump-down", wbtest::freePort(), jumpKey, "")
+            << hop("gate", m_gate.port(), m_gate.dir() + "/user_key", "")
             // ProxyJump in its user@host:port form, to a jump that accepts no key this block offers.
             // ("localhost": libssh 0.10 matches Host lines against the HostName already set, so a
             // "Host 127.0.0.1" block would apply to the target as well.)
@@ -140,7 +143,9 @@ private:
             << "\n    GlobalKnownHostsFile /dev/null\n    StrictHostKeyChecking yes\n    BatchMode yes\n";
         const std::string jumpHostKey = wbtest::readAll(m_jump.dir() + "/host_key.pub");
         std::ofstream(clientPath("jump_known_hosts")) << "[127.0.0.1]:" << m_jump.port() << " " << jumpHostKey
-                                                      << "[localhost]:" << m_jump.port() << " " << jumpHostKey;
+                                                      << "[localhost]:" << m_jump.port() << " " << jumpHostKey
+                                                      << "[127.0.0.1]:" << m_gate.port() << " "
+                                                      << wbtest::readAll(m_gate.dir() + "/host_key.pub");
     }
 
     std::string connectError(const remote::SshHostSpec& spec, HostKeyInfo* info = nullptr)
@@ -166,11 +171,14 @@ private slots:
         // The jump forwards to the target's port only (PermitOpen), and logs the requests.
         why = m_jump.start("host_key", "LogLevel DEBUG1\nPermitOpen 127.0.0.1:" + std::to_string(m_target.port()));
         QVERIFY2(why.empty(), why.c_str());
+        why = m_gate.start("host_key", "LogLevel DEBUG1\nPermitOpen 127.0.0.1:" + std::to_string(m_jump.port()));
+        QVERIFY2(why.empty(), why.c_str());
         writeClientConfig();
     }
 
     void cleanupTestCase()
     {
+        m_gate.stop();
         m_target.stop();
         m_jump.stop();
     }
@@ -225,6 +233,26 @@ private slots:
         const std::string log = wbtest::readAll(m_jump.dir() + "/sshd.log");
         QVERIFY2(log.find("direct-tcpip") != std::string::npos, log.c_str());
         QVERIFY2(log.find("port " + std::to_string(m_target.port())) != std::string::npos, log.c_str());
+    }
+
+    // `ProxyJump gate,jump`: gate first, as OpenSSH does (libssh 0.10 alone would connect to gate
+    // through jump). The order is forced: gate may forward only to jump, jump only to the target.
+    void twoHopsInProxyJumpOrder()
+    {
+        auto twoHops = spec();
+        twoHops.host = "target-two-hops";
+        auto session = SshSession::connect(twoHops);
+        QVERIFY2(session, session ? "" : session.error().toString().c_str());
+        auto result = (*session)->run("echo $SSH_CONNECTION", kTimeout);
+        QVERIFY2(result, result ? "" : result.error().toString().c_str());
+        std::istringstream out(result->out);
+        std::string clientAddress;
+        int clientPort = 0;
+        out >> clientAddress >> clientPort;
+        const pid_t owner = socketOwner(tcpSocketInode(clientPort, m_target.port()));
+        QVERIFY2(descendsFrom(owner, m_jump.pid()), "the last hop to the target is not the jump's sshd");
+        const std::string gateLog = wbtest::readAll(m_gate.dir() + "/sshd.log");
+        QVERIFY2(gateLog.find("port " + std::to_string(m_jump.port())) != std::string::npos, gateLog.c_str());
     }
 
     // A changed target key is refused through the jump as it is directly: a known_hosts that
@@ -282,7 +310,8 @@ private slots:
         // No User in that block: messages name the local user libssh logs in as.
         QCOMPARE(failed.error().context, userName() + "@127.0.0.1:" + std::to_string(m_target.port()));
         const std::string& error = failed.error().message;
-        QVERIFY2(error.find("jump host localhost ") != std::string::npos, error.c_str());
+        const std::string written = userName() + "@localhost:" + std::to_string(m_jump.port());
+        QVERIFY2(error.find("jump host " + written + " ") != std::string::npos, error.c_str());
         QVERIFY2(error.find("Permission denied (publickey)") != std::string::npos, error.c_str());
         const std::string byHand = "-l " + userName() + " -p " + std::to_string(m_jump.port()) + " localhost`";
         QVERIFY2(error.find(byHand) != std::string::npos, error.c_str());
