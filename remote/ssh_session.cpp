@@ -227,13 +227,15 @@ std::vector<JumpHop> libsshJumpHops(const std::string& command)
 {
     std::istringstream words(command);
     std::vector<std::string> w{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
-    if (w.size() < 4 || w[0] != "ssh" || w[w.size() - 3] != "-W" || w[w.size() - 2] != "'[%h]:%p'")
+    // libssh before 0.10.5 wrote the -W argument unquoted (zsh globbed it).
+    if (w.size() < 4 || w[0] != "ssh" || w[w.size() - 3] != "-W" ||
+        (w[w.size() - 2] != "'[%h]:%p'" && w[w.size() - 2] != "[%h]:%p"))
         return {};
     JumpHop first;
     first.host = w.back();
     std::string more;
     for (size_t i = 1; i + 3 < w.size(); i += 2) {
-        if (i + 4 > w.size())
+        if (i + 1 > w.size() - 4)  // an option without its value
             return {};
         if (w[i] == "-l")
             first.user = w[i + 1];
