@@ -10,6 +10,7 @@
 #include "remote/ssh_session.h"
 
 #include "core/log.h"
+#include "remote/proxy_jump.h"
 
 #include <libssh/callbacks.h>
 #include <libssh/libssh.h>
@@ -22,19 +23,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <mutex>
-#include <sstream>
-#include <vector>
 
 namespace wb::remote {
 
@@ -117,216 +109,6 @@ void enableTcpKeepalive(ssh_session session)
     (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
     (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
-}
-
-// The last `maxBytes` of a file ("" when it cannot be read).
-std::string readTail(const std::string& path, size_t maxBytes)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return text.size() > maxBytes ? text.substr(text.size() - maxBytes) : text;
-}
-
-// ProxyJump. libssh 0.10 turns "ProxyJump HOP1,HOP2,..." (each [user@]host[:port]) into the
-// ProxyCommand "ssh [-l user1] [-p port1] [-J HOP2,...] -W '[%h]:%p' host1" (its config.c) and
-// runs that through "$SHELL -c" with stderr on /dev/null. As it is, three things go wrong:
-//  - the spawned ssh reads the user's ~/.ssh/config (OpenSSH finds it through the passwd entry,
-//    not $HOME), so a jump defined in the spec's own config file is unknown to it. OpenSSH's
-//    `ssh -F FILE` passes its -F on to the jump's ssh; we do the same;
-//  - with several hops the order is reversed: `ssh -J HOP2 ... host1` reaches host1 THROUGH HOP2,
-//    while ProxyJump means HOP1 first. We build what OpenSSH builds: the last hop is the one ssh
-//    connects to, the others go to -J in their order;
-//  - every failure of the jump (down, its key unknown, auth refused, forwarding forbidden, no
-//    ssh on PATH) reaches us as "Connection reset by peer", naming neither the jump nor the
-//    cause. We send ssh's stderr to a private temp file and quote it when the connection fails.
-// The hops are shell-quoted (libssh pastes them in as they are). A ProxyCommand the user wrote is
-// left as written (unless it has exactly libssh's form).
-class ProxyJump {
-public:
-    ProxyJump(std::string hops, std::string byHand, std::string stderrPath)
-        : m_hops(std::move(hops)), m_byHand(std::move(byHand)), m_stderrPath(std::move(stderrPath)) {}
-    ~ProxyJump() { ::unlink(m_stderrPath.c_str()); }
-    ProxyJump(const ProxyJump&) = delete;
-    ProxyJump& operator=(const ProxyJump&) = delete;
-
-    /// Rewrites the session's ProxyCommand when it came from a ProxyJump; null when there is none.
-    static Result<std::unique_ptr<ProxyJump>> prepare(ssh_session session, const std::string& configFile);
-
-    const std::string& hops() const { return m_hops; }
-
-    /// The error for a connection that failed: names the jump and quotes what ssh said. Call
-    /// after the proxy process ended (ssh_disconnect reaps it).
-    std::string failure(const std::string& libsshError) const;
-
-private:
-    std::string m_hops;        // the ProxyJump list, first hop first
-    std::string m_byHand;      // "ssh [-F FILE] ... LASTHOP", to try in a terminal
-    std::string m_stderrPath;  // the spawned ssh's stderr; removed with this object
-};
-
-// A word for libssh's ProxyCommand: shell-quoted, and '%' doubled because libssh expands %h/%p
-// (and %%) in the whole command before the shell sees it.
-std::string proxyCommandWord(const std::string& word)
-{
-    std::string escaped;
-    for (char c : shellQuote(word)) {
-        escaped += c;
-        if (c == '%')
-            escaped += '%';
-    }
-    return escaped;
-}
-
-// A word for a command shown to the user: quoted only when the shell needs it.
-std::string readableWord(const std::string& word)
-{
-    const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("@%+=:,./_-", c) != nullptr;
-    });
-    return plain ? word : shellQuote(word);
-}
-
-// One ProxyJump hop, [user@]host[:port], IPv6 hosts in brackets as in ssh_config(5).
-struct JumpHop {
-    std::string user, host, port;
-
-    static JumpHop parse(const std::string& text)
-    {
-        JumpHop hop;
-        std::string rest = text;
-        if (const auto at = rest.rfind('@'); at != std::string::npos) {
-            hop.user = rest.substr(0, at);
-            rest = rest.substr(at + 1);
-        }
-        const auto close = rest.find(']');
-        const auto colon = rest.rfind(':');
-        if (!rest.empty() && rest.front() == '[' && close != std::string::npos) {
-            hop.host = rest.substr(1, close - 1);
-            if (close + 1 < rest.size() && rest[close + 1] == ':')
-                hop.port = rest.substr(close + 2);
-        } else if (colon != std::string::npos && rest.find(':') == colon) {
-            hop.host = rest.substr(0, colon);
-            hop.port = rest.substr(colon + 1);
-        } else {
-            hop.host = rest;  // a name, or a bare IPv6 address (no port possible)
-        }
-        return hop;
-    }
-
-    std::string text() const
-    {
-        const bool v6 = host.find(':') != std::string::npos;
-        return (user.empty() ? "" : user + "@") + (v6 && !port.empty() ? "[" + host + "]" : host) +
-               (port.empty() ? "" : ":" + port);
-    }
-};
-
-// The hops of libssh's "ssh [-l U] [-p P] [-J MORE] -W '[%h]:%p' HOST", first hop first; empty
-// when the command has another shape (a ProxyCommand the user wrote).
-std::vector<JumpHop> libsshJumpHops(const std::string& command)
-{
-    std::istringstream words(command);
-    std::vector<std::string> w{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
-    // libssh before 0.10.5 wrote the -W argument unquoted (zsh globbed it).
-    if (w.size() < 4 || w[0] != "ssh" || w[w.size() - 3] != "-W" ||
-        (w[w.size() - 2] != "'[%h]:%p'" && w[w.size() - 2] != "[%h]:%p"))
-        return {};
-    JumpHop first;
-    first.host = w.back();
-    std::string more;
-    for (size_t i = 1; i + 3 < w.size(); i += 2) {
-        if (i + 1 > w.size() - 4)  // an option without its value
-            return {};
-        if (w[i] == "-l")
-            first.user = w[i + 1];
-        else if (w[i] == "-p")
-            first.port = w[i + 1];
-        else if (w[i] == "-J")
-            more = w[i + 1];
-        else
-            return {};
-    }
-    std::vector<JumpHop> hops{first};
-    std::istringstream rest(more);
-    for (std::string hop; std::getline(rest, hop, ',');)
-        if (!hop.empty())
-            hops.push_back(JumpHop::parse(hop));
-    return hops;
-}
-
-Result<std::unique_ptr<ProxyJump>> ProxyJump::prepare(ssh_session session, const std::string& configFile)
-{
-    const std::vector<JumpHop> hops = libsshJumpHops(optionString(session, SSH_OPTIONS_PROXYCOMMAND));
-    if (hops.empty())
-        return std::unique_ptr<ProxyJump>();
-    std::string stderrPath = (std::filesystem::temp_directory_path() / "wb-proxyjump-XXXXXX").string();
-    const int fd = ::mkstemp(stderrPath.data());
-    if (fd < 0)
-        return makeError(ErrorCode::IoError,
-                         std::string("cannot create a temp file for the ProxyJump ssh's messages: ") +
-                             std::strerror(errno) + " (is TMPDIR writable?)",
-                         stderrPath);
-    ::close(fd);
-
-    // OpenSSH's own ProxyJump command (ssh.c): ssh [-F] [-l] [-p] [-J HOP1,...] -W ... LASTHOP.
-    // Built twice: for libssh (%-escaped) and for the user to paste into a terminal.
-    std::string earlierHops;
-    for (size_t i = 0; i + 1 < hops.size(); ++i) {
-        if (i > 0)
-            earlierHops += ',';
-        earlierHops += hops[i].text();
-    }
-    std::string allHops = earlierHops;
-    if (!allHops.empty())
-        allHops += ',';
-    allHops += hops.back().text();
-    const JumpHop& last = hops.back();
-    const auto build = [&](const std::function<std::string(const std::string&)>& word) {
-        std::string line = "ssh";
-        if (!configFile.empty())
-            line += " -F " + word(configFile);
-        if (!last.user.empty())
-            line += " -l " + word(last.user);
-        if (!last.port.empty())
-            line += " -p " + word(last.port);
-        if (!earlierHops.empty())
-            line += " -J " + word(earlierHops);
-        return line;
-    };
-    const std::string command =
-        build(proxyCommandWord) + " -W '[%h]:%p' " + proxyCommandWord(last.host) + " 2>" + proxyCommandWord(stderrPath);
-    auto result = std::make_unique<ProxyJump>(allHops, build(readableWord) + " " + readableWord(last.host), stderrPath);
-    if (ssh_options_set(session, SSH_OPTIONS_PROXYCOMMAND, command.c_str()) != SSH_OK)
-        return makeError(ErrorCode::InvalidArgument,
-                         std::string("cannot set the ProxyJump command: ") + ssh_get_error(session), allHops);
-    wb::log::get("remote")->debug("ProxyJump {}: ProxyCommand {}", allHops, command);
-    return result;
-}
-
-std::string ProxyJump::failure(const std::string& libsshError) const
-{
-    // ssh's last lines say why; the first ones are often warnings ("Permanently added ...").
-    std::string said;
-    std::istringstream lines(readTail(m_stderrPath, 1024));
-    for (std::string line; std::getline(lines, line);) {
-        while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '.'))
-            line.pop_back();
-        if (!line.empty())
-            said += (said.empty() ? "" : "; ") + line;
-    }
-    const bool several = m_hops.find(',') != std::string::npos;
-    std::string message = std::string("cannot connect through the jump ") + (several ? "hosts " : "host ") +
-                          m_hops + " (ProxyJump, run by OpenSSH's ssh): ";
-    if (said.empty())
-        message += libsshError + " (ssh printed nothing)";
-    else
-        message += "ssh said: " + said;
-    if (said.find("not found") != std::string::npos)
-        message += ". The OpenSSH client must be on PATH (apt-get install openssh-client)";
-    message += ". Check that `" + m_byHand +
-               "` works in a terminal without asking anything (its key in an agent or named by "
-               "IdentityFile, its host key in known_hosts)";
-    return message;
 }
 
 Result<void> verifyHostKey(ssh_session session, const SshHostSpec& spec, HostKeyInfo& info,
