@@ -1,9 +1,10 @@
 // SshSession through a ProxyJump, end to end: private OpenSSH sshd on 127.0.0.1
 // (ssh_test_fixture.h) — "jump", "target" and "gate" (a first hop for `ProxyJump gate,jump`) —
-// and a private ssh_config in which `Host target` has `ProxyJump jump`. libssh runs the OpenSSH client (`ssh -W ... jump`) for the first hop; the test
-// proves the target's TCP peer is a process of the jump's sshd, that the target's host key (not
-// the jump's) is the one verified, and that a jump that is down, refuses forwarding, or cannot be
-// run gives an error naming the jump and saying why.
+// and a private ssh_config in which `Host target` has `ProxyJump jump`. libssh runs the OpenSSH
+// client (`ssh -W ... jump`) for the first hop; the test proves the target's TCP peer is a process
+// of the jump's sshd, that the target's host key (not the jump's) is the one verified, that two
+// hops go in ProxyJump's order, and that a jump that is down, refuses forwarding or the key, or
+// cannot be run gives an error naming the jump and saying why.
 #include "remote/ssh_session.h"
 #include "ssh_test_fixture.h"
 
