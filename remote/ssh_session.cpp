@@ -10,6 +10,7 @@
 #include "remote/ssh_session.h"
 
 #include "core/log.h"
+#include "remote/proxy_jump.h"
 
 #include <libssh/callbacks.h>
 #include <libssh/libssh.h>
@@ -304,21 +305,34 @@ Result<std::unique_ptr<SshSession>> SshSession::connect(const SshHostSpec& spec,
     long timeout = static_cast<long>(spec.connectTimeout.count());
     ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &timeout);
 
+    // No User anywhere: libssh would log in as the local user; say so in messages too.
+    if (optionString(s, SSH_OPTIONS_USER).empty())
+        ssh_options_set(s, SSH_OPTIONS_USER, nullptr);
     unsigned int port = 22;
     ssh_options_get_port(s, &port);
     const std::string where =
         optionString(s, SSH_OPTIONS_USER) + "@" + optionString(s, SSH_OPTIONS_HOST) + ":" + std::to_string(port);
 
+    auto jump = ProxyJump::prepare(s, spec.sshConfigFile);
+    if (!jump)
+        return jump.error();
+
     auto log = wb::log::get("remote");
     log->debug("connecting to {} (as {})", spec.host, where);
-    if (ssh_connect(s) != SSH_OK)
-        return makeError(ErrorCode::IoError, std::string("cannot connect: ") + ssh_get_error(s), where);
+    if (ssh_connect(s) != SSH_OK) {
+        const std::string error = ssh_get_error(s);
+        if (!*jump)
+            return makeError(ErrorCode::IoError, "cannot connect: " + error, where);
+        ssh_disconnect(s);  // ends and reaps the jump's ssh, so that all it said is in the file
+        return makeError(ErrorCode::IoError, (*jump)->failure(error), where);
+    }
     if (auto verified = verifyHostKey(s, spec, info, where); !verified)
         return verified.error();
     if (auto authed = authenticate(s, spec, where); !authed)
         return authed.error();
     enableTcpKeepalive(s);
-    log->info("connected to {} ({} {})", where, info.keyType, info.fingerprint);
+    log->info("connected to {}{} ({} {})", where, *jump ? " via ProxyJump " + (*jump)->hops() : std::string(),
+              info.keyType, info.fingerprint);
 
     std::unique_ptr<SshSession> result(new SshSession(std::move(session)));
     result->m_description = where;
