@@ -1,0 +1,118 @@
+// Captured graphs of the MoE router's forward and backward (cuda_graph.impl "local", scope
+// "moe_router"; docs/runtime.md "CUDA graphs"). Device-agnostic: the capture itself is a
+// GraphCapturer (CUDA graphs in cuda/cuda_graph.h); this class owns the bucketing, the static
+// buffers and the copies in and out, and is tested on the CPU with a capturer that re-runs the
+// recorded body.
+//
+// Shapes as in router.h; Tb = T rounded up to the bucket size, C = the capacity (the most tokens
+// a micro-batch can have). moe-train removes padding, so T changes every micro-batch, but a graph
+// replays fixed shapes and fixed addresses. So:
+//  - T is padded up to a bucket (a multiple of bucketTokens); the padded rows are zero inputs
+//    masked out of the aux statistics (mask_T) and sliced off the outputs;
+//  - one forward and one backward graph per (router signature, bucket), built lazily on the
+//    first micro-batch of that bucket and kept. Every MoE layer shares them: the router weight is
+//    an input copied in before each replay (a new weight after an optimizer step is simply the
+//    next copy), so graphs per layer would be identical copies;
+//  - the static buffers are allocated once per signature at the capacity C and every bucket's
+//    graph works on their first Tb rows; results are cloned out after the replay, because the
+//    next layer's replay overwrites them and pipeline parallelism runs several forwards before
+//    their backwards.
+// Thread: the training thread (forward) or the autograd engine's thread (backward) — never both
+// at once (the training thread waits inside backward()); a mutex makes that an invariant.
+#pragma once
+
+#include "runtime/model/router.h"
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace wb::rt {
+
+/// A recorded sequence of kernels over fixed addresses; replay() runs it again (on CUDA: on the
+/// current stream).
+class CapturedGraph {
+public:
+    virtual ~CapturedGraph() = default;
+    virtual void replay() = 0;
+};
+
+/// Records a body that reads and writes only tensors that outlive the graph (its temporaries
+/// are the graph's own). Replays of every graph it made must not overlap (they share a pool).
+class GraphCapturer {
+public:
+    virtual ~GraphCapturer() = default;
+    virtual std::unique_ptr<CapturedGraph> capture(const std::function<void()>& body) = 0;
+    /// For the log: "CUDA graphs (private pool, 3 warm-up runs)".
+    virtual std::string describe() const = 0;
+};
+
+class RouterGraphs {
+public:
+    /// Tokens per bucket: the router's FLOPs per padded row are ~6·D·E, so padding is nearly
+    /// free, and with this size a micro-batch of up to 16k tokens meets at most 64 buckets.
+    static constexpr int64_t kBucketTokens = 256;
+
+    /// `capacity`: the most tokens a micro-batch can hold (MBS × seq_length); larger T (and T = 0)
+    /// run eagerly. Starts disabled (the trainer enables it after cuda_graph.warmup_steps).
+    RouterGraphs(int64_t capacity, int64_t bucketTokens, std::unique_ptr<GraphCapturer> capturer);
+    ~RouterGraphs();
+    RouterGraphs(const RouterGraphs&) = delete;
+    RouterGraphs& operator=(const RouterGraphs&) = delete;
+
+    /// T rounded up to a multiple of `bucketTokens` (T ≥ 1).
+    static int64_t bucketOf(int64_t T, int64_t bucketTokens);
+
+    void setEnabled(bool enabled);
+    /// True when a micro-batch of T tokens replays graphs: enabled and 1 ≤ T ≤ capacity.
+    bool covers(int64_t T) const;
+
+    /// The router forward over x_TD, W_ED (already in the router dtype; both on one device) by
+    /// graph replay: routerForwardMath's values for the T real rows (mask 1), owned tensors.
+    RouterTensors forward(const torch::Tensor& x_TD, const torch::Tensor& W_ED, int64_t topK);
+    /// The backward by graph replay: (dx_TD, dW_ED) in the router dtype, owned tensors.
+    std::pair<torch::Tensor, torch::Tensor> backward(const torch::Tensor& x_TD, const torch::Tensor& W_ED,
+                                                     const torch::Tensor& probs_TE, const torch::Tensor& ids_TK,
+                                                     const torch::Tensor& gWeights_TK, const torch::Tensor& gProbSum_E);
+
+    /// Graphs captured so far (forward + backward), and the buckets (Tb) they were built for.
+    int graphsBuilt() const;
+    std::vector<int64_t> buckets() const;
+    /// Bytes of the static buffers (the graphs' own temporaries live in the capturer's pool).
+    int64_t staticBytes() const;
+    std::string describe() const;
+
+private:
+    // One router signature's static buffers, at capacity rows, and its graphs per bucket.
+    struct Workspace {
+        torch::Tensor x_CD, w_ED, mask_C;        // inputs of both passes
+        torch::Tensor probs_CE, ids_CK;          // forward outputs = backward inputs
+        torch::Tensor weights_CK, counts_E, probSum_E;  // forward outputs
+        torch::Tensor gWeights_CK, gProbSum_E;   // backward inputs
+        torch::Tensor dx_CD, dW_ED;              // backward outputs
+        torch::Tensor padIds_1K;                 // 0..K-1: distinct ids for padded rows
+        std::map<int64_t, std::unique_ptr<CapturedGraph>> forwardGraphs, backwardGraphs;
+    };
+    using Signature = std::tuple<int64_t, int64_t, int64_t, int, std::string>;  // D, E, K, dtype, device
+
+    Workspace& workspace(const torch::Tensor& x_TD, const torch::Tensor& W_ED, int64_t topK);
+    void copyTokens(Workspace& ws, const torch::Tensor& x_TD, const torch::Tensor& W_ED, int64_t T, int64_t Tb);
+    CapturedGraph& graph(std::map<int64_t, std::unique_ptr<CapturedGraph>>& graphs, int64_t Tb,
+                         const std::function<void()>& body);
+
+    const int64_t m_capacity;
+    const int64_t m_bucketTokens;
+    mutable std::mutex m_mutex;
+    std::unique_ptr<GraphCapturer> m_capturer;  // guarded by m_mutex
+    std::map<Signature, Workspace> m_workspaces;  // guarded by m_mutex
+    bool m_enabled = false;                       // guarded by m_mutex
+};
+
+}  // namespace wb::rt
