@@ -71,19 +71,21 @@ void routerBackwardMath(const torch::Tensor& x_TD, const torch::Tensor& W_ED, co
                         const torch::Tensor& ids_TK, const torch::Tensor& mask_T, const torch::Tensor& gWeights_TK,
                         const torch::Tensor& gProbSum_E, torch::Tensor& dx_TD, torch::Tensor& dW_ED)
 {
+    // The formulas and their order are autograd's for the composed ops (routeTopK), so a CPU run
+    // gives the same gradients bit for bit (the golden losses stay): Div's two backward terms
+    // g / s and −g · ((p / s) / s) summed over K, top-K's scatter, mean's g / T broadcast, and
+    // the fused softmax backward p ⊙ (dp − ⟨dp, p⟩).
     auto dProbs_TE = torch::zeros_like(probs_TE);
     if (gWeights_TK.defined()) {
-        // w_k = p_k / s with s = Σ_j p_j over the K chosen:  dp_j = (g_j − Σ_k g_k w_k) / s.
         auto top_TK = probs_TE.gather(1, ids_TK);
         auto sum_T1 = top_TK.sum(-1, true);
         auto g_TK = gWeights_TK.to(probs_TE.scalar_type());
-        auto dTop_TK = (g_TK - (g_TK * (top_TK / sum_T1)).sum(-1, true)) / sum_T1;
+        auto dTop_TK = g_TK / sum_T1 + (-g_TK * ((top_TK / sum_T1) / sum_T1)).sum(-1, true);
         dProbs_TE.scatter_(1, ids_TK, dTop_TK);  // a token's K ids are distinct: no accumulation
     }
     if (gProbSum_E.defined())
         dProbs_TE.add_(mask_T.defined() ? mask_T.unsqueeze(1) * gProbSum_E.unsqueeze(0) : gProbSum_E.unsqueeze(0));
-    // Softmax backward: dlogits = p ⊙ (dp − ⟨dp, p⟩).
-    auto dLogits_TE = probs_TE * (dProbs_TE - (dProbs_TE * probs_TE).sum(-1, true));
+    auto dLogits_TE = at::_softmax_backward_data(dProbs_TE, probs_TE, -1, probs_TE.scalar_type());
     torch::mm_out(dx_TD, dLogits_TE, W_ED);
     torch::mm_out(dW_ED, dLogits_TE.t(), x_TD);
 }
