@@ -50,12 +50,11 @@ RouterOutput routeTopK(const torch::Tensor& logits_TE, int topK, double auxLossC
     return out;
 }
 
-RouterTensors routerForwardMath(const torch::Tensor& x_TD, const torch::Tensor& W_ED, int64_t topK,
-                                const torch::Tensor& mask_T)
+RouterTensors routerForwardMath(const torch::Tensor& logits_TE, int64_t topK, const torch::Tensor& mask_T)
 {
     RouterTensors r;
-    const int64_t T = x_TD.size(0), E = W_ED.size(0);
-    r.probs_TE = torch::softmax(torch::matmul(x_TD, W_ED.t()), -1);
+    const int64_t T = logits_TE.size(0), E = logits_TE.size(1);
+    r.probs_TE = torch::softmax(logits_TE, -1);
     auto [top_TK, ids_TK] = r.probs_TE.topk(topK, -1);
     r.weights_TK = (top_TK / top_TK.sum(-1, true)).to(torch::kFloat32);
     r.ids_TK = ids_TK;
@@ -67,9 +66,8 @@ RouterTensors routerForwardMath(const torch::Tensor& x_TD, const torch::Tensor& 
     return r;
 }
 
-void routerBackwardMath(const torch::Tensor& x_TD, const torch::Tensor& W_ED, const torch::Tensor& probs_TE,
-                        const torch::Tensor& ids_TK, const torch::Tensor& mask_T, const torch::Tensor& gWeights_TK,
-                        const torch::Tensor& gProbSum_E, torch::Tensor& dx_TD, torch::Tensor& dW_ED)
+torch::Tensor routerBackwardMath(const torch::Tensor& probs_TE, const torch::Tensor& ids_TK, const torch::Tensor& mask_T,
+                                 const torch::Tensor& gWeights_TK, const torch::Tensor& gProbSum_E)
 {
     // The formulas and their order are autograd's for the composed ops (routeTopK), so a CPU run
     // gives the same gradients bit for bit (the golden losses stay): Div's two backward terms
@@ -85,9 +83,7 @@ void routerBackwardMath(const torch::Tensor& x_TD, const torch::Tensor& W_ED, co
     }
     if (gProbSum_E.defined())
         dProbs_TE.add_(mask_T.defined() ? mask_T.unsqueeze(1) * gProbSum_E.unsqueeze(0) : gProbSum_E.unsqueeze(0));
-    auto dLogits_TE = at::_softmax_backward_data(dProbs_TE, probs_TE, -1, probs_TE.scalar_type());
-    torch::mm_out(dx_TD, dLogits_TE, W_ED);
-    torch::mm_out(dW_ED, dLogits_TE.t(), x_TD);
+    return at::_softmax_backward_data(dProbs_TE, probs_TE, -1, probs_TE.scalar_type());
 }
 
 namespace {
@@ -124,10 +120,11 @@ public:
                                                   int64_t graphsKey)
     {
         const auto dtype = static_cast<torch::ScalarType>(routerDtype);
-        auto x = x_TD.to(dtype), w = W_ED.to(dtype);
+        // x·Wᵀ as autograd's matmul would run it (a 2-D matmul is mm), eagerly: see router.h.
+        auto logits_TE = torch::mm(x_TD.to(dtype), W_ED.to(dtype).t());
         std::shared_ptr<RouterGraphs> graphs = graphsKey ? lookUpGraphs(graphsKey) : nullptr;
-        RouterTensors r = graphs && graphs->covers(x.size(0)) ? graphs->forward(x, w, topK)
-                                                              : routerForwardMath(x, w, topK);
+        RouterTensors r = graphs && graphs->covers(logits_TE.size(0)) ? graphs->forward(logits_TE, topK)
+                                                                      : routerForwardMath(logits_TE, topK);
         ctx->save_for_backward({x_TD, W_ED, r.probs_TE, r.ids_TK});
         ctx->saved_data["dtype"] = routerDtype;
         ctx->saved_data["graphs"] = graphsKey;
@@ -147,14 +144,13 @@ public:
         const auto& gWeights_TK = grads[0];
         const auto& gProbSum_E = grads[4];
         std::shared_ptr<RouterGraphs> graphs = lookUpGraphs(ctx->saved_data["graphs"].toInt());
-        torch::Tensor dx, dW;
-        if (graphs && graphs->covers(x.size(0))) {
-            std::tie(dx, dW) = graphs->backward(x, w, saved[2], saved[3], gWeights_TK, gProbSum_E);
-        } else {
-            dx = torch::empty_like(x);
-            dW = torch::empty_like(w);
-            routerBackwardMath(x, w, saved[2], saved[3], {}, gWeights_TK, gProbSum_E, dx, dW);
-        }
+        const auto& probs_TE = saved[2];
+        const auto& ids_TK = saved[3];
+        auto dLogits_TE = graphs && graphs->covers(probs_TE.size(0))
+                              ? graphs->backward(probs_TE, ids_TK, gWeights_TK, gProbSum_E)
+                              : routerBackwardMath(probs_TE, ids_TK, {}, gWeights_TK, gProbSum_E);
+        // mm's backward as autograd runs it for x·Wᵀ (row-major x, W): dlogits·W and dlogitsᵀ·x.
+        auto dx = torch::mm(dLogits_TE, w), dW = torch::mm(dLogits_TE.t(), x);
         return {dx.to(x_TD.scalar_type()), dW.to(W_ED.scalar_type()), torch::Tensor(), torch::Tensor(),
                 torch::Tensor()};
     }

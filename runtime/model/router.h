@@ -5,10 +5,13 @@
 // Shapes: T tokens (padding removed), D model width, E experts, K active experts per token.
 //
 // routeTokens runs it as ONE autograd node with a hand-written backward (RouterFunction in
-// router.cpp) whose forward and backward are each a fixed sequence of static-shape kernels with no
-// host read: the piece CUDA graphs capture (router_graphs.h). The aux loss itself is composed
-// outside the node from two E-sized outputs (assignment counts, probability sums), so sequence
-// parallelism's sum over the shares stays an ordinary collective between graphs.
+// router.cpp). Between the GEMMs (logits = x·Wᵀ; dx = dlogits·W, dW = dlogitsᵀ·x) its forward and
+// backward are fixed sequences of small static-shape kernels with no host read: the piece CUDA
+// graphs capture (router_graphs.h). The GEMMs stay outside the graphs, reading x in place: a graph
+// over them would need x [T, D] copied into a static buffer and dx copied out, per layer — more
+// memory traffic than the launches it saves. The aux loss itself is composed outside the node
+// from two E-sized outputs (assignment counts, probability sums), so sequence parallelism's sum
+// over the shares stays an ordinary collective between graphs.
 // routeTopK is the same function composed of ATen ops under autograd: the reference the tests
 // compare the node against. Training thread (forward) and autograd's thread (backward).
 #pragma once
@@ -49,9 +52,9 @@ RouterOutput routeTokens(const torch::Tensor& x_TD, const torch::Tensor& W_ED, i
                          torch::ScalarType routerDtype, const ShareSum& sumOverShares,
                          const std::shared_ptr<RouterGraphs>& graphs = nullptr);
 
-/// The node's forward in static shapes, on x_TD and W_ED already in the router dtype. `mask_T`
-/// (router dtype, 1 = token, 0 = padding row; undefined = all tokens) weights the counts and the
-/// probability sums, so padded rows add nothing to the aux statistics.
+/// The node's forward after the router GEMM, in static shapes, on logits_TE in the router dtype.
+/// `mask_T` (router dtype, 1 = token, 0 = padding row; undefined = all tokens) weights the counts
+/// and the probability sums, so padded rows add nothing to the aux statistics.
 struct RouterTensors {
     torch::Tensor weights_TK;  ///< fp32
     torch::Tensor ids_TK;      ///< int64
@@ -59,15 +62,13 @@ struct RouterTensors {
     torch::Tensor counts_E;    ///< router dtype: Σ_t mask_t · #{k: ids[t, k] = e}
     torch::Tensor probSum_E;   ///< router dtype: Σ_t mask_t · probs[t, e]
 };
-RouterTensors routerForwardMath(const torch::Tensor& x_TD, const torch::Tensor& W_ED, int64_t topK,
-                                const torch::Tensor& mask_T = {});
+RouterTensors routerForwardMath(const torch::Tensor& logits_TE, int64_t topK, const torch::Tensor& mask_T = {});
 
-/// The node's backward, written into dx_TD [T, D] and dW_ED [E, D] (router dtype, preallocated):
-/// d weights → d top-K probabilities (quotient rule) → scattered into d probs, plus the probability
-/// sums' gradient on the unmasked rows → softmax backward → d logits → dx = dlogits·W,
-/// dW = dlogitsᵀ·x. `gWeights_TK` (fp32) and `gProbSum_E` may be undefined (= zero).
-void routerBackwardMath(const torch::Tensor& x_TD, const torch::Tensor& W_ED, const torch::Tensor& probs_TE,
-                        const torch::Tensor& ids_TK, const torch::Tensor& mask_T, const torch::Tensor& gWeights_TK,
-                        const torch::Tensor& gProbSum_E, torch::Tensor& dx_TD, torch::Tensor& dW_ED);
+/// The node's backward down to the logits: d weights → d top-K probabilities (quotient rule) →
+/// scattered into d probs, plus the probability sums' gradient on the unmasked rows → softmax
+/// backward. Returns dlogits_TE (router dtype); dx = dlogits·W and dW = dlogitsᵀ·x follow.
+/// `gWeights_TK` (fp32) and `gProbSum_E` may be undefined (= zero).
+torch::Tensor routerBackwardMath(const torch::Tensor& probs_TE, const torch::Tensor& ids_TK, const torch::Tensor& mask_T,
+                                 const torch::Tensor& gWeights_TK, const torch::Tensor& gProbSum_E);
 
 }  // namespace wb::rt

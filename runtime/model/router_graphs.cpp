@@ -3,6 +3,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <iomanip>
 #include <sstream>
 #include <stdexcept>
 
@@ -34,25 +35,23 @@ bool RouterGraphs::covers(int64_t T) const
     return m_enabled && T >= 1 && T <= m_capacity;
 }
 
-RouterGraphs::Workspace& RouterGraphs::workspace(const torch::Tensor& x_TD, const torch::Tensor& W_ED, int64_t topK)
+RouterGraphs::Workspace& RouterGraphs::workspace(const torch::Tensor& like_TE, int64_t topK)
 {
-    TORCH_CHECK(x_TD.dim() == 2 && W_ED.dim() == 2 && x_TD.size(1) == W_ED.size(1) &&
-                    x_TD.scalar_type() == W_ED.scalar_type() && x_TD.device() == W_ED.device(),
-                "RouterGraphs: x [T, D] and W [E, D] of one dtype on one device expected");
-    const int64_t D = W_ED.size(1), E = W_ED.size(0);
-    const Signature key{D, E, topK, static_cast<int>(W_ED.scalar_type()), W_ED.device().str()};
+    TORCH_CHECK(like_TE.dim() == 2 && topK >= 1 && topK <= like_TE.size(1), "RouterGraphs: [T, E] logits and 1 <= K <= E expected");
+    const int64_t E = like_TE.size(1);
+    const Signature key{E, topK, static_cast<int>(like_TE.scalar_type()), like_TE.device().str()};
     auto it = m_workspaces.find(key);
     if (it != m_workspaces.end())
         return it->second;
-    // Capacity rows rounded up to a whole bucket, so the largest bucket's slice exists. Zeros, not
-    // empty: a padded row must never read NaN garbage (0 · NaN would reach dW).
+    // Capacity rows rounded up to a whole bucket, so the largest bucket's slice exists. Zeros (and
+    // a uniform distribution over distinct ids), not empty: a padded row must never read NaN
+    // garbage, or 0 · NaN would reach the real rows' sums.
     const int64_t C = bucketOf(m_capacity, m_bucketTokens);
-    const auto real = W_ED.options();
+    const auto real = like_TE.options();
     const auto ids = real.dtype(torch::kInt64);
     const auto fp32 = real.dtype(torch::kFloat32);
     Workspace ws;
-    ws.x_CD = torch::zeros({C, D}, real);
-    ws.w_ED = torch::zeros({E, D}, real);
+    ws.logits_CE = torch::zeros({C, E}, real);
     ws.mask_C = torch::zeros({C}, real);
     ws.probs_CE = torch::full({C, E}, 1.0 / static_cast<double>(E), real);
     ws.ids_CK = torch::arange(topK, ids).unsqueeze(0).repeat({C, 1});
@@ -61,20 +60,16 @@ RouterGraphs::Workspace& RouterGraphs::workspace(const torch::Tensor& x_TD, cons
     ws.probSum_E = torch::zeros({E}, real);
     ws.gWeights_CK = torch::zeros({C, topK}, fp32);
     ws.gProbSum_E = torch::zeros({E}, real);
-    ws.dx_CD = torch::zeros({C, D}, real);
-    ws.dW_ED = torch::zeros({E, D}, real);
+    ws.dLogits_CE = torch::zeros({C, E}, real);
     ws.padIds_1K = torch::arange(topK, ids).unsqueeze(0);
     return m_workspaces.emplace(key, std::move(ws)).first->second;
 }
 
-// The real rows in, the padded rows [T, Tb) as zero inputs with mask 0.
-void RouterGraphs::copyTokens(Workspace& ws, const torch::Tensor& x_TD, const torch::Tensor& W_ED, int64_t T, int64_t Tb)
+// Rows [0, T) are tokens, [T, Tb) padding.
+void RouterGraphs::setMask(Workspace& ws, int64_t T, int64_t Tb)
 {
-    ws.x_CD.slice(0, 0, T).copy_(x_TD);
-    ws.x_CD.slice(0, T, Tb).zero_();
     ws.mask_C.slice(0, 0, T).fill_(1.0);
     ws.mask_C.slice(0, T, Tb).zero_();
-    ws.w_ED.copy_(W_ED);
 }
 
 CapturedGraph& RouterGraphs::graph(std::map<int64_t, std::unique_ptr<CapturedGraph>>& graphs, int64_t Tb,
@@ -86,17 +81,20 @@ CapturedGraph& RouterGraphs::graph(std::map<int64_t, std::unique_ptr<CapturedGra
     return *slot;
 }
 
-RouterTensors RouterGraphs::forward(const torch::Tensor& x_TD, const torch::Tensor& W_ED, int64_t topK)
+RouterTensors RouterGraphs::forward(const torch::Tensor& logits_TE, int64_t topK)
 {
     std::lock_guard lock(m_mutex);
     torch::NoGradGuard noGrad;
-    const int64_t T = x_TD.size(0), Tb = bucketOf(T, m_bucketTokens);
+    const int64_t T = logits_TE.size(0), Tb = bucketOf(T, m_bucketTokens);
     TORCH_CHECK(T >= 1 && T <= m_capacity, "RouterGraphs::forward: ", T, " tokens outside 1..", m_capacity);
-    Workspace& ws = workspace(x_TD, W_ED, topK);
-    copyTokens(ws, x_TD, W_ED, T, Tb);
+    Workspace& ws = workspace(logits_TE, topK);
+    // Padded rows: zero logits (a uniform softmax), masked out of the counts and sums.
+    ws.logits_CE.slice(0, 0, T).copy_(logits_TE);
+    ws.logits_CE.slice(0, T, Tb).zero_();
+    setMask(ws, T, Tb);
     // The body reads and writes only the workspace (fixed addresses); its temporaries are the graph's.
     graph(ws.forwardGraphs, Tb, [&ws, Tb, topK] {
-        RouterTensors r = routerForwardMath(ws.x_CD.slice(0, 0, Tb), ws.w_ED, topK, ws.mask_C.slice(0, 0, Tb));
+        RouterTensors r = routerForwardMath(ws.logits_CE.slice(0, 0, Tb), topK, ws.mask_C.slice(0, 0, Tb));
         ws.probs_CE.slice(0, 0, Tb).copy_(r.probs_TE);
         ws.ids_CK.slice(0, 0, Tb).copy_(r.ids_TK);
         ws.weights_CK.slice(0, 0, Tb).copy_(r.weights_TK);
@@ -112,21 +110,19 @@ RouterTensors RouterGraphs::forward(const torch::Tensor& x_TD, const torch::Tens
     return out;
 }
 
-std::pair<torch::Tensor, torch::Tensor> RouterGraphs::backward(const torch::Tensor& x_TD, const torch::Tensor& W_ED,
-                                                               const torch::Tensor& probs_TE, const torch::Tensor& ids_TK,
-                                                               const torch::Tensor& gWeights_TK,
-                                                               const torch::Tensor& gProbSum_E)
+torch::Tensor RouterGraphs::backward(const torch::Tensor& probs_TE, const torch::Tensor& ids_TK,
+                                     const torch::Tensor& gWeights_TK, const torch::Tensor& gProbSum_E)
 {
     std::lock_guard lock(m_mutex);
     torch::NoGradGuard noGrad;
-    const int64_t T = x_TD.size(0), Tb = bucketOf(T, m_bucketTokens), K = ids_TK.size(1);
+    const int64_t T = probs_TE.size(0), Tb = bucketOf(T, m_bucketTokens), K = ids_TK.size(1);
     TORCH_CHECK(T >= 1 && T <= m_capacity, "RouterGraphs::backward: ", T, " tokens outside 1..", m_capacity);
-    Workspace& ws = workspace(x_TD, W_ED, K);
-    copyTokens(ws, x_TD, W_ED, T, Tb);
+    Workspace& ws = workspace(probs_TE, K);
+    setMask(ws, T, Tb);
     // Padded rows: a uniform distribution over distinct ids (finite, a non-zero top-K sum) and a
     // zero incoming gradient, so their dlogits are exactly 0.
     ws.probs_CE.slice(0, 0, T).copy_(probs_TE);
-    ws.probs_CE.slice(0, T, Tb).fill_(1.0 / static_cast<double>(W_ED.size(0)));
+    ws.probs_CE.slice(0, T, Tb).fill_(1.0 / static_cast<double>(probs_TE.size(1)));
     ws.ids_CK.slice(0, 0, T).copy_(ids_TK);
     ws.ids_CK.slice(0, T, Tb).copy_(ws.padIds_1K.expand({Tb - T, K}));
     if (gWeights_TK.defined())
@@ -139,11 +135,11 @@ std::pair<torch::Tensor, torch::Tensor> RouterGraphs::backward(const torch::Tens
     else
         ws.gProbSum_E.zero_();
     graph(ws.backwardGraphs, Tb, [&ws, Tb] {
-        auto dx_TD = ws.dx_CD.slice(0, 0, Tb);
-        routerBackwardMath(ws.x_CD.slice(0, 0, Tb), ws.w_ED, ws.probs_CE.slice(0, 0, Tb), ws.ids_CK.slice(0, 0, Tb),
-                           ws.mask_C.slice(0, 0, Tb), ws.gWeights_CK.slice(0, 0, Tb), ws.gProbSum_E, dx_TD, ws.dW_ED);
+        ws.dLogits_CE.slice(0, 0, Tb).copy_(routerBackwardMath(ws.probs_CE.slice(0, 0, Tb), ws.ids_CK.slice(0, 0, Tb),
+                                                               ws.mask_C.slice(0, 0, Tb), ws.gWeights_CK.slice(0, 0, Tb),
+                                                               ws.gProbSum_E));
     }).replay();
-    return {ws.dx_CD.slice(0, 0, T).clone(), ws.dW_ED.clone()};
+    return ws.dLogits_CE.slice(0, 0, T).clone();
 }
 
 int RouterGraphs::graphsBuilt() const
@@ -174,9 +170,8 @@ int64_t RouterGraphs::staticBytes() const
     std::lock_guard lock(m_mutex);
     int64_t bytes = 0;
     for (const auto& [key, ws] : m_workspaces)
-        for (const torch::Tensor* t : {&ws.x_CD, &ws.w_ED, &ws.mask_C, &ws.probs_CE, &ws.ids_CK, &ws.weights_CK,
-                                       &ws.counts_E, &ws.probSum_E, &ws.gWeights_CK, &ws.gProbSum_E, &ws.dx_CD,
-                                       &ws.dW_ED, &ws.padIds_1K})
+        for (const torch::Tensor* t : {&ws.logits_CE, &ws.mask_C, &ws.probs_CE, &ws.ids_CK, &ws.weights_CK, &ws.counts_E,
+                                       &ws.probSum_E, &ws.gWeights_CK, &ws.gProbSum_E, &ws.dLogits_CE, &ws.padIds_1K})
             bytes += static_cast<int64_t>(t->numel() * t->element_size());
     return bytes;
 }
@@ -189,7 +184,8 @@ std::string RouterGraphs::describe() const
       << " token buckets of " << m_bucketTokens << " [";
     for (size_t i = 0; i < b.size(); ++i)
         s << (i ? " " : "") << b[i];
-    s << "], shared by every MoE layer; static buffers " << (staticBytes() + (1 << 19)) / (1 << 20) << " MiB; ";
+    s << "], shared by every MoE layer; static buffers " << std::fixed << std::setprecision(1)
+      << static_cast<double>(staticBytes()) / (1 << 20) << " MiB; ";
     {
         std::lock_guard lock(m_mutex);
         s << m_capturer->describe();

@@ -1,5 +1,6 @@
-// Captured graphs of the MoE router's forward and backward (cuda_graph.impl "local", scope
-// "moe_router"; docs/runtime.md "CUDA graphs"). Device-agnostic: the capture itself is a
+// Captured graphs of the MoE router's forward and backward between its GEMMs (cuda_graph.impl
+// "local", scope "moe_router"; docs/runtime.md "CUDA graphs"): logits → softmax, top-K, weights,
+// aux statistics; and d weights, d prob sums → dlogits (router.h says why the GEMMs stay out). Device-agnostic: the capture itself is a
 // GraphCapturer (CUDA graphs in cuda/cuda_graph.h); this class owns the bucketing, the static
 // buffers and the copies in and out, and is tested on the CPU with a capturer that re-runs the
 // recorded body.
@@ -10,9 +11,10 @@
 //  - T is padded up to a bucket (a multiple of bucketTokens); the padded rows are zero inputs
 //    masked out of the aux statistics (mask_T) and sliced off the outputs;
 //  - one forward and one backward graph per (router signature, bucket), built lazily on the
-//    first micro-batch of that bucket and kept. Every MoE layer shares them: the router weight is
-//    an input copied in before each replay (a new weight after an optimizer step is simply the
-//    next copy), so graphs per layer would be identical copies;
+//    first micro-batch of that bucket and kept. Every MoE layer shares them: the layer's weight
+//    only enters through the logits (and the GEMMs after dlogits), which are copied in and out,
+//    so graphs per layer would be identical copies (and a new weight after an optimizer step
+//    needs nothing);
 //  - the static buffers are allocated once per signature at the capacity C and every bucket's
 //    graph works on their first Tb rows; results are cloned out after the replay, because the
 //    next layer's replay overwrites them and pipeline parallelism runs several forwards before
@@ -74,13 +76,12 @@ public:
     /// True when a micro-batch of T tokens replays graphs: enabled and 1 ≤ T ≤ capacity.
     bool covers(int64_t T) const;
 
-    /// The router forward over x_TD, W_ED (already in the router dtype; both on one device) by
-    /// graph replay: routerForwardMath's values for the T real rows (mask 1), owned tensors.
-    RouterTensors forward(const torch::Tensor& x_TD, const torch::Tensor& W_ED, int64_t topK);
-    /// The backward by graph replay: (dx_TD, dW_ED) in the router dtype, owned tensors.
-    std::pair<torch::Tensor, torch::Tensor> backward(const torch::Tensor& x_TD, const torch::Tensor& W_ED,
-                                                     const torch::Tensor& probs_TE, const torch::Tensor& ids_TK,
-                                                     const torch::Tensor& gWeights_TK, const torch::Tensor& gProbSum_E);
+    /// routerForwardMath(logits_TE, topK) by graph replay (logits in the router dtype): the values
+    /// for the T real rows (mask 1), as owned tensors.
+    RouterTensors forward(const torch::Tensor& logits_TE, int64_t topK);
+    /// routerBackwardMath by graph replay: dlogits_TE (router dtype), an owned tensor.
+    torch::Tensor backward(const torch::Tensor& probs_TE, const torch::Tensor& ids_TK, const torch::Tensor& gWeights_TK,
+                           const torch::Tensor& gProbSum_E);
 
     /// Graphs captured so far (forward + backward), and the buckets (Tb) they were built for.
     int graphsBuilt() const;
@@ -92,18 +93,18 @@ public:
 private:
     // One router signature's static buffers, at capacity rows, and its graphs per bucket.
     struct Workspace {
-        torch::Tensor x_CD, w_ED, mask_C;        // inputs of both passes
-        torch::Tensor probs_CE, ids_CK;          // forward outputs = backward inputs
+        torch::Tensor logits_CE, mask_C;                // forward inputs (mask: backward too)
+        torch::Tensor probs_CE, ids_CK;                 // forward outputs = backward inputs
         torch::Tensor weights_CK, counts_E, probSum_E;  // forward outputs
-        torch::Tensor gWeights_CK, gProbSum_E;   // backward inputs
-        torch::Tensor dx_CD, dW_ED;              // backward outputs
-        torch::Tensor padIds_1K;                 // 0..K-1: distinct ids for padded rows
+        torch::Tensor gWeights_CK, gProbSum_E;          // backward inputs
+        torch::Tensor dLogits_CE;                       // backward output
+        torch::Tensor padIds_1K;                        // 0..K-1: distinct ids for padded rows
         std::map<int64_t, std::unique_ptr<CapturedGraph>> forwardGraphs, backwardGraphs;
     };
-    using Signature = std::tuple<int64_t, int64_t, int64_t, int, std::string>;  // D, E, K, dtype, device
+    using Signature = std::tuple<int64_t, int64_t, int, std::string>;  // E, K, dtype, device
 
-    Workspace& workspace(const torch::Tensor& x_TD, const torch::Tensor& W_ED, int64_t topK);
-    void copyTokens(Workspace& ws, const torch::Tensor& x_TD, const torch::Tensor& W_ED, int64_t T, int64_t Tb);
+    Workspace& workspace(const torch::Tensor& like_TE, int64_t topK);
+    void setMask(Workspace& ws, int64_t T, int64_t Tb);
     CapturedGraph& graph(std::map<int64_t, std::unique_ptr<CapturedGraph>>& graphs, int64_t Tb,
                          const std::function<void()>& body);
 
