@@ -647,8 +647,7 @@ void Trainer::installRouterGraphs()
         }
     event("info", "cuda graphs: scope moe_router on " + std::to_string(layers) + " MoE layers, token buckets of " +
                       std::to_string(RouterGraphs::kBucketTokens) + " up to " + std::to_string(capacity) +
-                      ", captured from step " + std::to_string(m_step + g.warmupSteps + 1) + " (warmup_steps " +
-                      std::to_string(g.warmupSteps) + ")");
+                      ", used after this process's first " + std::to_string(g.warmupSteps) + " steps (warmup_steps)");
 }
 
 // cuda_graph.warmup_steps: the first steps of this process run the same router node eagerly, so
