@@ -1,15 +1,15 @@
 // Captured graphs of the MoE router's forward and backward between its GEMMs (cuda_graph.impl
 // "local", scope "moe_router"; docs/runtime.md "CUDA graphs"): logits → softmax, top-K, weights,
-// aux statistics; and d weights, d prob sums → dlogits (router.h says why the GEMMs stay out). Device-agnostic: the capture itself is a
-// GraphCapturer (CUDA graphs in cuda/cuda_graph.h); this class owns the bucketing, the static
-// buffers and the copies in and out, and is tested on the CPU with a capturer that re-runs the
-// recorded body.
+// aux statistics; and d weights, d prob sums → dlogits (router.h says why the GEMMs stay out).
+// Device-agnostic: the capture itself is a GraphCapturer (CUDA graphs in cuda/cuda_graph.h); this
+// class owns the bucketing, the static buffers and the copies in and out, and is tested on the CPU
+// with a capturer that re-runs the recorded body.
 //
 // Shapes as in router.h; Tb = T rounded up to the bucket size, C = the capacity (the most tokens
 // a micro-batch can have). moe-train removes padding, so T changes every micro-batch, but a graph
 // replays fixed shapes and fixed addresses. So:
-//  - T is padded up to a bucket (a multiple of bucketTokens); the padded rows are zero inputs
-//    masked out of the aux statistics (mask_T) and sliced off the outputs;
+//  - T is padded up to a bucket (a multiple of bucketTokens); the padded rows are zero logits
+//    masked out of the aux statistics (mask_T), get a zero gradient, and are sliced off;
 //  - one forward and one backward graph per (router signature, bucket), built lazily on the
 //    first micro-batch of that bucket and kept. Every MoE layer shares them: the layer's weight
 //    only enters through the logits (and the GEMMs after dlogits), which are copied in and out,
