@@ -23,6 +23,7 @@
 // at once (the training thread waits inside backward()); a mutex makes that an invariant.
 #pragma once
 
+#include "runtime/model/graph_capturer.h"
 #include "runtime/model/router.h"
 
 #include <torch/torch.h>
@@ -37,24 +38,6 @@
 #include <vector>
 
 namespace wb::rt {
-
-/// A recorded sequence of kernels over fixed addresses; replay() runs it again (on CUDA: on the
-/// current stream).
-class CapturedGraph {
-public:
-    virtual ~CapturedGraph() = default;
-    virtual void replay() = 0;
-};
-
-/// Records a body that reads and writes only tensors that outlive the graph (its temporaries
-/// are the graph's own). Replays of every graph it made must not overlap (they share a pool).
-class GraphCapturer {
-public:
-    virtual ~GraphCapturer() = default;
-    virtual std::unique_ptr<CapturedGraph> capture(const std::function<void()>& body) = 0;
-    /// For the log: "CUDA graphs (private pool, 3 warm-up runs)".
-    virtual std::string describe() const = 0;
-};
 
 class RouterGraphs {
 public:

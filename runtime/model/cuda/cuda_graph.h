@@ -5,7 +5,7 @@
 // absent. Training thread or autograd's device thread, one at a time (RouterGraphs' mutex).
 #pragma once
 
-#include "runtime/model/router_graphs.h"
+#include "runtime/model/graph_capturer.h"
 
 #include <memory>
 
