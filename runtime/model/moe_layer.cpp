@@ -5,50 +5,9 @@
 #include "runtime/model/recompute.h"
 #include "runtime/model/torch_compat.h"
 
-#include <ATen/autocast_mode.h>
-#include <c10/core/impl/LocalDispatchKeySet.h>
-
 #include <cmath>
 
 namespace wb::rt {
-
-RouterOutput routeTopK(const torch::Tensor& logits_TE, int topK, double auxLossCoeff,
-                       torch::ScalarType routerDtype, const ShareSum& sumOverShares)
-{
-    RouterOutput out;
-    const int64_t T = logits_TE.size(0), E = logits_TE.size(1);
-    auto probs_TE = torch::softmax(logits_TE.to(routerDtype), -1);
-    auto [topProbs_TK, ids_TK] = probs_TE.topk(topK, -1);
-    out.weights_TK = (topProbs_TK / topProbs_TK.sum(-1, true)).to(torch::kFloat32);
-    out.expertIds_TK = ids_TK;
-    out.probs_TE = probs_TE.to(torch::kFloat32);
-    // f_e counts assignments (no gradient, as in Switch / Megatron); P_e carries the gradient.
-    auto counts_E = torch::zeros({E}, probs_TE.options()).index_add_(
-        0, ids_TK.flatten(), torch::ones({T * topK}, probs_TE.options()));
-    if (sumOverShares) {
-        // Every share takes part, even one without tokens: the counts and the token total of the
-        // whole micro-batch (one collective), then this share's part of Σ_e f_e · P_e.
-        const auto total_E1 = [&] {
-            torch::NoGradGuard noGrad;
-            return sumOverShares(torch::cat({counts_E, torch::full({1}, double(T), counts_E.options())}));
-        }();
-        // No host read of the total (a sync per layer on CUDA): with no token anywhere the counts
-        // and the probability sums are zero, and the clamp only avoids 0/0.
-        auto tokens = total_E1.slice(0, E, E + 1).clamp_min(1.0);
-        auto fraction_E = total_E1.slice(0, 0, E) / (tokens * topK);
-        auto shareProb_E = probs_TE.sum(0) / tokens;
-        out.auxLoss = ((fraction_E * shareProb_E).sum() * (static_cast<double>(E) * auxLossCoeff)).to(torch::kFloat32);
-        return out;
-    }
-    if (T == 0) {
-        out.auxLoss = torch::zeros({}, logits_TE.options().dtype(torch::kFloat32));
-        return out;
-    }
-    auto fraction_E = counts_E / static_cast<double>(T * topK);
-    auto meanProb_E = probs_TE.mean(0);
-    out.auxLoss = ((fraction_E * meanProb_E).sum() * (static_cast<double>(E) * auxLossCoeff)).to(torch::kFloat32);
-    return out;
-}
 
 namespace {
 
@@ -288,13 +247,10 @@ MoeLayerImpl::MoeLayerImpl(int hiddenSize, int numExperts, int topK, int ffnHidd
 
 std::pair<torch::Tensor, torch::Tensor> MoeLayerImpl::forward(const torch::Tensor& x_TD)
 {
-    // Router logits in the router dtype: a bf16 matmul would make near-ties flip between runs.
-    // Autocast would turn this matmul into bf16, so it is switched off for the router only.
-    RouterOutput route = [&] {
-        c10::impl::ExcludeDispatchKeyGuard noAutocast(c10::autocast_dispatch_keyset);
-        auto logits_TE = torch::matmul(x_TD.to(m_routerDtype), m_routerWeight_ED.to(m_routerDtype).t());
-        return routeTopK(logits_TE, m_topK, m_auxLossCoeff, m_routerDtype, m_shareSum);
-    }();
+    // One autograd node (router.h), in the router dtype with autocast excluded; replayed from
+    // CUDA graphs when they are installed and cover this micro-batch's token count.
+    RouterOutput route = routeTokens(x_TD, m_routerWeight_ED, m_topK, m_auxLossCoeff, m_routerDtype, m_shareSum,
+                                     m_routerGraphs);
     return {runExperts(x_TD, route), route.auxLoss};
 }
 

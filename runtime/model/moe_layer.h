@@ -2,10 +2,9 @@
 // already removed), D model width, E experts, K active experts per token, F expert FFN width,
 // A = T·K token-expert assignments. One training thread.
 //
-// Router: fp32 (or fp64) softmax over E, top-K, the K probabilities renormalized to sum to 1, and
-// the Switch-Transformer load-balancing loss coeff · E · Σ_e f_e · P_e (f_e = share of the A
-// assignments that go to e, P_e = mean router probability of e), as Megatron's
-// switch_load_balancing_loss_func computes it.
+// Router: router.h (fp32 or fp64 softmax over E, top-K renormalized, Switch load-balancing loss),
+// one autograd node with a hand-written backward; CUDA graphs replay it when installed from
+// outside (setRouterGraphs, router_graphs.h).
 //
 // Experts: the weights are stacked ([E, D, 2F] gate|up and [E, F, D] down), the layout a grouped
 // GEMM (at::_grouped_mm on LibTorch ≥ 2.8 / CUDA) consumes. expertsForward sorts the assignments by
@@ -13,29 +12,14 @@
 // only the per-expert loop in runExpertsLoop is to be replaced by the grouped-GEMM call.
 #pragma once
 
+#include "runtime/model/router.h"
+
 #include <torch/torch.h>
 
 #include <functional>
+#include <memory>
 
 namespace wb::rt {
-
-struct RouterOutput {
-    torch::Tensor weights_TK;    ///< renormalized top-K probabilities (fp32)
-    torch::Tensor expertIds_TK;  ///< int64
-    torch::Tensor probs_TE;      ///< full softmax (fp32), for diagnostics
-    torch::Tensor auxLoss;       ///< scalar, already multiplied by coeff
-};
-
-/// Sums a tensor over the ranks that share a micro-batch's tokens (sequence parallelism); empty
-/// = this rank has all of them.
-using ShareSum = std::function<torch::Tensor(const torch::Tensor&)>;
-
-/// Routing from router logits (any float dtype; computed in `routerDtype`). With `sumOverShares`
-/// the T tokens are this rank's share of the micro-batch: the assignment counts and the token
-/// total are summed over the shares, so the aux losses of the shares add up to the aux loss of
-/// the whole micro-batch (as Megatron reduces tokens_per_expert over the TP × CP group).
-RouterOutput routeTopK(const torch::Tensor& logits_TE, int topK, double auxLossCoeff,
-                       torch::ScalarType routerDtype = torch::kFloat32, const ShareSum& sumOverShares = {});
 
 /// How the experts' matrix products run. Auto = Grouped when available (CUDA build on LibTorch
 /// >= 2.8, CUDA tensors, bf16 compute: x in bf16 or CUDA autocast on), else Loop.
@@ -77,6 +61,9 @@ public:
     void setExpertsRunner(ExpertsRunner* runner) { m_expertsRunner = runner; }
     /// Sequence parallelism (set from outside): see routeTopK. Empty = all tokens are here.
     void setShareSum(ShareSum sum) { m_shareSum = std::move(sum); }
+    /// CUDA graphs for the router (set from outside: cuda_graph scope "moe_router"); shared by
+    /// every layer. Null = the router runs eagerly (the same node, the same math).
+    void setRouterGraphs(std::shared_ptr<RouterGraphs> graphs) { m_routerGraphs = std::move(graphs); }
     int numExperts() const { return m_numExperts; }
 
 private:
@@ -84,6 +71,7 @@ private:
 
     ExpertsRunner* m_expertsRunner = nullptr;
     ShareSum m_shareSum;
+    std::shared_ptr<RouterGraphs> m_routerGraphs;
     int m_numExperts;
     int m_topK;
     double m_auxLossCoeff;

@@ -3,6 +3,7 @@
 
 #include "runtime/data/tokenizer.h"
 
+#include "runtime/model/cuda/cuda_graph.h"
 #include "runtime/model/torch_compat.h"
 #include "runtime/parallel/process_group.h"
 #include "runtime/train/recompute_runner.h"
@@ -65,6 +66,47 @@ void tensorParallelProblems(const core::RunConfig& c, std::vector<core::ConfigPr
                        "set use_megatron_fsdp false, or tensor_model_parallel_size 1 (docs/parallel.md)"});
 }
 
+// CUDA graphs (runtime/model/router_graphs.h): impl "local" captures the router; the other scopes
+// have shapes or host reads that change every micro-batch (docs/runtime.md "CUDA graphs").
+void cudaGraphProblems(const core::RunConfig& c, std::vector<core::ConfigProblem>& out)
+{
+    const auto& g = c.cudaGraph;
+    if (g.impl == "none")
+        return;
+    if (g.impl != "local") {
+        out.push_back({"cuda_graph.impl", "\"" + g.impl + "\" is not available in moe-train: " +
+                                              (g.impl == "transformer_engine"
+                                                   ? std::string("it has no Transformer Engine; its own graphs are impl \"local\"")
+                                                   : std::string("a whole-iteration graph needs fixed shapes, and moe-train's token "
+                                                                 "count changes every micro-batch (padding is removed)")),
+                       "set cuda_graph.impl \"local\" with scope [\"moe_router\"], or \"none\""});
+        return;
+    }
+    if (!cuda::cudaGraphsAvailable())
+        out.push_back({"cuda_graph.impl", "this moe-train was built without CUDA graphs (WB_WITH_CUDA=OFF, or LibTorch < 2.1)",
+                       "set cuda_graph.impl \"none\", or build moe-train with CUDA on a GPU node"});
+    if (g.scope.empty())
+        out.push_back({"cuda_graph.scope", "impl \"local\" with no scope captures nothing in moe-train (it has no whole-layer graphs)",
+                       "set scope [\"moe_router\"]"});
+    for (const std::string& part : g.scope) {
+        if (part == "attn")
+            out.push_back({"cuda_graph.scope", "\"attn\" cannot be captured: variable-length flash attention takes cu_seqlens and "
+                                               "max_seqlen that change every micro-batch (one segment per packed sample, "
+                                               "read on the host), and a graph fixes them",
+                           "remove \"attn\" from the scope (keep \"moe_router\")"});
+        else if (part == "moe_preprocess")
+            out.push_back({"cuda_graph.scope", "\"moe_preprocess\" is not captured by moe-train yet: the permutation's T·K "
+                                               "rows change every micro-batch, and padding them to a bucket needs an empty "
+                                               "sentinel expert group the expert GEMMs skip (not built); under expert "
+                                               "parallelism the counts exchanged are data-dependent",
+                           "remove \"moe_preprocess\" from the scope (keep \"moe_router\")"});
+        else if (part == "moe")
+            out.push_back({"cuda_graph.scope", "\"moe\" (the whole MoE block) cannot be captured: the experts' group sizes are "
+                                               "data-dependent",
+                           "use scope [\"moe_router\"]"});
+    }
+}
+
 std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int worldSize)
 {
     std::vector<core::ConfigProblem> out;
@@ -121,8 +163,7 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
             if (!recomputeModuleSupported(m))
                 out.push_back({"recompute.modules", "\"" + m + "\" names a part this model does not have (no MLA, no shared experts)",
                                "use core_attn, moe_act, layernorm, mlp (the vision MLP) or moe"});
-    if (c.cudaGraph.impl != "none")
-        out.push_back({"cuda_graph.impl", "CUDA graphs are not implemented in moe-train yet", "set impl \"none\""});
+    cudaGraphProblems(c, out);
     if (c.runtime.device == "cuda" && !cudaUsable())
         out.push_back({"runtime.device",
 #if WB_WITH_CUDA

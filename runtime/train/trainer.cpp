@@ -27,6 +27,7 @@
 #include "runtime/data/batch_loader.h"
 #include "runtime/data/manifest.h"
 #include "runtime/data/tokenizer.h"
+#include "runtime/model/cuda/cuda_graph.h"
 #include "runtime/model/vlm_model.h"
 #include "runtime/model/torch_compat.h"
 #include "runtime/parallel/parallel_training.h"
@@ -193,6 +194,7 @@ void Trainer::setUp()
     // the activation-recompute runner, when there is one, goes in as the inner runner.
     installRecompute();
     m_parallel->attach(*m_model, m_recompute.get());
+    installRouterGraphs();
     {
         const std::string memory = m_parallel->memorySummary();
         event("info", memory);
@@ -665,6 +667,53 @@ void Trainer::installRecompute()
     m_recompute = makeRecomputeRunner(m_config.recompute);
 }
 
+// CUDA graphs over the router (cuda_graph impl "local", scope "moe_router"; router_graphs.h), from
+// outside the model like recompute: one RouterGraphs shared by every MoE layer of this rank. Its
+// capacity is the most tokens a micro-batch can hold; runtime_checks refuses every other scope.
+void Trainer::installRouterGraphs()
+{
+    const auto& g = m_config.cudaGraph;
+    if (g.impl != "local" || std::find(g.scope.begin(), g.scope.end(), "moe_router") == g.scope.end())
+        return;
+    std::unique_ptr<GraphCapturer> capturer;
+    try {
+        capturer = cuda::makeCudaGraphCapturer();
+    } catch (const std::runtime_error& e) {
+        throw RunFailure{2, std::string("cuda_graph.impl: ") + e.what()};
+    }
+    const int64_t capacity = int64_t{m_config.train.microBatchSize} * m_config.train.seqLength;
+    m_routerGraphs = std::make_shared<RouterGraphs>(capacity, RouterGraphs::kBucketTokens, std::move(capturer));
+    int layers = 0;
+    for (const auto& module : m_model->modules(/*include_self=*/false))
+        if (auto moe = std::dynamic_pointer_cast<MoeLayerImpl>(module)) {
+            moe->setRouterGraphs(m_routerGraphs);
+            ++layers;
+        }
+    event("info", "cuda graphs: scope moe_router on " + std::to_string(layers) + " MoE layers, token buckets of " +
+                      std::to_string(RouterGraphs::kBucketTokens) + " up to " + std::to_string(capacity) +
+                      ", used after this process's first " + std::to_string(g.warmupSteps) + " steps (warmup_steps)");
+}
+
+// cuda_graph.warmup_steps: the first steps of this process run the same router node eagerly, so
+// the caching allocator and the kernels' lazy set-up settle before anything is captured.
+void Trainer::routerGraphsBeforeStep()
+{
+    if (m_routerGraphs)
+        m_routerGraphs->setEnabled(m_stepsThisProcess >= m_config.cudaGraph.warmupSteps);
+    ++m_stepsThisProcess;
+}
+
+// Says so whenever new graphs were built (a new token bucket), with the running total.
+void Trainer::routerGraphsAfterStep()
+{
+    if (!m_routerGraphs || m_routerGraphs->graphsBuilt() == m_routerGraphsLogged)
+        return;
+    m_routerGraphsLogged = m_routerGraphs->graphsBuilt();
+    const std::string what = "cuda graphs: " + m_routerGraphs->describe();
+    event("info", what, m_step);
+    std::printf("moe-train: rank %d: %s\n", m_env.rank, what.c_str());
+}
+
 // Resume: everything a continued run needs to produce the same losses as an uninterrupted one —
 // weights and optimizer state (loaded by loadCheckpoint), step (the LR schedule is a function of
 // it), the loader's stream position (its order is a function of the seed and the position) and
@@ -753,8 +802,10 @@ int Trainer::run()
         while (m_step < iters) {
             if (profile)
                 profile->beforeStep(m_step + 1);
+            routerGraphsBeforeStep();
             core::StepRecord r = trainStep(m_step + 1);
             m_step = r.step;
+            routerGraphsAfterStep();
             if (profile)
                 if (auto trace = profile->afterStep(m_step))
                     event("info", "kernel profile written to " + *trace, m_step);

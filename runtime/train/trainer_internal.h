@@ -6,6 +6,7 @@
 #include "core/metrics_schema.h"
 #include "core/run_config.h"
 #include "runtime/data/batch_loader.h"
+#include "runtime/model/router_graphs.h"
 #include "runtime/model/torch_compat.h"
 #include "runtime/model/vlm_model.h"
 #include "runtime/parallel/parallel_training.h"
@@ -105,6 +106,9 @@ private:
     /// True when `ok` holds on every rank (one small allreduce; just `ok` on one rank).
     bool allRanksOk(bool ok);
     void installRecompute();
+    void installRouterGraphs();
+    void routerGraphsBeforeStep();
+    void routerGraphsAfterStep();
     std::unique_ptr<KernelProfile> makeKernelProfile();
     void restoreFromCheckpoint(const CheckpointState& state, const std::string& from);
     std::string outOfMemoryReport(const std::string& what);
@@ -132,6 +136,9 @@ private:
     std::unique_ptr<Pipeline> m_pipeline;     // PP > 1 only: this rank's stage and its groups
     std::unique_ptr<ParallelTraining> m_parallel;  // DP / EP / FSDP layout (runtime/parallel)
     std::unique_ptr<RecomputeRunner> m_recompute;  // null for recompute.granularity "none"
+    std::shared_ptr<RouterGraphs> m_routerGraphs;  // cuda_graph scope moe_router only; shared by the MoE layers
+    int64_t m_stepsThisProcess = 0;                // steps run since start (the graphs' warm-up counts these)
+    int m_routerGraphsLogged = 0;                  // graphs built when last reported
     bool m_stopAgreed = false;                // some rank was asked to stop (reduced at each step)
     int64_t m_step = 0;             // last completed optimizer step
     int64_t m_stepEndSeq = 0;       // loader position after the last completed step
