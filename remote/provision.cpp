@@ -4,8 +4,6 @@
 // - The node is inspected by one sh script (one round trip) that prints key=value lines; all
 //   judgement ("cmake 3.22 is too old", "no LibTorch") happens here, in parseNodeCheck, so the
 //   rules are tested without a node and the messages live in one place.
-// - The bundle is hashed over paths, modes and contents in sorted order: the same sources give the
-//   same cache directory on every node and every workbench, whatever order the filesystem lists.
 // - Files go one by one over SFTP into src.partial-XXXXXX, renamed to src only when all arrived:
 //   an interrupted upload never looks complete, and a stale partial is swept after an hour.
 // - The build is started detached (setsid nohup, like a run) and polled: a dropped connection or a
@@ -15,13 +13,11 @@
 
 #include "core/log.h"
 
-#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -42,37 +38,6 @@ constexpr auto kCommandTimeout = std::chrono::seconds(60);
 constexpr int64_t kMinFreeDiskMiB = 2048;  // a CPU build takes ~0.3 GiB, a CUDA one ~1.5 GiB
 constexpr int kCmakeMajor = 3, kCmakeMinor = 25;
 constexpr size_t kLogTailLines = 30;
-
-std::string readFile(const fs::path& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream out;
-    out << in.rdbuf();
-    return out.str();
-}
-
-std::string sha256Hex(const std::vector<RuntimeBundle::File>& files)
-{
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-    for (const auto& f : files) {
-        // Length-prefixed fields: no two different file lists hash the same stream.
-        const std::string head = f.path + '\0' + std::to_string(f.mode) + '\0' + std::to_string(f.content.size()) + '\0';
-        EVP_DigestUpdate(ctx, head.data(), head.size());
-        EVP_DigestUpdate(ctx, f.content.data(), f.content.size());
-    }
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int length = 0;
-    EVP_DigestFinal_ex(ctx, digest, &length);
-    EVP_MD_CTX_free(ctx);
-    std::string hex;
-    char byte[3];
-    for (unsigned int i = 0; i < length; ++i) {
-        std::snprintf(byte, sizeof byte, "%02x", digest[i]);
-        hex += byte;
-    }
-    return hex;
-}
 
 std::string trimmed(std::string text)
 {
@@ -140,66 +105,6 @@ double buildFraction(const std::string& log)
 }
 
 }  // namespace
-
-Result<RuntimeBundle> collectRuntimeBundle(const std::string& rootText)
-{
-    const fs::path root(rootText);
-    const fs::path runtimeCmake = root / "runtime" / "CMakeLists.txt";
-    std::error_code ec;
-    if (rootText.empty() || !fs::is_regular_file(runtimeCmake, ec))
-        return makeError(ErrorCode::NotFound,
-                         "the runtime sources are not there (no runtime/CMakeLists.txt); reinstall the workbench "
-                         "(it installs them to share/moe-workbench/runtime-src) or set moe_train to a path "
-                         "with `hosts add NAME --remote-moe-train PATH`",
-                         rootText.empty() ? std::string("(no source directory)") : rootText);
-
-    std::set<std::string> paths;
-    auto addTree = [&](const fs::path& dir, auto&& keep) {
-        for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-             it.increment(ec)) {
-            const std::string name = it->path().filename().string();
-            if (!name.empty() && name.front() == '.') {  // .gpu-deps, editor files, build dirs of tools
-                if (it->is_directory(ec))
-                    it.disable_recursion_pending();
-                continue;
-            }
-            if (it->is_regular_file(ec) && keep(it->path()))
-                paths.insert(fs::relative(it->path(), root, ec).generic_string());
-        }
-    };
-    addTree(root / "runtime", [](const fs::path&) { return true; });
-    addTree(root / "cmake", [](const fs::path& p) { return p.extension() == ".cmake"; });
-    for (const auto& entry : fs::directory_iterator(root / "core", ec))
-        if (entry.is_regular_file(ec) && entry.path().extension() == ".h")
-            paths.insert("core/" + entry.path().filename().string());
-    // The core sources the runtime compiles itself, as its CMakeLists names them.
-    const std::string cmakeText = readFile(runtimeCmake);
-    static const std::regex coreSource(R"(\$\{WB_REPO_ROOT\}/(core/[A-Za-z0-9_/]+\.(cpp|h)))");
-    for (auto it = std::sregex_iterator(cmakeText.begin(), cmakeText.end(), coreSource); it != std::sregex_iterator(); ++it)
-        paths.insert(it->str(1));
-
-    RuntimeBundle bundle;
-    for (const auto& path : paths) {  // std::set: sorted, so the hash is stable
-        const fs::path full = root / path;
-        if (!fs::is_regular_file(full, ec))
-            return makeError(ErrorCode::NotFound, "runtime/CMakeLists.txt names a file that is not there",
-                             full.string());
-        RuntimeBundle::File file;
-        file.path = path;
-        file.content = readFile(full);
-        const auto perms = fs::status(full, ec).permissions();
-        file.mode = (perms & fs::perms::owner_exec) != fs::perms::none ? 0755 : 0644;
-        bundle.totalBytes += static_cast<int64_t>(file.content.size());
-        bundle.files.push_back(std::move(file));
-    }
-    bundle.hash = sha256Hex(bundle.files);
-    return bundle;
-}
-
-std::string installedRuntimeSourceDir(const std::string& binDir)
-{
-    return (fs::path(binDir).parent_path() / "share" / "moe-workbench" / "runtime-src").string();
-}
 
 // ---- node check ---------------------------------------------------------------------------
 
@@ -311,12 +216,9 @@ NodeReport parseNodeCheck(const std::string& output)
                              "clang 14+ and set CXX to it");
     if (kv.count("generator") == 0)
         r.problems.push_back("neither make nor ninja is on PATH: install one (apt-get install make)");
-    if (first("nlohmann").empty())
-        r.problems.push_back("nlohmann/json.hpp not found: install nlohmann-json3-dev (apt-get install "
-                             "nlohmann-json3-dev) or copy its include/ to ~/.local/include");
-    if (first("stb").empty())
-        r.problems.push_back("stb_image.h not found: install libstb-dev (apt-get install libstb-dev) or copy "
-                             "the stb headers to ~/.local/include/stb");
+    // Not problems: the bundle brings both (runtime_bundle.h); only said, for a user comparing.
+    r.nodeJsonDir = first("nlohmann");
+    r.nodeStbDir = first("stb");
     r.ccache = first("ccache") == "yes";
     r.ncclDir = first("nccl_dir");
     if (const auto disk = first("disk_kib"); !disk.empty()) {
@@ -354,6 +256,9 @@ std::string NodeReport::describe() const
     out += "CPUs: " + std::to_string(cpus) + "\n";
     if (freeDiskMiB >= 0)
         out += "free disk in " + cacheDir + ": " + std::to_string(freeDiskMiB / 1024) + " GiB\n";
+    out += "headers: nlohmann/json and stb come with the bundle (on the node: nlohmann/json " +
+           (nodeJsonDir.empty() ? std::string("none") : "in " + nodeJsonDir) + ", stb " +
+           (nodeStbDir.empty() ? std::string("none") : "in " + nodeStbDir) + "; not used)\n";
     for (const auto& note : notes)
         out += "note: " + note + "\n";
     for (const auto& problem : problems)
@@ -402,6 +307,8 @@ Result<std::string> Provisioner::ensureBuilt(const NodeReport& node)
         return bundle.error();
     m_hash = bundle->hash;
     const std::string shortHash = bundle->hash.substr(0, 16);
+    wb::log::get("remote")->info("bundle {} for {}: {} files, {} bytes; headers: {}", shortHash, m_node,
+                                 bundle->files.size(), bundle->totalBytes, bundle->describeDependencies());
     const std::string hashDir = node.cacheDir + "/" + shortHash;
     const std::string binary = hashDir + "/bin/moe-train";
 
@@ -493,9 +400,17 @@ std::string buildScript(const NodeReport& node, int jobs)
     // Ninja when the node has it (its "[n/m]" lines give the progress), else make ("[ p%]").
     // CCACHE_BASEDIR: paths under the hash dir hash as relative ones, so a rebuild of changed
     // sources in a new hash dir still hits ccache for the unchanged files.
+    // The bundle's headers (runtime_bundle.h) are given as the very cache entries the runtime's
+    // find_path() fills, so cmake never searches: the node's own copies, or one a CMAKE_PREFIX_PATH
+    // in its environment would find first, are never used. (WB_DEPS_PREFIX is only a hint that
+    // system paths may still beat.) Only when the bundle has them: a tree that includes neither
+    // brings neither. In "$@" because the hash dir's path may hold spaces.
     return "G=; command -v ninja >/dev/null 2>&1 && G='-G Ninja'\n"
            "export CCACHE_BASEDIR=\"$(pwd)\" CCACHE_NOHASHDIR=1\n"
-           "{ " + configure + " $G && cmake --build build -j " + std::to_string(std::max(1, jobs)) +
+           "set --\n"
+           "[ -d src/deps/include/nlohmann ] && set -- \"$@\" \"-DWB_NLOHMANN_JSON_INCLUDE_DIR=$(pwd)/src/deps/include\"\n"
+           "[ -d src/deps/include/stb ] && set -- \"$@\" \"-DWB_STB_INCLUDE_DIR=$(pwd)/src/deps/include/stb\"\n"
+           "{ " + configure + " $G \"$@\" && cmake --build build -j " + std::to_string(std::max(1, jobs)) +
            " --target moe-train && mkdir -p bin && cp build/bin/moe-train bin/moe-train.tmp && "
            "mv -f bin/moe-train.tmp bin/moe-train; } >build.log 2>&1\n"
            "echo $? > build.rc.tmp && mv build.rc.tmp build.rc\n";

@@ -1,6 +1,7 @@
 // Provisioning a node for moe-train: check what the node has (GPUs, a LibTorch, CMake, a C++20
-// compiler, the header-only dependencies, disk), upload the runtime source bundle by SFTP and
-// build moe-train there, cached by the bundle's content hash:
+// compiler, disk), upload the runtime source bundle (runtime_bundle.h: the sources and the
+// header-only libraries they include) by SFTP and build moe-train there, cached by the bundle's
+// content hash:
 //
 //   <cacheDir>/<hash>/src/        the bundle (appears only complete: uploaded as src.partial-*,
 //                                 then renamed)
@@ -17,6 +18,7 @@
 
 #include "core/result.h"
 #include "core/run_target.h"
+#include "remote/runtime_bundle.h"
 #include "remote/ssh_session.h"
 
 #include <chrono>
@@ -26,30 +28,6 @@
 #include <vector>
 
 namespace wb::remote {
-
-/// The files `cmake -S runtime` needs, in a stable order, with their content hash.
-struct RuntimeBundle {
-    struct File {
-        std::string path;     ///< relative, '/'-separated: "runtime/main.cpp"
-        std::string content;
-        int mode = 0644;
-    };
-    std::vector<File> files;  ///< sorted by path
-    std::string hash;         ///< SHA-256 (hex) over every path, mode and content
-    int64_t totalBytes = 0;
-
-    std::string shortHash() const { return hash.substr(0, 12); }
-};
-
-/// Collects the bundle from a workbench source tree or its install
-/// (share/moe-workbench/runtime-src): runtime/** (all files), cmake/*.cmake, core/*.h and the
-/// core/*.cpp that runtime/CMakeLists.txt compiles. NotFound when `root` has no
-/// runtime/CMakeLists.txt.
-core::Result<RuntimeBundle> collectRuntimeBundle(const std::string& root);
-
-/// Where the workbench keeps the bundle next to an installed binary directory:
-/// <bindir>/../share/moe-workbench/runtime-src.
-std::string installedRuntimeSourceDir(const std::string& binDir);
 
 /// What checkNode found. `problems` are blocking, each one sentence naming what is missing and
 /// how to fix it; `notes` are facts a user should know (e.g. a CPU-only node).
@@ -71,6 +49,10 @@ struct NodeReport {
     int cpus = 1;
     int64_t freeDiskMiB = -1;       ///< in the cache dir (or its nearest existing parent)
     std::string cacheDir;           ///< absolute, as the node resolved it
+    /// Where the node has its own nlohmann/json and stb headers ("" = none). Information only:
+    /// the build always uses the copies in the bundle.
+    std::string nodeJsonDir;
+    std::string nodeStbDir;
     std::vector<std::string> problems;
     std::vector<std::string> notes;
 
@@ -88,7 +70,8 @@ NodeReport parseNodeCheck(const std::string& output);
 
 /// The build provisioning starts (detached, `sh -c`) in <cacheDir>/<hash>, the directory that
 /// holds the bundle as src/: configures for the node's LibTorch (CUDA and the wheel's NCCL when
-/// the node has GPUs and a CUDA LibTorch, ccache when present), builds moe-train with `jobs` jobs
+/// the node has GPUs and a CUDA LibTorch, ccache when present) and the bundle's own header-only
+/// libraries (src/deps/include, when the bundle has them), builds moe-train with `jobs` jobs
 /// and copies it to bin/moe-train; output in build.log, exit status in build.rc. Pure.
 std::string buildScript(const NodeReport& node, int jobs);
 

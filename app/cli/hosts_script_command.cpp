@@ -4,7 +4,8 @@
 //   check   the node check script, as sent (`sh -c SCRIPT`); its output is what the workbench parses
 //   build   from a check's output: the report the workbench would give, then the build script it
 //           would start in <cache>/<hash>, the directory that holds the bundle as src/
-//   bundle  the runtime source bundle written to DIR/src, exactly as uploaded, and its hash
+//   bundle  the runtime source bundle written to DIR/src, exactly as uploaded (with the header-only
+//           libraries from this machine in src/deps/include), and its hash
 #include "app/cli/cli.h"
 
 #include "remote/provision.h"
@@ -111,6 +112,7 @@ int writeBundle(const CliContext& context, Args& args)
     }
     std::printf("bundle %s: %zu files, %lld bytes in %s\n", bundle->hash.substr(0, 16).c_str(), bundle->files.size(),
                 static_cast<long long>(bundle->totalBytes), src.string().c_str());
+    std::printf("headers in src/deps/include: %s\n", bundle->describeDependencies().c_str());
     return kExitOk;
 }
 

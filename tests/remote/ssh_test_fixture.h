@@ -79,16 +79,18 @@ public:
             m_port = freePort();
         QProcess p;
         p.setProcessChannelMode(QProcess::MergedChannels);
-        if (!m_extraConfig.empty()) {
-            auto env = QProcessEnvironment::systemEnvironment();
+        auto env = QProcessEnvironment::systemEnvironment();
+        if (!m_extraConfig.empty())
             env.insert(QStringLiteral("WB_SSHD_EXTRA_CONFIG"), QString::fromStdString(m_extraConfig));
-            p.setProcessEnvironment(env);
-        }
+        if (!m_hiddenDirs.empty())
+            env.insert(QStringLiteral("WB_SSHD_HIDE_DIRS"), QString::fromStdString(m_hiddenDirs));
+        p.setProcessEnvironment(env);
         p.start(QStringLiteral(WB_SOURCE_DIR "/tests/remote/ssh_test_server.sh"),
                 {QStringLiteral("start"), QString::fromStdString(dir()), QString::number(m_port),
                  QString::fromStdString(hostKey)});
         p.waitForFinished(30000);
-        if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
+        m_lastExitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+        if (m_lastExitCode != 0)
             return "ssh_test_server.sh start failed (exit " + std::to_string(p.exitCode()) +
                    "): " + p.readAll().toStdString();
         m_pid = static_cast<pid_t>(std::atol(readAll(dir() + "/sshd.pid").c_str()));
@@ -155,6 +157,12 @@ public:
         return words.size() > 1 ? words[1].toStdString() : std::string();
     }
 
+    /// Folders (space-separated, no spaces inside) the server's sessions must not see
+    /// (WB_SSHD_HIDE_DIRS of ssh_test_server.sh); used by the next start().
+    void setHiddenDirs(const std::string& dirs) { m_hiddenDirs = dirs; }
+    /// The script's exit code of the last start(): 77 = not possible here (a skip, not a failure).
+    int lastStartExitCode() const { return m_lastExitCode; }
+
     std::string dir() const { return m_dir.path().toStdString(); }
     int port() const { return m_port; }
     pid_t pid() const { return m_pid; }
@@ -162,6 +170,8 @@ public:
 private:
     QTemporaryDir m_dir;
     std::string m_extraConfig;
+    std::string m_hiddenDirs;
+    int m_lastExitCode = 0;
     int m_port = 0;
     pid_t m_pid = 0;
 };

@@ -13,6 +13,11 @@
 # WB_SSHD_EXTRA_CONFIG, when set, is appended to sshd_config (e.g. "SetEnv PATH=/some/dir" for a
 # node that lacks a tool).
 #
+# WB_SSHD_HIDE_DIRS="DIR ..." (root only, and where mount namespaces are allowed; exit 77
+# otherwise) runs sshd, and so every session it serves, in a private mount namespace where each
+# existing DIR is covered by an empty read-only tmpfs: a "node" without, say, Debian's header
+# packages (/usr/include/nlohmann /usr/include/stb), while the test itself still sees them.
+#
 # WB_SSHD_PASSWORD=SECRET (root only; exit 77 otherwise) makes a server that accepts NO key, only
 # SECRET, through PAM: keyboard-interactive, or the "password" method when WB_SSHD_AUTH=password.
 # sshd takes its PAM service name from its program name, so it runs as DIR/<service> (a symlink
@@ -94,7 +99,20 @@ Host wbtest
 EOF
     rm -f "$dir/sshd.pid"
     : > "$dir/sshd.log"
-    "$sshd" -f "$dir/sshd_config" -E "$dir/sshd.log"
+    if [ -n "${WB_SSHD_HIDE_DIRS:-}" ]; then
+        [ "$(id -u)" -eq 0 ] || { echo "hiding folders from sshd needs root (a mount namespace)" >&2; exit 77; }
+        unshare -m true 2>/dev/null || { echo "no mount namespaces here (unshare -m failed)" >&2; exit 77; }
+        # sshd daemonizes inside the namespace, which lives as long as sshd and its sessions do.
+        # shellcheck disable=SC2016
+        unshare -m --propagation private sh -c '
+            for d in $WB_SSHD_HIDE_DIRS; do
+                [ -d "$d" ] || continue
+                mount -t tmpfs -o ro,mode=0755,size=4k wbtest-hidden "$d" || exit 77
+            done
+            exec "$@"' hide "$sshd" -f "$dir/sshd_config" -E "$dir/sshd.log" || exit $?
+    else
+        "$sshd" -f "$dir/sshd_config" -E "$dir/sshd.log"
+    fi
     i=0
     while ! grep -q "Server listening" "$dir/sshd.log" 2>/dev/null; do
         i=$((i + 1))

@@ -34,6 +34,14 @@ wb hosts script build --check-output "$tmp/gpu.out" --jobs 16 >"$tmp/gpu.sh" 2>"
 check '[ $? -eq 0 ] && grep -q -- "-DWB_WITH_CUDA=ON" "$tmp/gpu.sh" && grep -qF -- "$nccl" "$tmp/gpu.sh" && grep -q -- "-j 16 " "$tmp/gpu.sh"' "a GPU node's check gives a CUDA build with the wheel's NCCL"
 check 'grep -q "^GPUs: 2 x NVIDIA H200 (143771 MiB)" "$tmp/gpu.err" && grep -q "^LibTorch: 2.11.0+cu130 from python3 torch, CUDA 13.0" "$tmp/gpu.err"' "the report names the GPUs and the CUDA LibTorch"
 
+# What the check printed on a real H200 node without the stb headers (verbatim): ready, nothing
+# missing (the headers come with the bundle), a CUDA build that uses the bundle's headers.
+here=$(cd "$(dirname "$0")" && pwd)
+wb hosts script build --check-output "$here/h200_node_check.out" >"$tmp/h200.sh" 2>"$tmp/h200.err"
+rc=$?
+check '[ $rc -eq 0 ] && ! grep -q "^missing:" "$tmp/h200.err" && grep -q "^headers: nlohmann/json and stb come with the bundle" "$tmp/h200.err"' "the real H200 node's check gives a build, nothing missing (rc $rc)"
+check 'grep -q -- "-DWB_WITH_CUDA=ON" "$tmp/h200.sh" && grep -qF -- "-DWB_STB_INCLUDE_DIR=\$(pwd)/src/deps/include/stb" "$tmp/h200.sh" && sh -n "$tmp/h200.sh"' "with CUDA and the bundle's headers"
+
 # A node that lacks cmake: the report says so and no script comes out.
 grep -v '^cmake=' "$tmp/check.out" >"$tmp/nocmake.out"
 wb hosts script build --check-output "$tmp/nocmake.out" >"$tmp/nocmake.sh" 2>"$tmp/nocmake.err"
@@ -41,7 +49,8 @@ check '[ $? -eq 1 ] && [ ! -s "$tmp/nocmake.sh" ] && grep -q "cmake is not on PA
 
 wb hosts script bundle --out "$tmp/b1" >"$tmp/b1.out"
 check '[ $? -eq 0 ] && [ -f "$tmp/b1/src/runtime/CMakeLists.txt" ] && [ -d "$tmp/b1/src/core" ] && [ -d "$tmp/b1/src/cmake" ]' "hosts script bundle writes src/ with runtime, core and cmake"
-hash1=$(awk '{print $2}' "$tmp/b1.out" | tr -d ':')
+check '[ -f "$tmp/b1/src/deps/include/nlohmann/json.hpp" ] && [ -f "$tmp/b1/src/deps/include/stb/stb_image.h" ] && grep -q "^headers in src/deps/include: nlohmann/json from .*, stb from " "$tmp/b1.out"' "the bundle carries nlohmann/json and stb from this machine"
+hash1=$(awk 'NR==1 {print $2}' "$tmp/b1.out" | tr -d ':')
 files=$(find "$tmp/b1/src" -type f | wc -l)
 check 'grep -q "$files files" "$tmp/b1.out" && [ ${#hash1} -eq 16 ]' "it reports $files files and a 16-digit hash ($hash1)"
 wb hosts script bundle --out "$tmp/b1" >/dev/null 2>"$tmp/again.err"

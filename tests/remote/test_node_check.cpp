@@ -1,8 +1,11 @@
 // parseNodeCheck: what the node-check script's key=value lines mean for a user (no network).
-// The script itself runs against a real sshd in test_ssh_provision.
+// The script itself runs against a real sshd in test_ssh_provision; h200_node_check.out is its
+// output on a real H200 node.
 #include "remote/provision.h"
 
 #include <QtTest>
+
+#include <fstream>
 
 using namespace wb;
 
@@ -92,8 +95,6 @@ private slots:
         QTest::newRow("no C++20") << "cxx20=yes\n" << "" << "does not compile C++20";
         QTest::newRow("no LibTorch") << "sys_torch=1.13.0 /usr/lib/x86_64-linux-gnu/cmake/Torch\n" << ""
                                      << "no LibTorch: install PyTorch for python3";
-        QTest::newRow("no json") << "nlohmann=/usr/include\n" << "" << "apt-get install nlohmann-json3-dev";
-        QTest::newRow("no stb") << "stb=/usr/include\n" << "" << "apt-get install libstb-dev";
         QTest::newRow("no make") << "generator=ninja\ngenerator=make\n" << "" << "neither make nor ninja";
         QTest::newRow("full disk") << "disk_kib=104857600\n" << "disk_kib=512000\n" << "only 500 MiB free under";
     }
@@ -109,6 +110,50 @@ private slots:
         QVERIFY2(mentions(r, "missing: " ) && mentions(r, expected.toStdString()), r.describe().c_str());
     }
 
+    // The header-only libraries come with the bundle: a node without them is ready; where it has
+    // them is only said.
+    void headersAreNotANodeProblem()
+    {
+        const auto bare = remote::parseNodeCheck(without(without(kGoodNode, "nlohmann=/usr/include\n"), "stb=/usr/include\n"));
+        QVERIFY2(bare.ok(), bare.describe().c_str());
+        QVERIFY(bare.nodeJsonDir.empty() && bare.nodeStbDir.empty());
+        QVERIFY2(mentions(bare, "headers: nlohmann/json and stb come with the bundle (on the node: nlohmann/json none, "
+                                "stb none; not used)"),
+                 bare.describe().c_str());
+        const auto full = remote::parseNodeCheck(kGoodNode);
+        QCOMPARE(full.nodeJsonDir, std::string("/usr/include"));
+        QVERIFY2(mentions(full, "on the node: nlohmann/json in /usr/include, stb in /usr/include"), full.describe().c_str());
+    }
+
+    // What the check printed on a real H200 node (Ubuntu 24.04, the PyTorch 2.11+cu130 wheel,
+    // cmake 4.4, g++ 13, nlohmann/json but no stb; tests/remote/h200_node_check.out, verbatim):
+    // it stopped provisioning before the headers came with the bundle; now it is ready for a
+    // CUDA build with the wheel's NCCL and the bundle's headers.
+    void realH200NodeIsReady()
+    {
+        std::ifstream in(WB_SOURCE_DIR "/tests/remote/h200_node_check.out", std::ios::binary);
+        QVERIFY(in);
+        const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const auto r = remote::parseNodeCheck(output);
+        QVERIFY2(r.ok(), r.describe().c_str());
+        QVERIFY2(!mentions(r, "missing"), r.describe().c_str());
+        QCOMPARE(r.ranksPerNode(), 2);
+        QCOMPARE(r.gpus.front().name, std::string("NVIDIA H200"));
+        QCOMPARE(r.torchVersion, std::string("2.11.0+cu130"));
+        QCOMPARE(r.torchCuda, std::string("13.0"));
+        QCOMPARE(r.cmakeVersion, std::string("4.4.3"));
+        QVERIFY(r.cxx20);
+        QCOMPARE(r.cpus, 32);
+        QCOMPARE(r.nodeJsonDir, std::string("/usr/include"));
+        QVERIFY(r.nodeStbDir.empty());
+        const std::string script = remote::buildScript(r, r.cpus);
+        for (const char* part : {" -DWB_WITH_CUDA=ON",
+                                 " -DCMAKE_PREFIX_PATH='/opt/torch/.venv/lib/python3.12/site-packages/torch/share/cmake'",
+                                 " -DNCCL_INCLUDE_DIR='/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/include'",
+                                 "\"-DWB_STB_INCLUDE_DIR=$(pwd)/src/deps/include/stb\"", " -j 32 "})
+            QVERIFY2(script.find(part) != std::string::npos, (std::string(part) + " in\n" + script).c_str());
+    }
+
     // The build provisioning starts (and `hosts script build` prints) for what the check found.
     void buildScriptFollowsTheNode()
     {
@@ -118,6 +163,15 @@ private slots:
         QVERIFY2(cpu.find("WB_WITH_CUDA") == std::string::npos && cpu.find("CMAKE_PREFIX_PATH") == std::string::npos,
                  cpu.c_str());  // Debian's LibTorch: cmake finds it alone
         QVERIFY(cpu.find("> build.rc.tmp && mv build.rc.tmp build.rc") != std::string::npos);
+        // The bundle's headers, as the cache entries the runtime's find_path() would fill, in "$@"
+        // (the hash dir may hold spaces), given only when the bundle has them.
+        QVERIFY2(cpu.find("[ -d src/deps/include/nlohmann ] && set -- \"$@\" "
+                          "\"-DWB_NLOHMANN_JSON_INCLUDE_DIR=$(pwd)/src/deps/include\"\n") != std::string::npos,
+                 cpu.c_str());
+        QVERIFY2(cpu.find("[ -d src/deps/include/stb ] && set -- \"$@\" \"-DWB_STB_INCLUDE_DIR=$(pwd)/src/deps/include/stb\"\n") !=
+                     std::string::npos,
+                 cpu.c_str());
+        QVERIFY2(cpu.find(" $G \"$@\" && cmake --build") != std::string::npos, cpu.c_str());
 
         const std::string gpu = remote::buildScript(
             remote::parseNodeCheck(kGoodNode + "gpu=NVIDIA H200, 143771 MiB\nccache=yes\n"
