@@ -210,6 +210,7 @@ finish() {
   if [ -n "${OUT:-}" ] && [ "$RESULTS" != "$OUT" ]; then
     cp "$RESULTS/table.md" "$OUT/" 2>/dev/null || true
     cp "$RESULTS/test_gpu.log" "$OUT/" 2>/dev/null || true
+    cp "$RESULTS/test_gpu_graphs.log" "$OUT/" 2>/dev/null || true
     tar -C "$RESULTS" -czf "$OUT/round-runs.tar.gz" runs rows.tsv 2>/dev/null || true
   fi
   exit $rc
