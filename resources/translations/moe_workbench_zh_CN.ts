@@ -1629,7 +1629,7 @@
         <translation>训练损失</translation>
     </message>
     <message>
-        <location line="+182"/>
+        <location line="+181"/>
         <source>&lt;b&gt;No run selected&lt;/b&gt;</source>
         <translation>&lt;b&gt;未选择运行&lt;/b&gt;</translation>
     </message>
