@@ -12,6 +12,36 @@
 
 namespace wb::rt {
 
+namespace {
+
+// The load-balancing loss E · coeff · Σ_e f_e · P_e from this share's E-sized statistics: the
+// assignment counts (f_e, no gradient, as in Switch / Megatron) and Σ_t p_te (P_e carries the
+// gradient). With sumOverShares (sequence parallelism) every share takes part, even one without
+// tokens: the counts and token total of the whole micro-batch come from one collective, and this
+// share contributes its part of Σ_e f_e · P_e. No host read of the total (a sync per layer on
+// CUDA): with no token anywhere the counts and sums are zero and the clamp only avoids 0/0.
+torch::Tensor auxLossFromStatistics(const torch::Tensor& counts_E, const torch::Tensor& probSum_E, int64_t T,
+                                    int64_t topK, double auxLossCoeff, const ShareSum& sumOverShares)
+{
+    const int64_t E = counts_E.size(0);
+    const double scale = static_cast<double>(E) * auxLossCoeff;
+    if (sumOverShares) {
+        const auto total_E1 = [&] {
+            torch::NoGradGuard noGrad;
+            return sumOverShares(torch::cat({counts_E, torch::full({1}, double(T), counts_E.options())}));
+        }();
+        auto tokens = total_E1.slice(0, E, E + 1).clamp_min(1.0);
+        auto fraction_E = total_E1.slice(0, 0, E) / (tokens * topK);
+        return ((fraction_E * (probSum_E / tokens)).sum() * scale).to(torch::kFloat32);
+    }
+    if (T == 0)
+        return torch::zeros({}, probSum_E.options().dtype(torch::kFloat32));
+    auto fraction_E = counts_E / static_cast<double>(T * topK);
+    return ((fraction_E * (probSum_E / static_cast<double>(T))).sum() * scale).to(torch::kFloat32);
+}
+
+}  // namespace
+
 RouterOutput routeTopK(const torch::Tensor& logits_TE, int topK, double auxLossCoeff,
                        torch::ScalarType routerDtype, const ShareSum& sumOverShares)
 {
@@ -25,28 +55,7 @@ RouterOutput routeTopK(const torch::Tensor& logits_TE, int topK, double auxLossC
     // f_e counts assignments (no gradient, as in Switch / Megatron); P_e carries the gradient.
     auto counts_E = torch::zeros({E}, probs_TE.options()).index_add_(
         0, ids_TK.flatten(), torch::ones({T * topK}, probs_TE.options()));
-    if (sumOverShares) {
-        // Every share takes part, even one without tokens: the counts and the token total of the
-        // whole micro-batch (one collective), then this share's part of Σ_e f_e · P_e.
-        const auto total_E1 = [&] {
-            torch::NoGradGuard noGrad;
-            return sumOverShares(torch::cat({counts_E, torch::full({1}, double(T), counts_E.options())}));
-        }();
-        // No host read of the total (a sync per layer on CUDA): with no token anywhere the counts
-        // and the probability sums are zero, and the clamp only avoids 0/0.
-        auto tokens = total_E1.slice(0, E, E + 1).clamp_min(1.0);
-        auto fraction_E = total_E1.slice(0, 0, E) / (tokens * topK);
-        auto shareProb_E = probs_TE.sum(0) / tokens;
-        out.auxLoss = ((fraction_E * shareProb_E).sum() * (static_cast<double>(E) * auxLossCoeff)).to(torch::kFloat32);
-        return out;
-    }
-    if (T == 0) {
-        out.auxLoss = torch::zeros({}, logits_TE.options().dtype(torch::kFloat32));
-        return out;
-    }
-    auto fraction_E = counts_E / static_cast<double>(T * topK);
-    auto meanProb_E = probs_TE.mean(0);
-    out.auxLoss = ((fraction_E * meanProb_E).sum() * (static_cast<double>(E) * auxLossCoeff)).to(torch::kFloat32);
+    out.auxLoss = auxLossFromStatistics(counts_E, probs_TE.sum(0), T, topK, auxLossCoeff, sumOverShares);
     return out;
 }
 
@@ -165,7 +174,7 @@ RouterOutput routeTokens(const torch::Tensor& x_TD, const torch::Tensor& W_ED, i
     // Logits in the router dtype: a bf16 matmul would make near-ties flip between runs. Autocast
     // would turn the matmul into bf16, so it is switched off for the router only.
     c10::impl::ExcludeDispatchKeyGuard noAutocast(c10::autocast_dispatch_keyset);
-    const int64_t T = x_TD.size(0), E = W_ED.size(0);
+    const int64_t T = x_TD.size(0);
     auto outs = RouterFunction::apply(x_TD, W_ED, static_cast<int64_t>(topK), static_cast<int64_t>(routerDtype),
                                       graphs ? rememberGraphs(graphs) : int64_t{0});
     RouterOutput out;
@@ -174,24 +183,7 @@ RouterOutput routeTokens(const torch::Tensor& x_TD, const torch::Tensor& W_ED, i
     out.probs_TE = outs[2].to(torch::kFloat32);
     const auto& counts_E = outs[3];
     const auto& probSum_E = outs[4];
-    // The aux loss from the two E-sized statistics, as routeTopK composes it.
-    if (sumOverShares) {
-        const auto total_E1 = [&] {
-            torch::NoGradGuard noGrad;
-            return sumOverShares(torch::cat({counts_E, torch::full({1}, double(T), counts_E.options())}));
-        }();
-        auto tokens = total_E1.slice(0, E, E + 1).clamp_min(1.0);
-        auto fraction_E = total_E1.slice(0, 0, E) / (tokens * topK);
-        out.auxLoss = ((fraction_E * (probSum_E / tokens)).sum() * (static_cast<double>(E) * auxLossCoeff)).to(torch::kFloat32);
-        return out;
-    }
-    if (T == 0) {
-        out.auxLoss = torch::zeros({}, x_TD.options().dtype(torch::kFloat32));
-        return out;
-    }
-    auto fraction_E = counts_E / static_cast<double>(T * topK);
-    auto meanProb_E = probSum_E / static_cast<double>(T);
-    out.auxLoss = ((fraction_E * meanProb_E).sum() * (static_cast<double>(E) * auxLossCoeff)).to(torch::kFloat32);
+    out.auxLoss = auxLossFromStatistics(counts_E, probSum_E, T, topK, auxLossCoeff, sumOverShares);
     return out;
 }
 
