@@ -307,6 +307,38 @@ std::string envScript(const std::vector<std::pair<std::string, std::string>>& en
     return out;
 }
 
+// The planner's layouts name Megatron's CUDA graphs (transformer_engine over moe_router and
+// moe_preprocess, megatron-bridge.md §6); moe-train runs its own ("local") over the router only
+// (docs/runtime.md "CUDA graphs": the permutation's and attention's shapes change every
+// micro-batch). The formats that start moe-train get what it can run, and say what changed, so a
+// generated config is never one moe-train refuses. Megatron-Bridge keeps the layout as planned.
+RunConfig moeTrainCudaGraphs(const RunConfig& config, std::vector<std::string>& warnings)
+{
+    RunConfig out = config;
+    auto& g = out.cudaGraph;
+    if (g.impl == "none")
+        return out;
+    std::vector<std::string> kept, dropped;
+    for (const auto& scope : g.scope)
+        (scope == "moe_router" ? kept : dropped).push_back(scope);
+    const std::string was = "cuda_graph " + g.impl + " " + listText(g.scope);
+    if (g.impl == "full_iteration" || kept.empty()) {
+        g.impl = "none";
+        g.scope.clear();
+        warnings.push_back(was + ": moe-train cannot capture that (it graphs the MoE router only); written without "
+                                 "CUDA graphs. The step-time prediction assumed them.");
+        return out;
+    }
+    if (g.impl == "local" && dropped.empty())
+        return out;
+    g.impl = "local";
+    g.scope = kept;
+    warnings.push_back(was + ": moe-train runs its own CUDA graphs over the router only; written as cuda_graph local " +
+                       listText(kept) + (dropped.empty() ? "" : ", without " + listText(dropped)) +
+                       " (docs/runtime.md \"CUDA graphs\"). The step-time prediction assumed Megatron's graphs.");
+    return out;
+}
+
 }  // namespace
 
 Result<GeneratedBundle> generateFormat(const std::string& format, const RunConfig& config, const GeneratorTarget& target)
@@ -322,8 +354,9 @@ Result<GeneratedBundle> generateFormat(const std::string& format, const RunConfi
                              "context_parallel_size 1, or generate --format megatron-bridge",
                          format);
     GeneratedBundle bundle;
+    const RunConfig forTrainer = moeTrainCudaGraphs(config, bundle.warnings);
     if (format == "runtime") {
-        bundle.files.push_back({"run.json", runConfigToJson(config) + "\n"});
+        bundle.files.push_back({"run.json", runConfigToJson(forTrainer) + "\n"});
     } else if (format == "megatron-bridge") {
         const auto overrides = bridgeOverrides(config, target);
         bundle.files.push_back({"overrides.yaml", bridgeYaml(overrides)});
@@ -347,11 +380,11 @@ Result<GeneratedBundle> generateFormat(const std::string& format, const RunConfi
                 return makeError(ErrorCode::InvalidArgument,
                                  std::string(what) + " '" + value + "' has characters an #SBATCH line cannot carry; use letters, digits and . _ : , -",
                                  "slurm");
-        bundle.files.push_back({"run.sbatch", slurmScript(config, target), true});
-        bundle.files.push_back({"run.json", runConfigToJson(config) + "\n"});
+        bundle.files.push_back({"run.sbatch", slurmScript(forTrainer, target), true});
+        bundle.files.push_back({"run.json", runConfigToJson(forTrainer) + "\n"});
     } else if (format == "ssh") {
-        bundle.files.push_back({"launch_ssh.sh", sshLaunchScript(config, target), true});
-        bundle.files.push_back({"run.json", runConfigToJson(config) + "\n"});
+        bundle.files.push_back({"launch_ssh.sh", sshLaunchScript(forTrainer, target), true});
+        bundle.files.push_back({"run.json", runConfigToJson(forTrainer) + "\n"});
         if (target.hosts.empty())
             bundle.warnings.push_back("ssh: edit HOSTS in launch_ssh.sh (node0, node1, ... are placeholders), or pass --hosts");
     } else {

@@ -154,6 +154,7 @@ private slots:
     void slurmScriptStartsOneTrainerPerRank();
     void slurmRefusesUnsafeDirectives();
     void runtimeFormatsRefuseContextParallel();
+    void runtimeFormatsKeepTheGraphsMoeTrainRuns();
     void planJsonRoundTrips();
     void jsonPathLine_data();
     void jsonPathLine();
@@ -682,6 +683,54 @@ void TestGenerators::runtimeFormatsRefuseContextParallel()
     QVERIFY(generateFormat("megatron-bridge", c, t).ok());
     c.parallel.contextParallelSize = 1;
     QVERIFY(generateFormat("runtime", c, t).ok());
+}
+
+// A planned layout with Megatron's CUDA graphs (transformer_engine over moe_router and
+// moe_preprocess) becomes what moe-train runs (local over moe_router) in the formats that start
+// moe-train, with a warning; the result passes moe-train's config validation; Megatron-Bridge's
+// overrides keep the planned graphs; a scope without the router is written without graphs.
+void TestGenerators::runtimeFormatsKeepTheGraphsMoeTrainRuns()
+{
+    RunConfig c = qwen30b();
+    c.cudaGraph.impl = "transformer_engine";
+    c.cudaGraph.scope = {"moe_router", "moe_preprocess"};
+    const GeneratorTarget t = target("h100", 1, 8);
+    auto fileOf = [](const GeneratedBundle& b, const std::string& name) {
+        for (const auto& f : b.files)
+            if (f.name == name)
+                return f.content;
+        return std::string();
+    };
+    for (const char* format : {"runtime", "ssh", "slurm"}) {
+        auto bundle = generateFormat(format, c, t);
+        QVERIFY2(bundle.ok(), format);
+        const auto parsed = parseRunConfig(fileOf(*bundle, "run.json"));
+        QVERIFY2(parsed.ok(), format);
+        QCOMPARE(parsed.config.cudaGraph.impl, std::string("local"));
+        QCOMPARE(parsed.config.cudaGraph.scope, std::vector<std::string>{"moe_router"});
+        QVERIFY2(std::any_of(bundle->warnings.begin(), bundle->warnings.end(),
+                             [](const std::string& w) {
+                                 return w.find("without [moe_preprocess]") != std::string::npos &&
+                                        w.find("transformer_engine") != std::string::npos;
+                             }),
+                 format);
+    }
+    auto bridge = generateFormat("megatron-bridge", c, t);
+    QVERIFY(bridge.ok());
+    QVERIFY(fileOf(*bridge, "overrides.yaml").find("transformer_engine") != std::string::npos);
+    QVERIFY(fileOf(*bridge, "overrides.yaml").find("moe_preprocess") != std::string::npos);
+
+    c.cudaGraph.scope = {"attn"};
+    auto none = generateFormat("runtime", c, t);
+    QVERIFY(none.ok());
+    const auto parsed = parseRunConfig(fileOf(*none, "run.json"));
+    QCOMPARE(parsed.config.cudaGraph.impl, std::string("none"));
+    QVERIFY(parsed.config.cudaGraph.scope.empty());
+    QVERIFY(!none->warnings.empty());
+
+    c.cudaGraph.impl = "none";  // nothing to say
+    auto plain = generateFormat("runtime", c, t);
+    QVERIFY(plain.ok() && plain->warnings.empty());
 }
 
 void TestGenerators::planJsonRoundTrips()
