@@ -397,6 +397,10 @@ void PlanningView::showLayoutDetails(int row)
         item->setToolTip(QString::fromStdString(f.source + ": " + f.fix));
     }
     const core::RunConfig config = runConfigForLayout(m_request->model, c->layout, m_request->workload, "manifest.jsonl");
+    std::vector<std::string> runtimeNotes;
+    const core::RunConfig forTrainer = configForMoeTrain(config, runtimeNotes);
+    for (const std::string& note : runtimeNotes)
+        new QListWidgetItem(tr("run.json: %1").arg(QString::fromStdString(note)), m_lint);
     GeneratorTarget target;
     target.hardware = m_request->hardware;
     target.nodes = m_request->nodes;
@@ -405,10 +409,10 @@ void PlanningView::showLayoutDetails(int row)
     target.overlapMoeExpertParallelComm = c->layout.overlapMoeExpertParallelComm;
     const auto overrides = bridgeOverrides(config, target);
     m_preview->setDocuments({
-        {tr("Runtime JSON"), QStringLiteral("run.json"), QString::fromStdString(core::runConfigToJson(config))},
+        {tr("Runtime JSON"), QStringLiteral("run.json"), QString::fromStdString(core::runConfigToJson(forTrainer))},
         {tr("Megatron-Bridge YAML"), QStringLiteral("overrides.yaml"), QString::fromStdString(bridgeYaml(overrides))},
         {tr("Megatron-Bridge dotlist"), QStringLiteral("overrides.dotlist"), QString::fromStdString(bridgeDotlist(overrides))},
-        {tr("sbatch"), QStringLiteral("launch.sbatch.sh"), QString::fromStdString(slurmScript(config, target))},
+        {tr("sbatch"), QStringLiteral("launch.sbatch.sh"), QString::fromStdString(slurmScript(forTrainer, target))},
     });
     updateRecommendation();
 }
@@ -418,7 +422,10 @@ void PlanningView::requestLaunch()
     const Candidate* c = m_model->candidate(m_table->currentIndex().row());
     if (!c || !m_request)
         return;
-    const core::RunConfig config = runConfigForLayout(m_request->model, c->layout, m_request->workload, "manifest.jsonl");
+    std::vector<std::string> runtimeNotes;  // shown in the lint list when the row was selected
+    const core::RunConfig config =
+        configForMoeTrain(runConfigForLayout(m_request->model, c->layout, m_request->workload, "manifest.jsonl"),
+                          runtimeNotes);
     const double factor = m_request->throughput.eff.stepTimeFactor;
     const core::RunPrediction prediction = predictionForCandidate(
         *c, m_request->hardware, factor == 1.0 ? std::string() : "step time × " + std::to_string(factor),

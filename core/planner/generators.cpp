@@ -307,12 +307,14 @@ std::string envScript(const std::vector<std::pair<std::string, std::string>>& en
     return out;
 }
 
+}  // namespace
+
 // The planner's layouts name Megatron's CUDA graphs (transformer_engine over moe_router and
 // moe_preprocess, megatron-bridge.md §6); moe-train runs its own ("local") over the router only
 // (docs/runtime.md "CUDA graphs": the permutation's and attention's shapes change every
 // micro-batch). The formats that start moe-train get what it can run, and say what changed, so a
 // generated config is never one moe-train refuses. Megatron-Bridge keeps the layout as planned.
-RunConfig moeTrainCudaGraphs(const RunConfig& config, std::vector<std::string>& warnings)
+RunConfig configForMoeTrain(const RunConfig& config, std::vector<std::string>& warnings)
 {
     RunConfig out = config;
     auto& g = out.cudaGraph;
@@ -339,8 +341,6 @@ RunConfig moeTrainCudaGraphs(const RunConfig& config, std::vector<std::string>& 
     return out;
 }
 
-}  // namespace
-
 Result<GeneratedBundle> generateFormat(const std::string& format, const RunConfig& config, const GeneratorTarget& target)
 {
     if (target.nodes < 1 || target.gpusPerNode < 1)
@@ -354,7 +354,7 @@ Result<GeneratedBundle> generateFormat(const std::string& format, const RunConfi
                              "context_parallel_size 1, or generate --format megatron-bridge",
                          format);
     GeneratedBundle bundle;
-    const RunConfig forTrainer = moeTrainCudaGraphs(config, bundle.warnings);
+    const RunConfig forTrainer = configForMoeTrain(config, bundle.warnings);
     if (format == "runtime") {
         bundle.files.push_back({"run.json", runConfigToJson(forTrainer) + "\n"});
     } else if (format == "megatron-bridge") {

@@ -96,6 +96,12 @@ struct GeneratedBundle {
     std::vector<std::string> warnings;  ///< things the user must fill in or check
 };
 
+/// `config` as moe-train can run it: the planner's CUDA graphs (Megatron's transformer_engine over
+/// moe_router + moe_preprocess) become moe-train's own (local, moe_router only), or none when the
+/// scope has no router; each change is described in `warnings`. Used by the formats that start
+/// moe-train (runtime, ssh, slurm) and by the GUI's run.json preview and launch.
+RunConfig configForMoeTrain(const RunConfig& config, std::vector<std::string>& warnings);
+
 /// The files of one format: "runtime" | "megatron-bridge" | "slurm" | "ssh".
 Result<GeneratedBundle> generateFormat(const std::string& format, const RunConfig& config, const GeneratorTarget& target);
 

@@ -1540,7 +1540,12 @@
         <translation>无问题：该布局通过所有检查规则。</translation>
     </message>
     <message>
-        <location line="+14"/>
+        <location line="+9"/>
+        <source>run.json: %1</source>
+        <translation>run.json：%1</translation>
+    </message>
+    <message>
+        <location line="+9"/>
         <source>Runtime JSON</source>
         <translation>运行时 JSON</translation>
     </message>

@@ -233,6 +233,25 @@ private slots:
         QCOMPARE(prediction->gpus, 16);
         QCOMPARE(prediction->stepMs, selected->throughput.stepMs);
         QVERIFY(std::abs(prediction->memoryGib - selected->memory.total() / double(1ull << 30)) < 1e-9);
+
+        // A row planned with Megatron's CUDA graphs launches with the graphs moe-train runs
+        // (local over moe_router), and its lint list says what run.json changed.
+        int graphed = -1;
+        for (int row = 0; row < view.layoutModel()->rowCount() && graphed < 0; ++row)
+            if (view.layoutModel()->candidate(row)->layout.cudaGraphImpl == "transformer_engine")
+                graphed = row;
+        QVERIFY2(graphed >= 0, "the plan offers no layout with CUDA graphs");
+        view.selectLayout(graphed);
+        QTest::mouseClick(launch, Qt::LeftButton);
+        QCOMPARE(spy.count(), 2);
+        const auto graphedConfig = wb::core::parseRunConfig(spy.at(1).at(0).toString().toStdString());
+        QVERIFY(graphedConfig.ok());
+        QCOMPARE(graphedConfig.config.cudaGraph.impl, std::string("local"));
+        QCOMPARE(graphedConfig.config.cudaGraph.scope, std::vector<std::string>{"moe_router"});
+        bool noted = false;
+        for (int i = 0; i < view.lintList()->count(); ++i)
+            noted = noted || view.lintList()->item(i)->text().startsWith(QStringLiteral("run.json: cuda_graph transformer_engine"));
+        QVERIFY(noted);
     }
 
     void memoryBarIsPainted()
