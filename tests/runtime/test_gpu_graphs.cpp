@@ -14,6 +14,7 @@
 // both) except that the graph's reductions over tokens see the padded row count, so they agree to
 // fp32 rounding.
 #include "check.h"
+#include "moe_layers_step.h"
 
 #include "runtime/model/cuda/cuda_graph.h"
 #include "runtime/model/moe_layer.h"
@@ -123,19 +124,9 @@ void testLayersOnSideStream()
         torch::cuda::synchronize();  // x1, x2 were made on the default stream
         c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
         c10::cuda::CUDAStreamGuard onSide(side);
-        auto [y1, aux1] = l1->forward(x1);
-        auto [z1, auxz1] = l2->forward(y1);
-        auto [y2, aux2] = l1->forward(x2);
-        auto [z2, auxz2] = l2->forward(y2);
-        auto loss = z1.pow(2).sum() + z2.pow(2).sum() + aux1 + auxz1 + aux2 + auxz2;
-        std::vector<torch::Tensor> params;
-        for (auto& p : l1->parameters())
-            params.push_back(p);
-        for (auto& p : l2->parameters())
-            params.push_back(p);
-        auto grads = torch::autograd::grad({loss}, params);
+        auto result = test::twoLayersTwoMicroBatches(l1, l2, x1, x2);
         side.synchronize();
-        return std::make_pair(loss.detach(), grads);
+        return result;
     };
     auto x1 = torch::randn({300, D}, torch::kCUDA), x2 = torch::randn({333, D}, torch::kCUDA);
     auto [lossGraphed, gradsGraphed] = run(a, b, x1, x2);

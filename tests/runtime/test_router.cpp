@@ -10,6 +10,7 @@
 //    the graphs (forward, forward, backward, backward) equal to two eager layers;
 //  - the config checks for cuda_graph on this build.
 #include "check.h"
+#include "moe_layers_step.h"
 
 #include "core/run_config.h"
 #include "runtime/model/cuda/cuda_graph.h"
@@ -252,17 +253,7 @@ void testLayersShareGraphs()
     b->setRouterGraphs(graphs);
     const auto run = [](rt::MoeLayer& l1, rt::MoeLayer& l2, const torch::Tensor& x1, const torch::Tensor& x2) {
         // Two micro-batches' forwards (different T, one bucket), then one backward over both.
-        auto [y1, aux1] = l1->forward(x1);
-        auto [z1, auxz1] = l2->forward(y1);
-        auto [y2, aux2] = l1->forward(x2);
-        auto [z2, auxz2] = l2->forward(y2);
-        auto loss = z1.pow(2).sum() + z2.pow(2).sum() + aux1 + auxz1 + aux2 + auxz2;
-        std::vector<torch::Tensor> params;
-        for (auto& p : l1->parameters())
-            params.push_back(p);
-        for (auto& p : l2->parameters())
-            params.push_back(p);
-        return std::make_pair(loss.detach(), torch::autograd::grad({loss}, params));
+        return test::twoLayersTwoMicroBatches(l1, l2, x1, x2);
     };
     auto x1 = torch::randn({300, D}), x2 = torch::randn({333, D});
     auto [lossGraphed, gradsGraphed] = run(a, b, x1, x2);
