@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -81,6 +83,8 @@ core::Result<void> saveArchiveAtomically(const std::string& path,
         fill(archive);
         archive.save_to(tmp);
     } catch (const std::exception& e) {
+        std::error_code ignored;
+        std::filesystem::remove(tmp, ignored);  // a partial file would only hold the disk
         return core::makeError(core::ErrorCode::IoError, std::string("cannot save the checkpoint: ") + e.what(), path);
     }
     std::error_code ec;
@@ -90,7 +94,53 @@ core::Result<void> saveArchiveAtomically(const std::string& path,
     return {};
 }
 
+uint64_t tensorBytes(const torch::Tensor& t)
+{
+    return t.defined() ? static_cast<uint64_t>(t.numel()) * t.element_size() : 0;
+}
+
+std::string sizeText(uint64_t bytes)
+{
+    char text[32];
+    if (bytes >= (1ull << 30))
+        std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / double(1ull << 30));
+    else
+        std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / double(1ull << 20));
+    return text;
+}
+
 }  // namespace
+
+uint64_t checkpointBytes(const std::vector<torch::Tensor>& written, torch::optim::Optimizer& optimizer)
+{
+    uint64_t bytes = 0;
+    for (const auto& t : written)
+        bytes += tensorBytes(t);
+    for (const auto& group : optimizer.param_groups())
+        for (const auto& p : group.params())
+            bytes += 2 * tensorBytes(p);  // exp_avg, exp_avg_sq
+    return bytes;
+}
+
+core::Result<void> checkCheckpointSpace(const std::string& dir, uint64_t bytesPerFile, int files)
+{
+    std::error_code ec;
+    const auto space = std::filesystem::space(dir, ec);
+    if (ec)
+        return {};  // cannot tell (e.g. an exotic filesystem): let the write itself report
+    const uint64_t need = bytesPerFile * static_cast<uint64_t>(std::max(1, files)) + bytesPerFile / 50 + (16ull << 20);
+    if (space.available >= need)
+        return {};
+    const uint64_t total = bytesPerFile * static_cast<uint64_t>(std::max(1, files));
+    const std::string whose = files > 1 ? ", " + std::to_string(files) + " rank files on this disk" : "";
+    return core::makeError(core::ErrorCode::IoError,
+                           "not enough disk space for the checkpoint: it takes about " + sizeText(total) + whose +
+                               ", and " + sizeText(space.available) + " are free; free space there, start the run with --run-dir on "
+                               "a larger disk (and --resume from a copy of this run directory), or set "
+                               "train.checkpoint_interval 0 (checkpoints only on SIGTERM). The last complete "
+                               "checkpoint is kept",
+                           dir);
+}
 
 std::string checkpointPath(const std::string& runDir)
 {
@@ -104,6 +154,13 @@ core::Result<std::string> saveCheckpoint(const std::string& runDir, torch::nn::M
     std::error_code ec;
     fs::create_directories(runDir + "/ckpt", ec);
     const std::string path = checkpointPath(runDir);
+    std::vector<torch::Tensor> written;
+    for (const auto& item : model.named_parameters())
+        written.push_back(item.value());
+    for (const auto& item : model.named_buffers())
+        written.push_back(item.value());
+    if (auto room = checkCheckpointSpace(runDir + "/ckpt", checkpointBytes(written, optimizer), 1); !room)
+        return room.error();
     auto saved = saveArchiveAtomically(path, [&](torch::serialize::OutputArchive& archive) {
         torch::serialize::OutputArchive params;
         for (const auto& item : model.named_parameters())
@@ -190,7 +247,8 @@ std::string checkpointLayoutPath(const std::string& runDir)
 }
 
 core::Result<std::string> saveRankCheckpoint(const std::string& runDir, int rank, int worldSize, const RankTensors& tensors,
-                                             torch::optim::Optimizer& optimizer, const CheckpointState& state)
+                                             torch::optim::Optimizer& optimizer, const CheckpointState& state,
+                                             int filesOnThisDisk)
 {
     namespace fs = std::filesystem;
     const std::string relative = rankCheckpointFile(state.step, rank);
@@ -199,6 +257,12 @@ core::Result<std::string> saveRankCheckpoint(const std::string& runDir, int rank
     fs::create_directories(fs::path(path).parent_path(), ec);
     if (ec)
         return core::makeError(core::ErrorCode::IoError, "cannot create the checkpoint directory: " + ec.message(), path);
+    std::vector<torch::Tensor> written = tensors.optimized;
+    for (const auto& item : tensors.model->named_parameters())
+        if (savedParameter(item.value(), tensors.trainableHeld))
+            written.push_back(item.value());
+    if (auto room = checkCheckpointSpace(runDir + "/ckpt", checkpointBytes(written, optimizer), filesOnThisDisk); !room)
+        return room.error();
     auto saved = saveArchiveAtomically(path, [&](torch::serialize::OutputArchive& archive) {
         archive.write("rank", torch::tensor(int64_t{rank}, torch::kInt64));
         archive.write("world_size", torch::tensor(int64_t{worldSize}, torch::kInt64));

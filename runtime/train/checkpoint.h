@@ -38,6 +38,15 @@ void captureRngState(CheckpointState& state, torch::Device device);
 /// Puts saved generator states back (the ones present in `state`).
 void restoreRngState(const CheckpointState& state, torch::Device device);
 
+/// Bytes a checkpoint file of these tensors takes, about: the tensors written plus AdamW's two
+/// moments for every parameter the optimizer holds (the archive's own overhead is small).
+uint64_t checkpointBytes(const std::vector<torch::Tensor>& written, torch::optim::Optimizer& optimizer);
+/// Ok when `dir`'s filesystem has room for `files` checkpoint files of `bytesPerFile` each beside
+/// what is there now (the previous checkpoint is removed only once the new one is complete);
+/// otherwise an IoError naming the need, the free space and the fixes — checked before anything
+/// is written, so a full disk never leaves a half-written file behind.
+core::Result<void> checkCheckpointSpace(const std::string& dir, uint64_t bytesPerFile, int files);
+
 /// Saves to runDir/ckpt/latest.pt; returns the path.
 core::Result<std::string> saveCheckpoint(const std::string& runDir, torch::nn::Module& model,
                                          torch::optim::Optimizer& optimizer, const CheckpointState& state);
@@ -70,8 +79,11 @@ struct RankTensors {
 };
 
 /// Writes DIR/ckpt/step<S>/rank<k>.pt (temp + rename); returns its path relative to DIR/ckpt.
+/// `filesOnThisDisk`: how many ranks write their files to the same filesystem at once (the local
+/// ranks), for the free-space check.
 core::Result<std::string> saveRankCheckpoint(const std::string& runDir, int rank, int worldSize, const RankTensors& tensors,
-                                             torch::optim::Optimizer& optimizer, const CheckpointState& state);
+                                             torch::optim::Optimizer& optimizer, const CheckpointState& state,
+                                             int filesOnThisDisk = 1);
 /// Rank 0, after every rank saved: writes layout.json (temp + rename), then removes the files of
 /// other steps.
 core::Result<void> commitCheckpointLayout(const std::string& runDir, const CheckpointLayout& layout);

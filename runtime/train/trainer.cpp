@@ -571,7 +571,8 @@ void Trainer::saveShardedCheckpoint(const std::string& why)
     state.nextSampleSeq = m_stepEndSeq;
     state.dataSeed = static_cast<int64_t>(m_config.train.seed);
     captureRngState(state, m_device);
-    auto saved = saveRankCheckpoint(m_options.runDir, m_env.rank, m_env.worldSize, rankTensors(), *m_optimizer, state);
+    auto saved = saveRankCheckpoint(m_options.runDir, m_env.rank, m_env.worldSize, rankTensors(), *m_optimizer, state,
+                                    m_env.localWorldSize);
     if (!allRanksOk(saved.ok()))
         throw RunFailure{1, saved ? std::string("another rank could not save its checkpoint file (its log says why)")
                                   : saved.error().toString()};

@@ -113,6 +113,19 @@ void testCheckpointRoundTrip()
     rt::captureRngState(saved, torch::kCPU);
     WB_CHECK(rt::saveCheckpoint(dir.string(), *model, *optimizer, saved).ok());
     const auto drawnAfterSave = torch::rand({16});
+    // The free-space check's estimate is the file's size within a few percent.
+    std::vector<torch::Tensor> written;
+    for (const auto& p : model->named_parameters())
+        written.push_back(p.value());
+    for (const auto& b : model->named_buffers())
+        written.push_back(b.value());
+    const double estimate = static_cast<double>(rt::checkpointBytes(written, *optimizer));
+    const double actual = static_cast<double>(std::filesystem::file_size(rt::checkpointPath(dir.string())));
+    WB_CHECK_MSG(std::abs(estimate - actual) < 0.05 * actual, "estimate " << estimate << " vs file " << actual);
+    WB_CHECK(rt::checkCheckpointSpace(dir.string(), 1, 1).ok());
+    const auto full = rt::checkCheckpointSpace(dir.string(), uint64_t{1} << 62, 2);
+    WB_CHECK(!full.ok() && full.error().toString().find("not enough disk space") != std::string::npos &&
+             full.error().toString().find("2 rank files") != std::string::npos);
 
     // A different model and generator state, then load: everything comes back.
     torch::manual_seed(8);

@@ -17,8 +17,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 using namespace wb;
 namespace fs = std::filesystem;
@@ -334,6 +336,47 @@ void testOutOfMemory(const fs::path& dir)
     std::cout << message << std::endl;
 }
 
+// A disk too small for the checkpoint: moe-train stops before writing anything (no partial file),
+// exit 1 with a message giving the need, the free space and the fixes. The run's ckpt/ folder is
+// a 1 MiB tmpfs in a private mount namespace (root only; skipped elsewhere).
+bool testCheckpointDiskFull(const fs::path& dir)
+{
+    if (::geteuid() != 0 || std::system("unshare -m true >/dev/null 2>&1") != 0) {
+        std::cerr << "needs root and mount namespaces (unshare -m) for a small tmpfs; skipping\n";
+        return false;
+    }
+    json config = sampleConfig("sample-mock.json");
+    config["data"]["manifest"] = "";
+    config["train"]["train_iters"] = 3;
+    config["train"]["lr_warmup_iters"] = 1;
+    config["train"]["checkpoint_interval"] = 1;
+    const fs::path cfg = dir / "disk-full.json", runDir = dir / "run-disk-full";
+    std::ofstream(cfg) << config.dump(1);
+    fs::create_directories(runDir / "ckpt");
+    // Inside the namespace: the small disk on RUN/ckpt, moe-train, then what ckpt/ holds.
+    const std::string script = "mount -t tmpfs -o size=1m wbtest-full \"$1/ckpt\" || exit 77; shift; run=$1; shift; "
+                               "\"$@\"; rc=$?; ls -A \"$run/ckpt\" > \"$run/ckpt-listing.txt\"; exit $rc";
+    const std::string log = (dir / "disk-full.log").string();
+    const int rc = test::runProcess({"/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c", script, "sh",
+                                     runDir.string(), runDir.string(), MOE_TRAIN_PATH, "--config", cfg.string(),
+                                     "--run-dir", runDir.string()},
+                                    log, 120);
+    if (rc == 77) {
+        std::cerr << "cannot mount a tmpfs here; skipping\n" << test::readFile(log);
+        return false;
+    }
+    WB_CHECK_MSG(rc == 1, "rc " << rc << "\n" << test::readFile(log));
+    const json status = readStatus(runDir);
+    const std::string message = status.value("message", "");
+    for (const char* part : {"not enough disk space for the checkpoint", "are free", "--run-dir", "checkpoint_interval 0"})
+        WB_CHECK_MSG(message.find(part) != std::string::npos, "'" << part << "' missing in: " << message);
+    WB_CHECK_MSG(status.value("exit_code", -1) == 1 && status.value("step", int64_t{0}) == 1, status.dump());
+    const std::string listing = test::readFile(runDir / "ckpt-listing.txt");
+    WB_CHECK_MSG(listing.empty(), "left in ckpt/: " << listing);
+    std::cout << message << std::endl;
+    return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -351,6 +394,11 @@ int main(int argc, char** argv)
 #endif
         testOutOfMemory(dir);
         testLoaderOutOfMemory(dir);
+    } else if (which == "disk-full") {
+        if (!testCheckpointDiskFull(dir)) {
+            fs::remove_all(dir);
+            return 77;
+        }
     } else if (which == "golden") {
         testGoldenLosses(dir, argc > 2 && std::string(argv[2]) == "--regenerate");
     } else {
