@@ -142,6 +142,29 @@ core::Result<void> checkCheckpointSpace(const std::string& dir, uint64_t bytesPe
                            dir);
 }
 
+namespace {
+
+// What both checkpoint formats end with: the free-space check for `written` plus the optimizer's
+// moments (`files` such files at once on that disk), then the archive — `fillTensors`' part, the
+// optimizer and the run state — through a temporary file.
+core::Result<void> saveWithOptimizerState(const std::string& path, const std::vector<torch::Tensor>& written, int files,
+                                          torch::optim::Optimizer& optimizer, const CheckpointState& state,
+                                          const std::function<void(torch::serialize::OutputArchive&)>& fillTensors)
+{
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    if (auto room = checkCheckpointSpace(dir, checkpointBytes(written, optimizer), files); !room)
+        return room.error();
+    return saveArchiveAtomically(path, [&](torch::serialize::OutputArchive& archive) {
+        fillTensors(archive);
+        torch::serialize::OutputArchive optim;
+        optimizer.save(optim);
+        archive.write("optimizer", optim);
+        writeState(archive, state);
+    });
+}
+
+}  // namespace
+
 std::string checkpointPath(const std::string& runDir)
 {
     return runDir + "/ckpt/latest.pt";
@@ -159,19 +182,13 @@ core::Result<std::string> saveCheckpoint(const std::string& runDir, torch::nn::M
         written.push_back(item.value());
     for (const auto& item : model.named_buffers())
         written.push_back(item.value());
-    if (auto room = checkCheckpointSpace(runDir + "/ckpt", checkpointBytes(written, optimizer), 1); !room)
-        return room.error();
-    auto saved = saveArchiveAtomically(path, [&](torch::serialize::OutputArchive& archive) {
+    auto saved = saveWithOptimizerState(path, written, 1, optimizer, state, [&](torch::serialize::OutputArchive& archive) {
         torch::serialize::OutputArchive params;
         for (const auto& item : model.named_parameters())
             params.write(item.key(), item.value().detach());
         for (const auto& item : model.named_buffers())
             params.write(item.key(), item.value(), /*is_buffer=*/true);
         archive.write("model", params);
-        torch::serialize::OutputArchive optim;
-        optimizer.save(optim);
-        archive.write("optimizer", optim);
-        writeState(archive, state);
     });
     if (!saved)
         return saved.error();
@@ -261,9 +278,8 @@ core::Result<std::string> saveRankCheckpoint(const std::string& runDir, int rank
     for (const auto& item : tensors.model->named_parameters())
         if (savedParameter(item.value(), tensors.trainableHeld))
             written.push_back(item.value());
-    if (auto room = checkCheckpointSpace(runDir + "/ckpt", checkpointBytes(written, optimizer), filesOnThisDisk); !room)
-        return room.error();
-    auto saved = saveArchiveAtomically(path, [&](torch::serialize::OutputArchive& archive) {
+    auto saved = saveWithOptimizerState(path, written, filesOnThisDisk, optimizer, state,
+                                        [&](torch::serialize::OutputArchive& archive) {
         archive.write("rank", torch::tensor(int64_t{rank}, torch::kInt64));
         archive.write("world_size", torch::tensor(int64_t{worldSize}, torch::kInt64));
         torch::serialize::OutputArchive params;
@@ -276,10 +292,6 @@ core::Result<std::string> saveRankCheckpoint(const std::string& runDir, int rank
         for (size_t i = 0; i < tensors.optimized.size(); ++i)
             optimized.write(std::to_string(i), tensors.optimized[i].detach());
         archive.write("optimized", optimized);
-        torch::serialize::OutputArchive optim;
-        optimizer.save(optim);
-        archive.write("optimizer", optim);
-        writeState(archive, state);
     });
     if (!saved)
         return saved.error();
