@@ -64,6 +64,18 @@ std::shared_ptr<const wb::core::Comparison> twoRuns()
     return built ? std::make_shared<const wb::core::Comparison>(std::move(*built)) : nullptr;
 }
 
+// `panel` shown at 1200 × 800 with `comparison`, its lines computed on the worker (false when the
+// window is not exposed or the lines do not arrive within 5 s).
+bool showComputed(CompareChartPanel& panel, const std::shared_ptr<const wb::core::Comparison>& comparison)
+{
+    panel.resize(1200, 800);
+    panel.show();
+    if (!QTest::qWaitForWindowExposed(&panel))
+        return false;
+    panel.setComparison(comparison);
+    return QTest::qWaitFor([&] { return panel.isUpToDate(); });
+}
+
 /// Where QtCharts itself puts `value` on `chart` (through the run's legend series and its axes).
 QPointF chartPosition(wb::ui::MetricChartView* view, int run, QPointF value)
 {
@@ -117,11 +129,7 @@ private slots:
         auto comparison = twoRuns();
         QVERIFY(comparison);
         CompareChartPanel panel;
-        panel.resize(1200, 800);
-        panel.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&panel));
-        panel.setComparison(comparison);  // no precomputed lines: computed on a worker
-        QTRY_VERIFY(panel.isUpToDate());
+        QVERIFY(showComputed(panel, comparison));  // no precomputed lines: computed on a worker
         QVERIFY(panel.lines(Chart::StepTime));
         checkSpikePainted(panel);
 
@@ -179,11 +187,7 @@ private slots:
     {
         auto comparison = twoRuns();
         CompareChartPanel panel;
-        panel.resize(1200, 800);
-        panel.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&panel));
-        panel.setComparison(comparison);
-        QTRY_VERIFY(panel.isUpToDate());
+        QVERIFY(showComputed(panel, comparison));
         auto* view = panel.chartView(Chart::StepTime);
         // A point of the "steady" run's smoothed line, in viewport coordinates.
         const auto* item = panel.runItem(Chart::StepTime, 1);
@@ -207,11 +211,7 @@ private slots:
     {
         auto comparison = twoRuns();
         CompareChartPanel panel;
-        panel.resize(1200, 800);
-        panel.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&panel));
-        panel.setComparison(comparison);
-        QTRY_VERIFY(panel.isUpToDate());
+        QVERIFY(showComputed(panel, comparison));
         auto* view = panel.chartView(Chart::Loss);
         QCOMPARE(view->chart()->legend()->markers().size(), 2);  // one entry per run
         QCOMPARE(panel.shadedBands(Chart::Loss), qsizetype(2));
