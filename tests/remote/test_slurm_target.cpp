@@ -148,6 +148,30 @@ private:
         return options;
     }
 
+    // Submits `script` by hand the way launch does (the run directory made, the script written
+    // there, `sbatch` run in it after `beforeSbatch`) and waits up to 90 s for the job to end;
+    // returns "" or what went wrong, and the job's last status in `status`.
+    std::string submitByHandAndWait(remote::SlurmTarget& target, const std::string& runDir, const std::string& script,
+                                    const std::string& beforeSbatch, core::RunStatus& status)
+    {
+        const auto q = [](const std::string& s) { return remote::shellQuote(s); };
+        auto submitted = target.login().runCommand(
+            "sh -c " + q("SLURM_CONF=" + q(qEnvironmentVariable("SLURM_CONF").toStdString()) + "; export SLURM_CONF\n" +
+                         "mkdir -p " + q(runDir + "/.submitted") + " && cd " + q(runDir) + " && printf '%s' " + q(script) +
+                         " > run.sbatch && " + beforeSbatch + " sbatch --parsable run.sbatch > slurm_job_id"),
+            std::chrono::seconds(60));
+        if (!submitted)
+            return submitted.error().toString();
+        if (submitted->exitStatus != 0)
+            return submitted->err;
+        const bool ended = waitFor([&] {
+            auto s = target.status(runDir);
+            status = s ? *s : core::RunStatus{};
+            return s && !s->processAlive;
+        }, 90000);
+        return ended ? std::string() : "the job did not end in 90 s";
+    }
+
 private slots:
     void initTestCase()
     {
@@ -334,21 +358,10 @@ private slots:
         const std::string script = core::planner::slurmScript(config(20, "slurm-gpu-form", 1), generator);
         QVERIFY(script.find("#SBATCH --gpus-per-node=2") != std::string::npos);
         const std::string runDir = runsRoot() + "/slurm-gpu-form";
-        const auto q = [](const std::string& s) { return remote::shellQuote(s); };
-        auto submitted = target.login().runCommand(
-            "sh -c " + q("SLURM_CONF=" + q(qEnvironmentVariable("SLURM_CONF").toStdString()) + "; export SLURM_CONF\n" +
-                         "mkdir -p " + q(runDir + "/.submitted") + " && cd " + q(runDir) + " && printf '%s' " + q(script) +
-                         " > run.sbatch && RUN_ID=slurm-gpu-form RUNS_ROOT=" + q(runsRoot()) +
-                         " sbatch --parsable run.sbatch > slurm_job_id"),
-            std::chrono::seconds(60));
-        QVERIFY2(submitted && submitted->exitStatus == 0, submitted ? submitted->err.c_str() : submitted.error().toString().c_str());
         core::RunStatus status;
-        QVERIFY2(waitFor([&] {
-                     auto s = target.status(runDir);
-                     status = s ? *s : core::RunStatus{};
-                     return s && !s->processAlive;
-                 }, 90000),
-                 "the GPU-form job did not end in 90 s");
+        const std::string failed = submitByHandAndWait(
+            target, runDir, script, "RUN_ID=slurm-gpu-form RUNS_ROOT=" + remote::shellQuote(runsRoot()), status);
+        QVERIFY2(failed.empty(), ("the GPU-form job: " + failed).c_str());
         QVERIFY2(status.state == core::RunState::Finished,
                  (status.message + "\n" + wbtest::readAll(runDir + "/stdout.log")).c_str());
         auto chunk = target.readMetrics(runDir, 0, 1 << 20);
@@ -438,20 +451,10 @@ private slots:
         generator.runId = "slurm-export-none";
         const std::string script = core::planner::slurmScript(config(5, "slurm-export-none", 1), generator);
         const std::string runDir = runsRoot() + "/slurm-export-none";
-        const auto q = [](const std::string& s) { return remote::shellQuote(s); };
-        auto submitted = target.login().runCommand(
-            "sh -c " + q("SLURM_CONF=" + q(qEnvironmentVariable("SLURM_CONF").toStdString()) + "; export SLURM_CONF\n" +
-                         "mkdir -p " + q(runDir + "/.submitted") + " && cd " + q(runDir) + " && printf '%s' " + q(script) +
-                         " > run.sbatch && unset RUN_ID RUNS_ROOT && SBATCH_EXPORT=NONE sbatch --parsable run.sbatch > slurm_job_id"),
-            std::chrono::seconds(60));
-        QVERIFY2(submitted && submitted->exitStatus == 0, submitted ? submitted->err.c_str() : submitted.error().toString().c_str());
         core::RunStatus status;
-        QVERIFY2(waitFor([&] {
-                     auto s = target.status(runDir);
-                     status = s ? *s : core::RunStatus{};
-                     return s && !s->processAlive;
-                 }, 90000),
-                 "the job did not end in 90 s");
+        const std::string failed =
+            submitByHandAndWait(target, runDir, script, "unset RUN_ID RUNS_ROOT && SBATCH_EXPORT=NONE", status);
+        QVERIFY2(failed.empty(), failed.c_str());
         QVERIFY2(status.state == core::RunState::Finished,
                  (status.message + "\n" + wbtest::readAll(runDir + "/stdout.log")).c_str());
         QCOMPARE(fileSteps(runDir).size(), size_t(5));
