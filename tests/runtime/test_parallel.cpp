@@ -301,6 +301,26 @@ double secondsSince(std::chrono::steady_clock::time_point t)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// `ranks` processes started the way torchrun starts them (WORLD_SIZE, RANK, MASTER_ADDR and a free
+// MASTER_PORT in their environment); `rank(k)` gives rank k's command line and log file. The
+// variables are removed from this process again before it returns.
+std::vector<pid_t> spawnTorchrunRanks(
+    int ranks, const std::function<std::pair<std::vector<std::string>, std::string>(int)>& rank)
+{
+    ::setenv("WORLD_SIZE", std::to_string(ranks).c_str(), 1);
+    ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+    ::setenv("MASTER_PORT", std::to_string(test::freeLoopbackPort()).c_str(), 1);
+    std::vector<pid_t> pids;
+    for (int k = 0; k < ranks; ++k) {
+        ::setenv("RANK", std::to_string(k).c_str(), 1);
+        const auto [args, log] = rank(k);
+        pids.push_back(test::spawnProcess(args, log));
+    }
+    for (const char* name : {"WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "RANK"})
+        ::unsetenv(name);
+    return pids;
+}
+
 // `parallel`: e.g. PP 2, where rank 0 is then waiting in a send/recv of the pipeline, not in an
 // allreduce, when its peer dies.
 void testKillTorchrunStyle(const fs::path& dir, const json& parallel = json::object())
@@ -308,18 +328,11 @@ void testKillTorchrunStyle(const fs::path& dir, const json& parallel = json::obj
     const fs::path config = writeConfig(dir, 100000, parallel, parallel.empty() ? "" : "-kill");
     const fs::path runDir = dir / "torchrun";
     constexpr double kTimeout = 10.0;
-    ::setenv("WORLD_SIZE", "2", 1);
-    ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-    ::setenv("MASTER_PORT", std::to_string(test::freeLoopbackPort()).c_str(), 1);
-    std::vector<pid_t> pids;
-    for (int k = 0; k < 2; ++k) {
-        ::setenv("RANK", std::to_string(k).c_str(), 1);
-        pids.push_back(test::spawnProcess({MOE_TRAIN_PATH, "--config", config.string(), "--run-dir", runDir.string(),
-                                           "--comm-timeout", std::to_string(kTimeout)},
-                                          (dir / ("torchrun" + std::to_string(k) + ".log")).string()));
-    }
-    for (const char* name : {"WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "RANK"})
-        ::unsetenv(name);
+    const std::vector<pid_t> pids = spawnTorchrunRanks(2, [&](int k) {
+        return std::make_pair(std::vector<std::string>{MOE_TRAIN_PATH, "--config", config.string(), "--run-dir",
+                                                       runDir.string(), "--comm-timeout", std::to_string(kTimeout)},
+                              (dir / ("torchrun" + std::to_string(k) + ".log")).string());
+    });
     WB_CHECK_MSG(waitFor(runDir / "metrics.jsonl", "\"step\":3,"), test::readFile(dir / "torchrun0.log"));
     ::kill(pids[1], SIGKILL);
     const auto killed = std::chrono::steady_clock::now();
@@ -630,18 +643,12 @@ void testResumeAfterSignal(const fs::path& dir, const std::string& name)
     fs::create_directories(node1 / "ckpt");
     fs::copy(parts / "ckpt" / ("step" + std::to_string(stoppedAt)), node1 / "ckpt" / ("step" + std::to_string(stoppedAt)),
              fs::copy_options::recursive);
-    ::setenv("WORLD_SIZE", "2", 1);
-    ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-    ::setenv("MASTER_PORT", std::to_string(test::freeLoopbackPort()).c_str(), 1);
-    std::vector<pid_t> pids;
-    for (int k = 0; k < 2; ++k) {
-        ::setenv("RANK", std::to_string(k).c_str(), 1);
-        pids.push_back(test::spawnProcess({MOE_TRAIN_PATH, "--config", config.string(), "--run-dir",
-                                           (k == 0 ? parts : node1).string(), "--comm-timeout", "60", "--resume"},
-                                          (dir / ("node" + std::to_string(k) + ".log")).string()));
-    }
-    for (const char* env : {"WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "RANK"})
-        ::unsetenv(env);
+    const std::vector<pid_t> pids = spawnTorchrunRanks(2, [&](int k) {
+        return std::make_pair(std::vector<std::string>{MOE_TRAIN_PATH, "--config", config.string(), "--run-dir",
+                                                       (k == 0 ? parts : node1).string(), "--comm-timeout", "60",
+                                                       "--resume"},
+                              (dir / ("node" + std::to_string(k) + ".log")).string());
+    });
     for (int k = 0; k < 2; ++k) {
         rc = test::waitProcess(pids[static_cast<size_t>(k)], 120);
         const std::string log = test::readFile(dir / ("node" + std::to_string(k) + ".log"));
