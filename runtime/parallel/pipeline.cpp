@@ -89,7 +89,11 @@ Pipeline::Pipeline(const core::RunConfig& config, ProcessGroup& world)
         throw std::invalid_argument("pipeline_model_parallel_size " + str(m_stages) + " must be > 1 and divide the " +
                                     str(n) + " ranks");
     if (p.virtualPipelineModelParallelSize > 1)
-        throw std::invalid_argument("virtual pipeline stages (virtual_pipeline_model_parallel_size > 1) are not implemented");
+        // moe-train --validate refuses this first (runtime_checks.cpp); kept for callers that skip it.
+        throw std::invalid_argument("parallel.virtual_pipeline_model_parallel_size " +
+                                    str(p.virtualPipelineModelParallelSize) +
+                                    ": moe-train runs plain 1F1B only, without virtual (interleaved) stages "
+                                    "(docs/parallel.md \"Not done\"); set it to 1");
     m_layers = pipelineStageLayers(config.model.decoder.numLayers, m_stages, p.numLayersInFirstPipelineStage,
                                    p.numLayersInLastPipelineStage);
     const int perStage = n / m_stages;
