@@ -414,9 +414,9 @@ std::pair<torch::Tensor, torch::Tensor> crossEntropyForward(const torch::Tensor&
     const c10::cuda::CUDAGuard guard(logits.device());
     const int64_t N = logits.size(0), V = logits.size(1);
     auto f32 = logits.options().dtype(torch::kFloat32);
-    auto loss = torch::empty({N}, f32), lse = torch::empty({N}, f32);  // every row is written
     if (N == 0 || V == 0)
-        return {loss, lse};
+        return {torch::zeros({N}, f32), torch::zeros({N}, f32)};
+    auto loss = torch::empty({N}, f32), lse = torch::empty({N}, f32);  // the kernel writes every row
     auto y = labels.contiguous();
     const auto stream = at::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "crossEntropyForward", [&] {
