@@ -286,7 +286,16 @@ def check_html(path, run_names, critical=True):
     check(" src=" not in html_text and " href=" not in html_text, "the HTML report links nothing outside itself")
 
 
-def case_export_csv(env, real):
+def unique_prefix(run_id, others):
+    """The shortest prefix of run_id (at least the timestamp part) that no other id starts with.
+    Ids made in the same second share the timestamp and may share hex digits of the suffix."""
+    for n in range(17, len(run_id) + 1):
+        if not any(o.startswith(run_id[:n]) for o in others):
+            return run_id[:n]
+    return run_id
+
+
+def case_export_csv(env, real, others):
     path = os.path.join(env.tmp, "steps.csv")
     p = env.cli("export", real, "--csv", path)
     check(p.returncode == 0 and p.stdout == "", "export --csv exits 0, nothing on stdout")
@@ -301,7 +310,7 @@ def case_export_csv(env, real):
                 and int(row["effective_tokens"]) == rec["effective_tokens"])
         if not check(same, "CSV row equals the metrics.jsonl step: %r vs %r" % (row, rec)):
             break
-    s = env.cli("export", real[:17], "--csv", "-")
+    s = env.cli("export", unique_prefix(real, others), "--csv", "-")
     check(s.returncode == 0 and s.stdout == text, "export --csv - prints the same CSV (prefix id works)")
     check(not any(n.startswith("steps.csv.tmp") for n in os.listdir(env.tmp)), "no temporary file left")
 
@@ -325,7 +334,7 @@ def main():
         mock = launch(env, "mock-run", "mock")
         if real and mock:
             case_compare(env, real, mock)
-            case_export_csv(env, real)
+            case_export_csv(env, real, [mock])
             case_usage(env, real)
             planned = launch(env, "planned-run", "real", prediction=prediction_file(env))
             if planned:
