@@ -127,7 +127,11 @@ def case_launch_watch(env, manifest):
           and mine[0]["steps"] == len(file_steps), "runs --json shows the run finished: %r" % mine)
     table = env.cli("runs")
     check(run_id in table.stdout and "finished" in table.stdout, "runs table lists the run")
-    s = env.cli("show", run_id[:17], "--json")  # a unique prefix works
+    # A unique prefix works; ids made in the same second share digits, so take one no other run has.
+    others = [x["id"] for x in runs if x["id"] != run_id]
+    prefix = next((run_id[:n] for n in range(17, len(run_id) + 1)
+                   if not any(o.startswith(run_id[:n]) for o in others)), run_id)
+    s = env.cli("show", prefix, "--json")
     shown = json.loads(s.stdout) if s.returncode == 0 else {}
     check(shown.get("id") == run_id and shown.get("meta") is not None
           and shown.get("last_step", {}).get("step") == file_steps[-1]["step"],
