@@ -169,12 +169,15 @@ void CompareView::buildUi()
 
     auto* figureTables = new QSplitter(Qt::Vertical, this);
     figureTables->addWidget(m_figures);
-    auto* predictionBox = new QWidget(this);
-    auto* predictionLayout = new QVBoxLayout(predictionBox);
+    m_predictionBox = new QWidget(this);
+    auto* predictionLayout = new QVBoxLayout(m_predictionBox);
     predictionLayout->setContentsMargins(0, 0, 0, 0);
-    predictionLayout->addWidget(new QLabel(tr("Predicted vs measured"), predictionBox));
+    predictionLayout->addWidget(new QLabel(tr("Predicted vs measured"), m_predictionBox));
     predictionLayout->addWidget(m_predictions);
-    figureTables->addWidget(predictionBox);
+    figureTables->addWidget(m_predictionBox);
+    // Dense rows: the figure table has a dozen rows and the charts want the height.
+    for (QTableWidget* table : {m_figures, m_predictions, m_configDiff})
+        table->verticalHeader()->setDefaultSectionSize(table->fontMetrics().height() + 8);
     figureTables->setStretchFactor(0, 3);
     figureTables->setStretchFactor(1, 1);
     auto* tables = new QSplitter(Qt::Horizontal, this);
@@ -467,7 +470,7 @@ void CompareView::fillFigures()
             }
             if (spec.stats) {
                 const auto* s = spec.stats(c.runs[i].figures);
-                const double scale = QLatin1String(spec.key) == QLatin1String("mfu") ? 100.0 : 1.0;
+                const double scale = spec.statsScale;
                 item->setToolTip(tr("p10 %1, p90 %2, spread %3 %, %4 steps")
                                      .arg(formatNumber(s->p10 * scale, spec.decimals),
                                           formatNumber(s->p90 * scale, spec.decimals),
@@ -531,6 +534,9 @@ void CompareView::fillPredictions()
     m_predictions->clearSpans();
     const auto withPrediction = std::find_if(c.runs.begin(), c.runs.end(),
                                              [](const core::ComparedRun& r) { return r.predictionCheck.has_value(); });
+    // Without any prediction the table would only say "no prediction" per run: hidden, and the
+    // figures get the height.
+    m_predictionBox->setVisible(withPrediction != c.runs.end());
     QStringList columns;
     if (withPrediction != c.runs.end())
         for (const auto& row : withPrediction->predictionCheck->rows)

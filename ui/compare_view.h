@@ -126,6 +126,7 @@ private:
     QTableWidget* m_figures = nullptr;
     QTableWidget* m_configDiff = nullptr;
     QTableWidget* m_predictions = nullptr;
+    QWidget* m_predictionBox = nullptr;  // label + m_predictions; hidden when no run has a prediction
     CompareChartPanel* m_charts = nullptr;
     QLabel* m_busy = nullptr;
     QThread* m_loader = nullptr;  // the running load, if any (GUI thread owns the pointer)

@@ -104,7 +104,7 @@ void printFigures(const core::Comparison& c)
                           (i == c.baseline ? "" : formatDelta(core::relativeDelta(v, spec.value(base.figures)))));
             if (spec.stats) {
                 const auto* s = spec.stats(c.runs[i].figures);
-                const double scale = std::string(spec.key) == "mfu" ? 100.0 : 1.0;
+                const double scale = spec.statsScale;
                 range.push_back(s->valid() ? format(s->p10 * scale, spec.decimals) + ".." +
                                                  format(s->p90 * scale, spec.decimals)
                                            : "-");

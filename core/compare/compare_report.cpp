@@ -537,7 +537,7 @@ std::string comparisonToMarkdown(const Comparison& c, const std::vector<std::str
                 }
             if (spec.stats) {
                 const auto* s = spec.stats(c.runs[i].figures);
-                const double scale = std::string(spec.key) == "mfu" ? 100.0 : 1.0;
+                const double scale = spec.statsScale;
                 if (s->valid())
                     text += "<br><sub>" + number(s->p10 * scale, spec.decimals) + "–" +
                             number(s->p90 * scale, spec.decimals) + "</sub>";

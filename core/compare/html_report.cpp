@@ -122,7 +122,7 @@ void figures(std::string& h, const Comparison& c)
                 }
             if (spec.stats) {
                 const auto* s = spec.stats(c.runs[i].figures);
-                const double scale = std::string(spec.key) == "mfu" ? 100.0 : 1.0;
+                const double scale = spec.statsScale;
                 if (s->valid())
                     h += "<br/><span class=\"range\">" + number(s->p10 * scale, spec.decimals) + "–" +
                          number(s->p90 * scale, spec.decimals) + "</span>";

@@ -38,7 +38,7 @@ PredictionCheck checkPrediction(const RunPrediction& prediction, const RunFigure
         row("peak_mem_gib", "peak memory", "GiB", 2, prediction.memoryGib, measured.peakMemGib),
         row("tokens_per_s_per_gpu", "effective tokens/s/GPU", "tok/s", 1, prediction.tokensPerSPerGpu,
             measured.tokensPerSPerGpu.median),
-        row("mfu", "MFU", "%", 2, prediction.mfu * 100.0, measured.mfu.median * 100.0),
+        row("mfu", "MFU", "%", 2, prediction.mfu * 100.0, measured.mfu.valid() ? measured.mfu.median * 100.0 : kNaN),
     };
     if (prediction.gpus > 0 && worldSize > 0 && prediction.gpus != worldSize)
         check.note = "predicted for " + std::to_string(prediction.gpus) + " GPU(s), the run used " +

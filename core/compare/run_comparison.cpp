@@ -156,6 +156,23 @@ bool Comparison::hasCritical() const
                        [](const auto& w) { return w.severity == WarningSeverity::Critical; });
 }
 
+namespace {
+
+double medianOrNaN(const RobustStats& s)
+{
+    return s.valid() ? s.median : std::numeric_limits<double>::quiet_NaN();
+}
+
+template <size_t Phase>
+FigureSpec phaseSpec()
+{
+    return {stepPhases()[Phase].key, stepPhases()[Phase].label, "ms", false, 1,
+            [](const RunFigures& f) { return medianOrNaN(f.phaseMs[Phase]); },
+            [](const RunFigures& f) { return &f.phaseMs[Phase]; }};
+}
+
+}  // namespace
+
 const std::vector<FigureSpec>& figureSpecs()
 {
     static const std::vector<FigureSpec> kSpecs = {
@@ -166,18 +183,26 @@ const std::vector<FigureSpec>& figureSpecs()
          [](const RunFigures& f) { return f.gpuMsPer1kTokens.median; },
          [](const RunFigures& f) { return &f.gpuMsPer1kTokens; }},
         {"tflops_per_gpu", "TFLOP/s/GPU", "TFLOP/s", true, 2,
-         [](const RunFigures& f) { return f.tflopsPerGpu.median; },
+         [](const RunFigures& f) { return medianOrNaN(f.tflopsPerGpu); },
          [](const RunFigures& f) { return &f.tflopsPerGpu; }},
-        {"mfu", "MFU", "%", true, 2, [](const RunFigures& f) { return f.mfu.median * 100.0; },
-         [](const RunFigures& f) { return &f.mfu; }},
+        // No MFU without a known peak (CPU runs): n/a, not a 0 % that reads as a result.
+        {"mfu", "MFU", "%", true, 2, [](const RunFigures& f) { return medianOrNaN(f.mfu) * 100.0; },
+         [](const RunFigures& f) { return &f.mfu; }, 100.0},
         {"step_ms", "step time", "ms", false, 1, [](const RunFigures& f) { return f.stepMs.median; },
          [](const RunFigures& f) { return &f.stepMs; }},
+        phaseSpec<0>(),
+        phaseSpec<1>(),
+        phaseSpec<2>(),
+        phaseSpec<3>(),
+        phaseSpec<4>(),
+        phaseSpec<5>(),
         {"effective_tokens_per_step", "effective tokens/step", "tok", true, 0,
          [](const RunFigures& f) { return f.effectiveTokensPerStep.median; },
          [](const RunFigures& f) { return &f.effectiveTokensPerStep; }},
         {"peak_mem_gib", "peak memory, whole run", "GiB", false, 3, [](const RunFigures& f) { return f.peakMemGib; },
          nullptr},
     };
+    static_assert(kStepPhaseCount == 6, "one phaseSpec<> per step phase");
     return kSpecs;
 }
 

@@ -55,7 +55,8 @@ struct Comparison {
     bool hasCritical() const;
 };
 
-/// A figure of the table: one row in the CLI, one row in the GUI, one key in JSON.
+/// A figure of the table: one row in the CLI, one row in the GUI, one key in JSON. A value that
+/// is not known (NaN: no MFU without a peak, no split in the stream) shows as n/a / null.
 struct FigureSpec {
     const char* key;       ///< JSON key
     const char* label;     ///< table text
@@ -65,6 +66,8 @@ struct FigureSpec {
     double (*value)(const RunFigures&);
     /// p10/p90 of the same figure when it has a distribution; nullptr for a single number.
     const RobustStats* (*stats)(const RunFigures&);
+    /// What the stats are multiplied by for display (MFU: a 0..1 fraction shown in %).
+    double statsScale = 1.0;
 };
 const std::vector<FigureSpec>& figureSpecs();
 

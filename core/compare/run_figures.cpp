@@ -9,6 +9,19 @@
 
 namespace wb::core {
 
+std::span<const StepPhase, kStepPhaseCount> stepPhases()
+{
+    static constexpr StepPhase kPhases[kStepPhaseCount] = {
+        {"data_ms", "time: data wait", &StepSeries::dataMs},
+        {"vision_ms", "time: vision encoder fwd", &StepSeries::visionMs},
+        {"projector_ms", "time: projector fwd", &StepSeries::projectorMs},
+        {"decoder_ms", "time: decoder fwd + loss", &StepSeries::decoderMs},
+        {"backward_ms", "time: backward", &StepSeries::backwardMs},
+        {"optimizer_ms", "time: optimizer", &StepSeries::optimizerMs},
+    };
+    return std::span<const StepPhase, kStepPhaseCount>(kPhases);
+}
+
 RunFigures computeRunFigures(const StepSeries& steps, const SteadyWindow& window, int worldSize, double peakTflops)
 {
     const double world = std::max(worldSize, 1);
@@ -30,12 +43,14 @@ RunFigures computeRunFigures(const StepSeries& steps, const SteadyWindow& window
             msPer1k.push_back(ms * world * 1000.0 / eff);
         }
         const double tf = steps.tflopsPerGpu[i], recorded = steps.mfu[i];
-        if (tf > 0.0) {
+        if (tf > 0.0)
             tflops.push_back(tf);
-            mfu.push_back(peakTflops > 0.0 ? tf / peakTflops : recorded);
-        } else if (recorded > 0.0) {
+        // MFU needs a peak: the meta's, else the trainer's own figure. A CPU run has neither (its
+        // records say 0): no MFU at all rather than a 0 % that reads like a measurement.
+        if (tf > 0.0 && peakTflops > 0.0)
+            mfu.push_back(tf / peakTflops);
+        else if (recorded > 0.0)
             mfu.push_back(recorded);
-        }
     }
 
     RunFigures f;
@@ -46,6 +61,26 @@ RunFigures computeRunFigures(const StepSeries& steps, const SteadyWindow& window
     f.tflopsPerGpu = robustStats(std::move(tflops));
     f.mfu = robustStats(std::move(mfu));
     f.effectiveTokensPerStep = robustStats(std::move(effective));
+    bool hasSplit = false;
+    for (const auto& phase : stepPhases()) {
+        const auto& series = steps.*(phase.series);
+        for (size_t i = begin; i < end && i < series.size() && !hasSplit; ++i)
+            hasSplit = series[i] > 0.0;  // NaN (a column not read) compares false
+    }
+    if (hasSplit) {
+        // The split is a diagnostic beside the headline figures: over long windows its percentiles
+        // come from at most kSplitSamples evenly spaced steps (every step up to that), which keeps
+        // 20 runs × 100k steps inside the compare view's one-second budget (docs/compare.md).
+        const size_t stride = std::max<size_t>(1, (count + kSplitSamples - 1) / kSplitSamples);
+        for (size_t k = 0; k < kStepPhaseCount; ++k) {
+            const auto& series = steps.*(stepPhases()[k].series);
+            std::vector<double> sample;
+            sample.reserve(count / stride + 1);
+            for (size_t i = begin; i < end && i < series.size(); i += stride)
+                sample.push_back(series[i]);
+            f.phaseMs[k] = robustStats(std::move(sample));
+        }
+    }
     for (double v : steps.memPeakGib)
         if (std::isfinite(v))
             f.peakMemGib = std::max(f.peakMemGib, v);

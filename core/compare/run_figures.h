@@ -9,9 +9,21 @@
 #include "core/compare/step_series.h"
 #include "core/metrics_schema.h"
 
+#include <array>
+#include <span>
 #include <vector>
 
 namespace wb::core {
+
+/// The parts of a step's time split (metrics.jsonl data_ms … optimizer_ms), in stream order.
+struct StepPhase {
+    const char* key;    ///< the stream's key, also the comparison's JSON key
+    const char* label;  ///< table text
+    std::vector<double> StepSeries::*series;
+};
+inline constexpr size_t kStepPhaseCount = 6;
+inline constexpr size_t kSplitSamples = 8192;
+std::span<const StepPhase, kStepPhaseCount> stepPhases();
 
 struct RunFigures {
     size_t windowSteps = 0;
@@ -26,6 +38,11 @@ struct RunFigures {
     /// tflops_per_gpu / meta.peak_tflops when the peak is known, else the records' mfu.
     RobustStats mfu;
     RobustStats effectiveTokensPerStep;
+    /// Each part of the time split, per step, in stepPhases() order (over at most kSplitSamples
+    /// evenly spaced steps of the window: every step of windows up to that size). All invalid (count 0) when
+    /// no part is above 0 in the window: the stream has no split (a foreign trainer, an old run).
+    /// Multi-rank streams give each part as the max over ranks, so the parts can sum above step_ms.
+    std::array<RobustStats, kStepPhaseCount> phaseMs;
     double peakMemGib = 0.0;      ///< max of mem_peak_gib over the whole run (warm-up included)
     double peakReservedGib = 0.0; ///< max of mem_reserved_gib over the whole run
 };

@@ -23,19 +23,27 @@ constexpr Member kMembers[] = {
     {StepField::MemPeakGib, &StepSeries::memPeakGib},
     {StepField::TflopsPerGpu, &StepSeries::tflopsPerGpu},
     {StepField::Mfu, &StepSeries::mfu},
+    {StepField::DataMs, &StepSeries::dataMs},
+    {StepField::VisionMs, &StepSeries::visionMs},
+    {StepField::ProjectorMs, &StepSeries::projectorMs},
+    {StepField::DecoderMs, &StepSeries::decoderMs},
+    {StepField::BackwardMs, &StepSeries::backwardMs},
+    {StepField::OptimizerMs, &StepSeries::optimizerMs},
 };
 
 }  // namespace
 
 std::span<const StepField> StepSeries::fields()
 {
-    // 11 of the 24 columns. Reading all of them made SQLite's row decoding most of a 20-run
+    // 17 of the 24 columns. Reading all of them made SQLite's row decoding most of a 20-run
     // comparison (docs/benchmarks.md).
     static constexpr StepField kFields[] = {
         StepField::Time,         StepField::StepMs,         StepField::Images,
         StepField::ImageTokens,  StepField::TextTokens,     StepField::EffectiveTokens,
         StepField::Loss,         StepField::MemReservedGib, StepField::MemPeakGib,
-        StepField::TflopsPerGpu, StepField::Mfu,
+        StepField::TflopsPerGpu, StepField::Mfu,            StepField::DataMs,
+        StepField::VisionMs,     StepField::ProjectorMs,    StepField::DecoderMs,
+        StepField::BackwardMs,   StepField::OptimizerMs,
     };
     return kFields;
 }
@@ -79,6 +87,12 @@ StepSeries StepSeries::fromRecords(const std::vector<StepRecord>& records)
         s.memPeakGib.push_back(r.memPeakGib);
         s.tflopsPerGpu.push_back(r.tflopsPerGpu);
         s.mfu.push_back(r.mfu);
+        s.dataMs.push_back(r.dataMs);
+        s.visionMs.push_back(r.visionMs);
+        s.projectorMs.push_back(r.projectorMs);
+        s.decoderMs.push_back(r.decoderMs);
+        s.backwardMs.push_back(r.backwardMs);
+        s.optimizerMs.push_back(r.optimizerMs);
     }
     return s;
 }

@@ -151,7 +151,7 @@ int main(int argc, char** argv)
         std::printf("| %s | %.3f | %.3f | %.0f |\n", what, wall, cpuS, rows / wall);
     };
     line("RunStore::steps (all 25 columns) for every run", allColumnsSeconds, allColumnsCpu);
-    line("RunStore::stepColumns (step + 11 compare columns) for every run", columnsSeconds, columnsCpu);
+    line("RunStore::stepColumns (step + 17 compare columns) for every run", columnsSeconds, columnsCpu);
     line("the same + summary, config, meta (what compareRuns loads), every run", loadSeconds, loadCpu);
     line("windows + figures + fingerprints + diff", analyseSeconds, analyseCpu);
     line("EMA of one series per run", smoothSeconds, smoothCpu);

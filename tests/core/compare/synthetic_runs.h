@@ -7,6 +7,7 @@
 #include "core/run_config.h"
 #include "core/run_store.h"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -29,6 +30,9 @@ struct SyntheticRun {
     double tflopsPerGpu = 50.0;
     double peakTflops = 100.0;
     double memPeakGib = 10.0;
+    /// Each step's time split as fractions of its step time (data, vision, projector, decoder,
+    /// backward, optimizer), shaped like the H200 benchmark step; all 0 = a stream without a split.
+    std::array<double, 6> splitFractions{0.01, 0.07, 0.02, 0.2, 0.55, 0.15};
     wb::core::RunConfig config;
 };
 
@@ -73,6 +77,13 @@ inline std::string syntheticStream(const SyntheticRun& run)
         s.memPeakGib = run.memPeakGib + (warm ? 0.5 : 0.0);
         s.memAllocGib = run.memPeakGib * 0.8;
         s.memReservedGib = run.memPeakGib * 1.1;
+        const auto& f = run.splitFractions;
+        s.dataMs = f[0] * s.stepMs;
+        s.visionMs = f[1] * s.stepMs;
+        s.projectorMs = f[2] * s.stepMs;
+        s.decoderMs = f[3] * s.stepMs;
+        s.backwardMs = f[4] * s.stepMs;
+        s.optimizerMs = f[5] * s.stepMs;
         out += wb::core::toJsonLine(s);
         out += '\n';
     }

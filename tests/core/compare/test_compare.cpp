@@ -241,6 +241,93 @@ private slots:
         QCOMPARE(f.stepMs.spread, 1.2); // (360 - 120) / 200
     }
 
+    void timeSplitFigures()
+    {
+        // Three steps in the window; each part's median is over the window only (step 0 is the
+        // warm-up). Data wait is 0 on every step: a real 0, not a missing split.
+        std::vector<StepRecord> steps(4);
+        const double vision[] = {500, 10, 30, 20}, backward[] = {900, 100, 140, 120};
+        for (size_t i = 0; i < steps.size(); ++i) {
+            steps[i].step = static_cast<int64_t>(i) + 1;
+            steps[i].stepMs = 300;
+            steps[i].effectiveTokens = 1000;
+            steps[i].visionMs = vision[i];
+            steps[i].projectorMs = 2;
+            steps[i].decoderMs = 50;
+            steps[i].backwardMs = backward[i];
+            steps[i].optimizerMs = 40;
+        }
+        SteadyWindow window;
+        window.begin = 1;
+        window.end = 4;
+        const RunFigures f = computeRunFigures(steps, window, 1, 0.0);
+        QCOMPARE(stepPhases()[1].key, "vision_ms");
+        const double want[kStepPhaseCount] = {0.0, 20.0, 2.0, 50.0, 120.0, 40.0};
+        for (size_t k = 0; k < kStepPhaseCount; ++k) {
+            QVERIFY2(f.phaseMs[k].valid(), stepPhases()[k].key);
+            QCOMPARE(f.phaseMs[k].median, want[k]);
+            QCOMPARE(f.phaseMs[k].count, size_t(3));
+        }
+        QCOMPARE(f.phaseMs[1].p90, 28.0);  // 20 + 0.8 × (30 - 20)
+
+        // Each part is a row of the table (CLI, GUI, JSON) under the stream's key.
+        auto spec = [](const char* key) {
+            for (const auto& s : figureSpecs())
+                if (std::string(s.key) == key)
+                    return s;
+            return FigureSpec{};
+        };
+        QVERIFY(spec("backward_ms").key);
+        QCOMPARE(spec("backward_ms").value(f), 120.0);
+        QVERIFY(!spec("backward_ms").higherIsBetter);
+
+        // A stream without a split (every part 0): n/a, not a column of zeros.
+        for (auto& s : steps)
+            s.visionMs = s.projectorMs = s.decoderMs = s.backwardMs = s.optimizerMs = 0.0;
+        const RunFigures none = computeRunFigures(steps, window, 1, 0.0);
+        for (size_t k = 0; k < kStepPhaseCount; ++k)
+            QVERIFY(!none.phaseMs[k].valid());
+        QVERIFY(std::isnan(spec("vision_ms").value(none)));
+        QVERIFY(std::isnan(spec("data_ms").value(none)));
+
+        // A window longer than kSplitSamples: every stride-th step of it, starting at its first.
+        std::vector<StepRecord> many(2 * kSplitSamples + 10);
+        for (size_t i = 0; i < many.size(); ++i) {
+            many[i].step = static_cast<int64_t>(i) + 1;
+            many[i].stepMs = 100;
+            many[i].effectiveTokens = 10;
+            many[i].backwardMs = i % 3 == 0 ? 60.0 : 1.0;  // stride 3: only the 60 ms steps sampled
+        }
+        SteadyWindow all;
+        all.begin = 0;
+        all.end = many.size();
+        const RunFigures sampled = computeRunFigures(many, all, 1, 0.0);
+        QCOMPARE(sampled.phaseMs[4].count, (many.size() + 2) / 3);  // stride ceil(16394 / 8192) = 3
+        QCOMPARE(sampled.phaseMs[4].median, 60.0);
+    }
+
+    void mfuUnknownIsNotZero()
+    {
+        // A CPU run: no peak known and no MFU in the records. The figure is n/a (NaN → "n/a" in the
+        // tables, null in JSON), not a 0 % that reads like a measurement.
+        auto steps = stepsFromMs({100, 100, 100});
+        SteadyWindow window;
+        window.begin = 0;
+        window.end = 3;
+        const RunFigures f = computeRunFigures(steps, window, 1, 0.0);
+        for (const auto& spec : figureSpecs())
+            if (std::string(spec.key) == "mfu" || std::string(spec.key) == "tflops_per_gpu")
+                QVERIFY2(std::isnan(spec.value(f)), spec.key);
+        for (auto& s : steps)
+            s.tflopsPerGpu = 10.0;
+        const RunFigures known = computeRunFigures(steps, window, 1, 100.0);
+        for (const auto& spec : figureSpecs())
+            if (std::string(spec.key) == "mfu") {
+                QCOMPARE(spec.value(known), 10.0);  // 10 / 100 TFLOP/s, in %
+                QCOMPARE(spec.statsScale, 100.0);
+            }
+    }
+
     void relativeDeltas()
     {
         QCOMPARE(relativeDelta(110.0, 100.0).value(), 0.1);
@@ -363,6 +450,10 @@ private slots:
         const auto delta = relativeDelta(c->runs[1].figures.tokensPerSPerGpu.median,
                                          c->runs[0].figures.tokensPerSPerGpu.median);
         QVERIFY(delta && std::abs(*delta - 1.0) < 0.05);
+        // The time split comes through the store's column read: backward is 55 % of each step.
+        const auto& backward = c->runs[0].figures.phaseMs[4];
+        QVERIFY(backward.valid());
+        QVERIFY(std::abs(backward.median - 0.55 * c->runs[0].figures.stepMs.median) < 1e-9 * backward.median + 1e-9);
         // The config diff names the data source (and only what differs).
         bool sourceRow = false;
         for (const auto& row : c->configDiff.rows) {
