@@ -195,14 +195,14 @@ void Trainer::setUp()
     installRecompute();
     m_parallel->attach(*m_model, m_recompute.get());
     installRouterGraphs();
+    m_moments = momentDtypes(m_config.train);
     {
-        const std::string memory = m_parallel->memorySummary(momentDtypes(m_config.train).bytesPerValue());
+        const std::string memory = m_parallel->memorySummary(m_moments.bytesPerValue());
         event("info", memory);
         std::printf("moe-train: rank %d: %s\n", m_env.rank, memory.c_str());
     }
     // Trainable parameters only (frozen ones get no state); under FSDP: this rank's shards, whose
     // moments are then sharded in their configured dtype too.
-    m_moments = momentDtypes(m_config.train);
     m_optimizer = makeOptimizer(m_parallel->optimizedParameters(true), m_parallel->optimizedParameters(false),
                                 m_config.train);
 
