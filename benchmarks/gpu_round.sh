@@ -11,7 +11,9 @@
 #    (built here with: moe-sample-set --from /usr/share/openclipart/png --out .gpu-samples --count 400
 #    --min-side 256 --max-side 896 --caption-bytes 64:256), then the guide's claims, one row each:
 #    real vs mock (text only), MBS 1/2/4/8, frozen vs trainable vision, recompute none / selective /
-#    full, CUDA graphs on / off;
+#    full, CUDA graphs on / off, and bf16 Adam moments (train.exp_avg_dtype / exp_avg_sq_dtype: the
+#    optimizer column and peak memory against "real"; WB_ROUND_ROWS="real real-bf16-moments" runs
+#    just that pair);
 # 4. dumps the real and mock runs' micro-batches (moe-train --dump-batches) and trains the same model
 #    in PyTorch eager on them (benchmarks/eager/qwen3vl_eager.py: per-expert loop, and
 #    torch._grouped_mm experts), and prints the ratio ours / eager;
@@ -117,6 +119,9 @@ variant("real-recompute-full", lambda v: v.update(recompute={
 variant("real-cuda-graphs", lambda v: v.update(cuda_graph={
     "impl": "local", "scope": ["moe_router"], "warmup_steps": 2}))
 variant("real-mbs1-dense", mbs(1))
+# Megatron's precision-aware optimizer: moments stored in bf16 (20 instead of 28 bytes per element
+# of the fused AdamW pass, 4 instead of 8 bytes of state per parameter).
+variant("real-bf16-moments", lambda v: v["train"].update(exp_avg_dtype="bf16", exp_avg_sq_dtype="bf16"))
 PY
 
 # WB_ROUND_ROWS: is this row (or the dump an eager row of it needs) selected?
@@ -235,4 +240,5 @@ ours real-frozen-vision
 ours real-recompute-selective
 ours real-recompute-full
 ours real-cuda-graphs
+ours real-bf16-moments
 if [ "${WB_ROUND_DENSE:-0}" = 1 ]; then ours real-mbs1-dense WB_DECODER_ATTENTION=dense; fi

@@ -362,6 +362,8 @@ void visitConfig(V& v, RunConfig& c)
         v.number("adam_eps", t.adamEps, 1e-30, 1.0);
         v.integer("seed", t.seed, 0, kMaxInt64);
         v.choice("precision", t.precision, {"fp32", "bf16"});
+        v.choice("exp_avg_dtype", t.expAvgDtype, {"fp32", "bf16"});
+        v.choice("exp_avg_sq_dtype", t.expAvgSqDtype, {"fp32", "bf16"});
         v.integer("checkpoint_interval", t.checkpointInterval, 0, kMaxInt64);
         v.integer("log_interval", t.logInterval, 1, kMaxInt64);
     });

@@ -70,6 +70,11 @@ struct TrainConfig {
     double adamEps = 1e-8;
     uint64_t seed = 1234;
     std::string precision = "fp32";       ///< fp32 | bf16 (bf16 compute, fp32 master weights)
+    /// AdamW moment storage: fp32 | bf16. bf16 = Megatron's precision-aware optimizer
+    /// (exp_avg_dtype / exp_avg_sq_dtype): stored in bf16, math in fp32, rounded to nearest even
+    /// on store. Independent of `precision`, as in Megatron.
+    std::string expAvgDtype = "fp32";
+    std::string expAvgSqDtype = "fp32";
     int64_t checkpointInterval = 0;       ///< steps between checkpoints; 0 = only on SIGTERM
     int64_t logInterval = 1;              ///< steps between metrics lines
 };

@@ -146,6 +146,12 @@ QWidget* PlanningView::createInputs()
     m_goal->addItem(tr("First run (FSDP, simple)"), int(Goal::FirstRun));
     m_freezeVision = new QCheckBox(tr("Freeze the vision encoder and projector"), box);
     m_freezeVision->setObjectName(QStringLiteral("planFreezeVision"));
+    m_bf16Moments = new QCheckBox(tr("bf16 Adam moments (precision-aware optimizer)"), box);
+    m_bf16Moments->setObjectName(QStringLiteral("planBf16Moments"));
+    m_bf16Moments->setToolTip(tr("Store Adam's two moments in bf16 (math stays fp32): 8 instead of 12 optimizer bytes "
+                                 "per parameter. The generated configs carry it (Megatron's "
+                                 "use_precision_aware_optimizer, which needs the distributed optimizer; "
+                                 "moe-train's train.exp_avg_dtype / exp_avg_sq_dtype)."));
     m_planButton = new QPushButton(tr("Plan"), box);
     m_planButton->setObjectName(QStringLiteral("planButton"));
     m_planButton->setDefault(true);
@@ -158,6 +164,7 @@ QWidget* PlanningView::createInputs()
     form->addRow(tr("Global batch size"), m_gbs);
     form->addRow(tr("Goal"), m_goal);
     form->addRow(m_freezeVision);
+    form->addRow(m_bf16Moments);
     form->addRow(m_planButton);
 
     const auto updateWorld = [this] {
@@ -307,6 +314,7 @@ std::optional<SearchRequest> PlanningView::currentRequest(QString& error) const
     req.workload.imageWidth = m_imageWidth->value();
     req.workload.imageHeight = m_imageHeight->value();
     req.workload.mockTextOnly = m_guide->answers().mockData;
+    req.workload.bf16AdamMoments = m_bf16Moments->isChecked();
     req.gbs = m_gbs->value();
     req.goal = Goal(m_goal->currentData().toInt());
     req.freezeVision = m_freezeVision->isChecked();

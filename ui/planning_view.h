@@ -99,6 +99,7 @@ private:
     QSpinBox* m_gbs = nullptr;
     QComboBox* m_goal = nullptr;
     QCheckBox* m_freezeVision = nullptr;
+    QCheckBox* m_bf16Moments = nullptr;  // Workload::bf16AdamMoments
     QPushButton* m_planButton = nullptr;
 
     PlanGuidePanel* m_guide = nullptr;

@@ -175,6 +175,7 @@ int generateCommand(const CliContext&, Args args)
                                                       : static_cast<int>(std::sqrt(static_cast<double>(config.data.maxPixels)));
         workload.imageWidth = workload.imageHeight = std::max(0, side);
         workload.mockTextOnly = side <= 0 || config.data.imagesPerSample <= 0;
+        workload.bf16AdamMoments = config.train.expAvgDtype == "bf16" || config.train.expAvgSqDtype == "bf16";
         Layout layout = layoutFromRunConfig(config, gpus);
         // This prediction is for moe-train, which has no distributed optimizer: without FSDP every
         // rank holds and steps the whole optimizer state (the planner's Megatron default shards it).

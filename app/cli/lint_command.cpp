@@ -171,6 +171,7 @@ int lintCommand(const CliContext&, Args args)
         ctx.model = &imported.config.model;
         ctx.hardware = hardware ? &*hardware : nullptr;
         ctx.seqLength = imported.config.train.seqLength;
+        ctx.bf16AdamMoments = imported.config.train.expAvgDtype == "bf16" || imported.config.train.expAvgSqDtype == "bf16";
         for (const LintFinding& f : lintLayout(imported.layout, ctx)) {
             int line = imported.lineOfConfigPath(f.field);
             if (line == 0)

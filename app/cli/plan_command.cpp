@@ -25,8 +25,9 @@ namespace {
 
 constexpr const char* kSynopsis =
     "plan --model M --hardware H --gpus N [--nodes K] [--seq S] [--images-per-sample I] [--image-size WxH]\n"
-    "       [--gbs G] [--goal first-run|throughput|memory] [--answers FILE] [--freeze-vision] [--max-results N]\n"
-    "       [--catalog DIR] [--calibrate] [--json]   (--calibrate reads the store: the default one or --db)";
+    "       [--gbs G] [--goal first-run|throughput|memory] [--answers FILE] [--freeze-vision] [--bf16-moments]\n"
+    "       [--max-results N]"
+    " [--catalog DIR] [--calibrate] [--json]   (--calibrate reads the store: the default one or --db)";
 
 // The guide's answers file: {"first_launch": true, ...}; every key optional, unknown keys refused.
 core::Result<GuideAnswers> readAnswers(const std::string& path)
@@ -79,10 +80,11 @@ std::string fixed(double v, int digits)
 
 void printTable(const SearchRequest& req, const GuideRecommendation& rec, const SearchResult& result)
 {
-    std::printf("%s on %d x %s (%d node(s)), seq %d, %d image(s) %dx%d per sample, GBS %d, goal %s\n\n",
+    std::printf("%s on %d x %s (%d node(s)), seq %d, %d image(s) %dx%d per sample, GBS %d, goal %s%s\n\n",
                 req.model.displayName.c_str(), req.gpus, req.hardware.displayName.c_str(),
                 req.nodes > 0 ? req.nodes : (req.gpus + std::max(1, req.hardware.gpusPerNode) - 1) / std::max(1, req.hardware.gpusPerNode), req.workload.seqLength,
-                req.workload.imagesPerSample, req.workload.imageWidth, req.workload.imageHeight, req.gbs, goalName(req.goal));
+                req.workload.imagesPerSample, req.workload.imageWidth, req.workload.imageHeight, req.gbs, goalName(req.goal),
+                req.workload.bf16AdamMoments ? ", bf16 Adam moments" : "");
     std::printf("Recommendation: %s\n", rec.path == "fsdp" ? "FSDP first" : "3D parallel (TP/PP/EP)");
     for (const GuideRule& r : rec.rules)
         std::printf("  rule  %s: %s\n", r.id.c_str(), r.guideText.c_str());
@@ -142,6 +144,9 @@ int planCommand(const CliContext& context, Args args)
     const auto maxResults = args.takeOption("--max-results", missing);
     const auto catalogDir = args.takeOption("--catalog", missing);
     const bool freezeVision = args.takeFlag("--freeze-vision");
+    // Megatron's precision-aware optimizer: bf16 Adam moments (8 instead of 12 optimizer bytes per
+    // parameter); the generated configs then carry it (train.exp_avg*_dtype, optimizer.* overrides).
+    const bool bf16Moments = args.takeFlag("--bf16-moments");
     const bool json = args.takeFlag("--json");
     const bool calibrate = args.takeFlag("--calibrate");
     if (auto usage = rejectLeftovers(args, missing, kSynopsis))
@@ -192,6 +197,7 @@ int planCommand(const CliContext& context, Args args)
         req.workload.imageWidth = w;
         req.workload.imageHeight = h;
     }
+    req.workload.bf16AdamMoments = bf16Moments;
     if (req.nodes > 0 && req.gpus % req.nodes != 0)
         return reportUsage("--gpus " + std::to_string(req.gpus) + " does not split over --nodes " +
                                std::to_string(req.nodes) + "; give a GPU count that is a multiple of the nodes",

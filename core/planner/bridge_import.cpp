@@ -136,6 +136,21 @@ Apply setList(std::function<std::vector<std::string>&(RunConfig&)> slot)
     };
 }
 
+// optimizer.exp_avg_dtype / exp_avg_sq_dtype: torch.float32 | torch.bfloat16 (Megatron also takes
+// fp16 and uint8, which neither the planner nor moe-train model).
+Apply setMomentDtype(std::string& (*slot)(RunConfig&))
+{
+    return [slot](const Value& v, RunConfig& c, Layout&) -> std::string {
+        if (v.text == "torch.bfloat16" || v.text == "bf16")
+            slot(c) = "bf16";
+        else if (v.text == "torch.float32" || v.text == "fp32")
+            slot(c) = "fp32";
+        else
+            return "expected torch.float32 or torch.bfloat16 (the workbench models no other moment dtype)";
+        return {};
+    };
+}
+
 struct Field {
     const char* key;
     const char* configPath;  // RunConfig path it sets (for problem → line); "" for planner-only
@@ -198,6 +213,8 @@ const std::vector<Field>& fields()
              l.moeSharedExpertOverlap = *b;
              return {};
          }},
+        {"optimizer.exp_avg_dtype", "train.exp_avg_dtype", setMomentDtype([](RunConfig& c) -> std::string& { return c.train.expAvgDtype; })},
+        {"optimizer.exp_avg_sq_dtype", "train.exp_avg_sq_dtype", setMomentDtype([](RunConfig& c) -> std::string& { return c.train.expAvgSqDtype; })},
         {"mixed_precision", "train.precision", [](const Value& v, RunConfig& c, Layout&) -> std::string {
              if (v.text == "bf16_mixed") c.train.precision = "bf16";
              return {};  // other recipes (fp8, mxfp8) are beyond RunConfig; accepted as they are
@@ -415,7 +432,13 @@ const std::vector<std::string>& bridgeKnownFields()
         "model.cuda_graph_scope", "model.cuda_graph_modules", "model.cuda_graph_warmup_steps",
         "model.freeze_language_model", "model.freeze_vision_model", "model.freeze_vision_projection",
         "comm_overlap.overlap_moe_expert_parallel_comm", "comm_overlap.delay_wgrad_compute", "ddp.overlap_grad_reduce",
-        "ddp.overlap_param_gather", "comm_overlap.tp_comm_overlap", "mixed_precision"};
+        "ddp.overlap_param_gather", "comm_overlap.tp_comm_overlap", "mixed_precision",
+        // Megatron-Core OptimizerConfig, as NVIDIA's MoE scripts pass them to Bridge (precision-
+        // aware optimizer), and the distributed optimizer it requires (Bridge config.py syncs the
+        // ddp.* and optimizer.* flags).
+        "optimizer.use_precision_aware_optimizer", "optimizer.main_grads_dtype", "optimizer.main_params_dtype",
+        "optimizer.exp_avg_dtype", "optimizer.exp_avg_sq_dtype", "optimizer.use_distributed_optimizer",
+        "ddp.use_distributed_optimizer"};
     return keys;
 }
 
@@ -465,6 +488,8 @@ BridgeImport importBridgeOverrides(std::string_view text, bool yaml, const RunCo
     const auto& known = bridgeKnownFields();
     bool etpSet = false;
     std::optional<std::string> ckptFormat;
+    std::optional<bool> distributedOptimizer;  // unset: the recipe's (the planner assumes on)
+    bool precisionAware = false;
     int datasetSeq = 0, datasetSeqLine = 0;
     for (const Entry& e : entries) {
         out.keyLines.emplace(e.key, e.line);
@@ -478,6 +503,32 @@ BridgeImport importBridgeOverrides(std::string_view text, bool yaml, const RunCo
         }
         if (e.key == "checkpoint.ckpt_format") {
             ckptFormat = e.value.text;
+            continue;
+        }
+        // Bridge turns the distributed optimizer on in both ddp.* and optimizer.* when either says so.
+        if (e.key == "ddp.use_distributed_optimizer" || e.key == "optimizer.use_distributed_optimizer") {
+            if (const auto b = toBool(e.value)) {
+                distributedOptimizer = distributedOptimizer.value_or(false) || *b;
+            } else {
+                out.problems.push_back({e.line, e.key, true, "expected true or false, got '" + e.value.text + "'",
+                                        "write true or false"});
+            }
+            continue;
+        }
+        if (e.key == "optimizer.use_precision_aware_optimizer") {
+            const auto b = toBool(e.value);
+            if (!b)
+                out.problems.push_back({e.line, e.key, true, "expected true or false, got '" + e.value.text + "'",
+                                        "write true or false"});
+            precisionAware = b.value_or(false);
+            continue;
+        }
+        if (e.key == "optimizer.main_grads_dtype" || e.key == "optimizer.main_params_dtype") {
+            if (e.value.text != "torch.float32")
+                out.problems.push_back({e.line, e.key, false,
+                                        "the planner and moe-train keep fp32 master weights and main grads; " + e.value.text +
+                                            " is not modelled (memory predictions assume torch.float32)",
+                                        "use torch.float32, or read the memory prediction as an upper bound"});
             continue;
         }
         if (e.key == "dataset.seq_length") {
@@ -509,7 +560,20 @@ BridgeImport importBridgeOverrides(std::string_view text, bool yaml, const RunCo
         out.problems.push_back({out.keyLines["checkpoint.ckpt_format"], "checkpoint.ckpt_format", true,
                                 "Megatron FSDP needs checkpoint.ckpt_format=fsdp_dtensor (megatron-bridge.md §6), got " + *ckptFormat,
                                 "set checkpoint.ckpt_format=fsdp_dtensor"});
+    // Megatron's OptimizerConfig: moments other than fp32 only with the precision-aware optimizer.
+    for (const char* key : {"optimizer.exp_avg_dtype", "optimizer.exp_avg_sq_dtype"}) {
+        const std::string& d = std::string(key) == "optimizer.exp_avg_dtype" ? out.config.train.expAvgDtype
+                                                                              : out.config.train.expAvgSqDtype;
+        if (d == "bf16" && !precisionAware)
+            out.problems.push_back({out.keyLines[key], key, true,
+                                    std::string(key) + "=torch.bfloat16 without optimizer.use_precision_aware_optimizer=true: "
+                                                       "Megatron asserts (the dtype can only be fp32 when not using the "
+                                                       "precision-aware optimizer)",
+                                    "add optimizer.use_precision_aware_optimizer=true (with the distributed optimizer), "
+                                    "or set it to torch.float32"});
+    }
     out.layout = layoutFromRunConfig(out.config, worldSize);
+    out.layout.useDistributedOptimizer = distributedOptimizer.value_or(true);
     out.layout.overlapMoeExpertParallelComm = extras.overlapMoeExpertParallelComm;
     out.layout.moeSharedExpertOverlap = extras.moeSharedExpertOverlap;
     return out;

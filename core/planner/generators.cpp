@@ -99,11 +99,33 @@ std::vector<BridgeOverride> bridgeOverrides(const RunConfig& c, const GeneratorT
         out.push_back({"dist.use_megatron_fsdp", "true"});
         out.push_back({"checkpoint.ckpt_format", "fsdp_dtensor"});  // required by Megatron FSDP (§6)
     }
+    if (usesBf16Moments(c)) {
+        // Megatron's precision-aware optimizer, as NVIDIA's MoE scripts pass it to Bridge. Master
+        // weights and main grads stay fp32 (as in moe-train); only the moments are bf16.
+        const auto dtype = [](const std::string& d) { return d == "bf16" ? "torch.bfloat16" : "torch.float32"; };
+        out.push_back({"optimizer.use_precision_aware_optimizer", "true"});
+        out.push_back({"optimizer.main_grads_dtype", "torch.float32"});
+        out.push_back({"optimizer.main_params_dtype", "torch.float32"});
+        out.push_back({"optimizer.exp_avg_dtype", dtype(c.train.expAvgDtype)});
+        out.push_back({"optimizer.exp_avg_sq_dtype", dtype(c.train.expAvgSqDtype)});
+        // OptimizerConfig asserts use_distributed_optimizer with it. Bridge turns it on for
+        // Megatron FSDP itself (and syncs ddp.* with optimizer.*); without FSDP say it here rather
+        // than trust the recipe.
+        if (!c.parallel.useMegatronFsdp) {
+            out.push_back({"optimizer.use_distributed_optimizer", "true"});
+            out.push_back({"ddp.use_distributed_optimizer", "true"});
+        }
+    }
     if (target.overlapMoeExpertParallelComm)
         out.push_back({"comm_overlap.overlap_moe_expert_parallel_comm", "true"});
     if (c.train.precision == "bf16")
         out.push_back({"mixed_precision", "bf16_mixed"});
     return out;
+}
+
+bool usesBf16Moments(const RunConfig& c)
+{
+    return c.train.expAvgDtype == "bf16" || c.train.expAvgSqDtype == "bf16";
 }
 
 std::string bridgeDotlist(const std::vector<BridgeOverride>& overrides)
@@ -276,7 +298,10 @@ std::string bridgePerfCommand(const RunConfig& c, const GeneratorTarget& t, std:
                           "model.num_layers_in_last_pipeline_stage", "model.freeze_language_model",
                           "model.freeze_vision_model", "model.freeze_vision_projection",
                           "model.moe_shared_expert_overlap", "ddp.data_parallel_sharding_strategy",
-                          "checkpoint.ckpt_format", "comm_overlap.overlap_moe_expert_parallel_comm", "train.train_iters"})
+                          "checkpoint.ckpt_format", "comm_overlap.overlap_moe_expert_parallel_comm", "train.train_iters",
+                          "optimizer.use_precision_aware_optimizer", "optimizer.main_grads_dtype",
+                          "optimizer.main_params_dtype", "optimizer.exp_avg_dtype", "optimizer.exp_avg_sq_dtype",
+                          "optimizer.use_distributed_optimizer", "ddp.use_distributed_optimizer"})
         keys.push_back(k);
     for (const BridgeOverride& o : bridgeOverrides(c, t))
         if (std::find(keys.begin(), keys.end(), o.key) != keys.end())

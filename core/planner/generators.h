@@ -51,8 +51,14 @@ struct BridgeOverride {
 };
 
 /// The overrides for a RunConfig, in section order (model, train, dataset, ddp, dist, checkpoint,
-/// comm_overlap, mixed_precision). Model architecture, optimizer and data paths are left to the recipe.
+/// optimizer, comm_overlap, mixed_precision). Model architecture, optimizer and data paths are left
+/// to the recipe, except the precision-aware optimizer's five fields when a moment is bf16 (plus
+/// use_distributed_optimizer without FSDP, which Megatron requires with it).
 std::vector<BridgeOverride> bridgeOverrides(const RunConfig& config, const GeneratorTarget& target);
+
+/// True when the config stores an Adam moment in bf16 (train.exp_avg_dtype / exp_avg_sq_dtype):
+/// the overrides then turn on Megatron's precision-aware optimizer with those dtypes.
+bool usesBf16Moments(const RunConfig& config);
 
 /// "key=value" per override, one per line (a file for `key=value ...` arguments).
 std::string bridgeDotlist(const std::vector<BridgeOverride>& overrides);

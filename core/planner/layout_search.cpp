@@ -124,7 +124,7 @@ struct Searcher {
             ++res.rejectedMemory;
             return;
         }
-        LintContext ctx{&req.model.model, &req.hardware, req.workload.seqLength};
+        LintContext ctx{&req.model.model, &req.hardware, req.workload.seqLength, req.workload.bf16AdamMoments};
         std::vector<LintFinding> lint = lintLayout(l, ctx);
         if (hasErrors(lint)) {
             ++res.rejectedLint;

@@ -174,6 +174,20 @@ void fsdpRules(const Layout& l, Out& out)
             "use \"optim_grads_params\" (or \"optim_grads\")");
 }
 
+// Megatron-Core OptimizerConfig.__post_init__: "--use-precision-aware-optimizer only supported
+// with distributed optimizer". Megatron FSDP always runs the distributed optimizer (Bridge's
+// config.py switches it on), so only plain DDP without it is refused.
+void optimizerRules(const Layout& l, bool bf16Moments, Out& out)
+{
+    if (bf16Moments && !l.useMegatronFsdp && !l.useDistributedOptimizer)
+        add(out, "precision-aware-optimizer-needs-distributed-optimizer", "Megatron-Core OptimizerConfig", LintSeverity::Error,
+            "ddp.use_distributed_optimizer",
+            "bf16 Adam moments (optimizer.use_precision_aware_optimizer) need the distributed optimizer, and this "
+            "layout turns ddp.use_distributed_optimizer off: Megatron asserts at startup",
+            "set ddp.use_distributed_optimizer=true (and optimizer.use_distributed_optimizer=true; the generated "
+            "overrides write both), use Megatron FSDP, or keep fp32 moments (train.exp_avg_dtype / exp_avg_sq_dtype fp32)");
+}
+
 void hardwareRules(const Layout& l, const HardwareSpec& hw, Out& out)
 {
     const int sm = hw.smMajor();
@@ -254,6 +268,7 @@ std::vector<LintFinding> lintLayout(const Layout& l, const LintContext& ctx)
     recomputeRules(l, out);
     overlapRules(l, out);
     fsdpRules(l, out);
+    optimizerRules(l, ctx.bf16AdamMoments, out);
     if (ctx.hardware)
         hardwareRules(l, *ctx.hardware, out);
     return out;
@@ -265,6 +280,7 @@ std::vector<LintFinding> lintRunConfig(const RunConfig& config, int worldSize, c
     ctx.model = &config.model;
     ctx.hardware = hardware;
     ctx.seqLength = config.train.seqLength;
+    ctx.bf16AdamMoments = config.train.expAvgDtype == "bf16" || config.train.expAvgSqDtype == "bf16";
     return lintLayout(layoutFromRunConfig(config, worldSize), ctx);
 }
 
@@ -285,7 +301,8 @@ const std::vector<std::string>& lintRuleIds()
                                "ep-overlap-needs-ep", "ep-overlap-needs-alltoall-or-flex", "ep-overlap-vs-shared-expert-overlap",
                                "ep-overlap-needs-vpp", "env-cuda-device-max-connections", "fsdp-needs-fsdp-dtensor-checkpoints",
                                "fsdp-no-shard", "hybridep-needs-sm8-9-10", "deepep-needs-sm8-9-or-b200-b300",
-                               "hybridep-ep-over-nvlink-domain", "tp-within-node"})
+                               "hybridep-ep-over-nvlink-domain", "tp-within-node",
+                               "precision-aware-optimizer-needs-distributed-optimizer"})
             v.push_back(id);
         return v;
     }();

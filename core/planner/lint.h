@@ -34,6 +34,7 @@ struct LintContext {
     const ModelConfig* model = nullptr;      ///< required
     const HardwareSpec* hardware = nullptr;  ///< optional: hardware rules are skipped without it
     int seqLength = 4096;
+    bool bf16AdamMoments = false;            ///< Workload::bf16AdamMoments / train.exp_avg*_dtype bf16
 };
 
 std::vector<LintFinding> lintLayout(const Layout& layout, const LintContext& context);

@@ -37,25 +37,29 @@ struct Sharding {
     std::string text;
 };
 
-// Bytes per parameter for a parameter sharded over `n` data-parallel ranks.
-Sharding shardingFor(const Layout& l, double n, bool trainable)
+// Bytes per parameter for a parameter sharded over `n` data-parallel ranks. Optimizer state per
+// parameter: 12 (fp32 master 4 + Adam m, v 4 + 4), or 8 with bf16 moments (master 4 + m, v 2 + 2:
+// Megatron's precision-aware optimizer). Literal texts: this runs for every candidate of a search.
+Sharding shardingFor(const Layout& l, double n, bool trainable, bool bf16Moments)
 {
     if (!trainable) {
         const bool sharded = l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params";
         return {sharded ? 2.0 / n : 2.0, 0, 0, sharded ? "frozen: bf16 weights sharded by FSDP" : "frozen: bf16 weights only"};
     }
+    const double opt = bf16Moments ? 8.0 : 12.0;
+    const bool b = bf16Moments;
     if (l.useMegatronFsdp) {
         if (l.fsdpStrategy == "optim_grads_params")
-            return {2.0 / n, 4.0 / n, 12.0 / n, "FSDP optim_grads_params: (2+4+12)/N"};
+            return {2.0 / n, 4.0 / n, opt / n, b ? "FSDP optim_grads_params: (2+4+8)/N" : "FSDP optim_grads_params: (2+4+12)/N"};
         if (l.fsdpStrategy == "optim_grads")
-            return {2.0, 4.0 / n, 12.0 / n, "FSDP optim_grads: 2 + (4+12)/N"};
+            return {2.0, 4.0 / n, opt / n, b ? "FSDP optim_grads: 2 + (4+8)/N" : "FSDP optim_grads: 2 + (4+12)/N"};
         if (l.fsdpStrategy == "optim")
-            return {2.0, 4.0, 12.0 / n, "FSDP optim: 2 + 4 + 12/N"};
-        return {2.0, 4.0, 12.0, "FSDP no_shard: 18 B/param"};
+            return {2.0, 4.0, opt / n, b ? "FSDP optim: 2 + 4 + 8/N" : "FSDP optim: 2 + 4 + 12/N"};
+        return {2.0, 4.0, opt, b ? "FSDP no_shard: 14 B/param" : "FSDP no_shard: 18 B/param"};
     }
     if (l.useDistributedOptimizer)
-        return {2.0, 4.0, 12.0 / n, "distributed optimizer: 6 + 12/N"};
-    return {2.0, 4.0, 12.0, "unsharded: 18 B/param"};
+        return {2.0, 4.0, opt / n, b ? "distributed optimizer: 6 + 8/N" : "distributed optimizer: 6 + 12/N"};
+    return {2.0, 4.0, opt, b ? "unsharded: 14 B/param" : "unsharded: 18 B/param"};
 }
 
 int inFlightMicroBatches(const Layout& l, int stage)
@@ -171,6 +175,8 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
 #define WB_ADD(name, cat, bytes, why) addLazy([&] { return std::string(name); }, cat, bytes, [&] { return std::string(why); })
 
     // --- parameters, gradients, optimizer states ---
+    const char* optimizerText = w.bf16AdamMoments ? "fp32 master + bf16 Adam m, v (precision-aware optimizer) = 8 B; "
+                                                   : "fp32 master + Adam m, v = 12 B; ";
     struct Group { const char* name; double params; double n; bool trainable; std::string where; };
     std::vector<Group> groups;
     groups.push_back({"decoder attention/norm/router", layers * decoderLayerDenseParams(d) / t, dpN, !m.freezeLanguageModel,
@@ -190,12 +196,12 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
                           "untied, vocab × hidden / TP"});
     double largestUnit = layers > 0 ? (decoderLayerDenseParams(d) / t + (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp) : 0;
     for (const Group& g : groups) {
-        const Sharding s = shardingFor(l, g.n, g.trainable);
+        const Sharding s = shardingFor(l, g.n, g.trainable, w.bf16AdamMoments);
         const std::string base = o.explain ? fmtCount(g.params) + " params (" + g.where + "); " : std::string();
         WB_ADD(std::string(g.name) + " weights", "weights", g.params * s.weightBytes, base + s.text);
         WB_ADD(std::string(g.name) + " grads", "grads", g.params * s.gradBytes, base + "fp32 main grads; " + s.text);
         WB_ADD(std::string(g.name) + " optimizer", "optimizer", g.params * s.optimizerBytes,
-            base + "fp32 master + Adam m, v = 12 B; " + s.text + " (N = " + fmt(g.n, 0) + ")");
+            base + optimizerText + s.text + " (N = " + fmt(g.n, 0) + ")");
     }
     if (l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params")
         WB_ADD("FSDP all-gathered units", "other", largestUnit * (2.0 * 2.0 + 4.0),

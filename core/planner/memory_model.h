@@ -1,6 +1,7 @@
 // Memory model of the most-loaded rank: every term a named line with the assumption behind it.
 // Weights/grads/optimizer per megatron-bridge.md §7 (18 B/param unsharded; distributed optimizer
-// 6 + 12/DP; Megatron FSDP strategies; experts shard over expert-DP); activations per Korthikanti
+// 6 + 12/DP; with bf16 Adam moments 14 and 6 + 8/DP; Megatron FSDP strategies; experts shard over
+// expert-DP); activations per Korthikanti
 // et al. 2022 generalised to GQA, SwiGLU and top-k MoE; plus what the frameworks' own estimators
 // leave out (full-recompute working set, dispatcher buffers, token imbalance, the vision encoder
 // and deepstack features, CUDA graphs, allocator slack). Pure functions; any thread.

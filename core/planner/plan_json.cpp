@@ -87,6 +87,8 @@ std::string planToJson(const SearchRequest& req, const GuideRecommendation& rec,
                        {"image_size", std::to_string(req.workload.imageWidth) + "x" + std::to_string(req.workload.imageHeight)},
                        {"gbs", req.gbs},
                        {"goal", goalName(req.goal)}};
+    if (req.workload.bf16AdamMoments)  // absent = false: plans written before the option read the same
+        root["request"]["bf16_adam_moments"] = true;
     OrderedJson r;
     r["path"] = rec.path;
     OrderedJson rules = OrderedJson::array();
@@ -170,6 +172,8 @@ Result<PlanFile> parsePlanJson(std::string_view text)
             throw std::runtime_error("not WxH");
         field = "request.gbs";
         plan.gbs = req.at("gbs").get<int>();
+        field = "request.bf16_adam_moments";
+        plan.workload.bf16AdamMoments = req.value("bf16_adam_moments", false);
         const Json& layouts = j.at("layouts");
         for (size_t i = 0; i < layouts.size(); ++i) {
             const Json& o = layouts.at(i);
@@ -227,6 +231,8 @@ RunConfig runConfigForLayout(const ModelSpec& model, const Layout& layout, const
     applyLayout(layout, c);
     c.train.seqLength = w.seqLength;
     c.train.precision = "bf16";
+    if (w.bf16AdamMoments)  // the precision-aware optimizer's moments, in moe-train and the Bridge overrides
+        c.train.expAvgDtype = c.train.expAvgSqDtype = "bf16";
     c.runtime.device = "cuda";
     c.data.source = "real";
     c.data.manifest = manifest;

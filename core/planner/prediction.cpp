@@ -18,6 +18,7 @@ Candidate evaluateLayout(const ModelSpec& model, const Layout& layout, const Wor
     context.model = &model.model;
     context.hardware = &hardware;
     context.seqLength = workload.seqLength;
+    context.bf16AdamMoments = workload.bf16AdamMoments;
     c.lint = lintLayout(layout, context);
     return c;
 }

@@ -16,6 +16,10 @@ struct Workload {
     int imageWidth = 448;         ///< pixels; rounded down to a multiple of patch × merge
     int imageHeight = 448;
     bool mockTextOnly = false;    ///< mock data without images (the case that flatters, guide caution 1)
+    /// Adam moments stored in bf16 (Megatron's precision-aware optimizer: exp_avg_dtype and
+    /// exp_avg_sq_dtype bf16, master weights and grads fp32): optimizer state 8 instead of 12 bytes
+    /// per parameter. Needs the distributed optimizer (or Megatron FSDP) in Megatron.
+    bool bf16AdamMoments = false;
     /// Tokens on the most-loaded expert rank / the mean, as an explicit factor (memory model and
     /// throughput model). 1.0 = no extra factor.
     double routingImbalance = 1.0;

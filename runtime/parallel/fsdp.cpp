@@ -463,7 +463,7 @@ void Fsdp::afterOptimizerStep()
     }
 }
 
-ShardedBytes Fsdp::bytes() const
+ShardedBytes Fsdp::bytes(int64_t momentBytesPerValue) const
 {
     ShardedBytes b;
     for (const auto& p : m_model.parameters())
@@ -474,7 +474,7 @@ ShardedBytes Fsdp::bytes() const
             b.parameters -= bytesOf(p.param);  // only gathered around its layer
         b.parameters += shard;                   // the fp32 shard the optimizer updates
         b.gradients += shard + (m_strategy == ShardingStrategy::Optim ? bytesOf(p.param) : 0);
-        b.optimizerState += 2 * shard;           // AdamW exp_avg, exp_avg_sq
+        b.optimizerState += p.shard.numel() * momentBytesPerValue;  // AdamW exp_avg, exp_avg_sq
     }
     return b;
 }

@@ -81,7 +81,9 @@ public:
     void afterOptimizerStep();
 
     ShardingStrategy strategy() const { return m_strategy; }
-    ShardedBytes bytes() const;
+    /// This rank's bytes; the optimizer state at `momentBytesPerValue` per shard value (both AdamW
+    /// moments: 8 fp32, 4 bf16: the moments are built from the shards, in their configured dtype).
+    ShardedBytes bytes(int64_t momentBytesPerValue = 8) const;
 
 private:
     struct Param;

@@ -189,7 +189,7 @@ void ParallelTraining::afterOptimizerStep()
         m_fsdp->afterOptimizerStep();
 }
 
-std::string ParallelTraining::memorySummary() const
+std::string ParallelTraining::memorySummary(int64_t momentBytesPerValue) const
 {
     int64_t params = 0, grads = 0, optimizer = 0;
     std::string layout = "dp" + std::to_string(m_world.size());
@@ -200,7 +200,7 @@ std::string ParallelTraining::memorySummary() const
         layout += " ep" + std::to_string(m_expertParallel->size()) + " (edp" +
                   std::to_string(m_expertParallel->expertDataGroup().size()) + ")";
     if (m_fsdp) {
-        const ShardedBytes b = m_fsdp->bytes();
+        const ShardedBytes b = m_fsdp->bytes(momentBytesPerValue);
         params = b.parameters;
         grads = b.gradients;
         optimizer = b.optimizerState;
@@ -210,7 +210,7 @@ std::string ParallelTraining::memorySummary() const
             params += bytesOf(p);
             if (p.requires_grad()) {
                 grads += bytesOf(p);
-                optimizer += 2 * bytesOf(p);
+                optimizer += p.numel() * momentBytesPerValue;
             }
         }
     }

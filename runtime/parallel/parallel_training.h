@@ -66,7 +66,9 @@ public:
     /// the aux loss is then summed over all ranks, TP included.
     bool auxLossIsShared() const { return m_tensorParallel && m_tensorParallel->sequenceParallel(); }
     /// e.g. "fsdp optim_grads_params, ep2 × edp2: per rank parameters 1.2 MiB, gradients …"
-    std::string memorySummary() const;
+    /// One line for the log: per-rank parameter, gradient and optimizer-state bytes, the optimizer
+    /// state at `momentBytesPerValue` per trainable value (both AdamW moments: 8 fp32, 4 bf16).
+    std::string memorySummary(int64_t momentBytesPerValue = 8) const;
 
 private:
     void finishTensorParallelGradients();

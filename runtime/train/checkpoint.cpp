@@ -116,9 +116,11 @@ uint64_t checkpointBytes(const std::vector<torch::Tensor>& written, torch::optim
     uint64_t bytes = 0;
     for (const auto& t : written)
         bytes += tensorBytes(t);
-    for (const auto& group : optimizer.param_groups())
-        for (const auto& p : group.params())
-            bytes += 2 * tensorBytes(p);  // exp_avg, exp_avg_sq
+    // The moments as allocated, in their dtype (bf16 moments: half of fp32); a parameter without
+    // state yet (no step taken) writes none.
+    for (const auto& [key, state] : optimizer.state())
+        if (const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(state.get()))
+            bytes += tensorBytes(adamw->exp_avg()) + tensorBytes(adamw->exp_avg_sq());
     return bytes;
 }
 

@@ -39,7 +39,8 @@ void captureRngState(CheckpointState& state, torch::Device device);
 void restoreRngState(const CheckpointState& state, torch::Device device);
 
 /// Bytes a checkpoint file of these tensors takes, about: the tensors written plus AdamW's two
-/// moments for every parameter the optimizer holds (the archive's own overhead is small).
+/// moments, in their stored dtype, for every parameter the optimizer holds state for (the
+/// archive's own overhead is small).
 uint64_t checkpointBytes(const std::vector<torch::Tensor>& written, torch::optim::Optimizer& optimizer);
 /// Ok when `dir`'s filesystem has room for `files` checkpoint files of `bytesPerFile` each beside
 /// what is there now (the previous checkpoint is removed only once the new one is complete);

@@ -3,10 +3,7 @@
 
 #include "runtime/model/cuda/fused_kernels.h"
 #include "runtime/model/torch_compat.h"
-
-#include <sstream>
-#include <string>
-#include <type_traits>
+#include "runtime/train/optimizer.h"
 
 namespace wb::rt {
 
@@ -17,33 +14,12 @@ bool fusedAdamWAvailable()
     return WB_HAVE_FUSED_ADAMW;
 }
 
-#if WB_HAVE_FUSED_ADAMW
-namespace {
-
-// The optimizer's state map is keyed by a string of the TensorImpl address in LibTorch 1.x and by
-// the address itself in 2.x: build whichever this LibTorch uses, as AdamW::step does.
-template <typename Map>
-typename Map::key_type stateKey(const Map&, const torch::Tensor& p)
-{
-    using Key = typename Map::key_type;
-    if constexpr (std::is_same_v<Key, std::string>) {
-        std::ostringstream text;  // what 1.x's c10::guts::to_string wrote
-        text << p.unsafeGetTensorImpl();
-        return text.str();
-    } else
-        return static_cast<Key>(p.unsafeGetTensorImpl());
-}
-
-}  // namespace
-#endif
-
-void fusedAdamWStep(torch::optim::AdamW& optimizer, const torch::Tensor& gradScale)
+void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, const torch::Tensor& gradScale)
 {
 #if WB_HAVE_FUSED_ADAMW
     torch::NoGradGuard noGrad;
     const c10::optional<at::Tensor> scale =
         gradScale.defined() ? c10::optional<at::Tensor>(gradScale.to(torch::kFloat32)) : c10::nullopt;
-    auto& state = optimizer.state();
     for (auto& group : optimizer.param_groups()) {
         auto& options = static_cast<torch::optim::AdamWOptions&>(group.options());
         TORCH_CHECK(!options.amsgrad(), "fusedAdamWStep: amsgrad is not supported");
@@ -53,23 +29,22 @@ void fusedAdamWStep(torch::optim::AdamW& optimizer, const torch::Tensor& gradSca
         for (auto& p : group.params()) {
             if (!p.grad().defined())
                 continue;
-            auto key = stateKey(state, p);
-            auto found = state.find(key);
-            if (found == state.end()) {
-                auto fresh = std::make_unique<torch::optim::AdamWParamState>();
-                fresh->step(0);
-                fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-                fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-                found = state.emplace(key, std::move(fresh)).first;
-            }
-            auto& s = static_cast<torch::optim::AdamWParamState&>(*found->second);
+            auto& s = adamWState(optimizer, p, dtypes);
             s.step(s.step() + 1);
-            // Our kernel (cuda/fused_kernels.h): one pass of 28 bytes per element, where ATen's
-            // multi-tensor kernel also writes the unscaled gradient back (measured on one H200:
-            // 45.8 ms for the benchmark slice's 4.4 B parameters).
+            // Our kernel (cuda/fused_kernels.h): one pass of 28 bytes per element (20 with bf16
+            // moments), where ATen's multi-tensor kernel also writes the unscaled gradient back
+            // (measured on one H200: 45.8 ms for the benchmark slice's 4.4 B parameters).
             if (cuda::adamwSupports(p, p.grad(), s.exp_avg(), s.exp_avg_sq())) {
                 cuda::adamwStep(p, p.grad(), s.exp_avg(), s.exp_avg_sq(), options.lr(), beta1, beta2, options.eps(),
                                 options.weight_decay(), s.step(), scale ? *scale : torch::Tensor());
+                continue;
+            }
+            // ATen's fused kernel wants all four tensors in one dtype: bf16 moments the kernel
+            // cannot take (a non-contiguous shard) go through the ATen ops, gradient scaled first.
+            if (s.exp_avg().scalar_type() != p.scalar_type() || s.exp_avg_sq().scalar_type() != p.scalar_type()) {
+                const torch::Tensor g = scale ? p.grad() / *scale : p.grad();
+                adamWUpdateAten(p, g, s.exp_avg(), s.exp_avg_sq(), options.lr(), beta1, beta2, options.eps(),
+                                options.weight_decay(), s.step());
                 continue;
             }
             // Parameters of a group normally share the step count; one that skipped steps (no
@@ -98,6 +73,7 @@ void fusedAdamWStep(torch::optim::AdamW& optimizer, const torch::Tensor& gradSca
     }
 #else
     (void)optimizer;
+    (void)dtypes;
     (void)gradScale;
     TORCH_CHECK(false, "the fused AdamW step needs a CUDA build of moe-train on LibTorch >= 2.1");
 #endif

@@ -1,9 +1,11 @@
 // One AdamW step over a torch::optim::AdamW's parameters through ATen's fused multi-tensor CUDA
 // kernel (at::_fused_adamw_, LibTorch >= 2.1): a few launches for all parameters instead of ~10
 // per parameter. The state lives in the optimizer's own AdamWParamState objects (exp_avg,
-// exp_avg_sq, step), created exactly as AdamW::step creates them, so checkpoints and a later
-// AdamW::step see no difference. Training thread only.
+// exp_avg_sq, step), created as AdamW::step creates them (in the configured moment dtypes), so
+// checkpoints see no difference. Training thread only.
 #pragma once
+
+#include "runtime/train/optimizer.h"
 
 #include <torch/torch.h>
 
@@ -13,11 +15,12 @@ namespace wb::rt {
 bool fusedAdamWAvailable();
 
 /// AdamW::step semantics (decoupled weight decay, bias-corrected moments, no amsgrad) for every
-/// parameter with a gradient; all of them must be fp32 CUDA tensors. Throws when unavailable or
-/// when the optimizer uses amsgrad. `gradScale` (a 0-d fp32 tensor on the device, may be
+/// parameter with a gradient; all of them must be fp32 CUDA tensors. New moments are created in
+/// `dtypes`; bf16 moments are updated in fp32 and rounded on store (our kernel, or the ATen ops for
+/// a tensor it cannot take). Throws when unavailable or when the optimizer uses amsgrad. `gradScale` (a 0-d fp32 tensor on the device, may be
 /// undefined): every gradient is divided by it inside the kernel — how gradient clipping is
 /// folded into the step instead of a separate read-modify-write pass over all gradients.
-void fusedAdamWStep(torch::optim::AdamW& optimizer, const torch::Tensor& gradScale = {});
+void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, const torch::Tensor& gradScale = {});
 
 /// The global L2 norm of `grads` (fp32, on their device) with multi-tensor kernels where this
 /// LibTorch has them (_foreach_norm), else one norm per tensor.

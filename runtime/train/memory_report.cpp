@@ -106,23 +106,25 @@ void resetCpuTensorPeak()
     cpuPeak.store(cpuCurrent.load());
 }
 
-MemoryConsumers measureConsumers(torch::nn::Module& model, torch::optim::Optimizer* optimizer, torch::Device device)
+MemoryConsumers measureConsumers(torch::nn::Module& model, torch::optim::Optimizer* optimizer, torch::Device device,
+                                 int64_t momentBytesPerValue)
 {
     MemoryConsumers m;
-    int64_t gradientsAllocated = 0;
+    int64_t gradientsAllocated = 0, trainableValues = 0;
     for (const auto& item : model.named_parameters()) {
         const torch::Tensor& p = item.value();
         m.parameters += bytesOf(p);
         if (!p.requires_grad())
             continue;
         m.trainable += bytesOf(p);
+        trainableValues += p.numel();
         m.gradients += bytesOf(p);
         gradientsAllocated += bytesOf(p.grad());
         const std::string& name = item.key();
         if (name.rfind("vision.", 0) == 0 || name.rfind("projector.", 0) == 0 || name.rfind("deepstack_projectors.", 0) == 0)
             m.visionTrainable += bytesOf(p);
     }
-    m.optimizerProjected = 2 * m.trainable;  // exp_avg + exp_avg_sq, in the parameters' dtype (fp32)
+    m.optimizerProjected = trainableValues * momentBytesPerValue;  // exp_avg + exp_avg_sq in their dtypes
     if (optimizer)
         for (const auto& [key, state] : optimizer->state())
             if (auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(state.get()))
@@ -164,7 +166,13 @@ std::string outOfMemoryMessage(const MemoryConsumers& m, const core::RunConfig& 
                                                   std::to_string(mbs / 2) + ", more accumulation for the same global batch)"});
     if (m.visionTrainable > 0)
         knobs.push_back({m.visionTrainable * 3, "freezing the vision encoder (model.freeze_vision_model, freeze_vision_projection: no gradients, no optimizer state, no vision activations)"});
-    knobs.push_back({m.gradients + std::max(m.optimizerState, m.optimizerProjected) + m.parameters / 2,
+    const auto& t = config.train;
+    const int64_t optimizerBytes = std::max(m.optimizerState, m.optimizerProjected);
+    if (t.expAvgDtype != "bf16" || t.expAvgSqDtype != "bf16")  // fp32 → bf16 halves each moment
+        knobs.push_back({optimizerBytes / (t.expAvgDtype != t.expAvgSqDtype ? 3 : 2),
+                         "bf16 Adam moments (train.exp_avg_dtype and train.exp_avg_sq_dtype \"bf16\": Megatron's "
+                         "precision-aware optimizer, math stays fp32)"});
+    knobs.push_back({m.gradients + optimizerBytes + m.parameters / 2,
                      "sharding parameters, gradients and optimizer state over GPUs: FSDP (parallel.use_megatron_fsdp) or expert parallelism (parallel.expert_model_parallel_size)"});
     std::stable_sort(knobs.begin(), knobs.end(), [](const Knob& a, const Knob& b) { return a.bytes > b.bytes; });
     out += " Try, most relevant first:";

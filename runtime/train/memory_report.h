@@ -34,7 +34,7 @@ struct MemoryConsumers {
     int64_t trainable = 0;           ///< parameters that get gradients
     int64_t gradients = 0;           ///< one gradient per trainable parameter (its size, allocated or not)
     int64_t optimizerState = 0;      ///< AdamW moments allocated now
-    int64_t optimizerProjected = 0;  ///< AdamW moments once allocated (2 × trainable, fp32)
+    int64_t optimizerProjected = 0;  ///< AdamW moments once allocated (trainable values × moment bytes)
     int64_t visionTrainable = 0;     ///< trainable vision encoder + projector parameters
     int64_t peak = 0;                ///< peak tensor bytes of the device (0 = unknown)
     int64_t allocatedAtPeakKnown = 0;///< parameters + gradients + optimizer state allocated now
@@ -49,8 +49,10 @@ struct MemoryConsumers {
 };
 
 /// Measures `model` and `optimizer` (may be null) on `device`: the CUDA caching allocator's peak
-/// on CUDA, the counting allocator's on the CPU.
-MemoryConsumers measureConsumers(torch::nn::Module& model, torch::optim::Optimizer* optimizer, torch::Device device);
+/// on CUDA, the counting allocator's on the CPU. `momentBytesPerValue`: what both AdamW moments
+/// take per trainable value once allocated (8 fp32, 4 bf16; MomentDtypes::bytesPerValue).
+MemoryConsumers measureConsumers(torch::nn::Module& model, torch::optim::Optimizer* optimizer, torch::Device device,
+                                 int64_t momentBytesPerValue = 8);
 
 /// "out of memory on <device> (<what>): largest consumers: … ; try: 1. … 2. …".
 std::string outOfMemoryMessage(const MemoryConsumers& m, const core::RunConfig& config, const std::string& device,

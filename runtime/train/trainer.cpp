@@ -195,12 +195,14 @@ void Trainer::setUp()
     installRecompute();
     m_parallel->attach(*m_model, m_recompute.get());
     installRouterGraphs();
+    m_moments = momentDtypes(m_config.train);
     {
-        const std::string memory = m_parallel->memorySummary();
+        const std::string memory = m_parallel->memorySummary(m_moments.bytesPerValue());
         event("info", memory);
         std::printf("moe-train: rank %d: %s\n", m_env.rank, memory.c_str());
     }
-    // Trainable parameters only (frozen ones get no state); under FSDP: this rank's shards.
+    // Trainable parameters only (frozen ones get no state); under FSDP: this rank's shards, whose
+    // moments are then sharded in their configured dtype too.
     m_optimizer = makeOptimizer(m_parallel->optimizedParameters(true), m_parallel->optimizedParameters(false),
                                 m_config.train);
 
@@ -495,12 +497,14 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
     // CUDA: one fused multi-tensor kernel (≈110 ms → a few ms of launches for the 30B slice's
     // ~4.3 G fp32 values) with the clip folded in as its grad_scale (g / max(1, norm / clip): one
     // pass over the gradients fewer); CPU: LibTorch's per-parameter AdamW after scaling the
-    // gradients. Same update, same state, same checkpoints.
+    // gradients, or for moments stored in bf16 our ATen step (fp32 math, one rounding on store;
+    // AdamW::step would round after each of its in-place ops). Same update, same state, same
+    // checkpoints.
     if (m_device.is_cuda() && fusedAdamWAvailable()) {
         torch::Tensor divisor;
         if (clip > 0.0 && !grads.empty())
             divisor = ((total + 1e-6) / clip).clamp_min(1.0);
-        fusedAdamWStep(*m_optimizer, divisor);
+        fusedAdamWStep(*m_optimizer, m_moments, divisor);
         m_optimizer->zero_grad();
         m_parallel->afterOptimizerStep();  // FSDP: updated shards into the parameters
         return total;
@@ -510,7 +514,10 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
         for (auto& g : grads)
             g.mul_(scale.to(g.scalar_type()));
     }
-    m_optimizer->step();
+    if (m_moments.allFp32())
+        m_optimizer->step();
+    else
+        adamWStepAten(*m_optimizer, m_moments);
     m_optimizer->zero_grad();
     m_parallel->afterOptimizerStep();  // FSDP: updated shards into the parameters
     return total;
@@ -726,6 +733,10 @@ void Trainer::restoreFromCheckpoint(const CheckpointState& state, const std::str
     m_stepEndSeq = state.nextSampleSeq;
     restoreRngState(state, m_device);
     event("info", "resumed from " + from + " at step " + std::to_string(m_step), m_step);
+    // A checkpoint written with the other moment dtype is converted, not refused: the moments are
+    // a running average that one rounding barely moves, and refusing would strand the run.
+    if (const std::string converted = convertMoments(*m_optimizer, m_moments); !converted.empty())
+        event("warning", converted, m_step);
     if (state.dataSeed >= 0 && state.dataSeed != static_cast<int64_t>(m_config.train.seed))
         event("warning", "train.seed changed from " + std::to_string(state.dataSeed) + " to " +
                              std::to_string(m_config.train.seed) + " since the checkpoint: the data order differs from an uninterrupted run",
@@ -743,7 +754,7 @@ std::string Trainer::outOfMemoryReport(const std::string& what)
             first = first.substr(0, 300) + "...";
         if (!m_model)
             return "out of memory before the model was built (" + first + ")";
-        MemoryConsumers consumers = measureConsumers(*m_model, m_optimizer.get(), m_device);
+        MemoryConsumers consumers = measureConsumers(*m_model, m_optimizer.get(), m_device, m_moments.bytesPerValue());
         consumers.failedRequest = failedRequestBytes(first);
         return outOfMemoryMessage(consumers, m_config, deviceName(m_device), first);
     } catch (...) {

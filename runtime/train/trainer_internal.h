@@ -12,6 +12,7 @@
 #include "runtime/parallel/parallel_training.h"
 #include "runtime/parallel/pipeline.h"
 #include "runtime/parallel/process_group.h"
+#include "runtime/train/optimizer.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/kernel_profile.h"
 #include "runtime/train/metrics_writer.h"
@@ -130,6 +131,7 @@ private:
     std::unique_ptr<MetricsWriter> m_metrics;
     VlmModel m_model{nullptr};
     std::unique_ptr<torch::optim::AdamW> m_optimizer;
+    MomentDtypes m_moments;                   // train.exp_avg_dtype / exp_avg_sq_dtype
     std::unique_ptr<BatchLoader> m_loader;
     RankEnvironment m_env;                    // rank 0 of 1 unless started by torchrun / --nproc-per-node
     std::unique_ptr<ProcessGroup> m_group;    // single-process group for one rank

@@ -76,6 +76,13 @@ private slots:
                                             << QByteArray("expected an object");
         QTest::newRow("bad enum") << QByteArray(R"({"train": {"precision": "fp8"}})") << QByteArray("train.precision")
                                   << QByteArray("\"fp32\", \"bf16\"");
+        // Megatron spells the moment dtypes torch.bfloat16; ours are the short names
+        QTest::newRow("bad exp_avg dtype") << QByteArray(R"({"train": {"exp_avg_dtype": "torch.bfloat16"}})")
+                                           << QByteArray("train.exp_avg_dtype") << QByteArray("\"fp32\", \"bf16\"");
+        QTest::newRow("bad exp_avg_sq dtype") << QByteArray(R"({"train": {"exp_avg_sq_dtype": "fp16"}})")
+                                              << QByteArray("train.exp_avg_sq_dtype") << QByteArray("\"fp32\", \"bf16\"");
+        QTest::newRow("moment dtype not a string") << QByteArray(R"({"train": {"exp_avg_dtype": 16}})")
+                                                   << QByteArray("train.exp_avg_dtype") << QByteArray("string");
         QTest::newRow("bad list item") << QByteArray(R"({"recompute": {"granularity": "selective", "modules": ["attn"]}})")
                                        << QByteArray("recompute.modules") << QByteArray("core_attn");
         // out of range
@@ -153,6 +160,23 @@ private slots:
         QCOMPARE(again.config.recompute.modules.size(), size_t(2));
         p.config.train.seed += 1;
         QVERIFY(runConfigHash(p.config) != runConfigHash(again.config));
+    }
+
+    // bf16 moments are independent of the compute precision (as in Megatron): fp32 compute with
+    // bf16 moments is a valid config, and the fields survive the canonical form.
+    void bf16MomentsWithFp32Compute()
+    {
+        RunConfigParse p = parseRunConfig(withPatch(R"({"train": {"precision": "fp32", "exp_avg_dtype": "bf16",
+                                                                  "exp_avg_sq_dtype": "bf16"}})"));
+        QVERIFY2(p.ok(), formatProblems(p.problems).c_str());
+        QCOMPARE(p.config.train.expAvgDtype, std::string("bf16"));
+        QCOMPARE(p.config.train.expAvgSqDtype, std::string("bf16"));
+        RunConfigParse again = parseRunConfig(runConfigToJson(p.config));
+        QVERIFY2(again.ok(), formatProblems(again.problems).c_str());
+        QCOMPARE(again.config.train.expAvgSqDtype, std::string("bf16"));
+        RunConfigParse plain = parseRunConfig(withPatch("{}"));
+        QCOMPARE(plain.config.train.expAvgDtype, std::string("fp32"));
+        QVERIFY(runConfigHash(plain.config) != runConfigHash(p.config));
     }
 
     void layoutChecks()

@@ -20,6 +20,7 @@
 #include "runtime/model/vision_encoder.h"
 #include "runtime/model/vlm_model.h"
 #include "runtime/train/fused_adamw.h"
+#include "runtime/train/optimizer.h"
 
 #include <torch/torch.h>
 
@@ -221,7 +222,7 @@ static void testFusedAdamW()
             WB_CHECK_CLOSE(rt::globalGradNorm(gs).item<double>(), sq.sqrt().item<double>(), 1e-4);
         }
         refOpt->step();
-        rt::fusedAdamWStep(*fusedOpt, step == 2 ? torch::full({}, 3.5, cuda) : torch::Tensor());
+        rt::fusedAdamWStep(*fusedOpt, rt::MomentDtypes{}, step == 2 ? torch::full({}, 3.5, cuda) : torch::Tensor());
         refOpt->zero_grad();
         fusedOpt->zero_grad();
     }
@@ -229,6 +230,63 @@ static void testFusedAdamW()
         WB_CHECK_MSG(relErr(fused[i].detach(), ref[i].detach()) < 1e-6,
                      "fused AdamW param " << i << " rel err " << relErr(fused[i].detach(), ref[i].detach()));
     std::cout << "fused AdamW vs AdamW::step: param 0 rel err " << relErr(fused[0].detach(), ref[0].detach()) << std::endl;
+}
+
+// bf16 Adam moments (precision-aware optimizer): the CUDA step (our kernel, vector and scalar
+// paths, with a gradient divisor) against the CPU ATen step on the same inputs. Both do fp32 math
+// and round the moments to nearest even once; FMA contraction on the GPU may put a value on the
+// other side of a bf16 midpoint, so moments may differ by one bf16 ulp in a few places.
+static void testFusedAdamWBf16Moments()
+{
+    if (!rt::fusedAdamWAvailable())
+        return;
+    torch::manual_seed(12);
+    const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+    // A matrix (vector path), an odd-sized vector (scalar tail), and a contiguous view at a 4-byte
+    // offset (misaligned: the scalar kernel over all of it).
+    const torch::Tensor backing = torch::randn({1 + 999}, cuda);
+    std::vector<torch::Tensor> init = {torch::randn({64, 96}, cuda), torch::randn({1027}, cuda), backing.narrow(0, 1, 999)};
+    const rt::MomentDtypes bf16{torch::kBFloat16, torch::kBFloat16};
+    core::TrainConfig t;
+    t.lr = 3e-3;
+    t.weightDecay = 0.1;
+    std::vector<torch::Tensor> gpu, cpu;
+    for (const auto& x : init) {
+        gpu.push_back(x.clone().requires_grad_(true));
+        cpu.push_back(x.cpu().clone().requires_grad_(true));
+    }
+    // The misaligned one again: a view into a device buffer, as a parameter.
+    const torch::Tensor gpuBacking = backing.clone();
+    gpu[2] = gpuBacking.narrow(0, 1, 999).requires_grad_(true);
+    auto gpuOpt = rt::makeOptimizer({gpu[0], gpu[2]}, {gpu[1]}, t);
+    auto cpuOpt = rt::makeOptimizer({cpu[0], cpu[2]}, {cpu[1]}, t);
+    for (int step = 0; step < 4; ++step) {
+        for (size_t i = 0; i < init.size(); ++i) {
+            const torch::Tensor g = torch::randn_like(init[i]);
+            gpu[i].mutable_grad() = g.clone();
+            cpu[i].mutable_grad() = (step == 2 ? g / 3.5 : g).cpu();
+        }
+        rt::fusedAdamWStep(*gpuOpt, bf16, step == 2 ? torch::full({}, 3.5, cuda.dtype(torch::kFloat32)) : torch::Tensor());
+        rt::adamWStepAten(*cpuOpt, bf16);
+        gpuOpt->zero_grad();
+        cpuOpt->zero_grad();
+    }
+    for (size_t i = 0; i < init.size(); ++i) {
+        const double pErr = relErr(gpu[i].detach().cpu(), cpu[i].detach());
+        WB_CHECK_MSG(pErr < 1e-5, "bf16-moment AdamW param " << i << " rel err " << pErr);
+        auto& gs = rt::adamWState(*gpuOpt, gpu[i], bf16);
+        auto& cs = rt::adamWState(*cpuOpt, cpu[i], bf16);
+        WB_CHECK(gs.exp_avg().scalar_type() == torch::kBFloat16 && gs.exp_avg_sq().scalar_type() == torch::kBFloat16);
+        for (const auto& [g, c] : {std::pair{gs.exp_avg(), cs.exp_avg()}, std::pair{gs.exp_avg_sq(), cs.exp_avg_sq()}}) {
+            const torch::Tensor a = g.cpu().to(torch::kFloat64), b = c.to(torch::kFloat64);
+            const torch::Tensor ulp = torch::pow(2.0, torch::floor(torch::log2(b.abs().clamp_min(1e-30))) - 7.0);
+            const double worst = ((a - b).abs() / ulp).max().item<double>();
+            const double differing = (a != b).to(torch::kFloat64).mean().item<double>();
+            WB_CHECK_MSG(worst <= 1.0 && differing < 0.01,
+                         "param " << i << ": moments differ by up to " << worst << " bf16 ulp in " << differing * 100 << " %");
+        }
+    }
+    std::cout << "bf16-moment AdamW CUDA vs CPU: param 0 rel err " << relErr(gpu[0].detach().cpu(), cpu[0].detach()) << std::endl;
 }
 
 // The hand-written kernels (cuda/fused_kernels.h) against the ATen formulas in fp64 on the same
@@ -367,6 +425,7 @@ int main()
     testVarlenVision();
     testTinyModelCudaMatchesCpu();
     testFusedAdamW();
+    testFusedAdamWBf16Moments();
     testFusedKernels();
     testFusedCombine();
     testWidenToFloat();

@@ -159,10 +159,14 @@ std::vector<json> stepRecords(const fs::path& runDir)
     return steps;
 }
 
-void testResumeEqualsUninterrupted(const fs::path& dir)
+// `bf16Moments`: the same with the Adam moments stored in bf16 (they must round-trip exactly), and
+// the stopped run resumed once more with fp32 moments: converted with a warning event.
+void testResumeEqualsUninterrupted(const fs::path& dir, bool bf16Moments)
 {
     json config = sampleConfig("sample-mock.json");
     config["data"]["manifest"] = "";
+    if (bf16Moments)
+        config["train"]["exp_avg_dtype"] = config["train"]["exp_avg_sq_dtype"] = "bf16";
     config["train"]["train_iters"] = 14;
     config["train"]["lr_warmup_iters"] = 3;
     config["train"]["global_batch_size"] = 8;  // MBS 4: two micro-batches per step
@@ -186,6 +190,22 @@ void testResumeEqualsUninterrupted(const fs::path& dir)
     WB_CHECK_MSG(rcStop == 5, "rc " << rcStop << "\n" << test::readFile(log));
     const int64_t stoppedAt = readStatus(parts).value("step", int64_t{0});
     WB_CHECK_MSG(stoppedAt >= 3 && stoppedAt < 14, "stopped at " << stoppedAt);
+    if (bf16Moments) {
+        const fs::path other = dir / "fp32-moments";
+        fs::copy(parts, other, fs::copy_options::recursive);
+        json fp32 = config;
+        fp32["train"]["exp_avg_dtype"] = fp32["train"]["exp_avg_sq_dtype"] = "fp32";
+        fp32["train"]["train_iters"] = stoppedAt + 1;
+        std::ofstream(dir / "fp32.json") << fp32.dump(2);
+        const int rc = test::runProcess({MOE_TRAIN_PATH, "--config", (dir / "fp32.json").string(), "--run-dir",
+                                         other.string(), "--resume"},
+                                        (dir / "fp32.log").string(), 300);
+        WB_CHECK_MSG(rc == 0, test::readFile(dir / "fp32.log"));
+        const std::string events = test::readFile(other / "metrics.jsonl");
+        WB_CHECK_MSG(events.find("\"warning\"") != std::string::npos &&
+                         events.find("exp_avg bf16 → fp32") != std::string::npos,
+                     events);
+    }
     const int rcResume = test::runProcess({MOE_TRAIN_PATH, "--config", cfg, "--run-dir", parts.string(), "--resume"},
                                           (dir / "resume.log").string(), 300);
     WB_CHECK_MSG(rcResume == 0, test::readFile(dir / "resume.log"));
@@ -386,7 +406,7 @@ int main(int argc, char** argv)
     if (which == "signal") {
         testSignal(dir);
     } else if (which == "resume") {
-        testResumeEqualsUninterrupted(dir);
+        testResumeEqualsUninterrupted(dir, argc > 2 && std::string(argv[2]) == "bf16-moments");
     } else if (which == "oom") {
 #if defined(__SANITIZE_ADDRESS__)
         std::cerr << "an address-space limit cannot be combined with AddressSanitizer; skipping\n";

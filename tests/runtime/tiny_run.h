@@ -1,7 +1,8 @@
 // In-process training of the sample-tiny model for the runtime tests that need to look inside a
 // run (recompute, frozen vision): the shipped sample-mock config, the real loader in mock mode
 // (seeded noise images, synthetic captions), the real model, optimizer and recompute runner.
-// The loop is the trainer's core (forward, backward, AdamW) without clipping or LR schedule.
+// The loop is the trainer's core (forward, backward, AdamW with the configured moment dtypes)
+// without clipping or LR schedule.
 #pragma once
 
 #include "core/run_config.h"
@@ -48,6 +49,7 @@ struct TinyRunResult {
     std::vector<double> losses;       ///< lm + aux per step
     int64_t forwardHeldBytes = 0;     ///< CPU tensor bytes still held after step 1's forward (saved for backward)
     int64_t stepPeakBytes = 0;        ///< peak CPU tensor bytes during step 1 above the level before it
+    int64_t momentBytes = 0;          ///< bytes of the AdamW moments after the last step (their dtype)
 };
 
 /// Trains `batches.size()` steps from the config's seed with recompute `r`, one thread.
@@ -63,6 +65,7 @@ inline TinyRunResult trainTiny(core::RunConfig c, const core::RecomputeConfig& r
     auto runner = rt::makeRecomputeRunner(r);
     model->setLayerRunner(runner.get());
     auto optimizer = rt::makeOptimizer(*model, c.train);
+    const rt::MomentDtypes moments = rt::momentDtypes(c.train);  // bf16 moments: the trainer's CPU step
     TinyRunResult result;
     for (size_t step = 0; step < batches.size(); ++step) {
         rt::VlmBatch tensors = rt::toTensors(batches[step], torch::kCPU, torch::kFloat32);
@@ -75,10 +78,16 @@ inline TinyRunResult trainTiny(core::RunConfig c, const core::RecomputeConfig& r
         loss.backward();
         if (step == 0)
             result.stepPeakBytes = rt::cpuTensorBytes().peak - before;
-        optimizer->step();
+        if (moments.allFp32())
+            optimizer->step();
+        else
+            rt::adamWStepAten(*optimizer, moments);
         optimizer->zero_grad();
         result.losses.push_back(loss.item<double>());
     }
+    for (const auto& [key, state] : optimizer->state())
+        if (auto* s = dynamic_cast<torch::optim::AdamWParamState*>(state.get()))
+            result.momentBytes += s->exp_avg().nbytes() + s->exp_avg_sq().nbytes();
     return result;
 }
 

@@ -1,6 +1,8 @@
 // CUDA kernels of fused_kernels.h. One thread per output pair, grid-stride loops, fp32 math.
 #include "runtime/model/cuda/fused_kernels.h"
 
+#include "runtime/model/cuda/adamw_kernel.cuh"
+
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -8,6 +10,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace wb::rt::cuda {
 
@@ -78,50 +81,6 @@ __global__ void swigluBackwardKernel(const T* __restrict__ gateUp, const T* __re
         const float silu = g * sig;
         dGateUp[n * 2 * F + i] = static_cast<T>(d * u * sig * (1.0f + g * (1.0f - sig)));
         dGateUp[n * 2 * F + F + i] = static_cast<T>(d * silu);
-    }
-}
-
-struct AdamWParams {
-    float lr, beta1, beta2, eps, decay;       // decay = 1 − lr·weight_decay
-    float stepSize, biasCorrection2Sqrt;      // lr / (1 − β1^t), sqrt(1 − β2^t)
-};
-
-__device__ __forceinline__ void adamwElement(float& p, float g, float& m, float& v, const AdamWParams& a)
-{
-    p *= a.decay;
-    m = a.beta1 * m + (1.0f - a.beta1) * g;
-    v = a.beta2 * v + (1.0f - a.beta2) * g * g;
-    const float denom = sqrtf(v) / a.biasCorrection2Sqrt + a.eps;
-    p -= a.stepSize * m / denom;
-}
-
-// Vector part: n4 float4s; the scalar tail is done by the scalar kernel.
-__global__ void adamwKernel4(float4* __restrict__ p, const float4* __restrict__ g, float4* __restrict__ m,
-                             float4* __restrict__ v, int64_t n4, AdamWParams a, const float* __restrict__ scale)
-{
-    const float inv = scale ? 1.0f / *scale : 1.0f;
-    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n4; i += int64_t{blockDim.x} * gridDim.x) {
-        float4 pp = p[i], gg = g[i], mm = m[i], vv = v[i];
-        adamwElement(pp.x, gg.x * inv, mm.x, vv.x, a);
-        adamwElement(pp.y, gg.y * inv, mm.y, vv.y, a);
-        adamwElement(pp.z, gg.z * inv, mm.z, vv.z, a);
-        adamwElement(pp.w, gg.w * inv, mm.w, vv.w, a);
-        p[i] = pp;
-        m[i] = mm;
-        v[i] = vv;
-    }
-}
-
-__global__ void adamwKernel(float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m,
-                            float* __restrict__ v, int64_t n, AdamWParams a, const float* __restrict__ scale)
-{
-    const float inv = scale ? 1.0f / *scale : 1.0f;
-    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
-        float pp = p[i], mm = m[i], vv = v[i];
-        adamwElement(pp, g[i] * inv, mm, vv, a);
-        p[i] = pp;
-        m[i] = mm;
-        v[i] = vv;
     }
 }
 
@@ -347,27 +306,53 @@ std::pair<torch::Tensor, torch::Tensor> combineBackward(const torch::Tensor& row
 
 bool adamwSupports(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v)
 {
-    for (const auto* t : {&p, &g, &m, &v})
-        if (!t->defined() || !t->is_cuda() || t->scalar_type() != torch::kFloat32 || !t->is_contiguous() ||
-            t->numel() != p.numel() || t->device() != p.device())
+    for (const auto* t : {&p, &g, &m, &v}) {
+        const bool momentType = t->defined() && (t->scalar_type() == torch::kFloat32 ||
+                                                 ((t == &m || t == &v) && t->scalar_type() == torch::kBFloat16));
+        if (!t->defined() || !t->is_cuda() || !momentType || !t->is_contiguous() || t->numel() != p.numel() ||
+            t->device() != p.device())
             return false;
+    }
     return true;
 }
+
+namespace {
+
+// The moment pointer in the kernel's type (at::BFloat16 and __nv_bfloat16 share the bits).
+template <typename M>
+M* momentPtr(const torch::Tensor& t)
+{
+    if constexpr (std::is_same_v<M, float>)
+        return t.data_ptr<float>();
+    else
+        return reinterpret_cast<M*>(t.data_ptr<at::BFloat16>());
+}
+
+template <typename M, typename V>
+void launchAdamWFor(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v,
+                    const kernels::AdamWParams& a, const float* scale)
+{
+    C10_CUDA_CHECK(kernels::launchAdamW(p.data_ptr<float>(), g.data_ptr<float>(), momentPtr<M>(m), momentPtr<V>(v),
+                                        p.numel(), a, scale, kThreads, blocksFor,
+                                        at::cuda::getCurrentCUDAStream().stream()));
+}
+
+}  // namespace
 
 void adamwStep(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v,
                double lr, double beta1, double beta2, double eps, double weightDecay, int64_t step,
                const torch::Tensor& gradScale)
 {
-    TORCH_CHECK(adamwSupports(p, g, m, v), "adamwStep: p, g, m, v must be contiguous fp32 CUDA tensors of one size");
+    TORCH_CHECK(adamwSupports(p, g, m, v),
+                "adamwStep: p, g must be contiguous fp32 CUDA tensors, m, v contiguous fp32 or bf16, all of one size");
     TORCH_CHECK(step >= 1, "adamwStep: step counts from 1");
     TORCH_CHECK(!gradScale.defined() || (gradScale.is_cuda() && gradScale.scalar_type() == torch::kFloat32 &&
                                          gradScale.numel() == 1),
                 "adamwStep: gradScale must be a one-element fp32 CUDA tensor");
     const c10::cuda::CUDAGuard guard(p.device());
-    const int64_t n = p.numel();
-    if (n == 0)
+    if (p.numel() == 0)
         return;
-    AdamWParams a;
+    kernels::AdamWParams a;
     a.lr = static_cast<float>(lr);
     a.beta1 = static_cast<float>(beta1);
     a.beta2 = static_cast<float>(beta2);
@@ -376,22 +361,15 @@ void adamwStep(const torch::Tensor& p, const torch::Tensor& g, const torch::Tens
     a.stepSize = static_cast<float>(lr / (1.0 - std::pow(beta1, static_cast<double>(step))));
     a.biasCorrection2Sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(beta2, static_cast<double>(step))));
     const float* scale = gradScale.defined() ? gradScale.data_ptr<float>() : nullptr;
-    const auto stream = at::cuda::getCurrentCUDAStream();
-    int64_t done = 0;
-    if (aligned16(p) && aligned16(g) && aligned16(m) && aligned16(v)) {
-        const int64_t n4 = n / 4;
-        if (n4 > 0)
-            adamwKernel4<<<blocksFor(n4), kThreads, 0, stream>>>(
-                reinterpret_cast<float4*>(p.data_ptr<float>()), reinterpret_cast<const float4*>(g.data_ptr<float>()),
-                reinterpret_cast<float4*>(m.data_ptr<float>()), reinterpret_cast<float4*>(v.data_ptr<float>()), n4, a,
-                scale);
-        done = n4 * 4;
-    }
-    if (done < n)
-        adamwKernel<<<blocksFor(n - done), kThreads, 0, stream>>>(p.data_ptr<float>() + done, g.data_ptr<float>() + done,
-                                                                  m.data_ptr<float>() + done, v.data_ptr<float>() + done,
-                                                                  n - done, a, scale);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    const bool mBf16 = m.scalar_type() == torch::kBFloat16, vBf16 = v.scalar_type() == torch::kBFloat16;
+    if (!mBf16 && !vBf16)
+        launchAdamWFor<float, float>(p, g, m, v, a, scale);
+    else if (mBf16 && vBf16)
+        launchAdamWFor<__nv_bfloat16, __nv_bfloat16>(p, g, m, v, a, scale);
+    else if (mBf16)
+        launchAdamWFor<__nv_bfloat16, float>(p, g, m, v, a, scale);
+    else
+        launchAdamWFor<float, __nv_bfloat16>(p, g, m, v, a, scale);
 }
 
 bool fusedKernelsAvailable()

@@ -50,7 +50,13 @@ const std::set<std::string>& bridgeKeyAllowList()
         "model.cuda_graph_scope", "model.cuda_graph_modules", "model.cuda_graph_warmup_steps",
         "model.freeze_language_model", "model.freeze_vision_model", "model.freeze_vision_projection",
         "comm_overlap.overlap_moe_expert_parallel_comm", "comm_overlap.delay_wgrad_compute",
-        "ddp.overlap_grad_reduce", "ddp.overlap_param_gather", "comm_overlap.tp_comm_overlap", "mixed_precision"};
+        "ddp.overlap_grad_reduce", "ddp.overlap_param_gather", "comm_overlap.tp_comm_overlap", "mixed_precision",
+        // Megatron-Core OptimizerConfig fields as NVIDIA's Megatron-MoE scripts pass them to Bridge
+        // (precision-aware optimizer), and the distributed optimizer it asserts (Bridge syncs the
+        // ddp.* and optimizer.* flags in ConfigContainer validation).
+        "optimizer.use_precision_aware_optimizer", "optimizer.main_grads_dtype", "optimizer.main_params_dtype",
+        "optimizer.exp_avg_dtype", "optimizer.exp_avg_sq_dtype", "optimizer.use_distributed_optimizer",
+        "ddp.use_distributed_optimizer"};
     return keys;
 }
 
@@ -156,6 +162,7 @@ private slots:
     void runtimeFormatsRefuseContextParallel();
     void runtimeFormatsKeepTheGraphsMoeTrainRuns();
     void planJsonRoundTrips();
+    void bridgeImportChecksMomentDtypes();
     void jsonPathLine_data();
     void jsonPathLine();
 };
@@ -217,6 +224,22 @@ void TestGenerators::bridgeOverrides_data()
            })
         << QStringList{"comm_overlap.overlap_moe_expert_parallel_comm=true", "model.moe_shared_expert_overlap=false",
                        "model.virtual_pipeline_model_parallel_size=12", "model.moe_token_dispatcher_type=alltoall"};
+    // The precision-aware optimizer: the five fields as NVIDIA's MoE scripts pass them, plus the
+    // distributed optimizer Megatron asserts with it (Bridge switches it on itself under FSDP).
+    QTest::newRow("bf16 Adam moments, 3D")
+        << M([](RunConfig& c, GeneratorTarget&) { c.train.expAvgDtype = c.train.expAvgSqDtype = "bf16"; })
+        << QStringList{"optimizer.use_precision_aware_optimizer=true", "optimizer.main_grads_dtype=torch.float32",
+                       "optimizer.main_params_dtype=torch.float32", "optimizer.exp_avg_dtype=torch.bfloat16",
+                       "optimizer.exp_avg_sq_dtype=torch.bfloat16", "optimizer.use_distributed_optimizer=true",
+                       "ddp.use_distributed_optimizer=true"};
+    QTest::newRow("bf16 Adam moments, FSDP")
+        << M([](RunConfig& c, GeneratorTarget&) {
+               c.train.expAvgDtype = c.train.expAvgSqDtype = "bf16";
+               c.parallel.useMegatronFsdp = true;
+               c.parallel.dataParallelShardingStrategy = "optim_grads_params";
+           })
+        << QStringList{"optimizer.use_precision_aware_optimizer=true", "optimizer.exp_avg_dtype=torch.bfloat16",
+                       "optimizer.exp_avg_sq_dtype=torch.bfloat16", "ddp.use_megatron_fsdp=true"};
 }
 
 void TestGenerators::bridgeOverrides()
@@ -234,6 +257,11 @@ void TestGenerators::bridgeOverrides()
         QVERIFY2(dotlist.find(e.toStdString() + "\n") != std::string::npos, qPrintable(e + QStringLiteral(" missing in\n") + QString::fromStdString(dotlist)));
     if (c.train.precision != "bf16")
         QVERIFY(dotlist.find("mixed_precision") == std::string::npos);
+    // Default moments: no optimizer field at all (the recipe's optimizer stays as it is); under
+    // FSDP Bridge turns the distributed optimizer on itself, so it is not written.
+    QCOMPARE(dotlist.find("optimizer.") != std::string::npos, usesBf16Moments(c));
+    if (c.parallel.useMegatronFsdp)
+        QVERIFY(dotlist.find("use_distributed_optimizer") == std::string::npos);
 
     // The YAML file says exactly what the dotlist says: read its two levels back.
     std::map<std::string, std::string> fromYaml;
@@ -323,6 +351,8 @@ void TestGenerators::bridgeImportRoundTrips()
         QCOMPARE(back.config.train.trainIters, c.train.trainIters);
         QCOMPARE(back.config.train.precision, c.train.precision == "bf16" ? std::string("bf16") : base.train.precision);
         QCOMPARE(back.config.model.freezeLanguageModel, c.model.freezeLanguageModel);
+        QCOMPARE(back.config.train.expAvgDtype, c.train.expAvgDtype);
+        QCOMPARE(back.config.train.expAvgSqDtype, c.train.expAvgSqDtype);
     }
     // The perf launcher command (flags + key=value overrides) reads back to the same layout too.
     std::vector<std::string> warnings;
@@ -758,7 +788,48 @@ void TestGenerators::planJsonRoundTrips()
     QVERIFY2(validateRunConfig(c).empty(), formatProblems(validateRunConfig(c)).c_str());
     QVERIFY2(validateLayout(c, 8).empty(), formatProblems(validateLayout(c, 8)).c_str());
     QCOMPARE(layoutFromRunConfig(c, 8).ep, plan->layouts[0].ep);
+    QCOMPARE(c.train.expAvgDtype, std::string("fp32"));
+    QVERIFY(text.find("bf16_adam_moments") == std::string::npos);  // default plans read as before
     QVERIFY(!parsePlanJson("{\"layouts\": []}").ok());
+
+    // bf16 Adam moments: kept in the plan, and the runnable config stores both moments in bf16.
+    req.workload.bf16AdamMoments = true;
+    auto withMoments = searchLayouts(req);
+    QVERIFY(withMoments.ok() && !withMoments->ranked.empty());
+    auto planMoments = parsePlanJson(planToJson(req, recommend({}), *withMoments));
+    QVERIFY(planMoments.ok() && planMoments->workload.bf16AdamMoments);
+    const RunConfig cm = runConfigForLayout(req.model, planMoments->layouts[0], planMoments->workload, "/data/manifest.jsonl");
+    QCOMPARE(cm.train.expAvgDtype, std::string("bf16"));
+    QCOMPARE(cm.train.expAvgSqDtype, std::string("bf16"));
+    QVERIFY2(validateRunConfig(cm).empty(), formatProblems(validateRunConfig(cm)).c_str());
+}
+
+// Bridge files that set the moment dtypes without the precision-aware optimizer (Megatron
+// asserts), or an unknown dtype, are refused on import with the line and the fix; reduced-precision
+// master weights are a warning (not modelled).
+void TestGenerators::bridgeImportChecksMomentDtypes()
+{
+    RunConfig base;
+    base.model = qwen30b().model;
+    const BridgeImport noFlag = importBridgeOverrides("model.expert_model_parallel_size=8\noptimizer.exp_avg_dtype=torch.bfloat16\n",
+                                                      false, base, 8);
+    QVERIFY(!noFlag.problems.empty());
+    QCOMPARE(noFlag.problems.front().line, 2);
+    QVERIFY(noFlag.problems.front().error);
+    QVERIFY2(noFlag.problems.front().fix.find("optimizer.use_precision_aware_optimizer=true") != std::string::npos,
+             noFlag.problems.front().fix.c_str());
+    const BridgeImport bad = importBridgeOverrides("optimizer.use_precision_aware_optimizer=true\noptimizer.exp_avg_sq_dtype=torch.float16\n",
+                                                   false, base, 8);
+    QVERIFY(!bad.problems.empty() && bad.problems.front().key == "optimizer.exp_avg_sq_dtype" && bad.problems.front().error);
+    const BridgeImport master = importBridgeOverrides("optimizer.use_precision_aware_optimizer=true\noptimizer.main_params_dtype=torch.float16\n",
+                                                      false, base, 8);
+    QVERIFY(master.problems.size() == 1 && !master.problems.front().error);
+    // ddp.use_distributed_optimizer=false reaches the layout (lint then refuses bf16 moments).
+    const BridgeImport ddp = importBridgeOverrides("ddp.use_distributed_optimizer=false\n", false, base, 8);
+    QVERIFY(ddp.problems.empty() && !ddp.layout.useDistributedOptimizer);
+    const BridgeImport either = importBridgeOverrides("ddp.use_distributed_optimizer=false\noptimizer.use_distributed_optimizer=true\n",
+                                                      false, base, 8);
+    QVERIFY(either.layout.useDistributedOptimizer);
 }
 
 void TestGenerators::jsonPathLine_data()

@@ -38,11 +38,13 @@ struct Breaker {
     const char* hardware;
     std::function<void(Layout&)> mutate;
     int seq = 4096;
+    bool bf16Moments = false;  ///< LintContext::bf16AdamMoments
 };
 
 const std::vector<Breaker>& breakers()
 {
     static const std::vector<Breaker> rows = {
+        {"precision-aware-optimizer-needs-distributed-optimizer", "gb200", [](Layout& l) { l.useDistributedOptimizer = false; }, 4096, true},
         {"world-divisible-by-tp-pp-cp", "gb200", [](Layout& l) { l.worldSize = 6; l.tp = 4; l.ep = 1; l.sequenceParallel = true; }},
         {"world-divisible-by-pp-ep-etp", "gb200", [](Layout& l) { l.worldSize = 12; l.ep = 8; }},
         {"ep-divides-experts", "gb200", [](Layout& l) { l.ep = 6; l.worldSize = 12; }},
@@ -130,7 +132,7 @@ private slots:
         const HardwareSpec hw = hardwareFor(b.hardware);
         Layout l = baseLayout();
         b.mutate(l);
-        const auto findings = lintLayout(l, {&m.model, &hw, b.seq});
+        const auto findings = lintLayout(l, {&m.model, &hw, b.seq, b.bf16Moments});
         std::string all;
         bool found = false;
         for (const LintFinding& f : findings) {
@@ -142,6 +144,35 @@ private slots:
             }
         }
         QVERIFY2(found, (std::string("expected ") + b.rule + ", got:\n" + all).c_str());
+    }
+
+    // bf16 moments need the distributed optimizer: Megatron FSDP always has it, the planner's
+    // default layout has it, and fp32 moments never need it.
+    void precisionAwareOptimizerOnlyWithoutDistributedOptimizer()
+    {
+        const ModelSpec m = *catalog().model("qwen3-vl-30b-a3b");
+        const HardwareSpec hw = *catalog().hardware("gb200");
+        const auto fires = [&](const Layout& l, bool bf16) {
+            for (const LintFinding& f : lintLayout(l, {&m.model, &hw, 4096, bf16}))
+                if (f.rule == "precision-aware-optimizer-needs-distributed-optimizer")
+                    return f.field == "ddp.use_distributed_optimizer" && f.severity == LintSeverity::Error;
+            return false;
+        };
+        Layout l = baseLayout();
+        QVERIFY(!fires(l, true));  // distributed optimizer on (default)
+        l.useDistributedOptimizer = false;
+        QVERIFY(fires(l, true));
+        QVERIFY(!fires(l, false));
+        l.useMegatronFsdp = true;
+        l.fsdpStrategy = "optim_grads_params";
+        QVERIFY(!fires(l, true));
+        // From a RunConfig: its train.exp_avg_dtype decides; RunConfig layouts keep the default.
+        RunConfig c;
+        c.model = m.model;
+        applyLayout(baseLayout(), c);
+        c.train.expAvgDtype = "bf16";
+        for (const LintFinding& f : lintRunConfig(c, 8, &hw))
+            QVERIFY2(f.rule != "precision-aware-optimizer-needs-distributed-optimizer", f.toString().c_str());
     }
 
     void everyRuleHasABreakingRow()

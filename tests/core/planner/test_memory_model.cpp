@@ -94,11 +94,17 @@ private slots:
         QTest::addColumn<double>("weights");    // bytes per parameter, with N = 8
         QTest::addColumn<double>("grads");
         QTest::addColumn<double>("optimizer");
-        QTest::newRow("ddp 18 B/param") << false << "no_shard" << false << 2.0 << 4.0 << 12.0;
-        QTest::newRow("distopt 6 + 12/DP") << false << "no_shard" << true << 2.0 << 4.0 << 1.5;
-        QTest::newRow("fsdp optim") << true << "optim" << true << 2.0 << 4.0 << 1.5;
-        QTest::newRow("fsdp optim_grads") << true << "optim_grads" << true << 2.0 << 0.5 << 1.5;
-        QTest::newRow("fsdp optim_grads_params") << true << "optim_grads_params" << true << 0.25 << 0.5 << 1.5;
+        QTest::addColumn<bool>("bf16Moments");
+        QTest::newRow("ddp 18 B/param") << false << "no_shard" << false << 2.0 << 4.0 << 12.0 << false;
+        QTest::newRow("distopt 6 + 12/DP") << false << "no_shard" << true << 2.0 << 4.0 << 1.5 << false;
+        QTest::newRow("fsdp optim") << true << "optim" << true << 2.0 << 4.0 << 1.5 << false;
+        QTest::newRow("fsdp optim_grads") << true << "optim_grads" << true << 2.0 << 0.5 << 1.5 << false;
+        QTest::newRow("fsdp optim_grads_params") << true << "optim_grads_params" << true << 0.25 << 0.5 << 1.5 << false;
+        // bf16 Adam moments (precision-aware optimizer): fp32 master 4 + m 2 + v 2 = 8 B instead of
+        // 12: 14 B/param unsharded, 6 + 8/DP distributed (8 / 8 ranks = 1 B).
+        QTest::newRow("ddp bf16 moments 14 B/param") << false << "no_shard" << false << 2.0 << 4.0 << 8.0 << true;
+        QTest::newRow("distopt bf16 moments 6 + 8/DP") << false << "no_shard" << true << 2.0 << 4.0 << 1.0 << true;
+        QTest::newRow("fsdp optim_grads_params bf16 moments") << true << "optim_grads_params" << true << 0.25 << 0.5 << 1.0 << true;
     }
     void optimizerSharding()
     {
@@ -108,6 +114,7 @@ private slots:
         QFETCH(double, weights);
         QFETCH(double, grads);
         QFETCH(double, optimizer);
+        QFETCH(bool, bf16Moments);
         // sample-tiny on 8 GPUs, TP1 PP1 EP1: DP = EDP = 8; 1,414,464 parameters on every rank.
         const ModelConfig m = catalog().model("sample-tiny")->model;
         Layout l;
@@ -115,7 +122,9 @@ private slots:
         l.useMegatronFsdp = fsdp;
         l.fsdpStrategy = strategy.toStdString();
         l.useDistributedOptimizer = distopt;
-        const MemoryEstimate e = estimateMemory(m, l, Workload{});
+        Workload w;
+        w.bf16AdamMoments = bf16Moments;
+        const MemoryEstimate e = estimateMemory(m, l, w);
         const double params = 1414464.0;
         QCOMPARE(e.category("weights"), weights * params);
         QCOMPARE(e.category("grads"), grads * params);
@@ -136,6 +145,18 @@ private slots:
             if (t.name == "routed experts optimizer")
                 expertOptimizer = t.bytes;
         QCOMPARE(expertOptimizer, 3623878656.0 * 1.5);
+        // bf16 Adam moments: 8 B / EDP 8 = 1 B each; nothing else changes.
+        Workload bf16;
+        bf16.bf16AdamMoments = true;
+        const MemoryEstimate b = estimateMemory(m, l, bf16);
+        for (const MemoryTerm& t : b.terms)
+            if (t.name == "routed experts optimizer") {
+                QCOMPARE(t.bytes, 3623878656.0 * 1.0);
+                QVERIFY2(t.assumption.find("bf16 Adam m, v") != std::string::npos, t.assumption.c_str());
+            }
+        QCOMPARE(b.category("weights"), e.category("weights"));
+        QCOMPARE(b.category("grads"), e.category("grads"));
+        QCOMPARE(b.category("optimizer") * 1.5, e.category("optimizer"));
     }
 
     void everyTermExplainsItself()

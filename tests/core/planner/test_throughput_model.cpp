@@ -195,6 +195,29 @@ private slots:
             QVERIFY(std::abs(b.terms[i].ms - 1.3 * a.terms[i].ms) < 1e-9 * a.stepMs);
     }
 
+    // bf16 Adam moments: m and v read and written in 2 bytes each, 8 of the optimizer step's
+    // 32 B per owned parameter less; nothing else in the step changes.
+    void bf16MomentsShortenOnlyTheOptimizerStep()
+    {
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        const HardwareSpec hw = *catalog().hardware("gb200");
+        Workload bf16;
+        bf16.bf16AdamMoments = true;
+        const ThroughputEstimate a = estimateThroughput(m, recipe30b(), Workload{}, hw);
+        const ThroughputEstimate b = estimateThroughput(m, recipe30b(), bf16, hw);
+        QCOMPARE(a.terms.size(), b.terms.size());
+        for (size_t i = 0; i < a.terms.size(); ++i) {
+            QCOMPARE(a.terms[i].name, b.terms[i].name);
+            if (a.terms[i].name == "optimizer step") {
+                QVERIFY(a.terms[i].ms > 0);
+                QVERIFY(std::abs(b.terms[i].ms - a.terms[i].ms * 24.0 / 32.0) < 1e-12 * a.stepMs);
+                QVERIFY2(b.terms[i].assumption.find("24 B") != std::string::npos, b.terms[i].assumption.c_str());
+            } else {
+                QCOMPARE(b.terms[i].ms, a.terms[i].ms);
+            }
+        }
+    }
+
     void efficiencyFactorsAreOverridable()
     {
         const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
