@@ -11,7 +11,8 @@ namespace wb::rt::train_detail {
 
 // One step's micro-batches on this rank's pipeline stage (1F1B). Every data-parallel rank of a
 // stage keeps micro-batches i with i % DP == its DP rank, as DP does, so the stages of one
-// pipeline see the same ones (and with TP so do the TP ranks of a DP rank: DP = stage ranks / TP). Timing: forward compute goes to vision / projector
+// pipeline see the same ones (and so do the TP ranks of a DP rank: DP = stage ranks / TP).
+// Timing: forward compute goes to vision / projector
 // (first stage) and decoder, backward compute to backward; time spent waiting for a neighbour
 // (the pipeline bubble and the transfers) is in step_ms only. Images, tokens and FLOPs are counted
 // on the first stage (once per micro-batch), the LM loss on the last, aux losses on every stage.
