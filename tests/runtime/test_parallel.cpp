@@ -223,7 +223,8 @@ LayoutSpec tensorParallelSpec(const std::string& name)
 // Tensor × pipeline parallel layouts (docs/parallel.md): ranks r = stage·(TP·DP) + dp·TP + tp.
 //  - tp2pp2-sp: TP 2 × PP 2 + SP (ETP 2) on 4 ranks, one decoder layer per stage; two deepstack
 //    features, so the TP ranks' token shares and the second layer's feature cross the stages;
-//  - tp2pp2: the same without SP (the whole hidden states sent; one deepstack feature);
+//  - tp2pp2: the same without SP (the whole hidden states sent; one deepstack feature), with
+//    full recompute;
 //  - tp2pp2ep2-sp: EP 2 with ETP 1 inside each stage of TP 2 (the EP group is the TP group);
 //  - tp2pp2ep2dp2-sp: 8 ranks, TP 2 × PP 2 × DP 2 with EP 2 over the stage's DP ranks (ETP 2).
 LayoutSpec tensorPipelineSpec(const std::string& name)
@@ -235,6 +236,10 @@ LayoutSpec tensorPipelineSpec(const std::string& name)
     spec.layout = std::string("tp2 pp2 cp1 ep1") + (sp ? " sp" : "") + " etp2 dp1 pp_layers:1,1";
     if (name == "tp2pp2-sp") {
         spec.common = {{"model", {{"vision", {{"deepstack_layers", {0, 1}}}}}}};
+    } else if (name == "tp2pp2") {
+        // Full recompute: each stage's layer runs its TP collectives again in backward, between
+        // the pipeline's send/recv.
+        spec.common = {{"recompute", {{"granularity", "full"}, {"method", "uniform"}, {"recompute_num_layers", 1}}}};
     } else if (name == "tp2pp2ep2-sp") {
         spec.parallel["expert_model_parallel_size"] = 2;
         spec.parallel["expert_tensor_parallel_size"] = 1;
