@@ -4,7 +4,7 @@
 # then with `--nproc-per-node G` for each layout: plain DP, FSDP optim / optim_grads /
 # optim_grads_params, EP 2, EP 2 + FSDP optim_grads_params, PP 2 (3 + 3 layers) and PP 2 with an
 # uneven 2 + 4 split (a deepstack feature then travels between the stages) over 1F1B, TP 2 + SP
-# (ETP 2 and ETP 1), TP 2 without SP, TP 2 × EP 2 + SP (layouts that need more GPUs than found
+# (ETP 2 and ETP 1), TP 2 without SP, TP 2 × EP 2 + SP, TP 2 × PP 2 + SP (layouts that need more GPUs than found
 # are skipped; with one GPU the FSDP and EP code paths still run at world size 1). Same global
 # batch, so every layout's losses must match the reference's (bf16: ~1e-3 relative); the table
 # shows step time, tokens/s/GPU, MFU and peak memory per layout.   benchmarks/gpu_layouts.sh [STEPS]
@@ -51,7 +51,9 @@ layouts = {"ref": {}, "dp": {},
            "tp2-sp-etp1": {"tensor_model_parallel_size": 2, "sequence_parallel": True, "expert_tensor_parallel_size": 1},
            "tp2": {"tensor_model_parallel_size": 2, "expert_tensor_parallel_size": 2},
            "tp2-ep2-sp": {"tensor_model_parallel_size": 2, "sequence_parallel": True, "expert_tensor_parallel_size": 2,
-                          "expert_model_parallel_size": 2}}
+                          "expert_model_parallel_size": 2},
+           "tp2-pp2-sp": {"tensor_model_parallel_size": 2, "sequence_parallel": True, "expert_tensor_parallel_size": 2,
+                          "pipeline_model_parallel_size": 2}}
 for name, par in layouts.items():
     c = json.loads(json.dumps(base))
     c["name"] += "-" + name
@@ -82,9 +84,9 @@ run() {  # name, extra args
 }
 run ref
 names=(ref)
-for layout in ${LAYOUTS:-dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-fsdp pp2 pp2-uneven tp2-sp tp2-sp-etp1 tp2 tp2-ep2-sp}; do
+for layout in ${LAYOUTS:-dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-fsdp pp2 pp2-uneven tp2-sp tp2-sp-etp1 tp2 tp2-ep2-sp tp2-pp2-sp}; do
   need=1; case $layout in ep2*|pp2*|tp2*) need=2 ;; esac
-  case $layout in tp2-ep2*) need=4 ;; esac
+  case $layout in tp2-ep2*|tp2-pp2*) need=4 ;; esac
   if [ "$G" -lt "$need" ]; then echo "-- $layout: skipped (needs $need GPUs, found $G)"; continue; fi
   run "$layout" --nproc-per-node "$G"
   names+=("$layout")

@@ -101,16 +101,43 @@ torch::Tensor MoeDecoderImpl::embed(const DecoderInputs& in)
     return h_BTD;
 }
 
-torch::Tensor MoeDecoderImpl::runLayers(const DecoderInputs& in, torch::Tensor h_BTD, int begin, int end,
+torch::Tensor MoeDecoderImpl::runLayers(const DecoderInputs& in, torch::Tensor h, int begin, int end,
                                         torch::Tensor& auxLoss)
 {
     const int64_t D = m_config.hiddenSize;
     const int numLayers = static_cast<int>(m_layers->size());
     TORCH_CHECK(0 <= begin && begin <= end && end <= numLayers, "decoder layers [", begin, ", ", end, ") of ", numLayers);
-    auxLoss = torch::zeros({}, h_BTD.options().dtype(torch::kFloat32));
-    if (begin == end)
-        return end == numLayers ? m_finalNorm(h_BTD) : h_BTD;
-    const auto shape = h_BTD.sizes().vec();
+    // The residual stream is the flattened tokens this rank holds: all of them, or under sequence
+    // parallelism its contiguous share [first, last) (tensor_parallel_hook.h). It enters whole from
+    // embed() (begin 0) and leaves whole for head() (end = numLayers); between two calls (pipeline
+    // stages) it stays the share, so a stage sends N/TP rows, as Megatron does. The MoE runs on the
+    // non-padding ones among them (validIndex_M, local row numbers).
+    const std::vector<int64_t> shape{in.tokenIds_BT.size(0), in.tokenIds_BT.size(1), D};
+    const int64_t numTokens = shape[0] * shape[1];
+    const auto [first, last] = m_tp ? m_tp->localTokens(numTokens) : std::pair<int64_t, int64_t>{0, numTokens};
+    auto h_CD = h.reshape({-1, D});
+    if (m_tp && begin == 0)
+        h_CD = m_tp->scatterTokens(h_CD);
+    TORCH_CHECK(h_CD.size(0) == last - first, "decoder layers [", begin, ", ", end, "): the hidden states hold ",
+                h_CD.size(0), " tokens, this rank's share is ", last - first);
+    auxLoss = torch::zeros({}, h_CD.options().dtype(torch::kFloat32));
+    if (begin < end)
+        h_CD = runLayerRange(in, h_CD, begin, end, {first, numTokens}, auxLoss);
+    // The stage with the last layer applies the final norm (on its token share under sequence
+    // parallelism), then every token is back (identity without sequence parallelism).
+    if (end < numLayers)
+        return m_tp ? h_CD : h_CD.view(shape);
+    h_CD = m_finalNorm(h_CD);
+    return (m_tp ? m_tp->gatherTokens(h_CD) : h_CD).view(shape);
+}
+
+// Layers [begin, end) on this rank's tokens h_CD: rows [share.first, …) of share.second.
+torch::Tensor MoeDecoderImpl::runLayerRange(const DecoderInputs& in, torch::Tensor h_CD, int begin, int end,
+                                            std::pair<int64_t, int64_t> share, torch::Tensor& auxLoss)
+{
+    const int64_t D = m_config.hiddenSize;
+    const int numLayers = static_cast<int>(m_layers->size());
+    const auto [first, numTokens] = share;
     auto imageIndex_I = imageIndexOf(in);
     auto angle_BTF = m_config.mropeSection.empty()
         ? ropeAngles1d(in.pos1d_BT, m_config.kvChannels, m_config.rotaryBase)
@@ -119,19 +146,11 @@ torch::Tensor MoeDecoderImpl::runLayers(const DecoderInputs& in, torch::Tensor h
     if (!in.documents.defined())
         allowed_BTT = documentCausalMask(in.docIds_BT);
     auto validIndex_N = in.validIndex_N.defined() ? in.validIndex_N : (in.docIds_BT >= 0).flatten().nonzero().squeeze(1);
-    // The residual stream is the flattened tokens this rank holds: all of them, or under sequence
-    // parallelism its contiguous share [first, last) (tensor_parallel_hook.h). The MoE runs on the
-    // non-padding ones among them (validIndex_M, local row numbers).
-    const int64_t numTokens = shape[0] * shape[1];
-    auto h_CD = h_BTD.reshape({numTokens, D});
     torch::Tensor validIndex_M = validIndex_N;
     if (m_tp) {
-        const auto [first, last] = m_tp->localTokens(numTokens);
-        h_CD = m_tp->scatterTokens(h_CD);
-        auto inShare_N = validIndex_N.ge(first).logical_and(validIndex_N.lt(last));
+        auto inShare_N = validIndex_N.ge(first).logical_and(validIndex_N.lt(first + h_CD.size(0)));
         validIndex_M = validIndex_N.masked_select(inShare_N) - first;
     }
-    auxLoss = torch::zeros({}, h_CD.options().dtype(torch::kFloat32));
     for (int layer = begin; layer < end; ++layer) {
         auto* block = m_layers->ptr<DecoderLayerImpl>(layer).get();
         // The layer as a function of the hidden state only (everything else needs no gradient),
@@ -159,11 +178,7 @@ torch::Tensor MoeDecoderImpl::runLayers(const DecoderInputs& in, torch::Tensor h
                 h_CD = h_CD.index_add(0, imageIndex_I, features_ID);
         }
     }
-    // The stage with the last layer applies the final norm (on its token share under sequence
-    // parallelism), then every token is back (identity without sequence parallelism).
-    if (end == numLayers)
-        h_CD = m_finalNorm(h_CD);
-    return (m_tp ? m_tp->gatherTokens(h_CD) : h_CD).view(shape);
+    return h_CD;
 }
 
 torch::Tensor MoeDecoderImpl::hiddenStates(const DecoderInputs& in, torch::Tensor& auxLoss)

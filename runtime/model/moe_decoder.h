@@ -74,11 +74,14 @@ public:
     // pipeline stage); forward() == head(runLayers(embed(in), 0, numLayers())) with the aux loss.
     /// Token embedding with the projected image features in place (bf16 under CUDA autocast).
     torch::Tensor embed(const DecoderInputs& inputs);
-    /// Layers [begin, end) on h_BTD; adds deepstack_ID[i] (when defined) to the image tokens after
+    /// Layers [begin, end) on h; adds deepstack_ID[i] (when defined) to the image tokens after
     /// layer i. `auxLoss` becomes the sum of these layers' load-balancing losses (fp32 scalar).
     /// When `end` is the last layer the final norm is applied too (under sequence parallelism on
     /// this rank's token share, before the tokens are gathered), so the result is head()'s input.
-    torch::Tensor runLayers(const DecoderInputs& inputs, torch::Tensor h_BTD, int begin, int end, torch::Tensor& auxLoss);
+    /// h is embed()'s h_BTD when begin is 0; otherwise what runLayers(…, begin) returned: the
+    /// same h_BTD without sequence parallelism, with it this rank's token share h_nD (n = B·T/TP
+    /// rows of the flattened tokens), which is also what it returns when end < numLayers().
+    torch::Tensor runLayers(const DecoderInputs& inputs, torch::Tensor h, int begin, int end, torch::Tensor& auxLoss);
     /// Output projection of the target tokens of the final-normed h_BTD and their mean
     /// cross-entropy; auxLoss is left undefined.
     DecoderOutput head(const DecoderInputs& inputs, const torch::Tensor& h_BTD);
@@ -95,6 +98,8 @@ public:
     void setVocabParallel(TensorParallelHook* hook) { m_vocabTp = hook; }
 
 private:
+    torch::Tensor runLayerRange(const DecoderInputs& inputs, torch::Tensor h_CD, int begin, int end,
+                                std::pair<int64_t, int64_t> share, torch::Tensor& auxLoss);
     torch::Tensor embedTokens(const torch::Tensor& tokenIds_BT);
     torch::Tensor vocabParallelLoss(const torch::Tensor& hidden_ND, const torch::Tensor& labels_N);
 

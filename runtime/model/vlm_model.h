@@ -49,7 +49,8 @@ public:
     /// Token embedding with batch.decoder.imageEmbeds_ID in place of the image tokens.
     torch::Tensor embed(const VlmBatch& batch);
     /// Decoder layers [begin, end) on h_BTD (deepstack features from batch.decoder.deepstack_ID
-    /// where defined); auxLoss = these layers' load-balancing loss.
+    /// where defined); auxLoss = these layers' load-balancing loss. Under sequence parallelism the
+    /// hidden states between two calls are this rank's token share (MoeDecoderImpl::runLayers).
     torch::Tensor decoderLayers(const VlmBatch& batch, const torch::Tensor& h_BTD, int begin, int end,
                                 torch::Tensor& auxLoss);
     /// Final norm, output layer and LM loss on h_BTD (auxLoss undefined).

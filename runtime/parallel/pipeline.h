@@ -5,10 +5,12 @@
 // its part through VlmModelImpl's embed / decoderLayers / decoderHead. Activations travel between
 // neighbouring stages with send/recv (pipeline_schedule.h runs 1F1B over the micro-batches).
 //
-// Rank layout (Megatron's order with TP = CP = 1: TP fastest, then CP, EP, DP, PP last): with
-// S = world / PP ranks per stage, rank r is on stage r / S; the ranks of one stage form its
-// data-parallel group (EP groups are made inside it), and rank r's pipeline group is
-// {r mod S + k·S}: one rank per stage, group rank = stage.
+// Rank layout (Megatron-Core's RankGenerator order "tp-cp-ep-dp-pp" with CP = 1: TP fastest,
+// then DP, PP last): with S = world / PP ranks per stage, rank r is on stage r / S; the S ranks
+// of one stage form its group, inside which TP, EP and DP are laid out exactly as without PP
+// (tensor_parallel.h, expert_parallel.h): rank r = stage·S + dp·TP + tp. Rank r's pipeline
+// group is {r mod S + k·S}: one rank per stage with the same (tp, dp), group rank = stage, so
+// activations go from (tp, dp) of stage s to (tp, dp) of stage s + 1.
 //
 // Layer split (Megatron's num_layers_in_first/last_pipeline_stage): an uneven first and/or last
 // stage takes the given number of layers; the remaining layers split evenly over the others.
@@ -58,7 +60,7 @@ public:
     /// This stage's decoder layers [layerBegin, layerEnd).
     int layerBegin() const { return m_layers[static_cast<size_t>(m_stage)].first; }
     int layerEnd() const { return m_layers[static_cast<size_t>(m_stage)].second; }
-    /// The ranks of this stage (data parallel, and EP inside it).
+    /// The ranks of this stage (TP, DP and EP are made inside it).
     ProcessGroup& dataGroup() { return *m_dataGroup; }
     /// One rank per stage; group rank = stage.
     ProcessGroup& pipelineGroup() { return *m_pipeGroup; }

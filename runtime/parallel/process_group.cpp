@@ -232,7 +232,8 @@ public:
         if (ranks.size() == 1)
             return makeSingleProcessGroup();
         Identity id = m_id;
-        id.name = name;
+        // Nested groups repeat names (each pipeline stage has its own "tp0"): messages name the path.
+        id.name = m_id.name == "world" ? name : m_id.name + "/" + name;
         id.globalRanks.clear();
         for (int r : ranks)
             id.globalRanks.push_back(m_id.globalRanks.empty() ? r : m_id.globalRanks.at(static_cast<size_t>(r)));

@@ -171,6 +171,13 @@ torch::Tensor parameter(torch::nn::Module& module, const std::string& name)
     return *p;
 }
 
+// Under pipeline parallelism the other stages' parameters were freed before TP is installed
+// (Pipeline::keepOwnStage: an empty tensor): there is nothing to slice, and no gradient to reduce.
+bool held(const torch::Tensor& p)
+{
+    return p.numel() > 0;
+}
+
 // set_data keeps the parameter object (the module's member, autograd's leaf) and swaps its
 // storage for a copy of the slice: the full tensor is freed.
 void keepSlice(torch::Tensor& p, const torch::Tensor& slice)
@@ -278,6 +285,8 @@ void TensorParallel::sliceAttention(torch::nn::Module& attention, int64_t Dh)
     torch::Tensor k = parameter(attention, "k.weight");
     torch::Tensor v = parameter(attention, "v.weight");
     torch::Tensor out = parameter(attention, "out.weight");
+    if (!held(q))  // another pipeline stage's layer
+        return;
     const int64_t H = q.size(0) / Dh, G = k.size(0) / Dh;
     if (H % tp != 0)
         throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(tp) + " does not divide the decoder's " +
@@ -308,6 +317,8 @@ void TensorParallel::sliceVisionBlock(torch::nn::Module& block, int64_t Dh)
     torch::Tensor fc1 = parameter(block, "fc1.weight");
     torch::Tensor fc1Bias = parameter(block, "fc1.bias");
     torch::Tensor fc2 = parameter(block, "fc2.weight");
+    if (!held(qkv))  // the vision encoder lives on the first pipeline stage only
+        return;
     const int64_t D = qkv.size(1), H = D / Dh, F = fc1.size(0);
     if (H % tp != 0 || F % tp != 0)
         throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(tp) + " does not divide the vision encoder's " +
@@ -329,6 +340,8 @@ void TensorParallel::sliceExperts(torch::nn::Module& moe)
     const int64_t tp = m_size, r = rank();
     torch::Tensor gateUp = parameter(moe, "gate_up");
     torch::Tensor down = parameter(moe, "down");
+    if (!held(down))
+        return;
     const int64_t F = down.size(1);
     if (F % tp != 0)
         throw std::invalid_argument("parallel.expert_tensor_parallel_size " + str(tp) + " does not divide the experts' " +
@@ -339,20 +352,23 @@ void TensorParallel::sliceExperts(torch::nn::Module& moe)
     keepSlice(down, down.narrow(1, r * f, f));
 }
 
+// The embedding (first pipeline stage) and the output layer (last stage) are separate weights
+// (not tied), each sliced where it is held.
 void TensorParallel::sliceVocabulary(torch::nn::Module& decoder)
 {
     const int64_t tp = m_size, r = rank();
-    torch::Tensor embedding = parameter(decoder, "embedding.weight");
-    torch::Tensor output = parameter(decoder, "output.weight");
-    const int64_t V = embedding.size(0);
-    if (V % tp != 0)
-        throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(tp) + " does not divide the vocabulary of " +
-                                    str(V) + " (the embedding and output rows are split over TP); pad vocab_size to a multiple");
-    const int64_t rows = V / tp;
-    keepSlice(embedding, embedding.narrow(0, r * rows, rows));
-    keepSlice(output, output.narrow(0, r * rows, rows));
-    markSliced(embedding);
-    markSliced(output);
+    for (const char* name : {"embedding.weight", "output.weight"}) {
+        torch::Tensor weight = parameter(decoder, name);
+        if (!held(weight))
+            continue;
+        const int64_t V = weight.size(0);
+        if (V % tp != 0)
+            throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(tp) + " does not divide the vocabulary of " +
+                                        str(V) + " (the embedding and output rows are split over TP); pad vocab_size to a multiple");
+        const int64_t rows = V / tp;
+        keepSlice(weight, weight.narrow(0, r * rows, rows));
+        markSliced(weight);
+    }
 }
 
 bool TensorParallel::isExpert(const torch::Tensor& p) const
@@ -374,7 +390,7 @@ void TensorParallel::install(VlmModelImpl& model, const core::ModelConfig& confi
     const int64_t visionHeadDim = config.vision.hiddenSize / std::max(1, config.vision.numAttentionHeads);
     ProcessGroup* tensorGroup = m_tensorGroup.get();
     auto partialUnderSp = [this](const torch::Tensor& p) {
-        if (m_sequenceParallel)
+        if (m_sequenceParallel && held(p))
             m_partial.push_back(p);
     };
     for (const auto& module : model.modules(/*include_self=*/true)) {

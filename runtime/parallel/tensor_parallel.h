@@ -1,9 +1,12 @@
 // Tensor parallelism (TP, Megatron layout), optional sequence parallelism (SP) and expert tensor
 // parallelism (ETP), applied from outside the model (torchtitan style). Training thread only.
 //
-// Ranks (Megatron's order, TP fastest; PP = CP = 1 here): the TP group of rank r is the TP
-// consecutive ranks {⌊r/TP⌋·TP …}; its data-parallel (DP) group {r mod TP + j·TP} holds the same
-// slices. Experts: ETP ∈ {1, TP}; with EP the EP group strides over ETP (expert_parallel.h).
+// Ranks (Megatron's order, TP fastest; CP = 1 here), numbered inside `world`: the TP group of
+// rank r is the TP consecutive ranks {⌊r/TP⌋·TP …}; its data-parallel (DP) group {r mod TP + j·TP}
+// holds the same slices. Experts: ETP ∈ {1, TP}; with EP the EP group strides over ETP
+// (expert_parallel.h). Under pipeline parallelism `world` is one stage's ranks (pipeline.h), so
+// the global rank is stage·TP·DP + dp·TP + tp, and the parameters of other stages (freed, empty)
+// are neither sliced nor reduced.
 //
 // What is sliced (set_data: the full tensors are freed, the optimizer sees only the slice):
 //  - decoder attention: q rows by head (H/TP heads), k/v rows by KV group (G/TP groups: TP must

@@ -124,8 +124,8 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
         if (size > 1)
             out.push_back({path, s(size) + " > 1 is not supported by this build of moe-train yet", "set it to 1 (" + later + ")"});
     tensorParallelProblems(c, out);
-    // Data, tensor, expert, FSDP and pipeline parallel run (runtime/parallel); CP and virtual
-    // pipeline stages are rejected above.
+    // Data, tensor, expert, FSDP and pipeline parallel run (runtime/parallel), TP × PP × DP (× EP)
+    // together; CP and virtual pipeline stages are rejected above, FSDP with TP or PP below.
     const int ep = p.expertModelParallelSize;
     const int pp = p.pipelineModelParallelSize;
     if (ep > 1 && worldSize % (ep * pp) != 0)
@@ -140,7 +140,8 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
         if (fsdp)
             out.push_back({"parallel.use_megatron_fsdp", "FSDP together with pipeline parallelism is not supported by moe-train yet",
                            "use pipeline_model_parallel_size 1 with FSDP, or plain data parallelism (no_shard) with PP"});
-        const int dp = worldSize % pp == 0 ? worldSize / pp : 0;
+        // DP = world / (TP · PP): the TP ranks of a stage share their micro-batches.
+        const int dp = core::dataParallelSize(c, worldSize);
         const int micro = c.train.microBatchSize > 0 && dp > 0 ? c.train.globalBatchSize / (c.train.microBatchSize * dp) : 0;
         if (dp > 0 && micro < pp)
             out.push_back({"train.global_batch_size",
@@ -148,9 +149,6 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
                                s(c.train.globalBatchSize) + " / (MBS " + s(c.train.microBatchSize) + " × DP " + s(dp) + ") = " + s(micro),
                            "raise global_batch_size to at least " + s(int64_t{pp} * c.train.microBatchSize * dp)});
     }
-    if (pp > 1 && p.tensorModelParallelSize > 1)
-        out.push_back({"parallel.tensor_model_parallel_size", "tensor and pipeline parallelism together are not supported by moe-train yet",
-                       "use tensor_model_parallel_size 1 with pipeline parallelism, or pipeline_model_parallel_size 1 with TP"});
     const torch::Device device(c.runtime.device == "cuda" ? torch::kCUDA : torch::kCPU);
     if (worldSize > 1 && !multiRankSupported(device))
         out.push_back({"parallel", "WORLD_SIZE=" + s(worldSize) + ": this moe-train was built without a c10d backend for " +

@@ -9,9 +9,10 @@
 
 namespace wb::rt::train_detail {
 
-// One step's micro-batches on this rank's pipeline stage (1F1B). Every rank of a stage's
-// data-parallel group keeps micro-batches i with i % DP == its group rank, as DP does, so the
-// stages of one pipeline see the same ones. Timing: forward compute goes to vision / projector
+// One step's micro-batches on this rank's pipeline stage (1F1B). Every data-parallel rank of a
+// stage keeps micro-batches i with i % DP == its DP rank, as DP does, so the stages of one
+// pipeline see the same ones (and so do the TP ranks of a DP rank: DP = stage ranks / TP).
+// Timing: forward compute goes to vision / projector
 // (first stage) and decoder, backward compute to backward; time spent waiting for a neighbour
 // (the pipeline bubble and the transfers) is in step_ms only. Images, tokens and FLOPs are counted
 // on the first stage (once per micro-batch), the LM loss on the last, aux losses on every stage.
@@ -19,13 +20,13 @@ void Trainer::pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer&
                                    torch::Tensor& lmSum, torch::Tensor& auxSum, int64_t& stepEndSeq)
 {
     Pipeline& pipe = *m_pipeline;
-    const int dp = pipe.dataGroup().size();
+    const int dp = m_parallel->dataParallelSize(), dpRank = m_parallel->dataParallelRank();
     const int numMicro = std::max(1, m_config.train.globalBatchSize / m_config.train.microBatchSize);
     const int numLocal = std::max(1, numMicro / dp);
     std::vector<MicroBatch> batches;
     for (int micro = 0; micro < numMicro; ++micro) {
         std::optional<MicroBatch> batch = nextMicroBatch(r, stepEndSeq);
-        if (micro % dp != pipe.dataGroup().rank())
+        if (micro % dp != dpRank)
             continue;  // another data-parallel rank's micro-batch
         if (pipe.isFirst())
             for (const std::string& w : batch->warnings)
@@ -35,6 +36,11 @@ void Trainer::pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer&
     }
     const auto act = m_bf16Autocast ? torch::kBFloat16 : torch::kFloat32;  // the residual stream's dtype
     const int64_t D = m_config.model.decoder.hiddenSize;
+    // Under sequence parallelism a stage sends its TP rank's token share [B·T/TP, D] (the layers'
+    // residual stream, MoeDecoderImpl::runLayers), else the whole [B, T, D]; each TP rank talks
+    // to the same TP rank of the neighbouring stage (the pipeline group, pipeline.h).
+    const auto& par = m_config.parallel;
+    const int64_t shareOf = par.tensorModelParallelSize > 1 && par.sequenceParallel ? par.tensorModelParallelSize : 0;
     const int numLayers = m_model->numDecoderLayers();
     const int deepstack = std::min(m_model->numDeepstackFeatures(), numLayers);
     std::vector<int64_t> imageTokens;  // per micro-batch: rows of its deepstack features
@@ -53,7 +59,9 @@ void Trainer::pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer&
     PipelineCallbacks cb;
     cb.inputSpecs = [&](int i) {
         const MicroBatch& b = batches[static_cast<size_t>(i)];
-        std::vector<TensorSpec> specs{{{b.rows, b.seqLength, D}, act}};
+        std::vector<TensorSpec> specs{{shareOf > 0 ? std::vector<int64_t>{int64_t{b.rows} * b.seqLength / shareOf, D}
+                                                   : std::vector<int64_t>{b.rows, b.seqLength, D},
+                                       act}};
         for (int k = 0; k < pending(i, pipe.layerBegin()); ++k)
             specs.push_back({{imageTokens[static_cast<size_t>(i)], D}, act});
         return specs;

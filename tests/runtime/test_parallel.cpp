@@ -9,8 +9,10 @@
 //             encoder (fsdp-frozen-vision); tensor parallel layouts (tp2-sp, tp2, tp2-etp1-sp on 2
 //             ranks, tp2ep2-sp and tp2dp2-sp on 4); the meta line names the layout.
 //             Pipeline: pp2, pp2-uneven (1 + 3 layers, deepstack sent, full recompute), pp4 (middle
-//             stages, a deepstack feature passed through), pp2dp2, pp2ep2.
-//   resume L: checkpoints of layout L (fsdp-optim_grads_params, ep2dp2, pp2, tp2-sp): 6 steps vs 3
+//             stages, a deepstack feature passed through), pp2dp2, pp2ep2. Tensor × pipeline:
+//             tp2pp2-sp (1 + 3 layers, deepstack sent), tp2pp2, tp2pp2ep2-sp (ETP 1) on 4 ranks,
+//             tp2pp2ep2dp2-sp (ETP 2) on 8.
+//   resume L: checkpoints of layout L (fsdp-optim_grads_params, ep2dp2, pp2, tp2-sp, tp2pp2-sp): 6 steps vs 3
 //             saved + resumed to 6, bit-identical; another --nproc-per-node exits 2; files without
 //             a layout.json naming them are not used.
 //   resume-signal L: SIGTERM mid-run → every rank saves and exits 5; resumed run bit-identical;
@@ -18,6 +20,8 @@
 //   kill    : two ranks started torchrun-style (RANK/WORLD_SIZE/MASTER_* set by the test); rank 1
 //             is SIGKILLed mid-run and rank 0 must exit 4 (comm_error) within the comm timeout.
 //             Then the same through --nproc-per-node: the parent exits 1 and status.json names rank 1.
+//   kill-pp, kill-tp2pp2: the torchrun-style kill with PP 2 (2 ranks), and TP 2 × PP 2 (4 ranks,
+//             rank 3 killed: ranks 0, 1 and 2 exit 4).
 //   validate: --validate with --nproc-per-node: DP, EP and TP layouts accepted, CP and bad TP
 //             combinations rejected naming the field.
 //   hang    : --nproc-per-node 2, rank 1 SIGSTOPped: rank 0 times out in a collective and exits 4,
@@ -153,6 +157,10 @@ void testEqual(const fs::path& dir, int ranks, int steps = kSteps, const json& p
         WB_CHECK_MSG(std::abs(ga - gb) <= tolerance * std::abs(ga), "step " << i + 1 << ": grad norm " << ga << " vs " << gb);
         WB_CHECK_MSG(a[i].value("text_tokens", -1) == b[i].value("text_tokens", -2), "text tokens differ at step " << i + 1);
         WB_CHECK_MSG(a[i].value("images", -1) == b[i].value("images", -2), "images differ at step " << i + 1);
+        // Summed over data-parallel ranks only: TP ranks and later pipeline stages repeat them.
+        WB_CHECK_MSG(a[i].value("effective_tokens", -1) == b[i].value("effective_tokens", -2),
+                     "effective tokens differ at step " << i + 1 << ": " << a[i].value("effective_tokens", -1) << " vs "
+                                                        << b[i].value("effective_tokens", -2));
     }
     std::cout << "largest relative difference over " << steps << " steps: loss " << worstLoss << ", grad norm "
               << worstNorm << std::endl;
@@ -221,6 +229,51 @@ LayoutSpec tensorParallelSpec(const std::string& name)
     return spec;
 }
 
+// Tensor × pipeline parallel layouts (docs/parallel.md): ranks r = stage·(TP·DP) + dp·TP + tp.
+//  - tp2pp2-sp: TP 2 × PP 2 + SP (ETP 2) on 4 ranks, one decoder layer per stage; two deepstack
+//    features, so the TP ranks' token shares and the second layer's feature cross the stages;
+//  - tp2pp2: the same without SP (the whole hidden states sent; one deepstack feature), with
+//    full recompute;
+//  - tp2pp2ep2-sp: EP 2 with ETP 1 inside each stage of TP 2 (the EP group is the TP group);
+//  - tp2pp2ep2dp2-sp: 8 ranks, TP 2 × PP 2 × DP 2 with EP 2 over the stage's DP ranks (ETP 2).
+LayoutSpec tensorPipelineSpec(const std::string& name)
+{
+    const bool sp = name.find("-sp") != std::string::npos;
+    LayoutSpec spec;
+    spec.parallel = {{"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 2}, {"sequence_parallel", sp},
+                     {"expert_tensor_parallel_size", 2}};
+    spec.layout = std::string("tp2 pp2 cp1 ep1") + (sp ? " sp" : "") + " etp2 dp1 pp_layers:1,1";
+    if (name == "tp2pp2-sp") {
+        spec.common = {{"model", {{"vision", {{"deepstack_layers", {0, 1}}}}}}};
+    } else if (name == "tp2pp2") {
+        // Full recompute: each stage's layer runs its TP collectives again in backward, between
+        // the pipeline's send/recv.
+        spec.common = {{"recompute", {{"granularity", "full"}, {"method", "uniform"}, {"recompute_num_layers", 1}}}};
+    } else if (name == "tp2pp2ep2-sp") {
+        spec.parallel["expert_model_parallel_size"] = 2;
+        spec.parallel["expert_tensor_parallel_size"] = 1;
+        spec.layout = "tp2 pp2 cp1 ep2 sp etp1 dp1 pp_layers:1,1";
+    } else if (name == "tp2pp2ep2dp2-sp") {
+        spec.parallel["expert_model_parallel_size"] = 2;
+        spec.layout = "tp2 pp2 cp1 ep2 sp etp2 dp2 pp_layers:1,1";
+        spec.ranks = 8;
+    }
+    return spec;
+}
+
+// With TP × PP each rank's log names its stage: rank r is on stage r / (ranks per stage).
+void checkTensorPipelineStages(const fs::path& dir, int ranks, int stages)
+{
+    for (int k = 0; k < ranks; ++k) {
+        const std::string log = test::readFile(dir / "multi" / ("rank" + std::to_string(k) + ".log"));
+        const int stage = k / (ranks / stages);
+        WB_CHECK_MSG(log.find("pp" + std::to_string(stages) + " stage " + std::to_string(stage) + ": decoder layers [") !=
+                         std::string::npos,
+                     "rank " << k << " is not on stage " << stage << ":\n" << log);
+        WB_CHECK_MSG(log.find("tp2") != std::string::npos, log);
+    }
+}
+
 // FSDP and/or expert parallelism on 4 ranks, pipeline parallel, tensor parallel; nullopt for an
 // unknown name.
 std::optional<LayoutSpec> layoutSpec(const std::string& name)
@@ -276,6 +329,8 @@ std::optional<LayoutSpec> layoutSpec(const std::string& name)
     } else if (name == "pp2ep2") {  // EP 2 inside each stage (its two ranks), DP 2 for dense
         spec.parallel = {{"pipeline_model_parallel_size", 2}, {"expert_model_parallel_size", 2}};
         spec.layout = "pp2 cp1 ep2 etp1 dp2 pp_layers:1,1";
+    } else if (name.rfind("tp2pp2", 0) == 0) {
+        return tensorPipelineSpec(name);
     } else if (name.rfind("tp2", 0) == 0) {
         return tensorParallelSpec(name);
     } else {
@@ -309,6 +364,8 @@ void testLayout(const fs::path& dir, const std::string& name)
         WB_CHECK_MSG(log0.find("tp2") != std::string::npos, log0);
     if (name.rfind("pp", 0) == 0 && name.find("dp") == std::string::npos && name.find("ep") == std::string::npos)
         checkStagesHoldTheModelOnce(dir, spec->ranks);
+    if (name.rfind("tp2pp2", 0) == 0)
+        checkTensorPipelineStages(dir, spec->ranks, 2);
 }
 
 // Waits until `file` contains `needle` (e.g. a step of the metrics stream) or 120 s pass.
@@ -349,28 +406,34 @@ std::vector<pid_t> spawnTorchrunRanks(
 }
 
 // `parallel`: e.g. PP 2, where rank 0 is then waiting in a send/recv of the pipeline, not in an
-// allreduce, when its peer dies.
-void testKillTorchrunStyle(const fs::path& dir, const json& parallel = json::object())
+// allreduce, when its peer dies. The last of `ranks` ranks is killed; every other rank must exit 4
+// within the timeout (with TP × PP on 4 ranks: its TP peer in a TP collective, the other stage's
+// ranks in the pipeline's send/recv, directly or after their own peer gave up).
+void testKillTorchrunStyle(const fs::path& dir, const json& parallel = json::object(), int ranks = 2)
 {
     const fs::path config = writeConfig(dir, 100000, parallel, parallel.empty() ? "" : "-kill");
     const fs::path runDir = dir / "torchrun";
     constexpr double kTimeout = 10.0;
-    const std::vector<pid_t> pids = spawnTorchrunRanks(2, [&](int k) {
+    const std::vector<pid_t> pids = spawnTorchrunRanks(ranks, [&](int k) {
         return std::make_pair(std::vector<std::string>{MOE_TRAIN_PATH, "--config", config.string(), "--run-dir",
                                                        runDir.string(), "--comm-timeout", std::to_string(kTimeout)},
                               (dir / ("torchrun" + std::to_string(k) + ".log")).string());
     });
     WB_CHECK_MSG(waitFor(runDir / "metrics.jsonl", "\"step\":3,"), test::readFile(dir / "torchrun0.log"));
-    ::kill(pids[1], SIGKILL);
+    const int victim = ranks - 1;
+    ::kill(pids[static_cast<size_t>(victim)], SIGKILL);
     const auto killed = std::chrono::steady_clock::now();
-    const int rc = test::waitProcess(pids[0], kTimeout + 20);
-    const double took = secondsSince(killed);
-    test::waitProcess(pids[1], 5);
-    WB_CHECK_MSG(rc == 4, "rank 0 rc " << rc << " after rank 1 was killed\n" << test::readFile(dir / "torchrun0.log"));
-    WB_CHECK_MSG(took < kTimeout + 5, "rank 0 took " << took << " s to exit");
+    for (int k = 0; k < victim; ++k) {
+        const int rc = test::waitProcess(pids[static_cast<size_t>(k)], kTimeout + 20);
+        const double took = secondsSince(killed);
+        const std::string log = test::readFile(dir / ("torchrun" + std::to_string(k) + ".log"));
+        WB_CHECK_MSG(rc == 4, "rank " << k << " rc " << rc << " after rank " << victim << " was killed\n" << log);
+        WB_CHECK_MSG(took < kTimeout + 5, "rank " << k << " took " << took << " s to exit");
+    }
+    test::waitProcess(pids[static_cast<size_t>(victim)], 5);
     const json status = readStatus(runDir);
     WB_CHECK_MSG(status.value("status", "") == "comm_error" && status.value("exit_code", -1) == 4, status.dump());
-    WB_CHECK_MSG(status.value("message", "").find("rank 0 of 2") != std::string::npos, status.dump());
+    WB_CHECK_MSG(status.value("message", "").find("rank 0 of " + std::to_string(ranks)) != std::string::npos, status.dump());
 }
 
 pid_t rankPid(const fs::path& parentLog, int rank)
@@ -466,7 +529,7 @@ void testValidatePipeline(const fs::path& dir, const fs::path& config)
 
 // --validate of tensor parallel layouts: TP 2 × EP 2 (ETP 2, SP) accepted on 4 ranks; rejected,
 // naming the field: SP with a seq_length TP does not divide, ETP other than 1 or TP, TP with
-// FSDP. A checkpoint interval is accepted (each rank saves its slices).
+// FSDP. A checkpoint interval is accepted (each rank saves its slices). TP × PP (below).
 void testValidateTensorParallel(const fs::path& dir, const fs::path& config)
 {
     const std::string log = (dir / "validate-tp.log").string();
@@ -494,8 +557,31 @@ void testValidateTensorParallel(const fs::path& dir, const fs::path& config)
                            {"data_parallel_sharding_strategy", "optim_grads_params"}}, json::object(), 4);
     WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.use_megatron_fsdp: FSDP with tensor parallelism") != std::string::npos,
                  test::readFile(log));
-    rc = validate("pp", {{"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 2}}, {{"global_batch_size", 8}}, 4);
-    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.tensor_model_parallel_size: tensor and pipeline") != std::string::npos,
+    // TP × PP: accepted (4 and 8 ranks, with SP and EP); 1F1B's micro-batch count is per DP rank,
+    // and DP = world / (TP · PP): GBS 2 on TP 2 × PP 2 is 2 micro-batches (accepted), GBS 2 on 8
+    // ranks (DP 2) is 1 (rejected naming the field). FSDP and ETP 4 (neither 1 nor TP) stay rejected.
+    const json tp2pp2 = {{"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 2}, {"sequence_parallel", true}};
+    rc = validate("pp", tp2pp2, {{"global_batch_size", 2}}, 4);
+    WB_CHECK_MSG(rc == 0, "tp2 pp2 rc " << rc << "\n" << test::readFile(log));
+    json tp2pp2ep2 = tp2pp2;
+    tp2pp2ep2["expert_model_parallel_size"] = 2;
+    tp2pp2ep2["expert_tensor_parallel_size"] = 2;
+    rc = validate("pp-ep", tp2pp2ep2, {{"checkpoint_interval", 5}}, 8);
+    WB_CHECK_MSG(rc == 0, "tp2 pp2 ep2 dp2 rc " << rc << "\n" << test::readFile(log));
+    rc = validate("pp-gbs", tp2pp2, {{"global_batch_size", 2}}, 8);
+    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("train.global_batch_size: 1F1B needs at least") != std::string::npos,
+                 test::readFile(log));
+    json tp2pp2fsdp = tp2pp2;
+    tp2pp2fsdp["use_megatron_fsdp"] = true;
+    tp2pp2fsdp["data_parallel_sharding_strategy"] = "optim_grads_params";
+    rc = validate("pp-fsdp", tp2pp2fsdp, json::object(), 8);
+    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.use_megatron_fsdp: FSDP with tensor parallelism") != std::string::npos &&
+                     test::readFile(log).find("FSDP together with pipeline parallelism") != std::string::npos,
+                 test::readFile(log));
+    json tp2pp2etp = tp2pp2;
+    tp2pp2etp["expert_tensor_parallel_size"] = 4;
+    rc = validate("pp-etp", tp2pp2etp, json::object(), 8);
+    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.expert_tensor_parallel_size: 4: moe-train runs ETP 1") != std::string::npos,
                  test::readFile(log));
     rc = validate("ckpt", tp2, {{"checkpoint_interval", 5}}, 4);
     WB_CHECK_MSG(rc == 0, "tp2 ep2 with checkpoint_interval rc " << rc << "\n" << test::readFile(log));
@@ -606,8 +692,11 @@ void testResume(const fs::path& dir, const std::string& name)
     WB_CHECK_MSG(rc == 0, "first 3 steps rc " << rc << "\n" << test::readFile(parts / "rank0.log"));
     checkCheckpointLayout(parts, 3, ranks, spec->layout);
 
-    // Another number of ranks: exit 2 before any step, naming both layouts and the fix.
-    const int other = ranks == 4 ? 2 : 4;
+    // Another number of ranks: exit 2 before any step, naming both layouts and the fix. Half as
+    // many ranks where the model-parallel part (TP · PP) still fits, else twice as many.
+    const int modelParallel = spec->parallel.value("tensor_model_parallel_size", 1) *
+                              spec->parallel.value("pipeline_model_parallel_size", 1);
+    const int other = ranks == 4 && modelParallel < 4 ? 2 : 2 * ranks;
     rc = launchRanks(dir, wholeConfig, parts, other, true, "other.log");
     const std::string message = readStatus(parts).value("message", "");
     WB_CHECK_MSG(rc == 2, "resume on " << other << " ranks rc " << rc << "\n" << test::readFile(dir / "other.log"));
@@ -704,12 +793,14 @@ int main(int argc, char** argv)
         testKillLauncher(dir);
     } else if (which == "kill-pp") {
         testKillTorchrunStyle(dir, {{"pipeline_model_parallel_size", 2}});
+    } else if (which == "kill-tp2pp2") {
+        testKillTorchrunStyle(dir, tensorPipelineSpec("tp2pp2").parallel, 4);
     } else if (which == "hang") {
         testHang(dir);
     } else if (which == "validate") {
         testValidate(dir);
     } else {
-        std::cerr << "usage: test_runtime_parallel equal N | layout NAME | resume NAME | resume-signal NAME | kill | kill-pp | hang | validate\n";
+        std::cerr << "usage: test_runtime_parallel equal N | layout NAME | resume NAME | resume-signal NAME | kill | kill-pp | kill-tp2pp2 | hang | validate\n";
         return 2;
     }
     if (test::failureCount() == 0)
