@@ -88,7 +88,8 @@ RunChartsPanel::RunChartsPanel(QWidget* parent) : QWidget(parent)
     // everything without a sixth line chart of the same shape.
     m_throughput = new MetricChartView(tr("Throughput"), tr("Tokens/s/GPU"),
                                        {{tr("Effective tokens/s/GPU"), kPurple}}, true, this);
-    m_throughput->setRightAxis(tr("MFU (%)"), {{tr("MFU"), kRed}}, true);
+    // Dashed: tokens/s and MFU often run parallel (both follow the step time) and would merge.
+    m_throughput->setRightAxis(tr("MFU (%)"), {{tr("MFU"), kRed, Qt::DashLine}}, true);
     m_memory = new MetricChartView(tr("Memory per GPU"), tr("Memory (GiB)"),
                                    {{tr("Allocated"), kGreen}, {tr("Peak"), kRed}, {tr("Reserved"), kGray, Qt::DashLine}},
                                    true, this);
