@@ -82,7 +82,11 @@ void fitValueAxis(QValueAxis* axis, double yMin, double yMax, bool fromZero)
     const int ticks = niceRange(lo, hi);
     axis->setTickCount(ticks);
     axis->setRange(lo, hi);
-    axis->setLabelFormat(labelFormatFor((hi - lo) / (ticks - 1), std::max(std::abs(lo), std::abs(hi))));
+    // Only on a change: QValueAxis emits labelFormatChanged on every set, and that invalidates the
+    // chart's layout — a second paint of the whole chart after every redraw (bench_live_chart).
+    const QString format = labelFormatFor((hi - lo) / (ticks - 1), std::max(std::abs(lo), std::abs(hi)));
+    if (axis->labelFormat() != format)
+        axis->setLabelFormat(format);
 }
 
 /// Widens [yMin, yMax] by the finite y values of `points`.
