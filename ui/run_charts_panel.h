@@ -12,6 +12,7 @@
 
 #include <QColor>
 #include <QString>
+#include <QTimer>
 #include <QWidget>
 
 #include <optional>
@@ -47,6 +48,9 @@ public:
     /// upper line (tests and the status bar read this).
     int drawnPoints(Chart chart) const;
     StepSeriesBuffer* buffer() const { return m_buffer; }
+    /// Charts are redrawn one per event-loop turn after each buffer update: true while some of
+    /// them still wait for theirs (tests wait for false before reading every chart).
+    bool redrawPending() const { return m_pendingCharts != 0; }
     /// The header's first line as plain text (title, id, state, message), for tests.
     QString headerText() const;
     /// The latest-values lines under the header as plain text, for tests.
@@ -85,7 +89,9 @@ private:
     };
 
     void addSteps(const StepList& steps);
-    void redraw();
+    void redraw();  // schedules every chart; redrawNextChart() draws them one per event-loop turn
+    void redrawNextChart();
+    void redrawChart(Chart chart);
     void updateHeader();
     void updateNotices();
     QString splitToolTip(double step) const;
@@ -112,6 +118,8 @@ private:
     bool m_waitingForHistory = false;
     int64_t m_lastStep = -1;
     std::optional<core::StepRecord> m_latestStep;
+    QTimer m_redrawTimer;           // single shot, 1 ms: the next pending chart's turn
+    unsigned m_pendingCharts = 0;   // bit per Chart still to redraw since the last updated()
     bool m_splitSeen = false;  // some step of the shown run has a part > 0
     bool m_mfuSeen = false;    // some step has mfu > 0
     bool m_auxSeen = false;    // some step has aux_loss != 0 (a dense model has none)

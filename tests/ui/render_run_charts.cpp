@@ -57,8 +57,10 @@ int main(int argc, char** argv)
     panel.setRunState(run, state, {});
     panel.setPlannedSteps(steps.back().step);
     panel.setHistory(run, steps);
-    // The buffer's coalesced redraw comes a timer tick later.
-    for (int waited = 0; panel.drawnPoints(wb::ui::RunChartsPanel::Chart::Loss) == 0 && waited < 5000; waited += 20)
+    // The buffer's coalesced redraw comes a timer tick later, then one chart per event-loop turn.
+    for (int waited = 0; (panel.drawnPoints(wb::ui::RunChartsPanel::Chart::Loss) == 0 || panel.redrawPending()) &&
+                         waited < 5000;
+         waited += 20)
         QTest::qWait(20);
     QApplication::processEvents();
     if (!panel.grab().save(QString::fromLocal8Bit(argv[2]))) {

@@ -59,7 +59,7 @@ void feed(RunChartsPanel& panel, const StepList& steps)
 {
     panel.showRun(kRun, QStringLiteral("test"));
     panel.setHistory(kRun, steps);
-    QTRY_COMPARE(panel.drawnPoints(Chart::StepTime), static_cast<int>(steps.size()));
+    QTRY_VERIFY(panel.drawnPoints(Chart::StepTime) == static_cast<int>(steps.size()) && !panel.redrawPending());
 }
 
 double part(const StepRecord& s, int phase)
@@ -199,7 +199,7 @@ private slots:
 
         // A foreign trainer's stream: step time only, every part 0.
         panel.setHistory(kRun, {makeStep(1, 100.0, {}), makeStep(2, 110.0, {})});
-        QTRY_COMPARE(panel.drawnPoints(Chart::StepTime), 2);
+        QTRY_VERIFY(panel.drawnPoints(Chart::StepTime) == 2 && !panel.redrawPending());
         QVERIFY(!panel.hasSplit());
         QVERIFY2(view->notice().startsWith(QStringLiteral("No time split in this run's stream")), qPrintable(view->notice()));
         QVERIFY(!view->stackShown());
@@ -215,7 +215,7 @@ private slots:
         panel.showRun(QStringLiteral("other-run"), QStringLiteral("other"));
         QVERIFY(view->notice().isEmpty());
         panel.setHistory(QStringLiteral("other-run"), {makeStep(1, 100.0, {1.0, 2.0, 3.0, 4.0, 5.0, 6.0})});
-        QTRY_COMPARE(panel.drawnPoints(Chart::StepSplit), 1);
+        QTRY_VERIFY(panel.drawnPoints(Chart::StepSplit) == 1 && !panel.redrawPending());
         QVERIFY(view->notice().isEmpty());
         QVERIFY(view->stackShown());
         QVERIFY(view->stackArea(0)->isVisible());
@@ -340,7 +340,7 @@ private slots:
             steps.append(makeStep(i, 250.0, {0.0, i == 12345 ? 90.0 : 17.5, 4.6, 51.2, 140.0, 37.5}));
         panel.showRun(kRun, QStringLiteral("long"));
         panel.setHistory(kRun, steps);
-        QTRY_VERIFY(panel.drawnPoints(Chart::StepSplit) > 0);
+        QTRY_VERIFY(panel.drawnPoints(Chart::StepSplit) > 0 && !panel.redrawPending());
         MetricChartView* split = panel.chartView(Chart::StepSplit);
         const auto vision = split->stackUpper(1)->points();
         QVERIFY2(vision.size() <= 4 * split->plotColumns(), qPrintable(QString::number(vision.size())));
