@@ -38,6 +38,11 @@ QString labelFormatFor(double tickInterval, double largestMagnitude)
         if (std::abs(scaled - std::round(scaled)) > 1e-6 && decimals < 6)
             ++decimals;
     }
+    // Single-digit labels ("0".."8") leave QtCharts too narrow an axis for its title, which it then
+    // elides to "…" when the title is set in a taller fallback font (Chinese: 损失, 梯度范数). One
+    // decimal keeps the axis wide enough in every language.
+    if (decimals == 0 && largestMagnitude < 10.0)
+        decimals = 1;
     return QStringLiteral("%.%1f").arg(decimals);
 }
 

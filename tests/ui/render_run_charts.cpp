@@ -2,14 +2,17 @@
 // a metrics.jsonl stream and saves a PNG — the user guide's chart screenshot of a GPU-like stream
 // (tests/ui/data/h200-latest-round.metrics.jsonl) is made with it. The whole stream is fed as the
 // run's history, as when a finished run is selected in the window.
-// Usage: QT_QPA_PLATFORM=offscreen render_run_charts METRICS.jsonl OUT.png [width=1000] [height=820]
+// Usage: QT_QPA_PLATFORM=offscreen render_run_charts METRICS.jsonl OUT.png [width=1000] [height=820] [lang]
+// (lang, e.g. zh_CN: the UI translation from translations/ beside this executable, as the GUI loads it)
 #include "core/metrics_schema.h"
 #include "ui/run_charts_panel.h"
 
 #include <QApplication>
 #include <QFile>
 #include <QFileInfo>
+#include <QLocale>
 #include <QTest>
+#include <QTranslator>
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,8 +21,19 @@ int main(int argc, char** argv)
 {
     QApplication app(argc, argv);
     if (argc < 3) {
-        std::fprintf(stderr, "usage: render_run_charts METRICS.jsonl OUT.png [width] [height]\n");
+        std::fprintf(stderr, "usage: render_run_charts METRICS.jsonl OUT.png [width] [height] [lang]\n");
         return 2;
+    }
+    if (argc > 5) {
+        auto* translator = new QTranslator(&app);
+        const QLocale locale(QString::fromLocal8Bit(argv[5]));
+        if (!translator->load(locale, QStringLiteral("moe_workbench"), QStringLiteral("_"),
+                              QCoreApplication::applicationDirPath() + QStringLiteral("/translations"))) {
+            std::fprintf(stderr, "no moe-workbench translation for %s beside this executable\n", argv[5]);
+            return 2;
+        }
+        QLocale::setDefault(locale);
+        QCoreApplication::installTranslator(translator);
     }
     QFile file(QString::fromLocal8Bit(argv[1]));
     if (!file.open(QIODevice::ReadOnly)) {
