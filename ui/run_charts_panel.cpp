@@ -72,49 +72,7 @@ RunChartsPanel::RunChartsPanel(QWidget* parent) : QWidget(parent)
     m_redrawTimer.setSingleShot(true);
     m_redrawTimer.setInterval(1);
     connect(&m_redrawTimer, &QTimer::timeout, this, &RunChartsPanel::redrawNextChart);
-
-    m_stepTime = new MetricChartView(tr("Step time"), tr("Step time (ms)"),
-                                     {{tr("Total"), kBlue}, {tr("Data wait"), kGray}}, true, this);
-    m_split = new MetricChartView(tr("Step time split"), tr("Time (ms)"), {}, true, this);
-    QList<MetricSeriesSpec> bands;
-    for (int p = 0; p < kPhaseCount; ++p)
-        bands.append({phaseName(static_cast<Phase>(p)), phaseColor(static_cast<Phase>(p))});
-    m_split->setStackSpecs(bands);
-    // Seven entries do not fit under a chart half the panel wide (QLegend elides, never wraps):
-    // beside it they read top-down in the order the bands stack.
-    m_split->chart()->legend()->setAlignment(Qt::AlignRight);
-    // Filled bands need no antialiasing (their edges are pixel columns anyway), and without it
-    // the raster engine fills them about a third faster (bench_live_chart).
-    m_split->setRenderHint(QPainter::Antialiasing, false);
-    // MFU is TFLOP/s/GPU over the device's peak: the same curve on another scale. One right axis
-    // (MFU, the number the guide's targets are in) plus TFLOP/s in the tooltip and the header says
-    // everything without a sixth line chart of the same shape.
-    m_throughput = new MetricChartView(tr("Throughput"), tr("Tokens/s/GPU"),
-                                       {{tr("Effective tokens/s/GPU"), kPurple}}, true, this);
-    // Dashed: tokens/s and MFU often run parallel (both follow the step time) and would merge.
-    m_throughput->setRightAxis(tr("MFU (%)"), {{tr("MFU"), kRed, Qt::DashLine}}, true);
-    m_memory = new MetricChartView(tr("Memory per GPU"), tr("Memory (GiB)"),
-                                   {{tr("Allocated"), kGreen}, {tr("Peak"), kRed}, {tr("Reserved"), kGray, Qt::DashLine}},
-                                   true, this);
-    m_loss = new MetricChartView(tr("Loss"), tr("Loss"), {{tr("Training loss"), kOrange}}, false, this);
-    // The aux loss is noisy and on its own scale: a lighter line (Tableau-20's light brown), so the
-    // training loss stays the one the eye follows. Opaque on purpose: a translucent pen makes the
-    // raster engine stroke the whole path as one outline (to blend overlaps once), and a decimated
-    // zigzag took 60 ms per paint that way instead of ~1 ms (bench_live_chart).
-    m_loss->setRightAxis(tr("Aux loss"), {{tr("Router aux loss"), QColor(0xc4, 0x9c, 0x94)}}, false);
-    m_gradNorm = new MetricChartView(tr("Gradient norm and learning rate"), tr("Gradient norm"),
-                                     {{tr("Gradient norm"), kBlue}}, true, this);
-    m_gradNorm->setRightAxis(tr("Learning rate"), {{tr("Learning rate"), kCyan, Qt::DashLine}}, true);
-    m_stepTime->setObjectName(QStringLiteral("stepTimeChart"));
-    m_split->setObjectName(QStringLiteral("stepSplitChart"));
-    m_throughput->setObjectName(QStringLiteral("throughputChart"));
-    m_memory->setObjectName(QStringLiteral("memoryChart"));
-    m_loss->setObjectName(QStringLiteral("lossChart"));
-    m_gradNorm->setObjectName(QStringLiteral("gradNormChart"));
-    for (int c = 0; c < kChartCount; ++c) {
-        const auto chart = static_cast<Chart>(c);
-        chartView(chart)->setToolTipProvider([this, chart](double step) { return toolTipAt(chart, step); });
-    }
+    createCharts();
 
     m_title = new QLabel(this);
     m_title->setObjectName(QStringLiteral("runTitle"));
@@ -145,6 +103,52 @@ RunChartsPanel::RunChartsPanel(QWidget* parent) : QWidget(parent)
     layout->addWidget(m_latest);
     layout->addLayout(grid, 1);
     clearRun();
+}
+
+void RunChartsPanel::createCharts()
+{
+    m_stepTime = new MetricChartView(tr("Step time"), tr("Step time (ms)"),
+                                     {{tr("Total"), kBlue}, {tr("Data wait"), kGray}}, true, this);
+    m_split = new MetricChartView(tr("Step time split"), tr("Time (ms)"), {}, true, this);
+    QList<MetricSeriesSpec> bands;
+    for (int p = 0; p < kPhaseCount; ++p)
+        bands.append({phaseName(static_cast<Phase>(p)), phaseColor(static_cast<Phase>(p))});
+    m_split->setStackSpecs(bands);
+    // Seven entries do not fit under a chart half the panel wide (QLegend elides, never wraps):
+    // beside it they read top-down in the order the bands stack.
+    m_split->chart()->legend()->setAlignment(Qt::AlignRight);
+    // Filled bands need no antialiasing (their edges are pixel columns anyway), and without it
+    // the raster engine fills them about a third faster (bench_live_chart).
+    m_split->setRenderHint(QPainter::Antialiasing, false);
+    // MFU is TFLOP/s/GPU over the device's peak: the same curve on another scale. One right axis
+    // (MFU, the number the guide's targets are in) plus TFLOP/s in the tooltip and the header says
+    // everything without a seventh chart of the same shape.
+    m_throughput = new MetricChartView(tr("Throughput"), tr("Tokens/s/GPU"),
+                                       {{tr("Effective tokens/s/GPU"), kPurple}}, true, this);
+    // Dashed: tokens/s and MFU often run parallel (both follow the step time) and would merge.
+    m_throughput->setRightAxis(tr("MFU (%)"), {{tr("MFU"), kRed, Qt::DashLine}}, true);
+    m_memory = new MetricChartView(tr("Memory per GPU"), tr("Memory (GiB)"),
+                                   {{tr("Allocated"), kGreen}, {tr("Peak"), kRed}, {tr("Reserved"), kGray, Qt::DashLine}},
+                                   true, this);
+    m_loss = new MetricChartView(tr("Loss"), tr("Loss"), {{tr("Training loss"), kOrange}}, false, this);
+    // The aux loss is noisy and on its own scale: a lighter line (Tableau-20's light brown), so the
+    // training loss stays the one the eye follows. Opaque on purpose: a translucent pen makes the
+    // raster engine stroke the whole path as one outline (to blend overlaps once), and a decimated
+    // zigzag took 60 ms per paint that way instead of ~1 ms (bench_live_chart).
+    m_loss->setRightAxis(tr("Aux loss"), {{tr("Router aux loss"), QColor(0xc4, 0x9c, 0x94)}}, false);
+    m_gradNorm = new MetricChartView(tr("Gradient norm and learning rate"), tr("Gradient norm"),
+                                     {{tr("Gradient norm"), kBlue}}, true, this);
+    m_gradNorm->setRightAxis(tr("Learning rate"), {{tr("Learning rate"), kCyan, Qt::DashLine}}, true);
+    m_stepTime->setObjectName(QStringLiteral("stepTimeChart"));
+    m_split->setObjectName(QStringLiteral("stepSplitChart"));
+    m_throughput->setObjectName(QStringLiteral("throughputChart"));
+    m_memory->setObjectName(QStringLiteral("memoryChart"));
+    m_loss->setObjectName(QStringLiteral("lossChart"));
+    m_gradNorm->setObjectName(QStringLiteral("gradNormChart"));
+    for (int c = 0; c < kChartCount; ++c) {
+        const auto chart = static_cast<Chart>(c);
+        chartView(chart)->setToolTipProvider([this, chart](double step) { return toolTipAt(chart, step); });
+    }
 }
 
 MetricChartView* RunChartsPanel::chartView(Chart chart) const

@@ -88,6 +88,7 @@ private:
         SeriesCount
     };
 
+    void createCharts();
     void addSteps(const StepList& steps);
     void redraw();  // schedules every chart; redrawNextChart() draws them one per event-loop turn
     void redrawNextChart();

@@ -1086,7 +1086,7 @@
 <context>
     <name>wb::ui::MetricChartView</name>
     <message>
-        <location filename="../../ui/metric_chart_view.cpp" line="+125"/>
+        <location filename="../../ui/metric_chart_view.cpp" line="+134"/>
         <source>Step</source>
         <translation>步</translation>
     </message>
@@ -1568,7 +1568,7 @@
 <context>
     <name>wb::ui::RunChartsPanel</name>
     <message>
-        <location filename="../../ui/run_charts_panel.cpp" line="+73"/>
+        <location filename="../../ui/run_charts_panel.cpp" line="+110"/>
         <source>Step time</source>
         <translation>步耗时</translation>
     </message>
@@ -1583,8 +1583,8 @@
         <translation>总计</translation>
     </message>
     <message>
-        <location line="-17"/>
-        <location line="+17"/>
+        <location line="-54"/>
+        <location line="+54"/>
         <source>Data wait</source>
         <translation>数据等待</translation>
     </message>
@@ -1619,7 +1619,7 @@
         <translation>吞吐量</translation>
     </message>
     <message>
-        <location line="-31"/>
+        <location line="-68"/>
         <source>Vision</source>
         <translation>视觉编码器</translation>
     </message>
@@ -1649,7 +1649,7 @@
         <translation>其他</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+49"/>
         <source>Step time split</source>
         <translation>步耗时拆分</translation>
     </message>
@@ -1715,7 +1715,7 @@
         <translation>学习率</translation>
     </message>
     <message>
-        <location line="+209"/>
+        <location line="+179"/>
         <source>No time split in this run&apos;s stream
 (every part is 0: an older moe-train or another trainer)</source>
         <translation>此运行的指标流中没有时间拆分
@@ -1727,7 +1727,7 @@
         <translation>MFU 不适用（此设备的峰值 FLOP/s 未知）</translation>
     </message>
     <message>
-        <location line="+51"/>
+        <location line="+93"/>
         <source>%1
 Step time: %2 ms
 Data wait: %3 ms</source>
