@@ -426,28 +426,51 @@ void MetricChartView::clearPoints()
 
 void MetricChartView::rescale()
 {
+    QList<QList<QPointF>> left, right;
+    for (const auto* s : m_series)
+        left.append(s->points());  // implicitly shared copies
+    if (m_stackShown)
+        for (const auto* s : m_stackUppers)
+            left.append(s->points());
+    for (const auto* s : m_rightSeries)
+        right.append(s->points());
+    fitTo(left, right);
+}
+
+void MetricChartView::setAllPoints(const SeriesPoints& points)
+{
+    // Axes first, series second: a series maps all its points into the plot whenever its points
+    // or its axes' ranges change, so setting the points and then rescaling maps them twice each
+    // time a range moves (on a run's first draw, always).
+    QList<QList<QPointF>> left = points.left;
+    if (m_stackShown)
+        left += points.stack;
+    fitTo(left, m_rightShown ? points.right : QList<QList<QPointF>>());
+    for (qsizetype i = 0; i < m_series.size(); ++i)
+        setLinePoints(m_series[i], points.left.value(i));
+    for (qsizetype i = 0; i < m_rightSeries.size(); ++i)
+        setLinePoints(m_rightSeries[i], points.right.value(i));
+    setStackPoints(points.stack);
+}
+
+void MetricChartView::fitTo(const QList<QList<QPointF>>& left, const QList<QList<QPointF>>& right)
+{
     double xMin = std::numeric_limits<double>::infinity(), xMax = -xMin;
     double yMin = xMin, yMax = -xMin, yPositiveMin = xMin;
-    auto addLeft = [&](const QLineSeries* s) {
-        const auto points = s->points();
+    for (const auto& points : left) {
         if (points.isEmpty())
-            return;
+            continue;
         xMin = std::min(xMin, points.front().x());
         xMax = std::max(xMax, points.back().x());
         extendRange(points, yMin, yMax, &yPositiveMin);
-    };
-    for (const auto* s : m_series)
-        addLeft(s);
-    if (m_stackShown)
-        for (const auto* s : m_stackUppers)
-            addLeft(s);
+    }
     fitAxes(xMin, xMax, yMin, yMax, yPositiveMin);
 
     if (!m_axisRight || !m_rightShown)
         return;
     double rMin = std::numeric_limits<double>::infinity(), rMax = -rMin;
-    for (const auto* s : m_rightSeries)
-        extendRange(s->points(), rMin, rMax);
+    for (const auto& points : right)
+        extendRange(points, rMin, rMax);
     if (std::isfinite(rMin) && std::isfinite(rMax))
         fitValueAxis(m_axisRight, rMin, rMax, m_rightFromZero);
 }

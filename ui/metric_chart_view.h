@@ -90,6 +90,15 @@ public:
     QString toolTipAt(QPoint pos) const;
     /// Fits both axes to the data (x: first..last step; y: padded, nice tick labels).
     void rescale();
+
+    /// Every series' points at once (already decimated): left[i] for series(i), right[i] for
+    /// rightSeries(i), stack[k] for band k's upper line; a missing list empties its series. The
+    /// axes are fitted to them first, as rescale() would after, so each series is mapped into the
+    /// plot once instead of twice when a range changes (the live charts' redraw).
+    struct SeriesPoints {
+        QList<QList<QPointF>> left, right, stack;
+    };
+    void setAllPoints(const SeriesPoints& points);
     /// Fits both axes to data known without series points (drawn by items of the caller's): the
     /// same ranges rescale() would pick for points spanning these bounds. `yPositiveMin` is the
     /// smallest y > 0 (the log axis' lower decade). Does nothing for non-finite bounds.
@@ -115,6 +124,7 @@ protected:
 
 private:
     void placeNotice();
+    void fitTo(const QList<QList<QPointF>>& left, const QList<QList<QPointF>>& right);
     void setLinePoints(QLineSeries* line, const QList<QPointF>& points);
 
     QList<QLineSeries*> m_series;

@@ -356,10 +356,10 @@ void RunChartsPanel::redrawChart(Chart chart)
     const int columns = view->plotColumns();
     auto line = [&](Series series) { return m_buffer->decimated(series, columns); };
     auto rightLine = [&](Series series) { return view->rightAxisShown() ? line(series) : QList<QPointF>(); };
+    MetricChartView::SeriesPoints points;
     switch (chart) {
     case Chart::StepTime:
-        view->setPoints(0, line(StepMs));
-        view->setPoints(1, line(DataMs));
+        points.left = {line(StepMs), line(DataMs)};
         break;
     case Chart::StepSplit: {
         // Each band's upper bound is decimated on its own (per column first, min, max, last), so
@@ -369,32 +369,28 @@ void RunChartsPanel::redrawChart(Chart chart)
         // fill shows nothing finer. Runs that fit are drawn exactly.
         const Series uppers[kPhaseCount] = {DataMs,       UpToVision,    UpToProjector, UpToDecoder,
                                             UpToBackward, UpToOptimizer, UpToOther};
-        QList<QList<QPointF>> bands;
         if (view->stackShown())
             for (Series upper : uppers)
-                bands.append(m_buffer->decimated(upper, std::max(1, columns / 2)));
-        view->setStackPoints(bands);
+                points.stack.append(m_buffer->decimated(upper, std::max(1, columns / 2)));
         break;
     }
     case Chart::Throughput:
-        view->setPoints(0, line(TokensPerS));
-        view->setRightPoints(0, rightLine(MfuPercent));
+        points.left = {line(TokensPerS)};
+        points.right = {rightLine(MfuPercent)};
         break;
     case Chart::Memory:
-        view->setPoints(0, line(MemAlloc));
-        view->setPoints(1, line(MemPeak));
-        view->setPoints(2, line(MemReserved));
+        points.left = {line(MemAlloc), line(MemPeak), line(MemReserved)};
         break;
     case Chart::Loss:
-        view->setPoints(0, line(Loss));
-        view->setRightPoints(0, rightLine(AuxLoss));
+        points.left = {line(Loss)};
+        points.right = {rightLine(AuxLoss)};
         break;
     case Chart::GradNorm:
-        view->setPoints(0, line(GradNorm));
-        view->setRightPoints(0, rightLine(Lr));
+        points.left = {line(GradNorm)};
+        points.right = {rightLine(Lr)};
         break;
     }
-    view->rescale();
+    view->setAllPoints(points);
 }
 
 double RunChartsPanel::valueAt(Series series, double step) const
