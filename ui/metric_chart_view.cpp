@@ -1,10 +1,17 @@
 #include "ui/metric_chart_view.h"
 
+#include <QAreaSeries>
+#include <QBrush>
 #include <QChart>
+#include <QGraphicsRectItem>
+#include <QGraphicsSimpleTextItem>
 #include <QLegend>
+#include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
+#include <QMouseEvent>
 #include <QPen>
+#include <QToolTip>
 #include <QValueAxis>
 
 #include <algorithm>
@@ -15,10 +22,14 @@ namespace wb::ui {
 namespace {
 
 constexpr int kTickCount = 6;
+constexpr qreal kLineWidth = 1.8;  // px, for lines with fewer points than 2 per pixel column
 
-/// printf format with just enough decimals to tell neighbouring ticks apart.
-QString labelFormatFor(double tickInterval)
+/// printf format with just enough decimals to tell neighbouring ticks apart; an exponent for
+/// axes whose values all lie below 0.01 in magnitude (learning rates: 3e-4, not 0.000300).
+QString labelFormatFor(double tickInterval, double largestMagnitude)
 {
+    if (largestMagnitude > 0.0 && largestMagnitude < 1e-2)
+        return QStringLiteral("%.1e");
     int decimals = 0;
     if (tickInterval > 0.0 && std::isfinite(tickInterval)) {
         decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(tickInterval))), 0, 6);
@@ -27,6 +38,11 @@ QString labelFormatFor(double tickInterval)
         if (std::abs(scaled - std::round(scaled)) > 1e-6 && decimals < 6)
             ++decimals;
     }
+    // Single-digit labels ("0".."8") leave QtCharts too narrow an axis for its title, which it then
+    // elides to "…" when the title is set in a taller fallback font (Chinese: 损失, 梯度范数). One
+    // decimal keeps the axis wide enough in every language.
+    if (decimals == 0 && largestMagnitude < 10.0)
+        decimals = 1;
     return QStringLiteral("%.%1f").arg(decimals);
 }
 
@@ -53,6 +69,48 @@ int niceRange(double& lo, double& hi)
         }
     }
     return kMaxIntervals + 1;
+}
+
+/// Fits a linear axis to [yMin, yMax]: from 0 for `fromZero` quantities, else hugging the data
+/// with 5 % padding; round ticks either way.
+void fitValueAxis(QValueAxis* axis, double yMin, double yMax, bool fromZero)
+{
+    if (fromZero)
+        yMin = std::min(0.0, yMin);
+    double span = yMax - yMin;
+    if (span <= 0.0)
+        span = std::max(std::abs(yMax) * 0.1, 1e-3);
+    double lo = fromZero ? yMin : yMin - 0.05 * span;
+    double hi = yMax + 0.05 * span;
+    if (fromZero && yMax == 0.0 && yMin == 0.0)
+        hi = 1.0;  // an all-zero line: an axis 0..1, not 0..0.001
+    const int ticks = niceRange(lo, hi);
+    axis->setTickCount(ticks);
+    axis->setRange(lo, hi);
+    // Only on a change: QValueAxis emits labelFormatChanged on every set, and that invalidates the
+    // chart's layout — a second paint of the whole chart after every redraw (bench_live_chart).
+    const QString format = labelFormatFor((hi - lo) / (ticks - 1), std::max(std::abs(lo), std::abs(hi)));
+    if (axis->labelFormat() != format)
+        axis->setLabelFormat(format);
+}
+
+/// Widens [yMin, yMax] by the finite y values of `points`.
+void extendRange(const QList<QPointF>& points, double& yMin, double& yMax, double* yPositiveMin = nullptr)
+{
+    for (const auto& p : points) {
+        if (!std::isfinite(p.y()))
+            continue;
+        yMin = std::min(yMin, p.y());
+        yMax = std::max(yMax, p.y());
+        if (yPositiveMin && p.y() > 0.0)
+            *yPositiveMin = std::min(*yPositiveMin, p.y());
+    }
+}
+
+void setLegendShown(QChart* chart, QAbstractSeries* series, bool shown)
+{
+    for (auto* marker : chart->legend()->markers(series))
+        marker->setVisible(shown);
 }
 
 }  // namespace
@@ -110,7 +168,7 @@ void MetricChartView::setSeriesSpecs(const QList<MetricSeriesSpec>& series)
         auto* line = new QLineSeries;
         line->setName(spec.name);
         QPen pen(spec.color);
-        pen.setWidthF(1.8);
+        pen.setWidthF(kLineWidth);
         pen.setStyle(spec.style);
         line->setPen(pen);
         chart()->addSeries(line);
@@ -142,38 +200,279 @@ void MetricChartView::setLogScale(bool on)
 
 void MetricChartView::setPoints(int index, const QList<QPointF>& points)
 {
-    m_series.at(index)->replace(points);  // one repaint for the whole list, not one per point
+    setLinePoints(m_series.at(index), points);
+}
+
+void MetricChartView::setLinePoints(QLineSeries* line, const QList<QPointF>& points)
+{
+    // A decimated line (up to 4 points per pixel column) is a zigzag that fills its columns
+    // whatever the pen: drawn 1 px wide it looks the same and takes the raster engine's fast
+    // cosmetic path; a 1.8 px pen goes through the general stroker (joins per segment), which cost
+    // half the live charts' paint time at 100k steps (bench_live_chart).
+    const qreal width = points.size() > 2 * plotColumns() ? 1.0 : kLineWidth;
+    if (line->pen().widthF() != width) {
+        QPen pen = line->pen();
+        pen.setWidthF(width);
+        line->setPen(pen);
+    }
+    line->replace(points);  // one repaint for the whole list, not one per point
+}
+
+void MetricChartView::setRightAxis(const QString& yTitle, const QList<MetricSeriesSpec>& series, bool yFromZero)
+{
+    if (!m_axisRight) {
+        m_axisRight = new QValueAxis;
+        m_axisRight->setTickCount(kTickCount);
+        m_axisRight->setRange(0, 1);
+        m_axisRight->setGridLineVisible(false);  // the left axis' grid is enough; two grids read as noise
+        chart()->addAxis(m_axisRight, Qt::AlignRight);
+    }
+    m_axisRight->setTitleText(yTitle);
+    m_rightFromZero = yFromZero;
+    for (auto* s : m_rightSeries) {
+        chart()->removeSeries(s);
+        delete s;
+    }
+    m_rightSeries.clear();
+    for (const auto& spec : series) {
+        auto* line = new QLineSeries;
+        line->setName(spec.name);
+        QPen pen(spec.color);
+        pen.setWidthF(kLineWidth);
+        pen.setStyle(spec.style);
+        line->setPen(pen);
+        chart()->addSeries(line);
+        line->attachAxis(m_axisX);
+        line->attachAxis(m_axisRight);
+        m_rightSeries.append(line);
+    }
+    const bool shown = m_rightShown;  // apply the current state to the new lines
+    m_rightShown = !shown;
+    setRightAxisShown(shown);
+}
+
+void MetricChartView::setRightPoints(int index, const QList<QPointF>& points)
+{
+    setLinePoints(m_rightSeries.at(index), points);
+}
+
+void MetricChartView::setRightAxisShown(bool shown)
+{
+    if (shown == m_rightShown || !m_axisRight)
+        return;
+    m_rightShown = shown;
+    m_axisRight->setVisible(shown);
+    for (auto* s : m_rightSeries) {
+        s->setVisible(shown);
+        setLegendShown(chart(), s, shown);
+    }
+}
+
+void MetricChartView::setStackSpecs(const QList<MetricSeriesSpec>& bands)
+{
+    for (auto* area : m_stackAreas) {
+        chart()->removeSeries(area);
+        delete area;
+    }
+    qDeleteAll(m_stackUppers);
+    m_stackAreas.clear();
+    m_stackUppers.clear();
+    QLineSeries* lower = nullptr;
+    for (const auto& spec : bands) {
+        // The line series are the areas' data only (not added to the chart); the view owns them
+        // because band k+1 borrows band k's upper line as its lower one. (A copy per band would
+        // not save work: an area keeps its own geometry of each line, updated by that line's
+        // signals, so a silently replaced copy would leave the band drawn against stale points.)
+        auto* upper = new QLineSeries(this);
+        auto* area = new QAreaSeries(upper, lower);
+        area->setName(spec.name);
+        QColor fill = spec.color;
+        fill.setAlphaF(0.85);
+        area->setBrush(fill);
+        area->setPen(Qt::NoPen);  // outlines of 7 bands × 1000s of points are noise, not information
+        m_stackAreas.append(area);
+        m_stackUppers.append(upper);
+        lower = upper;
+    }
+    // Added top band first, so that the legend lists them in the order the chart stacks them.
+    for (auto it = m_stackAreas.rbegin(); it != m_stackAreas.rend(); ++it) {
+        chart()->addSeries(*it);
+        (*it)->attachAxis(m_axisX);
+        (*it)->attachAxis(axisY());
+    }
+    const bool shown = m_stackShown;  // apply the current state to the new bands
+    m_stackShown = !shown;
+    setStackShown(shown);
+}
+
+void MetricChartView::setStackPoints(const QList<QList<QPointF>>& uppers)
+{
+    for (qsizetype band = 0; band < m_stackUppers.size(); ++band)
+        m_stackUppers[band]->replace(band < uppers.size() ? uppers[band] : QList<QPointF>());
+}
+
+void MetricChartView::setStackShown(bool shown)
+{
+    if (shown == m_stackShown)
+        return;
+    m_stackShown = shown;
+    for (auto* area : m_stackAreas) {
+        area->setVisible(shown);
+        setLegendShown(chart(), area, shown);
+    }
+}
+
+void MetricChartView::setNotice(const QString& text, Qt::Alignment where)
+{
+    m_noticeText = text;
+    m_noticeAlignment = where;
+    if (text.isEmpty()) {
+        if (m_noticeBox)
+            m_noticeBox->setVisible(false);
+        return;
+    }
+    if (!m_noticeBox) {
+        m_noticeBox = new QGraphicsRectItem(chart());
+        m_noticeBox->setBrush(QColor(255, 255, 255, 230));
+        m_noticeBox->setPen(QPen(QColor(0xbb, 0xbb, 0xbb)));
+        m_noticeBox->setZValue(1000);  // above the series and the grid
+        m_noticeLabel = new QGraphicsSimpleTextItem(m_noticeBox);
+        m_noticeLabel->setBrush(QColor(0x55, 0x55, 0x55));
+        QFont font = m_noticeLabel->font();
+        font.setPointSizeF(font.pointSizeF() * 0.85);
+        m_noticeLabel->setFont(font);
+        connect(chart(), &QChart::plotAreaChanged, this, [this] { placeNotice(); });
+    }
+    m_noticeLabel->setText(text);
+    m_noticeBox->setVisible(true);
+    placeNotice();
+}
+
+void MetricChartView::placeNotice()
+{
+    if (!m_noticeBox || m_noticeText.isEmpty())
+        return;
+    constexpr qreal kPad = 4.0;
+    const QRectF plot = chart()->plotArea();
+    const QRectF text = m_noticeLabel->boundingRect();
+    const QSizeF box(text.width() + 2 * kPad, text.height() + 2 * kPad);
+    QPointF at(plot.center().x() - box.width() / 2, plot.center().y() - box.height() / 2);
+    if (m_noticeAlignment & Qt::AlignLeft)
+        at.setX(plot.left() + kPad);
+    else if (m_noticeAlignment & Qt::AlignRight)
+        at.setX(plot.right() - box.width() - kPad);
+    if (m_noticeAlignment & Qt::AlignTop)
+        at.setY(plot.top() + kPad);
+    else if (m_noticeAlignment & Qt::AlignBottom)
+        at.setY(plot.bottom() - box.height() - kPad);
+    m_noticeBox->setRect(QRectF(QPointF(0, 0), box));
+    m_noticeBox->setPos(at);
+    m_noticeLabel->setPos(kPad, kPad);
+}
+
+void MetricChartView::setToolTipProvider(std::function<QString(double)> provider)
+{
+    m_toolTipProvider = std::move(provider);
+}
+
+QString MetricChartView::toolTipAt(QPoint pos) const
+{
+    if (!m_toolTipProvider)
+        return {};
+    const QPointF at = chart()->mapFromScene(mapToScene(pos));
+    const QRectF plot = chart()->plotArea();
+    if (!plot.contains(at) || plot.width() <= 0.0)
+        return {};
+    // The x axis is linear: map the pixel column to a step without asking a series (the stacked
+    // chart has none of its own attached to the axis when hidden).
+    const double step = m_axisX->min() + (at.x() - plot.left()) / plot.width() * (m_axisX->max() - m_axisX->min());
+    return m_toolTipProvider(step);
+}
+
+void MetricChartView::mouseMoveEvent(QMouseEvent* event)
+{
+    if (m_toolTipProvider) {
+        const QString text = toolTipAt(event->position().toPoint());
+        if (text.isEmpty())
+            QToolTip::hideText();
+        else
+            QToolTip::showText(event->globalPosition().toPoint(), text, viewport());
+    }
+    QChartView::mouseMoveEvent(event);
+}
+
+void MetricChartView::leaveEvent(QEvent* event)
+{
+    if (m_toolTipProvider)
+        QToolTip::hideText();
+    QChartView::leaveEvent(event);
 }
 
 void MetricChartView::clearPoints()
 {
     for (auto* s : m_series)
         s->clear();
+    for (auto* s : m_rightSeries)
+        s->clear();
+    setStackPoints({});
     m_axisX->setRange(0, 10);
     m_axisY->setRange(0, 1);
     m_axisY->setLabelFormat(QStringLiteral("%.1f"));
+    if (m_axisRight) {
+        m_axisRight->setRange(0, 1);
+        m_axisRight->setLabelFormat(QStringLiteral("%.1f"));
+    }
 }
 
 void MetricChartView::rescale()
 {
+    QList<QList<QPointF>> left, right;
+    for (const auto* s : m_series)
+        left.append(s->points());  // implicitly shared copies
+    if (m_stackShown)
+        for (const auto* s : m_stackUppers)
+            left.append(s->points());
+    for (const auto* s : m_rightSeries)
+        right.append(s->points());
+    fitTo(left, right);
+}
+
+void MetricChartView::setAllPoints(const SeriesPoints& points)
+{
+    // Axes first, series second: a series maps all its points into the plot whenever its points
+    // or its axes' ranges change, so setting the points and then rescaling maps them twice each
+    // time a range moves (on a run's first draw, always).
+    QList<QList<QPointF>> left = points.left;
+    if (m_stackShown)
+        left += points.stack;
+    fitTo(left, m_rightShown ? points.right : QList<QList<QPointF>>());
+    for (qsizetype i = 0; i < m_series.size(); ++i)
+        setLinePoints(m_series[i], points.left.value(i));
+    for (qsizetype i = 0; i < m_rightSeries.size(); ++i)
+        setLinePoints(m_rightSeries[i], points.right.value(i));
+    setStackPoints(points.stack);
+}
+
+void MetricChartView::fitTo(const QList<QList<QPointF>>& left, const QList<QList<QPointF>>& right)
+{
     double xMin = std::numeric_limits<double>::infinity(), xMax = -xMin;
     double yMin = xMin, yMax = -xMin, yPositiveMin = xMin;
-    for (const auto* s : m_series) {
-        const auto points = s->points();
+    for (const auto& points : left) {
         if (points.isEmpty())
             continue;
         xMin = std::min(xMin, points.front().x());
         xMax = std::max(xMax, points.back().x());
-        for (const auto& p : points) {
-            if (!std::isfinite(p.y()))
-                continue;
-            yMin = std::min(yMin, p.y());
-            yMax = std::max(yMax, p.y());
-            if (p.y() > 0.0)
-                yPositiveMin = std::min(yPositiveMin, p.y());
-        }
+        extendRange(points, yMin, yMax, &yPositiveMin);
     }
     fitAxes(xMin, xMax, yMin, yMax, yPositiveMin);
+
+    if (!m_axisRight || !m_rightShown)
+        return;
+    double rMin = std::numeric_limits<double>::infinity(), rMax = -rMin;
+    for (const auto& points : right)
+        extendRange(points, rMin, rMax);
+    if (std::isfinite(rMin) && std::isfinite(rMax))
+        fitValueAxis(m_axisRight, rMin, rMax, m_rightFromZero);
 }
 
 void MetricChartView::fitAxes(double xMin, double xMax, double yMin, double yMax, double yPositiveMin)
@@ -199,17 +498,7 @@ void MetricChartView::fitAxes(double xMin, double xMax, double yMin, double yMax
 
     if (m_logScale)
         return;
-    if (m_yFromZero)
-        yMin = std::min(0.0, yMin);
-    double span = yMax - yMin;
-    if (span <= 0.0)
-        span = std::max(std::abs(yMax) * 0.1, 1e-3);
-    double lo = m_yFromZero ? yMin : yMin - 0.05 * span;
-    double hi = yMax + 0.05 * span;
-    const int ticks = niceRange(lo, hi);
-    m_axisY->setTickCount(ticks);
-    m_axisY->setRange(lo, hi);
-    m_axisY->setLabelFormat(labelFormatFor((hi - lo) / (ticks - 1)));
+    fitValueAxis(m_axisY, yMin, yMax, m_yFromZero);
 }
 
 void MetricChartView::setXExtent(double lastStep)

@@ -1,6 +1,9 @@
 // MetricChartView: one live line chart of a per-step metric (x = step) with titled axes, units and
-// a legend. It only draws what it is given: RunChartsPanel decimates to plotColumns() first;
-// CompareChartPanel draws its lines itself (CompareLinesItem) and only fits the axes here.
+// a legend; optionally a second y axis on the right with its own lines, stacked areas on the left
+// axis (a band per part of a whole, e.g. the step time split), a notice text over the plot (why a
+// chart or a line is missing) and a hover tooltip per step. It only draws what it is given:
+// RunChartsPanel decimates to plotColumns() first; CompareChartPanel draws its lines itself
+// (CompareLinesItem) and only fits the axes here.
 // Threading: GUI thread only.
 #pragma once
 
@@ -10,8 +13,13 @@
 #include <QPointF>
 #include <QString>
 
+#include <functional>
+
 QT_BEGIN_NAMESPACE
 class QAbstractAxis;
+class QAreaSeries;
+class QGraphicsRectItem;
+class QGraphicsSimpleTextItem;
 class QLineSeries;
 class QLogValueAxis;
 class QValueAxis;
@@ -42,8 +50,55 @@ public:
 
     /// Replaces one series' points (already decimated). Call rescale() after the last one.
     void setPoints(int index, const QList<QPointF>& points);
+
+    /// A second y axis on the right, titled `yTitle`, with these lines (replacing any earlier
+    /// right-axis lines). They are not among series(): rightSeries(i). `yFromZero` as above.
+    void setRightAxis(const QString& yTitle, const QList<MetricSeriesSpec>& series, bool yFromZero);
+    int rightSeriesCount() const { return static_cast<int>(m_rightSeries.size()); }
+    QLineSeries* rightSeries(int index) const { return m_rightSeries.at(index); }
+    void setRightPoints(int index, const QList<QPointF>& points);
+    QValueAxis* axisRight() const { return m_axisRight; }
+    /// Shows or hides the right axis, its lines and their legend entries (e.g. MFU when the
+    /// device's peak rate is unknown). Shown by default once set.
+    void setRightAxisShown(bool shown);
+    bool rightAxisShown() const { return m_rightShown; }
+
+    /// Stacked areas on the left axis, bottom band first: band k fills from band k−1's upper line
+    /// (the x axis for k = 0) up to its own, so each upper line holds cumulative sums. Replaces any
+    /// earlier bands.
+    void setStackSpecs(const QList<MetricSeriesSpec>& bands);
+    int stackCount() const { return static_cast<int>(m_stackAreas.size()); }
+    QAreaSeries* stackArea(int band) const { return m_stackAreas.at(band); }
+    /// The band's upper line: cumulative values (sum of bands 0..band).
+    QLineSeries* stackUpper(int band) const { return m_stackUppers.at(band); }
+    /// Replaces every band's upper line (bottom band first; one list per band, already
+    /// decimated; missing lists clear their bands).
+    void setStackPoints(const QList<QList<QPointF>>& uppers);
+    /// Shows or hides every band and its legend entry.
+    void setStackShown(bool shown);
+    bool stackShown() const { return m_stackShown; }
+
+    /// A line of text drawn over the plot area, aligned in it by `where` (centre, or a corner):
+    /// why the chart or one of its lines shows nothing. An empty text removes it.
+    void setNotice(const QString& text, Qt::Alignment where = Qt::AlignCenter);
+    QString notice() const { return m_noticeText; }
+
+    /// Called with the step (x value) under the mouse while it moves over the plot area; the text
+    /// it returns is shown as the tooltip (empty: none).
+    void setToolTipProvider(std::function<QString(double step)> provider);
+    /// The provider's text for the point `pos` of the viewport (empty off the plot area).
+    QString toolTipAt(QPoint pos) const;
     /// Fits both axes to the data (x: first..last step; y: padded, nice tick labels).
     void rescale();
+
+    /// Every series' points at once (already decimated): left[i] for series(i), right[i] for
+    /// rightSeries(i), stack[k] for band k's upper line; a missing list empties its series. The
+    /// axes are fitted to them first, as rescale() would after, so each series is mapped into the
+    /// plot once instead of twice when a range changes (the live charts' redraw).
+    struct SeriesPoints {
+        QList<QList<QPointF>> left, right, stack;
+    };
+    void setAllPoints(const SeriesPoints& points);
     /// Fits both axes to data known without series points (drawn by items of the caller's): the
     /// same ranges rescale() would pick for points spanning these bounds. `yPositiveMin` is the
     /// smallest y > 0 (the log axis' lower decade). Does nothing for non-finite bounds.
@@ -63,8 +118,28 @@ public:
     QAbstractAxis* axisY() const;
     QValueAxis* axisX() const { return m_axisX; }
 
+protected:
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void leaveEvent(QEvent* event) override;
+
 private:
+    void placeNotice();
+    void fitTo(const QList<QList<QPointF>>& left, const QList<QList<QPointF>>& right);
+    void setLinePoints(QLineSeries* line, const QList<QPointF>& points);
+
     QList<QLineSeries*> m_series;
+    QList<QLineSeries*> m_rightSeries;
+    QList<QAreaSeries*> m_stackAreas;
+    QList<QLineSeries*> m_stackUppers;  // owned by this view (they outlive the chart's areas)
+    QValueAxis* m_axisRight = nullptr;  // created by setRightAxis()
+    bool m_rightFromZero = false;
+    bool m_rightShown = true;
+    bool m_stackShown = true;
+    QString m_noticeText;
+    Qt::Alignment m_noticeAlignment = Qt::AlignCenter;
+    QGraphicsRectItem* m_noticeBox = nullptr;  // owned by the chart; the text is its child
+    QGraphicsSimpleTextItem* m_noticeLabel = nullptr;
+    std::function<QString(double)> m_toolTipProvider;
     QValueAxis* m_axisX = nullptr;
     QValueAxis* m_axisY = nullptr;
     QLogValueAxis* m_logAxisY = nullptr;  // attached instead of m_axisY while m_logScale

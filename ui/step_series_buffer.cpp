@@ -65,6 +65,23 @@ QList<QPointF> StepSeriesBuffer::points(int series) const
                                                     // the next append detaches it
 }
 
+std::optional<QPointF> StepSeriesBuffer::nearest(int series, double x) const
+{
+    assert(series >= 0 && series < seriesCount());
+    QMutexLocker lock(&m_mutex);
+    const auto& points = m_series[static_cast<size_t>(series)];
+    if (points.isEmpty())
+        return std::nullopt;
+    const auto after = std::lower_bound(points.begin(), points.end(), x,
+                                        [](const QPointF& p, double value) { return p.x() < value; });
+    if (after == points.begin())
+        return points.front();
+    if (after == points.end())
+        return points.back();
+    const auto before = after - 1;
+    return x - before->x() <= after->x() - x ? *before : *after;
+}
+
 qsizetype StepSeriesBuffer::size(int series) const
 {
     assert(series >= 0 && series < seriesCount());

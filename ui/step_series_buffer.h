@@ -15,6 +15,7 @@
 #include <QTimer>
 
 #include <chrono>
+#include <optional>
 #include <vector>
 
 namespace wb::ui {
@@ -36,6 +37,9 @@ public:
     void clear();
 
     QList<QPointF> points(int series) const;  ///< a copy, taken under the lock
+    /// The point whose x is nearest to `x` (binary search; x is increasing), or nothing for an
+    /// empty series. The hover tooltips read the raw values of a step through it. Any thread.
+    std::optional<QPointF> nearest(int series, double x) const;
     qsizetype size(int series) const;
     /// decimate(points(series), columns) without touching every point: the buffer keeps, per
     /// block of kBlockPoints appended points, that block's first, min, max and last points, and

@@ -1086,7 +1086,7 @@
 <context>
     <name>wb::ui::MetricChartView</name>
     <message>
-        <location filename="../../ui/metric_chart_view.cpp" line="+76"/>
+        <location filename="../../ui/metric_chart_view.cpp" line="+134"/>
         <source>Step</source>
         <translation>步</translation>
     </message>
@@ -1568,7 +1568,7 @@
 <context>
     <name>wb::ui::RunChartsPanel</name>
     <message>
-        <location filename="../../ui/run_charts_panel.cpp" line="+32"/>
+        <location filename="../../ui/run_charts_panel.cpp" line="+110"/>
         <source>Step time</source>
         <translation>步耗时</translation>
     </message>
@@ -1583,12 +1583,13 @@
         <translation>总计</translation>
     </message>
     <message>
-        <location line="+0"/>
+        <location line="-54"/>
+        <location line="+54"/>
         <source>Data wait</source>
         <translation>数据等待</translation>
     </message>
     <message>
-        <location line="+1"/>
+        <location line="+19"/>
         <source>Memory per GPU</source>
         <translation>每 GPU 内存</translation>
     </message>
@@ -1613,18 +1614,72 @@
         <translation>已预留</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="-5"/>
         <source>Throughput</source>
         <translation>吞吐量</translation>
     </message>
     <message>
+        <location line="-68"/>
+        <source>Vision</source>
+        <translation>视觉编码器</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Projector</source>
+        <translation>投影层</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Decoder fwd</source>
+        <translation>解码器前向</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Backward</source>
+        <translation>反向传播</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Optimizer</source>
+        <translation>优化器</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Other</source>
+        <translation>其他</translation>
+    </message>
+    <message>
+        <location line="+49"/>
+        <source>Step time split</source>
+        <translation>步耗时拆分</translation>
+    </message>
+    <message>
         <location line="+0"/>
+        <source>Time (ms)</source>
+        <translation>时间（ms）</translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>Tokens/s/GPU</source>
+        <translation>token/s/GPU</translation>
+    </message>
+    <message>
         <location line="+1"/>
         <source>Effective tokens/s/GPU</source>
         <translation>有效 token/s/GPU</translation>
     </message>
     <message>
-        <location line="+1"/>
+        <location line="+2"/>
+        <source>MFU (%)</source>
+        <translation>MFU（%）</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>MFU</source>
+        <translation>MFU</translation>
+    </message>
+    <message>
+        <location line="+4"/>
         <source>Loss</source>
         <translation>损失</translation>
     </message>
@@ -1634,7 +1689,123 @@
         <translation>训练损失</translation>
     </message>
     <message>
-        <location line="+181"/>
+        <location line="+5"/>
+        <source>Aux loss</source>
+        <translation>辅助损失</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Router aux loss</source>
+        <translation>路由器辅助损失</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Gradient norm and learning rate</source>
+        <translation>梯度范数与学习率</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <location line="+1"/>
+        <source>Gradient norm</source>
+        <translation>梯度范数</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Learning rate</source>
+        <translation>学习率</translation>
+    </message>
+    <message>
+        <location line="+179"/>
+        <source>No time split in this run&apos;s stream
+(every part is 0: an older moe-train or another trainer)</source>
+        <translation>此运行的指标流中没有时间拆分
+（各部分均为 0：较旧的 moe-train 或其他训练器）</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>MFU n/a (no peak FLOP/s known for this device)</source>
+        <translation>MFU 不适用（此设备的峰值 FLOP/s 未知）</translation>
+    </message>
+    <message>
+        <location line="+93"/>
+        <source>%1
+Step time: %2 ms
+Data wait: %3 ms</source>
+        <translation>%1
+步耗时：%2 ms
+数据等待：%3 ms</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>n/a (no peak FLOP/s known for this device)</source>
+        <translation>不适用（此设备的峰值 FLOP/s 未知）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>%1
+Effective tokens/s/GPU: %2
+TFLOP/s/GPU: %3
+MFU: %4</source>
+        <translation>%1
+有效 token/s/GPU：%2
+TFLOP/s/GPU：%3
+MFU：%4</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>%1
+Allocated: %2 GiB
+Peak: %3 GiB
+Reserved: %4 GiB</source>
+        <translation>%1
+已分配：%2 GiB
+峰值：%3 GiB
+已预留：%4 GiB</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>%1
+Loss: %2
+Router aux loss: %3</source>
+        <translation>%1
+损失：%2
+路由器辅助损失：%3</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>%1
+Gradient norm: %2
+Learning rate: %3</source>
+        <translation>%1
+梯度范数：%2
+学习率：%3</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Step %1
+No time split in this run&apos;s stream</source>
+        <translation>第 %1 步
+此运行的指标流中没有时间拆分</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>%1: %2 ms</source>
+        <translation>%1：%2 ms</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Step time: %1 ms</source>
+        <translation>步耗时：%1 ms</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The parts add up to %1 ms, more than the step: each is the max over ranks,
+not all from the same rank, so Other is clipped at 0.</source>
+        <translation>各部分合计 %1 ms，超过了步耗时：每部分取各 rank 的最大值，
+并非来自同一 rank，因此“其他”被截断为 0。</translation>
+    </message>
+    <message>
+        <location line="+15"/>
         <source>&lt;b&gt;No run selected&lt;/b&gt;</source>
         <translation>&lt;b&gt;未选择运行&lt;/b&gt;</translation>
     </message>
@@ -1649,7 +1820,42 @@
         <translation>等待状态</translation>
     </message>
     <message>
-        <location line="-1"/>
+        <location line="+36"/>
+        <source>data</source>
+        <translation>数据</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>vision</source>
+        <translation>视觉</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>proj</source>
+        <translation>投影</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>decoder</source>
+        <translation>解码器</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>backward</source>
+        <translation>反向</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>optim</source>
+        <translation>优化器</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>time split: %1 ms</source>
+        <translation>时间拆分：%1 ms</translation>
+    </message>
+    <message>
+        <location line="-42"/>
         <source>reconnecting (attempt %1)</source>
         <translation>正在重新连接（第 %1 次尝试）</translation>
     </message>
@@ -1674,12 +1880,19 @@
         <translation>第 %1 / %2 步</translation>
     </message>
     <message>
-        <location line="+1"/>
+        <location line="-89"/>
+        <location line="+31"/>
+        <location line="+59"/>
         <source>Step %1</source>
         <translation>第 %1 步</translation>
     </message>
     <message>
         <location line="+2"/>
+        <source>%1 % (%2 TFLOP/s/GPU)</source>
+        <translation>%1 %（%2 TFLOP/s/GPU）</translation>
+    </message>
+    <message>
+        <location line="+3"/>
         <source>n/a</source>
         <translation>不适用</translation>
     </message>

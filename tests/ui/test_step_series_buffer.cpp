@@ -192,6 +192,19 @@ private slots:
         for (int i = 0; i < 3; ++i)
             QCOMPARE(buffer.size(i), 0);
     }
+
+    void nearestFindsTheClosestStep()
+    {
+        StepSeriesBuffer buffer(1);
+        QVERIFY(!buffer.nearest(0, 5.0));  // empty
+        buffer.append(0, QList<QPointF>{{1, 10}, {2, 20}, {4, 40}, {8, 80}});
+        QCOMPARE(*buffer.nearest(0, -3.0), QPointF(1, 10));   // before the first
+        QCOMPARE(*buffer.nearest(0, 2.9), QPointF(2, 20));
+        QCOMPARE(*buffer.nearest(0, 3.0), QPointF(2, 20));    // a tie goes to the earlier step
+        QCOMPARE(*buffer.nearest(0, 3.1), QPointF(4, 40));
+        QCOMPARE(*buffer.nearest(0, 4.0), QPointF(4, 40));    // exact
+        QCOMPARE(*buffer.nearest(0, 1e9), QPointF(8, 80));    // after the last
+    }
 };
 
 WB_UI_TEST_MAIN(TestStepSeriesBuffer)
