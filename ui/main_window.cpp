@@ -55,7 +55,7 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent) : QMainWindow
     splitter->addWidget(m_charts);
     splitter->setStretchFactor(0, 0);
     splitter->setStretchFactor(1, 1);
-    splitter->setSizes({590, 810});
+    splitter->setSizes({535, 865});
     setCentralWidget(splitter);
 
     createActions();

@@ -219,7 +219,7 @@
         <translation>预测与实测</translation>
     </message>
     <message>
-        <location line="+46"/>
+        <location line="+49"/>
         <source>Pick two or more runs and press Compare.</source>
         <translation>选择两个或更多运行，然后按“比较”。</translation>
     </message>
@@ -280,12 +280,12 @@
     </message>
     <message>
         <location line="+10"/>
-        <location line="+80"/>
+        <location line="+83"/>
         <source>unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location line="-55"/>
+        <location line="-58"/>
         <source>(absent)</source>
         <translation>（无）</translation>
     </message>
@@ -295,7 +295,7 @@
         <translation>%2 个配置键中有 %1 个不同（不比较运行名称）</translation>
     </message>
     <message>
-        <location line="+18"/>
+        <location line="+21"/>
         <source>step time (ms)</source>
         <translation>步耗时（ms）</translation>
     </message>
@@ -373,7 +373,7 @@
         <translation>导出失败</translation>
     </message>
     <message>
-        <location line="-555"/>
+        <location line="-561"/>
         <source>The comparison report: warnings, figures with deltas, predicted vs measured, config diff and the charts</source>
         <translation>比较报告：警告、带差值的统计数字、预测与实测对比、配置差异和图表</translation>
     </message>
@@ -388,7 +388,7 @@
         <translation>Markdown 报告（含图表图片的文件夹）…</translation>
     </message>
     <message>
-        <location line="+554"/>
+        <location line="+560"/>
         <source>Exported</source>
         <translation>已导出</translation>
     </message>
@@ -1442,6 +1442,16 @@
     </message>
     <message>
         <location line="+2"/>
+        <source>bf16 Adam moments (precision-aware optimizer)</source>
+        <translation>bf16 Adam 动量（精度感知优化器）</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Store Adam&apos;s two moments in bf16 (math stays fp32): 8 instead of 12 optimizer bytes per parameter. The generated configs carry it (Megatron&apos;s use_precision_aware_optimizer, which needs the distributed optimizer; moe-train&apos;s train.exp_avg_dtype / exp_avg_sq_dtype).</source>
+        <translation>以 bf16 保存 Adam 的两个动量（计算仍为 fp32）：每个参数的优化器状态从 12 字节降到 8 字节。生成的配置会带上此项（Megatron 的 use_precision_aware_optimizer，需要分布式优化器；moe-train 的 train.exp_avg_dtype / exp_avg_sq_dtype）。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
         <source>Plan</source>
         <translation>规划</translation>
     </message>
@@ -1481,7 +1491,7 @@
         <translation>目标</translation>
     </message>
     <message numerus="yes">
-        <location line="+5"/>
+        <location line="+6"/>
         <source>= %n GPU(s)</source>
         <translation>
             <numerusform>= %n 个 GPU</numerusform>
@@ -1518,7 +1528,7 @@
         <translation>将所选布局作为一次运行启动；其预测的步耗时和内存会随运行一起保存，便于比较。</translation>
     </message>
     <message numerus="yes">
-        <location line="+109"/>
+        <location line="+110"/>
         <source>Searching layouts for %1 on %n GPU(s)…</source>
         <translation>
             <numerusform>正在为 %1 在 %n 个 GPU 上搜索布局…</numerusform>
@@ -1727,7 +1737,7 @@
         <translation>MFU 不适用（此设备的峰值 FLOP/s 未知）</translation>
     </message>
     <message>
-        <location line="+93"/>
+        <location line="+89"/>
         <source>%1
 Step time: %2 ms
 Data wait: %3 ms</source>
