@@ -148,11 +148,21 @@ int showCommand(const CliContext& context, Args args)
                     meta->device.c_str(), meta->worldSize, meta->layout.c_str(),
                     meta->dataSource.c_str(),
                     meta->versions.count("moe-train") ? meta->versions.at("moe-train").c_str() : "?");
-    if (last)
+    if (last) {
+        // No peak FLOP/s known (CPU runs): "n/a", not a 0 % that reads like a measurement.
+        char mfu[32] = "MFU n/a";
+        if (last->mfu > 0.0)
+            std::snprintf(mfu, sizeof mfu, "MFU %.2f%%", last->mfu * 100.0);
         std::printf("last step %lld: loss %.4f, %.1f ms/step, %.1f tok/s/GPU, %.2f TFLOP/s/GPU, "
-                    "MFU %.2f%%, mem peak %.3f GiB\n",
+                    "%s, mem peak %.3f GiB\n",
                     static_cast<long long>(last->step), last->loss, last->stepMs,
-                    last->tokensPerSPerGpu, last->tflopsPerGpu, last->mfu * 100.0, last->memPeakGib);
+                    last->tokensPerSPerGpu, last->tflopsPerGpu, mfu, last->memPeakGib);
+        if (last->visionMs + last->projectorMs + last->decoderMs + last->backwardMs + last->optimizerMs > 0.0)
+            std::printf("time split data %.1f · vision %.1f · projector %.1f · decoder %.1f · backward %.1f · "
+                        "optimizer %.1f ms\n",
+                        last->dataMs, last->visionMs, last->projectorMs, last->decoderMs, last->backwardMs,
+                        last->optimizerMs);
+    }
     if (run->malformedLines > 0)
         std::printf("warning   %lld malformed metrics line(s) were skipped\n",
                     static_cast<long long>(run->malformedLines));

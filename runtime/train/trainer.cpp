@@ -462,8 +462,8 @@ void Trainer::reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor&
 
 void Trainer::event(const std::string& level, const std::string& message, int64_t step)
 {
-    if (m_metrics)
-        m_metrics->event(level, message, step);
+    if (m_metrics)  // step -1: an event outside any step (start-up), written without "step"
+        m_metrics->event(level, message, step >= 0 ? std::optional<int64_t>(step) : std::nullopt);
     else if (level != "info")  // ranks > 0: their own log
         std::cerr << "moe-train: rank " << m_env.rank << ": " << level << ": " << message << std::endl;
 }
