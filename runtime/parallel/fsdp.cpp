@@ -146,8 +146,9 @@ std::string shardingStrategyName(ShardingStrategy strategy)
 }
 
 Fsdp::Fsdp(torch::nn::Module& model, ShardingStrategy strategy, ProcessGroup& dense, ProcessGroup& expert,
-           std::function<bool(const torch::Tensor&)> isExpert, int gradDivisor)
-    : m_model(model), m_strategy(strategy), m_dense(dense), m_expert(expert), m_gradDivisor(gradDivisor)
+           std::function<bool(const torch::Tensor&)> isExpert, int gradDivisor, int expertGradDivisor, ProcessGroup* world)
+    : m_model(model), m_strategy(strategy), m_dense(dense), m_expert(expert), m_gradDivisor(gradDivisor),
+      m_expertGradDivisor(expertGradDivisor > 0 ? expertGradDivisor : gradDivisor), m_world(world ? *world : dense)
 {
     torch::NoGradGuard noGrad;
     // Units: the root (everything outside a layer), then every vision block and decoder layer.
@@ -419,35 +420,42 @@ void Fsdp::finishGradients()
     }
     if (m_params.empty())
         return;
-    // A gradient that no rank produced stays undefined, so AdamW skips it as on one rank. The
-    // data-parallel group is the world here (TP = PP = CP = 1), and parameter i is the same
-    // tensor of the model on every rank (an expert slice: the same layer's slice).
+    // A gradient that no rank produced stays undefined, so AdamW skips it as on one rank.
+    // Parameter i is the same tensor of the model on every rank of m_world (an expert slice: the
+    // same layer's slice; a TP slice: the same module's slice), so one max over the world decides
+    // for all copies at once: under TP with SP an expert may get tokens on one TP rank only.
     auto present = torch::zeros({static_cast<int64_t>(m_params.size())}, torch::kFloat32);
     for (size_t i = 0; i < m_params.size(); ++i)
         present[static_cast<int64_t>(i)] = m_params[i].seen ? 1.0f : 0.0f;
     std::vector<torch::Tensor> presence{present.to(m_params[0].shard.device())};
-    m_dense.allreduce(presence, ReduceOp::Max);
+    m_world.allreduce(presence, ReduceOp::Max);
     present = presence[0].cpu();
-    const double scale = 1.0 / m_gradDivisor;
     for (size_t i = 0; i < m_params.size(); ++i) {
         Param& p = m_params[i];
         p.seen = false;
         if (present[static_cast<int64_t>(i)].item<float>() == 0.0f)
             p.shard.mutable_grad() = torch::Tensor();
         else if (p.shard.grad().defined())
-            p.shard.mutable_grad().mul_(scale);
+            p.shard.mutable_grad().mul_(1.0 / (p.expert ? m_expertGradDivisor : m_gradDivisor));
     }
 }
 
-torch::Tensor Fsdp::gradNormSquared(ProcessGroup& world)
+torch::Tensor Fsdp::gradNormSquared(ProcessGroup& world, const std::function<int(const torch::Tensor&)>& copiesOf)
 {
     torch::NoGradGuard noGrad;
     auto options = m_params.empty() ? torch::TensorOptions().dtype(torch::kFloat32)
                                     : m_params[0].shard.options().requires_grad(false);
     auto total = torch::zeros({1}, options);
-    for (const auto& p : m_params)
-        if (p.shard.grad().defined())
-            total += p.shard.grad().pow(2).sum();
+    for (const auto& p : m_params) {
+        if (!p.shard.grad().defined())
+            continue;
+        auto square = p.shard.grad().pow(2).sum();
+        // The shard group's ranks each hold a different part; the other copies of the whole
+        // gradient (copiesOf / group size of them, e.g. the TP ranks of a replicated norm) hold
+        // the same parts again.
+        const int copies = copiesOf ? copiesOf(p.param) / groupOf(p)->size() : 1;
+        total += copies > 1 ? square / static_cast<double>(copies) : square;
+    }
     std::vector<torch::Tensor> sum{total};
     world.allreduce(sum, ReduceOp::Sum);
     return sum[0].squeeze();
@@ -461,6 +469,14 @@ void Fsdp::afterOptimizerStep()
         m_units[u].gathered = false;  // the shards changed: the whole parameters are stale
         gatherUnit(u, true);
     }
+}
+
+torch::Tensor Fsdp::shardOf(const torch::Tensor& param) const
+{
+    for (const auto& p : m_params)
+        if (p.param.unsafeGetTensorImpl() == param.unsafeGetTensorImpl())
+            return p.shard;
+    return {};
 }
 
 ShardedBytes Fsdp::bytes(int64_t momentBytesPerValue) const

@@ -15,7 +15,10 @@
 // Shards, the optimizer state and the reduced gradients are fp32; compute precision is the
 // trainer's (bf16 autocast on CUDA). Frozen parameters are not sharded (they stay whole).
 // With expert parallelism, expert slices are sharded over the expert-data-parallel group and
-// dense parameters over the data-parallel group. Training thread only.
+// dense parameters over the data-parallel group. With tensor parallelism the model is sliced
+// first and each TP slice is sharded over the DP group of its TP coordinate (the ranks holding
+// the same slice); parallel_training.cpp sums the gradients that are partial per TP rank on the
+// shards afterwards (docs/parallel.md "FSDP × tensor parallelism"). Training thread only.
 //
 // Freeing a ZeRO-3 parameter releases its storage's memory and keeps the tensor (shape, autograd
 // identity); gathering puts new memory under it. Nothing may read a freed parameter: the trainer
@@ -53,10 +56,14 @@ class Fsdp final : public LayerRunner {
 public:
     /// `dense`: group that shards non-expert parameters (DP); `expert`: group for parameters
     /// where isExpert() holds (EDP; the same as dense without EP). Both must outlive this.
-    /// Gradients are summed over the groups and divided by `gradDivisor` (the DP size).
-    /// The parameters of `model` must already be equal on all ranks.
+    /// Gradients are summed over the groups and divided by `gradDivisor` (the DP size), expert
+    /// ones by `expertGradDivisor` (0: gradDivisor; with TP and without SP the TP ranks that
+    /// share an expert computed it on the same tokens, so they count as well). `world` (may be
+    /// null: `dense`) holds every rank whose copy of parameter i must agree on whether it got a
+    /// gradient. The parameters of `model` must already be equal on the ranks of each group.
     Fsdp(torch::nn::Module& model, ShardingStrategy strategy, ProcessGroup& dense, ProcessGroup& expert,
-         std::function<bool(const torch::Tensor&)> isExpert, int gradDivisor);
+         std::function<bool(const torch::Tensor&)> isExpert, int gradDivisor, int expertGradDivisor = 0,
+         ProcessGroup* world = nullptr);
     ~Fsdp() override;
 
     /// Runner that runs inside this one (activation recompute); not owned, may be null.
@@ -74,9 +81,13 @@ public:
     /// After the last micro-batch: ZeRO-1 reduce-scatters; all: gradients defined on no rank are
     /// dropped (AdamW skips them as on one rank), the rest divided by gradDivisor.
     void finishGradients();
-    /// Squared L2 norm of all shard gradients over all ranks (one allreduce over `dense`'s ranks;
-    /// every element lives on exactly one rank).
-    torch::Tensor gradNormSquared(ProcessGroup& world);
+    /// Squared L2 norm of all shard gradients over all ranks of `world` (one allreduce). Without
+    /// `copiesOf` every element lives on exactly one rank of `world`; with it, a parameter whose
+    /// reduced gradient `copiesOf(param)` ranks hold (e.g. replicated over TP) is sharded over
+    /// its group and the other copies are divided out: copiesOf / group size per shard.
+    torch::Tensor gradNormSquared(ProcessGroup& world, const std::function<int(const torch::Tensor&)>& copiesOf = {});
+    /// The fp32 shard of `param` (a trainable parameter of the model), or an undefined tensor.
+    torch::Tensor shardOf(const torch::Tensor& param) const;
     /// After optimizer.step(): the updated shards into the parameters (ZeRO-3: root unit only).
     void afterOptimizerStep();
 
@@ -107,6 +118,8 @@ private:
     ProcessGroup& m_dense;
     ProcessGroup& m_expert;
     int m_gradDivisor;
+    int m_expertGradDivisor;
+    ProcessGroup& m_world;  // presence of gradients agreed over it
     LayerRunner* m_inner = nullptr;
     std::vector<Param> m_params;
     std::vector<Unit> m_units;                     // 0 = root, then layers in model order

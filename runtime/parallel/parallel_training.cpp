@@ -51,12 +51,8 @@ int64_t bytesOf(const torch::Tensor& t)
 ParallelTraining::ParallelTraining(const core::RunConfig& config, ProcessGroup& world) : m_config(config), m_world(world)
 {
     const auto& p = config.parallel;
-    if (p.tensorModelParallelSize > 1) {
-        if (p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard")
-            throw std::invalid_argument("FSDP with tensor parallelism is not supported by moe-train yet; set "
-                                        "use_megatron_fsdp false or tensor_model_parallel_size 1");
+    if (p.tensorModelParallelSize > 1)
         m_tensorParallel = std::make_unique<TensorParallel>(world, p);
-    }
     if (p.expertModelParallelSize > 1)
         m_expertParallel = std::make_unique<ExpertParallel>(world, p.expertModelParallelSize,
                                                             m_tensorParallel ? p.expertTensorParallelSize : 1);
@@ -97,15 +93,37 @@ void ParallelTraining::attach(VlmModelImpl& model, LayerRunner* inner)
     // no_shard is Megatron's DDP: plain data parallelism below.
     const auto strategy = parseShardingStrategy(p.dataParallelShardingStrategy);
     if (p.useMegatronFsdp && strategy) {
-        ProcessGroup& expertGroup = m_expertParallel ? m_expertParallel->expertDataGroup() : m_world;
-        const ExpertParallel* ep = m_expertParallel.get();
-        auto isExpert = [ep](const torch::Tensor& t) { return ep && ep->isExpertParameter(t); };
-        m_fsdp = std::make_unique<Fsdp>(model, *strategy, m_world, expertGroup, isExpert, m_world.size());
+        m_fsdp = makeFsdp(model, *strategy);
         m_fsdp->setInner(inner);
         model.setLayerRunner(m_fsdp.get());
     } else {
         model.setLayerRunner(inner);
     }
+}
+
+// FSDP shards each trainable parameter over the ranks that hold the same values and reduces its
+// gradient over them (a reduce-scatter is the allreduce of plain DP, each rank keeping its part):
+//  - without TP: dense over all ranks, experts over EDP (EP) or all ranks;
+//  - with TP (applied first: the parameters are the TP slices): dense ones (TP slices or
+//    replicated) over the DP group of the rank's TP coordinate, experts over the group the
+//    non-FSDP TP path averages them over (EDP with EP; DP with ETP = TP; all ranks with ETP 1),
+//    divided by DP × (TP / ETP without SP), as finishTensorParallelGradients() does.
+std::unique_ptr<Fsdp> ParallelTraining::makeFsdp(VlmModelImpl& model, ShardingStrategy strategy)
+{
+    const int dp = dataParallelSize();
+    if (!m_tensorParallel) {
+        ProcessGroup& expertGroup = m_expertParallel ? m_expertParallel->expertDataGroup() : m_world;
+        const ExpertParallel* ep = m_expertParallel.get();
+        auto isExpert = [ep](const torch::Tensor& t) { return ep && ep->isExpertParameter(t); };
+        return std::make_unique<Fsdp>(model, strategy, m_world, expertGroup, isExpert, dp, dp, &m_world);
+    }
+    TensorParallel* tp = m_tensorParallel.get();
+    ProcessGroup& expertGroup = m_expertParallel ? m_expertParallel->expertDataGroup()
+                                : tp->expertTensorSize() > 1 ? tp->dataGroup()
+                                                             : m_world;
+    const int duplicates = tp->sequenceParallel() ? 1 : tp->size() / tp->expertTensorSize();
+    auto isExpert = [tp](const torch::Tensor& t) { return tp->isExpert(t); };
+    return std::make_unique<Fsdp>(model, strategy, tp->dataGroup(), expertGroup, isExpert, dp, dp * duplicates, &m_world);
 }
 
 std::vector<torch::Tensor> ParallelTraining::optimizedParameters(bool decay) const
@@ -136,6 +154,8 @@ void ParallelTraining::finishGradients()
 {
     if (m_fsdp) {
         m_fsdp->finishGradients();
+        if (m_tensorParallel)
+            sumPartialShardGradients();
         return;
     }
     if (m_tensorParallel) {
@@ -160,6 +180,11 @@ void ParallelTraining::finishGradients()
 torch::Tensor ParallelTraining::gradNorm() const
 {
     torch::NoGradGuard noGrad;
+    if (m_fsdp && m_tensorParallel) {
+        const TensorParallel* tp = m_tensorParallel.get();
+        const int world = m_world.size();
+        return m_fsdp->gradNormSquared(m_world, [tp, world](const torch::Tensor& p) { return tp->copiesOf(p, world); }).sqrt();
+    }
     if (m_fsdp)
         return m_fsdp->gradNormSquared(m_world).sqrt();
     if (m_tensorParallel)
@@ -238,6 +263,25 @@ void ParallelTraining::finishTensorParallelGradients()
     m_dense->averageGradients(dense, dp);
     const int duplicates = m_tensorParallel->sequenceParallel() ? 1 : m_tensorParallel->size() / m_tensorParallel->expertTensorSize();
     m_experts->averageGradients(experts, dp * duplicates);
+}
+
+// FSDP × TP: the gradients that are partial per TP rank (sequence-parallel norms, routers, final
+// norm) were reduce-scattered over DP inside each TP coordinate. They are dense and replicated
+// over TP, so TP rank t's shard k covers the same elements as every other TP rank's shard k
+// (same parameter size, same DP rank k); summing the shards over TP therefore equals summing the
+// whole gradients over TP first and reduce-scattering after (both sums are linear; only the fp32
+// order differs). The presence of each gradient was agreed over the world, so every TP rank
+// sends the same list.
+void ParallelTraining::sumPartialShardGradients()
+{
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : m_tensorParallel->partialParameters()) {
+        const torch::Tensor shard = m_fsdp->shardOf(p);
+        if (shard.defined() && shard.grad().defined())
+            grads.push_back(shard.grad());
+    }
+    m_tensorParallel->sumOverTensorGroup(grads);
 }
 
 // Σ over parameters of ‖g‖² / (ranks holding that same gradient), summed over all ranks: every

@@ -1,5 +1,5 @@
 // The trainer's one entry point to multi-rank training: builds the layout a RunConfig asks for
-// (data parallel over all ranks, expert parallel groups, FSDP strategy) over the world group and
+// (data parallel, tensor parallel and expert parallel groups, FSDP strategy) over the world group and
 // applies it to the model from outside (torchtitan style). The trainer asks it for the tensors
 // the optimizer updates, the global gradient norm, and calls it around backward and the step.
 // Training thread only.
@@ -71,7 +71,9 @@ public:
     std::string memorySummary(int64_t momentBytesPerValue = 8) const;
 
 private:
+    std::unique_ptr<Fsdp> makeFsdp(VlmModelImpl& model, ShardingStrategy strategy);
     void finishTensorParallelGradients();
+    void sumPartialShardGradients();
     torch::Tensor tensorParallelGradNorm() const;
 
     const core::RunConfig& m_config;

@@ -429,19 +429,29 @@ void TensorParallel::reducePartialGradients()
     torch::NoGradGuard noGrad;
     if (m_partial.empty())
         return;
-    // One flat buffer, one allreduce.
     std::vector<torch::Tensor> grads;
     for (auto& p : m_partial) {
         if (!p.grad().defined())
             p.mutable_grad() = torch::zeros_like(p);
-        grads.push_back(p.grad().flatten());
+        grads.push_back(p.grad());
     }
-    auto summed = allreduced(*m_tensorGroup, torch::cat(grads));
+    sumOverTensorGroup(grads);
+}
+
+void TensorParallel::sumOverTensorGroup(const std::vector<torch::Tensor>& tensors)
+{
+    torch::NoGradGuard noGrad;
+    if (tensors.empty())
+        return;
+    // One flat buffer, one allreduce.
+    std::vector<torch::Tensor> flat;
+    for (const auto& t : tensors)
+        flat.push_back(t.flatten());
+    auto summed = allreduced(*m_tensorGroup, torch::cat(flat));
     int64_t offset = 0;
-    for (auto& p : m_partial) {
-        auto g = p.grad();
-        g.copy_(summed.narrow(0, offset, g.numel()).view_as(g));
-        offset += g.numel();
+    for (auto t : tensors) {
+        t.copy_(summed.narrow(0, offset, t.numel()).view_as(t));
+        offset += t.numel();
     }
 }
 

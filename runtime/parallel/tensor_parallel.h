@@ -94,6 +94,12 @@ public:
     /// Before the data-parallel average: sums over TP the gradients that are partial per TP rank
     /// (sequence-parallel norms, routers and final norm: each saw only the rank's tokens).
     void reducePartialGradients();
+    /// The parameters whose gradient is partial per TP rank (empty without SP). Under FSDP their
+    /// gradients live on the shards: parallel_training.cpp sums those with sumOverTensorGroup().
+    const std::vector<torch::Tensor>& partialParameters() const { return m_partial; }
+    /// Sums `tensors` (the same shapes on every TP rank) over the TP group in place, as one flat
+    /// buffer in one allreduce.
+    void sumOverTensorGroup(const std::vector<torch::Tensor>& tensors);
     /// How many ranks of `worldSize` hold the same values of `p` once gradients are reduced (for
     /// the global grad norm): DP for a TP slice, the world for a replicated parameter,
     /// world / (EP · ETP) for an expert slice.

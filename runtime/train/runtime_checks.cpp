@@ -61,9 +61,8 @@ void tensorParallelProblems(const core::RunConfig& c, std::vector<core::ConfigPr
         out.push_back({"train.seq_length", s(c.train.seqLength) + " tokens do not split over tensor_model_parallel_size " + s(tp) +
                                                " (sequence parallelism holds seq_length / TP tokens per rank)",
                        "make seq_length a multiple of " + s(tp) + ", or set sequence_parallel false"});
-    if (p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard")
-        out.push_back({"parallel.use_megatron_fsdp", "FSDP with tensor parallelism is not supported by moe-train yet",
-                       "set use_megatron_fsdp false, or tensor_model_parallel_size 1 (docs/parallel.md)"});
+    // FSDP × TP runs (each TP slice sharded over its DP group, docs/parallel.md); TP × PP × FSDP
+    // does not: pipelineProblems' FSDP problem names it.
 }
 
 // CUDA graphs (runtime/model/router_graphs.h): impl "local" captures the router; the other scopes
@@ -125,7 +124,8 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
             out.push_back({path, s(size) + " > 1 is not supported by this build of moe-train yet", "set it to 1 (" + later + ")"});
     tensorParallelProblems(c, out);
     // Data, tensor, expert, FSDP and pipeline parallel run (runtime/parallel), TP × PP × DP (× EP)
-    // together; CP and virtual pipeline stages are rejected above, FSDP with TP or PP below.
+    // together, FSDP with TP and/or EP; CP and virtual pipeline stages are rejected above, FSDP with
+    // PP below.
     const int ep = p.expertModelParallelSize;
     const int pp = p.pipelineModelParallelSize;
     if (ep > 1 && worldSize % (ep * pp) != 0)
@@ -138,8 +138,10 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
     if (pp > 1) {  // pipeline parallel (runtime/parallel/pipeline*.h)
         const bool fsdp = p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard";
         if (fsdp)
-            out.push_back({"parallel.use_megatron_fsdp", "FSDP together with pipeline parallelism is not supported by moe-train yet",
-                           "use pipeline_model_parallel_size 1 with FSDP, or plain data parallelism (no_shard) with PP"});
+            out.push_back({"parallel.use_megatron_fsdp",
+                           std::string("FSDP together with pipeline parallelism") +
+                               (p.tensorModelParallelSize > 1 ? " (TP × PP × FSDP)" : "") + " is not supported by moe-train yet",
+                           "use pipeline_model_parallel_size 1 with FSDP (FSDP × TP runs), or plain data parallelism (no_shard) with PP"});
         // DP = world / (TP · PP): the TP ranks of a stage share their micro-batches.
         const int dp = core::dataParallelSize(c, worldSize);
         const int micro = c.train.microBatchSize > 0 && dp > 0 ? c.train.globalBatchSize / (c.train.microBatchSize * dp) : 0;

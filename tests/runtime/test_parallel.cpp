@@ -11,8 +11,10 @@
 //             Pipeline: pp2, pp2-uneven (1 + 3 layers, deepstack sent, full recompute), pp4 (middle
 //             stages, a deepstack feature passed through), pp2dp2, pp2ep2. Tensor × pipeline:
 //             tp2pp2-sp (1 + 3 layers, deepstack sent), tp2pp2, tp2pp2ep2-sp (ETP 1) on 4 ranks,
-//             tp2pp2ep2dp2-sp (ETP 2) on 8.
-//   resume L: checkpoints of layout L (fsdp-optim_grads_params, ep2dp2, pp2, tp2-sp, tp2pp2-sp): 6 steps vs 3
+//             tp2pp2ep2dp2-sp (ETP 2) on 8. FSDP × TP on 4 ranks: tp2dp2-sp-fsdp-optim_grads_params,
+//             tp2dp2-fsdp-optim, tp2dp2-sp-fsdp-optim_grads (bf16 moments), tp2ep2-sp-fsdp-optim_grads_params.
+//   resume L: checkpoints of layout L (fsdp-optim_grads_params, ep2dp2, pp2, tp2-sp, tp2pp2-sp,
+//             tp2dp2-sp-fsdp-optim_grads_params): 6 steps vs 3
 //             saved + resumed to 6, bit-identical; another --nproc-per-node exits 2; files without
 //             a layout.json naming them are not used.
 //   resume-signal L: SIGTERM mid-run → every rank saves and exits 5; resumed run bit-identical;
@@ -274,6 +276,40 @@ void checkTensorPipelineStages(const fs::path& dir, int ranks, int stages)
     }
 }
 
+// FSDP × tensor parallel layouts on 4 ranks (TP 2 × DP 2: TP groups {0,1} {2,3}, each TP slice
+// sharded over its DP group {0,2} or {1,3}; docs/parallel.md "FSDP × tensor parallelism"):
+//  - tp2dp2-sp-fsdp-optim_grads_params: ZeRO-3 with SP (the partial norm/router gradients summed
+//    over TP on the shards; ETP 2: expert slices sharded over DP);
+//  - tp2dp2-fsdp-optim: ZeRO-1 without SP (ETP 1: whole experts sharded over all 4 ranks, the TP
+//    ranks' identical expert gradients divided out);
+//  - tp2dp2-sp-fsdp-optim_grads: ZeRO-2 with SP and ETP 1 (experts' gradients partial per TP
+//    rank, each TP rank routed its own tokens) and bf16 Adam moments;
+//  - tp2ep2-sp-fsdp-optim_grads_params: TP 2 × EP 2 × DP 2 with ETP 1 (the EP group is the TP
+//    group), ZeRO-3: expert slices sharded over their EDP group {0,2} / {1,3}, dense over DP.
+std::optional<LayoutSpec> tensorFsdpSpec(const std::string& name)
+{
+    const size_t at = name.find("-fsdp-");
+    if (at == std::string::npos)
+        return std::nullopt;
+    const std::string strategy = name.substr(at + 6);
+    const bool sp = name.find("-sp-") != std::string::npos;
+    const bool ep = name.rfind("tp2ep2", 0) == 0;
+    const bool etp1 = name != "tp2dp2-sp-fsdp-optim_grads_params";
+    LayoutSpec spec;
+    spec.parallel = {{"tensor_model_parallel_size", 2}, {"sequence_parallel", sp}, {"expert_tensor_parallel_size", etp1 ? 1 : 2},
+                     {"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", strategy}};
+    if (ep)
+        spec.parallel["expert_model_parallel_size"] = 2;
+    spec.layout = std::string("tp2 pp1 cp1 ") + (ep ? "ep2" : "ep1") + (sp ? " sp" : "") + (etp1 ? " etp1" : " etp2") +
+                  " dp2 fsdp:" + strategy;
+    if (name == "tp2dp2-sp-fsdp-optim_grads") {
+        spec.common = {{"train", {{"exp_avg_dtype", "bf16"}, {"exp_avg_sq_dtype", "bf16"}}}};
+        spec.tolerance = kBf16MomentLossTolerance;
+        spec.steps = kBf16MomentSteps;
+    }
+    return spec;
+}
+
 // FSDP and/or expert parallelism on 4 ranks, pipeline parallel, tensor parallel; nullopt for an
 // unknown name.
 std::optional<LayoutSpec> layoutSpec(const std::string& name)
@@ -329,6 +365,8 @@ std::optional<LayoutSpec> layoutSpec(const std::string& name)
     } else if (name == "pp2ep2") {  // EP 2 inside each stage (its two ranks), DP 2 for dense
         spec.parallel = {{"pipeline_model_parallel_size", 2}, {"expert_model_parallel_size", 2}};
         spec.layout = "pp2 cp1 ep2 etp1 dp2 pp_layers:1,1";
+    } else if (name.rfind("tp2", 0) == 0 && name.find("-fsdp-") != std::string::npos) {
+        return tensorFsdpSpec(name);
     } else if (name.rfind("tp2pp2", 0) == 0) {
         return tensorPipelineSpec(name);
     } else if (name.rfind("tp2", 0) == 0) {
@@ -337,6 +375,40 @@ std::optional<LayoutSpec> layoutSpec(const std::string& name)
         return std::nullopt;
     }
     return spec;
+}
+
+// FSDP × TP memory (each rank's `per rank` line): a 1-step run of the same TP 2 × DP 2 layout
+// without FSDP gives what each rank holds of its TP slices; under ZeRO-3 every trainable tensor
+// (slices, replicated ones and, with ETP 2, expert slices) is sharded over the 2 DP ranks of its
+// TP coordinate, so the gradient shards are half of that (plus padding of ≤ 1 value per tensor),
+// the fp32 moments twice the shards, and the parameters held between layers less than the slices.
+void checkTensorFsdpMemory(const fs::path& dir, const LayoutSpec& spec)
+{
+    json plain = spec.parallel;
+    plain["use_megatron_fsdp"] = false;
+    plain["data_parallel_sharding_strategy"] = "no_shard";
+    json common = spec.common;
+    common.merge_patch({{"train", {{"lr_warmup_iters", 0}}}});
+    const fs::path config = writeConfig(dir, 1, plain, "-plain", common);
+    const fs::path runDir = dir / "plain";
+    const int rc = test::runProcess({MOE_TRAIN_PATH, "--config", config.string(), "--run-dir", runDir.string(), "--nproc-per-node",
+                                     std::to_string(spec.ranks), "--comm-timeout", "60"},
+                                    (dir / "plain.log").string(), 300);
+    WB_CHECK_MSG(rc == 0, "TP 2 × DP 2 without FSDP rc " << rc << "\n" << test::readFile(runDir / "rank0.log"));
+    const double whole = mibAfter(test::readFile(dir / "single.log"), "per rank parameters ");
+    for (int k = 0; k < spec.ranks; ++k) {
+        const std::string name = "rank" + std::to_string(k) + ".log";
+        const std::string ref = test::readFile(runDir / name), log = test::readFile(dir / "multi" / name);
+        const double slices = mibAfter(ref, "per rank parameters ");
+        const double held = mibAfter(log, "per rank parameters "), shards = mibAfter(log, "gradients "),
+                     moments = mibAfter(log, "optimizer state ");
+        WB_CHECK_MSG(slices > 0.0 && slices < 0.75 * whole, "rank " << k << " holds " << slices << " MiB of its TP slices, one rank "
+                                                                    << whole << "\n" << ref);
+        WB_CHECK_MSG(std::abs(shards - slices / 2) <= 0.02, "rank " << k << ": gradient shards " << shards << " MiB, TP slices "
+                                                                     << slices << " MiB\n" << log);
+        WB_CHECK_MSG(std::abs(moments - 2 * shards) <= 0.02, "rank " << k << ": optimizer state " << moments << " MiB\n" << log);
+        WB_CHECK_MSG(held > shards && held < slices, "rank " << k << ": parameters " << held << " MiB\n" << log);
+    }
 }
 
 // A layout against one rank (20 steps; 10 with bf16 moments). Tensor parallel layouts have the same tolerance as the
@@ -362,6 +434,17 @@ void testLayout(const fs::path& dir, const std::string& name)
     }
     if (name.rfind("tp2", 0) == 0)
         WB_CHECK_MSG(log0.find("tp2") != std::string::npos, log0);
+    if (name == "tp2dp2-sp-fsdp-optim_grads_params")
+        checkTensorFsdpMemory(dir, *spec);
+    if (name == "tp2dp2-sp-fsdp-optim_grads") {
+        // ZeRO-2 keeps only the fp32 gradient shard (4 bytes per value); bf16 moments are 2 × 2
+        // bytes per shard value: the same bytes (fp32 moments would be twice as many).
+        for (int k = 0; k < spec->ranks; ++k) {
+            const std::string log = test::readFile(dir / "multi" / ("rank" + std::to_string(k) + ".log"));
+            const double grads = mibAfter(log, "gradients "), optimizer = mibAfter(log, "optimizer state ");
+            WB_CHECK_MSG(grads > 0.0 && std::abs(optimizer - grads) <= 0.01, "rank " << k << ": " << log);
+        }
+    }
     if (name.rfind("pp", 0) == 0 && name.find("dp") == std::string::npos && name.find("ep") == std::string::npos)
         checkStagesHoldTheModelOnce(dir, spec->ranks);
     if (name.rfind("tp2pp2", 0) == 0)
@@ -527,9 +610,9 @@ void testValidatePipeline(const fs::path& dir, const fs::path& config)
     }
 }
 
-// --validate of tensor parallel layouts: TP 2 × EP 2 (ETP 2, SP) accepted on 4 ranks; rejected,
-// naming the field: SP with a seq_length TP does not divide, ETP other than 1 or TP, TP with
-// FSDP. A checkpoint interval is accepted (each rank saves its slices). TP × PP (below).
+// --validate of tensor parallel layouts: TP 2 × EP 2 (ETP 2, SP) accepted on 4 ranks, TP with
+// FSDP too; rejected, naming the field: SP with a seq_length TP does not divide, ETP other than
+// 1 or TP. A checkpoint interval is accepted (each rank saves its slices). TP × PP (below).
 void testValidateTensorParallel(const fs::path& dir, const fs::path& config)
 {
     const std::string log = (dir / "validate-tp.log").string();
@@ -553,9 +636,26 @@ void testValidateTensorParallel(const fs::path& dir, const fs::path& config)
     rc = validate("etp", {{"tensor_model_parallel_size", 1}, {"expert_tensor_parallel_size", 2}}, json::object(), 2);
     WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.expert_tensor_parallel_size") != std::string::npos,
                  test::readFile(log));
-    rc = validate("fsdp", {{"tensor_model_parallel_size", 2}, {"use_megatron_fsdp", true},
-                           {"data_parallel_sharding_strategy", "optim_grads_params"}}, json::object(), 4);
-    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.use_megatron_fsdp: FSDP with tensor parallelism") != std::string::npos,
+    // FSDP × TP: every strategy, with and without SP, ETP 1 and 2, with EP and a checkpoint
+    // interval, accepted; ETP 4 under TP 2 + FSDP still rejected naming the field.
+    for (const char* strategy : {"optim", "optim_grads", "optim_grads_params"})
+        for (const bool sp : {false, true})
+            for (const int etp : {1, 2}) {
+                const json fsdp = {{"tensor_model_parallel_size", 2}, {"sequence_parallel", sp}, {"expert_tensor_parallel_size", etp},
+                                   {"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", strategy}};
+                rc = validate("fsdp", fsdp, json::object(), 4);
+                WB_CHECK_MSG(rc == 0, "tp2 fsdp " << strategy << " sp " << sp << " etp " << etp << " rc " << rc << "\n"
+                                                  << test::readFile(log));
+            }
+    json tp2ep2fsdp = tp2;
+    tp2ep2fsdp["use_megatron_fsdp"] = true;
+    tp2ep2fsdp["data_parallel_sharding_strategy"] = "optim_grads_params";
+    rc = validate("fsdp-ep", tp2ep2fsdp, {{"checkpoint_interval", 5}}, 8);
+    WB_CHECK_MSG(rc == 0, "tp2 ep2 dp4 fsdp rc " << rc << "\n" << test::readFile(log));
+    tp2ep2fsdp["expert_tensor_parallel_size"] = 4;
+    rc = validate("fsdp-etp", tp2ep2fsdp, json::object(), 8);
+    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.expert_tensor_parallel_size: 4: moe-train runs ETP 1") != std::string::npos &&
+                     test::readFile(log).find("use_megatron_fsdp") == std::string::npos,
                  test::readFile(log));
     // TP × PP: accepted (4 and 8 ranks, with SP and EP); 1F1B's micro-batch count is per DP rank,
     // and DP = world / (TP · PP): GBS 2 on TP 2 × PP 2 is 2 micro-batches (accepted), GBS 2 on 8
@@ -575,8 +675,8 @@ void testValidateTensorParallel(const fs::path& dir, const fs::path& config)
     tp2pp2fsdp["use_megatron_fsdp"] = true;
     tp2pp2fsdp["data_parallel_sharding_strategy"] = "optim_grads_params";
     rc = validate("pp-fsdp", tp2pp2fsdp, json::object(), 8);
-    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.use_megatron_fsdp: FSDP with tensor parallelism") != std::string::npos &&
-                     test::readFile(log).find("FSDP together with pipeline parallelism") != std::string::npos,
+    WB_CHECK_MSG(rc == 2 && test::readFile(log).find("parallel.use_megatron_fsdp: FSDP together with pipeline parallelism (TP × PP × FSDP)") !=
+                                std::string::npos,
                  test::readFile(log));
     json tp2pp2etp = tp2pp2;
     tp2pp2etp["expert_tensor_parallel_size"] = 4;
