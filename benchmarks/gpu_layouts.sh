@@ -53,7 +53,13 @@ layouts = {"ref": {}, "dp": {},
            "tp2-ep2-sp": {"tensor_model_parallel_size": 2, "sequence_parallel": True, "expert_tensor_parallel_size": 2,
                           "expert_model_parallel_size": 2},
            "tp2-pp2-sp": {"tensor_model_parallel_size": 2, "sequence_parallel": True, "expert_tensor_parallel_size": 2,
-                          "pipeline_model_parallel_size": 2}}
+                          "pipeline_model_parallel_size": 2},
+           # FSDP × TP (docs/parallel.md): ZeRO-3 inside each TP coordinate (DP = G / 2).
+           "tp2-sp-fsdp": {"tensor_model_parallel_size": 2, "sequence_parallel": True, "expert_tensor_parallel_size": 2,
+                           "use_megatron_fsdp": True, "data_parallel_sharding_strategy": "optim_grads_params"},
+           "tp2-ep2-sp-fsdp": {"tensor_model_parallel_size": 2, "sequence_parallel": True, "expert_tensor_parallel_size": 1,
+                               "expert_model_parallel_size": 2, "use_megatron_fsdp": True,
+                               "data_parallel_sharding_strategy": "optim_grads_params"}}
 for name, par in layouts.items():
     c = json.loads(json.dumps(base))
     c["name"] += "-" + name
@@ -84,7 +90,7 @@ run() {  # name, extra args
 }
 run ref
 names=(ref)
-for layout in ${LAYOUTS:-dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-fsdp pp2 pp2-uneven tp2-sp tp2-sp-etp1 tp2 tp2-ep2-sp tp2-pp2-sp}; do
+for layout in ${LAYOUTS:-dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-fsdp pp2 pp2-uneven tp2-sp tp2-sp-etp1 tp2 tp2-ep2-sp tp2-pp2-sp tp2-sp-fsdp tp2-ep2-sp-fsdp}; do
   need=1; case $layout in ep2*|pp2*|tp2*) need=2 ;; esac
   case $layout in tp2-ep2*|tp2-pp2*) need=4 ;; esac
   if [ "$G" -lt "$need" ]; then echo "-- $layout: skipped (needs $need GPUs, found $G)"; continue; fi
