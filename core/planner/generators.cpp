@@ -334,17 +334,16 @@ std::string envScript(const std::vector<std::pair<std::string, std::string>>& en
 
 }  // namespace
 
+namespace {
+
 // The planner's layouts name Megatron's CUDA graphs (transformer_engine over moe_router and
 // moe_preprocess, megatron-bridge.md §6); moe-train runs its own ("local") over the router only
 // (docs/runtime.md "CUDA graphs": the permutation's and attention's shapes change every
-// micro-batch). The formats that start moe-train get what it can run, and say what changed, so a
-// generated config is never one moe-train refuses. Megatron-Bridge keeps the layout as planned.
-RunConfig configForMoeTrain(const RunConfig& config, std::vector<std::string>& warnings)
+// micro-batch).
+void cudaGraphsForMoeTrain(CudaGraphConfig& g, std::vector<std::string>& warnings)
 {
-    RunConfig out = config;
-    auto& g = out.cudaGraph;
     if (g.impl == "none")
-        return out;
+        return;
     std::vector<std::string> kept, dropped;
     for (const auto& scope : g.scope)
         (scope == "moe_router" ? kept : dropped).push_back(scope);
@@ -354,15 +353,44 @@ RunConfig configForMoeTrain(const RunConfig& config, std::vector<std::string>& w
         g.scope.clear();
         warnings.push_back(was + ": moe-train cannot capture that (it graphs the MoE router only); written without "
                                  "CUDA graphs. The step-time prediction assumed them.");
-        return out;
+        return;
     }
     if (g.impl == "local" && dropped.empty())
-        return out;
+        return;
     g.impl = "local";
     g.scope = kept;
     warnings.push_back(was + ": moe-train runs its own CUDA graphs over the router only; written as cuda_graph local " +
                        listText(kept) + (dropped.empty() ? "" : ", without " + listText(dropped)) +
                        " (docs/runtime.md \"CUDA graphs\"). The step-time prediction assumed Megatron's graphs.");
+}
+
+// The planner picks flex + HybridEP/DeepEP on GB200-class systems (the guide's reliable default
+// there); those are faster kernels for the same exchange. moe-train dispatches by all-to-all only:
+// the same tokens reach the same experts, so the layout and the losses stay; the speed does not.
+void dispatcherForMoeTrain(ParallelConfig& p, std::vector<std::string>& warnings)
+{
+    if (p.moeTokenDispatcherType == "alltoall")
+        return;
+    const std::string was = "moe_token_dispatcher_type " + p.moeTokenDispatcherType +
+                             (p.moeFlexDispatcherBackend.empty() ? "" : " (" + p.moeFlexDispatcherBackend + ")");
+    p.moeTokenDispatcherType = "alltoall";
+    p.moeFlexDispatcherBackend.clear();
+    if (p.expertModelParallelSize > 1)
+        warnings.push_back(was + ": moe-train dispatches tokens to the experts by all-to-all only; written as "
+                                 "alltoall (the same tokens reach the same experts, so the losses do not change). "
+                                 "The step-time prediction assumed " + was + ".");
+}
+
+}  // namespace
+
+// The formats that start moe-train get what it can run, and say what changed, so a generated config
+// is never one moe-train refuses for an implementation choice it does not have (CUDA graphs, the
+// dispatcher's kernels). Megatron-Bridge keeps the layout as planned.
+RunConfig configForMoeTrain(const RunConfig& config, std::vector<std::string>& warnings)
+{
+    RunConfig out = config;
+    cudaGraphsForMoeTrain(out.cudaGraph, warnings);
+    dispatcherForMoeTrain(out.parallel, warnings);
     return out;
 }
 

@@ -161,6 +161,7 @@ private slots:
     void slurmRefusesUnsafeDirectives();
     void runtimeFormatsRefuseContextParallel();
     void runtimeFormatsKeepTheGraphsMoeTrainRuns();
+    void runtimeFormatsDispatchByAllToAll();
     void planJsonRoundTrips();
     void bridgeImportChecksMomentDtypes();
     void jsonPathLine_data();
@@ -761,6 +762,46 @@ void TestGenerators::runtimeFormatsKeepTheGraphsMoeTrainRuns()
     c.cudaGraph.impl = "none";  // nothing to say
     auto plain = generateFormat("runtime", c, t);
     QVERIFY(plain.ok() && plain->warnings.empty());
+}
+
+void TestGenerators::runtimeFormatsDispatchByAllToAll()
+{
+    RunConfig c = qwen30b();
+    c.parallel.expertModelParallelSize = 8;
+    c.parallel.moeTokenDispatcherType = "flex";
+    c.parallel.moeFlexDispatcherBackend = "hybridep";
+    const GeneratorTarget t = target("gb200", 1, 8);
+    auto run = [&](const char* format) {
+        auto bundle = generateFormat(format, c, t);
+        for (const auto& f : bundle->files)
+            if (f.name == "run.json" || f.name == "overrides.yaml")
+                return std::make_pair(std::move(*bundle), f.content);
+        return std::make_pair(std::move(*bundle), std::string());
+    };
+    for (const char* format : {"runtime", "ssh", "slurm"}) {
+        const auto [bundle, json] = run(format);
+        const auto parsed = parseRunConfig(json);
+        QVERIFY2(parsed.ok(), format);
+        QCOMPARE(parsed.config.parallel.moeTokenDispatcherType, std::string("alltoall"));
+        QVERIFY(parsed.config.parallel.moeFlexDispatcherBackend.empty());
+        QCOMPARE(parsed.config.parallel.expertModelParallelSize, 8);  // the layout stays
+        QVERIFY2(std::any_of(bundle.warnings.begin(), bundle.warnings.end(),
+                             [](const std::string& w) {
+                                 return w.find("flex (hybridep)") != std::string::npos &&
+                                        w.find("written as alltoall") != std::string::npos;
+                             }),
+                 format);
+    }
+    // Megatron-Bridge runs HybridEP: its overrides keep it.
+    const auto [bridge, yaml] = run("megatron-bridge");
+    QVERIFY(yaml.find("hybridep") != std::string::npos);
+
+    // Without EP the dispatcher does nothing: rewritten silently.
+    c.parallel.expertModelParallelSize = 1;
+    auto plain = generateFormat("runtime", c, t);
+    QVERIFY(plain.ok());
+    QVERIFY(std::none_of(plain->warnings.begin(), plain->warnings.end(),
+                         [](const std::string& w) { return w.find("dispatch") != std::string::npos; }));
 }
 
 void TestGenerators::planJsonRoundTrips()
