@@ -105,7 +105,8 @@ struct GeneratedBundle {
 /// `config` as moe-train can run it: the planner's CUDA graphs (Megatron's transformer_engine over
 /// moe_router + moe_preprocess) become moe-train's own (local, moe_router only), or none when the
 /// scope has no router; the flex (HybridEP/DeepEP) or allgather dispatcher becomes alltoall (the
-/// same exchange, moe-train's only kernel; a warning only when EP > 1, where it matters); each
+/// same exchange, moe-train's only kernel; a warning only when EP > 1, where it matters); virtual
+/// pipeline stages become plain 1F1B over the same stages (same losses, larger bubble); each
 /// change is described in `warnings`. Used by the formats that start
 /// moe-train (runtime, ssh, slurm) and by the GUI's run.json preview and launch.
 RunConfig configForMoeTrain(const RunConfig& config, std::vector<std::string>& warnings);

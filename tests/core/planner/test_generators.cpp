@@ -161,7 +161,7 @@ private slots:
     void slurmRefusesUnsafeDirectives();
     void runtimeFormatsRefuseContextParallel();
     void runtimeFormatsKeepTheGraphsMoeTrainRuns();
-    void runtimeFormatsDispatchByAllToAll();
+    void runtimeFormatsDispatchByAllToAll();  // and plain 1F1B for virtual stages
     void planJsonRoundTrips();
     void bridgeImportChecksMomentDtypes();
     void jsonPathLine_data();
@@ -795,6 +795,28 @@ void TestGenerators::runtimeFormatsDispatchByAllToAll()
     // Megatron-Bridge runs HybridEP: its overrides keep it.
     const auto [bridge, yaml] = run("megatron-bridge");
     QVERIFY(yaml.find("hybridep") != std::string::npos);
+
+    // Interleaved 1F1B becomes plain 1F1B over the same stages, with a warning; Bridge keeps it.
+    RunConfig vpp = qwen30b();
+    vpp.parallel.pipelineModelParallelSize = 2;
+    vpp.parallel.virtualPipelineModelParallelSize = 2;
+    auto interleaved = generateFormat("runtime", vpp, t);
+    QVERIFY(interleaved.ok());
+    for (const auto& f : interleaved->files)
+        if (f.name == "run.json") {
+            const auto parsed = parseRunConfig(f.content);
+            QVERIFY(parsed.ok());
+            QCOMPARE(parsed.config.parallel.virtualPipelineModelParallelSize, 1);
+            QCOMPARE(parsed.config.parallel.pipelineModelParallelSize, 2);
+        }
+    QVERIFY(std::any_of(interleaved->warnings.begin(), interleaved->warnings.end(),
+                        [](const std::string& w) { return w.find("plain 1F1B") != std::string::npos; }));
+    auto bridgeVpp = generateFormat("megatron-bridge", vpp, t);
+    QVERIFY(bridgeVpp.ok());
+    bool keeps = false;
+    for (const auto& f : bridgeVpp->files)
+        keeps = keeps || f.content.find("virtual_pipeline_model_parallel_size: 2") != std::string::npos;
+    QVERIFY(keeps);
 
     // Without EP the dispatcher does nothing: rewritten silently.
     c.parallel.expertModelParallelSize = 1;
