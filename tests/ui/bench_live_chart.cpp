@@ -107,7 +107,7 @@ int main(int argc, char** argv)
     fill.start();
     for (int64_t first = 1; first <= points; first += 100'000)
         panel.appendSteps(run, makeSteps(first, std::min<int64_t>(100'000, points - first + 1)));
-    while (panel.drawnPoints(wb::ui::RunChartsPanel::Chart::Loss) == 0 || panel.buffer()->size(0) < points ||
+    while (panel.drawnPoints(wb::ui::RunChartsPanel::Chart::Loss) == 0 || panel.buffer()->rowCount() < points ||
            panel.redrawPending())
         QApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
     QApplication::processEvents();
