@@ -197,6 +197,8 @@ private slots:
         MetricChartView* stepTime = panel.chartView(Chart::StepTime);  // same grid column width
         QTRY_VERIFY(split->wrappedLegendEntries().size() == RunChartsPanel::kPhaseCount);
         const QRectF plot = split->chart()->plotArea();
+        qInfo("panel %d px wide: split plot %.0f x %.0f px, step-time plot %.0f x %.0f px", width, plot.width(),
+              plot.height(), stepTime->chart()->plotArea().width(), stepTime->chart()->plotArea().height());
         QVERIFY2(plot.width() >= stepTime->chart()->plotArea().width() - 4.0,
                  qPrintable(QStringLiteral("split plot %1 px, step-time plot %2 px")
                                 .arg(plot.width()).arg(stepTime->chart()->plotArea().width())));
