@@ -8,6 +8,7 @@
 #include <QTest>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <optional>
 #include <span>
@@ -356,6 +357,46 @@ private slots:
         QTest::qWait(100);
         QCOMPARE(buffer.rowCount(), kPoints);
         QVERIFY2(spy.count() <= 3, qPrintable(QString::number(spy.count())));
+    }
+
+    // Rows of several series appended by a worker thread while this thread reads, as the panel's
+    // redraw and tooltips do: every read sees whole rows (all series as long as x), and the end
+    // state is the per-series reference's.
+    void readsWhileAnotherThreadAppendsRows()
+    {
+        constexpr int kSeries = 4;
+        const Run run = makeRun(40000, kSeries, 3);
+        StepSeriesBuffer buffer(kSeries);
+        std::atomic<bool> done{false};
+        std::thread producer([&] {
+            for (size_t from = 0; from < run.xs.size(); from += 100) {
+                const size_t count = std::min<size_t>(100, run.xs.size() - from);
+                buffer.appendRows(std::span(run.xs).subspan(from, count),
+                                  std::span(run.values).subspan(from * kSeries, count * kSeries));
+            }
+            done = true;
+        });
+        int reads = 0;
+        bool torn = false;
+        while (!done || reads == 0) {
+            for (int s = 0; s < kSeries; ++s) {
+                const auto points = buffer.decimated(s, 300);
+                const auto near = buffer.nearest(s, run.xs[run.xs.size() / 2]);
+                // A decimated series ends at a step that exists, with that series' value there.
+                if (!points.isEmpty()) {
+                    const auto row = std::lower_bound(run.xs.begin(), run.xs.end(), points.back().x()) - run.xs.begin();
+                    torn = torn || run.values[static_cast<size_t>(row) * kSeries + s] != points.back().y();
+                }
+                torn = torn || (near && std::find(run.perSeries[s].begin(), run.perSeries[s].end(), *near) ==
+                                            run.perSeries[s].end());
+            }
+            ++reads;
+        }
+        producer.join();
+        QVERIFY(!torn);
+        QCOMPARE(buffer.rowCount(), static_cast<qsizetype>(run.xs.size()));
+        for (int s = 0; s < kSeries; ++s)
+            QCOMPARE(buffer.decimated(s, 300), referenceDecimated(run.perSeries[s], 300));
     }
 
     void clearEmptiesEverySeries()
