@@ -114,6 +114,30 @@ void setLegendShown(QChart* chart, QAbstractSeries* series, bool shown)
         marker->setVisible(shown);
 }
 
+// The columns of a legend whose entries (`widths`, px) go row by row within `available` px: as
+// many as fit, then balanced over the rows that takes (4 + 3, not 5 + 2). `columnWidths` gets each
+// column's width (its widest entry). At least one column, even when one entry is too wide.
+int legendColumns(const QList<qreal>& widths, qreal available, qreal gap, QList<qreal>& columnWidths)
+{
+    const auto n = static_cast<int>(widths.size());
+    auto totalWidth = [&](int columns) {
+        columnWidths = QList<qreal>(columns, 0.0);
+        for (int i = 0; i < n; ++i)
+            columnWidths[i % columns] = std::max(columnWidths[i % columns], widths[i]);
+        qreal sum = gap * (columns - 1);
+        for (qreal w : columnWidths)
+            sum += w;
+        return sum;
+    };
+    int columns = std::max(n, 1);
+    while (columns > 1 && totalWidth(columns) > available)
+        --columns;
+    const int rows = std::max(1, (n + columns - 1) / columns);
+    columns = std::max(1, (n + rows - 1) / rows);
+    totalWidth(columns);
+    return columns;
+}
+
 }  // namespace
 
 MetricChartView::MetricChartView(const QString& title, const QString& yTitle,
@@ -373,24 +397,13 @@ void MetricChartView::layoutWrappedLegend()
     QList<qreal> widths;
     for (const auto& e : entries)
         widths.append(swatch + textGap + metrics.horizontalAdvance(e.text));
-    // As many columns as fit, every column as wide as its widest entry; entries row by row.
     const auto n = static_cast<int>(entries.size());
-    int columns = std::max(n, 1);
     QList<qreal> columnWidths;
-    auto totalWidth = [&](int c) {
-        columnWidths = QList<qreal>(c, 0.0);
-        for (int i = 0; i < n; ++i)
-            columnWidths[i % c] = std::max(columnWidths[i % c], widths[i]);
-        qreal sum = columnGap * (c - 1);
-        for (qreal w : columnWidths)
-            sum += w;
-        return sum;
-    };
-    while (columns > 1 && totalWidth(columns) > available)
-        --columns;
-    const int rows = n == 0 ? 0 : (n + columns - 1) / columns;
-    columns = n == 0 ? 1 : (n + rows - 1) / rows;  // the same rows, balanced: 4 + 3, not 5 + 2
-    const qreal total = totalWidth(columns);
+    const int columns = legendColumns(widths, available, columnGap, columnWidths);
+    qreal total = columnGap * (columns - 1);
+    for (qreal w : columnWidths)
+        total += w;
+    const int rows = (n + columns - 1) / columns;
     const qreal height = rows * rowHeight;
     const int bottomMargin = 4 + static_cast<int>(std::ceil(height));
     if (chart()->margins().bottom() != bottomMargin)
