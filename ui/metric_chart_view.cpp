@@ -3,6 +3,7 @@
 #include <QAreaSeries>
 #include <QBrush>
 #include <QChart>
+#include <QFontMetricsF>
 #include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
 #include <QLegend>
@@ -111,6 +112,30 @@ void setLegendShown(QChart* chart, QAbstractSeries* series, bool shown)
 {
     for (auto* marker : chart->legend()->markers(series))
         marker->setVisible(shown);
+}
+
+// The columns of a legend whose entries (`widths`, px) go row by row within `available` px: as
+// many as fit, then balanced over the rows that takes (4 + 3, not 5 + 2). `columnWidths` gets each
+// column's width (its widest entry). At least one column, even when one entry is too wide.
+int legendColumns(const QList<qreal>& widths, qreal available, qreal gap, QList<qreal>& columnWidths)
+{
+    const auto n = static_cast<int>(widths.size());
+    auto totalWidth = [&](int columns) {
+        columnWidths = QList<qreal>(columns, 0.0);
+        for (int i = 0; i < n; ++i)
+            columnWidths[i % columns] = std::max(columnWidths[i % columns], widths[i]);
+        qreal sum = gap * (columns - 1);
+        for (qreal w : columnWidths)
+            sum += w;
+        return sum;
+    };
+    int columns = std::max(n, 1);
+    while (columns > 1 && totalWidth(columns) > available)
+        --columns;
+    const int rows = std::max(1, (n + columns - 1) / columns);
+    columns = std::max(1, (n + rows - 1) / rows);
+    totalWidth(columns);
+    return columns;
 }
 
 }  // namespace
@@ -266,6 +291,7 @@ void MetricChartView::setRightAxisShown(bool shown)
         s->setVisible(shown);
         setLegendShown(chart(), s, shown);
     }
+    layoutWrappedLegend();
 }
 
 void MetricChartView::setStackSpecs(const QList<MetricSeriesSpec>& bands)
@@ -319,6 +345,89 @@ void MetricChartView::setStackShown(bool shown)
     for (auto* area : m_stackAreas) {
         area->setVisible(shown);
         setLegendShown(chart(), area, shown);
+    }
+    layoutWrappedLegend();
+}
+
+void MetricChartView::setWrappedLegend(bool on)
+{
+    if (on == m_wrappedLegend)
+        return;
+    m_wrappedLegend = on;
+    chart()->legend()->setVisible(!on);
+    if (on) {
+        // The chart's size is the view's; a resize is when the rows may change.
+        connect(chart(), &QGraphicsWidget::geometryChanged, this, &MetricChartView::layoutWrappedLegend,
+                Qt::UniqueConnection);
+    } else {
+        delete m_legendBox;
+        m_legendBox = nullptr;
+        m_legendEntries.clear();
+        chart()->setMargins(QMargins(4, 4, 4, 4));
+    }
+    layoutWrappedLegend();
+}
+
+void MetricChartView::layoutWrappedLegend()
+{
+    if (!m_wrappedLegend)
+        return;
+    struct Entry {
+        QString text;
+        QColor color;
+    };
+    QList<Entry> entries;
+    for (auto it = m_stackAreas.rbegin(); it != m_stackAreas.rend(); ++it)  // as the bands stack
+        if ((*it)->isVisible())
+            entries.append({(*it)->name(), (*it)->brush().color()});
+    for (const auto* lines : {&m_series, &m_rightSeries})
+        for (auto* line : *lines)
+            if (line->isVisible())
+                entries.append({line->name(), line->pen().color()});
+
+    delete m_legendBox;  // rebuilt whole: a handful of items, on resize or a visibility change only
+    m_legendBox = new QGraphicsRectItem(chart());
+    m_legendBox->setPen(Qt::NoPen);
+    m_legendEntries.clear();
+    const QFont font = chart()->legend()->font();
+    const QFontMetricsF metrics(font);
+    const qreal swatch = std::round(metrics.height() * 0.6);
+    const qreal textGap = 4.0, columnGap = 14.0, rowHeight = std::ceil(metrics.height()) + 2.0;
+    const qreal available = chart()->size().width() - 24.0;
+    QList<qreal> widths;
+    for (const auto& e : entries)
+        widths.append(swatch + textGap + metrics.horizontalAdvance(e.text));
+    const auto n = static_cast<int>(entries.size());
+    QList<qreal> columnWidths;
+    const int columns = legendColumns(widths, available, columnGap, columnWidths);
+    qreal total = columnGap * (columns - 1);
+    for (qreal w : columnWidths)
+        total += w;
+    const int rows = (n + columns - 1) / columns;
+    const qreal height = rows * rowHeight;
+    const int bottomMargin = 4 + static_cast<int>(std::ceil(height));
+    if (chart()->margins().bottom() != bottomMargin)
+        chart()->setMargins(QMargins(4, 4, 4, bottomMargin));  // the plot makes room for the rows
+
+    const QSizeF size = chart()->size();
+    const qreal top = size.height() - height - 10.0;  // above the chart's frame inset
+    qreal x = std::max(0.0, (size.width() - total) / 2);
+    const qreal left = x;
+    for (int i = 0; i < n; ++i) {
+        const int column = i % columns;
+        if (column == 0)
+            x = left;
+        const qreal y = top + (i / columns) * rowHeight;
+        auto* mark = new QGraphicsRectItem(0, 0, swatch, swatch, m_legendBox);
+        mark->setPos(x, y + (rowHeight - swatch) / 2);
+        mark->setBrush(entries[i].color);
+        mark->setPen(QPen(entries[i].color.darker(130)));
+        auto* label = new QGraphicsSimpleTextItem(entries[i].text, m_legendBox);
+        label->setFont(font);
+        label->setBrush(chart()->legend()->labelColor());
+        label->setPos(x + swatch + textGap, y + (rowHeight - metrics.height()) / 2);
+        m_legendEntries.append({entries[i].text, QRectF(x, y, widths[i], rowHeight)});
+        x += columnWidths[column] + columnGap;
     }
 }
 

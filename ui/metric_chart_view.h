@@ -11,6 +11,7 @@
 #include <QColor>
 #include <QList>
 #include <QPointF>
+#include <QRectF>
 #include <QString>
 
 #include <functional>
@@ -78,6 +79,19 @@ public:
     void setStackShown(bool shown);
     bool stackShown() const { return m_stackShown; }
 
+    /// The legend below the plot, wrapped into as many rows as the view's width needs, drawn by
+    /// this view in place of QChart's legend (QLegend never wraps: it elides, or beside the plot
+    /// takes a third of a narrow chart's width). Entries: the bands top band first, then the left
+    /// lines, then the right ones; a hidden series has none. For charts with more entries than
+    /// one line holds (the step-time split's seven bands).
+    void setWrappedLegend(bool on);
+    struct LegendEntry {
+        QString text;
+        QRectF rect;  ///< swatch and text, in chart coordinates (as chart()->plotArea())
+    };
+    /// The wrapped legend's entries as laid out (tests read them); empty without one.
+    const QList<LegendEntry>& wrappedLegendEntries() const { return m_legendEntries; }
+
     /// A line of text drawn over the plot area, aligned in it by `where` (centre, or a corner):
     /// why the chart or one of its lines shows nothing. An empty text removes it.
     void setNotice(const QString& text, Qt::Alignment where = Qt::AlignCenter);
@@ -124,6 +138,7 @@ protected:
 
 private:
     void placeNotice();
+    void layoutWrappedLegend();
     void fitTo(const QList<QList<QPointF>>& left, const QList<QList<QPointF>>& right);
     void setLinePoints(QLineSeries* line, const QList<QPointF>& points);
 
@@ -139,6 +154,9 @@ private:
     Qt::Alignment m_noticeAlignment = Qt::AlignCenter;
     QGraphicsRectItem* m_noticeBox = nullptr;  // owned by the chart; the text is its child
     QGraphicsSimpleTextItem* m_noticeLabel = nullptr;
+    bool m_wrappedLegend = false;
+    QGraphicsRectItem* m_legendBox = nullptr;  // owned by the chart; swatches and texts are its children
+    QList<LegendEntry> m_legendEntries;
     std::function<QString(double)> m_toolTipProvider;
     QValueAxis* m_axisX = nullptr;
     QValueAxis* m_axisY = nullptr;

@@ -14,6 +14,8 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <iterator>
+#include <vector>
 
 namespace wb::ui {
 namespace {
@@ -114,9 +116,10 @@ void RunChartsPanel::createCharts()
     for (int p = 0; p < kPhaseCount; ++p)
         bands.append({phaseName(static_cast<Phase>(p)), phaseColor(static_cast<Phase>(p))});
     m_split->setStackSpecs(bands);
-    // Seven entries do not fit under a chart half the panel wide (QLegend elides, never wraps):
-    // beside it they read top-down in the order the bands stack.
-    m_split->chart()->legend()->setAlignment(Qt::AlignRight);
+    // Seven entries do not fit on one line under a chart half the panel wide (QLegend elides,
+    // never wraps), and beside the plot they took a third of its width (~190 px left at
+    // 1400 × 900): below it in rows (two at that size), top band first as the bands stack.
+    m_split->setWrappedLegend(true);
     // Filled bands need no antialiasing (their edges are pixel columns anyway), and without it
     // the raster engine fills them about a third faster (bench_live_chart).
     m_split->setRenderHint(QPainter::Antialiasing, false);
@@ -270,16 +273,18 @@ void RunChartsPanel::setPlannedSteps(int64_t steps)
 
 void RunChartsPanel::addSteps(const StepList& steps)
 {
-    QList<QPointF> series[SeriesCount];
-    for (auto& list : series)
-        list.reserve(steps.size());
+    // Rows for the buffer: the step once, then one value per series (row-major), all in one lock.
+    std::vector<double> xs;
+    std::vector<double> values;
+    xs.reserve(static_cast<size_t>(steps.size()));
+    values.reserve(static_cast<size_t>(steps.size()) * SeriesCount);
+    double row[SeriesCount];
     for (const auto& s : steps) {
         if (s.step <= m_lastStep)
             continue;  // never draw a step twice (history and live stream can overlap)
         m_lastStep = s.step;
-        const double x = static_cast<double>(s.step);
-        series[StepMs].append({x, s.stepMs});
-        series[DataMs].append({x, s.dataMs});
+        row[StepMs] = s.stepMs;
+        row[DataMs] = s.dataMs;
         // The split's bands, stacked: each upper bound is the sum of the parts below it. Other is
         // what the parts leave of the step, never negative: a multi-rank stream reports each part
         // as its max over ranks, and maxima from different ranks can add up to more than the step.
@@ -287,26 +292,27 @@ void RunChartsPanel::addSteps(const StepList& steps)
         const double parts[] = {s.visionMs, s.projectorMs, s.decoderMs, s.backwardMs, s.optimizerMs};
         for (int p = 0; p < 5; ++p) {
             upTo += parts[p];
-            series[UpToVision + p].append({x, upTo});
+            row[UpToVision + p] = upTo;
         }
-        series[UpToOther].append({x, std::max(upTo, s.stepMs)});
+        row[UpToOther] = std::max(upTo, s.stepMs);
         m_splitSeen = m_splitSeen || s.dataMs > 0.0 || upTo > s.dataMs;
-        series[MemAlloc].append({x, s.memAllocGib});
-        series[MemReserved].append({x, s.memReservedGib});
-        series[MemPeak].append({x, s.memPeakGib});
-        series[TokensPerS].append({x, s.tokensPerSPerGpu});
-        series[MfuPercent].append({x, s.mfu * 100.0});
-        series[TflopsPerGpu].append({x, s.tflopsPerGpu});
+        row[MemAlloc] = s.memAllocGib;
+        row[MemReserved] = s.memReservedGib;
+        row[MemPeak] = s.memPeakGib;
+        row[TokensPerS] = s.tokensPerSPerGpu;
+        row[MfuPercent] = s.mfu * 100.0;
+        row[TflopsPerGpu] = s.tflopsPerGpu;
         m_mfuSeen = m_mfuSeen || s.mfu > 0.0;
-        series[Loss].append({x, s.loss});
-        series[AuxLoss].append({x, s.auxLoss});
+        row[Loss] = s.loss;
+        row[AuxLoss] = s.auxLoss;
         m_auxSeen = m_auxSeen || s.auxLoss != 0.0;
-        series[GradNorm].append({x, s.gradNorm});
-        series[Lr].append({x, s.lr});
+        row[GradNorm] = s.gradNorm;
+        row[Lr] = s.lr;
+        xs.push_back(static_cast<double>(s.step));
+        values.insert(values.end(), std::begin(row), std::end(row));
         m_latestStep = s;
     }
-    for (int i = 0; i < SeriesCount; ++i)
-        m_buffer->append(i, series[i]);
+    m_buffer->appendRows(xs, values);
     updateNotices();
     updateHeader();
 }

@@ -8,39 +8,71 @@
 
 namespace wb::ui {
 
+namespace {
+
+// Appends the first, minimum, maximum and last point of [begin, end) to `out`, in x order, each
+// once (M4): what both the per-column decimation and the block summaries keep. `pointAt(i)` gives
+// point i (from a QList of points, or from the shared x and one y column). Ties keep the first.
+template <typename PointAt>
+void appendFirstMinMaxLast(const PointAt& pointAt, qsizetype begin, qsizetype end, QList<QPointF>& out)
+{
+    qsizetype lo = begin, hi = begin;
+    double loY = pointAt(begin).y(), hiY = loY;
+    for (qsizetype i = begin + 1; i < end; ++i) {
+        const double y = pointAt(i).y();
+        if (y < loY) {
+            lo = i;
+            loY = y;
+        }
+        if (y > hiY) {
+            hi = i;
+            hiY = y;
+        }
+    }
+    std::array<qsizetype, 4> picks{begin, lo, hi, end - 1};
+    std::sort(picks.begin(), picks.end());
+    qsizetype previous = -1;
+    for (qsizetype index : picks) {
+        if (index != previous)
+            out.append(pointAt(index));
+        previous = index;
+    }
+}
+
+}  // namespace
+
 StepSeriesBuffer::StepSeriesBuffer(int seriesCount, QObject* parent)
-    : QObject(parent), m_series(static_cast<size_t>(std::max(seriesCount, 0))),
-      m_blocks(static_cast<size_t>(std::max(seriesCount, 0)))
+    : QObject(parent), m_seriesCount(std::max(seriesCount, 0)), m_y(static_cast<size_t>(m_seriesCount)),
+      m_blocks(static_cast<size_t>(m_seriesCount))
 {
     m_timer.setSingleShot(true);
     m_timer.setInterval(kDefaultCoalesceInterval);
     connect(&m_timer, &QTimer::timeout, this, &StepSeriesBuffer::flush);
 }
 
-void StepSeriesBuffer::append(int series, QPointF point)
+void StepSeriesBuffer::appendRow(double x, std::span<const double> values)
 {
-    assert(series >= 0 && series < seriesCount());
-    {
-        QMutexLocker lock(&m_mutex);
-        auto& points = m_series[static_cast<size_t>(series)];
-        points.append(point);
-        if (points.size() % kBlockPoints == 0)
-            summarizeBlocks(points, points.size() - kBlockPoints, m_blocks[static_cast<size_t>(series)]);
-    }
-    scheduleUpdate();
+    appendRows(std::span<const double>(&x, 1), values);
 }
 
-void StepSeriesBuffer::append(int series, const QList<QPointF>& points)
+void StepSeriesBuffer::appendRows(std::span<const double> xs, std::span<const double> values)
 {
-    assert(series >= 0 && series < seriesCount());
-    if (points.isEmpty())
+    assert(values.size() == xs.size() * static_cast<size_t>(m_seriesCount));
+    if (xs.empty())
         return;
     {
         QMutexLocker lock(&m_mutex);
-        auto& stored = m_series[static_cast<size_t>(series)];
-        const qsizetype done = stored.size() / kBlockPoints * kBlockPoints;  // first point of the open block
-        stored.append(points);
-        summarizeBlocks(stored, done, m_blocks[static_cast<size_t>(series)]);
+        assert(m_x.empty() || xs.front() > m_x.back());
+        const auto done = static_cast<qsizetype>(m_x.size()) / kBlockPoints * kBlockPoints;  // open block's start
+        m_x.insert(m_x.end(), xs.begin(), xs.end());
+        // Column by column (a strided read of the rows): each deque grows in one pass.
+        const size_t stride = static_cast<size_t>(m_seriesCount);
+        for (size_t s = 0; s < stride; ++s) {
+            auto& column = m_y[s];
+            for (size_t row = 0; row < xs.size(); ++row)
+                column.push_back(values[row * stride + s]);
+        }
+        summarizeBlocks(done);
     }
     scheduleUpdate();
 }
@@ -49,77 +81,63 @@ void StepSeriesBuffer::clear()
 {
     {
         QMutexLocker lock(&m_mutex);
-        for (auto& s : m_series)
-            s.clear();
+        // Memory goes back on a run switch: a deque's clear() frees its chunks, while Qt 6's
+        // QList::clear() keeps the capacity, so the summaries are replaced by empty lists.
+        m_x.clear();
+        for (auto& column : m_y)
+            column.clear();
         for (auto& b : m_blocks)
-            b.clear();
+            b = QList<QPointF>();
     }
     scheduleUpdate();
+}
+
+qsizetype StepSeriesBuffer::rowCount() const
+{
+    QMutexLocker lock(&m_mutex);
+    return static_cast<qsizetype>(m_x.size());
 }
 
 QList<QPointF> StepSeriesBuffer::points(int series) const
 {
     assert(series >= 0 && series < seriesCount());
     QMutexLocker lock(&m_mutex);
-    return m_series[static_cast<size_t>(series)];  // implicitly shared: the copy is O(1) here,
-                                                    // the next append detaches it
+    const auto& column = m_y[static_cast<size_t>(series)];
+    QList<QPointF> out;
+    out.reserve(static_cast<qsizetype>(m_x.size()));
+    for (size_t i = 0; i < m_x.size(); ++i)
+        out.append({m_x[i], column[i]});
+    return out;
 }
 
 std::optional<QPointF> StepSeriesBuffer::nearest(int series, double x) const
 {
     assert(series >= 0 && series < seriesCount());
     QMutexLocker lock(&m_mutex);
-    const auto& points = m_series[static_cast<size_t>(series)];
-    if (points.isEmpty())
+    if (m_x.empty())
         return std::nullopt;
-    const auto after = std::lower_bound(points.begin(), points.end(), x,
-                                        [](const QPointF& p, double value) { return p.x() < value; });
-    if (after == points.begin())
-        return points.front();
-    if (after == points.end())
-        return points.back();
-    const auto before = after - 1;
-    return x - before->x() <= after->x() - x ? *before : *after;
-}
-
-qsizetype StepSeriesBuffer::size(int series) const
-{
-    assert(series >= 0 && series < seriesCount());
-    QMutexLocker lock(&m_mutex);
-    return m_series[static_cast<size_t>(series)].size();
-}
-
-namespace {
-
-// Appends the first, minimum, maximum and last point of points[begin, end) to `out`, in x order,
-// each once (M4): what both the per-column decimation and the block summaries keep.
-void appendFirstMinMaxLast(const QList<QPointF>& points, qsizetype begin, qsizetype end, QList<QPointF>& out)
-{
-    qsizetype lo = begin, hi = begin;
-    for (qsizetype i = begin + 1; i < end; ++i) {
-        if (points[i].y() < points[lo].y())
-            lo = i;
-        if (points[i].y() > points[hi].y())
-            hi = i;
+    const auto& column = m_y[static_cast<size_t>(series)];
+    const auto after = std::lower_bound(m_x.begin(), m_x.end(), x);
+    size_t row = 0;
+    if (after == m_x.end()) {
+        row = m_x.size() - 1;
+    } else if (after != m_x.begin()) {
+        const auto before = after - 1;
+        row = static_cast<size_t>((x - *before <= *after - x ? before : after) - m_x.begin());
     }
-    std::array<qsizetype, 4> picks{begin, lo, hi, end - 1};
-    std::sort(picks.begin(), picks.end());
-    qsizetype previous = -1;
-    for (qsizetype index : picks) {
-        if (index != previous)
-            out.append(points[index]);
-        previous = index;
-    }
+    return QPointF(m_x[row], column[row]);
 }
 
-}  // namespace
-
-void StepSeriesBuffer::summarizeBlocks(const QList<QPointF>& points, qsizetype from, QList<QPointF>& summary)
+void StepSeriesBuffer::summarizeBlocks(qsizetype from)
 {
-    // `from` is a block start; every block completed in [from, size) is summarized.
-    for (qsizetype begin = from; begin + kBlockPoints <= points.size(); begin += kBlockPoints) {
-        const qsizetype end = begin + kBlockPoints;
-        appendFirstMinMaxLast(points, begin, end, summary);
+    const auto rows = static_cast<qsizetype>(m_x.size());
+    for (size_t s = 0; s < m_y.size(); ++s) {
+        const auto& column = m_y[s];
+        const auto pointAt = [&](qsizetype i) {
+            return QPointF(m_x[static_cast<size_t>(i)], column[static_cast<size_t>(i)]);
+        };
+        for (qsizetype begin = from; begin + kBlockPoints <= rows; begin += kBlockPoints)
+            appendFirstMinMaxLast(pointAt, begin, begin + kBlockPoints, m_blocks[s]);
     }
 }
 
@@ -129,15 +147,20 @@ QList<QPointF> StepSeriesBuffer::decimated(int series, int columns) const
     QList<QPointF> reduced;
     {
         QMutexLocker lock(&m_mutex);
-        const auto& points = m_series[static_cast<size_t>(series)];
-        if (columns <= 0 || points.size() <= 4 * static_cast<qsizetype>(columns))
-            return points;
+        const auto rows = static_cast<qsizetype>(m_x.size());
+        const auto& column = m_y[static_cast<size_t>(series)];
+        const bool fits = columns <= 0 || rows <= 4 * static_cast<qsizetype>(columns);
+        // A series that fits comes back whole; otherwise the completed blocks' summaries, then the
+        // open block point by point.
+        const qsizetype from = fits ? 0 : rows / kBlockPoints * kBlockPoints;
         const auto& blocks = m_blocks[static_cast<size_t>(series)];
-        const qsizetype done = points.size() / kBlockPoints * kBlockPoints;
-        reduced.reserve(blocks.size() + (points.size() - done));
-        reduced.append(blocks);
-        for (qsizetype i = done; i < points.size(); ++i)  // the open block, point by point
-            reduced.append(points[i]);
+        reduced.reserve((fits ? 0 : blocks.size()) + (rows - from));
+        if (!fits)
+            reduced.append(blocks);
+        for (qsizetype i = from; i < rows; ++i)
+            reduced.append({m_x[static_cast<size_t>(i)], column[static_cast<size_t>(i)]});
+        if (fits)
+            return reduced;
     }
     return decimate(reduced, columns);
 }
@@ -199,7 +222,7 @@ QList<QPointF> StepSeriesBuffer::decimate(const QList<QPointF>& points, int colu
         const auto end = std::partition_point(points.begin() + first + 1, points.end(),
                                               [&](const QPointF& p) { return columnOf(p) <= c; });
         const qsizetype last = end - points.begin();
-        appendFirstMinMaxLast(points, first, last, out);
+        appendFirstMinMaxLast([&](qsizetype i) { return points[i]; }, first, last, out);
         first = last;
     }
     return out;

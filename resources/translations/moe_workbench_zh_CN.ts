@@ -1086,7 +1086,7 @@
 <context>
     <name>wb::ui::MetricChartView</name>
     <message>
-        <location filename="../../ui/metric_chart_view.cpp" line="+134"/>
+        <location filename="../../ui/metric_chart_view.cpp" line="+135"/>
         <source>Step</source>
         <translation>步</translation>
     </message>
@@ -1578,7 +1578,7 @@
 <context>
     <name>wb::ui::RunChartsPanel</name>
     <message>
-        <location filename="../../ui/run_charts_panel.cpp" line="+110"/>
+        <location filename="../../ui/run_charts_panel.cpp" line="+112"/>
         <source>Step time</source>
         <translation>步耗时</translation>
     </message>
@@ -1599,7 +1599,7 @@
         <translation>数据等待</translation>
     </message>
     <message>
-        <location line="+19"/>
+        <location line="+20"/>
         <source>Memory per GPU</source>
         <translation>每 GPU 内存</translation>
     </message>
@@ -1629,7 +1629,7 @@
         <translation>吞吐量</translation>
     </message>
     <message>
-        <location line="-68"/>
+        <location line="-69"/>
         <source>Vision</source>
         <translation>视觉编码器</translation>
     </message>
@@ -1669,7 +1669,7 @@
         <translation>时间（ms）</translation>
     </message>
     <message>
-        <location line="+14"/>
+        <location line="+15"/>
         <source>Tokens/s/GPU</source>
         <translation>token/s/GPU</translation>
     </message>
@@ -1725,7 +1725,7 @@
         <translation>学习率</translation>
     </message>
     <message>
-        <location line="+179"/>
+        <location line="+182"/>
         <source>No time split in this run&apos;s stream
 (every part is 0: an older moe-train or another trainer)</source>
         <translation>此运行的指标流中没有时间拆分

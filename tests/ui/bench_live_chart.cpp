@@ -3,7 +3,9 @@
 // timed), then for a few seconds appends a batch of steps every few milliseconds and measures
 // redraws per second (the StepSeriesBuffer coalesces them), the chart paints, and the GUI event
 // loop's latency: a 2 ms timer's tick gaps — the longest and the 99th percentile are how long a
-// click would have waited. Prints a table.
+// click would have waited. Also the process's resident memory (VmRSS, and its high-water mark
+// VmHWM) once the charts hold N points, and the fill's CPU time (comparable under load, where wall
+// time is not). Prints a table.
 // Usage: QT_QPA_PLATFORM=offscreen bench_live_chart [points=1000000] [steps/s=10000] [seconds=5]
 #include "ui/metric_chart_view.h"
 #include "ui/run_charts_panel.h"
@@ -17,6 +19,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <string>
 #include <vector>
 
 namespace {
@@ -52,6 +57,24 @@ wb::ui::StepList makeSteps(int64_t first, int64_t count)
     return steps;
 }
 
+// A line of /proc/self/status in MB ("VmRSS", "VmHWM"); -1 where it cannot be read.
+double procStatusMb(const std::string& key)
+{
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind(key + ':', 0) == 0)
+            return std::atof(line.c_str() + key.size() + 1) / 1024.0;  // the kernel writes kB
+    return -1.0;
+}
+
+double processCpuMs()
+{
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
 class PaintCounter : public QObject {
 public:
     int paints = 0;
@@ -78,15 +101,20 @@ int main(int argc, char** argv)
     const QString run = QStringLiteral("bench");
     panel.showRun(run, QStringLiteral("bench"));
     panel.setHistory(run, {});
+    const double rssBeforeMb = procStatusMb("VmRSS");
+    const double fillCpuStart = processCpuMs();
     QElapsedTimer fill;
     fill.start();
     for (int64_t first = 1; first <= points; first += 100'000)
         panel.appendSteps(run, makeSteps(first, std::min<int64_t>(100'000, points - first + 1)));
-    while (panel.drawnPoints(wb::ui::RunChartsPanel::Chart::Loss) == 0 || panel.buffer()->size(0) < points ||
+    while (panel.drawnPoints(wb::ui::RunChartsPanel::Chart::Loss) == 0 || panel.buffer()->rowCount() < points ||
            panel.redrawPending())
         QApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
     QApplication::processEvents();
     const double fillMs = fill.nsecsElapsed() / 1e6;
+    const double fillCpuMs = processCpuMs() - fillCpuStart;
+    const double rssFilledMb = procStatusMb("VmRSS");
+    const double hwmFilledMb = procStatusMb("VmHWM");
     // A full repaint of every chart (what a window resize or an expose costs), best of three.
     double grabMs = 1e9;
     for (int i = 0; i < 3; ++i) {
@@ -134,7 +162,10 @@ int main(int argc, char** argv)
     std::printf("RunChartsPanel, %lld points per series (%d series), streaming %d steps/s for %.1f s\n\n",
                 static_cast<long long>(points), panel.buffer()->seriesCount(), stepsPerSecond, elapsed);
     std::printf("| what | value |\n|---|---|\n");
-    std::printf("| fill to %lld points (not streaming) | %.0f ms |\n", static_cast<long long>(points), fillMs);
+    std::printf("| fill to %lld points (not streaming): wall / CPU | %.0f / %.0f ms |\n", static_cast<long long>(points),
+                fillMs, fillCpuMs);
+    std::printf("| resident memory: empty panel / filled (VmRSS) / high-water mark (VmHWM) | %.0f / %.0f / %.0f MB |\n",
+                rssBeforeMb, rssFilledMb, hwmFilledMb);
     std::printf("| repaint of the whole panel (grab, best of 3) | %.1f ms |\n", grabMs);
     for (const char* name : {"stepTimeChart", "stepSplitChart", "throughputChart", "memoryChart", "lossChart",
                              "gradNormChart"}) {

@@ -14,6 +14,7 @@
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
+#include <QSet>
 #include <QTest>
 #include <QValueAxis>
 
@@ -160,7 +161,60 @@ private slots:
         const auto top = view->stackUpper(RunChartsPanel::kPhaseCount - 1)->points();
         for (qsizetype i = 0; i < steps.size(); ++i)
             QVERIFY(top[i].y() >= steps[i].stepMs);
-        QCOMPARE(visibleLegendMarkers(view), RunChartsPanel::kPhaseCount);
+        // The split's legend is the view's wrapped one: every band, top band first.
+        QStringList names;
+        for (const auto& entry : view->wrappedLegendEntries())
+            names.append(entry.text);
+        QStringList expected;
+        for (int p = RunChartsPanel::kPhaseCount - 1; p >= 0; --p)
+            expected.append(RunChartsPanel::phaseName(static_cast<RunChartsPanel::Phase>(p)));
+        QCOMPARE(names, expected);
+        QCOMPARE(visibleLegendMarkers(view), 0);  // QLegend is hidden in its favour
+    }
+
+    // The split's seven legend entries sit below its plot in rows, so the plot is as wide as its
+    // neighbour's (beside the plot, the legend left it ~190 px at 1400 × 900), and every entry is
+    // whole inside the chart — at the main window's size and in a narrow one.
+    void splitLegendLeavesThePlotItsWidth_data()
+    {
+        QTest::addColumn<int>("width");
+        QTest::addColumn<int>("rows");
+        QTest::newRow("main window 1400 x 900 (panel beside the run list)") << 865 << 2;
+        QTest::newRow("narrow panel") << 660 << 3;
+    }
+
+    void splitLegendLeavesThePlotItsWidth()
+    {
+        QFETCH(int, width);
+        QFETCH(int, rows);
+        RunChartsPanel panel;
+        panel.resize(width, 860);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        feed(panel, {makeStep(1, 251.5, {0.0, 17.5, 4.6, 51.2, 140.0, 37.5}),
+                     makeStep(2, 250.0, {1.0, 17.5, 4.6, 51.2, 140.0, 37.5})});
+        MetricChartView* split = panel.chartView(Chart::StepSplit);
+        MetricChartView* stepTime = panel.chartView(Chart::StepTime);  // same grid column width
+        QTRY_VERIFY(split->wrappedLegendEntries().size() == RunChartsPanel::kPhaseCount);
+        const QRectF plot = split->chart()->plotArea();
+        qInfo("panel %d px wide: split plot %.0f x %.0f px, step-time plot %.0f x %.0f px", width, plot.width(),
+              plot.height(), stepTime->chart()->plotArea().width(), stepTime->chart()->plotArea().height());
+        QVERIFY2(plot.width() >= stepTime->chart()->plotArea().width() - 4.0,
+                 qPrintable(QStringLiteral("split plot %1 px, step-time plot %2 px")
+                                .arg(plot.width()).arg(stepTime->chart()->plotArea().width())));
+        QVERIFY2(plot.height() >= 0.6 * stepTime->chart()->plotArea().height(), qPrintable(QString::number(plot.height())));
+        const QRectF chartRect(QPointF(0, 0), split->chart()->size());
+        QSet<qreal> rowTops;
+        const auto& entries = split->wrappedLegendEntries();
+        for (qsizetype i = 0; i < entries.size(); ++i) {
+            const QRectF r = entries[i].rect;
+            QVERIFY2(chartRect.contains(r), qPrintable(entries[i].text));
+            QVERIFY2(r.top() >= plot.bottom(), qPrintable(entries[i].text));  // below the plot
+            for (qsizetype j = 0; j < i; ++j)
+                QVERIFY2(!r.intersects(entries[j].rect), qPrintable(entries[i].text + QStringLiteral(" overlaps ") + entries[j].text));
+            rowTops.insert(r.top());
+        }
+        QCOMPARE(rowTops.size(), rows);
     }
 
     void splitToolTipSaysWhenOtherIsClipped()
@@ -207,7 +261,7 @@ private slots:
             QVERIFY(!view->stackArea(p)->isVisible());
             QCOMPARE(view->stackUpper(p)->count(), 0);  // not a band of "other" = the whole step
         }
-        QCOMPARE(visibleLegendMarkers(view), 0);
+        QVERIFY(view->wrappedLegendEntries().isEmpty());
         QVERIFY(!panel.latestText().contains(QStringLiteral("time split")));
         QVERIFY(panel.toolTipAt(Chart::StepSplit, 1).contains(QStringLiteral("No time split")));
 
