@@ -184,12 +184,17 @@ MetricChartView::MetricChartView(const QString& title, const QString& yTitle,
 
 void MetricChartView::setSeriesSpecs(const QList<MetricSeriesSpec>& series)
 {
-    for (auto* s : m_series) {
+    replaceLines(m_series, series, axisY());
+}
+
+void MetricChartView::replaceLines(QList<QLineSeries*>& lines, const QList<MetricSeriesSpec>& specs, QAbstractAxis* yAxis)
+{
+    for (auto* s : lines) {
         chart()->removeSeries(s);
         delete s;
     }
-    m_series.clear();
-    for (const auto& spec : series) {
+    lines.clear();
+    for (const auto& spec : specs) {
         auto* line = new QLineSeries;
         line->setName(spec.name);
         QPen pen(spec.color);
@@ -198,8 +203,8 @@ void MetricChartView::setSeriesSpecs(const QList<MetricSeriesSpec>& series)
         line->setPen(pen);
         chart()->addSeries(line);
         line->attachAxis(m_axisX);
-        line->attachAxis(axisY());
-        m_series.append(line);
+        line->attachAxis(yAxis);
+        lines.append(line);
     }
 }
 
@@ -254,23 +259,7 @@ void MetricChartView::setRightAxis(const QString& yTitle, const QList<MetricSeri
     }
     m_axisRight->setTitleText(yTitle);
     m_rightFromZero = yFromZero;
-    for (auto* s : m_rightSeries) {
-        chart()->removeSeries(s);
-        delete s;
-    }
-    m_rightSeries.clear();
-    for (const auto& spec : series) {
-        auto* line = new QLineSeries;
-        line->setName(spec.name);
-        QPen pen(spec.color);
-        pen.setWidthF(kLineWidth);
-        pen.setStyle(spec.style);
-        line->setPen(pen);
-        chart()->addSeries(line);
-        line->attachAxis(m_axisX);
-        line->attachAxis(m_axisRight);
-        m_rightSeries.append(line);
-    }
+    replaceLines(m_rightSeries, series, m_axisRight);
     const bool shown = m_rightShown;  // apply the current state to the new lines
     m_rightShown = !shown;
     setRightAxisShown(shown);

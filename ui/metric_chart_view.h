@@ -137,6 +137,8 @@ protected:
     void leaveEvent(QEvent* event) override;
 
 private:
+    /// Deletes `lines` and makes one line per spec on the x axis and `yAxis`, in spec order.
+    void replaceLines(QList<QLineSeries*>& lines, const QList<MetricSeriesSpec>& specs, QAbstractAxis* yAxis);
     void placeNotice();
     void layoutWrappedLegend();
     void fitTo(const QList<QList<QPointF>>& left, const QList<QList<QPointF>>& right);
