@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <mutex>
 
@@ -53,6 +54,12 @@ void installLogForwarding()
     std::call_once(once, [] {
         ssh_set_log_callback(forwardLibsshLog);
         ssh_set_log_level(SSH_LOG_WARN);
+        // A ProxyCommand (ProxyJump) that ends early — no ssh client, a jump that refuses — leaves
+        // libssh writing into a socket whose other end is closed, without MSG_NOSIGNAL: SIGPIPE
+        // would end the whole workbench (test_ssh_jump's missing-client case died of it). Ignored,
+        // the write fails with EPIPE and the connect reports the jump's own error. Children get the
+        // default back where we start them (local_target.cpp, subprocess.cpp).
+        ::signal(SIGPIPE, SIG_IGN);
     });
 }
 

@@ -6,6 +6,7 @@
 // hops go in ProxyJump's order, and that a jump that is down, refuses forwarding or the key, or
 // cannot be run gives an error naming the jump and saying why.
 #include "remote/ssh_session.h"
+#include "remote/subprocess.h"
 #include "ssh_test_fixture.h"
 
 #include <QStandardPaths>
@@ -13,6 +14,7 @@
 #include <QtTest>
 
 #include <pwd.h>
+#include <signal.h>
 
 #include <filesystem>
 
@@ -328,6 +330,19 @@ private slots:
         qputenv("PATH", path);
         QVERIFY2(error.find("jump host jump ") != std::string::npos, error.c_str());
         QVERIFY2(error.find("openssh-client") != std::string::npos, error.c_str());
+        // libssh writes into the dead ProxyCommand's socket: SIGPIPE must not end the process (it
+        // did, now and then, before the SSH layer ignored it); tools it starts get the default.
+        struct sigaction current {};
+        QVERIFY(::sigaction(SIGPIPE, nullptr, &current) == 0);
+        QVERIFY(current.sa_handler == SIG_IGN);
+        auto status = wb::remote::runAndCapture({"/bin/sh", "-c", "grep SigIgn /proc/self/status"},
+                                                std::chrono::seconds(10));
+        QVERIFY(status.ok());
+        const std::string line = status->output;
+        const auto hex = line.find_first_of("0123456789abcdef", line.find(':'));
+        QVERIFY2(hex != std::string::npos, line.c_str());
+        const unsigned long long ignored = std::stoull(line.substr(hex), nullptr, 16);
+        QVERIFY2((ignored & (1ull << (SIGPIPE - 1))) == 0, line.c_str());
     }
 };
 
