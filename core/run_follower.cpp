@@ -7,6 +7,8 @@
 
 #include "core/log.h"
 
+#include <algorithm>
+
 namespace wb::core {
 
 namespace {
@@ -42,6 +44,12 @@ RunFollower::RunFollower(RunStore& store, RunTarget& target, std::string runId)
 {
 }
 
+void RunFollower::noteReported(const FollowUpdate& update)
+{
+    for (const auto& step : update.newSteps)
+        m_lastStep = std::max(m_lastStep, step.step);
+}
+
 Result<FollowUpdate> RunFollower::poll()
 {
     auto summary = m_store.run(m_runId);
@@ -59,6 +67,20 @@ Result<FollowUpdate> RunFollower::poll()
     update.status = *status;
 
     const int64_t offset = summary->streamOffset;
+    if (!m_seenOffset) {  // what was stored before this follower started is not its to report
+        auto last = m_store.lastStep(m_runId);
+        if (!last)
+            return last.error();
+        m_seenOffset = offset;
+        m_lastStep = *last;
+    } else if (offset != *m_seenOffset) {
+        // Stored by another follower meanwhile: report its steps from the store.
+        auto others = m_store.steps(m_runId, m_lastStep);
+        if (!others)
+            return others.error();
+        update.newSteps = std::move(*others);
+        m_seenOffset = offset;
+    }
     auto chunk = m_target.readMetrics(summary->runDir, offset, kMaxBytesPerPoll);
     if (!chunk)
         return chunk.error();
@@ -68,9 +90,16 @@ Result<FollowUpdate> RunFollower::poll()
     std::optional<EndRecord> end;
     if (!chunk->bytes.empty()) {
         auto ingested = m_store.ingest(m_runId, offset, chunk->bytes);
+        if (!ingested && ingested.error().code == ErrorCode::Busy) {
+            // Another follower stored these bytes between our read and now: the next poll
+            // reports them from the store. Not finished yet: there may be more.
+            noteReported(update);
+            return update;
+        }
         if (!ingested)
             return ingested.error();
         end = ingested->end;
+        m_seenOffset = ingested->newOffset;
         // Report exactly what was stored: re-read the consumed prefix. Parsing twice is cheaper
         // than widening the store's API, and a watch round is small.
         const auto consumed = static_cast<size_t>(ingested->newOffset - offset);
@@ -85,6 +114,7 @@ Result<FollowUpdate> RunFollower::poll()
         }
     }
 
+    noteReported(update);
     if (status->processAlive) {
         if (summary->status == runStateName(RunState::Pending))
             (void)m_store.setStatus(m_runId, runStateName(RunState::Running), -1);

@@ -9,6 +9,7 @@
 #include "core/run_store.h"
 #include "core/run_target.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,9 +31,16 @@ public:
     Result<FollowUpdate> poll();
 
 private:
+    void noteReported(const FollowUpdate& update);
+
     RunStore& m_store;
     RunTarget& m_target;
     std::string m_runId;
+    // What this follower has reported: the store's offset after it, and the last step. When the
+    // store is further on, another follower of the run (a second watch, cancel's catch-up) stored
+    // the bytes between; their steps are reported from the store, so no step goes unshown.
+    std::optional<int64_t> m_seenOffset;  // set at the first poll
+    int64_t m_lastStep = -1;
 };
 
 }  // namespace wb::core

@@ -727,6 +727,18 @@ Result<void> RunStore::setRunDir(const std::string& id, const std::string& runDi
     return {};
 }
 
+Result<int64_t> RunStore::lastStep(const std::string& id)
+{
+    auto stmt = m_impl->prepare("SELECT COALESCE(MAX(step), -1) FROM steps WHERE run_id = ?1");
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id));
+    const int rc = (*stmt)->step();
+    if (rc != SQLITE_ROW)
+        return m_impl->lastError(rc, "reading the last step");
+    return (*stmt)->int64(0);
+}
+
 // ---- ingest -------------------------------------------------------------------------------------
 
 Result<IngestResult> RunStore::ingest(const std::string& id, int64_t offset, std::string_view bytes)
@@ -748,8 +760,10 @@ Result<IngestResult> RunStore::ingest(const std::string& id, int64_t offset, std
         return m_impl->lastError(rc, "reading the stream offset");
     const int64_t stored = (*current)->int64(0);
     (*current)->reset();
+    // Behind: another follower of the run (a second watch, cancel's catch-up) stored these bytes
+    // first — Busy, read again from the stored offset. Ahead: bytes would be skipped — a bug.
     if (stored != offset)
-        return makeError(ErrorCode::InvalidArgument,
+        return makeError(offset < stored ? ErrorCode::Busy : ErrorCode::InvalidArgument,
                          "metrics bytes start at offset " + std::to_string(offset) +
                              " but the store has ingested up to " + std::to_string(stored) +
                              "; read again from the stored offset",

@@ -109,6 +109,8 @@ public:
 
     /// Every column of the steps after `afterStep`, by step (the CSV export; a few runs).
     Result<std::vector<StepRecord>> steps(const std::string& id, int64_t afterStep = -1);
+    /// The run's highest stored step number; -1 when it has none (one index lookup).
+    Result<int64_t> lastStep(const std::string& id);
     /// Only `fields` of the steps after `afterStep`, by step, as columns: what compare and charts
     /// read for many runs (SQLite's row decoding is most of the load; a column not asked for
     /// costs nothing). One cached prepared statement per field set. InvalidArgument: a field

@@ -56,6 +56,7 @@ private:
 
 private slots:
     void followsGrowingFile();
+    void stepsStoredByAnotherFollowerAreReported();
     void finalState_data();
     void finalState();
 };
@@ -99,6 +100,48 @@ void TestRunStoreFollower::followsGrowingFile()
     QVERIFY(u->finished);
     QCOMPARE((*store)->run(*id)->status, std::string("finished"));
     QCOMPARE((*store)->run(*id)->steps, int64_t(4));
+}
+
+void TestRunStoreFollower::stepsStoredByAnotherFollowerAreReported()
+{
+    // Two followers of one run (a watch, and cancel's catch-up or a second watch): the store keeps
+    // each step once, and each follower still reports every step after its start exactly once.
+    auto store = RunStore::open(m_dir.filePath(QStringLiteral("two.sqlite")).toStdString());
+    QVERIFY(store);
+    auto id = (*store)->createRun({"", "two", "scripted", "/run", "{}", ""});
+    ScriptedTarget target;
+    target.next.processAlive = true;
+    target.next.state = RunState::Running;
+    RunFollower watch(**store, target, *id), other(**store, target, *id);
+    target.file = stepLine(1);
+    auto u = watch.poll();
+    QVERIFY(u);
+    QCOMPARE(u->newSteps.size(), size_t(1));
+    QVERIFY(other.poll());  // starts here: step 1 was stored before it
+    target.file += stepLine(2) + stepLine(3);
+    auto o = other.poll();  // the other one stores 2 and 3
+    QVERIFY(o);
+    QCOMPARE(o->newSteps.size(), size_t(2));
+    target.file += stepLine(4);
+    u = watch.poll();  // reports 2, 3 from the store, then 4 it stores itself
+    QVERIFY2(u, u ? "" : u.error().toString().c_str());
+    QCOMPARE(u->newSteps.size(), size_t(3));
+    for (size_t i = 0; i < 3; ++i)
+        QCOMPARE(u->newSteps[i].step, int64_t(i) + 2);
+    // The process ends; the other follower stores the last step; the watch reports it and ends.
+    target.file += stepLine(5);
+    target.next.processAlive = false;
+    target.next.state = RunState::Finished;
+    target.next.exitCode = 0;
+    QVERIFY(other.poll());
+    u = watch.poll();
+    QVERIFY2(u, u ? "" : u.error().toString().c_str());
+    QCOMPARE(u->newSteps.size(), size_t(1));
+    QCOMPARE(u->newSteps[0].step, int64_t(5));
+    QVERIFY(u->finished);
+    auto stored = (*store)->steps(*id);
+    QVERIFY(stored);
+    QCOMPARE(stored->size(), size_t(5));  // each step once
 }
 
 void TestRunStoreFollower::finalState_data()
