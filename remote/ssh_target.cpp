@@ -229,9 +229,43 @@ Result<std::string> SshTarget::hostAddress()
     return (*session)->hostName();
 }
 
+Result<int> SshTarget::ranksFor(const std::string& configJson)
+{
+    // Only runtime.device matters here (default cpu, as core::RunConfig); whether the config is
+    // otherwise valid is moe-train --validate's to say, so unreadable JSON means one rank.
+    const auto json = nlohmann::json::parse(configJson, nullptr, /*allow_exceptions=*/false);
+    std::string device = "cpu";
+    if (json.is_object() && json.contains("runtime") && json["runtime"].is_object() &&
+        json["runtime"].contains("device") && json["runtime"]["device"].is_string())
+        device = json["runtime"]["device"].get<std::string>();
+    if (device != "cuda")
+        return 1;
+    if (m_gpuRanks == 0) {
+        auto checked = checkNode();
+        if (!checked)
+            return checked.error();
+        m_gpuRanks = checked->ranksPerNode();
+        reportProgress({"check", node(), 1.0,
+                        checked->gpus.empty() ? std::string("no GPU found: 1 rank")
+                                              : std::to_string(m_gpuRanks) + " x " + checked->gpus.front().name +
+                                                    ": " + std::to_string(m_gpuRanks) + " rank(s), one per GPU"});
+    }
+    return m_gpuRanks;
+}
+
 Result<void> SshTarget::validateConfig(const std::string& configJson)
 {
-    return validateConfigForWorld(configJson, 1);
+    auto ranks = ranksFor(configJson);
+    if (!ranks)
+        return ranks.error();
+    auto valid = validateConfigForWorld(configJson, *ranks);
+    if (!valid && *ranks > 1 && valid.error().code == ErrorCode::InvalidArgument)
+        return makeError(ErrorCode::InvalidArgument,
+                         valid.error().message + "\n(checked for " + std::to_string(*ranks) +
+                             " ranks: a cuda run starts one rank per GPU of the node; the layout and the global batch "
+                             "must fit that many)",
+                         valid.error().context);
+    return valid;
 }
 
 Result<void> SshTarget::validateConfigForWorld(const std::string& configJson, int worldSize)
@@ -273,6 +307,11 @@ Result<void> SshTarget::validateConfigForWorld(const std::string& configJson, in
 
 Result<core::LaunchedRun> SshTarget::launch(const core::LaunchRequest& request)
 {
+    auto ranks = ranksFor(request.configJson);
+    if (!ranks)
+        return ranks.error();
+    if (*ranks > 1)
+        return launchWithArgs(request, {"--nproc-per-node", std::to_string(*ranks)});
     return launchWithArgs(request, {});
 }
 

@@ -74,10 +74,16 @@ public:
     /// or changed host key is never retried.
     core::Result<void> connect(HostKeyInfo* hostKey = nullptr);
 
-    /// Runs `moe-train --validate` on the host on a temporary copy of the config.
+    /// Runs `moe-train --validate` on the host on a temporary copy of the config, for the ranks
+    /// a launch starts there (ranksFor).
     core::Result<void> validateConfig(const std::string& configJson) override;
+    /// The ranks a run of this config starts on the node, as torchrun's --nproc-per-node gpu:
+    /// one per GPU the node check finds for a cuda config, 1 for a cpu config or a CPU-only node.
+    /// Remembered for the target's lifetime once the node was checked.
+    core::Result<int> ranksFor(const std::string& configJson);
     /// The same for a run of `worldSize` ranks in all (multi-node: batch sizes must divide).
     core::Result<void> validateConfigForWorld(const std::string& configJson, int worldSize);
+    /// Starts ranksFor(config) ranks (`--nproc-per-node N` when N > 1).
     /// Errors: InvalidArgument (bad run id), NotFound (moe-train missing on the host), Busy (the
     /// run directory exists), IoError (connection), Failed (the remote shell failed).
     core::Result<core::LaunchedRun> launch(const core::LaunchRequest& request) override;
@@ -126,6 +132,7 @@ private:
     std::unique_ptr<SshSession> m_session;
     std::string m_runsRoot;  // absolute, once resolved
     std::string m_builtMoeTrain;  // provisioned moe-train, once built or found
+    int m_gpuRanks = 0;  // ranks of a cuda run (the node's GPUs, at least 1), once checked
     bool m_uploadedBundle = false;
     bool m_everConnected = false;
     int m_reconnects = 0;

@@ -10,6 +10,8 @@
 # (Host alias "wbtest" -> 127.0.0.1:PORT with that key and DIR/known_hosts), DIR/sshd.pid and
 # DIR/sshd.log. It exits 0 once sshd listens, 1 with the log on stderr if it does not.
 # StrictModes is off because the temp dir's modes are whatever the test runner gives it.
+# WB_SSHD=/abs/path/sshd uses that sshd instead of /usr/sbin/sshd (benchmarks/gpu_ssh_node.sh
+# carries Debian's to the GPU machine, which has none).
 # WB_SSHD_EXTRA_CONFIG, when set, is appended to sshd_config (e.g. "SetEnv PATH=/some/dir" for a
 # node that lacks a tool).
 #
@@ -28,7 +30,7 @@ set -eu
 
 cmd=$1
 dir=$2
-sshd=/usr/sbin/sshd
+sshd=${WB_SSHD:-/usr/sbin/sshd}  # WB_SSHD: another sshd binary (absolute path), e.g. one carried to a node
 
 case "$cmd" in
 start)

@@ -230,6 +230,24 @@ private slots:
         QCOMPARE(std::distance(std::filesystem::directory_iterator(runsRoot()), {}), before);
     }
 
+    // One rank per GPU for a cuda config; this node has none, so the check says 1. A cpu config
+    // needs no check; a cuda one reports the check as launch progress.
+    void ranksFollowTheNodesGpus()
+    {
+        remote::SshTarget target(options());
+        std::vector<std::string> progress;
+        target.setProgressCallback([&](const core::LaunchProgress& p) { progress.push_back(p.phase + ": " + p.detail); });
+        auto cpu = target.ranksFor(tinyConfig(3));
+        QVERIFY(cpu && *cpu == 1);
+        QVERIFY(progress.empty());
+        auto cuda = target.ranksFor(R"({"name": "g", "runtime": {"device": "cuda"}})");
+        QVERIFY2(cuda, cuda ? "" : cuda.error().toString().c_str());
+        QCOMPARE(*cuda, 1);
+        QCOMPARE(progress.size(), size_t{1});
+        QVERIFY2(progress.front().find("check: no GPU found: 1 rank") == 0, progress.front().c_str());
+        QVERIFY(target.ranksFor("not json") && *target.ranksFor("not json") == 1);  // --validate reports it
+    }
+
     void missingRemoteTrainerAndBusyRunDir()
     {
         remote::SshTarget missing(options("/nonexistent/moe-train"));
