@@ -78,7 +78,8 @@ Result<void> MultiSshTarget::validateConfig(const std::string& configJson)
     auto ranks = prepareNodes();
     if (!ranks)
         return ranks.error();
-    return m_targets.front()->validateConfigForWorld(configJson, *ranks * static_cast<int>(m_targets.size()));
+    const int perNode = isCudaConfig(configJson) ? *ranks : 1;
+    return m_targets.front()->validateConfigForWorld(configJson, perNode * static_cast<int>(m_targets.size()));
 }
 
 Result<std::string> MultiSshTarget::nodeRunDir(size_t node, const std::string& runDir)
@@ -136,7 +137,7 @@ Result<core::LaunchedRun> MultiSshTarget::launch(const core::LaunchRequest& requ
     auto prepared = prepareNodes();
     if (!prepared)
         return prepared.error();
-    const int ranksPerNode = *prepared;
+    const int ranksPerNode = isCudaConfig(request.configJson) ? *prepared : 1;  // a cpu run: one rank per node
 
     // 2. The rendezvous: node 0's address as the others reach it, and its port.
     std::string masterAddr = m_nodes.front().address;

@@ -24,6 +24,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 namespace wb::remote {
 
 using core::ErrorCode;
@@ -107,6 +109,15 @@ double buildFraction(const std::string& log)
 }  // namespace
 
 // ---- node check ---------------------------------------------------------------------------
+
+bool isCudaConfig(const std::string& configJson)
+{
+    const auto json = nlohmann::json::parse(configJson, nullptr, /*allow_exceptions=*/false);
+    if (!json.is_object() || !json.contains("runtime") || !json["runtime"].is_object())
+        return false;
+    const auto& runtime = json["runtime"];
+    return runtime.contains("device") && runtime["device"].is_string() && runtime["device"].get<std::string>() == "cuda";
+}
 
 std::string nodeCheckScript(const std::string& cacheDir)
 {

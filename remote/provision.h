@@ -63,6 +63,12 @@ struct NodeReport {
     std::string describe() const;
 };
 
+/// Whether a run config trains on GPUs (runtime.device "cuda"): such a run starts one rank per
+/// GPU of each node (NodeReport::ranksPerNode), any other one rank. Only runtime.device is read
+/// (default cpu, as core::RunConfig); unreadable JSON counts as cpu, since moe-train --validate is
+/// what reports a bad config.
+bool isCudaConfig(const std::string& configJson);
+
 /// The POSIX sh script that inspects a node; prints `key=value` lines (see parseNodeCheck).
 std::string nodeCheckScript(const std::string& cacheDir);
 /// Parses the script's output and decides what is missing. Pure; tested without a node.

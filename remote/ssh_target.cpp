@@ -231,14 +231,7 @@ Result<std::string> SshTarget::hostAddress()
 
 Result<int> SshTarget::ranksFor(const std::string& configJson)
 {
-    // Only runtime.device matters here (default cpu, as core::RunConfig); whether the config is
-    // otherwise valid is moe-train --validate's to say, so unreadable JSON means one rank.
-    const auto json = nlohmann::json::parse(configJson, nullptr, /*allow_exceptions=*/false);
-    std::string device = "cpu";
-    if (json.is_object() && json.contains("runtime") && json["runtime"].is_object() &&
-        json["runtime"].contains("device") && json["runtime"]["device"].is_string())
-        device = json["runtime"]["device"].get<std::string>();
-    if (device != "cuda")
+    if (!isCudaConfig(configJson))
         return 1;
     if (m_gpuRanks == 0) {
         auto checked = checkNode();

@@ -154,6 +154,26 @@ private slots:
             QVERIFY2(script.find(part) != std::string::npos, (std::string(part) + " in\n" + script).c_str());
     }
 
+    // Which configs take one rank per GPU: runtime.device "cuda" only; anything unreadable is
+    // left to moe-train --validate (one rank).
+    void cudaConfigsTakeEveryGpu_data()
+    {
+        QTest::addColumn<QString>("config");
+        QTest::addColumn<bool>("cuda");
+        QTest::newRow("cuda") << R"({"runtime": {"device": "cuda", "num_threads": 4}})" << true;
+        QTest::newRow("cpu") << R"({"runtime": {"device": "cpu"}})" << false;
+        QTest::newRow("no runtime (default cpu)") << R"({"name": "x"})" << false;
+        QTest::newRow("device not a string") << R"({"runtime": {"device": 1}})" << false;
+        QTest::newRow("runtime not an object") << R"({"runtime": "cuda"})" << false;
+        QTest::newRow("not JSON") << "{runtime: cuda" << false;
+    }
+    void cudaConfigsTakeEveryGpu()
+    {
+        QFETCH(QString, config);
+        QFETCH(bool, cuda);
+        QCOMPARE(remote::isCudaConfig(config.toStdString()), cuda);
+    }
+
     // The build provisioning starts (and `hosts script build` prints) for what the check found.
     void buildScriptFollowsTheNode()
     {
