@@ -128,11 +128,7 @@ for _ in $(seq 900); do [ "$(stepsIn "$runs/$id2/metrics.jsonl")" -ge 3 ] && bre
 wb watch "$id2" --interval-ms 200 >"$T/watch2.out" 2>"$T/watch2.err" &
 watcher=$!
 sleep 3
-listener=$(cat "$server/sshd.pid")
-sessions=$(pgrep -P "$listener" || true)
-for p in $sessions; do sessions="$sessions $(pgrep -P "$p" || true)"; done
-server_ctl stop
-[ -n "$sessions" ] && kill $sessions 2>/dev/null
+server_ctl drop
 during=$(grep -c '^step ' "$T/watch2.out")
 sleep 8
 server_ctl start "$port" || echo "FAIL: sshd did not restart"

@@ -5,6 +5,8 @@
 #                                                 host_key; generated when missing)
 #   ssh_test_server.sh stop DIR                   stop the listener (live sessions die with it
 #                                                 only if killed separately)
+#   ssh_test_server.sh drop DIR                   an outage: stop the listener AND kill its live
+#                                                 sessions (every open connection drops)
 #
 # start writes DIR/user_key (the client key, authorized for the current user), DIR/ssh_config
 # (Host alias "wbtest" -> 127.0.0.1:PORT with that key and DIR/known_hosts), DIR/sshd.pid and
@@ -125,6 +127,18 @@ EOF
     i=0
     while [ ! -s "$dir/sshd.pid" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
     ;;
+drop)
+    # The sessions (the listener's children and theirs) are listed before the listener goes.
+    sessions=
+    if [ -s "$dir/sshd.pid" ]; then
+        sessions=$(pgrep -P "$(cat "$dir/sshd.pid")" || true)
+        for p in $sessions; do sessions="$sessions $(pgrep -P "$p" || true)"; done
+    fi
+    "$0" stop "$dir"
+    # shellcheck disable=SC2086
+    [ -n "$sessions" ] && kill $sessions 2>/dev/null
+    exit 0
+    ;;
 stop)
     if [ -s "$dir/sshd.pid" ]; then
         pid=$(cat "$dir/sshd.pid")
@@ -138,7 +152,7 @@ stop)
     fi
     ;;
 *)
-    echo "usage: $0 start DIR PORT [HOSTKEY] | stop DIR" >&2
+    echo "usage: $0 start DIR PORT [HOSTKEY] | stop DIR | drop DIR" >&2
     exit 2
     ;;
 esac

@@ -76,11 +76,7 @@ wb watch "$id3" --interval-ms 100 >"$tmp/watch3.out" 2>"$tmp/watch3.err" &
 watcher=$!
 sleep 1
 # The outage: the listener and its live session processes (the watch's connection) go away.
-listener=$(cat "$server/sshd.pid")
-sessions=$(pgrep -P "$listener" || true)
-for p in $sessions; do sessions="$sessions $(pgrep -P "$p" || true)"; done
-"$here/ssh_test_server.sh" stop "$server"
-[ -n "$sessions" ] && kill $sessions 2>/dev/null
+"$here/ssh_test_server.sh" drop "$server"
 sleep 8
 "$here/ssh_test_server.sh" start "$server" "$port" || echo "FAIL: cannot restart sshd"
 before=$(grep -c '^step ' "$tmp/watch3.out")
