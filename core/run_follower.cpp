@@ -48,6 +48,7 @@ void RunFollower::noteReported(const FollowUpdate& update)
 {
     for (const auto& step : update.newSteps)
         m_lastStep = std::max(m_lastStep, step.step);
+    m_eventsSeen += update.newEvents.size();
 }
 
 Result<FollowUpdate> RunFollower::poll()
@@ -71,14 +72,24 @@ Result<FollowUpdate> RunFollower::poll()
         auto last = m_store.lastStep(m_runId);
         if (!last)
             return last.error();
+        auto events = m_store.events(m_runId);
+        if (!events)
+            return events.error();
         m_seenOffset = offset;
         m_lastStep = *last;
+        m_eventsSeen = events->size();
     } else if (offset != *m_seenOffset) {
-        // Stored by another follower meanwhile: report its steps from the store.
+        // Stored by another follower meanwhile: report its steps and events from the store.
         auto others = m_store.steps(m_runId, m_lastStep);
         if (!others)
             return others.error();
+        auto events = m_store.events(m_runId);
+        if (!events)
+            return events.error();
         update.newSteps = std::move(*others);
+        if (events->size() > m_eventsSeen)
+            update.newEvents.assign(std::make_move_iterator(events->begin() + static_cast<std::ptrdiff_t>(m_eventsSeen)),
+                                    std::make_move_iterator(events->end()));
         m_seenOffset = offset;
     }
     auto chunk = m_target.readMetrics(summary->runDir, offset, kMaxBytesPerPoll);

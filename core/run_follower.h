@@ -41,6 +41,7 @@ private:
     // the bytes between; their steps are reported from the store, so no step goes unshown.
     std::optional<int64_t> m_seenOffset;  // set at the first poll
     int64_t m_lastStep = -1;
+    size_t m_eventsSeen = 0;  // events stored for the run when this follower last looked (in store order)
 };
 
 }  // namespace wb::core

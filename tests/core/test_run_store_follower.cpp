@@ -118,16 +118,25 @@ void TestRunStoreFollower::stepsStoredByAnotherFollowerAreReported()
     QVERIFY(u);
     QCOMPARE(u->newSteps.size(), size_t(1));
     QVERIFY(other.poll());  // starts here: step 1 was stored before it
-    target.file += stepLine(2) + stepLine(3);
-    auto o = other.poll();  // the other one stores 2 and 3
+    target.file += stepLine(2) + toJsonLine(EventRecord{0.0, "warning", "loader slow", 2}) + "\n" + stepLine(3);
+    auto o = other.poll();  // the other one stores 2, the event and 3
     QVERIFY(o);
     QCOMPARE(o->newSteps.size(), size_t(2));
-    target.file += stepLine(4);
-    u = watch.poll();  // reports 2, 3 from the store, then 4 it stores itself
+    QCOMPARE(o->newEvents.size(), size_t(1));
+    target.file += stepLine(4) + toJsonLine(EventRecord{0.0, "info", "checkpoint saved", 4}) + "\n";
+    u = watch.poll();  // reports 2, 3 and the event from the store, then 4 and its event it stores itself
     QVERIFY2(u, u ? "" : u.error().toString().c_str());
     QCOMPARE(u->newSteps.size(), size_t(3));
     for (size_t i = 0; i < 3; ++i)
         QCOMPARE(u->newSteps[i].step, int64_t(i) + 2);
+    QCOMPARE(u->newEvents.size(), size_t(2));
+    QCOMPARE(u->newEvents[0].msg, std::string("loader slow"));
+    QCOMPARE(u->newEvents[1].msg, std::string("checkpoint saved"));
+    o = other.poll();  // and the other one gets the watch's event, once
+    QVERIFY(o);
+    QCOMPARE(o->newEvents.size(), size_t(1));
+    QCOMPARE(o->newEvents[0].msg, std::string("checkpoint saved"));
+    QVERIFY(other.poll() && other.poll()->newEvents.empty());
     // The process ends; the other follower stores the last step; the watch reports it and ends.
     target.file += stepLine(5);
     target.next.processAlive = false;
