@@ -881,7 +881,10 @@ ReducerCounts reducerCounts(const std::string& log)
 // Each must reproduce the single rank (testEqual's tolerance) and the synchronous path
 // (overlap_grad_reduce false): bit-identical where every reduction group has 2 ranks (a + b is
 // exact in either order); over 4 ranks Gloo's ring sums each element in an order that depends on
-// its position in the bucket, which differs between the two paths' buckets, so there 1e-6.
+// its position in the bucket, which differs between the two paths' buckets (a shifted layout of
+// the same values changes ~0.25 % of the sums in the last bit), so there 1e-5: observed 2.2e-7
+// (ep2dp2) and 7.3e-7 (ep2dp2-missing, whose 8-token rows train less smoothly) over 20 steps,
+// where a bucket not averaged moves the grad norm by > 1e-3.
 // Every rank's log must show more than one bucket, buckets launched inside backward (a broken
 // hook launches everything after it) and none reduced again.
 void testOverlap(const fs::path& dir, const std::string& name)
@@ -920,6 +923,13 @@ void testOverlap(const fs::path& dir, const std::string& name)
     const int rc = launchRanks(dir, offConfig, dir / "off", spec.ranks, false, "off.log");
     WB_CHECK_MSG(rc == 0, "overlap off rc " << rc << "\n" << test::readFile(dir / "off" / "rank0.log"));
     const auto overlapped = stepsOf(readMetrics(dir / "multi")), synchronous = stepsOf(readMetrics(dir / "off"));
+    double worst = 0.0;
+    for (size_t i = 0; i < std::min(overlapped.size(), synchronous.size()); ++i)
+        for (const char* field : {"loss", "grad_norm"}) {
+            const double a = synchronous[i].value(field, 0.0), b = overlapped[i].value(field, 1.0);
+            worst = std::max(worst, std::abs(a - b) / std::abs(a));
+        }
+    std::cout << name << ": overlap on vs off, largest relative difference in loss and grad norm " << worst << std::endl;
     if (exact) {
         checkSameSteps(synchronous, overlapped, static_cast<size_t>(spec.steps), name + ": overlap on vs off");
     } else {
@@ -927,7 +937,7 @@ void testOverlap(const fs::path& dir, const std::string& name)
         for (size_t i = 0; i < std::min(overlapped.size(), synchronous.size()); ++i)
             for (const char* field : {"loss", "grad_norm"}) {
                 const double a = synchronous[i].value(field, 0.0), b = overlapped[i].value(field, 1.0);
-                WB_CHECK_MSG(std::abs(a - b) <= 1e-6 * std::abs(a), name << " step " << i + 1 << " " << field << ": " << a
+                WB_CHECK_MSG(std::abs(a - b) <= 1e-5 * std::abs(a), name << " step " << i + 1 << " " << field << ": " << a
                                                                            << " without overlap, " << b << " with");
             }
     }
