@@ -877,7 +877,8 @@ ReducerCounts reducerCounts(const std::string& log)
 //    its parameters accumulate in that inner backward) with a frozen vision encoder;
 //  - ep2dp2-missing: text only, 16 experts, top-1, 8-token rows: some EP rank gets no token for
 //    its experts (their gradients are zero-filled there) and the vision tower's gradients exist
-//    on no rank (they stay undefined) — both counted in the ranks' logs and asserted.
+//    on no rank (they stay undefined) — both counted in the ranks' logs and asserted. (Before
+//    expertsForward kept a zero-row result in the graph, this run hung in EP's all-to-all.)
 // Each must reproduce the single rank (testEqual's tolerance) and the synchronous path
 // (overlap_grad_reduce false): bit-identical where every reduction group has 2 ranks (a + b is
 // exact in either order); over 4 ranks Gloo's ring sums each element in an order that depends on
