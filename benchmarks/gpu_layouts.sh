@@ -92,6 +92,8 @@ run() {  # name, extra args
     for f in /tmp/run-$1/rank*.log; do [ -f "$f" ] && { echo "   == $f"; tail -6 "$f"; }; done
   fi
   grep -h "per rank parameters" "$RESULTS/$1.log" | head -2 || true
+  # overlap_grad_reduce: how many gradient buckets went out inside backward (rank 0, end of run)
+  grep -h "gradient reduction overlapped" "/tmp/run-$1/rank0.log" 2>/dev/null | tail -1 || true
   cp "/tmp/run-$1/metrics.jsonl" "$RESULTS/$1.metrics.jsonl" 2>/dev/null || true
 }
 run ref
