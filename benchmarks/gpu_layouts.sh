@@ -8,6 +8,9 @@
 # are skipped; with one GPU the FSDP and EP code paths still run at world size 1). Same global
 # batch, so every layout's losses must match the reference's (bf16: ~1e-3 relative); the table
 # shows step time, tokens/s/GPU, MFU and peak memory per layout.   benchmarks/gpu_layouts.sh [STEPS]
+# GRAD_OVERLAP=0 writes every config with parallel.overlap_grad_reduce false (the DP gradient
+# allreduce after backward, as before it overlapped): GRAD_OVERLAP=0 LAYOUTS="dp ep2 tp2-sp" then the
+# same without it measures what the overlap gains (the row names stay; keep both tables).
 # LAYOUTS="pp2 tp2-sp" benchmarks/gpu_layouts.sh 8   runs only those (plus the reference), so a
 # round fits the 10-minute limit of one command. RESUME="pp2 tp2-sp" also checks multi-rank
 # checkpoints and --resume of those layouts over NCCL (below).
@@ -31,9 +34,10 @@ else
   [ -f "$MANIFEST" ] || { echo "no $MANIFEST: carry .gpu-samples (see gpu_round.sh)"; exit 1; }
 fi
 # --- end configs only
-python3 - "$ROOT/benchmarks/configs/qwen3vl-30b-slice.json" "$MANIFEST" "$STEPS" "$G" "$RESULTS" <<'PY'
+python3 - "$ROOT/benchmarks/configs/qwen3vl-30b-slice.json" "$MANIFEST" "$STEPS" "$G" "$RESULTS" "${GRAD_OVERLAP:-1}" <<'PY'
 import json, sys
 src, manifest, steps, g, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+overlap = sys.argv[6] != "0"
 base = json.load(open(src))
 base["train"].update(train_iters=steps, micro_batch_size=1, global_batch_size=g)
 base["data"]["manifest"] = manifest
@@ -64,6 +68,8 @@ for name, par in layouts.items():
     c = json.loads(json.dumps(base))
     c["name"] += "-" + name
     c.setdefault("parallel", {}).update(par)
+    if not overlap:
+        c["parallel"]["overlap_grad_reduce"] = False
     json.dump(c, open(f"{out}/{name}.json", "w"), indent=1)
 PY
 # --- configs only: the reference trains on one GPU, every other row on G (as run below)
@@ -86,6 +92,8 @@ run() {  # name, extra args
     for f in /tmp/run-$1/rank*.log; do [ -f "$f" ] && { echo "   == $f"; tail -6 "$f"; }; done
   fi
   grep -h "per rank parameters" "$RESULTS/$1.log" | head -2 || true
+  # overlap_grad_reduce: how many gradient buckets went out inside backward (rank 0, end of run)
+  grep -h "gradient reduction overlapped" "/tmp/run-$1/rank0.log" 2>/dev/null | tail -1 || true
   cp "/tmp/run-$1/metrics.jsonl" "$RESULTS/$1.metrics.jsonl" 2>/dev/null || true
 }
 run ref

@@ -101,6 +101,9 @@ struct ParallelConfig {
     bool sequenceParallel = false;
     bool useMegatronFsdp = false;
     std::string dataParallelShardingStrategy = "no_shard";  ///< no_shard | optim | optim_grads | optim_grads_params
+    /// Megatron's ddp.overlap_grad_reduce: the data-parallel gradient allreduce runs in buckets
+    /// during the last micro-batch's backward. Ignored under FSDP (its reduce-scatter is its own).
+    bool overlapGradReduce = true;
     int numLayersInFirstPipelineStage = 0;  ///< 0 = even split
     int numLayersInLastPipelineStage = 0;
     std::string moeTokenDispatcherType = "alltoall";  ///< allgather | alltoall | flex

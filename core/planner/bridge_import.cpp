@@ -201,6 +201,7 @@ const std::vector<Field>& fields()
         {"ddp.use_megatron_fsdp", "parallel.use_megatron_fsdp", setBool([](RunConfig& c) -> bool& { return c.parallel.useMegatronFsdp; })},
         {"dist.use_megatron_fsdp", "parallel.use_megatron_fsdp", setBool([](RunConfig& c) -> bool& { return c.parallel.useMegatronFsdp; })},
         {"ddp.data_parallel_sharding_strategy", "parallel.data_parallel_sharding_strategy", setText([](RunConfig& c) -> std::string& { return c.parallel.dataParallelShardingStrategy; }, {"no_shard", "optim", "optim_grads", "optim_grads_params"})},
+        {"ddp.overlap_grad_reduce", "parallel.overlap_grad_reduce", setBool([](RunConfig& c) -> bool& { return c.parallel.overlapGradReduce; })},
         {"comm_overlap.overlap_moe_expert_parallel_comm", "", [](const Value& v, RunConfig&, Layout& l) -> std::string {
              const auto b = toBool(v);
              if (!b) return "expected true or false";

@@ -98,6 +98,10 @@ std::vector<BridgeOverride> bridgeOverrides(const RunConfig& c, const GeneratorT
         out.push_back({"ddp.average_in_collective", "false"});
         out.push_back({"dist.use_megatron_fsdp", "true"});
         out.push_back({"checkpoint.ckpt_format", "fsdp_dtensor"});  // required by Megatron FSDP (§6)
+    } else {
+        // Megatron's DDP default is off; the planner's time model assumes it on (dpExposed), so
+        // the layout that was predicted is the one launched.
+        out.push_back({"ddp.overlap_grad_reduce", boolText(c.parallel.overlapGradReduce)});
     }
     if (usesBf16Moments(c)) {
         // Megatron's precision-aware optimizer, as NVIDIA's MoE scripts pass it to Bridge. Master
@@ -297,7 +301,7 @@ std::string bridgePerfCommand(const RunConfig& c, const GeneratorTarget& t, std:
     for (const char* k : {"model.sequence_parallel", "model.num_layers_in_first_pipeline_stage",
                           "model.num_layers_in_last_pipeline_stage", "model.freeze_language_model",
                           "model.freeze_vision_model", "model.freeze_vision_projection",
-                          "model.moe_shared_expert_overlap", "ddp.data_parallel_sharding_strategy",
+                          "model.moe_shared_expert_overlap", "ddp.data_parallel_sharding_strategy", "ddp.overlap_grad_reduce",
                           "checkpoint.ckpt_format", "comm_overlap.overlap_moe_expert_parallel_comm", "train.train_iters",
                           "optimizer.use_precision_aware_optimizer", "optimizer.main_grads_dtype",
                           "optimizer.main_params_dtype", "optimizer.exp_avg_dtype", "optimizer.exp_avg_sq_dtype",

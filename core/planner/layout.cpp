@@ -105,6 +105,7 @@ void applyLayout(const Layout& l, RunConfig& c)
     p.moeFlexDispatcherBackend = l.dispatcherBackend;
     p.useMegatronFsdp = l.useMegatronFsdp;
     p.dataParallelShardingStrategy = l.fsdpStrategy;
+    p.overlapGradReduce = l.overlapGradReduce;
     c.recompute.granularity = l.recomputeGranularity;
     c.recompute.method = l.recomputeMethod;
     c.recompute.recomputeNumLayers = l.recomputeNumLayers;
@@ -135,6 +136,7 @@ Layout layoutFromRunConfig(const RunConfig& c, int worldSize)
     l.dispatcherBackend = p.moeFlexDispatcherBackend;
     l.useMegatronFsdp = p.useMegatronFsdp;
     l.fsdpStrategy = p.dataParallelShardingStrategy;
+    l.overlapGradReduce = p.overlapGradReduce;
     l.recomputeGranularity = c.recompute.granularity;
     l.recomputeMethod = c.recompute.method;
     l.recomputeNumLayers = c.recompute.recomputeNumLayers;

@@ -33,6 +33,7 @@ struct Layout {
     bool useMegatronFsdp = false;
     std::string fsdpStrategy = "no_shard";     ///< no_shard | optim | optim_grads | optim_grads_params
     bool freezeVision = false;                  ///< vision encoder and projection frozen
+    bool overlapGradReduce = true;              ///< ddp.overlap_grad_reduce (parallel.overlap_grad_reduce); not FSDP
 
     // planner only (not in RunConfig yet; Megatron names in comments)
     bool useDistributedOptimizer = true;        ///< ddp.use_distributed_optimizer

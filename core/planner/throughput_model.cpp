@@ -252,8 +252,11 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
         const double bytes = dense * 6.0 * (dpN - 1.0) / dpN + experts * 6.0 * (edpN - 1.0) / edpN;
         const bool inDomain = l.worldSize <= hw.nvlinkDomainSize;
         const double bw = inDomain ? hw.nvlinkGbPerS * o.eff.nvlinkEfficiency : hw.networkGbPerS * o.eff.networkEfficiency;
-        WB_TERM("DP grad/param collectives (exposed)", bytes / (bw * 1e9) * o.eff.dpExposed,
-             "fp32 grad reduce-scatter + bf16 param all-gather once per step, " + fmt(o.eff.dpExposed) + " exposed");
+        // Without overlap_grad_reduce (not FSDP, which has its own) the whole reduction follows backward.
+        const double exposed = l.useMegatronFsdp || l.overlapGradReduce ? o.eff.dpExposed : 1.0;
+        WB_TERM("DP grad/param collectives (exposed)", bytes / (bw * 1e9) * exposed,
+             "fp32 grad reduce-scatter + bf16 param all-gather once per step, " + fmt(exposed) + " exposed" +
+                 (exposed == 1.0 ? " (overlap_grad_reduce off)" : ""));
     }
     const bool sharded = l.useDistributedOptimizer || l.useMegatronFsdp;
     const double owned = sharded ? dense / dpN + experts / edpN : dense + experts;

@@ -195,8 +195,12 @@ torch::Tensor expertsForward(const torch::Tensor& x_TD, const torch::Tensor& wei
                              const torch::Tensor& down_EFD, ExpertKernel kernel)
 {
     const int64_t T = x_TD.size(0), K = expertIds_TK.size(1), E = gateUp_EDF2.size(0);
+    // No rows (an expert-parallel rank no token was routed to): an empty result that stays in
+    // x's graph. zeros_like would cut it, and then this rank's backward would skip the
+    // all-to-alls around the experts that its EP peers run: a hang (and the expert weights'
+    // gradients stay undefined here, which the data-parallel reduction zero-fills).
     if (T == 0)
-        return torch::zeros_like(x_TD);
+        return x_TD * 0.0;
     const int64_t D = gateUp_EDF2.size(1), F = down_EFD.size(1);
     const bool groupedUsable = groupedGemmAvailable() && x_TD.is_cuda() && D % 8 == 0 && F % 8 == 0;
     if (kernel == ExpertKernel::Auto)

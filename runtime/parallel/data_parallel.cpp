@@ -1,9 +1,8 @@
 // DDP-style gradient averaging (see data_parallel.h).
 //
-// Why after the last micro-batch and not overlapped with backward (as c10d's Reducer does with
-// grad-accumulator hooks): on the CPU/Gloo path that CI runs, there is nothing to overlap with,
-// and one synchronous pass keeps the reduction order fixed, so losses are reproducible run to
-// run. Overlap belongs to the NCCL path (docs/parallel.md, not done).
+// The synchronous pass after the last micro-batch (parallel.overlap_grad_reduce false). The
+// overlapped one (gradient_reducer.cpp) sums the same operands elementwise and scales the same
+// way, so both give the same gradients; this one stays as the reference and the fallback.
 #include "runtime/parallel/data_parallel.h"
 
 namespace wb::rt {

@@ -1,6 +1,8 @@
 // Plain data parallelism (DDP-style) applied from outside the model: parameters broadcast from
 // rank 0 once, gradients averaged over the group with bucketed allreduce after the last
-// micro-batch's backward. Main (training) thread only.
+// micro-batch's backward. This synchronous average is the path of parallel.overlap_grad_reduce
+// false and the reference the overlapped one (gradient_reducer.h) is tested against.
+// Main (training) thread only.
 #pragma once
 
 #include "runtime/parallel/process_group.h"
@@ -27,6 +29,9 @@ public:
     /// The sum is divided by `divisor` (0 = this group's size; expert gradients reduced over the
     /// expert-data-parallel group are divided by the whole data-parallel size).
     void averageGradients(const std::vector<torch::Tensor>& parameters, int divisor = 0);
+
+    ProcessGroup& group() const { return m_group; }
+    std::size_t bucketBytes() const { return m_bucketBytes; }
 
 private:
     // Runs `op` on flat copies of `tensors` packed into buckets of one dtype, then copies back.

@@ -98,7 +98,33 @@ void ParallelTraining::attach(VlmModelImpl& model, LayerRunner* inner)
         model.setLayerRunner(m_fsdp.get());
     } else {
         model.setLayerRunner(inner);
+        if (p.overlapGradReduce && m_world.size() > 1)
+            makeGradientReducer();
     }
+}
+
+// The overlapped form of finishGradients()' synchronous paths below: each parameter is reduced
+// over the group and with the divisor that path uses, its presence agreed over the world.
+// Tensor parallelism's partial gradients must be summed over TP before their data-parallel
+// average (as Megatron does), so they are deferred to the end of backward.
+void ParallelTraining::makeGradientReducer()
+{
+    const int dp = dataParallelSize();
+    const TensorParallel* tp = m_tensorParallel.get();
+    const int duplicates = tp && !tp->sequenceParallel() ? tp->size() / tp->expertTensorSize() : 1;
+    std::vector<ReducedParameter> reduced;
+    for (const torch::Tensor& p : m_model->parameters()) {
+        ReducedParameter r;
+        r.parameter = p;
+        const bool expert = tp ? tp->isExpert(p) : m_expertParallel && m_expertParallel->isExpertParameter(p);
+        r.group = expert ? &m_experts->group() : &m_dense->group();
+        r.divisor = tp ? (expert ? dp * duplicates : dp) : m_world.size();
+        if (tp)
+            for (const torch::Tensor& q : tp->partialParameters())
+                r.deferred = r.deferred || q.unsafeGetTensorImpl() == p.unsafeGetTensorImpl();
+        reduced.push_back(std::move(r));
+    }
+    m_reducer = std::make_unique<GradientReducer>(m_world, std::move(reduced), gradientBucketBytes());
 }
 
 // FSDP shards each trainable parameter over the ranks that hold the same values and reduces its
@@ -144,6 +170,12 @@ void ParallelTraining::beginMicroBatch(bool hasImages)
         m_fsdp->beginMicroBatch(hasImages);
 }
 
+void ParallelTraining::beforeLastBackward()
+{
+    if (m_reducer)
+        m_reducer->arm();
+}
+
 void ParallelTraining::afterBackward()
 {
     if (m_fsdp)
@@ -156,6 +188,11 @@ void ParallelTraining::finishGradients()
         m_fsdp->finishGradients();
         if (m_tensorParallel)
             sumPartialShardGradients();
+        return;
+    }
+    if (m_reducer) {
+        TensorParallel* tp = m_tensorParallel.get();
+        m_reducer->finish(tp ? std::function<void()>([tp] { tp->reducePartialGradients(); }) : std::function<void()>());
         return;
     }
     if (m_tensorParallel) {
@@ -241,6 +278,11 @@ std::string ParallelTraining::memorySummary(int64_t momentBytesPerValue) const
     }
     return layout + ": per rank parameters " + mib(params) + ", gradients " + mib(grads) + ", optimizer state " +
            mib(optimizer) + " (" + std::to_string(params + grads + optimizer) + " bytes)";
+}
+
+std::string ParallelTraining::gradientReductionSummary() const
+{
+    return m_reducer ? m_reducer->summary() : std::string();
 }
 
 // Tensor parallel layouts (tensor_parallel.h). Each gradient is reduced over the ranks that hold

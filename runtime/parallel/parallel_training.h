@@ -10,6 +10,7 @@
 #include "runtime/parallel/data_parallel.h"
 #include "runtime/parallel/expert_parallel.h"
 #include "runtime/parallel/fsdp.h"
+#include "runtime/parallel/gradient_reducer.h"
 #include "runtime/parallel/process_group.h"
 #include "runtime/parallel/tensor_parallel.h"
 
@@ -41,6 +42,9 @@ public:
     std::vector<torch::Tensor> optimizedParameters(bool decay) const;
 
     void beginMicroBatch(bool hasImages);
+    /// Before the step's last backward on this rank: with parallel.overlap_grad_reduce (not
+    /// FSDP) its gradient buckets are reduced while it runs. Earlier backwards only accumulate.
+    void beforeLastBackward();
     void afterBackward();
     /// After the last micro-batch: gradients averaged over the data-parallel ranks (experts over
     /// their expert-data-parallel group), or reduce-scattered into the shards.
@@ -69,9 +73,12 @@ public:
     /// One line for the log: per-rank parameter, gradient and optimizer-state bytes, the optimizer
     /// state at `momentBytesPerValue` per trainable value (both AdamW moments: 8 fp32, 4 bf16).
     std::string memorySummary(int64_t momentBytesPerValue = 8) const;
+    /// The overlapped gradient reduction's counters (GradientReducer::summary), or "" without it.
+    std::string gradientReductionSummary() const;
 
 private:
     std::unique_ptr<Fsdp> makeFsdp(VlmModelImpl& model, ShardingStrategy strategy);
+    void makeGradientReducer();
     void finishTensorParallelGradients();
     void sumPartialShardGradients();
     torch::Tensor tensorParallelGradNorm() const;
@@ -84,6 +91,7 @@ private:
     std::unique_ptr<Fsdp> m_fsdp;
     std::unique_ptr<DataParallel> m_dense;    // all ranks (with TP: the DP group)
     std::unique_ptr<DataParallel> m_experts;  // expert-data-parallel group (EP, or TP)
+    std::unique_ptr<GradientReducer> m_reducer;  // overlap_grad_reduce without FSDP, world > 1
 };
 
 }  // namespace wb::rt

@@ -73,6 +73,10 @@ public:
     int size() const override { return 1; }
     std::string backend() const override { return "none"; }
     void allreduce(std::vector<torch::Tensor>&, ReduceOp) override {}
+    std::unique_ptr<CommWork> allreduceAsync(std::vector<torch::Tensor>, ReduceOp) override
+    {
+        return std::make_unique<DoneWork>();
+    }
     void broadcast(std::vector<torch::Tensor>&, int) override {}
     void barrier() override {}
     std::unique_ptr<CommWork> allgatherAsync(torch::Tensor output, torch::Tensor input) override
@@ -142,6 +146,16 @@ public:
         c10d::AllreduceOptions options;
         options.reduceOp = op == ReduceOp::Sum ? c10d::ReduceOp::SUM : c10d::ReduceOp::MAX;
         guarded("allreduce", [&] { m_group->allreduce(tensors, options)->wait(); });
+    }
+    // The work holds its tensors; the lambda holds them too, so a caller's temporary lives until
+    // wait(). The wait is guarded like the blocking form: a timeout or a gone peer is a CommError.
+    std::unique_ptr<CommWork> allreduceAsync(std::vector<torch::Tensor> tensors, ReduceOp op) override
+    {
+        c10d::AllreduceOptions options;
+        options.reduceOp = op == ReduceOp::Sum ? c10d::ReduceOp::SUM : c10d::ReduceOp::MAX;
+        c10::intrusive_ptr<c10d::Work> work;
+        guarded("allreduce", [&] { work = m_group->allreduce(tensors, options); });
+        return std::make_unique<DeferredWork>([this, work, tensors] { guarded("allreduce", [&] { work->wait(); }); });
     }
     void broadcast(std::vector<torch::Tensor>& tensors, int root) override
     {

@@ -4,7 +4,7 @@
 // knows nothing of this: parallelism is applied from outside (torchtitan style).
 // Collectives are called from the training (main) thread only (autograd's backward included: on
 // the CPU it runs on the calling thread, on CUDA on the device thread while the caller waits).
-// Most are blocking; the *Async ones return a CommWork to wait on (prefetch, pipeline send/recv). Sub-groups over a
+// Most are blocking; the *Async ones return a CommWork to wait on (prefetch, pipeline send/recv, the gradient buckets). Sub-groups over a
 // subset of the ranks (expert-parallel, expert-data-parallel) are made from the world group
 // through a prefixed store, so every group has its own key space and its own communicator.
 //
@@ -70,6 +70,12 @@ public:
 
     /// In place over all ranks; tensors must be contiguous, same shapes and order on every rank.
     virtual void allreduce(std::vector<torch::Tensor>& tensors, ReduceOp op) = 0;
+    /// The same, in flight until wait(): the tensors must stay untouched (not read, not written)
+    /// until then. NCCL: enqueued on NCCL's stream after the work already on the calling thread's
+    /// current stream (the tensors' producers), and wait() makes the waiting thread's current
+    /// stream wait for it. Gloo: runs on the group's worker threads. Collectives of one group run
+    /// in the order they are issued, so every rank must issue them in the same order.
+    virtual std::unique_ptr<CommWork> allreduceAsync(std::vector<torch::Tensor> tensors, ReduceOp op) = 0;
     /// In place: every rank's tensors become root's.
     virtual void broadcast(std::vector<torch::Tensor>& tensors, int root) = 0;
     virtual void barrier() = 0;

@@ -261,6 +261,9 @@ core::StepRecord Trainer::trainStep(int64_t step)
     // The loader position is committed only when the step completes: a stop between micro-batches
     // drops the half-accumulated step, and the resumed run must load those micro-batches again.
     int64_t stepEndSeq = m_stepEndSeq;
+    // This rank's last micro-batch of the step: its backward reduces the gradients as it goes.
+    const int dpRank = m_parallel->dataParallelRank();
+    const int lastLocal = dpRank < numMicro ? dpRank + (numMicro - 1 - dpRank) / dp * dp : numMicro - 1;
     if (m_pipeline)  // 1F1B over this stage's micro-batches instead of the loop below
         pipelineMicroBatches(step, r, timer, flops, lmSum, auxSum, stepEndSeq);
     for (int micro = 0; !m_pipeline && micro < numMicro; ++micro) {
@@ -305,6 +308,8 @@ core::StepRecord Trainer::trainStep(int64_t step)
             out = m_model->decode(tensors);
             timer.end(StepTimer::Decoder);
         }
+        if (micro == lastLocal)
+            m_parallel->beforeLastBackward();  // overlap_grad_reduce: buckets go out during this backward
         ((out.lmLoss + out.auxLoss) / static_cast<double>(numLocal)).backward();
         m_parallel->afterBackward();  // FSDP: reduce-scatter what backward has not reduced yet
         timer.end(StepTimer::Backward);
@@ -828,6 +833,11 @@ int Trainer::run()
                             r.gradNorm, r.stepMs, r.dataMs, r.tokensPerSPerGpu);
                 std::fflush(stdout);
             }
+            if (m_step == 1 || m_step == iters)
+                if (const std::string s = m_parallel->gradientReductionSummary(); !s.empty()) {
+                    std::printf("moe-train: rank %d: %s\n", m_env.rank, s.c_str());
+                    std::fflush(stdout);
+                }
             if (writer())
                 m_status.heartbeat(m_step);
             if (m_config.train.checkpointInterval > 0 && m_step % m_config.train.checkpointInterval == 0)

@@ -102,8 +102,11 @@ void Trainer::pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer&
         timer.end(StepTimer::Decoder);
         return out;
     };
+    size_t backwards = 0;  // 1F1B runs each micro-batch's backward once; the last one reduces as it goes
     cb.backward = [&](const std::vector<torch::Tensor>& roots, const std::vector<torch::Tensor>& grads) {
         timer.begin();
+        if (++backwards == batches.size())
+            m_parallel->beforeLastBackward();
         torch::autograd::backward(roots, grads);
         m_parallel->afterBackward();
         timer.end(StepTimer::Backward);

@@ -53,6 +53,9 @@ private slots:
         QCOMPARE(p.config.train.globalBatchSize, 8);
         QCOMPARE(p.config.model.decoder.numMoeExperts, 8);
         QCOMPARE(p.config.data.manifest, std::string("manifest.jsonl"));
+        QVERIFY(p.config.parallel.overlapGradReduce);  // Megatron's ddp.overlap_grad_reduce, on by default here
+        RunConfigParse off = parseRunConfig(withPatch(R"({"parallel": {"overlap_grad_reduce": false}})"));
+        QVERIFY2(off.ok() && !off.config.parallel.overlapGradReduce, formatProblems(off.problems).c_str());
     }
 
     void badConfigs_data()
@@ -118,6 +121,8 @@ private slots:
                                             << QByteArray("parallel.moe_flex_dispatcher_backend") << QByteArray("does nothing");
         QTest::newRow("sp without tp") << QByteArray(R"({"parallel": {"sequence_parallel": true}})")
                                        << QByteArray("parallel.sequence_parallel") << QByteArray("tensor_model_parallel_size > 1");
+        QTest::newRow("overlap not a boolean") << QByteArray(R"({"parallel": {"overlap_grad_reduce": "yes"}})")
+                                               << QByteArray("parallel.overlap_grad_reduce") << QByteArray("true or false");
         QTest::newRow("uneven pp split") << QByteArray(R"({"parallel": {"pipeline_model_parallel_size": 3}})")
                                          << QByteArray("parallel.pipeline_model_parallel_size") << QByteArray("do not split evenly");
     }

@@ -1,5 +1,5 @@
 // The process group's collectives over Gloo on loopback, rank by rank: all-gather into a flat
-// output (blocking and async), reduce-scatter, all-to-all with variable split sizes (some zero)
+// output (blocking and async), async allreduce, the overlapped gradient reducer, reduce-scatter, all-to-all with variable split sizes (some zero)
 // after the count exchange, sub-groups made through a prefixed store (EP- and EDP-shaped), the
 // differentiable all-to-all's backward, point-to-point send/recv (world and a strided sub-group),
 // and a CommError naming the rank and the operation (bad group, send to itself, recv timeout).
@@ -10,6 +10,7 @@
 #include "loopback_ranks.h"
 
 #include "runtime/parallel/expert_parallel.h"
+#include "runtime/parallel/gradient_reducer.h"
 #include "runtime/parallel/process_group.h"
 
 #include <thread>
@@ -151,6 +152,60 @@ void checkPointToPoint(ProcessGroup& g)
     WB_CHECK(threw);
 }
 
+// Async allreduce: a sum and a max in flight together, waited in the reverse order.
+void checkAllreduceAsync(ProcessGroup& g)
+{
+    const int n = g.size(), r = g.rank();
+    auto a = torch::full({5}, static_cast<float>(r + 1));
+    auto b = torch::arange(3, torch::kFloat32) + r;
+    auto sum = g.allreduceAsync({a}, ReduceOp::Sum);
+    auto max = g.allreduceAsync({b}, ReduceOp::Max);
+    max->wait();
+    sum->wait();
+    WB_CHECK_MSG(sameTensor(a, torch::full({5}, n * (n + 1) / 2.0f)), "async allreduce sum on rank " << r << ": " << a);
+    WB_CHECK_MSG(sameTensor(b, torch::arange(3, torch::kFloat32) + (n - 1)), "async allreduce max on rank " << r << ": " << b);
+}
+
+// GradientReducer on hand-made leaves, one bucket each (8-byte buckets), two steps. Per step a
+// first backward before arm() only accumulates; after arm() rank r's backward gives w = r + 1
+// times each of a, b, e, and 1 to c on rank 0 only; then a second backward adds 10 to a, after
+// a's bucket went out (its hook fires again: the bucket is reduced again in finish). d gets
+// nothing anywhere (stays undefined), f is frozen, e is deferred and doubled by beforeDeferred.
+// Means over ranks: a = 2·mean(w) + 10, b = 2·mean(w), c = 1/n (zero-filled on the others),
+// e = 2·mean(w). Order d, c, a, b: reversed, b's and a's buckets go out first, inside backward;
+// c's only where rank 0 had it, d's never before finish().
+void checkGradientReducer(ProcessGroup& g)
+{
+    const int n = g.size(), r = g.rank();
+    auto leaf = [](int64_t size, bool trainable) { return torch::zeros({size}).set_requires_grad(trainable); };
+    auto a = leaf(4, true), b = leaf(4, true), c = leaf(2, true), d = leaf(2, true), e = leaf(3, true), f = leaf(2, false);
+    std::vector<ReducedParameter> params;
+    for (const torch::Tensor& t : {f, d, c, a, b, e})
+        params.push_back({t, &g, n, t.unsafeGetTensorImpl() == e.unsafeGetTensorImpl()});
+    GradientReducer reducer(g, params, 8);
+    const float w = static_cast<float>(r + 1), meanW = (n + 1) / 2.0f;
+    for (int step = 1; step <= 2; ++step) {
+        for (torch::Tensor t : {a, b, c, d, e})
+            t.mutable_grad() = torch::Tensor();
+        ((a + b) * w).sum().backward();  // an earlier micro-batch: accumulates only
+        reducer.arm();
+        auto loss = (a * w).sum() + (b * w).sum() + (e * w).sum();
+        (r == 0 ? loss + c.sum() : loss).backward();
+        (a * 10).sum().backward();
+        reducer.finish([&] { e.mutable_grad().mul_(2); });
+        WB_CHECK_MSG(a.grad().defined() && a.grad().allclose(torch::full({4}, 2 * meanW + 10)), "a on rank " << r << ": " << a.grad());
+        WB_CHECK_MSG(b.grad().defined() && b.grad().allclose(torch::full({4}, 2 * meanW)), "b on rank " << r << ": " << b.grad());
+        WB_CHECK_MSG(c.grad().defined() && c.grad().allclose(torch::full({2}, 1.0f / n)), "c on rank " << r << ": " << c.grad());
+        WB_CHECK_MSG(e.grad().defined() && e.grad().allclose(torch::full({3}, 2 * meanW)), "e on rank " << r << ": " << e.grad());
+        WB_CHECK_MSG(!d.grad().defined() && !f.grad().defined(), "d or f got a gradient on rank " << r);
+    }
+    const GradientReducerStats s = reducer.stats();
+    WB_CHECK_MSG(s.buckets == 5 && s.steps == 2 && s.reReduced == 2 && s.undefinedEverywhere == 2 &&
+                     s.zeroFilled == (r == 0 ? 0 : 2) && s.launchedInBackward == (r == 0 ? 6 : 4) &&
+                     s.launchedInBackward + s.launchedAtFinish == 10,
+                 "rank " << r << ": " << reducer.summary());
+}
+
 // Rank 1 waits for a message rank 0 never sends: after the group's timeout (2 s) the recv throws
 // a CommError naming the rank, the operation and the peer.
 int runRecvTimeout(int rank, int port)
@@ -219,6 +274,8 @@ int runRank(int rank, int ranks, int port)
 {
     return test::runOnLoopbackGroup(rank, ranks, port, std::chrono::seconds(30), [](ProcessGroup& world) {
         checkAllgather(world);
+        checkAllreduceAsync(world);
+        checkGradientReducer(world);
         checkReduceScatter(world);
         checkAllToAll(world);
         checkPointToPoint(world);

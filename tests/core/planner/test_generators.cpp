@@ -185,7 +185,7 @@ void TestGenerators::bridgeOverrides_data()
                        "model.moe_flex_dispatcher_backend=hybridep", "model.cuda_graph_impl=transformer_engine",
                        "model.cuda_graph_scope=[moe_router,moe_preprocess]", "train.micro_batch_size=4",
                        "model.virtual_pipeline_model_parallel_size=null", "mixed_precision=bf16_mixed",
-                       "model.recompute_granularity=null"};
+                       "model.recompute_granularity=null", "ddp.overlap_grad_reduce=true"};
     QTest::newRow("3D PP4 VPP2 uneven, TP2 + SP, selective recompute")
         << M([](RunConfig& c, GeneratorTarget&) {
                c.parallel.tensorModelParallelSize = 2;
@@ -225,6 +225,9 @@ void TestGenerators::bridgeOverrides_data()
            })
         << QStringList{"comm_overlap.overlap_moe_expert_parallel_comm=true", "model.moe_shared_expert_overlap=false",
                        "model.virtual_pipeline_model_parallel_size=12", "model.moe_token_dispatcher_type=alltoall"};
+    QTest::newRow("DP gradient allreduce not overlapped")
+        << M([](RunConfig& c, GeneratorTarget&) { c.parallel.overlapGradReduce = false; })
+        << QStringList{"ddp.overlap_grad_reduce=false"};
     // The precision-aware optimizer: the five fields as NVIDIA's MoE scripts pass them, plus the
     // distributed optimizer Megatron asserts with it (Bridge switches it on itself under FSDP).
     QTest::newRow("bf16 Adam moments, 3D")
@@ -263,6 +266,8 @@ void TestGenerators::bridgeOverrides()
     QCOMPARE(dotlist.find("optimizer.") != std::string::npos, usesBf16Moments(c));
     if (c.parallel.useMegatronFsdp)
         QVERIFY(dotlist.find("use_distributed_optimizer") == std::string::npos);
+    // FSDP has its own reduce-scatter: the DDP overlap flag is written only without it.
+    QCOMPARE(dotlist.find("ddp.overlap_grad_reduce=") != std::string::npos, !c.parallel.useMegatronFsdp);
 
     // The YAML file says exactly what the dotlist says: read its two levels back.
     std::map<std::string, std::string> fromYaml;
@@ -352,6 +357,7 @@ void TestGenerators::bridgeImportRoundTrips()
         QCOMPARE(back.config.train.trainIters, c.train.trainIters);
         QCOMPARE(back.config.train.precision, c.train.precision == "bf16" ? std::string("bf16") : base.train.precision);
         QCOMPARE(back.config.model.freezeLanguageModel, c.model.freezeLanguageModel);
+        QCOMPARE(back.config.parallel.overlapGradReduce, c.parallel.overlapGradReduce);
         QCOMPARE(back.config.train.expAvgDtype, c.train.expAvgDtype);
         QCOMPARE(back.config.train.expAvgSqDtype, c.train.expAvgSqDtype);
     }
@@ -893,6 +899,11 @@ void TestGenerators::bridgeImportChecksMomentDtypes()
     const BridgeImport either = importBridgeOverrides("ddp.use_distributed_optimizer=false\noptimizer.use_distributed_optimizer=true\n",
                                                       false, base, 8);
     QVERIFY(either.layout.useDistributedOptimizer);
+    // ddp.overlap_grad_reduce reaches parallel.overlap_grad_reduce; not a boolean is an error.
+    const BridgeImport overlap = importBridgeOverrides("ddp.overlap_grad_reduce=false\n", false, base, 8);
+    QVERIFY(overlap.problems.empty() && !overlap.config.parallel.overlapGradReduce);
+    const BridgeImport notBool = importBridgeOverrides("ddp.overlap_grad_reduce=maybe\n", false, base, 8);
+    QVERIFY(!notBool.problems.empty() && notBool.problems.front().key == "ddp.overlap_grad_reduce" && notBool.problems.front().error);
 }
 
 void TestGenerators::jsonPathLine_data()

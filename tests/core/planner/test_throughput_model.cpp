@@ -155,6 +155,36 @@ private slots:
         QVERIFY(epMs(etp) > 1.5 * epMs(a2a));
     }
 
+    void dpGradReduceExposedWithoutOverlap()
+    {
+        // parallel.overlap_grad_reduce false: the whole DP reduction follows backward (exposed 1
+        // instead of dpExposed); FSDP ignores the flag (its collectives are its own).
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        const HardwareSpec hw = *catalog().hardware("h200");
+        Layout l;
+        l.worldSize = 8, l.ep = 8, l.mbs = 1, l.gbs = 64;
+        Workload w;
+        w.forceBalancedRouting = true;
+        ThroughputOptions o;
+        auto dpMs = [&](const Layout& x) {
+            for (const TimeTerm& t : estimateThroughput(m, x, w, hw, o).terms)
+                if (t.name == "DP grad/param collectives (exposed)")
+                    return t.ms;
+            return 0.0;
+        };
+        Layout off = l;
+        off.overlapGradReduce = false;
+        QVERIFY(dpMs(l) > 0.0);
+        QVERIFY2(std::abs(dpMs(off) - dpMs(l) / o.eff.dpExposed) < 1e-9 * dpMs(off), std::to_string(dpMs(off)).c_str());
+        l.useMegatronFsdp = off.useMegatronFsdp = true;
+        l.fsdpStrategy = off.fsdpStrategy = "optim_grads";
+        QCOMPARE(dpMs(off), dpMs(l));
+        // The runtime config carries it both ways.
+        RunConfig c;
+        applyLayout(off, c);
+        QVERIFY(!c.parallel.overlapGradReduce && !layoutFromRunConfig(c, 8).overlapGradReduce);
+    }
+
     void epOverlapHidesAtMostTheCompute()
     {
         // EP16 on H100 spans two nodes: the all-to-all is several times the compute, so overlap
