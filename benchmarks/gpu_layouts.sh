@@ -8,9 +8,9 @@
 # are skipped; with one GPU the FSDP and EP code paths still run at world size 1). Same global
 # batch, so every layout's losses must match the reference's (bf16: ~1e-3 relative); the table
 # shows step time, tokens/s/GPU, MFU and peak memory per layout.   benchmarks/gpu_layouts.sh [STEPS]
-# GRAD_OVERLAP=0 writes every config with parallel.overlap_grad_reduce false (the DP gradient
-# allreduce after backward, as before it overlapped): GRAD_OVERLAP=0 LAYOUTS="dp ep2 tp2-sp" then the
-# same without it measures what the overlap gains (the row names stay; keep both tables).
+# The rows dp-sync and ep2-sync are dp and ep2 with parallel.overlap_grad_reduce false (the DP
+# gradient allreduce after the backward instead of overlapped with it): the overlap's baseline,
+# measured in the same round.
 # LAYOUTS="pp2 tp2-sp" benchmarks/gpu_layouts.sh 8   runs only those (plus the reference), so a
 # round fits the 10-minute limit of one command. RESUME="pp2 tp2-sp" also checks multi-rank
 # checkpoints and --resume of those layouts over NCCL (below).
@@ -34,10 +34,9 @@ else
   [ -f "$MANIFEST" ] || { echo "no $MANIFEST: carry .gpu-samples (see gpu_round.sh)"; exit 1; }
 fi
 # --- end configs only
-python3 - "$ROOT/benchmarks/configs/qwen3vl-30b-slice.json" "$MANIFEST" "$STEPS" "$G" "$RESULTS" "${GRAD_OVERLAP:-1}" <<'PY'
+python3 - "$ROOT/benchmarks/configs/qwen3vl-30b-slice.json" "$MANIFEST" "$STEPS" "$G" "$RESULTS" <<'PY'
 import json, sys
 src, manifest, steps, g, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-overlap = sys.argv[6] != "0"
 base = json.load(open(src))
 base["train"].update(train_iters=steps, micro_batch_size=1, global_batch_size=g)
 base["data"]["manifest"] = manifest
@@ -46,6 +45,8 @@ layouts = {"ref": {}, "dp": {},
            "fsdp-optim_grads": {"use_megatron_fsdp": True, "data_parallel_sharding_strategy": "optim_grads"},
            "fsdp-optim_grads_params": {"use_megatron_fsdp": True, "data_parallel_sharding_strategy": "optim_grads_params"},
            "ep2": {"expert_model_parallel_size": 2},
+           "dp-sync": {"overlap_grad_reduce": False},
+           "ep2-sync": {"expert_model_parallel_size": 2, "overlap_grad_reduce": False},
            "ep2-fsdp": {"expert_model_parallel_size": 2, "use_megatron_fsdp": True,
                         "data_parallel_sharding_strategy": "optim_grads_params"},
            "pp2": {"pipeline_model_parallel_size": 2},
@@ -68,8 +69,6 @@ for name, par in layouts.items():
     c = json.loads(json.dumps(base))
     c["name"] += "-" + name
     c.setdefault("parallel", {}).update(par)
-    if not overlap:
-        c["parallel"]["overlap_grad_reduce"] = False
     json.dump(c, open(f"{out}/{name}.json", "w"), indent=1)
 PY
 # --- configs only: the reference trains on one GPU, every other row on G (as run below)
@@ -98,7 +97,7 @@ run() {  # name, extra args
 }
 run ref
 names=(ref)
-for layout in ${LAYOUTS:-dp fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-fsdp pp2 pp2-uneven tp2-sp tp2-sp-etp1 tp2 tp2-ep2-sp tp2-pp2-sp tp2-sp-fsdp tp2-ep2-sp-fsdp}; do
+for layout in ${LAYOUTS:-dp dp-sync fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-sync ep2-fsdp pp2 pp2-uneven tp2-sp tp2-sp-etp1 tp2 tp2-ep2-sp tp2-pp2-sp tp2-sp-fsdp tp2-ep2-sp-fsdp}; do
   need=1; case $layout in ep2*|pp2*|tp2*) need=2 ;; esac
   case $layout in tp2-ep2*|tp2-pp2*) need=4 ;; esac
   if [ "$G" -lt "$need" ]; then echo "-- $layout: skipped (needs $need GPUs, found $G)"; continue; fi
