@@ -392,6 +392,8 @@ void visitConfig(V& v, RunConfig& c)
         v.choice("data_parallel_sharding_strategy", p.dataParallelShardingStrategy,
                  {"no_shard", "optim", "optim_grads", "optim_grads_params"});
         v.boolean("overlap_grad_reduce", p.overlapGradReduce);
+        v.boolean("grad_reduce_in_fp32", p.gradReduceInFp32);
+        v.boolean("fsdp_reshard_after_forward", p.fsdpReshardAfterForward);
         v.integer("num_layers_in_first_pipeline_stage", p.numLayersInFirstPipelineStage, 0, 1024);
         v.integer("num_layers_in_last_pipeline_stage", p.numLayersInLastPipelineStage, 0, 1024);
         v.choice("moe_token_dispatcher_type", p.moeTokenDispatcherType, {"allgather", "alltoall", "flex"});

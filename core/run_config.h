@@ -104,6 +104,12 @@ struct ParallelConfig {
     /// Megatron's ddp.overlap_grad_reduce: the data-parallel gradient allreduce runs in buckets
     /// during the last micro-batch's backward. Ignored under FSDP (its reduce-scatter is its own).
     bool overlapGradReduce = true;
+    /// Megatron's ddp.grad_reduce_in_fp32: FSDP reduce-scatters gradients in fp32 (true) or bf16
+    /// (half the bytes). moe-train's plain DP allreduce is fp32 either way (its gradients are).
+    bool gradReduceInFp32 = true;
+    /// ZeRO-3 (optim_grads_params) only, moe-train's knob (FSDP2's reshard_after_forward; Megatron
+    /// FSDP has none): false keeps each layer gathered from its forward to its backward.
+    bool fsdpReshardAfterForward = true;
     int numLayersInFirstPipelineStage = 0;  ///< 0 = even split
     int numLayersInLastPipelineStage = 0;
     std::string moeTokenDispatcherType = "alltoall";  ///< allgather | alltoall | flex

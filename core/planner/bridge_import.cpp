@@ -202,6 +202,7 @@ const std::vector<Field>& fields()
         {"dist.use_megatron_fsdp", "parallel.use_megatron_fsdp", setBool([](RunConfig& c) -> bool& { return c.parallel.useMegatronFsdp; })},
         {"ddp.data_parallel_sharding_strategy", "parallel.data_parallel_sharding_strategy", setText([](RunConfig& c) -> std::string& { return c.parallel.dataParallelShardingStrategy; }, {"no_shard", "optim", "optim_grads", "optim_grads_params"})},
         {"ddp.overlap_grad_reduce", "parallel.overlap_grad_reduce", setBool([](RunConfig& c) -> bool& { return c.parallel.overlapGradReduce; })},
+        {"ddp.grad_reduce_in_fp32", "parallel.grad_reduce_in_fp32", setBool([](RunConfig& c) -> bool& { return c.parallel.gradReduceInFp32; })},
         {"comm_overlap.overlap_moe_expert_parallel_comm", "", [](const Value& v, RunConfig&, Layout& l) -> std::string {
              const auto b = toBool(v);
              if (!b) return "expected true or false";
@@ -433,6 +434,7 @@ const std::vector<std::string>& bridgeKnownFields()
         "model.cuda_graph_scope", "model.cuda_graph_modules", "model.cuda_graph_warmup_steps",
         "model.freeze_language_model", "model.freeze_vision_model", "model.freeze_vision_projection",
         "comm_overlap.overlap_moe_expert_parallel_comm", "comm_overlap.delay_wgrad_compute", "ddp.overlap_grad_reduce",
+        "ddp.grad_reduce_in_fp32",
         "ddp.overlap_param_gather", "comm_overlap.tp_comm_overlap", "mixed_precision",
         // Megatron-Core OptimizerConfig, as NVIDIA's MoE scripts pass them to Bridge (precision-
         // aware optimizer), and the distributed optimizer it requires (Bridge config.py syncs the

@@ -103,6 +103,8 @@ std::vector<BridgeOverride> bridgeOverrides(const RunConfig& c, const GeneratorT
         // the layout that was predicted is the one launched.
         out.push_back({"ddp.overlap_grad_reduce", boolText(c.parallel.overlapGradReduce)});
     }
+    // Megatron's default is bf16 reduction (false); moe-train's is fp32: write what was planned.
+    out.push_back({"ddp.grad_reduce_in_fp32", boolText(c.parallel.gradReduceInFp32)});
     if (usesBf16Moments(c)) {
         // Megatron's precision-aware optimizer, as NVIDIA's MoE scripts pass it to Bridge. Master
         // weights and main grads stay fp32 (as in moe-train); only the moments are bf16.
@@ -302,7 +304,7 @@ std::string bridgePerfCommand(const RunConfig& c, const GeneratorTarget& t, std:
                           "model.num_layers_in_last_pipeline_stage", "model.freeze_language_model",
                           "model.freeze_vision_model", "model.freeze_vision_projection",
                           "model.moe_shared_expert_overlap", "ddp.data_parallel_sharding_strategy", "ddp.overlap_grad_reduce",
-                          "checkpoint.ckpt_format", "comm_overlap.overlap_moe_expert_parallel_comm", "train.train_iters",
+                          "ddp.grad_reduce_in_fp32", "checkpoint.ckpt_format", "comm_overlap.overlap_moe_expert_parallel_comm", "train.train_iters",
                           "optimizer.use_precision_aware_optimizer", "optimizer.main_grads_dtype",
                           "optimizer.main_params_dtype", "optimizer.exp_avg_dtype", "optimizer.exp_avg_sq_dtype",
                           "optimizer.use_distributed_optimizer", "ddp.use_distributed_optimizer"})

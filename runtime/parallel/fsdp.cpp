@@ -239,6 +239,8 @@ void Fsdp::gatherUnit(size_t u, bool wait)
             g.work = group->allgatherAsync(g.out, send);
             unit.pending.push_back(std::move(g));
         }
+        if (u != 0 && !unit.pending.empty())
+            ++m_layerGathers;
     }
     if (wait && !unit.gathered)
         completeGather(u);
@@ -292,6 +294,9 @@ void Fsdp::reduceUnit(size_t u)
     if (unit.reduced)
         return;
     unit.reduced = true;
+    const bool bf16 = m_reduceDtype == torch::kBFloat16;
+    const bool emulateBf16 = bf16 && !m_params.empty() && !m_params.front().shard.is_cuda();  // Gloo: no bf16
+    const torch::ScalarType wire = bf16 && !emulateBf16 ? torch::kBFloat16 : torch::kFloat32;
     for (ProcessGroup* group : groups()) {
         const int64_t n = group->size();
         std::vector<size_t> members;
@@ -303,15 +308,21 @@ void Fsdp::reduceUnit(size_t u)
             members.push_back(i);
             const torch::Tensor g = p.param.grad();
             p.seen = p.seen || g.defined();
-            auto flat = g.defined() ? g.reshape({-1}).to(torch::kFloat32) : torch::zeros({p.numel}, p.shard.options());
+            auto flat = g.defined() ? g.reshape({-1}).to(wire) : torch::zeros({p.numel}, p.shard.options().dtype(wire));
             columns.push_back(torch::constant_pad_nd(flat, {0, n * p.chunk - p.numel}).view({n, p.chunk}));
             p.param.mutable_grad() = torch::Tensor();
         }
         if (members.empty())
             continue;
         auto input = torch::cat(columns, 1).reshape({-1});
+        if (emulateBf16)  // the values a bf16 reduce-scatter sends, summed in fp32 (exact for 2 ranks)
+            input = input.to(torch::kBFloat16).to(torch::kFloat32);
         auto output = torch::empty({input.numel() / n}, input.options());
         group->reduceScatter(output, input);
+        if (emulateBf16)  // ... and the bf16 sum it returns
+            output = output.to(torch::kBFloat16).to(torch::kFloat32);
+        if (output.scalar_type() != torch::kFloat32)
+            output = output.to(torch::kFloat32);
         int64_t offset = 0;
         for (size_t i : members) {
             Param& p = m_params[i];
@@ -320,7 +331,7 @@ void Fsdp::reduceUnit(size_t u)
             if (p.shard.grad().defined())
                 p.shard.mutable_grad().add_(piece);
             else
-                p.shard.mutable_grad() = piece.clone();
+                p.shard.mutable_grad() = piece.clone();  // fp32: `output` is (converted above)
         }
     }
 }
@@ -352,8 +363,12 @@ std::vector<torch::Tensor> Fsdp::run(const LayerKey& key, const LayerFn& fn, con
         }
         at::autocast::set_autocast_cache_enabled(cache);
     }
-    releaseUnit(u);
-    if (hooks && anyRequiresGrad(outputs))
+    const bool backwardComes = hooks && anyRequiresGrad(outputs);
+    // Kept gathered until its backward (reshard_after_forward false): afterUnitBackward, or at the
+    // latest afterBackward(), frees it.
+    if (m_reshardAfterForward || !backwardComes)
+        releaseUnit(u);
+    if (backwardComes)
         outputs = applyHook(outputs, this, u, true);
     return outputs;
 }
@@ -397,6 +412,7 @@ void Fsdp::beginMicroBatch(bool hasImages)
 
 void Fsdp::afterBackward()
 {
+    ++m_microBatches;
     if (m_strategy == ShardingStrategy::Optim)
         return;
     for (size_t u = 0; u < m_units.size(); ++u) {
@@ -407,6 +423,16 @@ void Fsdp::afterBackward()
     for (auto& unit : m_units)
         unit.reduced = false;
     m_visionUpFront = false;
+}
+
+std::string Fsdp::summary() const
+{
+    std::string s = "FSDP " + shardingStrategyName(m_strategy) + ": ";
+    if (m_strategy == ShardingStrategy::OptimGradsParams)
+        s += std::to_string(m_layerGathers) + " all-gathers of " + std::to_string(m_units.size() - 1) + " layers in " +
+             std::to_string(m_microBatches) + " micro-batches (reshard after forward: " +
+             (m_reshardAfterForward ? "yes" : "no") + "), ";
+    return s + "gradients reduce-scattered in " + (m_reduceDtype == torch::kBFloat16 ? "bf16" : "fp32");
 }
 
 void Fsdp::finishGradients()

@@ -68,6 +68,15 @@ public:
 
     /// Runner that runs inside this one (activation recompute); not owned, may be null.
     void setInner(LayerRunner* inner) { m_inner = inner; }
+    /// ZeRO-3 (optim_grads_params): false keeps a layer's gathered parameters from its forward
+    /// until its backward is done (parallel.fsdp_reshard_after_forward), so the backward gathers
+    /// nothing: one all-gather per layer and micro-batch instead of two, for the memory of the
+    /// unsharded layers between forward and backward. Default true (freed after forward).
+    void setReshardAfterForward(bool reshard) { m_reshardAfterForward = reshard; }
+    /// The dtype gradients are reduce-scattered in (parallel.grad_reduce_in_fp32): kFloat32
+    /// (default) or kBFloat16 (half the bytes; the shards' gradients stay fp32). Gloo has no bf16
+    /// reduction, so on the CPU the same rounding is applied around an fp32 reduce-scatter.
+    void setReduceDtype(torch::ScalarType dtype) { m_reduceDtype = dtype; }
     std::vector<torch::Tensor> run(const LayerKey& key, const LayerFn& fn, const std::vector<torch::Tensor>& inputs) override;
 
     /// What the optimizer updates: fp32 shards, split into weight-decay (matrices) and no-decay.
@@ -92,6 +101,9 @@ public:
     void afterOptimizerStep();
 
     ShardingStrategy strategy() const { return m_strategy; }
+    /// e.g. "FSDP optim_grads_params: 24 all-gathers of 12 layers in 2 micro-batches (reshard
+    /// after forward: no), gradients reduce-scattered in bf16" — for the rank's log.
+    std::string summary() const;
     /// This rank's bytes; the optimizer state at `momentBytesPerValue` per shard value (both AdamW
     /// moments: 8 fp32, 4 bf16: the moments are built from the shards, in their configured dtype).
     ShardedBytes bytes(int64_t momentBytesPerValue = 8) const;
@@ -125,6 +137,10 @@ private:
     std::vector<Unit> m_units;                     // 0 = root, then layers in model order
     std::map<const torch::nn::Module*, size_t> m_unitOf;
     bool m_visionUpFront = false;                  // this micro-batch: vision units gathered for all
+    bool m_reshardAfterForward = true;
+    torch::ScalarType m_reduceDtype = torch::kFloat32;
+    int64_t m_layerGathers = 0;  // all-gathers of layer units (ZeRO-3), since construction
+    int64_t m_microBatches = 0;  // afterBackward() calls
 };
 
 }  // namespace wb::rt

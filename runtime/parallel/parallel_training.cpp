@@ -95,6 +95,8 @@ void ParallelTraining::attach(VlmModelImpl& model, LayerRunner* inner)
     if (p.useMegatronFsdp && strategy) {
         m_fsdp = makeFsdp(model, *strategy);
         m_fsdp->setInner(inner);
+        m_fsdp->setReshardAfterForward(p.fsdpReshardAfterForward);
+        m_fsdp->setReduceDtype(p.gradReduceInFp32 ? torch::kFloat32 : torch::kBFloat16);
         model.setLayerRunner(m_fsdp.get());
     } else {
         model.setLayerRunner(inner);
@@ -282,6 +284,8 @@ std::string ParallelTraining::memorySummary(int64_t momentBytesPerValue) const
 
 std::string ParallelTraining::gradientReductionSummary() const
 {
+    if (m_fsdp)
+        return m_fsdp->summary();
     return m_reducer ? m_reducer->summary() : std::string();
 }
 

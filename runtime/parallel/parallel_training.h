@@ -73,7 +73,8 @@ public:
     /// One line for the log: per-rank parameter, gradient and optimizer-state bytes, the optimizer
     /// state at `momentBytesPerValue` per trainable value (both AdamW moments: 8 fp32, 4 bf16).
     std::string memorySummary(int64_t momentBytesPerValue = 8) const;
-    /// The overlapped gradient reduction's counters (GradientReducer::summary), or "" without it.
+    /// The gradient reduction's counters for the log: FSDP's (Fsdp::summary), else the overlapped
+    /// reducer's (GradientReducer::summary), or "" with neither.
     std::string gradientReductionSummary() const;
 
 private:

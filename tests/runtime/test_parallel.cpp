@@ -328,6 +328,19 @@ std::optional<LayoutSpec> layoutSpec(const std::string& name)
         // across a bf16 rounding midpoint it changes by one bf16 ulp (2^-8 relative), not 1e-7.
         spec.tolerance = kBf16MomentLossTolerance;
         spec.steps = kBf16MomentSteps;
+    } else if (name == "fsdp-keep-gathered") {  // ZeRO-3 without reshard after forward, 2 ranks
+        spec.parallel = {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", "optim_grads_params"},
+                         {"fsdp_reshard_after_forward", false}};
+        spec.layout = "fsdp:optim_grads_params";
+        spec.ranks = 2;
+    } else if (name == "fsdp-bf16-reduce") {  // ZeRO-2, gradients reduce-scattered in bf16, 2 ranks
+        spec.parallel = {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", "optim_grads"},
+                         {"grad_reduce_in_fp32", false}};
+        spec.layout = "fsdp:optim_grads";
+        spec.ranks = 2;
+        // bf16 gradients: 2^-8 relative per value, so not the fp32 sums' 1e-7.
+        spec.tolerance = kBf16MomentLossTolerance;
+        spec.steps = kBf16MomentSteps;
     } else if (name == "fsdp-frozen-vision") {  // frozen parameters stay whole, with no optimizer state
         spec.parallel = {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", "optim_grads_params"}};
         spec.common = {{"model", {{"freeze_vision_model", true}}}};
@@ -438,6 +451,39 @@ void testLayout(const fs::path& dir, const std::string& name)
     }
     if (name.rfind("tp2", 0) == 0)
         WB_CHECK_MSG(log0.find("tp2") != std::string::npos, log0);
+    if (name == "fsdp-keep-gathered" || name == "fsdp-optim_grads_params") {
+        // ZeRO-3 gathers each layer once per micro-batch when it stays gathered from forward to
+        // backward, twice (forward, backward) when it is freed after forward.
+        // "… FSDP optim_grads_params: G all-gathers of L layers in M micro-batches (reshard after forward: …)"
+        const auto at = log0.rfind(" all-gathers of ");
+        WB_CHECK_MSG(at != std::string::npos, log0);
+        if (at != std::string::npos) {
+            const double gathers = std::stod(log0.substr(log0.rfind(": ", at) + 2));
+            const std::string rest = log0.substr(at + std::string(" all-gathers of ").size());
+            const double layers = std::stod(rest);
+            const double micro = std::stod(rest.substr(rest.find(" in ") + 4));
+            const bool keep = name == "fsdp-keep-gathered";
+            WB_CHECK_MSG(layers > 0 && micro > 0 &&
+                             log0.find(keep ? "reshard after forward: no" : "reshard after forward: yes") != std::string::npos,
+                         log0);
+            // Kept: each layer once per micro-batch. Freed: again before its backward (the last
+            // layer's backward may find its forward gather still there).
+            WB_CHECK_MSG(keep ? gathers == layers * micro : gathers > 1.5 * layers * micro,
+                         gathers << " all-gathers of " << layers << " layers in " << micro << " micro-batches");
+        }
+    }
+    if (name == "fsdp-bf16-reduce") {
+        WB_CHECK_MSG(log0.find("gradients reduce-scattered in bf16") != std::string::npos, log0);
+        // The knob is real: bf16-rounded gradients move the grad norm by more than fp32 sums in
+        // another order do (about 2e-6 on this model).
+        const auto a = stepsOf(readMetrics(dir / "single")), b = stepsOf(readMetrics(dir / "multi"));
+        double worst = 0.0;
+        for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+            worst = std::max(worst, std::abs(a[i].value("grad_norm", 0.0) - b[i].value("grad_norm", 0.0)) /
+                                        std::abs(a[i].value("grad_norm", 1.0)));
+        std::cout << "bf16 reduction: largest relative grad-norm difference " << worst << std::endl;
+        WB_CHECK_MSG(worst > 1e-5, "bf16 reduction moved the grad norm by only " << worst);
+    }
     if (name == "tp2dp2-sp-fsdp-optim_grads_params")
         checkTensorFsdpMemory(dir, *spec);
     if (name == "tp2dp2-sp-fsdp-optim_grads") {
