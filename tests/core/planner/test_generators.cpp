@@ -56,7 +56,10 @@ const std::set<std::string>& bridgeKeyAllowList()
         // ddp.* and optimizer.* flags in ConfigContainer validation).
         "optimizer.use_precision_aware_optimizer", "optimizer.main_grads_dtype", "optimizer.main_params_dtype",
         "optimizer.exp_avg_dtype", "optimizer.exp_avg_sq_dtype", "optimizer.use_distributed_optimizer",
-        "ddp.use_distributed_optimizer"};
+        "ddp.use_distributed_optimizer",
+        // Megatron-Core DistributedDataParallelConfig.grad_reduce_in_fp32 (default false: bf16
+        // reduction), a sibling of overlap_grad_reduce in the ddp section.
+        "ddp.grad_reduce_in_fp32"};
     return keys;
 }
 
@@ -227,7 +230,14 @@ void TestGenerators::bridgeOverrides_data()
                        "model.virtual_pipeline_model_parallel_size=12", "model.moe_token_dispatcher_type=alltoall"};
     QTest::newRow("DP gradient allreduce not overlapped")
         << M([](RunConfig& c, GeneratorTarget&) { c.parallel.overlapGradReduce = false; })
-        << QStringList{"ddp.overlap_grad_reduce=false"};
+        << QStringList{"ddp.overlap_grad_reduce=false", "ddp.grad_reduce_in_fp32=true"};
+    QTest::newRow("FSDP with bf16 gradient reduction")
+        << M([](RunConfig& c, GeneratorTarget&) {
+               c.parallel.useMegatronFsdp = true;
+               c.parallel.dataParallelShardingStrategy = "optim_grads";
+               c.parallel.gradReduceInFp32 = false;
+           })
+        << QStringList{"ddp.grad_reduce_in_fp32=false", "ddp.data_parallel_sharding_strategy=optim_grads"};
     // The precision-aware optimizer: the five fields as NVIDIA's MoE scripts pass them, plus the
     // distributed optimizer Megatron asserts with it (Bridge switches it on itself under FSDP).
     QTest::newRow("bf16 Adam moments, 3D")
@@ -904,6 +914,9 @@ void TestGenerators::bridgeImportChecksMomentDtypes()
     QVERIFY(overlap.problems.empty() && !overlap.config.parallel.overlapGradReduce);
     const BridgeImport notBool = importBridgeOverrides("ddp.overlap_grad_reduce=maybe\n", false, base, 8);
     QVERIFY(!notBool.problems.empty() && notBool.problems.front().key == "ddp.overlap_grad_reduce" && notBool.problems.front().error);
+    // ddp.grad_reduce_in_fp32 reaches parallel.grad_reduce_in_fp32.
+    const BridgeImport bf16Reduce = importBridgeOverrides("ddp.grad_reduce_in_fp32=false\n", false, base, 8);
+    QVERIFY(bf16Reduce.problems.empty() && !bf16Reduce.config.parallel.gradReduceInFp32);
 }
 
 void TestGenerators::jsonPathLine_data()
