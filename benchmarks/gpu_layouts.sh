@@ -45,6 +45,12 @@ layouts = {"ref": {}, "dp": {},
            "fsdp-optim_grads": {"use_megatron_fsdp": True, "data_parallel_sharding_strategy": "optim_grads"},
            "fsdp-optim_grads_params": {"use_megatron_fsdp": True, "data_parallel_sharding_strategy": "optim_grads_params"},
            "ep2": {"expert_model_parallel_size": 2},
+           # FSDP's two knobs (docs/parallel.md): ZeRO-3 kept gathered from forward to backward, and
+           # ZeRO-2 with the gradients reduce-scattered in bf16.
+           "fsdp-keep-gathered": {"use_megatron_fsdp": True, "data_parallel_sharding_strategy": "optim_grads_params",
+                                  "fsdp_reshard_after_forward": False},
+           "fsdp-bf16-reduce": {"use_megatron_fsdp": True, "data_parallel_sharding_strategy": "optim_grads",
+                                "grad_reduce_in_fp32": False},
            "dp-sync": {"overlap_grad_reduce": False},
            "ep2-sync": {"expert_model_parallel_size": 2, "overlap_grad_reduce": False},
            "ep2-fsdp": {"expert_model_parallel_size": 2, "use_megatron_fsdp": True,
@@ -92,12 +98,12 @@ run() {  # name, extra args
   fi
   grep -h "per rank parameters" "$RESULTS/$1.log" | head -2 || true
   # overlap_grad_reduce: how many gradient buckets went out inside backward (rank 0, end of run)
-  grep -h "gradient reduction overlapped" "/tmp/run-$1/rank0.log" 2>/dev/null | tail -1 || true
+  grep -h "gradient reduction overlapped\|FSDP optim" "/tmp/run-$1/rank0.log" 2>/dev/null | tail -1 || true
   cp "/tmp/run-$1/metrics.jsonl" "$RESULTS/$1.metrics.jsonl" 2>/dev/null || true
 }
 run ref
 names=(ref)
-for layout in ${LAYOUTS:-dp dp-sync fsdp-optim fsdp-optim_grads fsdp-optim_grads_params ep2 ep2-sync ep2-fsdp pp2 pp2-uneven tp2-sp tp2-sp-etp1 tp2 tp2-ep2-sp tp2-pp2-sp tp2-sp-fsdp tp2-ep2-sp-fsdp}; do
+for layout in ${LAYOUTS:-dp dp-sync fsdp-optim fsdp-optim_grads fsdp-optim_grads_params fsdp-keep-gathered fsdp-bf16-reduce ep2 ep2-sync ep2-fsdp pp2 pp2-uneven tp2-sp tp2-sp-etp1 tp2 tp2-ep2-sp tp2-pp2-sp tp2-sp-fsdp tp2-ep2-sp-fsdp}; do
   need=1; case $layout in ep2*|pp2*|tp2*) need=2 ;; esac
   case $layout in tp2-ep2*|tp2-pp2*) need=4 ;; esac
   if [ "$G" -lt "$need" ]; then echo "-- $layout: skipped (needs $need GPUs, found $G)"; continue; fi
