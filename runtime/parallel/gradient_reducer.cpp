@@ -10,12 +10,15 @@
 // Why only in the last micro-batch: earlier backwards only accumulate; reducing them would move
 // GBS/(MBS·DP) times the data (Megatron reduces only in the last too: no_sync for the others).
 //
-// Why a re-reduction instead of trusting one hook call per parameter: a parameter used by two
-// autograd graphs in one backward (a recompute unit's inner backward and the outer graph, or two
-// units) is accumulated twice, and the first call would launch its bucket too early. No parameter
-// of this model is (each lives in one recompute unit), but a later model change must not silently
-// average half a gradient: the late call is noticed, agreed over the ranks with the presence
-// flags, and the bucket reduced again in finish() — correct, only not overlapped.
+// Why late accumulations are watched instead of trusting one hook call per parameter: a parameter
+// used by two autograd graphs in one backward (a recompute unit's inner backward and the outer
+// graph, or two units) is accumulated twice, and the first call would launch its bucket too
+// early. No parameter of this model is (each lives in one recompute unit), but a later model
+// change must not silently average half a gradient, nor write into a buffer an allreduce is
+// reading: a pre hook on the accumulator notices the late call before it accumulates and sends it
+// to a tensor of its own; the late parts are agreed over the ranks with the presence flags,
+// reduced in finish() and added, and the bucket is launched only in finish() from then on —
+// correct, only not overlapped.
 #include "runtime/parallel/gradient_reducer.h"
 
 #include <torch/csrc/autograd/function.h>
@@ -36,16 +39,44 @@ using torch::autograd::variable_list;
 // Calls back after the accumulator has added the incoming gradient to .grad.
 class ReadyHook final : public torch::autograd::FunctionPostHook {
 public:
-    explicit ReadyHook(std::function<void()> ready) : m_ready(std::move(ready)) {}
-    variable_list operator()(const variable_list& outputs, const variable_list& /*inputs*/) override
+    explicit ReadyHook(std::function<void(bool)> ready) : m_ready(std::move(ready)) {}
+    // `inputs`: the gradient the accumulator received (undefined ones are not accumulated).
+    variable_list operator()(const variable_list& outputs, const variable_list& inputs) override
     {
-        m_ready();
+        m_ready(!inputs.empty() && inputs[0].defined());
         return outputs;
     }
 
 private:
-    std::function<void()> m_ready;
+    std::function<void(bool)> m_ready;
 };
+
+// Calls back before the accumulator adds the incoming gradient to .grad.
+class AccumulateHook final : public torch::autograd::FunctionPreHook {
+public:
+    explicit AccumulateHook(std::function<void()> before) : m_before(std::move(before)) {}
+    variable_list operator()(const variable_list& grads) override
+    {
+        m_before();
+        return grads;
+    }
+
+private:
+    std::function<void()> m_before;
+};
+
+// `flat`'s elements from `offset` on, shaped `sizes` (contiguous), sharing its storage. Not
+// flat.narrow().view(): that is an autograd view, and LibTorch 1.13's Optimizer::zero_grad calls
+// detach_() on every gradient, which throws for views (c10d's gradient_as_bucket_view hits the
+// same; its Python zero_grad works around it). A tensor set_ onto the storage is a plain tensor.
+torch::Tensor sliceOf(const torch::Tensor& flat, int64_t offset, c10::IntArrayRef sizes)
+{
+    std::vector<int64_t> strides(sizes.size(), 1);
+    for (size_t d = sizes.size(); d-- > 1;)
+        strides[d - 1] = strides[d] * std::max<int64_t>(sizes[d], 1);
+    torch::NoGradGuard noGrad;
+    return torch::empty({0}, flat.options()).set_(flat.storage(), flat.storage_offset() + offset, sizes, strides);
+}
 
 bool reduces(const ReducedParameter& p)
 {
@@ -62,7 +93,7 @@ std::size_t gradientBucketBytes()
 }
 
 GradientReducer::GradientReducer(ProcessGroup& world, std::vector<ReducedParameter> parameters, std::size_t bucketBytes)
-    : m_world(world)
+    : m_world(world), m_self(std::make_shared<GradientReducer*>(this))
 {
     for (auto& p : parameters) {
         Param param;
@@ -72,10 +103,12 @@ GradientReducer::GradientReducer(ProcessGroup& world, std::vector<ReducedParamet
     buildBuckets(bucketBytes);
     registerHooks();
     resetForNextStep();
+    zeroGradients();
 }
 
 GradientReducer::~GradientReducer()
 {
+    *m_self = nullptr;
     for (Param& p : m_params)
         if (p.accumulator)
             p.accumulator->del_post_hook(p.hookKey);
@@ -126,6 +159,18 @@ void GradientReducer::buildBuckets(std::size_t bucketBytes)
         }
     }
     m_stats.buckets = static_cast<int64_t>(m_buckets.size());
+    // The gradients' buffers, once: a bucket's members share dtype and device.
+    for (Bucket& b : m_buckets) {
+        if (b.deferred)
+            continue;
+        const torch::Tensor& first = m_params[b.members[0]].spec.parameter;
+        b.flat = torch::zeros({b.numel}, first.options().requires_grad(false));
+        m_stats.bufferBytes += b.numel * static_cast<int64_t>(b.flat.element_size());
+        for (size_t i : b.members) {
+            Param& p = m_params[i];
+            p.view = sliceOf(b.flat, p.offset, p.spec.parameter.sizes());
+        }
+    }
 }
 
 // Deferred parameters get no hook: they wait for finish() anyway.
@@ -137,7 +182,15 @@ void GradientReducer::registerHooks()
             continue;
         p.accumulator = torch::autograd::impl::grad_accumulator(p.spec.parameter);
         TORCH_CHECK(p.accumulator, "gradient reducer: parameter ", i, " has no gradient accumulator (not a leaf?)");
-        p.hookKey = p.accumulator->add_post_hook(std::make_unique<ReadyHook>([this, i] { onGradientReady(i); }));
+        std::shared_ptr<GradientReducer*> self = m_self;
+        p.hookKey = p.accumulator->add_post_hook(std::make_unique<ReadyHook>([self, i](bool received) {
+            if (GradientReducer* r = *self)
+                r->onGradientReady(i, received);
+        }));
+        p.accumulator->add_pre_hook(std::make_unique<AccumulateHook>([self, i] {
+            if (GradientReducer* r = *self)
+                r->beforeAccumulation(i);
+        }));
     }
 }
 
@@ -145,17 +198,56 @@ void GradientReducer::resetForNextStep()
 {
     for (Param& p : m_params) {
         p.ready = false;
+        p.touched = false;
         p.late = false;
     }
     for (Bucket& b : m_buckets) {
         b.pending = b.members.size();
         b.launched = false;
         b.launchedInBackward = false;
-        b.flat = torch::Tensor();
+        if (b.deferred)
+            b.flat = torch::Tensor();  // a copy, this step's only
         b.work.reset();
     }
     for (Lane& lane : m_lanes)
         lane.next = 0;
+}
+
+bool GradientReducer::isView(const Param& p) const
+{
+    const torch::Tensor& g = p.spec.parameter.grad();
+    return g.defined() && p.view.defined() && g.data_ptr() == p.view.data_ptr() && g.sizes() == p.view.sizes() &&
+           g.strides() == p.view.strides();
+}
+
+// One zero_ per buffer; the views are only reattached where something dropped or replaced them.
+void GradientReducer::zeroGradients()
+{
+    torch::NoGradGuard noGrad;
+    std::lock_guard<std::mutex> lock(m_mutex);
+    for (Bucket& b : m_buckets)
+        if (!b.deferred)
+            b.flat.zero_();
+    for (Param& p : m_params) {
+        if (!p.view.defined())
+            continue;
+        // The view stands for what the optimizer's zero_grad left: nothing (dropped, or undefined
+        // since finish()), a zeroed gradient (1.13 keeps a defined one), or a gradient someone set.
+        if (!p.spec.parameter.grad().defined())
+            p.definedAtStart = false;
+        else if (!isView(p))
+            p.definedAtStart = true;
+        if (!isView(p))
+            p.spec.parameter.mutable_grad() = p.view;
+    }
+}
+
+torch::Tensor GradientReducer::bucketBuffer(const torch::Tensor& parameter) const
+{
+    for (const Param& p : m_params)
+        if (p.view.defined() && p.spec.parameter.unsafeGetTensorImpl() == parameter.unsafeGetTensorImpl())
+            return m_buckets[static_cast<size_t>(p.bucket)].flat;
+    return {};
 }
 
 void GradientReducer::arm()
@@ -164,17 +256,30 @@ void GradientReducer::arm()
     m_armed = true;
 }
 
-void GradientReducer::onGradientReady(size_t index)
+// Only a bucket launched in this backward can be late; its allreduce is reading the buffer, so
+// the gradient is pointed at nothing and autograd accumulates this call into a new tensor.
+void GradientReducer::beforeAccumulation(size_t index)
+{
+    torch::NoGradGuard noGrad;
+    std::lock_guard<std::mutex> lock(m_mutex);
+    Param& p = m_params[index];
+    if (!m_buckets[static_cast<size_t>(p.bucket)].launched)
+        return;
+    p.late = true;
+    if (isView(p))
+        p.spec.parameter.mutable_grad() = torch::Tensor();
+}
+
+void GradientReducer::onGradientReady(size_t index, bool received)
 {
     std::lock_guard<std::mutex> lock(m_mutex);
+    Param& p = m_params[index];
+    p.touched = p.touched || received;
     if (!m_armed)
         return;  // an earlier micro-batch: it only accumulates
-    Param& p = m_params[index];
     Bucket& bucket = m_buckets[static_cast<size_t>(p.bucket)];
-    if (p.ready) {
-        p.late = p.late || bucket.launched;
-        return;
-    }
+    if (p.ready || bucket.launched)
+        return;  // accumulated again before its bucket went out (in place), or late (seen before)
     p.ready = true;
     if (--bucket.pending == 0)
         launchInOrder(m_lanes[bucket.lane], /*inBackward=*/true, /*all=*/false);
@@ -184,18 +289,41 @@ void GradientReducer::launchInOrder(Lane& lane, bool inBackward, bool all)
 {
     while (lane.next < lane.buckets.size()) {
         Bucket& b = m_buckets[lane.buckets[lane.next]];
-        if (b.deferred || (!all && b.pending > 0))
+        if (b.deferred || (!all && (b.pending > 0 || b.finishOnly)))
             return;
         launch(b, inBackward);
         ++lane.next;
     }
 }
 
-// The flat copy is taken now, so backward may keep writing other gradients; this bucket's own
-// are complete (its hooks fired) or, in finish(), final.
+// The allreduce runs in place on the buffer the gradients are views of; this bucket's gradients
+// are complete (its hooks fired) or, in finish(), final. A gradient that is not its view
+// (someone replaced .grad without zeroGradients()) is copied in first and replaced by the view.
+// Deferred buckets: a flat copy, taken now.
 void GradientReducer::launch(Bucket& bucket, bool inBackward)
 {
     torch::NoGradGuard noGrad;
+    if (!bucket.deferred) {
+        for (size_t i : bucket.members) {
+            Param& p = m_params[i];
+            if (isView(p))
+                continue;
+            torch::Tensor g = p.spec.parameter.grad();
+            TORCH_CHECK(!g.defined() || g.scalar_type() == p.spec.parameter.scalar_type(), "gradient reducer: a ",
+                        g.scalar_type(), " gradient of a ", p.spec.parameter.scalar_type(), " parameter");
+            if (g.defined())
+                p.view.copy_(g);
+            else
+                p.view.zero_();
+            p.spec.parameter.mutable_grad() = p.view;
+            ++m_stats.copiedIn;
+        }
+        bucket.work = bucket.group->allreduceAsync({bucket.flat}, ReduceOp::Sum);
+        bucket.launched = true;
+        bucket.launchedInBackward = inBackward;
+        ++(inBackward ? m_stats.launchedInBackward : m_stats.launchedAtFinish);
+        return;
+    }
     std::vector<torch::Tensor> pieces;
     pieces.reserve(bucket.members.size());
     for (size_t i : bucket.members) {
@@ -220,7 +348,8 @@ void GradientReducer::agreePresence(std::vector<bool>& present, std::vector<bool
     auto acc = flags.accessor<float, 1>();
     for (int64_t i = 0; i < n; ++i) {
         const Param& p = m_params[static_cast<size_t>(i)];
-        acc[i] = p.spec.parameter.grad().defined() ? 1.0f : 0.0f;
+        const bool here = p.view.defined() ? p.touched || p.definedAtStart : p.spec.parameter.grad().defined();
+        acc[i] = here ? 1.0f : 0.0f;
         acc[n + i] = p.late ? 1.0f : 0.0f;
     }
     if (m_world.size() > 1) {
@@ -237,9 +366,11 @@ void GradientReducer::agreePresence(std::vector<bool>& present, std::vector<bool
     }
 }
 
-// A bucket launched with a gradient that was accumulated again afterwards: its first result is
-// dropped and it goes out again, in bucket order, on every rank of its group (the flags are the
-// same everywhere after the max-allreduce).
+// A bucket with a gradient accumulated again after its launch (on any rank: the flags are the
+// same everywhere after the max-allreduce): the late parts, which went to tensors of their own,
+// are reduced in one more allreduce of the bucket's size (zeros where a rank has none), in bucket
+// order on every rank of its group, and added to the first result; the gradients become their
+// views again. From the next step on the bucket goes out only in finish().
 void GradientReducer::reduceAgainWhereLate(const std::vector<bool>& lateAnywhere)
 {
     for (Lane& lane : m_lanes)
@@ -251,10 +382,34 @@ void GradientReducer::reduceAgainWhereLate(const std::vector<bool>& lateAnywhere
             if (!late || bucket.deferred)
                 continue;
             bucket.work->wait();
-            launch(bucket, false);
-            --m_stats.launchedAtFinish;  // counted once, as a re-reduction
+            auto parts = torch::zeros_like(bucket.flat);
+            for (size_t i : bucket.members) {
+                Param& p = m_params[i];
+                const torch::Tensor g = p.spec.parameter.grad();
+                if (g.defined() && !isView(p))
+                    parts.narrow(0, p.offset, g.numel()).copy_(g.reshape({-1}));
+                p.spec.parameter.mutable_grad() = p.view;
+            }
+            std::vector<torch::Tensor> t{parts};
+            bucket.group->allreduce(t, ReduceOp::Sum);
+            bucket.flat.add_(t[0]);
             ++m_stats.reReduced;
+            if (!bucket.finishOnly) {
+                bucket.finishOnly = true;
+                ++m_stats.finishOnlyBuckets;
+            }
         }
+}
+
+// Each lane: its finish-only buckets after the others (the deferred ones stay last), the same
+// order on every rank (finishOnly follows agreed flags).
+void GradientReducer::moveFinishOnlyLast()
+{
+    for (Lane& lane : m_lanes)
+        std::stable_sort(lane.buckets.begin(), lane.buckets.end(), [&](size_t x, size_t y) {
+            auto rank = [&](size_t b) { return m_buckets[b].deferred ? 2 : m_buckets[b].finishOnly ? 1 : 0; };
+            return rank(x) < rank(y);
+        });
 }
 
 void GradientReducer::waitScaleCopyBack(Bucket& bucket, const std::vector<bool>& present)
@@ -263,6 +418,14 @@ void GradientReducer::waitScaleCopyBack(Bucket& bucket, const std::vector<bool>&
     bucket.work->wait();
     bucket.work.reset();
     bucket.flat.mul_(1.0 / bucket.divisor);  // as DataParallel::averageGradients: sum, then one scale
+    if (!bucket.deferred) {  // the gradients are the buffer; one present nowhere is dropped until zeroGradients()
+        for (size_t i : bucket.members) {
+            m_params[i].definedAtStart = present[i];  // what the view stands for from now on
+            if (!present[i])
+                m_params[i].spec.parameter.mutable_grad() = torch::Tensor();
+        }
+        return;
+    }
     for (size_t i : bucket.members) {
         if (!present[i])
             continue;  // undefined on every rank: stays undefined
@@ -283,7 +446,11 @@ void GradientReducer::finish(const std::function<void()>& beforeDeferred)
     agreePresence(present, lateAnywhere);
     for (size_t i = 0; i < m_params.size(); ++i) {
         torch::Tensor p = m_params[i].spec.parameter;
-        if (present[i] && !p.grad().defined()) {
+        if (m_params[i].view.defined()) {  // bucketed: its zeros are already in the buffer
+            const bool here = m_params[i].touched || m_params[i].definedAtStart;
+            m_stats.zeroFilled += present[i] && !here ? 1 : 0;
+            m_stats.undefinedEverywhere += present[i] ? 0 : 1;
+        } else if (present[i] && !p.grad().defined()) {
             p.mutable_grad() = torch::zeros_like(p);  // the partial sums and copy-back need it here
             ++m_stats.zeroFilled;
         } else if (!present[i] && p.requires_grad()) {
@@ -307,6 +474,7 @@ void GradientReducer::finish(const std::function<void()>& beforeDeferred)
             spec.parameter.grad().div_(spec.divisor);
     }
     ++m_stats.steps;
+    moveFinishOnlyLast();
     resetForNextStep();
 }
 
@@ -319,15 +487,16 @@ GradientReducerStats GradientReducer::stats() const
 std::string GradientReducer::summary() const
 {
     const GradientReducerStats s = stats();
-    char text[320];
+    char text[480];
     std::snprintf(text, sizeof text,
                   "gradient reduction overlapped with backward: %lld buckets per step over %zu groups; after %lld steps "
                   "%lld launched during backward, %lld after it, %lld reduced again; %lld gradients zero-filled, "
-                  "%lld undefined on every rank",
+                  "%lld undefined on every rank; %lld finish-only, %lld copied in; gradients are views of %.2f MiB of buffers",
                   static_cast<long long>(s.buckets), m_lanes.size(), static_cast<long long>(s.steps),
                   static_cast<long long>(s.launchedInBackward), static_cast<long long>(s.launchedAtFinish),
                   static_cast<long long>(s.reReduced), static_cast<long long>(s.zeroFilled),
-                  static_cast<long long>(s.undefinedEverywhere));
+                  static_cast<long long>(s.undefinedEverywhere), static_cast<long long>(s.finishOnlyBuckets),
+                  static_cast<long long>(s.copiedIn), static_cast<double>(s.bufferBytes) / (1024.0 * 1024.0));
     return text;
 }
 

@@ -1,8 +1,18 @@
 // Data-parallel gradient averaging overlapped with the last micro-batch's backward (what c10d's
-// Reducer and Megatron's DDP `overlap_grad_reduce` do), applied from outside the model: a post hook
-// on each trainable parameter's gradient accumulator marks the parameter ready once autograd has
-// accumulated its gradient; a bucket whose parameters are all ready is copied into a flat buffer
-// and its allreduce launched asynchronously, while backward goes on with earlier layers.
+// Reducer with gradient_as_bucket_view and Megatron's DDP `overlap_grad_reduce` with its
+// contiguous grad buffers do), applied from outside the model: a post hook on each trainable
+// parameter's gradient accumulator marks the parameter ready once autograd has accumulated its
+// gradient; a bucket whose parameters are all ready has its allreduce launched asynchronously,
+// while backward goes on with earlier layers.
+//
+// Gradients ARE the buckets: each bucket owns one flat buffer (allocated once, dtype and device of
+// its parameters) and every bucketed parameter's .grad is a view of its slice, so autograd's
+// accumulator adds straight into the buffer (a defined, non-shared grad is accumulated in place
+// without grad mode, LibTorch 1.13 and 2.x alike) and the allreduce and the scale run in place:
+// no copy in, no copy back, no second copy of the gradients. zeroGradients(), after the
+// optimizer's zero_grad, zeroes each buffer (one zero_ per bucket) and points the gradients back
+// at their slices. Deferred parameters (tensor parallelism's partial gradients) stay on the copy
+// path: their bucket is flattened with cat when launched and copied back in finish().
 //
 // Buckets (≤ bucketBytes, one group, dtype, device and divisor each) are fixed at construction,
 // over the parameters in REVERSE order (the order given is the model's registration order, so the
@@ -10,22 +20,27 @@
 // buckets are launched strictly in bucket order on every rank: a collective of one group must be
 // issued in the same order everywhere (NCCL hangs, Gloo pairs up the wrong buffers otherwise).
 //
-// finish(), after the backward: launches the buckets not launched yet (their missing gradients —
-// an expert no token of this rank reached, a vision tower a text-only micro-batch never ran —
-// as zeros), agrees over `world` which gradients exist anywhere (one small max-allreduce) and
-// whether any rank's hook fired again after its bucket had gone out (then that bucket is reduced
-// again, everywhere), launches the deferred buckets (gradients that need a step of their own
-// first: tensor parallelism's partial ones, summed over TP by `beforeDeferred`), waits for all,
-// scales and copies back. A gradient undefined on every rank stays undefined (AdamW skips it,
-// as on one rank); one defined somewhere counts as zero where it is missing. The sums are the
-// same elementwise sums as DataParallel::averageGradients' (same operands, same reduction, same
-// scale), so the result is the synchronous path's.
+// Presence: a view is always defined, so a bucketed gradient counts as present on this rank when
+// its accumulator received a gradient in ANY micro-batch of the step (or it was defined when the
+// step began: LibTorch 1.13's zero_grad zeroes instead of dropping). finish() agrees presence over
+// `world` (one small max-allreduce): present nowhere → .grad undefined after finish() (AdamW skips
+// it, as on one rank), its view back at zeroGradients(); present elsewhere → the zeros already in
+// the buffer.
+//
+// Late hooks (an accumulation after its bucket went out: a parameter used by two graphs of one
+// backward, e.g. shared across reentrant recompute units) must not write into a buffer whose
+// allreduce is in flight: a pre hook on the accumulator sees it coming and points that .grad at
+// nothing, so autograd accumulates the late part into a tensor of its own. finish() agrees the
+// late flags over the world, reduces the late parts of such a bucket (one extra allreduce of one
+// bucket's size, zeros where none) and adds them to the first result; from then on that bucket is
+// launched only in finish(), after the lane's others, on every rank. The first such step's sum is
+// (Σ partial) + (Σ late) rather than Σ (partial + late): the same value up to rounding.
 //
 // Threads: arm() and finish() on the training thread; the hooks run inside backward (the training
 // thread on the CPU, autograd's device thread on CUDA while the training thread waits in
-// backward()); they share the state under m_mutex. CUDA: a bucket's copy runs on the hook
-// thread's current stream (autograd's: the one its forward ran on), which NCCL's stream waits
-// for when the allreduce is enqueued; finish() waits on the training thread's current stream.
+// backward()); they share the state under m_mutex. CUDA: autograd accumulates into the views on
+// the backward's stream (the forward's), which NCCL's stream waits for when the allreduce is
+// enqueued from the hook; finish() waits on the training thread's current stream.
 #pragma once
 
 #include "runtime/parallel/process_group.h"
@@ -66,7 +81,11 @@ struct GradientReducerStats {
     int64_t launchedAtFinish = 0;    ///< buckets started by finish() (incl. deferred ones)
     int64_t zeroFilled = 0;          ///< gradients missing here but present on another rank
     int64_t undefinedEverywhere = 0; ///< trainable gradients left undefined (on no rank)
-    int64_t reReduced = 0;           ///< buckets reduced again (a hook fired after their launch)
+    int64_t reReduced = 0;           ///< buckets whose late parts were reduced (a hook fired after their launch)
+    int64_t finishOnlyBuckets = 0;   ///< buckets launched only in finish() since a late hook
+    int64_t copiedIn = 0;            ///< gradients found not to be their bucket's view (someone replaced
+                                     ///< .grad without zeroGradients()): copied into the buffer
+    int64_t bufferBytes = 0;         ///< the flat buffers the gradients are views of (all buckets)
 };
 
 class GradientReducer {
@@ -83,6 +102,13 @@ public:
     void arm();
     /// After that backward (or with none armed: all buckets launch here). Throws CommError.
     void finish(const std::function<void()>& beforeDeferred = {});
+    /// Between steps, after the optimizer's zero_grad (which may have dropped the gradients,
+    /// LibTorch 2.x's default, or zeroed them, 1.13): zeroes every bucket buffer in place and sets
+    /// each bucketed parameter's .grad back to its view. The constructor does it once too.
+    void zeroGradients();
+    /// The buffer the bucketed `parameter`'s gradient is a view of (undefined for one not bucketed
+    /// or deferred): for the tests' storage checks.
+    torch::Tensor bucketBuffer(const torch::Tensor& parameter) const;
 
     GradientReducerStats stats() const;
     /// e.g. "gradient buckets: 6 per step over 2 groups; after 3 steps 15 launched during backward, …"
@@ -99,7 +125,8 @@ private:
         size_t pending = 0;  // members not ready yet (this backward)
         bool launched = false;
         bool launchedInBackward = false;
-        torch::Tensor flat;
+        bool finishOnly = false;  // a late hook was seen: launched only in finish() from then on
+        torch::Tensor flat;       // the gradients' buffer (deferred: this step's copy, then released)
         std::unique_ptr<CommWork> work;
     };
     struct Lane {  // one group's buckets, launched in order
@@ -112,20 +139,28 @@ private:
         int64_t offset = 0;  // in its bucket's flat buffer
         int bucket = -1;     // -1: not in a bucket (frozen, empty, or a one-rank group)
         bool ready = false;
-        bool late = false;  // its hook fired again after its bucket was launched
+        bool touched = false;          // its accumulator received a gradient this step
+        bool definedAtStart = false;   // the view stands for a defined .grad: it was present at the last
+                                       // finish() and zero_grad kept it (1.13), or someone set one
+        bool late = false;  // its accumulator ran again after its bucket was launched
         std::shared_ptr<torch::autograd::Node> accumulator;
         uintptr_t hookKey = 0;
+        torch::Tensor view;  // its slice of the bucket buffer, shaped as the parameter (not deferred)
     };
 
     void buildBuckets(std::size_t bucketBytes);
     void registerHooks();
-    void onGradientReady(size_t index);  // the hook; takes m_mutex
+    void onGradientReady(size_t index, bool received);  // the post hook; takes m_mutex
+    void beforeAccumulation(size_t index);              // the pre hook; takes m_mutex
+    bool isView(const Param& p) const;
+    void attachViews();
     // The lane's next buckets while they are complete (in backward) or all non-deferred ones.
     void launchInOrder(Lane& lane, bool inBackward, bool all);  // m_mutex held
     void launch(Bucket& bucket, bool inBackward);
     void agreePresence(std::vector<bool>& present, std::vector<bool>& lateAnywhere);
     void reduceAgainWhereLate(const std::vector<bool>& lateAnywhere);
     void waitScaleCopyBack(Bucket& bucket, const std::vector<bool>& present);
+    void moveFinishOnlyLast();
     void resetForNextStep();
 
     ProcessGroup& m_world;
@@ -135,6 +170,8 @@ private:
     mutable std::mutex m_mutex;
     bool m_armed = false;        // guarded by m_mutex
     GradientReducerStats m_stats;  // guarded by m_mutex
+    // The hooks' way back here; nulled by the destructor (1.13 cannot remove a pre hook).
+    std::shared_ptr<GradientReducer*> m_self;
 };
 
 }  // namespace wb::rt

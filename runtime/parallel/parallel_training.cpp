@@ -251,6 +251,10 @@ void ParallelTraining::afterOptimizerStep()
 {
     if (m_fsdp)
         m_fsdp->afterOptimizerStep();
+    // The optimizer's zero_grad dropped (2.x) or zeroed (1.13) the gradients: the bucketed ones
+    // become views of their zeroed buffers again, before the next step's first backward.
+    if (m_reducer)
+        m_reducer->zeroGradients();
 }
 
 std::string ParallelTraining::memorySummary(int64_t momentBytesPerValue) const

@@ -51,6 +51,8 @@ public:
     void finishGradients();
     /// Global L2 norm of the gradients of optimizedParameters() over all ranks (device scalar).
     torch::Tensor gradNorm() const;
+    /// After the optimizer's step and zero_grad. Overlapped reduction: the bucketed gradients are
+    /// views of the reducer's buffers again, zeroed (GradientReducer::zeroGradients).
     void afterOptimizerStep();
 
     /// True when no rank holds the whole model (EP > 1, TP > 1 or FSDP): each rank checkpoints its part.

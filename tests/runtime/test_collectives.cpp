@@ -11,6 +11,7 @@
 
 #include "runtime/parallel/expert_parallel.h"
 #include "runtime/parallel/gradient_reducer.h"
+#include "runtime/train/memory_report.h"
 #include "runtime/parallel/process_group.h"
 
 #include <thread>
@@ -166,14 +167,28 @@ void checkAllreduceAsync(ProcessGroup& g)
     WB_CHECK_MSG(sameTensor(b, torch::arange(3, torch::kFloat32) + (n - 1)), "async allreduce max on rank " << r << ": " << b);
 }
 
-// GradientReducer on hand-made leaves, one bucket each (8-byte buckets), two steps. Per step a
+// True when `t`'s elements lie inside `buffer`'s (same storage, in range).
+bool inside(const torch::Tensor& t, const torch::Tensor& buffer)
+{
+    if (!t.defined() || !buffer.defined())
+        return false;
+    const auto* p = static_cast<const char*>(t.data_ptr());
+    const auto* lo = static_cast<const char*>(buffer.data_ptr());
+    return p >= lo && p + t.numel() * t.element_size() <= lo + buffer.numel() * buffer.element_size();
+}
+
+// GradientReducer on hand-made leaves, one bucket each (8-byte buckets), three steps. Per step a
 // first backward before arm() only accumulates; after arm() rank r's backward gives w = r + 1
 // times each of a, b, e, and 1 to c on rank 0 only; then a second backward adds 10 to a, after
-// a's bucket went out (its hook fires again: the bucket is reduced again in finish). d gets
-// nothing anywhere (stays undefined), f is frozen, e is deferred and doubled by beforeDeferred.
-// Means over ranks: a = 2·mean(w) + 10, b = 2·mean(w), c = 1/n (zero-filled on the others),
-// e = 2·mean(w). Order d, c, a, b: reversed, b's and a's buckets go out first, inside backward;
-// c's only where rank 0 had it, d's never before finish().
+// a's bucket went out in step 1 (its accumulator runs again: the late part goes to a tensor of
+// its own, is reduced in finish() and added; from step 2 on a's bucket goes out only in finish()).
+// d gets nothing anywhere (stays undefined), f is frozen, e is deferred and doubled by
+// beforeDeferred. Means over ranks: a = 2·mean(w) + 10, b = 2·mean(w), c = 1/n (zero-filled on
+// the others), e = 2·mean(w). Order d, c, a, b: reversed, b's and a's buckets go out first,
+// inside backward; c's only where rank 0 had it, d's never before finish(). Between steps the
+// optimizer's zero_grad is played as LibTorch 2.x's (set_to_none) in step 2 and 1.13's (zeroes
+// in place, keeps them) in step 3, each followed by zeroGradients(): the bucketed gradients must
+// be views of their buffers throughout, nothing copied in.
 void checkGradientReducer(ProcessGroup& g)
 {
     const int n = g.size(), r = g.rank();
@@ -183,10 +198,22 @@ void checkGradientReducer(ProcessGroup& g)
     for (const torch::Tensor& t : {f, d, c, a, b, e})
         params.push_back({t, &g, n, t.unsafeGetTensorImpl() == e.unsafeGetTensorImpl()});
     GradientReducer reducer(g, params, 8);
+    for (const torch::Tensor& t : {a, b, c, d})
+        WB_CHECK_MSG(inside(t.grad(), reducer.bucketBuffer(t)), "before step 1 a gradient is not its bucket's view");
+    WB_CHECK(!reducer.bucketBuffer(e).defined() && !reducer.bucketBuffer(f).defined());
     const float w = static_cast<float>(r + 1), meanW = (n + 1) / 2.0f;
-    for (int step = 1; step <= 2; ++step) {
-        for (torch::Tensor t : {a, b, c, d, e})
-            t.mutable_grad() = torch::Tensor();
+    for (int step = 1; step <= 3; ++step) {
+        if (step == 2)  // torch::optim::Optimizer::zero_grad of 2.x: set_to_none
+            for (torch::Tensor t : {a, b, c, d, e})
+                t.mutable_grad() = torch::Tensor();
+        if (step == 3) {  // of 1.13: defined ones detached and zeroed in place
+            torch::NoGradGuard noGrad;
+            for (torch::Tensor t : {a, b, c, d, e})
+                if (t.grad().defined())
+                    t.mutable_grad().detach_().zero_();
+        }
+        if (step > 1)
+            reducer.zeroGradients();
         ((a + b) * w).sum().backward();  // an earlier micro-batch: accumulates only
         reducer.arm();
         auto loss = (a * w).sum() + (b * w).sum() + (e * w).sum();
@@ -198,12 +225,97 @@ void checkGradientReducer(ProcessGroup& g)
         WB_CHECK_MSG(c.grad().defined() && c.grad().allclose(torch::full({2}, 1.0f / n)), "c on rank " << r << ": " << c.grad());
         WB_CHECK_MSG(e.grad().defined() && e.grad().allclose(torch::full({3}, 2 * meanW)), "e on rank " << r << ": " << e.grad());
         WB_CHECK_MSG(!d.grad().defined() && !f.grad().defined(), "d or f got a gradient on rank " << r);
+        for (const torch::Tensor& t : {a, b, c})
+            WB_CHECK_MSG(inside(t.grad(), reducer.bucketBuffer(t)),
+                         "step " << step << " on rank " << r << ": a gradient is not a view of its bucket's buffer");
+        WB_CHECK(!inside(e.grad(), reducer.bucketBuffer(a)) && !inside(e.grad(), reducer.bucketBuffer(b)));
     }
     const GradientReducerStats s = reducer.stats();
-    WB_CHECK_MSG(s.buckets == 5 && s.steps == 2 && s.reReduced == 2 && s.undefinedEverywhere == 2 &&
-                     s.zeroFilled == (r == 0 ? 0 : 2) && s.launchedInBackward == (r == 0 ? 6 : 4) &&
-                     s.launchedInBackward + s.launchedAtFinish == 10,
+    // Launched during backward: step 1 b, a (+ c on rank 0); steps 2 and 3 b (+ c on rank 0), a
+    // waiting for finish(). Zero-filled: c on ranks ≠ 0 in steps 1 and 2; in step 3 c's gradient
+    // was kept (zeroed) by 1.13's zero_grad, so it is there, as on the synchronous path. The
+    // buffers: a, b, c, d (12 floats), nothing of e's, f's.
+    WB_CHECK_MSG(s.buckets == 5 && s.steps == 3 && s.reReduced == 1 && s.finishOnlyBuckets == 1 &&
+                     s.undefinedEverywhere == 3 && s.zeroFilled == (r == 0 ? 0 : 2) &&
+                     s.launchedInBackward == (r == 0 ? 7 : 4) && s.launchedInBackward + s.launchedAtFinish == 15 &&
+                     s.copiedIn == 0 && s.bufferBytes == 12 * 4,
                  "rank " << r << ": " << reducer.summary());
+}
+
+// Someone replaces the gradients without zeroGradients() (an optimizer's set_to_none alone): the
+// reducer notices at launch, copies them into its buffer (counted), and the result is still the
+// average; the gradients are views again afterwards.
+void checkGradientReducerReplacedGradients(ProcessGroup& g)
+{
+    const int n = g.size(), r = g.rank();
+    auto a = torch::zeros({3}).set_requires_grad(true), b = torch::zeros({2}).set_requires_grad(true);
+    GradientReducer reducer(g, {{a, &g, n}, {b, &g, n}}, 1 << 20);
+    const float w = static_cast<float>(r + 1), meanW = (n + 1) / 2.0f;
+    for (int step = 1; step <= 2; ++step) {
+        a.mutable_grad() = torch::Tensor();
+        b.mutable_grad() = torch::full({2}, 100.0f);  // replaced, and not zeroed: counts
+        reducer.arm();
+        ((a + b.sum()) * w).sum().backward();
+        reducer.finish();
+        WB_CHECK_MSG(a.grad().allclose(torch::full({3}, meanW)), "a on rank " << r << ": " << a.grad());
+        WB_CHECK_MSG(b.grad().allclose(torch::full({2}, 100.0f + 3 * meanW)), "b on rank " << r << ": " << b.grad());
+        WB_CHECK(inside(a.grad(), reducer.bucketBuffer(a)) && inside(b.grad(), reducer.bucketBuffer(b)));
+    }
+    WB_CHECK_MSG(reducer.stats().copiedIn == 4, "rank " << r << ": " << reducer.summary());
+}
+
+// The memory the overlapped reduction costs, counted by the CPU tensor counter (the allocator
+// the trainer installs): 8 leaves of 64 Ki floats (2 MiB of gradients), 512 KiB buckets, steps as
+// the trainer runs them (zero_grad as 2.x's set_to_none, zeroGradients(), an unarmed and an armed
+// backward, finish()). The buffers are allocated once, at construction, and are exactly the
+// gradients' bytes; a whole step then adds less than half the gradients' bytes at its peak (the
+// transient incoming gradient autograd hands each accumulator, the forward's temporaries) and
+// leaves nothing of a gradient's size behind (Gloo's works may keep a few bytes a while; observed
+// 0 or 64). Flat copies of the buckets, or gradients that are not the buffers'
+// views, add all of the gradients' 2 MiB.
+void checkGradientReducerMemory(ProcessGroup& g)
+{
+    installCpuTensorCounter();
+    const int n = g.size();
+    constexpr int64_t kValues = 64 * 1024;
+    std::vector<torch::Tensor> leaves;
+    std::vector<ReducedParameter> params;
+    for (int k = 0; k < 8; ++k) {
+        leaves.push_back(torch::full({kValues}, static_cast<float>(k)).set_requires_grad(true));
+        params.push_back({leaves.back(), &g, n});
+    }
+    const int64_t gradientBytes = 8 * kValues * 4;
+    const int64_t before = cpuTensorBytes().current;
+    GradientReducer reducer(g, params, 512 * 1024);
+    WB_CHECK_MSG(cpuTensorBytes().current - before == gradientBytes && reducer.stats().bufferBytes == gradientBytes,
+                 "the buffers take " << cpuTensorBytes().current - before << " bytes for " << gradientBytes
+                                     << " bytes of gradients");
+    const float w = static_cast<float>(g.rank() + 1), meanW = (n + 1) / 2.0f;
+    for (int step = 1; step <= 3; ++step) {
+        for (torch::Tensor t : leaves)
+            t.mutable_grad() = torch::Tensor();
+        reducer.zeroGradients();
+        resetCpuTensorPeak();
+        const int64_t base = cpuTensorBytes().current;
+        auto loss = [&] {
+            torch::Tensor sum = torch::zeros({});
+            for (const torch::Tensor& t : leaves)
+                sum = sum + (t * w).sum();
+            return sum;
+        };
+        loss().backward();
+        reducer.arm();
+        loss().backward();
+        reducer.finish();
+        const TensorBytes after = cpuTensorBytes();
+        WB_CHECK_MSG(after.peak - base < gradientBytes / 2 && after.current - base < 4096,
+                     "step " << step << " on rank " << g.rank() << ": peak +" << after.peak - base << " bytes, "
+                             << after.current - base << " left, over " << gradientBytes << " bytes of gradients");
+        for (const torch::Tensor& t : leaves)
+            WB_CHECK_MSG(t.grad().allclose(torch::full({kValues}, 2 * meanW)) && inside(t.grad(), reducer.bucketBuffer(t)),
+                         "step " << step << " on rank " << g.rank() << ": a gradient is wrong or not its bucket's view");
+    }
+    WB_CHECK_MSG(reducer.stats().buckets == 4 && reducer.stats().copiedIn == 0, reducer.summary());
 }
 
 // Rank 1 waits for a message rank 0 never sends: after the group's timeout (2 s) the recv throws
@@ -276,6 +388,8 @@ int runRank(int rank, int ranks, int port)
         checkAllgather(world);
         checkAllreduceAsync(world);
         checkGradientReducer(world);
+        checkGradientReducerReplacedGradients(world);
+        checkGradientReducerMemory(world);
         checkReduceScatter(world);
         checkAllToAll(world);
         checkPointToPoint(world);

@@ -883,6 +883,8 @@ void testResume(const fs::path& dir, const std::string& name)
 // The gradient-reduction counters of a rank's last summary line (GradientReducer::summary).
 struct ReducerCounts {
     long long buckets = -1, steps = 0, inBackward = 0, after = 0, again = 0, zeroFilled = 0, undefined = 0;
+    long long finishOnly = -1, copiedIn = -1;
+    double bufferMiB = 0.0;
 };
 
 ReducerCounts reducerCounts(const std::string& log)
@@ -908,6 +910,10 @@ ReducerCounts reducerCounts(const std::string& log)
     c.again = before(" reduced again");
     c.zeroFilled = before(" gradients zero-filled");
     c.undefined = before(" undefined on every rank");
+    c.finishOnly = before(" finish-only");
+    c.copiedIn = before(" copied in");
+    if (const size_t v = line.find("views of "); v != std::string::npos)
+        c.bufferMiB = std::atof(line.c_str() + v + 9);
     return c;
 }
 
@@ -933,7 +939,9 @@ ReducerCounts reducerCounts(const std::string& log)
 // (ep2dp2) and 7.3e-7 (ep2dp2-missing, whose 8-token rows train less smoothly) over 20 steps,
 // where a bucket not averaged moves the grad norm by > 1e-3.
 // Every rank's log must show more than one bucket, buckets launched inside backward (a broken
-// hook launches everything after it) and none reduced again.
+// hook launches everything after it), none reduced again or finish-only, and the gradients as
+// views of the buffers all along: none copied in (a zero_grad that drops the views without
+// GradientReducer::zeroGradients() after it copies every gradient in, every step).
 void testOverlap(const fs::path& dir, const std::string& name)
 {
     ::setenv("WB_GRAD_BUCKET_MB", "0.05", 1);
@@ -993,7 +1001,8 @@ void testOverlap(const fs::path& dir, const std::string& name)
         const std::string log = test::readFile(dir / "multi" / ("rank" + std::to_string(k) + ".log"));
         const ReducerCounts c = reducerCounts(log);
         WB_CHECK_MSG(c.buckets > 1 && c.steps == spec.steps && c.inBackward > 0 && c.again == 0 &&
-                         c.inBackward + c.after == c.buckets * c.steps,
+                         c.inBackward + c.after == c.buckets * c.steps && c.finishOnly == 0 && c.copiedIn == 0 &&
+                         c.bufferMiB > 0.0,
                      "rank " << k << ": " << log);
         WB_CHECK_MSG(test::readFile(dir / "off" / ("rank" + std::to_string(k) + ".log")).find("gradient reduction") ==
                          std::string::npos,
@@ -1002,7 +1011,8 @@ void testOverlap(const fs::path& dir, const std::string& name)
         undefined += c.undefined;
         std::cout << name << " rank " << k << ": " << c.buckets << " buckets per step, " << c.inBackward
                   << " launched during backward, " << c.after << " after it; " << c.zeroFilled << " zero-filled, "
-                  << c.undefined << " undefined everywhere" << std::endl;
+                  << c.undefined << " undefined everywhere; gradients are views of " << c.bufferMiB
+                  << " MiB of buffers" << std::endl;
     }
     if (name == "ep2dp2-missing")
         WB_CHECK_MSG(zeroFilled > 0 && undefined > 0, "no expert without tokens (" << zeroFilled
