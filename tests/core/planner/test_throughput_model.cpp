@@ -17,6 +17,15 @@ Catalog& catalog()
     return c;
 }
 
+// The milliseconds of the estimate's term `name` (0 when the estimate has no such term).
+double termMs(const ThroughputEstimate& e, const std::string& name)
+{
+    for (const TimeTerm& t : e.terms)
+        if (t.name == name)
+            return t.ms;
+    return 0.0;
+}
+
 Layout recipe30b()
 {
     Layout l;
@@ -139,12 +148,7 @@ private slots:
         Layout a2a = recipe30b();
         a2a.dispatcherType = "alltoall", a2a.dispatcherBackend = "";
         Layout flex = recipe30b();
-        auto epMs = [&](const Layout& l) {
-            for (const TimeTerm& t : estimateThroughput(m, l, w, hw, o).terms)
-                if (t.name == "EP all-to-all (exposed)")
-                    return t.ms;
-            return 0.0;
-        };
+        auto epMs = [&](const Layout& l) { return termMs(estimateThroughput(m, l, w, hw, o), "EP all-to-all (exposed)"); };
         const double distinctSlots = 8 * (1 - std::pow(7.0 / 8.0, 8));
         QVERIFY2(std::abs(epMs(flex) / epMs(a2a) - distinctSlots * 7.0 / 8.0 / 7.0) < 1e-9,
                  std::to_string(epMs(flex) / epMs(a2a)).c_str());
@@ -167,10 +171,7 @@ private slots:
         w.forceBalancedRouting = true;
         ThroughputOptions o;
         auto dpMs = [&](const Layout& x) {
-            for (const TimeTerm& t : estimateThroughput(m, x, w, hw, o).terms)
-                if (t.name == "DP grad/param collectives (exposed)")
-                    return t.ms;
-            return 0.0;
+            return termMs(estimateThroughput(m, x, w, hw, o), "DP grad/param collectives (exposed)");
         };
         Layout off = l;
         off.overlapGradReduce = false;
@@ -195,12 +196,7 @@ private slots:
         l.worldSize = 16, l.ep = 16, l.mbs = 1, l.gbs = 64;
         Workload w;
         w.forceBalancedRouting = true;
-        auto term = [&](const ThroughputEstimate& e, const char* name) {
-            for (const TimeTerm& t : e.terms)
-                if (t.name == name)
-                    return t.ms;
-            return 0.0;
-        };
+        const auto term = termMs;
         const ThroughputEstimate plain = estimateThroughput(m, l, w, hw);
         l.overlapMoeExpertParallelComm = true;
         const ThroughputEstimate overlapped = estimateThroughput(m, l, w, hw);
