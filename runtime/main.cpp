@@ -153,6 +153,11 @@ int train(const std::string& configPath, const std::string& runDir, bool resume)
 
 int main(int argc, char** argv)
 {
+    // A peer rank that dies closes its sockets; Gloo's next write to one would raise SIGPIPE and
+    // end this rank with 141 instead of the collective error that exits 4 naming the operation.
+    // (Python ignores SIGPIPE, which is why torchrun ranks never see this.) Ignored dispositions
+    // survive exec, so the spawned ranks inherit it; a closed stdout then only loses the lines.
+    std::signal(SIGPIPE, SIG_IGN);
     std::vector<std::string> args(argv + 1, argv + argc);
     std::string config, runDir, validatePath, nprocText, timeoutText, dumpDir, dumpCountText;
     std::string nnodesText, nodeRankText, masterAddr, masterPortText;  // multi-node, torchrun's names
