@@ -213,6 +213,7 @@ Result<std::string> SshTarget::moeTrain()
     auto node = provisioner.check();
     if (!node)
         return node.error();
+    m_gpuRanks = node->ranksPerNode();
     auto built = provisioner.ensureBuilt(*node);
     m_uploadedBundle = provisioner.uploaded();
     if (!built)
@@ -233,6 +234,11 @@ Result<int> SshTarget::ranksFor(const std::string& configJson)
 {
     if (!isCudaConfig(configJson))
         return 1;
+    if (m_gpuRanks == 0 && m_options.provision) {
+        // Provisioning checks the node anyway (and counts its GPUs): no second check.
+        if (auto built = moeTrain(); !built)
+            return built.error();
+    }
     if (m_gpuRanks == 0) {
         auto checked = checkNode();
         if (!checked)

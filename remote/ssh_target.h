@@ -132,7 +132,7 @@ private:
     std::unique_ptr<SshSession> m_session;
     std::string m_runsRoot;  // absolute, once resolved
     std::string m_builtMoeTrain;  // provisioned moe-train, once built or found
-    int m_gpuRanks = 0;  // ranks of a cuda run (the node's GPUs, at least 1), once checked
+    int m_gpuRanks = 0;  // ranks of a cuda run (the node's GPUs, at least 1), once checked (or provisioned)
     bool m_uploadedBundle = false;
     bool m_everConnected = false;
     int m_reconnects = 0;

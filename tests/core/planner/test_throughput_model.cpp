@@ -196,14 +196,13 @@ private slots:
         l.worldSize = 16, l.ep = 16, l.mbs = 1, l.gbs = 64;
         Workload w;
         w.forceBalancedRouting = true;
-        const auto term = termMs;
         const ThroughputEstimate plain = estimateThroughput(m, l, w, hw);
         l.overlapMoeExpertParallelComm = true;
         const ThroughputEstimate overlapped = estimateThroughput(m, l, w, hw);
-        const double comm = term(plain, "EP all-to-all (exposed)");
-        const double compute = term(plain, "expert GEMMs") + term(plain, "projection + logits GEMMs") + term(plain, "core attention");
+        const double comm = termMs(plain, "EP all-to-all (exposed)");
+        const double compute = termMs(plain, "expert GEMMs") + termMs(plain, "projection + logits GEMMs") + termMs(plain, "core attention");
         QVERIFY(comm > compute);
-        QVERIFY(std::abs(term(overlapped, "EP all-to-all (exposed)") - (comm - compute)) < 1e-6 * comm);
+        QVERIFY(std::abs(termMs(overlapped, "EP all-to-all (exposed)") - (comm - compute)) < 1e-6 * comm);
     }
 
     void calibrationFactorScalesEveryTerm()
