@@ -30,7 +30,7 @@ Result<StartedRun> startRun(RunStore& store, RunTarget& target, const RunConfig&
         }
     }
 
-    auto launched = target.launch({*id, newRun.name, canonical});
+    auto launched = target.launch({*id, newRun.name, canonical, newLaunchToken()});
     if (!launched) {
         (void)store.setStatus(*id, runStateName(RunState::Failed), -1);
         Error error = launched.error();

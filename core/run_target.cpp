@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include <array>
+#include <random>
 #include <utility>
 
 namespace wb::core {
@@ -45,6 +46,17 @@ bool validRunId(const std::string& id)
         if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
             return false;
     return true;
+}
+
+std::string newLaunchToken()
+{
+    std::random_device random;  // /dev/urandom on Linux: no seeding, no shared state
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string token;
+    for (int i = 0; i < 4; ++i)
+        for (uint32_t word = random(), n = 0; n < 8; ++n, word >>= 4)
+            token += kHex[word & 0xF];
+    return token;
 }
 
 }  // namespace wb::core

@@ -22,7 +22,14 @@ struct LaunchRequest {
     std::string runId;       ///< store id, becomes the run directory name
     std::string name;
     std::string configJson;  ///< canonical RunConfig JSON, written as DIR/run.json
+    /// Names this launch attempt on the target (written into the run directory). A remote step
+    /// that timed out may have run; its retry finds its own token and continues instead of
+    /// taking the directory for another run's. Empty = the target makes one (newLaunchToken).
+    std::string launchToken;
 };
+
+/// 32 hex digits from the OS's random source: unique per launch. Any thread.
+std::string newLaunchToken();
 
 struct LaunchedRun {
     std::string runId;

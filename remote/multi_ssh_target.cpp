@@ -1,6 +1,8 @@
 // MultiSshTarget (see the header). Caller's thread; cancel() fans out to one thread per node.
 #include "remote/multi_ssh_target.h"
 
+#include "remote/run_dir_claim.h"
+
 #include "core/log.h"
 
 #include <algorithm>
@@ -153,6 +155,9 @@ Result<core::LaunchedRun> MultiSshTarget::launch(const core::LaunchRequest& requ
               masterAddr, masterPort);
 
     // 3. Node 0 first (global rank 0 hosts the TCPStore), then the others.
+    // One token per node: a retry on a node finds its own directory, while two nodes whose runs
+    // roots are the same folder (a shared home) still refuse each other's.
+    const std::string token = launchTokenOr(request.launchToken);
     core::LaunchedRun first;
     std::vector<std::pair<size_t, std::string>> started;
     for (size_t i = 0; i < m_targets.size(); ++i) {
@@ -161,7 +166,9 @@ Result<core::LaunchedRun> MultiSshTarget::launch(const core::LaunchRequest& requ
                                                "--node-rank",      std::to_string(i),
                                                "--master-addr",    masterAddr,
                                                "--master-port",    std::to_string(masterPort)};
-        auto launched = m_targets[i]->launchWithArgs(request, args);
+        core::LaunchRequest nodeRequest = request;
+        nodeRequest.launchToken = token + "-node" + std::to_string(i);
+        auto launched = m_targets[i]->launchWithArgs(nodeRequest, args);
         if (!launched) {
             // Do not leave the started nodes waiting for a rendezvous that will never complete.
             for (const auto& [node, dir] : started)

@@ -433,8 +433,11 @@ Result<void> Provisioner::build(const NodeReport& node, const std::string& hashD
     const int jobs = m_options.buildJobs > 0 ? m_options.buildJobs : node.cpus;
     const std::string inner = buildScript(node, jobs);
     const std::string hd = shellQuote(hashDir);
-    // Follow a build that is already running (another launch started it) instead of a second one.
+    // Safe to repeat (a timed-out start may have run): a build that finished (rc 0 and the binary)
+    // is not redone, one that is running (this launch's earlier attempt, or another launch's) is
+    // followed, and the start waits for the build's pid so that a repeat sees it running.
     std::string start = "cd " + hd + " || exit 1\n"
+                        "[ \"$(cat build.rc 2>/dev/null)\" = 0 ] && [ -x bin/moe-train ] && { echo built; exit 0; }\n"
                         "pid=$(cat build.pid 2>/dev/null)\n"
                         "case \"$pid\" in ''|*[!0-9]*) pid=0 ;; esac\n"
                         "if [ \"$pid\" -gt 1 ] && kill -0 -\"$pid\" 2>/dev/null; then echo following; exit 0; fi\n"
@@ -442,6 +445,7 @@ Result<void> Provisioner::build(const NodeReport& node, const std::string& hashD
     start += "command -v setsid >/dev/null 2>&1 || { echo 'setsid is missing on the node (util-linux)' >&2; exit 126; }\n"
              "setsid nohup sh -c 'echo $$ > build.pid.tmp && mv build.pid.tmp build.pid && exec sh -c \"$1\"' build " +
              shellQuote(inner) + " </dev/null >/dev/null 2>&1 &\n"
+                                 "i=0; while [ ! -s build.pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n"
                                  "echo started\n";
     auto started = m_ops.runScript(start, kCommandTimeout);
     if (!started)

@@ -12,6 +12,8 @@
 // at debug level by SshSession, their output never.
 #include "remote/slurm_target.h"
 
+#include "remote/run_dir_claim.h"
+
 #include "core/log.h"
 #include "core/planner/generators.h"
 #include "core/run_config.h"
@@ -34,7 +36,8 @@ using core::Result;
 
 namespace {
 
-constexpr auto kCommandTimeout = std::chrono::seconds(60);
+// How long a launch waits for one sbatch (polled in command-sized pieces).
+constexpr auto kSubmitPatience = std::chrono::minutes(5);
 
 // #SBATCH lines are parsed by sbatch without a shell; the generator's own rule (generators.cpp).
 bool sbatchSafe(const std::string& value)
@@ -266,7 +269,7 @@ Result<void> SlurmTarget::validateConfig(const std::string& configJson)
         "printf '%s' " + shellQuote(configJson) + " > \"$f\"\n"
         "WORLD_SIZE=" + std::to_string(world) + " " + moe + " --validate \"$f\" 2>&1; rc=$?\n"
         "rm -f \"$f\"; exit $rc\n";
-    auto checked = runScript(script, kCommandTimeout);
+    auto checked = runScript(script, m_ssh.commandTimeout());
     if (!checked)
         return checked.error();
     if (checked->exitStatus == 127)
@@ -292,7 +295,7 @@ Result<std::string> SlurmTarget::checkLoginNode()
                              "{ echo \"$c\"; exit 126; }; done\n"
                              "[ -x " + moe + " ] || exit 127\n"
                              "printf '%s' \"$HOME\"\n",
-                             kCommandTimeout);
+                             m_ssh.commandTimeout());
     if (!checked)
         return checked.error();
     if (checked->exitStatus == 126)
@@ -352,39 +355,69 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
     generator.moeTrain = *moeTrain;
     const std::string sbatchScript = core::planner::slurmScript(parsed.config, generator);
 
-    // 3. The run directory, its files, and the submission, in one script. mkdir (not -p) for the
-    // run itself: an existing one belongs to another run. The .submitted lock makes a repeat of
-    // this script (after a dropped connection) wait for the first submission's job id instead of
-    // submitting a second job.
+    // 3. The run directory, its files, and the submission, in one script. A timed-out or dropped
+    // submit may have run, so the script is safe to repeat under the launch token: the directory
+    // is claimed with it (claimRunDirScript), and the .submitted lock makes a repeat wait for the
+    // first attempt's outcome (its job id, or sbatch's refusal) instead of submitting a second
+    // job. The submitter records its pid; if it died without an answer, the job is looked up in
+    // the queue by the token (sbatch --comment) before anything is submitted again.
     reportProgress({"start", host, -1.0, "submitting to Slurm"});
+    const std::string token = launchTokenOr(request.launchToken);
     const std::string runDir = *root + "/" + request.runId;
     const std::string dir = shellQuote(runDir);
+    const std::string comment = "wb-launch:" + token;
+    // A repeat waits for the first attempt for most of one command's time, then answers 75 (still
+    // submitting) and is asked again: sbatch against a slow slurmctld can take minutes.
+    const long waitTenths = std::max<long>(10, static_cast<long>(m_ssh.commandTimeout().count() * 3 / 4 / 100));
     const std::string script =
-        "mkdir -p " + shellQuote(*root) + " || exit 1\n"
-        "if ! mkdir " + dir + " 2>/dev/null; then\n"
-        "  [ -e " + dir + " ] || exit 1\n"
-        "  [ -d " + dir + "/.submitted ] || exit 17\n"
-        "fi\n"
+        claimRunDirScript(*root, runDir, token) +
         "cd " + dir + " || exit 1\n"
+        "outcome() {\n"
+        "  [ -s slurm_job_id ] && { cat slurm_job_id; exit 0; }\n"
+        "  [ -s sbatch.rc ] && { cat sbatch.err >&2; exit 50; }\n"
+        "  return 0\n"
+        "}\n"
         "if ! mkdir .submitted 2>/dev/null; then\n"
-        "  i=0; while [ ! -s slurm_job_id ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n"
-        "  [ -s slurm_job_id ] || exit 17\n"
-        "  cat slurm_job_id; exit 0\n"
+        "  i=0\n"
+        "  while [ $i -lt " + std::to_string(waitTenths) + " ]; do\n"
+        "    outcome\n"
+        "    p=$(cat .submitted/pid 2>/dev/null); case \"$p\" in ''|*[!0-9]*) p=0 ;; esac\n"
+        "    [ \"$p\" -gt 1 ] && kill -0 \"$p\" 2>/dev/null || [ $i -lt 20 ] || break\n"
+        "    sleep 0.1; i=$((i+1))\n"
+        "  done\n"
+        "  outcome\n"
+        "  [ \"$p\" -gt 1 ] && kill -0 \"$p\" 2>/dev/null && exit 75\n"
+        "  job=$(squeue -h -u \"$(id -un)\" -o '%i %k' 2>/dev/null | awk -v c=" + shellQuote(comment) +
+        " '$2 == c {print $1; exit}')\n"
+        "  if [ -n \"$job\" ]; then printf '%s\\n' \"$job\" > slurm_job_id.tmp && mv slurm_job_id.tmp slurm_job_id; cat slurm_job_id; exit 0; fi\n"
         "fi\n"
+        "echo $$ > .submitted/pid\n"
         "printf '%s\\n' " + shellQuote(request.configJson) + " > run.json.tmp && mv run.json.tmp run.json || exit 1\n"
         "printf '%s' " + shellQuote(sbatchScript) + " > run.sbatch.tmp && mv run.sbatch.tmp run.sbatch || exit 1\n"
         "RUN_ID=" + shellQuote(request.runId) + " RUNS_ROOT=" + shellQuote(*root) +
-        " sbatch --parsable --chdir=" + dir + " run.sbatch > sbatch.out 2> sbatch.err\n"
+        " sbatch --parsable --comment=" + shellQuote(comment) + " --chdir=" + dir + " run.sbatch > sbatch.out 2> sbatch.err\n"
         "rc=$?\n"
-        "if [ $rc -ne 0 ]; then cat sbatch.err >&2; rmdir .submitted; exit 50; fi\n"
+        "if [ $rc -ne 0 ]; then echo $rc > sbatch.rc; cat sbatch.err >&2; exit 50; fi\n"
         "job=$(head -n 1 sbatch.out | cut -d ';' -f 1)\n"
         "printf '%s\\n' \"$job\" > slurm_job_id.tmp && mv slurm_job_id.tmp slurm_job_id\n"
         "rm -f sbatch.out sbatch.err\n"
         "printf '%s' \"$job\"\n";
-    auto submitted = runScript(script, kCommandTimeout);
+    const auto patience = std::chrono::steady_clock::now() + kSubmitPatience;
+    auto submitted = runScript(script, m_ssh.commandTimeout());
+    while (submitted && submitted->exitStatus == 75 && std::chrono::steady_clock::now() < patience) {
+        reportProgress({"start", host, -1.0, "sbatch is still answering; waiting for it"});
+        submitted = runScript(script, m_ssh.commandTimeout());
+    }
     if (!submitted)
         return submitted.error();
-    if (submitted->exitStatus == 17)
+    if (submitted->exitStatus == 75)
+        return makeError(ErrorCode::IoError,
+                         "sbatch did not answer within " +
+                             std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kSubmitPatience).count()) +
+                             " s on the login node; the job may still be submitted: `runs --sync` or the run's "
+                             "directory will show it",
+                         name() + ":" + runDir);
+    if (submitted->exitStatus == kForeignRunDir)
         return makeError(ErrorCode::Busy,
                          "the run directory already exists on the cluster (another run uses this id); "
                          "launch again for a new id",
@@ -412,7 +445,7 @@ Result<core::MetricsChunk> SlurmTarget::readMetrics(const std::string& runDir, i
 
 Result<std::string> SlurmTarget::jobId(const std::string& runDir)
 {
-    auto result = runScript(readJobScript(runDir) + "[ -n \"$job\" ] || exit 44\nprintf '%s' \"$job\"\n", kCommandTimeout);
+    auto result = runScript(readJobScript(runDir) + "[ -n \"$job\" ] || exit 44\nprintf '%s' \"$job\"\n", m_ssh.commandTimeout());
     if (!result)
         return result.error();
     if (result->exitStatus == 44)
@@ -441,7 +474,7 @@ Result<core::RunStatus> SlurmTarget::status(const std::string& runDir)
         "echo ---\n"
         "cat " + shellQuote(runDir + "/status.json") + " 2>/dev/null\n"
         "exit 0\n";
-    auto result = runScript(script, kCommandTimeout);
+    auto result = runScript(script, m_ssh.commandTimeout());
     if (!result)
         return result.error();
     if (result->exitStatus == 44)

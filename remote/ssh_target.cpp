@@ -12,6 +12,7 @@
 #include "remote/ssh_target.h"
 
 #include "core/log.h"
+#include "remote/run_dir_claim.h"
 
 #include <algorithm>
 #include <cctype>
@@ -28,8 +29,6 @@ using core::makeError;
 using core::Result;
 
 namespace {
-
-constexpr auto kCommandTimeout = std::chrono::seconds(60);
 
 // Shell function shared by status and cancel: true while a non-zombie process is in group $pid.
 // kill -0 alone would count a zombie that a non-reaping init keeps around.
@@ -162,7 +161,7 @@ Result<std::string> SshTarget::remoteRunsRoot()
         return m_runsRoot;
     std::string root = m_options.runsRoot.empty() ? "~/.cache/moe-workbench/runs" : m_options.runsRoot;
     if (root == "~" || root.rfind("~/", 0) == 0) {
-        auto home = runScript("printf '%s' \"$HOME\"", kCommandTimeout);
+        auto home = runScript("printf '%s' \"$HOME\"", commandTimeout());
         if (!home)
             return home.error();
         if (home->exitStatus != 0 || home->out.empty() || home->out.front() != '/')
@@ -190,7 +189,7 @@ RemoteOps SshTarget::remoteOps()
 
 Result<NodeReport> SshTarget::checkNode()
 {
-    auto result = runScript(nodeCheckScript(m_options.provisioning.cacheDir), kCommandTimeout);
+    auto result = runScript(nodeCheckScript(m_options.provisioning.cacheDir), commandTimeout());
     if (!result)
         return result.error();
     NodeReport node = parseNodeCheck(result->out);
@@ -273,7 +272,7 @@ Result<void> SshTarget::validateConfigForWorld(const std::string& configJson, in
     if (!moeTrainPath)
         return moeTrainPath.error();
     const std::string moe = shellQuotePath(*moeTrainPath);
-    auto temp = runScript("[ -x " + moe + " ] || exit 127; mktemp", kCommandTimeout);
+    auto temp = runScript("[ -x " + moe + " ] || exit 127; mktemp", commandTimeout());
     if (!temp)
         return temp.error();
     if (temp->exitStatus == 127)
@@ -291,7 +290,7 @@ Result<void> SshTarget::validateConfigForWorld(const std::string& configJson, in
     const std::string world = worldSize > 1 ? " --nproc-per-node " + std::to_string(worldSize) : "";
     auto checked = runScript(moe + " --validate " + shellQuote(path) + world + " 2>&1; rc=$?; rm -f " +
                                   shellQuote(path) + "; exit $rc",
-                              kCommandTimeout);
+                              commandTimeout());
     if (!checked)
         return checked.error();
     if (checked->exitStatus == 0)
@@ -335,11 +334,14 @@ Result<core::LaunchedRun> SshTarget::launchWithArgs(const core::LaunchRequest& r
         extra += " " + shellQuote(arg);
     const std::string dir = shellQuote(runDir);
 
-    // 1. The directory. mkdir (not -p) for the run itself: an existing one belongs to another run.
-    auto made = runScript("[ -x " + moe + " ] || exit 127\n"
-                           "mkdir -p " + shellQuote(*root) + " || exit 1\n"
-                           "mkdir " + dir + " 2>/dev/null || { [ -e " + dir + " ] && exit 17; exit 1; }\n",
-                           kCommandTimeout);
+    // Every step below may be repeated (runScript retries once after a timeout or a dropped
+    // connection, and a timed-out command may have run): each recognises its own earlier effect
+    // by the launch token, so a retry never takes its own directory for another run's and never
+    // starts a second trainer.
+    const std::string token = launchTokenOr(request.launchToken);
+
+    // 1. The directory, claimed with the token.
+    auto made = runScript("[ -x " + moe + " ] || exit 127\n" + claimRunDirScript(*root, runDir, token), commandTimeout());
     if (!made)
         return made.error();
     if (made->exitStatus == 127)
@@ -348,7 +350,7 @@ Result<core::LaunchedRun> SshTarget::launchWithArgs(const core::LaunchRequest& r
                          "it there (`hosts add NAME --remote-moe-train auto`) or pass its path with "
                          "--remote-moe-train",
                          name() + ":" + *moeTrainPath);
-    if (made->exitStatus == 17)
+    if (made->exitStatus == kForeignRunDir)
         return makeError(ErrorCode::Busy,
                          "the run directory already exists on the host (another run uses this id); "
                          "launch again for a new id",
@@ -357,28 +359,30 @@ Result<core::LaunchedRun> SshTarget::launchWithArgs(const core::LaunchRequest& r
         return makeError(ErrorCode::Failed, "cannot create the run directory: " + trimmed(made->err),
                          name() + ":" + runDir);
 
-    // 2. run.json by SFTP (temp file + rename: the trainer never sees half of it).
+    // 2. run.json by SFTP (temp file + rename: the trainer never sees half of it; a repeat
+    // writes the same bytes).
     auto written = withReconnect(
         [&](SshSession& s) { return s.writeFile(runDir + "/run.json", request.configJson, 0644); });
     if (!written)
         return written.error();
 
-    // 3. Start detached and wait (≤ 10 s) for the trainer's own shell to record its pid. Not
-    // retried on a dropped connection: the start may have happened; status() will tell.
+    // 3. Start detached and wait (<= 10 s) for the trainer's own shell to record its pid. The
+    // .started lock makes a repeat wait for the first start's pid instead of starting again.
     const std::string start =
-        "cd " + dir + " || exit 3\n"
+        "cd " + dir + " || exit 3\n" + requireOwnRunDirScript(runDir, token) +
         "command -v setsid >/dev/null 2>&1 || { echo 'setsid is missing on the host (util-linux)' >&2; exit 126; }\n"
-        "setsid nohup sh -c 'echo $$ > pid.tmp && mv pid.tmp pid && exec \"$@\"' moe-train " + moe +
+        "if mkdir .started 2>/dev/null; then\n"
+        "  setsid nohup sh -c 'echo $$ > pid.tmp && mv pid.tmp pid && exec \"$@\"' moe-train " + moe +
         " --config " + shellQuote(runDir + "/run.json") + " --run-dir " + dir + extra +
         " </dev/null >>stdout.log 2>&1 &\n"
+        "fi\n"
         "i=0; while [ ! -s pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n"
         "cat pid 2>/dev/null || { echo 'moe-train did not start; see stdout.log' >&2; exit 1; }\n";
-    auto session = ensureSession();
-    if (!session)
-        return session.error();
-    auto started = (*session)->run(asShScript(start), kCommandTimeout);
+    auto started = runScript(start, commandTimeout());
     if (!started)
         return started.error();
+    if (started->exitStatus == kForeignRunDir)
+        return makeError(ErrorCode::Busy, "the run directory on the host belongs to another launch", name() + ":" + runDir);
     if (started->exitStatus != 0)
         return makeError(ErrorCode::Failed, "starting moe-train failed: " + trimmed(started->err),
                          name() + ":" + runDir);
@@ -424,7 +428,7 @@ Result<core::RunStatus> SshTarget::status(const std::string& runDir)
                                "echo \"pid=$pid alive=$a\"\n"
                                "cat " + shellQuote(runDir + "/status.json") + " 2>/dev/null\n"
                                "exit 0\n";
-    auto result = runScript(script, kCommandTimeout);
+    auto result = runScript(script, commandTimeout());
     if (!result)
         return result.error();
     if (result->exitStatus == 44)

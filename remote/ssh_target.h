@@ -52,6 +52,9 @@ struct SshTargetOptions {
     /// How long one call keeps trying to reconnect (backoff 250 ms doubling to 5 s) before it
     /// gives up with IoError. The run itself is unaffected by a lost connection.
     std::chrono::milliseconds reconnectBudget{60000};
+    /// How long one remote command may take before the connection is dropped and the command
+    /// retried (idempotent: see run_dir_claim.h). Long waits (builds, cancel) poll instead.
+    std::chrono::milliseconds commandTimeout{60000};
     /// Told about each reconnect attempt (attempt number, why), e.g. to show "reconnecting" rather
     /// than "failed". Called on the calling thread.
     std::function<void(int attempt, const std::string& reason)> onReconnecting;
@@ -117,6 +120,8 @@ public:
     core::Result<std::string> remoteRunsRoot();
     /// How many times a lost connection was re-established.
     int reconnectCount() const { return m_reconnects; }
+    /// SshTargetOptions::commandTimeout.
+    std::chrono::milliseconds commandTimeout() const { return m_options.commandTimeout; }
 
 private:
     core::Result<SshSession*> ensureSession();
@@ -124,7 +129,8 @@ private:
     /// runCommand of a POSIX sh script (wrapped as `sh -c '...'`).
     core::Result<CommandResult> runScript(const std::string& script, std::chrono::milliseconds timeout);
     /// Runs `op` on a live session; if it fails because the connection dropped, reconnects (with
-    /// backoff) and runs it once more. Only for idempotent operations.
+    /// backoff) and runs it once more. A command that timed out counts as dropped (the session is
+    /// closed then): it may have run, so only idempotent operations go through here.
     template <typename Op>
     auto withReconnect(Op&& op) -> decltype(op(std::declval<SshSession&>()));
 

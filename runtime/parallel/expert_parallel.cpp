@@ -50,14 +50,6 @@ struct AllToAllFunction : torch::autograd::Function<AllToAllFunction> {
     }
 };
 
-std::vector<int> rankRange(int begin, int step, int count)
-{
-    std::vector<int> out;
-    for (int i = 0; i < count; ++i)
-        out.push_back(begin + i * step);
-    return out;
-}
-
 }  // namespace
 
 torch::Tensor allToAllWithGrad(ProcessGroup& group, const torch::Tensor& x, const std::vector<int64_t>& outputSplits,
@@ -75,8 +67,8 @@ ExpertParallel::ExpertParallel(ProcessGroup& world, int epSize, int etpSize) : m
     // Every rank creates its EP group, then its EDP group: the same order everywhere, so no rank
     // waits in its second group for one still forming its first.
     const std::string epName = "ep" + std::to_string(r / block) + (etpSize > 1 ? "t" + std::to_string(r % etpSize) : "");
-    m_expertGroup = world.newGroup(rankRange(r / block * block + r % etpSize, etpSize, epSize), epName);
-    m_expertDataGroup = world.newGroup(rankRange(r % block, block, n / block), "edp" + std::to_string(r % block));
+    m_expertGroup = world.newGroup(strideRanks(r / block * block + r % etpSize, etpSize, epSize), epName);
+    m_expertDataGroup = world.newGroup(strideRanks(r % block, block, n / block), "edp" + std::to_string(r % block));
 }
 
 void ExpertParallel::install(torch::nn::Module& model)

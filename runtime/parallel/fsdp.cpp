@@ -14,6 +14,8 @@
 // (the layer's saved tensors must not look modified).
 #include "runtime/parallel/fsdp.h"
 
+#include "runtime/model/tensor_bytes.h"
+
 #include <ATen/autocast_mode.h>
 
 #include <regex>
@@ -90,10 +92,6 @@ void adoptStorage(const torch::Tensor& p, const torch::Tensor& fresh)
     src->set_nbytes(0);
 }
 
-int64_t bytesOf(const torch::Tensor& t)
-{
-    return t.numel() * static_cast<int64_t>(t.element_size());
-}
 
 }  // namespace
 
@@ -186,7 +184,7 @@ Fsdp::Fsdp(torch::nn::Module& model, ShardingStrategy strategy, ProcessGroup& de
         auto flat = torch::constant_pad_nd(p.detach().reshape({-1}).to(torch::kFloat32), {0, n * sp.chunk - sp.numel});
         sp.shard = flat.narrow(0, group.rank() * sp.chunk, sp.chunk).clone().set_requires_grad(true);
         sp.freeable = strategy == ShardingStrategy::OptimGradsParams && unit != 0 && p.is_contiguous() &&
-                      p.storage_offset() == 0 && bytesOf(p) == static_cast<int64_t>(p.storage().nbytes());
+                      p.storage_offset() == 0 && tensorBytes(p) == static_cast<int64_t>(p.storage().nbytes());
         m_units[unit].params.push_back(m_params.size());
         m_params.push_back(std::move(sp));
     }
@@ -509,13 +507,13 @@ ShardedBytes Fsdp::bytes(int64_t momentBytesPerValue) const
 {
     ShardedBytes b;
     for (const auto& p : m_model.parameters())
-        b.parameters += bytesOf(p);
+        b.parameters += tensorBytes(p);
     for (const auto& p : m_params) {
-        const int64_t shard = bytesOf(p.shard);
+        const int64_t shard = tensorBytes(p.shard);
         if (p.freeable)
-            b.parameters -= bytesOf(p.param);  // only gathered around its layer
+            b.parameters -= tensorBytes(p.param);  // only gathered around its layer
         b.parameters += shard;                   // the fp32 shard the optimizer updates
-        b.gradients += shard + (m_strategy == ShardingStrategy::Optim ? bytesOf(p.param) : 0);
+        b.gradients += shard + (m_strategy == ShardingStrategy::Optim ? tensorBytes(p.param) : 0);
         b.optimizerState += p.shard.numel() * momentBytesPerValue;  // AdamW exp_avg, exp_avg_sq
     }
     return b;

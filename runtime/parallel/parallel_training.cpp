@@ -1,6 +1,7 @@
 // Applies a config's parallel layout to the model (see parallel_training.h).
 #include "runtime/parallel/parallel_training.h"
 
+#include "runtime/model/tensor_bytes.h"
 #include "runtime/model/vlm_model.h"
 
 #include <cstdio>
@@ -41,10 +42,6 @@ std::string mib(int64_t bytes)
     return text;
 }
 
-int64_t bytesOf(const torch::Tensor& t)
-{
-    return t.numel() * static_cast<int64_t>(t.element_size());
-}
 
 }  // namespace
 
@@ -275,9 +272,9 @@ std::string ParallelTraining::memorySummary(int64_t momentBytesPerValue) const
         layout += " fsdp " + shardingStrategyName(m_fsdp->strategy());
     } else {
         for (const auto& p : m_model->parameters()) {
-            params += bytesOf(p);
+            params += tensorBytes(p);
             if (p.requires_grad()) {
-                grads += bytesOf(p);
+                grads += tensorBytes(p);
                 optimizer += p.numel() * momentBytesPerValue;
             }
         }

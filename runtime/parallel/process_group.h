@@ -131,4 +131,14 @@ std::unique_ptr<ProcessGroup> createProcessGroup(const RankEnvironment& env, tor
 /// True when this build can run more than one rank on `device` (for --self-check and checks).
 bool multiRankSupported(torch::Device device);
 
+/// The `count` ranks begin, begin + step, begin + 2 step, ...: one group of a strided layout
+/// (TP blocks, their DP stripes, EP and expert-DP groups).
+inline std::vector<int> strideRanks(int begin, int step, int count)
+{
+    std::vector<int> ranks;
+    for (int i = 0; i < count; ++i)
+        ranks.push_back(begin + i * step);
+    return ranks;
+}
+
 }  // namespace wb::rt

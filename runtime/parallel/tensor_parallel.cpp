@@ -147,19 +147,6 @@ private:
     ExpertsRunner* m_inner;
 };
 
-std::vector<int> rankRange(int begin, int step, int count)
-{
-    std::vector<int> out;
-    for (int i = 0; i < count; ++i)
-        out.push_back(begin + i * step);
-    return out;
-}
-
-std::string str(int64_t v)
-{
-    return std::to_string(v);
-}
-
 // The parameter by value: a handle to the module's own TensorImpl, so set_data on it changes the
 // module's parameter. (named_parameters() returns its dictionary by value: a reference into it
 // dangles once the call's full expression ends — on the GPU build that crashed with SIGSEGV.)
@@ -265,15 +252,15 @@ TensorParallel::TensorParallel(ProcessGroup& world, const core::ParallelConfig& 
 {
     const int n = world.size(), r = world.rank();
     if (m_size < 1 || n % m_size != 0)
-        throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(m_size) + " does not divide the " + str(n) +
+        throw std::invalid_argument("parallel.tensor_model_parallel_size " + std::to_string(m_size) + " does not divide the " + std::to_string(n) +
                                     " ranks; use a divisor of the number of ranks");
     if (m_expertTensorSize != 1 && m_expertTensorSize != m_size)
-        throw std::invalid_argument("parallel.expert_tensor_parallel_size " + str(m_expertTensorSize) +
-                                    ": moe-train runs ETP 1 (experts whole on every TP rank) or ETP = TP (" + str(m_size) +
+        throw std::invalid_argument("parallel.expert_tensor_parallel_size " + std::to_string(m_expertTensorSize) +
+                                    ": moe-train runs ETP 1 (experts whole on every TP rank) or ETP = TP (" + std::to_string(m_size) +
                                     "); set one of those");
     // Same creation order on every rank: its TP group, then its DP group (then EP's groups).
-    m_tensorGroup = world.newGroup(rankRange(r / m_size * m_size, 1, m_size), "tp" + str(r / m_size));
-    m_dataGroup = world.newGroup(rankRange(r % m_size, m_size, n / m_size), "tpdp" + str(r % m_size));
+    m_tensorGroup = world.newGroup(strideRanks(r / m_size * m_size, 1, m_size), "tp" + std::to_string(r / m_size));
+    m_dataGroup = world.newGroup(strideRanks(r % m_size, m_size, n / m_size), "tpdp" + std::to_string(r % m_size));
 }
 
 TensorParallel::~TensorParallel() = default;
@@ -289,8 +276,8 @@ void TensorParallel::sliceAttention(torch::nn::Module& attention, int64_t Dh)
         return;
     const int64_t H = q.size(0) / Dh, G = k.size(0) / Dh;
     if (H % tp != 0)
-        throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(tp) + " does not divide the decoder's " +
-                                    str(H) + " attention heads; choose a TP that divides num_attention_heads");
+        throw std::invalid_argument("parallel.tensor_model_parallel_size " + std::to_string(tp) + " does not divide the decoder's " +
+                                    std::to_string(H) + " attention heads; choose a TP that divides num_attention_heads");
     const int64_t heads = H / tp;
     keepSlice(q, q.narrow(0, r * heads * Dh, heads * Dh));
     keepSlice(out, out.narrow(1, r * heads * Dh, heads * Dh));
@@ -299,8 +286,8 @@ void TensorParallel::sliceAttention(torch::nn::Module& attention, int64_t Dh)
     // Megatron-Core requires num_query_groups % TP == 0 (TransformerConfig raises otherwise), and
     // so does core's validation: no KV replication. Rank r's heads use groups r·G/TP … .
     if (G % tp != 0)
-        throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(tp) + " does not divide the decoder's " +
-                                    str(G) + " KV groups; choose a TP that divides num_query_groups");
+        throw std::invalid_argument("parallel.tensor_model_parallel_size " + std::to_string(tp) + " does not divide the decoder's " +
+                                    std::to_string(G) + " KV groups; choose a TP that divides num_query_groups");
     const int64_t groups = G / tp;
     for (torch::Tensor* kv : {&k, &v}) {
         keepSlice(*kv, kv->narrow(0, r * groups * Dh, groups * Dh));
@@ -321,8 +308,8 @@ void TensorParallel::sliceVisionBlock(torch::nn::Module& block, int64_t Dh)
         return;
     const int64_t D = qkv.size(1), H = D / Dh, F = fc1.size(0);
     if (H % tp != 0 || F % tp != 0)
-        throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(tp) + " does not divide the vision encoder's " +
-                                    str(H) + " heads and " + str(F) + " MLP width; choose a TP that divides both");
+        throw std::invalid_argument("parallel.tensor_model_parallel_size " + std::to_string(tp) + " does not divide the vision encoder's " +
+                                    std::to_string(H) + " heads and " + std::to_string(F) + " MLP width; choose a TP that divides both");
     const int64_t width = H / tp * Dh, f = F / tp;
     // qkv rows are [3, H, Dh]: this rank's heads of q, of k and of v.
     keepSlice(qkv, qkv.view({3, D, D}).narrow(1, r * width, width).reshape({3 * width, D}));
@@ -344,8 +331,8 @@ void TensorParallel::sliceExperts(torch::nn::Module& moe)
         return;
     const int64_t F = down.size(1);
     if (F % tp != 0)
-        throw std::invalid_argument("parallel.expert_tensor_parallel_size " + str(tp) + " does not divide the experts' " +
-                                    str(F) + " FFN width (moe_ffn_hidden_size); choose a divisor or ETP 1");
+        throw std::invalid_argument("parallel.expert_tensor_parallel_size " + std::to_string(tp) + " does not divide the experts' " +
+                                    std::to_string(F) + " FFN width (moe_ffn_hidden_size); choose a divisor or ETP 1");
     const int64_t f = F / tp;
     // gate_up is [L, D, gate F | up F]: this rank's columns of each half, kept in that layout.
     keepSlice(gateUp, torch::cat({gateUp.narrow(2, r * f, f), gateUp.narrow(2, F + r * f, f)}, 2));
@@ -363,8 +350,8 @@ void TensorParallel::sliceVocabulary(torch::nn::Module& decoder)
             continue;
         const int64_t V = weight.size(0);
         if (V % tp != 0)
-            throw std::invalid_argument("parallel.tensor_model_parallel_size " + str(tp) + " does not divide the vocabulary of " +
-                                        str(V) + " (the embedding and output rows are split over TP); pad vocab_size to a multiple");
+            throw std::invalid_argument("parallel.tensor_model_parallel_size " + std::to_string(tp) + " does not divide the vocabulary of " +
+                                        std::to_string(V) + " (the embedding and output rows are split over TP); pad vocab_size to a multiple");
         const int64_t rows = V / tp;
         keepSlice(weight, weight.narrow(0, r * rows, rows));
         markSliced(weight);

@@ -1,6 +1,7 @@
 // Memory accounting and the out-of-memory report (see memory_report.h).
 #include "runtime/train/memory_report.h"
 
+#include "runtime/model/tensor_bytes.h"
 #include "runtime/model/torch_compat.h"
 #include "runtime/train/gpu_info.h"
 
@@ -73,10 +74,6 @@ public:
     void copy_data(void* dest, const void* src, std::size_t count) const { std::memcpy(dest, src, count); }
 };
 
-int64_t bytesOf(const torch::Tensor& t)
-{
-    return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
-}
 
 std::string gib(int64_t bytes)
 {
@@ -113,22 +110,22 @@ MemoryConsumers measureConsumers(torch::nn::Module& model, torch::optim::Optimiz
     int64_t gradientsAllocated = 0, trainableValues = 0;
     for (const auto& item : model.named_parameters()) {
         const torch::Tensor& p = item.value();
-        m.parameters += bytesOf(p);
+        m.parameters += tensorBytes(p);
         if (!p.requires_grad())
             continue;
-        m.trainable += bytesOf(p);
+        m.trainable += tensorBytes(p);
         trainableValues += p.numel();
-        m.gradients += bytesOf(p);
-        gradientsAllocated += bytesOf(p.grad());
+        m.gradients += tensorBytes(p);
+        gradientsAllocated += tensorBytes(p.grad());
         const std::string& name = item.key();
         if (name.rfind("vision.", 0) == 0 || name.rfind("projector.", 0) == 0 || name.rfind("deepstack_projectors.", 0) == 0)
-            m.visionTrainable += bytesOf(p);
+            m.visionTrainable += tensorBytes(p);
     }
     m.optimizerProjected = trainableValues * momentBytesPerValue;  // exp_avg + exp_avg_sq in their dtypes
     if (optimizer)
         for (const auto& [key, state] : optimizer->state())
             if (auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(state.get()))
-                m.optimizerState += bytesOf(adamw->exp_avg()) + bytesOf(adamw->exp_avg_sq()) + bytesOf(adamw->max_exp_avg_sq());
+                m.optimizerState += tensorBytes(adamw->exp_avg()) + tensorBytes(adamw->exp_avg_sq()) + tensorBytes(adamw->max_exp_avg_sq());
     m.allocatedAtPeakKnown = m.parameters + gradientsAllocated + m.optimizerState;
     if (device.is_cuda())
         m.peak = static_cast<int64_t>(readMemory(device).peakGib * 1024.0 * 1024.0 * 1024.0);

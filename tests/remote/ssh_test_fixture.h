@@ -15,7 +15,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -64,6 +66,50 @@ inline bool parentAndName(pid_t pid, pid_t& ppid, std::string& comm)
     ppid = static_cast<pid_t>(parent);
     return true;
 }
+
+// Live (non-zombie) processes on this machine whose command line names `runDir` as --run-dir.
+inline std::vector<std::string> processesOfRun(const std::string& runDir)
+{
+    std::vector<std::string> found;
+    DIR* proc = ::opendir("/proc");
+    while (const dirent* entry = proc ? ::readdir(proc) : nullptr) {
+        const long pid = std::atol(entry->d_name);
+        if (pid <= 0)
+            continue;
+        std::string args = readAll("/proc/" + std::to_string(pid) + "/cmdline");
+        std::replace(args.begin(), args.end(), '\0', ' ');
+        const std::string stat = readAll("/proc/" + std::to_string(pid) + "/stat");
+        const auto close = stat.rfind(')');
+        const bool zombie = close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+        if (!zombie && args.find("--run-dir " + runDir) != std::string::npos)
+            found.push_back(std::to_string(pid) + ": " + args);
+    }
+    if (proc)
+        ::closedir(proc);
+    return found;
+}
+
+// Server-side fault injection (tests/remote/fault_shell.sh as the sshd's ForceCommand): the
+// first command that contains a rule's pattern really runs, then its answer is lost.
+class FaultRules {
+public:
+    explicit FaultRules(std::string dir) : m_dir(std::move(dir)) { std::filesystem::create_directories(m_dir); }
+    /// The sshd_config line that puts the rules in force (SshServer::start's extraConfig).
+    std::string sshdConfig() const
+    {
+        return "ForceCommand " WB_SOURCE_DIR "/tests/remote/fault_shell.sh " + m_dir;
+    }
+    /// action: "delay SECONDS", "drop" or "slow SECONDS" (fault_shell.sh).
+    void add(const std::string& name, const std::string& action, const std::string& pattern) const
+    {
+        std::ofstream(m_dir + "/" + name + ".rule") << action << "\n" << pattern << "\n";
+    }
+    /// fired.log: one "NAME rc=N" line per rule that fired.
+    std::string fired() const { return readAll(m_dir + "/fired.log"); }
+
+private:
+    std::string m_dir;
+};
 
 class SshServer {
 public:

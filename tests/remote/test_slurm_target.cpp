@@ -87,28 +87,6 @@ bool waitFor(const std::function<bool()>& condition, int timeoutMs)
     return true;
 }
 
-// Live (non-zombie) processes on this machine whose command line names `runDir` as --run-dir.
-std::vector<std::string> processesOfRun(const std::string& runDir)
-{
-    std::vector<std::string> found;
-    DIR* proc = ::opendir("/proc");
-    while (const dirent* entry = proc ? ::readdir(proc) : nullptr) {
-        const long pid = std::atol(entry->d_name);
-        if (pid <= 0)
-            continue;
-        std::string args = wbtest::readAll("/proc/" + std::to_string(pid) + "/cmdline");
-        std::replace(args.begin(), args.end(), '\0', ' ');
-        const std::string stat = wbtest::readAll("/proc/" + std::to_string(pid) + "/stat");
-        const auto close = stat.rfind(')');
-        const bool zombie = close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
-        if (!zombie && args.find("--run-dir " + runDir) != std::string::npos)
-            found.push_back(std::to_string(pid) + ": " + args);
-    }
-    if (proc)
-        ::closedir(proc);
-    return found;
-}
-
 // Slurm's node name here (slurm_test_cluster.sh uses `hostname -s`): pid.<node>.<local rank>.
 std::string shortHostName()
 {
@@ -133,6 +111,9 @@ class TestSlurmTarget : public QObject {
 private:
     wbtest::SshServer m_server;
     QTemporaryDir m_scratch;
+    std::unique_ptr<wbtest::FaultRules> m_faults;
+    std::unique_ptr<wbtest::SshServer> m_faultServer;  // with fault_shell.sh as ForceCommand
+    int m_faultRows = 0;
     std::unique_ptr<core::RunStore> m_store;
 
     std::string runsRoot() const { return m_scratch.filePath(QStringLiteral("shared runs/it's here")).toStdString(); }
@@ -206,6 +187,8 @@ private slots:
     {
         m_store.reset();
         m_server.stop();
+        if (m_faultServer)
+            m_faultServer->stop();
     }
 
     void submitFollowAndCancel()
@@ -318,14 +301,14 @@ private slots:
         QVERIFY(!std::filesystem::exists(third->runDir + "/metrics.jsonl"));
 
         // Cancel the running second job: moe-train gets SIGTERM, checkpoints and exits "stopped".
-        QVERIFY(!processesOfRun(b.runDir).empty());
+        QVERIFY(!wbtest::processesOfRun(b.runDir).empty());
         const std::string pidFile = b.runDir + "/pid." + shortHostName() + ".0";
         QVERIFY2(std::filesystem::exists(pidFile), pidFile.c_str());
         QVERIFY(m_store->setStatus(second->id, "cancelled", -1));  // as `cancel` does, before the signal
         auto cancelled = target.cancel(b.runDir, std::chrono::seconds(20));
         QVERIFY2(cancelled, cancelled ? "" : cancelled.error().toString().c_str());
         QCOMPARE(squeueState(*jobB), std::string());
-        const auto left = processesOfRun(b.runDir);
+        const auto left = wbtest::processesOfRun(b.runDir);
         QVERIFY2(left.empty(), left.empty() ? "" : left.front().c_str());
         auto afterB = target.status(b.runDir);
         QVERIFY(afterB);
@@ -409,11 +392,11 @@ private slots:
         QCOMPARE(meta->worldSize, 2);
         for (const char* local : {".0", ".1"})
             QVERIFY2(std::filesystem::exists(runDir + "/pid." + shortHostName() + local), local);
-        QCOMPARE(processesOfRun(runDir).size(), size_t(2));  // the two ranks, nothing else
+        QCOMPARE(wbtest::processesOfRun(runDir).size(), size_t(2));  // the two ranks, nothing else
         QVERIFY(m_store->setStatus(run->id, "cancelled", -1));
         auto cancelled = target.cancel(runDir, std::chrono::seconds(20));
         QVERIFY2(cancelled, cancelled ? "" : cancelled.error().toString().c_str());
-        const auto left = processesOfRun(runDir);
+        const auto left = wbtest::processesOfRun(runDir);
         QVERIFY2(left.empty(), left.empty() ? "" : left.front().c_str());
         QVERIFY(waitFor([&] {
             auto u = follower.poll();
@@ -505,6 +488,65 @@ private slots:
         auto status = target.status(runsRoot() + "/slurm-refused");
         QVERIFY(status);
         QCOMPARE(status->state, core::RunState::Failed);
+    }
+
+    // The submit's answer is lost after sbatch ran (the channel held open past the command
+    // timeout, or the connection killed), or sbatch itself is slower than the command timeout
+    // (a slow slurmctld): the retry finds its own submission by the launch token and waits for
+    // it. Exactly one job, one run directory, and the run finishes (fault_shell.sh on a second
+    // sshd as ForceCommand).
+    void lostSubmitAnswerSubmitsOneJob_data()
+    {
+        QTest::addColumn<QString>("action");
+        QTest::newRow("answer delayed after sbatch") << "delay 20";
+        QTest::newRow("connection killed after sbatch") << "drop";
+        QTest::newRow("sbatch slower than the command timeout") << "slow 14";
+    }
+
+    void lostSubmitAnswerSubmitsOneJob()
+    {
+        QFETCH(QString, action);
+        if (!m_faultServer) {
+            m_faults = std::make_unique<wbtest::FaultRules>(m_scratch.filePath(QStringLiteral("faults")).toStdString());
+            m_faultServer = std::make_unique<wbtest::SshServer>();
+            const std::string why = m_faultServer->start("host_key", m_faults->sshdConfig());
+            QVERIFY2(why.empty(), why.c_str());
+            QVERIFY(remote::SshSession::connect(m_faultServer->spec(/*acceptNew=*/true)));
+        }
+        const std::string id = "slurm-retry-" + std::to_string(++m_faultRows);
+        m_faults->add(id, action.toStdString(), "sbatch --parsable --comment");
+        auto opts = options();
+        opts.ssh.host = m_faultServer->spec();
+        opts.ssh.commandTimeout = std::chrono::seconds(6);
+        remote::SlurmTarget target(opts);
+        const std::string token = core::newLaunchToken();
+        auto launched = target.launch({id, "x", tinyConfig(20, "retry"), token});
+        QVERIFY2(launched, launched ? "" : launched.error().toString().c_str());
+        QVERIFY2(m_faults->fired().find(id + " rc=0") != std::string::npos, m_faults->fired().c_str());
+
+        // One job carries this launch's token (Slurm keeps ended jobs for MinJobAge).
+        QProcess jobs;
+        jobs.start(QStringLiteral("scontrol"), {QStringLiteral("-o"), QStringLiteral("show"), QStringLiteral("job")});
+        jobs.waitForFinished(30000);
+        const std::string all = jobs.readAllStandardOutput().toStdString();
+        int withToken = 0;
+        for (size_t at = all.find("Comment=wb-launch:" + token); at != std::string::npos;
+             at = all.find("Comment=wb-launch:" + token, at + 1))
+            ++withToken;
+        QCOMPARE(withToken, 1);
+        auto job = target.jobId(launched->runDir);
+        QVERIFY(job);
+        QCOMPARE(launched->target, "slurm:wbtest job " + *job);
+        QCOMPARE(wbtest::readAll(launched->runDir + "/.launch"), token + "\n");
+
+        core::RunStatus status;
+        QVERIFY(waitFor([&] {
+            auto s = target.status(launched->runDir);
+            status = s ? *s : core::RunStatus{};
+            return s && !s->processAlive;
+        }, 120000));
+        QCOMPARE(core::runStateName(status.state), "finished");
+        QCOMPARE(fileSteps(launched->runDir).size(), size_t(20));
     }
 
     void settingsFile()
