@@ -16,6 +16,7 @@ namespace wb::ui {
 
 using core::planner::GuideAnswers;
 using core::planner::GuideRecommendation;
+using core::planner::describeRule;
 
 namespace {
 
@@ -156,10 +157,19 @@ void PlanGuidePanel::showRecommendation(const GuideRecommendation& r)
     const bool zh = chineseUi();
     m_path->setText(r.path == "fsdp" ? tr("FSDP first") : tr("3D parallel (TP/PP/EP/ETP)"));
     m_rules->clear();
+    // What was answered goes with each rule (core's describeRule), so a rule never reads as if
+    // the opposite had been answered; the 3D conditions that do not hold yet follow, muted.
     for (const auto& rule : r.rules) {
-        auto* item = new QListWidgetItem(QString::fromStdString(zh ? rule.guideTextZh : rule.guideText), m_rules);
+        auto* item = new QListWidgetItem(QString::fromStdString(zh ? rule.guideTextZh : describeRule(rule)), m_rules);
         item->setData(Qt::UserRole, QString::fromStdString(rule.id));
-        item->setToolTip(QString::fromStdString(rule.id + "\n" + rule.guideText + "\n" + rule.guideTextZh));
+        item->setToolTip(QString::fromStdString(rule.id + "\n" + describeRule(rule) + "\n" + rule.guideTextZh));
+    }
+    for (const auto& rule : r.missingFor3d) {
+        auto* item = new QListWidgetItem(tr("3D needs: %1").arg(QString::fromStdString(zh ? rule.guideTextZh + " (" + rule.answered + ")"
+                                                                                           : describeRule(rule))),
+                                         m_rules);
+        item->setData(Qt::UserRole, QString::fromStdString("missing:" + rule.id));
+        item->setForeground(palette().color(QPalette::Disabled, QPalette::Text));
     }
     // Chinese for core's knob/caution texts, by id; the English always comes from core.
     const auto localized = [zh](const std::string& id, const std::string& english) {

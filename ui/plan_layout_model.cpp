@@ -150,7 +150,16 @@ QVariant PlanLayoutModel::data(const QModelIndex& index, int role) const
                 lines << QString::fromStdString(f.toString());
             return lines.join(QLatin1Char('\n'));
         }
-        return QString::fromStdString(c->layout.describe());
+        {
+            const QString family = c->family == "fsdp" ? tr("FSDP-first family")
+                                   : c->family == "3d" ? tr("3D-parallel family")
+                                                       : tr("FSDP with TP/CP (neither guide family)");
+            QStringList knobs;
+            for (const std::string& k : c->guideKnobs)
+                knobs << QString::fromStdString(k);
+            return QString::fromStdString(c->layout.describe()) + QLatin1Char('\n') + family + QLatin1Char('\n') +
+                   tr("Guide knobs applied: %1").arg(knobs.isEmpty() ? tr("none") : knobs.join(QStringLiteral(", ")));
+        }
     default: return {};
     }
 }

@@ -92,6 +92,14 @@ PlanningView::PlanningView(const QString& catalogDir, const QString& userCatalog
     layout->addWidget(splitter);
 
     connect(m_guide, &PlanGuidePanel::answersChanged, this, &PlanningView::updateRecommendation);
+    // The ranked rows follow the recommendation: once a search has run, a changed answer that
+    // changes the path (or the mock-data fact) searches again, so rows and recommendation agree.
+    connect(m_guide, &PlanGuidePanel::answersChanged, this, [this] {
+        QString error;
+        const auto next = currentRequest(error);
+        if (m_request && next && (next->path != m_request->path || next->workload.mockTextOnly != m_request->workload.mockTextOnly))
+            plan();
+    });
     hardwareChanged();
     updateRecommendation();
     if (!m_catalog) {
@@ -313,11 +321,11 @@ std::optional<SearchRequest> PlanningView::currentRequest(QString& error) const
     req.workload.imagesPerSample = m_images->value();
     req.workload.imageWidth = m_imageWidth->value();
     req.workload.imageHeight = m_imageHeight->value();
-    req.workload.mockTextOnly = m_guide->answers().mockData;
     req.workload.bf16AdamMoments = m_bf16Moments->isChecked();
     req.gbs = m_gbs->value();
     req.goal = Goal(m_goal->currentData().toInt());
     req.freezeVision = m_freezeVision->isChecked();
+    applyGuide(m_guide->answers(), req);  // the same as the CLI's plan
     return req;
 }
 
@@ -435,8 +443,13 @@ void PlanningView::requestLaunch()
         configForMoeTrain(runConfigForLayout(m_request->model, c->layout, m_request->workload, "manifest.jsonl"),
                           runtimeNotes);
     const double factor = m_request->throughput.eff.stepTimeFactor;
+    // The launch runs moe-train: its memory prediction is the runtime's, not Megatron's.
+    core::planner::MemoryOptions memory = m_request->memory;
+    memory.moeTrain = true;
+    Candidate launched = *c;
+    launched.memory = estimateMemory(m_request->model.model, c->layout, m_request->workload, memory);
     const core::RunPrediction prediction = predictionForCandidate(
-        *c, m_request->hardware, factor == 1.0 ? std::string() : "step time × " + std::to_string(factor),
+        launched, m_request->hardware, factor == 1.0 ? std::string() : "step time × " + std::to_string(factor),
         c->throughput.stepMs / factor);
     emit launchRequested(QString::fromStdString(core::runConfigToJson(config)),
                          QString::fromStdString(core::predictionToJson(prediction)));
@@ -444,18 +457,15 @@ void PlanningView::requestLaunch()
 
 void PlanningView::updateRecommendation()
 {
-    GuideAnswers answers = m_guide->answers();
-    answers.hasImages = m_images->value() > 0 && !answers.mockData;
-    if (m_catalog) {
-        auto hw = m_catalog->hardware(m_hardwareBox->currentData().toString().toStdString());
-        answers.gb200Class = hw && hw->nvlinkDomainSize > hw->gpusPerNode;
+    // The same call as the CLI's plan: answers as given, facts from the request and the row.
+    QString error;
+    const auto current = m_request ? m_request : currentRequest(error);
+    if (!current) {
+        m_guide->showRecommendation(recommend(m_guide->answers()));
+        return;
     }
-    if (const Candidate* c = m_model->candidate(m_table->currentIndex().row())) {
-        answers.usesEtp = c->layout.etp > 1;
-        answers.fullRecompute = c->layout.recomputeGranularity == "full";
-        answers.cudaGraphs = c->layout.cudaGraphImpl != "none";
-    }
-    m_guide->showRecommendation(recommend(answers));
+    const Candidate* chosen = m_model->candidate(std::max(0, m_table->currentIndex().row()));
+    m_guide->showRecommendation(recommendForPlan(m_guide->answers(), *current, chosen));
 }
 
 }  // namespace wb::ui

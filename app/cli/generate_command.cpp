@@ -119,7 +119,10 @@ int generateCommand(const CliContext&, Args args)
         // (with the plan's calibration, if it had one).
         ThroughputOptions options;
         options.eff.stepTimeFactor = plan->stepTimeFactor;
-        const Candidate candidate = evaluateLayout(*model, layout, plan->workload, *hw, options);
+        // Every format but megatron-bridge runs moe-train: predict its memory, not Megatron's.
+        MemoryOptions memory;
+        memory.moeTrain = *format != "megatron-bridge";
+        const Candidate candidate = evaluateLayout(*model, layout, plan->workload, *hw, options, memory);
         prediction = predictionForCandidate(candidate, *hw, plan->calibration, candidate.throughput.stepMs / plan->stepTimeFactor);
         target.hardware = *hw;
         target.modelName = plan->model;
@@ -180,7 +183,9 @@ int generateCommand(const CliContext&, Args args)
         // This prediction is for moe-train, which has no distributed optimizer: without FSDP every
         // rank holds and steps the whole optimizer state (the planner's Megatron default shards it).
         layout.useDistributedOptimizer = false;
-        prediction = predictionForCandidate(evaluateLayout(spec, layout, workload, target.hardware), target.hardware);
+        MemoryOptions memory;
+        memory.moeTrain = true;  // the runtime's own state layout and allocator peak
+        prediction = predictionForCandidate(evaluateLayout(spec, layout, workload, target.hardware, {}, memory), target.hardware);
     }
     if (gpus % target.nodes != 0)
         return reportUsage(std::to_string(gpus) + " GPUs do not split evenly over " + std::to_string(target.nodes) +

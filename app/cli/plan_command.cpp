@@ -52,17 +52,19 @@ core::Result<GuideAnswers> readAnswers(const std::string& path)
     for (const auto& [key, _] : facts)
         known += std::string(", ") + key;
     for (auto it = j.begin(); it != j.end(); ++it) {
-        if (!it->is_boolean())
-            return core::makeError(core::ErrorCode::InvalidArgument, "\"" + it.key() + "\" must be true or false", path);
+        // null: not answered (the same as leaving the key out).
+        if (!it->is_boolean() && !it->is_null())
+            return core::makeError(core::ErrorCode::InvalidArgument,
+                                   "\"" + it.key() + "\" must be true, false or null (not answered)", path);
         bool matched = false;
         for (const auto& [key, slot] : questions)
             if (it.key() == key) {
-                *slot = it->get<bool>();
+                *slot = it->is_null() ? std::nullopt : std::optional<bool>(it->get<bool>());
                 matched = true;
             }
         for (const auto& [key, slot] : facts)
             if (it.key() == key) {
-                *slot = it->get<bool>();
+                *slot = it->is_boolean() && it->get<bool>();
                 matched = true;
             }
         if (!matched)
@@ -87,7 +89,9 @@ void printTable(const SearchRequest& req, const GuideRecommendation& rec, const 
                 req.workload.bf16AdamMoments ? ", bf16 Adam moments" : "");
     std::printf("Recommendation: %s\n", rec.path == "fsdp" ? "FSDP first" : "3D parallel (TP/PP/EP)");
     for (const GuideRule& r : rec.rules)
-        std::printf("  rule  %s: %s\n", r.id.c_str(), r.guideText.c_str());
+        std::printf("  rule  %s: %s\n", r.id.c_str(), describeRule(r).c_str());
+    for (const GuideRule& r : rec.missingFor3d)
+        std::printf("  3D needs  %s\n", describeRule(r).c_str());
     for (const GuideKnob& k : rec.nextKnobs)
         if (k.applies)
             std::printf("  knob  %d. %s\n", k.order, k.text.c_str());
@@ -216,21 +220,10 @@ int planCommand(const CliContext& context, Args args)
             return reportError(read.error());
         answers = *read;
     }
-    // Without --goal, the guide's answers pick it: its FSDP path is the first-run search (FSDP
-    // TP=CP=PP=1 first), its 3D path the throughput (or, memory fit first, the memory) search.
-    if (!goal && answersPath) {
-        const GuideRecommendation pre = recommend(answers);
-        req.goal = pre.path == "fsdp" ? Goal::FirstRun
-                                      : (answers.memoryFitFirst.value_or(false) ? Goal::Memory : Goal::Throughput);
-    }
-    // The goal answers the guide's questions the answers file left open.
-    if (!answers.firstLaunch && req.goal == Goal::FirstRun)
-        answers.firstLaunch = true;
-    if (!answers.memoryFitFirst && req.goal != Goal::FirstRun)
-        answers.memoryFitFirst = req.goal == Goal::Memory;
-    req.freezeVision = freezeVision || answers.visionFrozen.value_or(false);
-    if (req.freezeVision && !answers.visionFrozen)
-        answers.visionFrozen = true;
+    // The guide decides which family is ranked first (applyGuide); --goal orders within it. The
+    // answers are used as given: a goal is not an answer (the planning view does the same).
+    req.freezeVision = freezeVision;
+    applyGuide(answers, req);
 
     // --calibrate: scale the efficiency factors by what stored runs on this hardware measured.
     std::optional<Calibration> calibration;
@@ -251,15 +244,8 @@ int planCommand(const CliContext& context, Args args)
     if (!result)
         return reportError(result.error());
 
-    answers.hasImages = req.workload.imagesPerSample > 0;
-    answers.gb200Class = req.hardware.nvlinkDomainSize > 8;
-    if (!result->ranked.empty()) {
-        const Layout& best = result->ranked.front().layout;
-        answers.usesEtp = best.etp > 1;
-        answers.fullRecompute = best.recomputeGranularity == "full";
-        answers.cudaGraphs = best.cudaGraphImpl != "none";
-    }
-    const GuideRecommendation rec = recommend(answers);
+    const GuideRecommendation rec =
+        recommendForPlan(answers, req, result->ranked.empty() ? nullptr : &result->ranked.front());
 
     if (json) {
         std::printf("%s\n", planToJson(req, rec, *result, calibration ? &*calibration : nullptr).c_str());

@@ -1,49 +1,60 @@
-// Decision-guide engine. Each rule is a row: an id, the path it argues for, the guide's wording,
-// and the answer that fires it. The path with more fired rules wins; a tie (including no answers)
-// goes to FSDP because the guide's workflow starts there ("first reliable run with FSDP").
+// Decision-guide engine. Each rule is a row: an id, the path it argues for, the guide's sentence,
+// the question that decides it and the answer that makes it hold. The decision is the guide's
+// own (reference/decision-guide.md): its workflow starts with FSDP and moves to 3D parallel "only
+// if the throughput headroom is worth it", which it spells out as four conditions that must all
+// hold. So 3D parallel needs every "choose 3D" condition and no "choose FSDP" condition; anything
+// else, unanswered questions included, is FSDP first. No counting of votes: a vote count let one
+// stray 3D answer outweigh an unanswered guide.
 #include "core/planner/decision_guide.h"
-
-#include <functional>
 
 namespace wb::core::planner {
 namespace {
 
+using Question = std::optional<bool> GuideAnswers::*;
+
 struct RuleRow {
     GuideRule rule;
-    std::function<bool(const GuideAnswers&)> fires;
+    Question question;
 };
-
-bool yes(const std::optional<bool>& a) { return a.has_value() && *a; }
-bool no(const std::optional<bool>& a) { return a.has_value() && !*a; }
 
 const std::vector<RuleRow>& rows()
 {
     static const std::vector<RuleRow> table = {
-        {{"fsdp-first-launch", "fsdp", "Choose FSDP: it is the first launch of a new VLM.", "首次启动新的视觉语言模型"},
-         [](const GuideAnswers& a) { return yes(a.firstLaunch); }},
+        {{"fsdp-first-launch", "fsdp", "Choose FSDP: it is the first launch of a new VLM.", "首次启动新的视觉语言模型",
+          "Is this the first launch of this VLM?", true, {}},
+         &GuideAnswers::firstLaunch},
         {{"fsdp-awkward-stage-boundaries", "fsdp",
           "Choose FSDP: stage boundaries between embedding, vision module and decoder are awkward.",
-          "模型在嵌入层、视觉模块和解码器之间的阶段边界不理想"},
-         [](const GuideAnswers& a) { return no(a.cleanStageBoundaries); }},
+          "模型在嵌入层、视觉模块和解码器之间的阶段边界不理想", "Are the pipeline stage boundaries clean and reproducible?", false, {}},
+         &GuideAnswers::cleanStageBoundaries},
         {{"fsdp-memory-fit-first", "fsdp", "Choose FSDP: fitting in memory matters more than absolute throughput.",
-          "内存适配比绝对吞吐量更重要"},
-         [](const GuideAnswers& a) { return yes(a.memoryFitFirst); }},
+          "内存适配比绝对吞吐量更重要", "Does fitting in memory matter more than throughput?", true, {}},
+         &GuideAnswers::memoryFitFirst},
         {{"fsdp-vision-frozen", "fsdp", "Choose FSDP: the vision module may be frozen during decoder-focused tuning.",
-          "在以解码器为重点的调优期间，可能会冻结视觉模块"},
-         [](const GuideAnswers& a) { return yes(a.visionFrozen); }},
-        {{"3d-stable-under-fsdp", "3d", "Choose 3D parallel: the model already runs stably under FSDP.", "模型已经在 FSDP 下稳定运行"},
-         [](const GuideAnswers& a) { return yes(a.stableUnderFsdp) || no(a.firstLaunch); }},
-        {{"3d-clean-pp-layout", "3d", "Choose 3D parallel: the PP layout is clean and reproducible.", "PP 布局清晰且可重复"},
-         [](const GuideAnswers& a) { return yes(a.cleanStageBoundaries); }},
+          "在以解码器为重点的调优期间，可能会冻结视觉模块", "Decoder-focused tuning with the vision module frozen?", true, {}},
+         &GuideAnswers::visionFrozen},
+        {{"3d-stable-under-fsdp", "3d", "Choose 3D parallel: the model already runs stably under FSDP.", "模型已经在 FSDP 下稳定运行",
+          "Does the model already run stably under FSDP?", true, {}},
+         &GuideAnswers::stableUnderFsdp},
+        {{"3d-clean-pp-layout", "3d", "Choose 3D parallel: the PP layout is clean and reproducible.", "PP 布局清晰且可重复",
+          "Are the pipeline stage boundaries clean and reproducible?", true, {}},
+         &GuideAnswers::cleanStageBoundaries},
         {{"3d-deep-testing", "3d", "Choose 3D parallel: MBS, recompute and CUDA-graph scope can be tested together.",
-          "可以同时测试 MBS、重计算和 CUDA 图范围"},
-         [](const GuideAnswers& a) { return yes(a.timeForDeepTesting); }},
+          "可以同时测试 MBS、重计算和 CUDA 图范围", "Is there time to test MBS, recompute and CUDA-graph scope together?", true, {}},
+         &GuideAnswers::timeForDeepTesting},
         {{"3d-steady-state-throughput", "3d",
           "Choose 3D parallel: the goal is best steady-state throughput, not an easy first launch.",
-          "目标是获得最佳稳态吞吐量，而不是简化首次启动"},
-         [](const GuideAnswers& a) { return no(a.memoryFitFirst); }},
+          "目标是获得最佳稳态吞吐量，而不是简化首次启动", "Does fitting in memory matter more than throughput?", false, {}},
+         &GuideAnswers::memoryFitFirst},
     };
     return table;
+}
+
+bool no(const std::optional<bool>& a) { return a.has_value() && !*a; }
+
+std::string answeredText(const std::optional<bool>& a)
+{
+    return !a.has_value() ? "not answered" : (*a ? "answered yes" : "answered no");
 }
 
 std::vector<GuideKnob> knobs(const GuideAnswers& a, const std::string& path)
@@ -99,25 +110,43 @@ const std::vector<GuideRule>& guideRules()
     return all;
 }
 
+std::string describeRule(const GuideRule& rule)
+{
+    if (rule.question.empty() || rule.answered.empty())
+        return rule.guideText;
+    return rule.guideText + " (" + rule.answered + ": " + rule.question + ")";
+}
+
 GuideRecommendation recommend(const GuideAnswers& a)
 {
     GuideRecommendation rec;
-    int fsdp = 0, threeD = 0;
-    std::vector<GuideRule> fired;
-    for (const RuleRow& r : rows())
-        if (r.fires(a)) {
-            fired.push_back(r.rule);
-            (r.rule.path == "fsdp" ? fsdp : threeD)++;
+    std::vector<GuideRule> fsdpHolds, threeDHolds, threeDMissing;
+    for (const RuleRow& r : rows()) {
+        const std::optional<bool>& answer = a.*(r.question);
+        GuideRule rule = r.rule;
+        rule.answered = answeredText(answer);
+        const bool holds = answer.has_value() && *answer == rule.firesOn;
+        if (rule.path == "fsdp") {
+            if (holds)
+                fsdpHolds.push_back(rule);
+        } else {
+            (holds ? threeDHolds : threeDMissing).push_back(rule);
         }
-    // A first launch is decisive: the guide's workflow runs FSDP first whatever else holds.
-    rec.path = (yes(a.firstLaunch) || fsdp >= threeD) ? "fsdp" : "3d";
-    for (const GuideRule& r : fired)
-        if (r.path == rec.path)
-            rec.rules.push_back(r);
-    if (rec.rules.empty())
-        rec.rules.push_back({"fsdp-default-workflow", "fsdp",
-                             "No answer points to 3D parallel: the guide's workflow starts with a first reliable run with FSDP.",
-                             "先用 FSDP 获得首次可靠运行"});
+    }
+    const bool threeD = fsdpHolds.empty() && threeDMissing.empty();
+    rec.path = threeD ? "3d" : "fsdp";
+    if (threeD) {
+        rec.rules = threeDHolds;
+    } else {
+        rec.rules = fsdpHolds;
+        rec.missingFor3d = threeDMissing;
+        if (rec.rules.empty())
+            rec.rules.push_back({"fsdp-default-workflow", "fsdp",
+                                 "The guide's workflow starts with a first reliable run with FSDP and moves to 3D parallel "
+                                 "only when all of its 3D conditions hold; " +
+                                     std::to_string(threeDMissing.size()) + " of 4 do not hold yet.",
+                                 "先用 FSDP 获得首次可靠运行", "", true, ""});
+    }
     rec.nextKnobs = knobs(a, rec.path);
     rec.cautions = cautions(a);
     if (a.gb200Class)

@@ -1,6 +1,8 @@
 // The FSDP-versus-3D decision guide (reference/decision-guide.md, from the Megatron-Bridge MoE VLM
 // training guide) as data: the user's answers → the path, the rules that fired (quoting the
-// guide), the tuning knobs in the guide's order, and the cautions that apply. Pure; any thread.
+// guide and saying what was answered), the tuning knobs in the guide's order, and the cautions
+// that apply. The one place the path is decided: the CLI's plan and the GUI's planning view both
+// call recommend() with the answers as given. Pure; any thread.
 #pragma once
 
 #include <optional>
@@ -9,7 +11,8 @@
 
 namespace wb::core::planner {
 
-/// The guide's questions. Unanswered (nullopt) questions fire no rule.
+/// The guide's questions: yes, no, or not answered (nullopt). A rule fires only on the answer its
+/// sentence names; an unanswered question makes no condition hold.
 struct GuideAnswers {
     std::optional<bool> firstLaunch;           ///< first launch of this VLM?
     std::optional<bool> stableUnderFsdp;       ///< already runs stably under FSDP?
@@ -32,6 +35,10 @@ struct GuideRule {
     std::string path;     ///< "fsdp" | "3d"
     std::string guideText;    ///< the guide's wording (English restatement)
     std::string guideTextZh;  ///< the guide's original wording
+    std::string question;     ///< the question whose answer decides it ("" for the workflow rule)
+    bool firesOn = true;      ///< the answer that makes the condition hold
+    /// What was answered, for the texts: "answered yes", "answered no", "not answered".
+    std::string answered;
 };
 
 struct GuideKnob {
@@ -48,7 +55,10 @@ struct GuideCaution {
 
 struct GuideRecommendation {
     std::string path;                  ///< "fsdp" | "3d"
-    std::vector<GuideRule> rules;      ///< the rules that fired
+    std::vector<GuideRule> rules;      ///< the rules that fired (for the path chosen)
+    /// On the FSDP path: the guide's "choose 3D" conditions that do not hold, each with what was
+    /// answered (3D needs all of them and no "choose FSDP" condition). Empty on the 3D path.
+    std::vector<GuideRule> missingFor3d;
     std::vector<GuideKnob> nextKnobs;  ///< in the guide's order
     std::vector<GuideCaution> cautions;
     std::string workflow;              ///< the guide's three-step workflow
@@ -57,6 +67,12 @@ struct GuideRecommendation {
 /// Every rule the engine knows (for docs and the UI's explanations).
 const std::vector<GuideRule>& guideRules();
 
+/// The guide's decision: 3D parallel only when every "choose 3D" condition holds and no "choose
+/// FSDP" condition does; otherwise FSDP first (its workflow starts there).
 GuideRecommendation recommend(const GuideAnswers& answers);
+
+/// "Choose FSDP: it is the first launch of a new VLM (answered yes: ...)": a rule's text with
+/// what was answered.
+std::string describeRule(const GuideRule& rule);
 
 }  // namespace wb::core::planner

@@ -88,19 +88,30 @@ std::vector<Dispatcher> dispatchersFor(const HardwareSpec& hw)
     return out;
 }
 
-double rankKey(const Candidate& c, Goal goal)
+// GB200/GB300-class systems (an NVLink domain wider than a node): the guide's default dispatcher
+// is HybridEP, so any other dispatcher with expert traffic ranks behind it.
+bool hybridEpDefault(const HardwareSpec& hw) { return hw.nvlinkDomainSize > hw.gpusPerNode; }
+
+// Tiers, then the goal: the guide's family first (the other family after, never above), within
+// it HybridEP rows first where it is the default; then the goal's own order.
+double rankKey(const Candidate& c, const SearchRequest& req)
 {
-    switch (goal) {
-    case Goal::Throughput: return -c.throughput.tokensPerSecPerGpu;
-    case Goal::Memory: return c.memory.total();
+    const Layout& l = c.layout;
+    double tier = c.family == req.path ? 0 : (c.family == "other" ? 2 : 1);
+    if (hybridEpDefault(req.hardware) && l.ep > 1 && l.dispatcherBackend != "hybridep")
+        tier += 0.5;
+    double key = 0;
+    switch (req.goal) {
+    case Goal::Throughput: key = -c.throughput.tokensPerSecPerGpu; break;
+    case Goal::Memory: key = MemoryEstimate::gib(c.memory.total()); break;
     case Goal::FirstRun: {
-        // The guide's first-launch family: FSDP, TP=CP=PP=1, no CUDA graphs; then by throughput.
-        const Layout& l = c.layout;
-        const bool simple = l.useMegatronFsdp && l.tp == 1 && l.cp == 1 && l.pp == 1 && l.cudaGraphImpl == "none";
-        return (simple ? 0.0 : 1e12) - c.throughput.tokensPerSecPerGpu;
+        // The guide's first launch: no CUDA graphs, recompute full first then relaxed; by throughput.
+        const double simple = (l.cudaGraphImpl == "none" ? 0 : 2) + (l.recomputeGranularity == "full" ? 0 : 1);
+        key = simple * 1e9 - c.throughput.tokensPerSecPerGpu;
+        break;
     }
     }
-    return 0;
+    return tier * 1e12 + key;
 }
 
 struct Searcher {
@@ -112,8 +123,31 @@ struct Searcher {
 
     // Memory first (numbers only, cheapest), then lint, then throughput; texts are filled in
     // for the ranked few at the end.
+    // Why the HybridEP form of a layout is not among the fits (keyed by hybridEpKey), for the
+    // note on its other-dispatcher rows.
+    std::map<std::string, std::string> hybridEpRejected;
+
+    static std::string hybridEpKey(Layout l)
+    {
+        l.dispatcherType = "flex";
+        l.dispatcherBackend = "hybridep";
+        l.overlapMoeExpertParallelComm = false;
+        return l.describe();
+    }
+
+    std::string hybridEpWhy(const Layout& l) const
+    {
+        if (auto it = hybridEpRejected.find(hybridEpKey(l)); it != hybridEpRejected.end())
+            return "HybridEP cannot be used for this layout (" + it->second + ")";
+        if (req.hardware.smMajor() < 8 || req.hardware.smMajor() > 10)
+            return "HybridEP needs SM 8.0 to 10.x";
+        return "its HybridEP form ranks higher";
+    }
+
     void evaluate(Layout l)
     {
+        const bool hybrid = l.dispatcherBackend == "hybridep";
+        const std::string key = hybrid ? hybridEpKey(l) : std::string();
         ++res.enumerated;
         MemoryOptions fastMemory = req.memory;
         fastMemory.explain = false;
@@ -122,12 +156,20 @@ struct Searcher {
             res.smallestMemoryGib = MemoryEstimate::gib(total);
         if (total > budgetBytes) {
             ++res.rejectedMemory;
+            if (hybrid)
+                hybridEpRejected[key] = "over the memory budget";
             return;
         }
         LintContext ctx{&req.model.model, &req.hardware, req.workload.seqLength, req.workload.bf16AdamMoments};
         std::vector<LintFinding> lint = lintLayout(l, ctx);
         if (hasErrors(lint)) {
             ++res.rejectedLint;
+            if (hybrid)
+                for (const LintFinding& f : lint)
+                    if (f.severity == LintSeverity::Error) {
+                        hybridEpRejected[key] = f.rule + ": " + f.message;
+                        break;
+                    }
             for (const LintFinding& f : lint)
                 if (f.severity == LintSeverity::Error)
                     ++res.lintRejections[f.rule];
@@ -291,19 +333,83 @@ SearchResult runSearch(const SearchRequest& req)
     SearchResult res;
     Searcher s{req, res, req.hardware.hbmGib * (1.0 - req.headroom) * 1073741824.0, true, {}};
     s.run();
+    for (Candidate& c : s.fits)
+        c.family = layoutFamily(c.layout);
     std::stable_sort(s.fits.begin(), s.fits.end(),
-                     [&](const Candidate& a, const Candidate& b) { return rankKey(a, req.goal) < rankKey(b, req.goal); });
+                     [&](const Candidate& a, const Candidate& b) { return rankKey(a, req) < rankKey(b, req); });
     if (int(s.fits.size()) > req.maxResults)
         s.fits.resize(size_t(std::max(0, req.maxResults)));
     for (Candidate& c : s.fits) {  // the full, explained estimates for what is shown
         c.memory = estimateMemory(req.model.model, c.layout, req.workload, req.memory);
         c.throughput = estimateThroughput(req.model.model, c.layout, req.workload, req.hardware, req.throughput);
+        c.guideKnobs = appliedGuideKnobs(c.layout, req.hardware);
+        if (c.family != req.path)
+            c.lint.push_back({"guide-other-family", "decision-guide.md", LintSeverity::Note, "",
+                              "the " + std::string(c.family == "3d" ? "3D-parallel" : c.family == "fsdp" ? "FSDP-first" : "mixed FSDP + TP/CP") +
+                                  " family, shown after the recommended " + (req.path == "3d" ? "3D-parallel" : "FSDP-first") + " rows",
+                              ""});
+        if (hybridEpDefault(req.hardware) && c.layout.ep > 1 && c.layout.dispatcherBackend != "hybridep")
+            c.lint.push_back({"guide-hybridep-default", "decision-guide.md", LintSeverity::Note, "moe.dispatcher",
+                              "HybridEP is the guide's default dispatcher on this system; this " + c.layout.dispatcherName() +
+                                  " row ranks after the HybridEP rows: " + s.hybridEpWhy(c.layout),
+                              ""});
     }
     res.ranked = std::move(s.fits);
     return res;
 }
 
 }  // namespace
+
+void applyGuide(const GuideAnswers& answers, SearchRequest& request)
+{
+    request.path = recommend(answers).path;
+    if (answers.mockData)
+        request.workload.mockTextOnly = true;
+    if (answers.visionFrozen.value_or(false))  // decoder-focused work: the layouts freeze it
+        request.freezeVision = true;
+}
+
+GuideRecommendation recommendForPlan(GuideAnswers answers, const SearchRequest& request, const Candidate* chosen)
+{
+    answers.mockData = answers.mockData || request.workload.mockTextOnly;
+    answers.hasImages = request.workload.imagesPerSample > 0 && !answers.mockData;
+    answers.gb200Class = hybridEpDefault(request.hardware);
+    answers.usesEtp = chosen && chosen->layout.etp > 1;
+    answers.fullRecompute = chosen && chosen->layout.recomputeGranularity == "full";
+    answers.cudaGraphs = chosen && chosen->layout.cudaGraphImpl != "none";
+    return recommend(answers);
+}
+
+std::string layoutFamily(const Layout& l)
+{
+    if (!l.useMegatronFsdp)
+        return "3d";
+    return l.tp == 1 && l.cp == 1 && l.pp == 1 ? "fsdp" : "other";
+}
+
+std::vector<std::string> appliedGuideKnobs(const Layout& l, const HardwareSpec& hw)
+{
+    std::vector<std::string> knobs;
+    if (l.freezeVision)
+        knobs.push_back("freeze-vision");
+    if (l.mbs > 1)
+        knobs.push_back("mbs " + std::to_string(l.mbs));
+    if (l.recomputeGranularity == "selective")
+        knobs.push_back("selective recompute");
+    else if (l.recomputeGranularity == "full")
+        knobs.push_back("full recompute (bring-up)");
+    if (l.cudaGraphImpl != "none") {
+        std::string scope;
+        for (const std::string& m : l.cudaGraphScope)
+            scope += (scope.empty() ? "" : " ") + m;
+        knobs.push_back("cuda graphs " + scope);
+    }
+    if (l.etp > 1)
+        knobs.push_back("etp " + std::to_string(l.etp));
+    if (l.dispatcherBackend == "hybridep" && hybridEpDefault(hw))
+        knobs.push_back("hybridep");
+    return knobs;
+}
 
 const char* goalName(Goal g)
 {

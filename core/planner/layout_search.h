@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/planner/catalog.h"
+#include "core/planner/decision_guide.h"
 #include "core/planner/layout.h"
 #include "core/planner/lint.h"
 #include "core/planner/memory_model.h"
@@ -30,6 +31,10 @@ struct SearchRequest {
     Workload workload;
     int gbs = 512;
     Goal goal = Goal::Throughput;
+    /// The decision guide's path (recommend(...).path): its family is ranked first, the other
+    /// after, never above. "fsdp": Megatron-FSDP at TP 1, CP 1, PP 1; "3d": TP/PP/EP(/ETP) with the
+    /// distributed optimizer, no FSDP.
+    std::string path = "fsdp";
     bool freezeVision = false;    ///< decoder-focused work with the vision module frozen
     double headroom = 0.10;       ///< keep this fraction of HBM free
     int maxResults = 20;
@@ -42,7 +47,16 @@ struct Candidate {
     MemoryEstimate memory;
     ThroughputEstimate throughput;
     std::vector<LintFinding> lint;  ///< warnings and notes (ranked candidates have no errors)
+    /// "fsdp", "3d", or "other" (FSDP with TP/CP > 1: neither of the guide's families).
+    std::string family;
+    /// The guide's knobs this row already applies, in the guide's order ("freeze-vision", ...).
+    std::vector<std::string> guideKnobs;
 };
+
+/// The guide family of a layout (Candidate::family).
+std::string layoutFamily(const Layout& layout);
+/// The guide's tuning knobs a layout applies (Candidate::guideKnobs).
+std::vector<std::string> appliedGuideKnobs(const Layout& layout, const HardwareSpec& hardware);
 
 struct NearbyGpuCount {
     int gpus = 0;
@@ -63,5 +77,13 @@ struct SearchResult {
 };
 
 Result<SearchResult> searchLayouts(const SearchRequest& request);
+
+/// What the guide decides for a search, the same for `plan` and the planning view: the family
+/// ranked first (recommend(answers).path), a mock workload for mock data, and a frozen vision
+/// module when the answer says the work is decoder-focused with it frozen.
+void applyGuide(const GuideAnswers& answers, SearchRequest& request);
+/// The guide's recommendation shown beside a search: the answers as given, with the facts the
+/// cautions need taken from the request and the chosen row (the first ranked, or none).
+GuideRecommendation recommendForPlan(GuideAnswers answers, const SearchRequest& request, const Candidate* chosen);
 
 }  // namespace wb::core::planner

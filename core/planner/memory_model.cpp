@@ -195,7 +195,31 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
         groups.push_back({"output layer + final norm", counts.outputLayer / t + d.hiddenSize, dpN, !m.freezeLanguageModel,
                           "untied, vocab × hidden / TP"});
     double largestUnit = layers > 0 ? (decoderLayerDenseParams(d) / t + (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp) : 0;
+    // moe-train (MemoryOptions::moeTrain): its own state layout, see the header.
+    const bool runtimeState = o.moeTrain && !l.useMegatronFsdp;
+    double runtimeGrads = 0;  // fp32 gradients of the trainable parameters
+    double runtimeFp32 = 0;   // the fp32 parameters
+    double runtimeHeldGrads = 0;  // of those gradients, the ones that exist during the forward
     for (const Group& g : groups) {
+        if (runtimeState) {
+            const std::string base = o.explain ? fmtCount(g.params) + " params (" + g.where + "); " : std::string();
+            WB_ADD(std::string(g.name) + " weights", "weights", g.params * 4.0, base + "fp32 parameters, also the master copy (moe-train)");
+            WB_ADD(std::string(g.name) + " bf16 copies", "weights", g.params * 2.0,
+                base + "bf16 casts made by autocast in the forward and saved for backward (moe-train)");
+            if (g.trainable) {
+                WB_ADD(std::string(g.name) + " optimizer", "optimizer", g.params * (w.bf16AdamMoments ? 4.0 : 8.0),
+                    base + (w.bf16AdamMoments ? "bf16 Adam m, v = 4 B (no separate master: the parameters are fp32)"
+                                              : "fp32 Adam m, v = 8 B (no separate master: the parameters are fp32)"));
+                runtimeGrads += g.params * 4.0;
+                // Gradients that live through the forward: accumulated over micro-batches, or
+                // views of the overlapped reducer's buckets (allocated once) where this group is
+                // data-parallel.
+                if (l.numMicroBatches() > 1 || (g.n > 1 && l.overlapGradReduce))
+                    runtimeHeldGrads += g.params * 4.0;
+            }
+            runtimeFp32 += g.params * 4.0;
+            continue;
+        }
         const Sharding s = shardingFor(l, g.n, g.trainable, w.bf16AdamMoments);
         const std::string base = o.explain ? fmtCount(g.params) + " params (" + g.where + "); " : std::string();
         WB_ADD(std::string(g.name) + " weights", "weights", g.params * s.weightBytes, base + s.text);
@@ -273,6 +297,21 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
             0.5 * 1073741824.0 + layers * held * tokensOnRank * (2.0 * d.hiddenSize + 8.0 * d.numMoeExperts),
             "per-layer static inputs/outputs of the captured router/preprocess (" + std::to_string(layers) +
                 " layers × in-flight micro-batches) + 0.5 GiB pool (assumption)");
+    if (runtimeState) {
+        // Gradients that exist from the first forward on (accumulation over micro-batches, or the
+        // overlapped reducer's bucket views on a data-parallel group) add to the forward/backward
+        // peak. The others are allocated as the backward frees activations: the peak is then the
+        // larger of that phase and the optimizer step (fp32 weights + all gradients + moments;
+        // the bf16 copies and the activations gone).
+        WB_ADD("gradients held through the forward", "grads", runtimeHeldGrads,
+            "fp32 gradients of accumulated micro-batches or of the reducer's buckets (DP groups with overlap_grad_reduce)");
+        const double forwardPeak = est.total();
+        const double optimizerStep = runtimeFp32 + est.category("optimizer") + runtimeGrads;
+        WB_ADD("gradients beyond the forward/backward peak", "grads", std::max(0.0, optimizerStep - forwardPeak),
+            "the optimizer step holds fp32 weights + gradients (" + fmt(MemoryEstimate::gib(runtimeGrads), 1) +
+                " GiB) + moments; the backward allocates the other gradients as it frees activations");
+        return est;
+    }
     WB_ADD("CUDA context + NCCL", "other", o.contextAndNcclGib * 1073741824.0,
         "context, cuBLAS/cuDNN workspaces and NCCL communicator buffers (assumption)");
     WB_ADD("allocator slack", "other", o.allocatorSlack * est.total(),

@@ -38,6 +38,14 @@ struct MemoryOptions {
     double contextAndNcclGib = 2.0;       ///< CUDA context, cuBLAS workspaces, NCCL communicators
     double dispatcherWorkspaceGib = 1.0;  ///< DeepEP/HybridEP registered buffers beyond token data
     bool explain = true;                  ///< fill names and assumption texts (off: numbers only, fast)
+    /// Predict the bundled runtime moe-train instead of Megatron: its allocator's peak (what its
+    /// metrics report as mem_peak_gib), from how it stores the state: fp32 parameters that are
+    /// also the master copy, bf16 copies made by autocast for the forward and kept for backward,
+    /// fp32 (or bf16) Adam moments, and gradients that exist only from the backward on (DP 1) or
+    /// always (DP > 1: views of the reducer's buckets). The peak is the larger of the
+    /// forward/backward phase and the optimizer step. No CUDA context or allocator slack: the
+    /// allocator's peak does not hold them. FSDP layouts keep Megatron's sharded forms.
+    bool moeTrain = false;
 };
 
 /// One transformer layer's activation shape, per micro-batch, for the closed forms.

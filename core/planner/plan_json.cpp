@@ -63,6 +63,8 @@ OrderedJson layoutJson(const Candidate& c)
     j["cuda_graph_impl"] = l.cudaGraphImpl;
     j["overlap_moe_expert_parallel_comm"] = l.overlapMoeExpertParallelComm;
     j["describe"] = l.describe();
+    j["family"] = c.family;
+    j["guide_knobs"] = c.guideKnobs;
     return j;
 }
 
@@ -93,8 +95,13 @@ std::string planToJson(const SearchRequest& req, const GuideRecommendation& rec,
     r["path"] = rec.path;
     OrderedJson rules = OrderedJson::array();
     for (const GuideRule& rule : rec.rules)
-        rules.push_back({{"id", rule.id}, {"path", rule.path}, {"text", rule.guideText}, {"text_zh", rule.guideTextZh}});
+        rules.push_back({{"id", rule.id}, {"path", rule.path}, {"text", describeRule(rule)}, {"text_zh", rule.guideTextZh},
+                         {"answered", rule.answered}});
     r["rules"] = rules;
+    OrderedJson missing = OrderedJson::array();
+    for (const GuideRule& rule : rec.missingFor3d)
+        missing.push_back({{"id", rule.id}, {"text", describeRule(rule)}, {"answered", rule.answered}});
+    r["missing_for_3d"] = missing;
     OrderedJson knobs = OrderedJson::array();
     for (const GuideKnob& k : rec.nextKnobs)
         knobs.push_back({{"order", k.order}, {"id", k.id}, {"text", k.text}, {"applies", k.applies}});

@@ -64,15 +64,23 @@ def main():
         r = cli("plan", "--model", "qwen3-vl-30b-a3b", "--hardware", "gb200", "--gpus", "8", "--goal", "first-run")
         check(r.returncode == 0 and "Recommendation: FSDP first" in r.stdout, f"plan table first-run: {r.stdout[:300]}")
 
-        # 2b. The guide's answers pick the path and, without --goal, the search goal.
+        # 2b. The guide's answers pick the path: its family is ranked first (the goal stays the
+        # ranking objective within it).
         answers = os.path.join(tmp, "answers.json")
         with open(answers, "w") as f:
             json.dump({"first_launch": True, "vision_frozen": True}, f)
         r = cli("plan", "--model", "qwen3-vl-30b-a3b", "--hardware", "h100", "--gpus", "16", "--answers", answers,
                 "--max-results", "1", "--json")
         d = json.loads(r.stdout)
-        check(d["recommendation"]["path"] == "fsdp" and d["request"]["goal"] == "first-run",
-              f"answers -> fsdp, first-run: {d['recommendation']['path']} {d['request']['goal']}")
+        check(d["recommendation"]["path"] == "fsdp" and d["layouts"] and d["layouts"][0]["family"] == "fsdp",
+              f"answers -> fsdp, an FSDP-first row first: {d['recommendation']['path']} {d['layouts'][:1]}")
+        check(any("answered yes" in r["text"] for r in d["recommendation"]["rules"]), "the rules say what was answered")
+        # Not stable under FSDP and not a first launch: FSDP, and no rule claims the opposite.
+        with open(answers, "w") as f:
+            json.dump({"first_launch": False, "stable_under_fsdp": False}, f)
+        r = cli("plan", "--model", "qwen3-vl-235b-a22b", "--hardware", "gb200", "--gpus", "64", "--answers", answers)
+        check(r.returncode == 0 and "Recommendation: FSDP first" in r.stdout and "runs stably under FSDP. (answered no" in r.stdout
+              and "rule  3d-" not in r.stdout, f"answered no is not read as yes: {r.stdout[:900]}")
         check(d["layouts"] and d["layouts"][0]["freeze_vision"], "vision_frozen freezes the vision module")
         with open(answers, "w") as f:
             json.dump({"first_lunch": True}, f)

@@ -15,7 +15,10 @@
 #include <QComboBox>
 #include <QFile>
 #include <QImage>
+#include <QJsonArray>
 #include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
 #include <QLabel>
 #include <QLocale>
 #include <QListWidget>
@@ -162,6 +165,86 @@ private slots:
         child<QCheckBox>(*guide, "guideMockData")->setChecked(true);
         QVERIFY(cautions().contains(QStringLiteral("mock-data-misleads")));
         QVERIFY(!cautions().contains(QStringLiteral("vision-encoder-dominance")));
+    }
+
+    // One decision for both faces: the same answers give the same path, the same fired rules and
+    // the same first-ranked row (and its family) in the planning view and in the CLI's plan --json.
+    void cliAndGuiAgree_data()
+    {
+        // -1 not answered, 0 no, 1 yes: first launch, stable under FSDP, clean stages, memory
+        // first, vision frozen, deep testing; then the mock-data fact.
+        QTest::addColumn<QVector<int>>("answers");
+        QTest::addColumn<bool>("mock");
+        QTest::addColumn<QString>("path");
+        QTest::newRow("nothing answered") << QVector<int>{-1, -1, -1, -1, -1, -1} << false << "fsdp";
+        QTest::newRow("not stable under FSDP, not a first launch") << QVector<int>{0, 0, -1, -1, -1, -1} << false << "fsdp";
+        QTest::newRow("every 3D condition") << QVector<int>{0, 1, 1, 0, -1, 1} << false << "3d";
+        QTest::newRow("every 3D condition, vision frozen") << QVector<int>{0, 1, 1, 0, 1, 1} << false << "fsdp";
+        QTest::newRow("every 3D condition, mock data") << QVector<int>{0, 1, 1, 0, -1, 1} << true << "3d";
+    }
+
+    void cliAndGuiAgree()
+    {
+        QFETCH(QVector<int>, answers);
+        QFETCH(bool, mock);
+        QFETCH(QString, path);
+        PlanningView view(kCatalog);
+        PlanGuidePanel* guide = view.guidePanel();
+        const char* keys[] = {"first_launch", "stable_under_fsdp", "clean_stage_boundaries", "memory_fit_first",
+                              "vision_frozen", "time_for_deep_testing"};
+        QJsonObject file;
+        for (int i = 0; i < 6; ++i) {
+            guide->questionBox(i)->setCurrentIndex(guide->questionBox(i)->findData(answers[i]));
+            file[QLatin1String(keys[i])] = answers[i] < 0 ? QJsonValue(QJsonValue::Null) : QJsonValue(answers[i] == 1);
+        }
+        child<QCheckBox>(*guide, "guideMockData")->setChecked(mock);
+        file[QStringLiteral("mock_data")] = mock;
+        planThrough(view, QStringLiteral("qwen3-vl-235b-a22b"), QStringLiteral("gb200"), 16, 4);
+
+        QTemporaryDir dir;
+        const QString answersPath = dir.filePath(QStringLiteral("answers.json"));
+        QFile out(answersPath);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(QJsonDocument(file).toJson());
+        out.close();
+        QProcess cli;
+        cli.start(QStringLiteral(WB_TEST_CLI),
+                  {QStringLiteral("plan"), QStringLiteral("--model"), QStringLiteral("qwen3-vl-235b-a22b"), QStringLiteral("--hardware"),
+                   QStringLiteral("gb200"), QStringLiteral("--gpus"), QStringLiteral("64"), QStringLiteral("--answers"), answersPath,
+                   QStringLiteral("--catalog"), kCatalog, QStringLiteral("--json")});
+        QVERIFY(cli.waitForFinished(60000));
+        QCOMPARE(cli.exitCode(), 0);
+        const QJsonObject plan = QJsonDocument::fromJson(cli.readAllStandardOutput()).object();
+        const QJsonObject rec = plan[QStringLiteral("recommendation")].toObject();
+
+        QCOMPARE(rec[QStringLiteral("path")].toString(), path);
+        QCOMPARE(guide->pathText(), path == QStringLiteral("3d") ? QStringLiteral("3D parallel (TP/PP/EP/ETP)") : QStringLiteral("FSDP first"));
+        QStringList cliRules, guiRules;
+        for (const QJsonValue& r : rec[QStringLiteral("rules")].toArray())
+            cliRules << r.toObject()[QStringLiteral("id")].toString();
+        for (int i = 0; i < guide->rulesList()->count(); ++i)
+            if (const QString id = guide->rulesList()->item(i)->data(Qt::UserRole).toString(); !id.startsWith(QStringLiteral("missing:")))
+                guiRules << id;
+        QCOMPARE(guiRules, cliRules);
+
+        // The rows follow the path: the first row is of the recommended family, in both.
+        const QJsonArray layouts = plan[QStringLiteral("layouts")].toArray();
+        QVERIFY(!layouts.isEmpty());
+        const auto* first = view.layoutModel()->candidate(0);
+        QVERIFY(first);
+        QCOMPARE(QString::fromStdString(first->family), path);
+        QCOMPARE(layouts.first().toObject()[QStringLiteral("family")].toString(), path);
+        QCOMPARE(QString::fromStdString(first->layout.describe()), layouts.first().toObject()[QStringLiteral("describe")].toString());
+        // GB200: HybridEP is the guide's default dispatcher, so the first row uses it.
+        if (first->layout.ep > 1)
+            QCOMPARE(first->layout.dispatcherBackend, std::string("hybridep"));
+        // No row of the other family ranks above one of the recommended family.
+        bool other = false;
+        for (int row = 0; row < view.layoutModel()->rowCount(); ++row) {
+            const bool same = view.layoutModel()->candidate(row)->family == path.toStdString();
+            QVERIFY2(!(other && same), qPrintable(QStringLiteral("row %1 of the recommended family below another family's row").arg(row)));
+            other = other || !same;
+        }
     }
 
     void previewsCarryBridgeFieldNames()

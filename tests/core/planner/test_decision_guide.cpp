@@ -4,55 +4,120 @@
 
 #include <QtTest/QtTest>
 
+#include <algorithm>
+
 using namespace wb::core::planner;
 
 namespace {
 std::optional<bool> answer(int v) { return v < 0 ? std::nullopt : std::optional<bool>(v == 1); }
+
+// reference/decision-guide.md, "Choose FSDP when" and "Choose 3D parallel when", one row per
+// sentence: the question whose answer decides it (0 first launch, 1 stable under FSDP, 2 clean
+// stage boundaries, 3 memory fit first, 4 vision frozen, 5 time for deep testing) and the answer
+// (1 yes, 0 no) that makes the sentence true.
+struct Sentence {
+    const char* id;
+    const char* path;
+    const char* text;
+    int question;
+    int holdsOn;
+};
+const Sentence kGuide[] = {
+    {"fsdp-first-launch", "fsdp", "it is the first launch of a new VLM", 0, 1},
+    {"fsdp-awkward-stage-boundaries", "fsdp", "stage boundaries between embedding, vision module and decoder are awkward", 2, 0},
+    {"fsdp-memory-fit-first", "fsdp", "fitting in memory matters more than absolute throughput", 3, 1},
+    {"fsdp-vision-frozen", "fsdp", "the vision module may be frozen during decoder-focused tuning", 4, 1},
+    {"3d-stable-under-fsdp", "3d", "the model already runs stably under FSDP", 1, 1},
+    {"3d-clean-pp-layout", "3d", "the PP layout is clean and reproducible", 2, 1},
+    {"3d-deep-testing", "3d", "MBS, recompute and CUDA-graph scope can be tested together", 5, 1},
+    {"3d-steady-state-throughput", "3d", "the goal is best steady-state throughput, not an easy first launch", 3, 0},
+};
 }  // namespace
 
 class TestPlannerDecisionGuide : public QObject {
     Q_OBJECT
 private slots:
-    void rules_data()
+    // Every combination of the six answers (yes / no / not answered) and the two facts (mock
+    // data, comparing FSDP against 3D runs): 3^6 x 2^2 = 2916 rows, checked against a table written
+    // from the guide's text (kGuide, below), not from the engine's own rows.
+    void everyCombination_data()
     {
-        // -1 unanswered, 0 no, 1 yes: firstLaunch, stableUnderFsdp, cleanStages, memoryFirst, visionFrozen, deepTesting
         QTest::addColumn<QVector<int>>("answers");
-        QTest::addColumn<QString>("path");
-        QTest::addColumn<QStringList>("rules");
-        QTest::newRow("no answers → FSDP workflow") << QVector<int>{-1, -1, -1, -1, -1, -1} << "fsdp" << QStringList{"fsdp-default-workflow"};
-        QTest::newRow("first launch") << QVector<int>{1, -1, -1, -1, -1, -1} << "fsdp" << QStringList{"fsdp-first-launch"};
-        QTest::newRow("first launch beats clean PP") << QVector<int>{1, -1, 1, 0, -1, 1} << "fsdp" << QStringList{"fsdp-first-launch"};
-        QTest::newRow("awkward stages") << QVector<int>{-1, -1, 0, -1, -1, -1} << "fsdp" << QStringList{"fsdp-awkward-stage-boundaries"};
-        QTest::newRow("memory fit first") << QVector<int>{-1, -1, -1, 1, -1, -1} << "fsdp" << QStringList{"fsdp-memory-fit-first"};
-        QTest::newRow("vision frozen") << QVector<int>{-1, -1, -1, -1, 1, -1} << "fsdp" << QStringList{"fsdp-vision-frozen"};
-        QTest::newRow("stable, clean, deep testing, throughput")
-            << QVector<int>{0, 1, 1, 0, 0, 1} << "3d"
-            << QStringList{"3d-stable-under-fsdp", "3d-clean-pp-layout", "3d-deep-testing", "3d-steady-state-throughput"};
-        QTest::newRow("stable but memory first and frozen vision")
-            << QVector<int>{0, 1, -1, 1, 1, -1} << "fsdp" << QStringList{"fsdp-memory-fit-first", "fsdp-vision-frozen"};
-        QTest::newRow("tie goes to FSDP") << QVector<int>{-1, -1, 1, 1, -1, -1} << "fsdp" << QStringList{"fsdp-memory-fit-first"};
+        QTest::addColumn<bool>("mock");
+        QTest::addColumn<bool>("comparing");
+        const char* names[] = {"first", "stable", "clean", "memory", "frozen", "deep"};
+        for (int code = 0; code < 729; ++code)
+            for (int facts = 0; facts < 4; ++facts) {
+                QVector<int> answers;
+                QString tag;
+                for (int q = 0, c = code; q < 6; ++q, c /= 3) {
+                    answers << (c % 3) - 1;
+                    tag += QStringLiteral("%1=%2 ").arg(QLatin1String(names[q]),
+                                                       answers.back() < 0 ? QStringLiteral("-") : answers.back() ? QStringLiteral("yes") : QStringLiteral("no"));
+                }
+                tag += (facts & 1 ? QStringLiteral("mock ") : QString()) + (facts & 2 ? QStringLiteral("comparing") : QString());
+                QTest::newRow(qPrintable(tag)) << answers << bool(facts & 1) << bool(facts & 2);
+            }
     }
-    void rules()
+
+    void everyCombination()
     {
         QFETCH(QVector<int>, answers);
-        QFETCH(QString, path);
-        QFETCH(QStringList, rules);
+        QFETCH(bool, mock);
+        QFETCH(bool, comparing);
         GuideAnswers a;
-        a.firstLaunch = answer(answers[0]);
-        a.stableUnderFsdp = answer(answers[1]);
-        a.cleanStageBoundaries = answer(answers[2]);
-        a.memoryFitFirst = answer(answers[3]);
-        a.visionFrozen = answer(answers[4]);
-        a.timeForDeepTesting = answer(answers[5]);
+        std::optional<bool>* questions[] = {&a.firstLaunch, &a.stableUnderFsdp, &a.cleanStageBoundaries,
+                                        &a.memoryFitFirst, &a.visionFrozen, &a.timeForDeepTesting};
+        for (int q = 0; q < 6; ++q)
+            *questions[q] = answer(answers[q]);
+        a.mockData = mock;
+        a.comparingRuns = comparing;
+
+        // The guide's table: which of its sentences hold for these answers.
+        QStringList fsdpHolds, threeDHolds, threeDMissing;
+        for (const Sentence& sentence : kGuide) {
+            const bool holds = answers[sentence.question] == sentence.holdsOn;
+            if (QLatin1String(sentence.path) == QLatin1String("fsdp")) {
+                if (holds)
+                    fsdpHolds << QLatin1String(sentence.id);
+            } else {
+                (holds ? threeDHolds : threeDMissing) << QLatin1String(sentence.id);
+            }
+        }
+        // "Move to 3D parallel only if the throughput headroom is worth it": every "choose 3D"
+        // sentence and no "choose FSDP" sentence; else the workflow's first step, FSDP.
+        const bool threeD = fsdpHolds.isEmpty() && threeDMissing.isEmpty();
+        const QStringList expectedRules = threeD ? threeDHolds : fsdpHolds.isEmpty() ? QStringList{QStringLiteral("fsdp-default-workflow")} : fsdpHolds;
+
         const GuideRecommendation r = recommend(a);
-        QCOMPARE(QString::fromStdString(r.path), path);
+        QCOMPARE(QString::fromStdString(r.path), threeD ? QStringLiteral("3d") : QStringLiteral("fsdp"));
         QStringList fired;
         for (const GuideRule& rule : r.rules) {
             fired << QString::fromStdString(rule.id);
-            QVERIFY(!rule.guideText.empty() && !rule.guideTextZh.empty());
-            QCOMPARE(QString::fromStdString(rule.path), path);
+            QCOMPARE(QString::fromStdString(rule.path), QString::fromStdString(r.path));
+            // The text quotes the guide's sentence and says what was answered, never the opposite.
+            for (const Sentence& sentence : kGuide)
+                if (rule.id == sentence.id) {
+                    QVERIFY2(rule.guideText.find(sentence.text) != std::string::npos, rule.guideText.c_str());
+                    const int given = answers[sentence.question];
+                    QCOMPARE(given, sentence.holdsOn);
+                    QVERIFY2(describeRule(rule).find(given == 1 ? "(answered yes" : "(answered no") != std::string::npos,
+                             describeRule(rule).c_str());
+                }
         }
-        QCOMPARE(fired, rules);
+        QCOMPARE(fired, expectedRules);
+        QStringList missing;
+        for (const GuideRule& rule : r.missingFor3d) {
+            missing << QString::fromStdString(rule.id);
+            QVERIFY(describeRule(rule).find(rule.answered) != std::string::npos);
+        }
+        QCOMPARE(missing, threeD ? QStringList{} : threeDMissing);
+        // The facts never change the path; they bring their cautions.
+        const auto has = [&](const char* id) {
+            return std::any_of(r.cautions.begin(), r.cautions.end(), [&](const GuideCaution& c) { return c.id == id; });
+        };
+        QCOMPARE(has("mock-data-misleads"), mock);
+        QCOMPARE(has("normalize-effective-work"), comparing);
     }
 
     void knobsInTheGuidesOrder()

@@ -2,6 +2,8 @@
 // and a GPU count no layout can use answers with the nearest counts that work.
 #include "core/planner/layout_search.h"
 
+#include <algorithm>
+
 #include <QtTest/QtTest>
 
 using namespace wb::core;
@@ -51,8 +53,17 @@ private slots:
         auto r = searchLayouts(req);
         QVERIFY(r.ok());
         QVERIFY2(!r->ranked.empty(), r->noLayoutReason.c_str());
+        // By throughput within a tier: the guide's family, then (on GB200) HybridEP first.
         double previous = 1e300;
+        std::string tier;
         for (const Candidate& c : r->ranked) {
+            const std::string thisTier = c.family + (req.hardware.nvlinkDomainSize > req.hardware.gpusPerNode && c.layout.ep > 1 &&
+                                                             c.layout.dispatcherBackend != "hybridep"
+                                                         ? "/other-dispatcher"
+                                                         : "");
+            if (thisTier != tier)
+                previous = 1e300;
+            tier = thisTier;
             QVERIFY(!hasErrors(c.lint));
             QVERIFY(!hasErrors(lintLayout(c.layout, {&req.model.model, &req.hardware, 4096})));
             QVERIFY(MemoryEstimate::gib(c.memory.total()) <= req.hardware.hbmGib * 0.9);
@@ -63,17 +74,58 @@ private slots:
         }
     }
 
+    // The guide's path decides the family ranked first; the other follows, labelled, never above.
+    // On GB200 (NVLink domain wider than a node) rows with expert traffic use HybridEP first.
+    void familiesFollowThePath_data()
+    {
+        QTest::addColumn<QString>("path");
+        QTest::newRow("FSDP first") << "fsdp";
+        QTest::newRow("3D parallel") << "3d";
+    }
+    void familiesFollowThePath()
+    {
+        QFETCH(QString, path);
+        SearchRequest req = request("qwen3-vl-235b-a22b", "gb200", 64, 1024);
+        req.path = path.toStdString();
+        req.maxResults = 400;
+        auto r = searchLayouts(req);
+        QVERIFY(r.ok() && !r->ranked.empty());
+        QCOMPARE(r->ranked.front().family, req.path);
+        bool left = false, leftHybrid = false;
+        for (const Candidate& c : r->ranked) {
+            const bool same = c.family == req.path;
+            QVERIFY2(!(left && same), c.layout.describe().c_str());
+            left = left || !same;
+            const bool hybridTier = c.layout.ep == 1 || c.layout.dispatcherBackend == "hybridep";
+            if (same) {
+                QVERIFY2(!(leftHybrid && hybridTier), c.layout.describe().c_str());
+                leftHybrid = leftHybrid || !hybridTier;
+            }
+            QCOMPARE(c.family, layoutFamily(c.layout));
+            const bool labelled = std::any_of(c.lint.begin(), c.lint.end(), [](const LintFinding& f) { return f.rule == "guide-other-family"; });
+            QCOMPARE(labelled, !same);
+            if (c.family == "fsdp")
+                QVERIFY(c.layout.useMegatronFsdp && c.layout.tp == 1 && c.layout.cp == 1 && c.layout.pp == 1);
+            if (c.family == "3d")
+                QVERIFY(!c.layout.useMegatronFsdp);
+            if (c.layout.freezeVision)
+                QVERIFY(std::find(c.guideKnobs.begin(), c.guideKnobs.end(), "freeze-vision") != c.guideKnobs.end());
+        }
+    }
+
     void goalsChangeTheOrder()
     {
         SearchRequest req = request("qwen3-vl-30b-a3b", "gb200", 8, 512);
         req.goal = Goal::Memory;
         auto mem = searchLayouts(req);
         for (size_t i = 1; i < mem->ranked.size(); ++i)
-            QVERIFY(mem->ranked[i - 1].memory.total() <= mem->ranked[i].memory.total() + 1);
+            if (mem->ranked[i - 1].family == mem->ranked[i].family && mem->ranked[i - 1].layout.dispatcherBackend == mem->ranked[i].layout.dispatcherBackend)
+                QVERIFY(mem->ranked[i - 1].memory.total() <= mem->ranked[i].memory.total() + 1);
         req.goal = Goal::FirstRun;
         auto first = searchLayouts(req);
         const Layout& l = first->ranked.front().layout;
         QVERIFY(l.useMegatronFsdp && l.pp == 1 && l.tp == 1 && l.cudaGraphImpl == "none");
+        QCOMPARE(first->ranked.front().layout.recomputeGranularity, std::string("full"));  // bring-up first
         QCOMPARE(parseGoal("first-run").value(), Goal::FirstRun);
         QVERIFY(!parseGoal("fastest").ok());
     }

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""The planner's moe-train predictions against moe-train's own measured runs (issue 15).
+
+Every row of benchmarks/measured/*.json is a measured GPU run (committed as data, with its
+source); its config is rebuilt from the row's base config and edit (as benchmarks/gpu_round.sh
+builds it), predicted with `moe-workbench-cli generate --format runtime --hardware H --gpus N`
+(what a user gets), and compared: (predicted - measured) / measured, for peak memory and step
+time. Prints the table (docs/planner.md carries it).
+
+Bands (fail when a row leaves its band). Both are regression guards around today's errors; the
+targets (memory +-5 %, step time +-15 %) are printed per row and NOT all met yet (docs/planner.md
+says which rows miss them and why):
+  memory     +-10 %  (target +-5 %: 7 of 9 rows meet it)
+  step time  +-35 %  (target +-15 %: no row meets it)
+usage: predicted_vs_measured.py --cli build/bin/moe-workbench-cli       (ctest: planner_predicted_vs_measured)
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MEMORY_BAND = 0.10
+MEMORY_TARGET = 0.05
+MEMORY_LAYOUT_GUARD = 0.15  # 2-GPU layouts: FSDP rows keep Megatron's sharded forms (-13 %, +14 %)
+STEP_TARGET = 0.15
+STEP_GUARD = 0.35
+
+
+def merge(base, edit):
+    for key, value in edit.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merge(base[key], value)
+        else:
+            base[key] = value
+
+
+def report(row, step_ms, memory_gib, failures, guard_only=False):
+    """Prints one row; records a failure when it leaves a guard band. guard_only: the 2-GPU layout
+    rows, whose step time the planner misses by up to -71 % today (DP/FSDP collectives and the
+    real-data vision shape, docs/planner.md): their memory is guarded, their step time only shown."""
+    step_err = (step_ms - row["step_ms"]) / row["step_ms"]
+    mem_err = (memory_gib - row["peak_gib"]) / row["peak_gib"]
+    print(f"{row['name']:28s} {step_ms:8.1f} {row['step_ms']:8.1f} {step_err:+7.1%}   "
+          f"{memory_gib:8.1f} {row['peak_gib']:8.1f} {mem_err:+7.1%}"
+          f"{'' if abs(mem_err) <= MEMORY_TARGET else '   memory outside the +-5 % target'}"
+          f"{'' if abs(step_err) <= STEP_TARGET else '   step outside the +-15 % target'}")
+    if abs(mem_err) > (MEMORY_LAYOUT_GUARD if guard_only else MEMORY_BAND):
+        failures.append(f"{row['name']}: memory {mem_err:+.1%} is outside its guard band")
+    if not guard_only and abs(step_err) > STEP_GUARD:
+        failures.append(f"{row['name']}: step time {step_err:+.1%} is outside the +-{STEP_GUARD:.0%} guard")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cli", required=True)
+    args = parser.parse_args()
+    failures = []
+    print(f"{'row':28s} {'pred ms':>8s} {'meas ms':>8s} {'err':>7s}   {'pred GiB':>8s} {'meas GiB':>8s} {'err':>7s}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in sorted(glob.glob(os.path.join(ROOT, "benchmarks", "measured", "*.json"))):
+            data = json.load(open(path))
+            print(f"# {os.path.relpath(path, ROOT)}: {data['hardware']} x {data['gpus']}")
+            if "predictions" in data:  # rows predicted by the committed layouts.json
+                predicted = json.load(open(os.path.join(ROOT, data["predictions"])))["gpus"]
+                for row in data["rows"]:
+                    p = predicted[str(row.get("gpus", data["gpus"]))].get(row["name"])
+                    if p is None:
+                        failures.append(f"{row['name']}: no prediction in {data['predictions']}")
+                        continue
+                    report(row, p["step_ms"], p["memory_gib"], failures, guard_only=True)
+                continue
+            base = json.load(open(os.path.join(ROOT, data["base_config"])))
+            for row in data["rows"]:
+                config = json.loads(json.dumps(base))
+                merge(config, row["edit"])
+                config["data"]["manifest"] = os.path.join(tmp, "manifest.jsonl")
+                cfg = os.path.join(tmp, row["name"] + ".json")
+                json.dump(config, open(cfg, "w"))
+                out = os.path.join(tmp, "out-" + row["name"])
+                r = subprocess.run([args.cli, "generate", "--from", cfg, "--format", "runtime", "--hardware",
+                                    data["hardware"], "--gpus", str(data["gpus"]), "--out", out],
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    failures.append(f"{row['name']}: generate failed: {r.stderr.strip()}")
+                    continue
+                p = json.load(open(os.path.join(out, "prediction.json")))
+                report(row, p["step_ms"], p["memory_gib"], failures)
+    for f in failures:
+        print("FAIL " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
