@@ -30,11 +30,10 @@ CHECK_TOLERANCE = 1e-4
 # What the runtime does that the planner's model does not describe, whatever the row (how to read
 # the errors in the table). Kept here, beside the predictions they qualify.
 MODEL_DIFFERENCES = [
-    "memory: the planner predicts the whole rank (weights, grads, optimizer, activations, plus 2 GiB "
-    "CUDA context/NCCL and 5% allocator slack); the measured peak GiB is the caching allocator's peak "
-    "allocated, which counts neither the context nor the slack",
-    "memory: the planner counts Megatron's 18 B per trained parameter (bf16 weights + fp32 grads + fp32 "
-    "master and Adam m, v); moe-train keeps fp32 weights as the master copy: 16 B",
+    "memory: predicted with moe-train's own state layout (MemoryOptions::moeTrain): fp32 parameters that "
+    "are the master copy, autocast's bf16 copies kept for backward, fp32 (or bf16) Adam moments, gradients "
+    "held through the forward only when accumulated or bucketed by the overlapped reducer; the allocator's "
+    "peak, as moe-train reports it (no CUDA context, no allocator slack). FSDP rows keep Megatron's sharded forms",
     "time: the planner assumes DP/FSDP gradient and parameter collectives mostly hidden behind the "
     "backward (15% exposed, EfficiencyFactors::dpExposed); moe-train does not overlap them yet "
     "(docs/parallel.md), so rows with DP > 1 should measure slower than predicted",

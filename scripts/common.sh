@@ -66,10 +66,7 @@ wb_build() {
     cmake -S "$WB_ROOT" -B "$WB_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${WB_CMAKE_ARGS:-} >/dev/null
   fi
   wb_phase build
-  if ninja -C "$WB_BUILD" -n 2>/dev/null | grep -q "ninja: no work to do"; then
-    echo "==> $WB_BUILD is up to date"
-  else
-    echo "==> building in $WB_BUILD ($jobs jobs)"
-    cmake --build "$WB_BUILD" -j "$jobs"
-  fi
+  # An up-to-date tree takes ~1 s here (ninja checks the globs and finds nothing to do).
+  echo "==> building in $WB_BUILD ($jobs jobs)"
+  cmake --build "$WB_BUILD" -j "$jobs"
 }
