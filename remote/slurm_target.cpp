@@ -368,7 +368,9 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
     const std::string comment = "wb-launch:" + token;
     // A repeat waits for the first attempt for most of one command's time, then answers 75 (still
     // submitting) and is asked again: sbatch against a slow slurmctld can take minutes.
-    const long waitTenths = std::max<long>(10, static_cast<long>(m_ssh.commandTimeout().count() * 3 / 4 / 100));
+    // Measured in wall seconds on the host, not in loop turns: a loaded login node takes longer
+    // than 0.1 s per turn, and the repeat must answer well inside the command timeout.
+    const long waitSeconds = std::max<long>(1, static_cast<long>(m_ssh.commandTimeout().count() / 2000));
     const std::string script =
         claimRunDirScript(*root, runDir, token) +
         "cd " + dir + " || exit 1\n"
@@ -378,12 +380,12 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
         "  return 0\n"
         "}\n"
         "if ! mkdir .submitted 2>/dev/null; then\n"
-        "  i=0\n"
-        "  while [ $i -lt " + std::to_string(waitTenths) + " ]; do\n"
+        "  start=$(date +%s); end=$((start + " + std::to_string(waitSeconds) + "))\n"
+        "  while [ \"$(date +%s)\" -lt \"$end\" ]; do\n"
         "    outcome\n"
         "    p=$(cat .submitted/pid 2>/dev/null); case \"$p\" in ''|*[!0-9]*) p=0 ;; esac\n"
-        "    [ \"$p\" -gt 1 ] && kill -0 \"$p\" 2>/dev/null || [ $i -lt 20 ] || break\n"
-        "    sleep 0.1; i=$((i+1))\n"
+        "    [ \"$p\" -gt 1 ] && kill -0 \"$p\" 2>/dev/null || [ \"$(date +%s)\" -lt $((start + 2)) ] || break\n"
+        "    sleep 0.1\n"
         "  done\n"
         "  outcome\n"
         "  [ \"$p\" -gt 1 ] && kill -0 \"$p\" 2>/dev/null && exit 75\n"
@@ -403,8 +405,14 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
         "rm -f sbatch.out sbatch.err\n"
         "printf '%s' \"$job\"\n";
     const auto patience = std::chrono::steady_clock::now() + kSubmitPatience;
+    // Asked again while the first submission is still in progress (75), and also after a repeat
+    // that itself timed out or lost its connection (IoError): the script is safe to repeat.
+    // At most 3 such IoError repeats: an unreachable login node fails in minutes, not in 5 x 60 s.
     auto submitted = runScript(script, m_ssh.commandTimeout());
-    while (submitted && submitted->exitStatus == 75 && std::chrono::steady_clock::now() < patience) {
+    int lostAnswers = 0;
+    while (((submitted && submitted->exitStatus == 75) ||
+            (!submitted && submitted.error().code == ErrorCode::IoError && ++lostAnswers <= 3)) &&
+           std::chrono::steady_clock::now() < patience) {
         reportProgress({"start", host, -1.0, "sbatch is still answering; waiting for it"});
         submitted = runScript(script, m_ssh.commandTimeout());
     }
