@@ -146,8 +146,8 @@ struct Searcher {
 
     void evaluate(Layout l)
     {
+        // The key (a describe() string) only for a rejected HybridEP candidate: this runs ~10^5 times.
         const bool hybrid = l.dispatcherBackend == "hybridep";
-        const std::string key = hybrid ? hybridEpKey(l) : std::string();
         ++res.enumerated;
         MemoryOptions fastMemory = req.memory;
         fastMemory.explain = false;
@@ -157,7 +157,7 @@ struct Searcher {
         if (total > budgetBytes) {
             ++res.rejectedMemory;
             if (hybrid)
-                hybridEpRejected[key] = "over the memory budget";
+                hybridEpRejected[hybridEpKey(l)] = "over the memory budget";
             return;
         }
         LintContext ctx{&req.model.model, &req.hardware, req.workload.seqLength, req.workload.bf16AdamMoments};
@@ -167,7 +167,7 @@ struct Searcher {
             if (hybrid)
                 for (const LintFinding& f : lint)
                     if (f.severity == LintSeverity::Error) {
-                        hybridEpRejected[key] = f.rule + ": " + f.message;
+                        hybridEpRejected[hybridEpKey(l)] = f.rule + ": " + f.message;
                         break;
                     }
             for (const LintFinding& f : lint)
