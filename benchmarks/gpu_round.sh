@@ -32,6 +32,7 @@
 #                          (default 150); WB_ROUND_EAGER_TIMEOUT the same for eager rows (default 240)
 #   WB_ROUND_ROWS="real mock"  run only these rows (labels as in the table; eager rows need their
 #                          dump's row, e.g. "real eager-real-grouped"); default all
+#   WB_ROUND_EAGER=0       skip the batch dumps and the eager rows (the planner's rows need neither)
 #   WB_ROUND_CHECKS=0      skip the GPU unit checks;  WB_ROUND_DENSE=1  add the MBS 1 dense-mask
 #                          decoder-attention row (the measurement behind choosing varlen flash)
 # Logs, configs, dumps and metrics go to $WB_ROUND_RESULTS (default /tmp/gpu_round).
@@ -77,6 +78,10 @@ else
   BASE="$ROOT/benchmarks/configs/qwen3vl-30b-slice.json"
   BIN=$(RESULTS="$RESULTS" WB_GPU_BUILD="$BUILD" "$ROOT/benchmarks/build_gpu.sh" moe-train test_runtime_gpu test_runtime_gpu_graphs)
   echo "built in $BUILD ($(elapsed))"
+  # The device's own ceilings (bf16 matmul, HBM copy) beside the catalog's: the planner's runtime
+  # profile for this hardware is measured against these (docs/planner.md).
+  "$BIN/moe-train" --self-check >"$RESULTS/self_check.json" 2>"$RESULTS/self_check.err" || true
+  python3 -c "import json,sys;p=json.load(open(sys.argv[1])).get('peak_probe',{});print('self-check:',json.dumps(p))" "$RESULTS/self_check.json" || true
   if [ "${WB_ROUND_CHECKS:-1}" != 0 ]; then
     echo "== GPU checks"
     if timeout 120 "$BIN/test_runtime_gpu" >"$RESULTS/test_gpu.log" 2>&1; then echo "test_runtime_gpu: passed"
@@ -167,6 +172,7 @@ ours() {  # label [env assignments for moe-train...]
 dump() {  # label: the micro-batches our run of that label trained on
   local label=$1 cfg="$RESULTS/runs/$1.json" per
   selected "$label" || return 0
+  [ "${WB_ROUND_EAGER:-1}" != 0 ] || return 0
   if [ "$(allowance 60)" = 0 ]; then echo "budget spent" >"$RESULTS/runs/dump-$label.log"; return 1; fi
   per=$(python3 -c "import json,sys;t=json.load(open(sys.argv[1]))['train'];print(max(1,t['global_batch_size']//t['micro_batch_size']))" "$cfg")
   "$BIN/moe-train" --config "$cfg" --dump-batches "$RESULTS/dump-$label" --dump-count $((STEPS * per)) \
@@ -176,6 +182,7 @@ dump() {  # label: the micro-batches our run of that label trained on
 eager() {  # label dump-of experts pair
   local label=$1 from=$2 experts=$3 pair=$4 log="$RESULTS/runs/$1.log" rc=0 why
   selected "$label" || return 0
+  [ "${WB_ROUND_EAGER:-1}" != 0 ] || return 0
   if [ ! -f "$RESULTS/dump-$from/index.json" ]; then
     row "$label" eager "no dump: $(tail -1 "$RESULTS/runs/dump-$from.log" 2>/dev/null | cut -c1-120)" "" "$pair"
     return 0
@@ -216,6 +223,7 @@ finish() {
     cp "$RESULTS/table.md" "$OUT/" 2>/dev/null || true
     cp "$RESULTS/test_gpu.log" "$OUT/" 2>/dev/null || true
     cp "$RESULTS/test_gpu_graphs.log" "$OUT/" 2>/dev/null || true
+    cp "$RESULTS/self_check.json" "$OUT/" 2>/dev/null || true
     tar -C "$RESULTS" -czf "$OUT/round-runs.tar.gz" runs rows.tsv 2>/dev/null || true
   fi
   exit $rc

@@ -61,6 +61,9 @@ def row_notes(cfg):
     return notes
 
 
+WORKLOAD = os.path.join(ROOT, "benchmarks", "predictions", "layouts.workload.json")
+
+
 def configs_for(gpus, directory):
     env = dict(os.environ, WB_LAYOUTS_CONFIGS_ONLY=directory, WB_LAYOUTS_GPUS=str(gpus))
     r = subprocess.run(["bash", os.path.join(ROOT, "benchmarks", "gpu_layouts.sh")], env=env,
@@ -79,10 +82,12 @@ def configs_for(gpus, directory):
 def predict_row(cli, hardware, configs, name, world, scratch):
     config = os.path.join(configs, name + ".json")
     out = os.path.join(scratch, name)
+    # The rows train on the sample set (.gpu-samples): their packed shape, measured by moe-train's
+    # loader once (layouts.workload.json; the loader is deterministic), is what the prediction is for.
     cmd = [cli, "generate", "--from", config, "--format", "runtime", "--out", out, "--force",
-           "--hardware", hardware, "--gpus", str(world)]
+           "--hardware", hardware, "--gpus", str(world), "--workload", WORKLOAD]
     shown = (f"moe-workbench-cli generate --from CONFIGS/{name}.json --format runtime --out DIR "
-             f"--hardware {hardware} --gpus {world}")
+             f"--hardware {hardware} --gpus {world} --workload benchmarks/predictions/layouts.workload.json")
     with open(config) as f:
         cfg = json.load(f)
     row = {"world_size": world, "command": shown, "notes": row_notes(cfg)}

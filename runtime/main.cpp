@@ -3,6 +3,7 @@
 //             [--nnodes M --node-rank K --master-addr ADDR --master-port PORT]   (with --nproc-per-node)
 //   moe-train --validate run.json
 //   moe-train --config run.json --dump-batches DIR [--dump-count N]
+//   moe-train --config run.json --data-stats [--dump-count N]
 //   moe-train --self-check
 //   moe-train --version
 #include "core/run_config.h"
@@ -44,6 +45,7 @@ int usage(const std::string& why)
               << "                 [--nnodes M --node-rank K --master-addr ADDR --master-port PORT]\n"
               << "       moe-train --validate run.json\n"
               << "       moe-train --config run.json --dump-batches DIR [--dump-count N]\n"
+              << "       moe-train --config run.json --data-stats [--dump-count N]\n"
               << "       moe-train --self-check\n"
               << "       moe-train --version\n";
     return kExitBadConfig;
@@ -161,7 +163,7 @@ int main(int argc, char** argv)
     std::vector<std::string> args(argv + 1, argv + argc);
     std::string config, runDir, validatePath, nprocText, timeoutText, dumpDir, dumpCountText;
     std::string nnodesText, nodeRankText, masterAddr, masterPortText;  // multi-node, torchrun's names
-    bool resume = false;
+    bool resume = false, dataStats = false;
     std::vector<std::string> rankArgs;  // what each spawned rank gets: everything but --nproc-per-node
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
@@ -181,6 +183,8 @@ int main(int argc, char** argv)
         const size_t first = i;
         if (a == "--resume")
             resume = true;
+        else if (a == "--data-stats")
+            dataStats = true;
         else if ((a == "--config" && !value(config)) || (a == "--run-dir" && !value(runDir)) ||
                  (a == "--validate" && !value(validatePath)) || (a == "--nproc-per-node" && !value(nprocText)) ||
                  (a == "--comm-timeout" && !value(timeoutText)) || (a == "--dump-batches" && !value(dumpDir)) ||
@@ -227,6 +231,8 @@ int main(int argc, char** argv)
     try {
         if (!validatePath.empty())
             return validate(validatePath, nproc > 0 ? nproc * nnodes : wb::rt::worldSizeFromEnvironment());
+        if (dataStats)  // the packed workload of the config's data (batch_dump.h)
+            return wb::rt::runDataStatsCommand(config, dumpCountText);
         if (!dumpDir.empty() || !dumpCountText.empty())  // the loader's micro-batches to files (batch_dump.h)
             return wb::rt::runBatchDumpCommand(config, dumpDir, dumpCountText);
         if (config.empty() || runDir.empty())

@@ -443,14 +443,20 @@ void PlanningView::requestLaunch()
         configForMoeTrain(runConfigForLayout(m_request->model, c->layout, m_request->workload, "manifest.jsonl"),
                           runtimeNotes);
     const double factor = m_request->throughput.eff.stepTimeFactor;
-    // The launch runs moe-train: its memory prediction is the runtime's, not Megatron's.
+    // The launch runs moe-train: its memory and step predictions are the runtime's, not Megatron's.
     core::planner::MemoryOptions memory = m_request->memory;
     memory.moeTrain = true;
+    core::planner::ThroughputOptions throughput = m_request->throughput;
+    throughput.runtime = core::planner::TrainingRuntime::MoeTrain;
+    if (m_catalog)
+        throughput.rates = m_catalog->runtimeRates("moe-train", m_request->hardware.name);
     Candidate launched = *c;
     launched.memory = estimateMemory(m_request->model.model, c->layout, m_request->workload, memory);
+    launched.throughput = estimateThroughput(m_request->model.model, c->layout, m_request->workload, m_request->hardware,
+                                             throughput);
     const core::RunPrediction prediction = predictionForCandidate(
         launched, m_request->hardware, factor == 1.0 ? std::string() : "step time × " + std::to_string(factor),
-        c->throughput.stepMs / factor);
+        launched.throughput.stepMs / factor);
     emit launchRequested(QString::fromStdString(core::runConfigToJson(config)),
                          QString::fromStdString(core::predictionToJson(prediction)));
 }

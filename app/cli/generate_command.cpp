@@ -31,7 +31,7 @@ constexpr const char* kSynopsis =
     "generate --from PLAN_OR_CONFIG --format runtime|megatron-bridge|slurm|ssh --out DIR [--force]\n"
     "       [--layout N] [--manifest PATH] [--hardware H] [--gpus N] [--nodes K] [--model M]\n"
     "       [--hosts H1,H2,...] [--account A] [--partition P] [--time HH:MM:SS] [--master-port P]\n"
-    "       [--trainer PATH] [--catalog DIR]";
+    "       [--trainer PATH] [--catalog DIR] [--workload WORKLOAD.json]";
 
 std::vector<std::string> splitCommas(const std::string& text)
 {
@@ -64,6 +64,7 @@ int generateCommand(const CliContext&, Args args)
     const auto masterPort = args.takeOption("--master-port", missing);
     const auto moeTrain = args.takeOption("--trainer", missing);
     const auto catalogDir = args.takeOption("--catalog", missing);
+    const auto workloadPath = args.takeOption("--workload", missing);
     const bool force = args.takeFlag("--force");
     if (auto usage = rejectLeftovers(args, missing, kSynopsis))
         return *usage;
@@ -83,6 +84,20 @@ int generateCommand(const CliContext&, Args args)
     auto catalog = loadCliCatalog(catalogDir.value_or(""));
     if (!catalog)
         return reportError(catalog.error());
+
+    // The packed shape of the real data (moe-train --data-stats), for the prediction.
+    std::optional<PackedShape> packed;
+    if (workloadPath) {
+        std::ifstream w(*workloadPath);
+        if (!w)
+            return reportError(core::makeError(core::ErrorCode::NotFound, "cannot read the workload file", *workloadPath));
+        std::stringstream wText;
+        wText << w.rdbuf();
+        auto parsed = parsePackedShape(wText.str(), *workloadPath);
+        if (!parsed)
+            return reportError(parsed.error());
+        packed = *parsed;
+    }
 
     core::RunConfig config;
     GeneratorTarget target;
@@ -119,11 +134,26 @@ int generateCommand(const CliContext&, Args args)
         // (with the plan's calibration, if it had one).
         ThroughputOptions options;
         options.eff.stepTimeFactor = plan->stepTimeFactor;
-        // Every format but megatron-bridge runs moe-train: predict its memory, not Megatron's.
+        // Every format but megatron-bridge runs moe-train: predict its memory and step, not Megatron's.
         MemoryOptions memory;
         memory.moeTrain = *format != "megatron-bridge";
-        const Candidate candidate = evaluateLayout(*model, layout, plan->workload, *hw, options, memory);
+        if (memory.moeTrain) {
+            options.runtime = TrainingRuntime::MoeTrain;
+            options.rates = catalog->runtimeRates("moe-train", hw->name);
+        }
+        // A plan made for the other runtime: this prediction is not its row's; say both.
+        const bool replanned = plan->runtime != trainingRuntimeName(options.runtime);
+        Workload workload = plan->workload;
+        if (packed)
+            workload.packed = *packed;
+        const Candidate candidate = evaluateLayout(*model, layout, workload, *hw, options, memory);
         prediction = predictionForCandidate(candidate, *hw, plan->calibration, candidate.throughput.stepMs / plan->stepTimeFactor);
+        if (replanned)
+            std::fprintf(stderr,
+                         "note: the plan predicted %s (layout %d: %.1f ms per step); prediction.json is for %s, which "
+                         "this format runs: %.1f ms (plan --for %s ranks for it)\n",
+                         plan->runtime.c_str(), index, plan->layoutStepMs.size() > size_t(index) ? plan->layoutStepMs[size_t(index)] : 0.0,
+                         candidate.throughput.runtime.c_str(), candidate.throughput.stepMs, candidate.throughput.runtime.c_str());
         target.hardware = *hw;
         target.modelName = plan->model;
         target.overlapMoeExpertParallelComm = layout.overlapMoeExpertParallelComm;
@@ -179,13 +209,19 @@ int generateCommand(const CliContext&, Args args)
         workload.imageWidth = workload.imageHeight = std::max(0, side);
         workload.mockTextOnly = side <= 0 || config.data.imagesPerSample <= 0;
         workload.bf16AdamMoments = config.train.expAvgDtype == "bf16" || config.train.expAvgSqDtype == "bf16";
+        if (packed)
+            workload.packed = *packed;
         Layout layout = layoutFromRunConfig(config, gpus);
         // This prediction is for moe-train, which has no distributed optimizer: without FSDP every
         // rank holds and steps the whole optimizer state (the planner's Megatron default shards it).
         layout.useDistributedOptimizer = false;
         MemoryOptions memory;
         memory.moeTrain = true;  // the runtime's own state layout and allocator peak
-        prediction = predictionForCandidate(evaluateLayout(spec, layout, workload, target.hardware, {}, memory), target.hardware);
+        ThroughputOptions options;
+        options.runtime = TrainingRuntime::MoeTrain;  // and its own passes, at its measured rates
+        options.rates = catalog->runtimeRates("moe-train", target.hardware.name);
+        prediction = predictionForCandidate(evaluateLayout(spec, layout, workload, target.hardware, options, memory),
+                                            target.hardware);
     }
     if (gpus % target.nodes != 0)
         return reportUsage(std::to_string(gpus) + " GPUs do not split evenly over " + std::to_string(target.nodes) +

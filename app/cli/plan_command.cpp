@@ -26,7 +26,7 @@ namespace {
 constexpr const char* kSynopsis =
     "plan --model M --hardware H --gpus N [--nodes K] [--seq S] [--images-per-sample I] [--image-size WxH]\n"
     "       [--gbs G] [--goal first-run|throughput|memory] [--answers FILE] [--freeze-vision] [--bf16-moments]\n"
-    "       [--max-results N]"
+    "       [--max-results N] [--for megatron-bridge|moe-train]"
     " [--catalog DIR] [--calibrate] [--json]   (--calibrate reads the store: the default one or --db)";
 
 // The guide's answers file: {"first_launch": true, ...}; every key optional, unknown keys refused.
@@ -147,6 +147,7 @@ int planCommand(const CliContext& context, Args args)
     const auto answersPath = args.takeOption("--answers", missing);
     const auto maxResults = args.takeOption("--max-results", missing);
     const auto catalogDir = args.takeOption("--catalog", missing);
+    const auto forRuntime = args.takeOption("--for", missing);
     const bool freezeVision = args.takeFlag("--freeze-vision");
     // Megatron's precision-aware optimizer: bf16 Adam moments (8 instead of 12 optimizer bytes per
     // parameter); the generated configs then carry it (train.exp_avg*_dtype, optimizer.* overrides).
@@ -170,6 +171,16 @@ int planCommand(const CliContext& context, Args args)
         return reportError(hardwareSpec.error());
     req.model = *modelSpec;
     req.hardware = *hardwareSpec;
+    // --for: whose step and memory the plan predicts. Megatron-Bridge (the default) is what users
+    // run on their clusters; moe-train is the bundled runtime (its own passes and state layout, at
+    // the rates the catalog's runtime profile measured on this hardware).
+    if (forRuntime && *forRuntime == "moe-train") {
+        req.throughput.runtime = TrainingRuntime::MoeTrain;
+        req.throughput.rates = catalog->runtimeRates("moe-train", req.hardware.name);
+        req.memory.moeTrain = true;
+    } else if (forRuntime && *forRuntime != "megatron-bridge") {
+        return reportUsage("--for needs megatron-bridge or moe-train, got '" + *forRuntime + "'", kSynopsis);
+    }
 
     const auto positive = [&](const std::optional<std::string>& text, const char* name, int& out) -> bool {
         if (!text)
@@ -232,7 +243,9 @@ int planCommand(const CliContext& context, Args args)
         auto store = context.openStore();
         if (!store)
             return reportError(store.error());
-        auto fitted = calibrateFromStore(**store, req.hardware.name);
+        CalibrationOptions calibrationOptions;
+        calibrationOptions.runtime = trainingRuntimeName(req.throughput.runtime);
+        auto fitted = calibrateFromStore(**store, req.hardware.name, calibrationOptions);
         if (!fitted)
             return reportError(fitted.error());
         calibration = *fitted;

@@ -31,6 +31,15 @@ double uncalibratedStepMs(const RunPrediction& p)
     return p.calibration.empty() ? p.stepMs : 0.0;
 }
 
+// The runtime a stored prediction was made for (prediction.cpp writes detail.runtime).
+std::string predictedRuntime(const RunPrediction& p)
+{
+    const auto detail = nlohmann::json::parse(p.detailJson.empty() ? std::string("{}") : p.detailJson, nullptr, false);
+    if (detail.is_object() && detail.contains("runtime") && detail["runtime"].is_string())
+        return detail["runtime"].get<std::string>();
+    return "megatron-bridge";
+}
+
 }  // namespace
 
 std::string Calibration::describe() const
@@ -79,6 +88,10 @@ Result<Calibration> calibrateFromStore(RunStore& store, const std::string& hardw
         if (!*prediction || (*prediction)->hardware != hardware)
             continue;
         const RunPrediction& p = **prediction;
+        if (!options.runtime.empty() && predictedRuntime(p) != options.runtime) {
+            skipped.push_back(s.id + ": predicted for " + predictedRuntime(p) + ", this plan is for " + options.runtime);
+            continue;
+        }
         const double predicted = uncalibratedStepMs(p);
         if (predicted <= 0) {
             skipped.push_back(s.id + ": its prediction was calibrated and does not carry the model's own step time");

@@ -22,6 +22,10 @@ namespace wb::core::planner {
 struct CalibrationOptions {
     int minRuns = 3;              ///< fewer usable runs than this: not calibrated
     size_t minSteadySteps = 10;   ///< a run needs a detected steady state at least this long
+    /// Only runs whose prediction was made for this runtime ("megatron-bridge", "moe-train"; a
+    /// prediction without one is Megatron-Bridge's): a ratio against another runtime's model says
+    /// nothing about this one. Empty: any.
+    std::string runtime;
 };
 
 struct CalibrationRun {

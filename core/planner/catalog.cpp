@@ -118,7 +118,60 @@ void parseHardware(const Json& entry, const std::string& where, std::vector<Hard
         upsert(out, std::move(hw));
 }
 
+std::string shortNumber(double v)
+{
+    std::ostringstream out;
+    out << v;
+    return out.str();
+}
+
+// A "runtime_profiles" entry: {"runtime": "moe-train", "hardware": "h200", "source": "...",
+// "cast_gb_s", "optimizer_gb_s", "reduce_gb_s", "step_gap_ms"}; a later entry for the same
+// runtime and hardware replaces an earlier one.
+void parseRuntimeProfile(const Json& entry, const std::string& where, std::vector<RuntimeProfile>& out,
+                         std::vector<std::string>& errors)
+{
+    RuntimeProfile p;
+    p.runtime = lower(textField(entry, "runtime"));
+    p.hardware = lower(textField(entry, "hardware"));
+    p.rates.source = textField(entry, "source");
+    const std::string name = p.runtime + " on " + p.hardware;
+    if (p.runtime.empty() || p.hardware.empty() || p.rates.source.empty()) {
+        errors.push_back(where + ": a runtime profile needs \"runtime\", \"hardware\" and \"source\" (where it was measured)");
+        return;
+    }
+    const size_t before = errors.size();
+    auto number = [&](const char* key, double& value, double min, double max) {
+        auto it = entry.find(key);
+        if (it == entry.end() || !it->is_number() || it->get<double>() < min || it->get<double>() > max)
+            errors.push_back(where + " (" + name + "): \"" + key + "\" must be a number in [" + shortNumber(min) + ", " +
+                             shortNumber(max) + "]");
+        else
+            value = it->get<double>();
+    };
+    number("cast_gb_s", p.rates.castGbPerS, 1, 1e5);
+    number("optimizer_gb_s", p.rates.optimizerGbPerS, 1, 1e5);
+    number("reduce_gb_s", p.rates.reduceGbPerS, 1, 1e5);
+    number("step_gap_ms", p.rates.stepGapMs, 0, 1e4);
+    if (errors.size() != before)
+        return;
+    for (RuntimeProfile& existing : out)
+        if (existing.runtime == p.runtime && existing.hardware == p.hardware) {
+            existing = std::move(p);
+            return;
+        }
+    out.push_back(std::move(p));
+}
+
 }  // namespace
+
+RuntimeRates Catalog::runtimeRates(const std::string& runtime, const std::string& hardware) const
+{
+    for (const RuntimeProfile& p : m_runtimeProfiles)
+        if (p.runtime == lower(runtime) && p.hardware == lower(hardware))
+            return p.rates;
+    return {};
+}
 
 int HardwareSpec::smMajor() const
 {
@@ -136,11 +189,22 @@ Result<void> Catalog::addJson(const std::string& text, const std::string& contex
         return makeError(ErrorCode::Corrupt, "not a JSON object; a catalog file is {\"models\": [...], \"hardware\": [...]}", context);
     auto models = root.find("models");
     auto hardware = root.find("hardware");
-    if (models == root.end() && hardware == root.end())
-        return makeError(ErrorCode::InvalidArgument, "has neither \"models\" nor \"hardware\"; nothing to load", context);
+    auto profiles = root.find("runtime_profiles");
+    if (models == root.end() && hardware == root.end() && profiles == root.end())
+        return makeError(ErrorCode::InvalidArgument,
+                         "has none of \"models\", \"hardware\" or \"runtime_profiles\"; nothing to load", context);
     std::vector<std::string> errors;
     std::vector<ModelSpec> newModels = m_models;
     std::vector<HardwareSpec> newHardware = m_hardware;
+    std::vector<RuntimeProfile> newProfiles = m_runtimeProfiles;
+    if (profiles != root.end()) {
+        if (!profiles->is_array())
+            errors.push_back(context + ": \"runtime_profiles\" must be an array");
+        else
+            for (size_t i = 0; i < profiles->size(); ++i)
+                parseRuntimeProfile((*profiles)[i], context + " runtime_profiles[" + std::to_string(i) + "]", newProfiles,
+                                    errors);
+    }
     if (models != root.end()) {
         if (!models->is_array())
             errors.push_back(context + ": \"models\" must be an array");
@@ -163,6 +227,7 @@ Result<void> Catalog::addJson(const std::string& text, const std::string& contex
     }
     m_models = std::move(newModels);
     m_hardware = std::move(newHardware);
+    m_runtimeProfiles = std::move(newProfiles);
     return {};
 }
 

@@ -36,12 +36,30 @@ struct HardwareSpec {
     int smMajor() const;
 };
 
+/// The measured rates of moe-train's own memory-bound passes on one kind of GPU (the
+/// "runtime_profiles" section of resources/catalog/*.json, each entry with its source). The
+/// throughput model uses them when it predicts moe-train (throughput_model.h TrainingRuntime).
+struct RuntimeRates {
+    double castGbPerS = 0;       ///< fp32 ↔ bf16 casts of weights and gradients, bytes read + written
+    double optimizerGbPerS = 0;  ///< the fused AdamW pass, bytes read + written
+    double reduceGbPerS = 0;     ///< the gradient-norm pass (reads)
+    double stepGapMs = 0;        ///< GPU idle per step (the step's synchronize, the first micro-batch's upload)
+    std::string source;          ///< where they were measured; empty = not measured (assumed)
+};
+
+struct RuntimeProfile {
+    std::string runtime;   ///< "moe-train"
+    std::string hardware;  ///< a hardware entry's name
+    RuntimeRates rates;
+};
+
 class Catalog {
 public:
     /// Reads every *.json file of `directory` (models and/or hardware sections). Entries of a later
     /// file replace earlier ones with the same name, so user files can override the built-ins.
     Result<void> addDirectory(const std::string& directory);
-    /// Reads one file: an object with "models": [...] and/or "hardware": [...].
+    /// Reads one file: an object with "models": [...], "hardware": [...] and/or
+    /// "runtime_profiles": [...].
     Result<void> addFile(const std::string& path);
     /// Parses one file's text; `context` names it in errors. Every bad entry is reported at once.
     Result<void> addJson(const std::string& text, const std::string& context);
@@ -49,6 +67,10 @@ public:
     /// Case-insensitive lookup; the error lists the known names.
     Result<ModelSpec> model(const std::string& name) const;
     Result<HardwareSpec> hardware(const std::string& name) const;
+
+    /// The measured rates of `runtime` on `hardware`; all zero (source empty) when none is listed.
+    RuntimeRates runtimeRates(const std::string& runtime, const std::string& hardware) const;
+    const std::vector<RuntimeProfile>& runtimeProfiles() const { return m_runtimeProfiles; }
 
     std::vector<std::string> modelNames() const;
     std::vector<std::string> hardwareNames() const;
@@ -58,6 +80,7 @@ public:
 private:
     std::vector<ModelSpec> m_models;
     std::vector<HardwareSpec> m_hardware;
+    std::vector<RuntimeProfile> m_runtimeProfiles;
 };
 
 /// The built-in catalog directory (<source or install dir>/resources/catalog), given the root.

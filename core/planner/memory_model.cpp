@@ -261,7 +261,7 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
     }
     const double tokensOnRank = shape.s * shape.b / (shape.sp ? t : 1.0);
     if (first && w.visionImagesPerSample() > 0 && v.numLayers > 0) {
-        const double patches = double(l.mbs) * w.visionImagesPerSample() * w.patchesPerImage(v);
+        const double patches = double(l.mbs) * w.visionPatchesPerSample(v);
         const double m2 = double(v.spatialMergeSize) * v.spatialMergeSize;
         const double perLayer = patches * (16.0 * v.hiddenSize + 4.0 * v.ffnHiddenSize) / t;
         const double mergers = double(1 + v.deepstackLayers.size()) * (patches / m2) * 8.0 * v.hiddenSize * m2 / t;
@@ -276,9 +276,19 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
             std::to_string(v.deepstackLayers.size()) + " merged feature maps kept until decoder layers 0.." +
                 std::to_string(std::max<int>(0, int(v.deepstackLayers.size()) - 1)) + " run backward");
     }
-    if (last)
+    if (last && o.moeTrain) {
+        // moe-train projects only the target positions (runtime/model/moe_decoder.cpp) and its fused
+        // cross-entropy keeps their bf16 logits; the head's backward writes a bf16 gradient of the
+        // same size while they are still held.
+        const double labelled = w.packed.measured() ? w.packed.textTokens
+                                                    : std::max(0.0, double(w.seqLength) - double(w.imageTokensPerSample(v)));
+        WB_ADD("logits and loss", "activations", labelled * shape.b * double(d.vocabSize) / t * 4.0,
+            fmtCount(labelled * shape.b) + " target tokens × V/t × (2 B bf16 logits kept by the fused cross-entropy + 2 B "
+            "their gradient in the head's backward); one micro-batch (moe-train)");
+    } else if (last) {
         WB_ADD("logits and loss", "activations", shape.s * shape.b * double(d.vocabSize) / t * 6.0,
             "s·b·V/t × (2 B bf16 logits + 4 B fp32 softmax kept by the fused cross-entropy); one micro-batch");
+    }
 
     // --- other ---
     const double routed = tokensOnRank * d.moeRouterTopk * w.routingImbalance;

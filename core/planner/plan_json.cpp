@@ -91,6 +91,7 @@ std::string planToJson(const SearchRequest& req, const GuideRecommendation& rec,
                        {"goal", goalName(req.goal)}};
     if (req.workload.bf16AdamMoments)  // absent = false: plans written before the option read the same
         root["request"]["bf16_adam_moments"] = true;
+    root["request"]["for"] = trainingRuntimeName(req.throughput.runtime);
     OrderedJson r;
     r["path"] = rec.path;
     OrderedJson rules = OrderedJson::array();
@@ -181,10 +182,15 @@ Result<PlanFile> parsePlanJson(std::string_view text)
         plan.gbs = req.at("gbs").get<int>();
         field = "request.bf16_adam_moments";
         plan.workload.bf16AdamMoments = req.value("bf16_adam_moments", false);
+        field = "request.for";  // absent: a plan written before the option, for Megatron-Bridge
+        plan.runtime = req.value("for", std::string("megatron-bridge"));
+        if (plan.runtime != "megatron-bridge" && plan.runtime != "moe-train")
+            throw std::runtime_error("not megatron-bridge or moe-train");
         const Json& layouts = j.at("layouts");
         for (size_t i = 0; i < layouts.size(); ++i) {
             const Json& o = layouts.at(i);
             field = "layouts[" + std::to_string(i) + "]";
+            plan.layoutStepMs.push_back(o.value("step_ms", 0.0));
             Layout l;
             l.worldSize = plan.gpus;
             l.tp = o.at("tp").get<int>();

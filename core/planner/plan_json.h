@@ -34,8 +34,10 @@ struct PlanFile {
     Workload workload;
     int gbs = 0;
     std::vector<Layout> layouts;  ///< best first
+    std::vector<double> layoutStepMs;  ///< each layout's predicted step time as the plan wrote it
     double stepTimeFactor = 1.0;  ///< the plan's applied calibration (1.0: none)
     std::string calibration;      ///< its description; "" when not calibrated
+    std::string runtime = "megatron-bridge";  ///< what its predictions are for (request.for)
 };
 
 /// True when the text looks like a plan (an object with "layouts"), not a runtime config.

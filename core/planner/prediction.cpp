@@ -7,6 +7,46 @@
 
 namespace wb::core::planner {
 
+Result<PackedShape> parsePackedShape(const std::string& text, const std::string& context)
+{
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || j.value("format", "") != "moe-train-workload")
+        return makeError(ErrorCode::InvalidArgument,
+                         "is not a workload file (format \"moe-train-workload\"); make one with "
+                         "moe-train --config RUN.json --data-stats > workload.json",
+                         context);
+    if (j.value("version", 0) != 1)
+        return makeError(ErrorCode::InvalidArgument,
+                         "workload file version " + j.value("version", nlohmann::json()).dump() +
+                             " is not 1; make it again with this moe-train",
+                         context);
+    const auto per = j.find("per_sequence");
+    if (per == j.end() || !per->is_object())
+        return makeError(ErrorCode::InvalidArgument, "has no \"per_sequence\" object", context);
+    PackedShape s;
+    struct Field {
+        const char* key;
+        double* value;
+    };
+    const Field fields[] = {{"images", &s.images},           {"patches", &s.patches},
+                            {"patches_squared", &s.patchesSquared}, {"image_tokens", &s.imageTokens},
+                            {"text_tokens", &s.textTokens},   {"pad_tokens", &s.padTokens},
+                            {"samples", &s.samples},         {"sample_tokens_squared", &s.sampleTokensSquared}};
+    for (const Field& f : fields) {
+        const auto it = per->find(f.key);
+        if (it == per->end() || !it->is_number() || it->get<double>() < 0)
+            return makeError(ErrorCode::InvalidArgument,
+                             std::string("per_sequence.") + f.key + " must be a number >= 0", context);
+        *f.value = it->get<double>();
+    }
+    if (s.samples <= 0)
+        return makeError(ErrorCode::InvalidArgument, "per_sequence.samples is 0: the loader packed nothing", context);
+    s.source = "moe-train --data-stats (" + j.value("source", std::string("?")) + " data, " +
+               std::to_string(static_cast<int64_t>(j.value("sequences", 0.0))) + " sequences of " +
+               std::to_string(j.value("seq_length", 0)) + " tokens)";
+    return s;
+}
+
 Candidate evaluateLayout(const ModelSpec& model, const Layout& layout, const Workload& workload,
                          const HardwareSpec& hardware, const ThroughputOptions& throughput, const MemoryOptions& memory)
 {
@@ -38,6 +78,7 @@ RunPrediction predictionForCandidate(const Candidate& c, const HardwareSpec& har
     p.memoryGib = MemoryEstimate::gib(c.memory.total());
     auto detail = nlohmann::ordered_json::parse(layoutToJson(c));
     detail["uncalibrated_step_ms"] = uncalibratedStepMs > 0 ? uncalibratedStepMs : c.throughput.stepMs;
+    detail["runtime"] = c.throughput.runtime;
     nlohmann::ordered_json terms = nlohmann::ordered_json::array();
     for (const TimeTerm& t : c.throughput.terms)
         terms.push_back({{"name", t.name}, {"ms", t.ms}, {"assumption", t.assumption}});

@@ -13,6 +13,10 @@
 
 namespace wb::core::planner {
 
+/// Reads `moe-train --data-stats` output (format "moe-train-workload", version 1) into a
+/// PackedShape; `context` names the file in errors (a missing field, another format).
+Result<PackedShape> parsePackedShape(const std::string& text, const std::string& context);
+
 Candidate evaluateLayout(const ModelSpec& model, const Layout& layout, const Workload& workload,
                          const HardwareSpec& hardware, const ThroughputOptions& throughput = {},
                          const MemoryOptions& memory = {});

@@ -26,25 +26,112 @@ std::string fmt(double v, int digits = 2)
     return buf;
 }
 
+// Decoder FLOPs (fwd+bwd) split by kind: per token for the linear parts, and the coefficient of
+// the attention scores (Σ over independent sequences of length²).
 struct FlopsSplit {
-    double experts = 0, projections = 0, coreAttention = 0, logits = 0;  // one sequence, fwd+bwd
+    double experts = 0, projections = 0, logits = 0;  // per token
+    double attentionCoef = 0;                         // per score (s² of one sequence)
 };
 
-FlopsSplit splitDecoderFlops(const DecoderConfig& d, int64_t seq)
+FlopsSplit splitDecoderFlops(const DecoderConfig& d)
 {
     FlopsSplit f;
-    const double total = decoderFlops(d, {seq});
     DecoderConfig noExperts = d;
     noExperts.moeRouterTopk = 0;
     DecoderConfig noLayers = d;
     noLayers.numLayers = 0;
-    f.experts = total - decoderFlops(noExperts, {seq});
-    f.logits = decoderFlops(noLayers, {seq});
     // attention is quadratic: F(2) − 2·F(1) = 2c, with F(s) = s·linear + s²·c
-    const double c = (decoderFlops(noExperts, {2}) - 2.0 * decoderFlops(noExperts, {1})) / 2.0;
-    f.coreAttention = c * double(seq) * double(seq);
-    f.projections = total - f.experts - f.logits - f.coreAttention;
+    f.attentionCoef = (decoderFlops(noExperts, {2}) - 2.0 * decoderFlops(noExperts, {1})) / 2.0;
+    const double perToken = decoderFlops(d, {1}) - f.attentionCoef;
+    f.experts = perToken - (decoderFlops(noExperts, {1}) - f.attentionCoef);
+    f.logits = decoderFlops(noLayers, {1});
+    f.projections = perToken - f.experts - f.logits;
     return f;
+}
+
+// The packed sequence the step computes, per sample (one sequence of seqLength tokens): what the
+// kernels run over (every position, padding included) and what the model FLOPs count.
+struct SequenceShape {
+    double positions = 0;       // tokens the GEMMs and elementwise passes run over (seqLength)
+    double effective = 0;       // image + text tokens (DESIGN.md §3.2), no padding
+    double labelled = 0;        // tokens with a next-token target (text): moe-train's LM head
+    double attentionScores = 0; // Σ over independent samples of length²
+};
+
+SequenceShape sequenceShape(const ModelConfig& m, const Workload& w)
+{
+    SequenceShape s;
+    s.positions = w.seqLength;
+    if (w.packed.measured()) {
+        const double image = w.mockTextOnly ? 0.0 : w.packed.imageTokens;
+        s.effective = image + w.packed.textTokens;
+        s.labelled = w.packed.textTokens;
+        s.attentionScores = w.packed.sampleTokensSquared;
+    } else {
+        s.effective = w.seqLength;
+        s.labelled = std::max(0.0, double(w.seqLength) - double(w.imageTokensPerSample(m.vision)));
+        s.attentionScores = double(w.seqLength) * double(w.seqLength);
+    }
+    return s;
+}
+
+// Vision FLOPs of one sample's images: linear in the patches except the per-image attention,
+// which is Σ patches² (core/model_flops.h visionFlops for one image of n patches is a + b·n + c·n²).
+double visionFlopsOfSample(const ModelConfig& m, const Workload& w)
+{
+    if (w.mockTextOnly)
+        return 0;
+    const VisionConfig& v = m.vision;
+    const int out = m.decoder.hiddenSize;
+    if (!w.packed.measured())
+        return w.visionImagesPerSample() * visionFlops(v, out, w.patchesPerImage(v));
+    // visionFlops(n) = n·lin + n²·quad (no constant): recover both from n = 1 and n = 2.
+    const double f1 = visionFlops(v, out, 1), f2 = visionFlops(v, out, 2);
+    const double quad = (f2 - 2.0 * f1) / 2.0, lin = f1 - quad;
+    return lin * w.packed.patches + quad * w.packed.patchesSquared;
+}
+
+std::string fmtCount(double v)
+{
+    return v >= 1e9 ? fmt(v / 1e9, 2) + " G" : v >= 1e6 ? fmt(v / 1e6, 1) + " M" : fmt(v, 0);
+}
+
+// Parameters of the most-loaded pipeline stage on one rank (the first stage holds the embedding
+// and the vision encoder, the last the output layer), and which of them train.
+struct RankParameters {
+    double all = 0, trainable = 0;
+    double layerWeights = 0;   // the decoder layers' (re-cast by a full re-forward)
+    double expertWeights = 0;  // the routed experts' (re-cast by a selective "moe" re-forward)
+};
+
+RankParameters rankParameters(const ModelConfig& m, const Layout& l)
+{
+    const DecoderConfig& d = m.decoder;
+    const ParameterCounts counts = countParameters(m);
+    const std::vector<int> stages = layersPerStage(l, d.numLayers);
+    const double t = std::max(1, l.tp);
+    RankParameters best;
+    for (int s = 0; s < std::max(1, l.pp); ++s) {
+        const int layers = stages.empty() ? (d.numLayers + l.pp - 1) / std::max(1, l.pp) : stages[size_t(s)];
+        RankParameters p;
+        p.expertWeights = layers * (double(d.numMoeExperts) / std::max(1, l.ep)) * expertParams(d) / std::max(1, l.etp);
+        p.layerWeights = layers * decoderLayerDenseParams(d) / t + p.expertWeights;
+        p.all = p.layerWeights;
+        const double language = m.freezeLanguageModel ? 0.0 : 1.0;
+        p.trainable = language * p.layerWeights;
+        if (s == 0) {
+            const double vision = (counts.visionEncoder + counts.projector) / t;
+            p.all += counts.embedding / t + vision;
+            p.trainable += language * counts.embedding / t + (l.freezeVision ? 0.0 : vision);
+        }
+        if (s == std::max(1, l.pp) - 1) {
+            p.all += counts.outputLayer / t;
+            p.trainable += language * counts.outputLayer / t;
+        }
+        if (p.all > best.all)
+            best = p;
+    }
+    return best;
 }
 
 struct StageTime {
@@ -63,7 +150,9 @@ struct Context {
     const HardwareSpec& hw;
     const ThroughputOptions& o;
     FlopsSplit split;
+    SequenceShape seq;
     double visionPerSample = 0;  // FLOPs, fwd+bwd
+    bool moeTrain() const { return o.runtime == TrainingRuntime::MoeTrain; }
 };
 
 // Seconds to move `bytes` per GPU over a group of `groupSize` consecutive ranks: the share of
@@ -87,7 +176,7 @@ StageTime stageTime(const Context& c, int stage, int layers)
     const double frac = double(layers) / d.numLayers;
     const double shard = double(l.tp) * l.cp;
     const double b = l.mbs;
-    const double tokensRank = double(c.w.seqLength) * b / shard;  // with SP
+    const double tokensRank = c.seq.positions * b / shard;  // with SP
     const bool first = stage == 0, last = stage == l.pp - 1;
 
     // Dropless routing: the most-loaded expert rank sets the pace of the expert GEMMs and receives
@@ -98,9 +187,13 @@ StageTime stageTime(const Context& c, int stage, int layers)
     const double groupedEff = e.groupedGemm * tokensPerExpert / (tokensPerExpert + e.groupedGemmHalfTokens) *
                               (width / (width + e.groupedGemmHalfWidth)) /
                               (d.moeFfnHiddenSize / (d.moeFfnHiddenSize + e.groupedGemmHalfWidth));
-    t.expert = b * c.split.experts * frac / shard * imbalance / (gemmPeak * groupedEff);
-    t.dense = b * (c.split.projections * frac + (last ? c.split.logits : 0.0)) / shard / (gemmPeak * e.denseGemm);
-    t.attention = b * c.split.coreAttention * frac / shard / (peak * e.attention);
+    // Every position runs through the layers (padding included); moe-train's LM head runs over the
+    // labelled tokens only (its fused cross-entropy gathers them), Megatron's over every position.
+    const double headTokens = c.moeTrain() ? c.seq.labelled : c.seq.positions;
+    t.expert = b * c.split.experts * c.seq.positions * frac / shard * imbalance / (gemmPeak * groupedEff);
+    t.dense = b * (c.split.projections * c.seq.positions * frac + (last ? c.split.logits * headTokens : 0.0)) / shard /
+              (gemmPeak * e.denseGemm);
+    t.attention = b * c.split.attentionCoef * c.seq.attentionScores * frac / shard / (peak * e.attention);
     if (first && c.visionPerSample > 0) {
         const double share = l.freezeVision ? 1.0 / 3.0 : 1.0;  // frozen: forward only
         t.vision = b * c.visionPerSample * share / l.tp / (peak * e.vision) +
@@ -198,13 +291,17 @@ StageTime stageTime(const Context& c, int stage, int layers)
 ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workload& w, const HardwareSpec& hw,
                             const ThroughputOptions& o)
 {
-    Context c{m, l, w, hw, o, splitDecoderFlops(m.decoder, w.seqLength), 0};
-    c.visionPerSample = w.visionImagesPerSample() * visionFlops(m.vision, m.decoder.hiddenSize, w.patchesPerImage(m.vision));
+    Context c{m, l, w, hw, o, splitDecoderFlops(m.decoder), sequenceShape(m, w), visionFlopsOfSample(m, w)};
     ThroughputEstimate est;
+    est.runtime = trainingRuntimeName(o.runtime);
     const double samples = l.gbs;
     est.visionFlopsPerStep = samples * c.visionPerSample;
-    est.modelFlopsPerStep = samples * decoderFlops(m.decoder, {w.seqLength}) + est.visionFlopsPerStep;
-    est.effectiveTokensPerStep = samples * double(w.seqLength);
+    // DESIGN.md §3.2: Megatron's decoder FLOPs over the effective tokens (the attention over each
+    // packed sample), plus the vision term.
+    const double decoderPerSample = (c.split.experts + c.split.projections + c.split.logits) * c.seq.effective +
+                                    c.split.attentionCoef * c.seq.attentionScores;
+    est.modelFlopsPerStep = samples * decoderPerSample + est.visionFlopsPerStep;
+    est.effectiveTokensPerStep = samples * c.seq.effective;
 
     const std::vector<int> stages = layersPerStage(l, m.decoder.numLayers);
     StageTime slowest;
@@ -248,7 +345,35 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
     const double dense = layers * decoderLayerDenseParams(d) / l.tp + countParameters(m).embedding / l.tp;
     const double experts = layers * (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp;
     const int dpN = std::max(1, l.dp()) * l.cp, edpN = std::max(1, l.edp());
-    if (!(l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params")) {
+    if (c.moeTrain() && !l.useMegatronFsdp) {
+        // moe-train's data parallelism (runtime/parallel/gradient_reducer.h): the fp32 gradients
+        // themselves are allreduced (ring: 2(n−1)/n × 4 B per parameter sent by each rank), in
+        // buckets launched as the last micro-batch's backward produces them. That backward hides
+        // at most its own length, and the gradients produced last — the first stage's embedding
+        // and vision encoder — are reduced after it in any case.
+        const RankParameters p = rankParameters(m, l);
+        const double layerTrainable = m.freezeLanguageModel ? 0.0 : p.layerWeights;
+        const double expertGrads = m.freezeLanguageModel ? 0.0 : p.expertWeights;
+        const double otherGrads = std::max(0.0, p.trainable - expertGrads);
+        const double bytes = otherGrads * 8.0 * (dpN - 1.0) / dpN + expertGrads * 8.0 * (edpN - 1.0) / edpN;
+        if (bytes > 0) {
+            const bool inDomain = l.worldSize <= hw.nvlinkDomainSize;
+            const double bw = inDomain ? hw.nvlinkGbPerS * o.eff.nvlinkEfficiency : hw.networkGbPerS * o.eff.networkEfficiency;
+            const double comm = bytes / (bw * 1e9);
+            // The backward of one micro-batch: 2/3 of its compute (backward = 2 × forward).
+            const double backward = 2.0 / 3.0 * (slowest.expert + slowest.dense + slowest.attention + slowest.vision +
+                                                 slowest.elementwise);
+            const double tail = p.trainable > 0 ? (p.trainable - layerTrainable) / p.trainable : 0.0;
+            const double exposed = l.overlapGradReduce ? std::max(comm - backward, comm * tail) : comm;
+            WB_TERM("DP gradient allreduce (exposed)", exposed,
+                    "fp32 gradients allreduced in buckets (2(n−1)/n × 4 B per parameter), " +
+                        std::string(l.overlapGradReduce
+                                        ? "overlapped with the last micro-batch's backward (it hides at most that "
+                                          "backward; the embedding's and vision's gradients, ready last, are not hidden)"
+                                        : "after the backward (overlap_grad_reduce off)") +
+                        ", NVLink at " + fmt(o.eff.nvlinkEfficiency) + " of the link (moe-train)");
+        }
+    } else if (!(l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params")) {
         const double bytes = dense * 6.0 * (dpN - 1.0) / dpN + experts * 6.0 * (edpN - 1.0) / edpN;
         const bool inDomain = l.worldSize <= hw.nvlinkDomainSize;
         const double bw = inDomain ? hw.nvlinkGbPerS * o.eff.nvlinkEfficiency : hw.networkGbPerS * o.eff.networkEfficiency;
@@ -258,13 +383,51 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
              "fp32 grad reduce-scatter + bf16 param all-gather once per step, " + fmt(exposed) + " exposed" +
                  (exposed == 1.0 ? " (overlap_grad_reduce off)" : ""));
     }
-    const bool sharded = l.useDistributedOptimizer || l.useMegatronFsdp;
-    const double owned = sharded ? dense / dpN + experts / edpN : dense + experts;
-    // bf16 moments: m and v each read and written in 2 instead of 4 bytes (8 B less per parameter).
-    const double stepBytes = o.eff.optimizerBytesPerParam - (w.bf16AdamMoments ? 8.0 : 0.0);
-    WB_TERM("optimizer step", owned * stepBytes / (hw.hbmTbPerS * 1e12),
-         fmt(stepBytes, 0) + " B of HBM traffic per locally owned parameter" +
-             (w.bf16AdamMoments ? std::string(" (bf16 Adam moments: 8 B less)") : std::string()));
+    if (c.moeTrain()) {
+        // moe-train's own passes (runtime/train: trainer.cpp, optimizer.cpp, fused_adamw.cpp), on
+        // the most-loaded stage's parameters, at the rates measured on this GPU (RuntimeRates).
+        const RankParameters p = rankParameters(m, l);
+        const double hbm = hw.hbmTbPerS * 1e3;  // GB/s
+        const bool measured = !o.rates.source.empty();
+        const double castRate = o.rates.castGbPerS > 0 ? o.rates.castGbPerS : 0.55 * hbm;
+        const double adamRate = o.rates.optimizerGbPerS > 0 ? o.rates.optimizerGbPerS : 0.83 * hbm;
+        const double normRate = o.rates.reduceGbPerS > 0 ? o.rates.reduceGbPerS : 0.74 * hbm;
+        const double gapMs = o.rates.stepGapMs > 0 ? o.rates.stepGapMs : 6.0;
+        const std::string rateWhy = measured ? " (measured: " + o.rates.source + ")"
+                                             : " (assumed: the fraction of HBM bandwidth measured on H200)";
+        // Autocast casts every fp32 weight a forward uses to bf16 once per micro-batch (the experts
+        // through their own MasterToBf16 pass), 4 + 2 B; backward widens each trainable weight's
+        // bf16 gradient back to fp32, 2 + 4 B. A re-forward (full recompute; selective "moe")
+        // casts its layers' weights again.
+        const bool full = l.recomputeGranularity == "full";
+        const bool moeAgain = l.recomputeGranularity == "selective" && contains(l.recomputeModules, "moe");
+        const double recast = full ? p.layerWeights : moeAgain ? p.expertWeights : 0.0;
+        WB_TERM("weight casts (autocast)", micro * (6.0 * (p.all + recast) + 6.0 * p.trainable) / (castRate * 1e9),
+                "fp32 → bf16 weight copies per forward (" + fmtCount(p.all + recast) + " values) and bf16 → fp32 "
+                "gradients per backward (" + fmtCount(p.trainable) + "), 6 B each, at " + fmt(castRate, 0) + " GB/s" +
+                    rateWhy + per);
+        // clip_grad: one pass reading every fp32 gradient for the global norm before the step.
+        WB_TERM("gradient-norm pass", p.trainable * 4.0 / (normRate * 1e9),
+                "reads 4 B per trainable parameter at " + fmt(normRate, 0) + " GB/s" + rateWhy);
+        // Fused AdamW over every trainable parameter of the rank (moe-train has no distributed
+        // optimizer; FSDP shards it): param, grad, m, v read, param, m, v written.
+        const double fsdpShare = l.useMegatronFsdp ? 1.0 / std::max(1, dpN) : 1.0;
+        const double adamBytes = w.bf16AdamMoments ? 20.0 : 28.0;
+        WB_TERM("optimizer step", p.trainable * fsdpShare * adamBytes / (adamRate * 1e9),
+                fmt(adamBytes, 0) + " B per trainable parameter (fp32 param and grad, " +
+                    std::string(w.bf16AdamMoments ? "bf16" : "fp32") + " m and v) in one fused pass at " +
+                    fmt(adamRate, 0) + " GB/s" + rateWhy);
+        WB_TERM("host gap per step", gapMs * 1e-3,
+                "GPU idle while the step synchronizes and the next step's first micro-batch is queued" + rateWhy);
+    } else {
+        const bool sharded = l.useDistributedOptimizer || l.useMegatronFsdp;
+        const double owned = sharded ? dense / dpN + experts / edpN : dense + experts;
+        // bf16 moments: m and v each read and written in 2 instead of 4 bytes (8 B less per parameter).
+        const double stepBytes = o.eff.optimizerBytesPerParam - (w.bf16AdamMoments ? 8.0 : 0.0);
+        WB_TERM("optimizer step", owned * stepBytes / (hw.hbmTbPerS * 1e12),
+                fmt(stepBytes, 0) + " B of HBM traffic per locally owned parameter" +
+                    (w.bf16AdamMoments ? std::string(" (bf16 Adam moments: 8 B less)") : std::string()));
+    }
 
 #undef WB_TERM
     for (TimeTerm& t : est.terms) {
@@ -282,6 +445,11 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
 }
 
 }  // namespace
+
+const char* trainingRuntimeName(TrainingRuntime runtime)
+{
+    return runtime == TrainingRuntime::MoeTrain ? "moe-train" : "megatron-bridge";
+}
 
 ThroughputEstimate estimateThroughput(const ModelConfig& m, const Layout& l, const Workload& w, const HardwareSpec& hw,
                                       const ThroughputOptions& o)

@@ -54,10 +54,22 @@ struct EfficiencyFactors {
     double fp8QuantBytesPerFfn = 15;
 };
 
+/// Which training runtime the prediction is for: Megatron-Bridge (what users run on their
+/// clusters; the default) or moe-train, the bundled runtime, whose step has passes Megatron's does
+/// not (docs/planner.md "Predicting moe-train"): fp32 parameters cast to bf16 by autocast in every
+/// forward and their bf16 gradients widened back, the LM head over the labelled tokens only, a
+/// separate gradient-norm pass, one fused AdamW pass over every trainable parameter (no
+/// distributed optimizer), and a host gap per step.
+enum class TrainingRuntime { MegatronBridge, MoeTrain };
+
 struct ThroughputOptions {
     EfficiencyFactors eff;
     bool fp8 = false;      ///< GEMMs in FP8/MXFP8 (the published Bridge perf rows)
     bool explain = true;   ///< fill the assumption texts (off: numbers only, fast)
+    TrainingRuntime runtime = TrainingRuntime::MegatronBridge;
+    /// moe-train's rates on this hardware; zeros = not measured there: fractions of the HBM
+    /// bandwidth measured on H200 are assumed (casts 0.55, AdamW 0.83, norm 0.74, gap 6 ms).
+    RuntimeRates rates;
 };
 
 struct TimeTerm {
@@ -66,7 +78,11 @@ struct TimeTerm {
     std::string assumption;
 };
 
+/// "megatron-bridge" or "moe-train": the names plan, generate and stored predictions use.
+const char* trainingRuntimeName(TrainingRuntime runtime);
+
 struct ThroughputEstimate {
+    std::string runtime = "megatron-bridge";  ///< what it predicts (trainingRuntimeName)
     double stepMs = 0;
     double modelFlopsPerStep = 0;   ///< DESIGN.md §3.2 numerator (vision counted, recompute not)
     double visionFlopsPerStep = 0;

@@ -7,8 +7,29 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 namespace wb::core::planner {
+
+/// The packed shape of a dataset as the runtime's loader packs it, per sequence of seqLength
+/// tokens (means over the sequences measured): `moe-train --data-stats` prints it (format
+/// "moe-train-workload", parsed by parsePackedShape in prediction.h). Real data packs several
+/// samples per sequence — the sample set of docs/benchmarks.md ≈ 10 images of varied size per
+/// 4096 tokens — so images, patches and the attention cost differ from one image of the largest
+/// size per sequence, the planner's default.
+struct PackedShape {
+    double images = 0;               ///< images reaching the vision encoder
+    double patches = 0;              ///< their patches before the merge (sum)
+    double patchesSquared = 0;       ///< sum over images of patches² (per-image vision attention)
+    double imageTokens = 0;
+    double textTokens = 0;           ///< caption and special tokens (the labelled ones)
+    double padTokens = 0;
+    double samples = 0;              ///< packed samples
+    double sampleTokensSquared = 0;  ///< sum over samples of length² (block-diagonal attention)
+    std::string source;              ///< what was measured ("moe-train --data-stats on FILE")
+    bool measured() const { return samples > 0; }
+    double effectiveTokens() const { return imageTokens + textTokens; }
+};
 
 struct Workload {
     int seqLength = 4096;
@@ -30,6 +51,9 @@ struct Workload {
     /// Coefficient of variation of one expert's load around the mean with an aux-loss-balanced
     /// router on real data (assumption: 0.3 — aux-loss 1e-3 keeps experts within tens of percent).
     double expertLoadCv = 0.3;
+    /// The measured packed shape (when measured() it replaces imagesPerSample × the image size,
+    /// one sample per sequence, for FLOPs and time; mockTextOnly still drops the images).
+    PackedShape packed;
 
     /// Load of the most-loaded of `ep` expert ranks / the mean, dropless. A rank holds E/EP experts,
     /// so its load's CV is cv/√(E/EP) (independent experts, assumption); the maximum of EP such
@@ -64,8 +88,16 @@ struct Workload {
     {
         return mockTextOnly ? 0 : imageTokensPerImage(v) * imagesPerSample;
     }
+    /// Patches (before the merge) of all images of one sample / packed sequence.
+    double visionPatchesPerSample(const VisionConfig& v) const
+    {
+        return mockTextOnly ? 0.0 : packed.measured() ? packed.patches : double(imagesPerSample) * double(patchesPerImage(v));
+    }
     /// Images that actually reach the vision encoder per sample (0 for text-only mock data).
-    int visionImagesPerSample() const { return mockTextOnly ? 0 : imagesPerSample; }
+    double visionImagesPerSample() const
+    {
+        return mockTextOnly ? 0.0 : packed.measured() ? packed.images : double(imagesPerSample);
+    }
 };
 
 }  // namespace wb::core::planner

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 namespace wb::rt {
 
@@ -253,12 +254,13 @@ core::Result<std::vector<MicroBatch>> readBatchDump(const std::string& dir)
     return out;
 }
 
-core::Result<int> dumpLoaderBatches(const core::RunConfig& config, const std::string& dir, int count)
+namespace {
+
+// The first `count` micro-batches of `config`'s loader, set up as Trainer::setUp does (same
+// manifest handling, same seed, stream from position 0): a real source needs its manifest; mock
+// uses the manifest's captions if it loads, else 256 synthetic captions.
+core::Result<std::vector<MicroBatch>> loaderBatches(const core::RunConfig& config, int count)
 {
-    if (count < 1)
-        return core::makeError(core::ErrorCode::InvalidArgument, "--dump-count needs at least 1 micro-batch");
-    // The same entries as Trainer::setUp (runtime/train/trainer.cpp): a real source needs its
-    // manifest; mock uses the manifest's captions if it loads, else 256 synthetic captions.
     std::vector<ManifestEntry> entries;
     if (!config.data.manifest.empty()) {
         auto loaded = loadManifest(config.data.manifest);
@@ -271,20 +273,121 @@ core::Result<int> dumpLoaderBatches(const core::RunConfig& config, const std::st
         for (int i = 0; i < 256; ++i)
             entries.push_back({"", "mock sample " + std::to_string(i) + ": noise image"});
     std::vector<MicroBatch> batches;
-    {
-        BatchLoader loader(std::move(entries), LoaderOptions::fromConfig(config));
-        for (int i = 0; i < count; ++i) {
-            std::optional<MicroBatch> b = loader.next();
-            if (!b)
-                return core::makeError(core::ErrorCode::Failed, "the data loader stopped after " + std::to_string(i) +
-                                                                    " micro-batches");
-            batches.push_back(std::move(*b));
-        }
+    BatchLoader loader(std::move(entries), LoaderOptions::fromConfig(config));
+    for (int i = 0; i < count; ++i) {
+        std::optional<MicroBatch> b = loader.next();
+        if (!b)
+            return core::makeError(core::ErrorCode::Failed, "the data loader stopped after " + std::to_string(i) +
+                                                                " micro-batches");
+        batches.push_back(std::move(*b));
     }
-    auto written = writeBatchDump(dir, core::runConfigToJson(config), batches);
+    return batches;
+}
+
+// "--dump-count" as a number of micro-batches (empty: `fallback`); nullopt after printing why.
+std::optional<int> countArgument(const std::string& countText, int fallback)
+{
+    if (countText.empty())
+        return fallback;
+    char* end = nullptr;
+    const long count = std::strtol(countText.c_str(), &end, 10);
+    if (*end != '\0' || count < 1 || count > 100000) {
+        std::cerr << "moe-train: --dump-count needs a number of micro-batches from 1 to 100000, not '" << countText
+                  << "'\n";
+        return std::nullopt;
+    }
+    return static_cast<int>(count);
+}
+
+}  // namespace
+
+core::Result<int> dumpLoaderBatches(const core::RunConfig& config, const std::string& dir, int count)
+{
+    if (count < 1)
+        return core::makeError(core::ErrorCode::InvalidArgument, "--dump-count needs at least 1 micro-batch");
+    auto batches = loaderBatches(config, count);
+    if (!batches)
+        return batches.error();
+    auto written = writeBatchDump(dir, core::runConfigToJson(config), *batches);
     if (!written)
         return written.error();
     return count;
+}
+
+PackedWorkload packedWorkload(const std::vector<MicroBatch>& batches)
+{
+    PackedWorkload w;
+    double rows = 0;
+    for (const MicroBatch& b : batches) {
+        rows += b.rows;
+        w.seqLength = b.seqLength;
+        w.images += static_cast<double>(b.images);
+        w.imageTokens += static_cast<double>(b.imageTokens);
+        w.textTokens += static_cast<double>(b.textTokens);
+        w.padTokens += static_cast<double>(b.padTokens);
+        w.samples += static_cast<double>(b.samples);
+        w.skippedImages += static_cast<double>(b.skippedImages);
+        for (size_t i = 0; i < b.imageGridH.size() && i < b.imageGridW.size(); ++i) {
+            const double patches = double(b.imageGridH[i]) * b.imageGridW[i];
+            w.patches += patches;
+            w.patchesSquared += patches * patches;
+        }
+        for (int64_t len : b.sampleLengths)
+            w.sampleTokensSquared += double(len) * double(len);
+    }
+    w.sequences = rows;
+    if (rows > 0)
+        for (double* v : {&w.images, &w.patches, &w.patchesSquared, &w.imageTokens, &w.textTokens, &w.padTokens,
+                          &w.samples, &w.sampleTokensSquared, &w.skippedImages})
+            *v /= rows;
+    return w;
+}
+
+std::string packedWorkloadJson(const PackedWorkload& w, const core::RunConfig& config)
+{
+    nlohmann::ordered_json j;
+    j["format"] = "moe-train-workload";
+    j["version"] = 1;
+    j["source"] = config.data.source;
+    j["manifest"] = config.data.manifest;
+    j["seq_length"] = w.seqLength;
+    j["micro_batch_size"] = config.train.microBatchSize;
+    j["sequences"] = w.sequences;
+    nlohmann::ordered_json per;
+    per["images"] = w.images;
+    per["patches"] = w.patches;
+    per["patches_squared"] = w.patchesSquared;
+    per["image_tokens"] = w.imageTokens;
+    per["text_tokens"] = w.textTokens;
+    per["pad_tokens"] = w.padTokens;
+    per["samples"] = w.samples;
+    per["sample_tokens_squared"] = w.sampleTokensSquared;
+    per["skipped_images"] = w.skippedImages;
+    j["per_sequence"] = per;
+    return j.dump(2);
+}
+
+int runDataStatsCommand(const std::string& configPath, const std::string& countText)
+{
+    if (configPath.empty()) {
+        std::cerr << "moe-train: --data-stats needs --config RUN.json\n";
+        return 2;
+    }
+    const std::optional<int> count = countArgument(countText, 16);
+    if (!count)
+        return 2;
+    auto config = core::loadRunConfig(configPath);
+    if (!config) {
+        std::cerr << "moe-train: " << config.error().toString() << "\n";
+        return 2;
+    }
+    auto batches = loaderBatches(*config, *count);
+    if (!batches) {
+        std::cerr << "moe-train: " << batches.error().toString() << "\n";
+        return 1;
+    }
+    std::cout << packedWorkloadJson(packedWorkload(*batches), *config) << "\n";
+    return 0;
 }
 
 int runBatchDumpCommand(const std::string& configPath, const std::string& dir, const std::string& countText)
@@ -293,19 +396,15 @@ int runBatchDumpCommand(const std::string& configPath, const std::string& dir, c
         std::cerr << "moe-train: --dump-batches needs --config RUN.json and a directory\n";
         return 2;
     }
-    char* end = nullptr;
-    const long count = countText.empty() ? 1 : std::strtol(countText.c_str(), &end, 10);
-    if (!countText.empty() && (*end != '\0' || count < 1 || count > 100000)) {
-        std::cerr << "moe-train: --dump-count needs a number of micro-batches from 1 to 100000, not '" << countText
-                  << "'\n";
+    const std::optional<int> count = countArgument(countText, 1);
+    if (!count)
         return 2;
-    }
     auto config = core::loadRunConfig(configPath);
     if (!config) {
         std::cerr << "moe-train: " << config.error().toString() << "\n";
         return 2;
     }
-    auto written = dumpLoaderBatches(*config, dir, static_cast<int>(count));
+    auto written = dumpLoaderBatches(*config, dir, *count);
     if (!written) {
         std::cerr << "moe-train: " << written.error().toString() << "\n";
         return written.error().code == core::ErrorCode::InvalidArgument ? 2 : 1;

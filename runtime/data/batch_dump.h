@@ -46,4 +46,26 @@ core::Result<int> dumpLoaderBatches(const core::RunConfig& config, const std::st
 /// one line; returns the process exit code (0, or 2 for a bad config or count, 1 for I/O errors).
 int runBatchDumpCommand(const std::string& configPath, const std::string& dir, const std::string& countText);
 
+/// The packed workload the loader makes of a config's data, per packed sequence of seq_length
+/// tokens (means over the micro-batches' rows): what the planner needs to predict a real-data run
+/// (core/planner/workload.h PackedShape reads the JSON). Patches are counted per image before the
+/// spatial merge; patches_squared and sample_tokens_squared are the sums of squares that the
+/// per-image vision attention and the block-diagonal decoder attention cost.
+struct PackedWorkload {
+    int seqLength = 0;
+    double sequences = 0;  ///< rows measured
+    double images = 0, patches = 0, patchesSquared = 0, imageTokens = 0, textTokens = 0, padTokens = 0;
+    double samples = 0, sampleTokensSquared = 0, skippedImages = 0;
+};
+PackedWorkload packedWorkload(const std::vector<MicroBatch>& batches);
+/// {"format": "moe-train-workload", "version": 1, "source", "manifest", "seq_length",
+///  "micro_batch_size", "sequences", "per_sequence": {"images", "patches", "patches_squared",
+///  "image_tokens", "text_tokens", "pad_tokens", "samples", "sample_tokens_squared", "skipped_images"}}
+std::string packedWorkloadJson(const PackedWorkload& w, const core::RunConfig& config);
+
+/// `moe-train --config RUN.json --data-stats [--dump-count N]`: the loader's first N micro-batches
+/// (default 16) summarized as packedWorkloadJson on stdout; no model, no GPU. Exit 0, 2 for a bad
+/// config or count, 1 when the data cannot be read.
+int runDataStatsCommand(const std::string& configPath, const std::string& countText);
+
 }  // namespace wb::rt

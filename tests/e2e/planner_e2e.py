@@ -199,12 +199,26 @@ def main():
         # as the runtime would refuse the generated config.
         r = cli("plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "256", "--gbs", "8")
         check(r.returncode == 2 and "raise seq to at least 262" in r.stderr, f"seq too short for a sample: {r.stderr}")
+        # Planned for moe-train (--for): the rows are the runtime's own prediction, so the one the
+        # generated run carries is its row's. A plan for Megatron-Bridge says that it is not.
         r = cli("plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "512",
                 "--gbs", "8", "--max-results", "2", "--json")
-        check(r.returncode == 0, f"plan sample-tiny: {r.stderr}")
+        check(r.returncode == 0 and json.loads(r.stdout)["request"]["for"] == "megatron-bridge",
+              f"plan sample-tiny for Megatron-Bridge: {r.stderr}")
+        bridge_plan = os.path.join(tmp, "bridge_plan.json")
+        with open(bridge_plan, "w") as f:
+            f.write(r.stdout)
+        r = cli("generate", "--from", bridge_plan, "--format", "runtime", "--out", os.path.join(tmp, "bridge-runtime"))
+        check(r.returncode == 0 and "prediction.json is for moe-train" in r.stderr,
+              f"generate runtime from a Megatron-Bridge plan says whose prediction it writes: {r.stderr}")
+        r = cli("plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "512",
+                "--gbs", "8", "--max-results", "2", "--for", "moe-train", "--json")
+        check(r.returncode == 0 and json.loads(r.stdout)["request"]["for"] == "moe-train", f"plan sample-tiny --for moe-train: {r.stderr}")
         tiny_plan = os.path.join(tmp, "tiny_plan.json")
         with open(tiny_plan, "w") as f:
             f.write(r.stdout)
+        bad = cli("plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--for", "deepspeed")
+        check(bad.returncode == 2 and "--for needs megatron-bridge or moe-train" in bad.stderr, f"--for deepspeed: {bad.stderr}")
         check(json.loads(r.stdout)["calibration"] is None, "plan --json without --calibrate: calibration null")
         out = os.path.join(tmp, "tiny-runtime")
         r = cli("generate", "--from", tiny_plan, "--format", "runtime", "--out", out)
@@ -227,9 +241,14 @@ def main():
             if i == 0:
                 # One run: a calibration needs three.
                 r = store_cli("plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "512",
-                              "--gbs", "8", "--max-results", "2", "--calibrate")
+                              "--gbs", "8", "--max-results", "2", "--for", "moe-train", "--calibrate")
                 check(r.returncode == 0 and "not calibrated: 1 usable h200 run(s), 3 needed" in r.stdout
                       and run_id in r.stdout, f"plan --calibrate with one run says so: {r.stdout}{r.stderr}")
+                # A Megatron-Bridge plan is not calibrated by a run predicted for moe-train.
+                r = store_cli("plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "512",
+                              "--gbs", "8", "--max-results", "2", "--calibrate")
+                check(r.returncode == 0 and "predicted for moe-train, this plan is for megatron-bridge" in r.stdout,
+                      f"plan --calibrate for Megatron-Bridge skips moe-train's predictions: {r.stdout}{r.stderr}")
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         rows = con.execute("SELECT run_id, hardware, gpus, step_ms FROM predictions").fetchall()
         con.close()
@@ -255,7 +274,7 @@ def main():
 
         # 11. Three runs with a steady state (the stand-in's 12.5 ms steps): calibrated.
         r = store_cli("plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "512",
-                      "--gbs", "8", "--max-results", "2", "--calibrate", "--json")
+                      "--gbs", "8", "--max-results", "2", "--for", "moe-train", "--calibrate", "--json")
         check(r.returncode == 0, f"plan --calibrate --json: {r.stderr}")
         calibrated = json.loads(r.stdout) if r.returncode == 0 else {"calibration": None, "layouts": []}
         cal = calibrated["calibration"]

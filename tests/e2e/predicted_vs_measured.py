@@ -11,7 +11,7 @@ Bands (fail when a row leaves its band). Both are regression guards around today
 targets (memory +-5 %, step time +-15 %) are printed per row and NOT all met yet (docs/planner.md
 says which rows miss them and why):
   memory     +-10 %  (target +-5 %: 7 of 9 rows meet it)
-  step time  +-35 %  (target +-15 %: no row meets it)
+  step time  +-20 %  (target +-15 %: 7 of 9 one-GPU rows meet it, 3 of 15 two-GPU rows)
 usage: predicted_vs_measured.py --cli build/bin/moe-workbench-cli       (ctest: planner_predicted_vs_measured)
 """
 import argparse
@@ -25,9 +25,10 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MEMORY_BAND = 0.10
 MEMORY_TARGET = 0.05
-MEMORY_LAYOUT_GUARD = 0.15  # 2-GPU layouts: FSDP rows keep Megatron's sharded forms (-13 %, +14 %)
+# 2-GPU layouts: FSDP rows keep Megatron's sharded forms (fsdp-optim_grads -15.5 %, ep2-fsdp +10 %)
+MEMORY_LAYOUT_GUARD = 0.16
 STEP_TARGET = 0.15
-STEP_GUARD = 0.35
+STEP_GUARD = 0.20
 
 
 def merge(base, edit):
@@ -81,9 +82,15 @@ def main():
                 cfg = os.path.join(tmp, row["name"] + ".json")
                 json.dump(config, open(cfg, "w"))
                 out = os.path.join(tmp, "out-" + row["name"])
-                r = subprocess.run([args.cli, "generate", "--from", cfg, "--format", "runtime", "--hardware",
-                                    data["hardware"], "--gpus", str(data["gpus"]), "--out", out],
-                                   capture_output=True, text=True)
+                command = [args.cli, "generate", "--from", cfg, "--format", "runtime", "--hardware",
+                           data["hardware"], "--gpus", str(data["gpus"]), "--out", out]
+                # The data the run really trained on, as moe-train's loader packed it
+                # (benchmarks/round_workloads.py): images per sequence, patches, per-sample attention.
+                if row["name"] in data.get("workloads", {}):
+                    workload = os.path.join(tmp, row["name"] + ".workload.json")
+                    json.dump(data["workloads"][row["name"]], open(workload, "w"))
+                    command += ["--workload", workload]
+                r = subprocess.run(command, capture_output=True, text=True)
                 if r.returncode != 0:
                     failures.append(f"{row['name']}: generate failed: {r.stderr.strip()}")
                     continue

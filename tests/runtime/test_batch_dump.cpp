@@ -1,6 +1,7 @@
 // Batch dumps (runtime/data/batch_dump.h), CPU, tiny config: the micro-batches written by
 // `moe-train --dump-batches` read back equal, field by field, to the ones a fresh loader produces
 // for the same config; and a truncated, missing or newer dump is refused with a clear error.
+// `moe-train --data-stats` summarizes the same micro-batches as the packed shape per sequence.
 #include "check.h"
 
 #include "core/run_config.h"
@@ -148,6 +149,54 @@ void commandLine(const fs::path& tmp)
     WB_CHECK(noConfig == 2);
 }
 
+// moe-train --data-stats: the packed shape per sequence, from the same loader (sums of the
+// micro-batches' counts over their rows; patches and their squares from the image grids).
+void dataStats(const fs::path& tmp)
+{
+    const core::RunConfig c = tinyMockConfig();
+    const auto batches = loaderBatches(c, 3);
+    const rt::PackedWorkload w = rt::packedWorkload(batches);
+    double rows = 0, images = 0, patches = 0, squares = 0, text = 0, pad = 0, image = 0, samples = 0, lengths2 = 0;
+    for (const rt::MicroBatch& b : batches) {
+        rows += b.rows, images += double(b.images), text += double(b.textTokens), pad += double(b.padTokens);
+        image += double(b.imageTokens), samples += double(b.samples);
+        for (size_t i = 0; i < b.imageGridH.size(); ++i) {
+            const double p = double(b.imageGridH[i]) * b.imageGridW[i];
+            patches += p, squares += p * p;
+        }
+        for (int64_t len : b.sampleLengths)
+            lengths2 += double(len) * double(len);
+    }
+    WB_CHECK(rows == 6 && w.sequences == rows && w.seqLength == 96);
+    WB_CHECK(images > 0 && std::abs(w.images - images / rows) < 1e-12 && std::abs(w.patches - patches / rows) < 1e-9);
+    WB_CHECK(std::abs(w.patchesSquared - squares / rows) < 1e-6 && std::abs(w.sampleTokensSquared - lengths2 / rows) < 1e-6);
+    WB_CHECK(std::abs(w.imageTokens + w.textTokens + w.padTokens - 96.0) < 1e-9);  // every position is one of them
+    WB_CHECK(std::abs(w.textTokens - text / rows) < 1e-12 && std::abs(w.padTokens - pad / rows) < 1e-12 &&
+             std::abs(w.imageTokens - image / rows) < 1e-12 && std::abs(w.samples - samples / rows) < 1e-12);
+    // 64 px at patch 16, merge 2: 4 × 4 patches, 4 image tokens per image.
+    WB_CHECK_MSG(std::abs(w.patches - 16.0 * w.images) < 1e-9 && std::abs(w.imageTokens - 4.0 * w.images) < 1e-9,
+                 w.patches << " patches, " << w.imageTokens << " image tokens for " << w.images << " images");
+
+    const fs::path configPath = tmp / "stats.json";
+    std::ofstream(configPath) << core::runConfigToJson(c);
+    const std::string out = (tmp / "stats.out").string();
+    const int rc = test::runProcess({MOE_TRAIN_PATH, "--config", configPath.string(), "--data-stats", "--dump-count", "3"},
+                                    out, 120);
+    WB_CHECK_MSG(rc == 0, "moe-train --data-stats exited " << rc << ": " << test::readFile(out));
+    const auto j = nlohmann::json::parse(test::readFile(out), nullptr, false);
+    WB_CHECK_MSG(!j.is_discarded() && j.value("format", "") == "moe-train-workload" && j.value("version", 0) == 1,
+                 test::readFile(out));
+    if (!j.is_discarded() && j.contains("per_sequence")) {
+        WB_CHECK(j["sequences"].get<double>() == 6 && j["seq_length"].get<int>() == 96);
+        WB_CHECK(std::abs(j["per_sequence"]["patches"].get<double>() - w.patches) < 1e-9);
+        WB_CHECK(std::abs(j["per_sequence"]["sample_tokens_squared"].get<double>() - w.sampleTokensSquared) < 1e-6);
+    }
+    WB_CHECK(test::runProcess({MOE_TRAIN_PATH, "--data-stats"}, out, 60) == 2);
+    WB_CHECK(test::readFile(out).find("--data-stats needs --config") != std::string::npos);
+    WB_CHECK(test::runProcess({MOE_TRAIN_PATH, "--config", configPath.string(), "--data-stats", "--dump-count", "0"}, out,
+                              60) == 2);
+}
+
 }  // namespace
 
 int main()
@@ -156,6 +205,7 @@ int main()
     roundTripInProcess(tmp);
     refusesBadDumps(tmp);
     commandLine(tmp);
+    dataStats(tmp);
     fs::remove_all(tmp);
     return test::checkExitCode("test_batch_dump");
 }

@@ -3,9 +3,9 @@
 // after the count exchange, sub-groups made through a prefixed store (EP- and EDP-shaped), the
 // differentiable all-to-all's backward, point-to-point send/recv (world and a strided sub-group),
 // and a CommError naming the rank and the operation (bad group, send to itself, recv timeout).
-// Plain executable: `test_runtime_collectives N` forks N ranks of itself (before any LibTorch
+// `test_runtime_suites collectives N` forks N ranks of itself (before any LibTorch
 // thread exists) and fails when any rank's checks fail or a rank does not finish in time.
-// `test_runtime_collectives recv-timeout`: 2 ranks, a recv that is never matched times out.
+// `test_runtime_suites collectives recv-timeout`: 2 ranks, a recv that is never matched times out.
 #include "check.h"
 #include "loopback_ranks.h"
 
@@ -15,6 +15,9 @@
 #include "runtime/parallel/process_group.h"
 
 #include <thread>
+
+// One suite of test_runtime_suites (runtime_suites.cpp runs it by name).
+namespace wb::test::suite_collectives {
 
 namespace test = wb::test;
 using namespace wb::rt;
@@ -399,7 +402,7 @@ int runRank(int rank, int ranks, int port)
 
 }  // namespace
 
-int main(int argc, char** argv)
+int run(int argc, char** argv)
 {
     const int port = test::freeLoopbackPort();
     if (argc > 1 && std::string(argv[1]) == "recv-timeout") {
@@ -410,3 +413,5 @@ int main(int argc, char** argv)
     test::runForkedRanks(ranks, [&](int k) { return runRank(k, ranks, port); });
     return test::checkExitCode(("test_runtime_collectives " + std::to_string(ranks)).c_str());
 }
+
+}  // namespace wb::test::suite_collectives

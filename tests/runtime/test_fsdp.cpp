@@ -7,6 +7,9 @@
 
 #include "runtime/parallel/fsdp.h"
 
+// One suite of test_runtime_suites (runtime_suites.cpp runs it by name).
+namespace wb::test::suite_fsdp {
+
 namespace test = wb::test;
 using namespace wb::rt;
 
@@ -153,9 +156,11 @@ void testZero3MatchesUnsharded(bool withRecompute)
 
 }  // namespace
 
-int main()
+int run(int, char**)
 {
     testZero3MatchesUnsharded(false);
     testZero3MatchesUnsharded(true);
     return test::checkExitCode("test_runtime_fsdp");
 }
+
+}  // namespace wb::test::suite_fsdp

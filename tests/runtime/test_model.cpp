@@ -17,6 +17,9 @@
 
 #include <torch/torch.h>
 
+// One suite of test_runtime_suites (runtime_suites.cpp runs it by name).
+namespace wb::test::suite_model {
+
 using namespace wb;
 
 static double maxDiff(const torch::Tensor& a, const torch::Tensor& b)
@@ -357,7 +360,7 @@ static void testPatchUploadMatchesReference()
     WB_CHECK_CLOSE(patches[0][0].item<double>(), batch.patchPixels[0] / 127.5 - 1.0, 1e-7);
 }
 
-int main()
+int run(int, char**)
 {
     torch::set_num_threads(1);
     testRouter();
@@ -371,3 +374,5 @@ int main()
     testPatchUploadMatchesReference();
     return test::checkExitCode("test_runtime_model");
 }
+
+}  // namespace wb::test::suite_model

@@ -19,6 +19,9 @@
 #include <cstring>
 #include <filesystem>
 
+// One suite of test_runtime_suites (runtime_suites.cpp runs it by name).
+namespace wb::test::suite_optimizer {
+
 using namespace wb;
 
 namespace {
@@ -265,7 +268,7 @@ void testCheckpointConversion()
 
 }  // namespace
 
-int main()
+int run(int, char**)
 {
     torch::set_num_threads(1);
     testStepAgainstReference();
@@ -275,3 +278,5 @@ int main()
     testTinyModel();
     return test::checkExitCode("test_runtime_optimizer");
 }
+
+}  // namespace wb::test::suite_optimizer

@@ -9,6 +9,9 @@
 #include "runtime/model/recompute.h"
 #include "runtime/train/runtime_checks.h"
 
+// One suite of test_runtime_suites (runtime_suites.cpp runs it by name).
+namespace wb::test::suite_recompute {
+
 using namespace wb;
 
 namespace {
@@ -133,10 +136,12 @@ void testConfigChecks()
 
 }  // namespace
 
-int main()
+int run(int, char**)
 {
     testRandomFunctionRefused();
     testConfigChecks();
     testModesMatchNone();
     return test::checkExitCode("test_runtime_recompute");
 }
+
+}  // namespace wb::test::suite_recompute

@@ -21,6 +21,9 @@
 
 #include <torch/torch.h>
 
+// One suite of test_runtime_suites (runtime_suites.cpp runs it by name).
+namespace wb::test::suite_router {
+
 using namespace wb;
 
 namespace {
@@ -294,7 +297,7 @@ void testConfigChecks()
 
 }  // namespace
 
-int main()
+int run(int, char**)
 {
     torch::set_num_threads(1);
     testNodeMatchesAutograd();
@@ -304,3 +307,5 @@ int main()
     testConfigChecks();
     return test::checkExitCode("test_runtime_router");
 }
+
+}  // namespace wb::test::suite_router

@@ -17,6 +17,9 @@
 #include <filesystem>
 #include <fstream>
 
+// One suite of test_runtime_suites (runtime_suites.cpp runs it by name).
+namespace wb::test::suite_state {
+
 using namespace wb;
 
 namespace {
@@ -276,7 +279,7 @@ void testOutOfMemoryRanking()
 
 }  // namespace
 
-int main()
+int run(int, char**)
 {
     testFrozenVision();
     testCheckpointRoundTrip();
@@ -284,3 +287,5 @@ int main()
     testOutOfMemoryRanking();
     return test::checkExitCode("test_runtime_state");
 }
+
+}  // namespace wb::test::suite_state

@@ -6,13 +6,16 @@
 //  - split / gather-with-split-gradient around a replicated computation (the gradient is the
 //    replicated one, not TP times it);
 //  - the variable-count gather and reduce-scatter the MoE uses (one rank with zero rows).
-// Plain executable: `test_runtime_tensor_parallel N` forks N ranks of itself (before any
+// `test_runtime_suites tensor_parallel N` forks N ranks of itself (before any
 // LibTorch thread exists); fails when a rank's checks fail or it does not finish in time.
 #include "check.h"
 #include "loopback_ranks.h"
 
 #include "runtime/parallel/process_group.h"
 #include "runtime/parallel/tensor_parallel.h"
+
+// One suite of test_runtime_suites (runtime_suites.cpp runs it by name).
+namespace wb::test::suite_tensor_parallel {
 
 namespace test = wb::test;
 using namespace wb::rt;
@@ -129,10 +132,12 @@ int runRank(int rank, int ranks, int port)
 
 }  // namespace
 
-int main(int argc, char** argv)
+int run(int argc, char** argv)
 {
     const int ranks = argc > 1 ? std::atoi(argv[1]) : 2;
     const int port = test::freeLoopbackPort();
     test::runForkedRanks(ranks, [&](int k) { return runRank(k, ranks, port); });
     return test::checkExitCode(("test_runtime_tensor_parallel " + std::to_string(ranks)).c_str());
 }
+
+}  // namespace wb::test::suite_tensor_parallel

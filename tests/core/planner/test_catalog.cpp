@@ -150,6 +150,32 @@ private slots:
         QVERIFY(!c.addJson("[1,2]", "x.json").ok());
         QVERIFY(!c.addFile("/nonexistent/catalog.json").ok());
     }
+
+    // moe-train's measured rates: the built-in H200 profile, a user file replacing it, and an
+    // entry without its source or with a rate out of range refused whole.
+    void runtimeProfiles()
+    {
+        Catalog c = *loadCatalog(builtinCatalogDir(WB_SOURCE_DIR));
+        const RuntimeRates h200 = c.runtimeRates("moe-train", "H200");
+        QVERIFY(h200.castGbPerS > 0 && h200.optimizerGbPerS > 0 && h200.reduceGbPerS > 0 && h200.stepGapMs > 0);
+        QVERIFY2(h200.source.find("Kineto") != std::string::npos, h200.source.c_str());
+        QVERIFY(c.runtimeRates("moe-train", "b200").source.empty());  // not measured there: assumed
+        QVERIFY(c.addJson(R"({"runtime_profiles": [{"runtime": "moe-train", "hardware": "h200", "cast_gb_s": 3000,
+                              "optimizer_gb_s": 4000, "reduce_gb_s": 3600, "step_gap_ms": 2, "source": "mine"}]})",
+                          "user.json")
+                    .ok());
+        QCOMPARE(c.runtimeRates("moe-train", "h200").castGbPerS, 3000.0);
+        QCOMPARE(c.runtimeProfiles().size(), size_t(1));
+        auto bad = c.addJson(R"({"runtime_profiles": [{"runtime": "moe-train", "hardware": "b200", "cast_gb_s": 0,
+                                 "optimizer_gb_s": 4000, "reduce_gb_s": 3600, "step_gap_ms": 2, "source": "x"},
+                                {"runtime": "moe-train", "hardware": "gb200"}]})",
+                             "bad.json");
+        QVERIFY(!bad.ok());
+        QVERIFY2(bad.error().message.find("\"cast_gb_s\" must be a number") != std::string::npos, bad.error().message.c_str());
+        QVERIFY2(bad.error().message.find("needs \"runtime\", \"hardware\" and \"source\"") != std::string::npos,
+                 bad.error().message.c_str());
+        QVERIFY(c.runtimeRates("moe-train", "b200").source.empty());  // nothing half-loaded
+    }
 };
 
 QTEST_GUILESS_MAIN(TestPlannerCatalog)

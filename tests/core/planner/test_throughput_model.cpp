@@ -256,6 +256,90 @@ private slots:
         QCOMPARE(estimateThroughput(m, recipe30b(), Workload{}, hw, fast).stepMs,
                  estimateThroughput(m, recipe30b(), Workload{}, hw).stepMs);
     }
+
+    // A measured packed shape: n images of P patches each cost exactly n × visionFlops(P), the
+    // decoder FLOPs count the effective tokens with the attention over each sample, and padding
+    // is computed (time) but not counted (FLOPs, tokens).
+    void packedShapeCountsWhatThePackerMade()
+    {
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        const HardwareSpec hw = *catalog().hardware("h200");
+        Layout l;
+        l.worldSize = 1, l.mbs = 2, l.gbs = 2;
+        Workload w;
+        w.packed.images = 10, w.packed.patches = 10 * 1024.0, w.packed.patchesSquared = 10 * 1024.0 * 1024.0;
+        w.packed.imageTokens = 10 * 256.0, w.packed.textTokens = 1200, w.packed.padTokens = 4096 - 2560 - 1200;
+        w.packed.samples = 10;
+        w.packed.sampleTokensSquared = 10 * 376.0 * 376.0;
+        const ThroughputEstimate e = estimateThroughput(m, l, w, hw);
+        const double vision = 10 * visionFlops(m.vision, m.decoder.hiddenSize, 1024);
+        QVERIFY(std::abs(e.visionFlopsPerStep - 2 * vision) < 1e-9 * vision);
+        const double decoder = decoderFlops(m.decoder, std::vector<int64_t>(10, 376));
+        QVERIFY(std::abs(e.modelFlopsPerStep - 2 * (decoder + vision)) < 1e-9 * (decoder + vision));
+        QCOMPARE(e.effectiveTokensPerStep, 2.0 * 3760);
+        // The same tokens as one unpacked sequence per sample cost more attention.
+        Workload unpacked;
+        QVERIFY(termMs(estimateThroughput(m, l, unpacked, hw), "core attention") > termMs(e, "core attention"));
+        // Mock (text only) drops the images of the measured shape too.
+        Workload mock = w;
+        mock.mockTextOnly = true;
+        const ThroughputEstimate em = estimateThroughput(m, l, mock, hw);
+        QCOMPARE(em.visionFlopsPerStep, 0.0);
+        QCOMPARE(em.effectiveTokensPerStep, 2.0 * 1200);
+    }
+
+    // moe-train's own passes: casts per micro-batch, one norm pass, the fused AdamW over every
+    // trainable parameter (28 B, 20 B with bf16 moments), a host gap; each at its measured rate.
+    void moeTrainHasItsOwnPasses()
+    {
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        const HardwareSpec hw = *catalog().hardware("h200");
+        Layout l;
+        l.worldSize = 1, l.mbs = 1, l.gbs = 2, l.useDistributedOptimizer = false;
+        ThroughputOptions o;
+        o.runtime = TrainingRuntime::MoeTrain;
+        o.rates = catalog().runtimeRates("moe-train", "h200");
+        QVERIFY2(!o.rates.source.empty(), "the catalog has no moe-train profile for h200");
+        const ThroughputEstimate e = estimateThroughput(m, l, Workload{}, hw, o);
+        const ThroughputEstimate megatron = estimateThroughput(m, l, Workload{}, hw);
+        QCOMPARE(termMs(megatron, "weight casts (autocast)"), 0.0);
+        const double params = countParameters(m).total();
+        // Two micro-batches: 2 × (6 B forward + 6 B backward) per parameter.
+        QVERIFY(std::abs(termMs(e, "weight casts (autocast)") - 2 * 12.0 * params / (o.rates.castGbPerS * 1e9) * 1e3) <
+                1e-4 * termMs(e, "weight casts (autocast)"));
+        const auto near = [](double a, double b) { return std::abs(a - b) <= 1e-4 * std::abs(b); };
+        QVERIFY(near(termMs(e, "optimizer step"), 28.0 * params / (o.rates.optimizerGbPerS * 1e9) * 1e3));
+        QVERIFY(near(termMs(e, "gradient-norm pass"), 4.0 * params / (o.rates.reduceGbPerS * 1e9) * 1e3));
+        QCOMPARE(termMs(e, "host gap per step"), o.rates.stepGapMs);
+        QVERIFY(termMs(e, "optimizer step") != termMs(megatron, "optimizer step"));
+        Workload bf16;
+        bf16.bf16AdamMoments = true;
+        QVERIFY(std::abs(termMs(estimateThroughput(m, l, bf16, hw, o), "optimizer step") / termMs(e, "optimizer step") -
+                         20.0 / 28.0) < 1e-9);
+        // A frozen encoder is still cast forward, but has no gradient to widen and no step.
+        Layout frozen = l;
+        frozen.freezeVision = true;
+        const ThroughputEstimate f = estimateThroughput(m, frozen, Workload{}, hw, o);
+        const ParameterCounts c = countParameters(m);
+        const double vision = c.visionEncoder + c.projector;
+        QVERIFY(near(termMs(e, "optimizer step") - termMs(f, "optimizer step"), 28.0 * vision / (o.rates.optimizerGbPerS * 1e9) * 1e3));
+        QVERIFY(termMs(f, "weight casts (autocast)") < termMs(e, "weight casts (autocast)"));
+        // Faster casts, shorter cast term; without a measured profile the HBM fractions are assumed and said.
+        ThroughputOptions fast = o;
+        fast.rates.castGbPerS *= 2;
+        QVERIFY(std::abs(termMs(estimateThroughput(m, l, Workload{}, hw, fast), "weight casts (autocast)") * 2 -
+                         termMs(e, "weight casts (autocast)")) < 1e-9);
+        ThroughputOptions assumed;
+        assumed.runtime = TrainingRuntime::MoeTrain;
+        for (const TimeTerm& t : estimateThroughput(m, l, Workload{}, hw, assumed).terms)
+            if (t.name == "weight casts (autocast)" || t.name == "optimizer step")
+                QVERIFY2(t.assumption.find("assumed") != std::string::npos, t.assumption.c_str());
+        // moe-train's LM head runs over the labelled (text) tokens only.
+        Workload w;
+        w.imagesPerSample = 4, w.imageWidth = w.imageHeight = 896;
+        QVERIFY(termMs(estimateThroughput(m, l, w, hw, o), "projection + logits GEMMs") <
+                termMs(estimateThroughput(m, l, w, hw), "projection + logits GEMMs"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestPlannerThroughput)
