@@ -34,6 +34,7 @@ constexpr const char* kUsage =
     "  plan --model M --hardware H --gpus N [...] [--json]  recommendation + ranked layouts\n"
     "  lint FILE [--gpus N] [--hardware H] [--json]         config problems and layout rules, by line\n"
     "  generate --from PLAN_OR_CONFIG --format F --out DIR  runtime | megatron-bridge | slurm | ssh files\n"
+    "  predict FILE --hardware H [--gpus N] [--for R] [--json]  memory, step terms, MFU of one given layout\n"
     "  compare RUN RUN... [--baseline RUN] [--window A:B] [--json] [--report DIR|FILE.html]\n"
     "                                                       steady-state figures, deltas, warnings\n"
     "  export RUN --csv FILE | export RUN RUN... --report DIR|FILE.html\n"
@@ -205,7 +206,7 @@ int runCli(int argc, char** argv)
         {"launch", launchCommand}, {"watch", watchCommand},   {"runs", runsCommand},
         {"show", showCommand},     {"cancel", cancelCommand},
         {"hosts", hostsCommand},
-        {"plan", planCommand}, {"lint", lintCommand}, {"generate", generateCommand},
+        {"plan", planCommand}, {"lint", lintCommand}, {"generate", generateCommand}, {"predict", predictCommand},
         {"compare", compareCommand}, {"export", exportCommand},
     };
     const auto it = kCommands.find(command);

@@ -71,6 +71,7 @@ int hostsSlurmCommand(const CliContext& context, Args args);   // hosts slurm: h
 int planCommand(const CliContext& context, Args args);
 int lintCommand(const CliContext& context, Args args);
 int generateCommand(const CliContext& context, Args args);
+int predictCommand(const CliContext& context, Args args);
 int compareCommand(const CliContext& context, Args args);
 int exportCommand(const CliContext& context, Args args);
 

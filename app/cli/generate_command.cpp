@@ -88,12 +88,7 @@ int generateCommand(const CliContext&, Args args)
     // The packed shape of the real data (moe-train --data-stats), for the prediction.
     std::optional<PackedShape> packed;
     if (workloadPath) {
-        std::ifstream w(*workloadPath);
-        if (!w)
-            return reportError(core::makeError(core::ErrorCode::NotFound, "cannot read the workload file", *workloadPath));
-        std::stringstream wText;
-        wText << w.rdbuf();
-        auto parsed = parsePackedShape(wText.str(), *workloadPath);
+        auto parsed = readWorkloadFile(*workloadPath);
         if (!parsed)
             return reportError(parsed.error());
         packed = *parsed;
@@ -201,14 +196,7 @@ int generateCommand(const CliContext&, Args args)
         ModelSpec spec;
         spec.name = modelName.value_or(config.name);
         spec.model = config.model;
-        Workload workload;
-        workload.seqLength = config.train.seqLength;
-        workload.imagesPerSample = config.data.imagesPerSample;
-        const int side = config.data.source == "mock" ? config.data.mockImageSize
-                                                      : static_cast<int>(std::sqrt(static_cast<double>(config.data.maxPixels)));
-        workload.imageWidth = workload.imageHeight = std::max(0, side);
-        workload.mockTextOnly = side <= 0 || config.data.imagesPerSample <= 0;
-        workload.bf16AdamMoments = config.train.expAvgDtype == "bf16" || config.train.expAvgSqDtype == "bf16";
+        Workload workload = workloadForRunConfig(config);
         if (packed)
             workload.packed = *packed;
         Layout layout = layoutFromRunConfig(config, gpus);

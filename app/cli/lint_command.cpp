@@ -36,15 +36,6 @@ struct Entry {
     std::string fix;
 };
 
-// The smallest world the layout tiles: lcm(TP·PP·CP, PP·EP·ETP) (megatron-bridge.md §3).
-int smallestWorld(const core::RunConfig& c)
-{
-    const core::ParallelConfig& p = c.parallel;
-    const int dense = p.tensorModelParallelSize * p.pipelineModelParallelSize * p.contextParallelSize;
-    const int expert = p.pipelineModelParallelSize * p.expertModelParallelSize * p.expertTensorParallelSize;
-    return std::lcm(dense, expert);
-}
-
 // nlohmann's syntax error names "line L, column C"; keep the line for the FILE:LINE prefix.
 int syntaxErrorLine(const std::string& message)
 {
@@ -110,10 +101,9 @@ int lintCommand(const CliContext&, Args args)
 
     // A perf launcher command names its model (-mr), GPU (-g) and world (-ng) itself; the options
     // still win when given.
-    const bool perfLaunch = looksLikePerfLaunch(text);
-    PerfLaunch perf;
-    if (perfLaunch)
-        perf = importBridgeOverrides(text, false, core::RunConfig{}, 1).perf;
+    const LayoutFileKind kind = layoutFileKind(path, text);
+    const bool perfLaunch = kind.perfLaunch;
+    const PerfLaunch& perf = kind.perf;
     if (perfLaunch && !modelName && !perf.model.empty())
         modelName = perf.model;
     if (perfLaunch && !hardwareName && !perf.hardware.empty())
@@ -148,9 +138,7 @@ int lintCommand(const CliContext&, Args args)
     }
 
     // Megatron-Bridge overrides (YAML file or dotlist) or a runtime config (JSON)?
-    const std::string ext = std::filesystem::path(path).extension().string();
-    const bool yaml = ext == ".yaml" || ext == ".yml";
-    const bool dotlist = !yaml && ext != ".json" && (perfLaunch || looksLikeDotlist(text));
+    const bool yaml = kind.yaml, dotlist = kind.dotlist;
     std::vector<Entry> entries;
     int gpus = 0;
     if (yaml || dotlist) {

@@ -2,6 +2,7 @@
 // option parsing, atomic file writes. Main thread only.
 #include "app/cli/planner_cli.h"
 
+#include "core/planner/prediction.h"
 #include "core/run_store.h"
 
 #include <fcntl.h>
@@ -10,12 +11,52 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
 
 namespace wb::app {
 
 namespace fs = std::filesystem;
 using namespace core::planner;
 
+
+int smallestWorld(const core::RunConfig& c)
+{
+    const core::ParallelConfig& p = c.parallel;
+    return std::lcm(p.tensorModelParallelSize * p.pipelineModelParallelSize * p.contextParallelSize,
+                    p.pipelineModelParallelSize * p.expertModelParallelSize * p.expertTensorParallelSize);
+}
+
+core::Result<std::string> readTextFile(const std::string& path, const std::string& what)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return core::makeError(core::ErrorCode::NotFound, "cannot read the " + what + "; check the path", path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+core::Result<PackedShape> readWorkloadFile(const std::string& path)
+{
+    auto text = readTextFile(path, "workload file");
+    if (!text)
+        return text.error();
+    return parsePackedShape(*text, path);
+}
+
+LayoutFileKind layoutFileKind(const std::string& path, const std::string& text)
+{
+    LayoutFileKind kind;
+    kind.perfLaunch = looksLikePerfLaunch(text);
+    if (kind.perfLaunch)
+        kind.perf = importBridgeOverrides(text, false, core::RunConfig{}, 1).perf;
+    const std::string ext = fs::path(path).extension().string();
+    kind.yaml = ext == ".yaml" || ext == ".yml";
+    kind.dotlist = !kind.yaml && ext != ".json" && (kind.perfLaunch || looksLikeDotlist(text));
+    return kind;
+}
 
 core::Result<Catalog> loadCliCatalog(const std::string& userDir)
 {

@@ -5,7 +5,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 namespace wb::core::planner {
+
+Workload workloadForRunConfig(const RunConfig& config)
+{
+    Workload workload;
+    workload.seqLength = config.train.seqLength;
+    workload.imagesPerSample = config.data.imagesPerSample;
+    const int side = config.data.source == "mock" ? config.data.mockImageSize
+                                                  : static_cast<int>(std::sqrt(static_cast<double>(config.data.maxPixels)));
+    workload.imageWidth = workload.imageHeight = std::max(0, side);
+    workload.mockTextOnly = side <= 0 || config.data.imagesPerSample <= 0;
+    workload.bf16AdamMoments = config.train.expAvgDtype == "bf16" || config.train.expAvgSqDtype == "bf16";
+    return workload;
+}
 
 Result<PackedShape> parsePackedShape(const std::string& text, const std::string& context)
 {

@@ -13,6 +13,11 @@
 
 namespace wb::core::planner {
 
+/// The workload a runtime config trains on, as the planner sees it without a measured shape: its
+/// sequence length, data.images_per_sample images of √max_pixels (real) or mock_image_size (mock)
+/// pixels a side, text-only when there are none, and its Adam moment dtypes.
+Workload workloadForRunConfig(const RunConfig& config);
+
 /// Reads `moe-train --data-stats` output (format "moe-train-workload", version 1) into a
 /// PackedShape; `context` names the file in errors (a missing field, another format).
 Result<PackedShape> parsePackedShape(const std::string& text, const std::string& context);

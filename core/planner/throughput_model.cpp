@@ -393,7 +393,7 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
         const double adamRate = o.rates.optimizerGbPerS > 0 ? o.rates.optimizerGbPerS : 0.83 * hbm;
         const double normRate = o.rates.reduceGbPerS > 0 ? o.rates.reduceGbPerS : 0.74 * hbm;
         const double gapMs = o.rates.stepGapMs > 0 ? o.rates.stepGapMs : 6.0;
-        const std::string rateWhy = measured ? " (measured: " + o.rates.source + ")"
+        const std::string rateWhy = measured ? " (measured: the catalog's moe-train profile for " + hw.name + ")"
                                              : " (assumed: the fraction of HBM bandwidth measured on H200)";
         // Autocast casts every fp32 weight a forward uses to bf16 once per micro-batch (the experts
         // through their own MasterToBf16 pass), 4 + 2 B; backward widens each trainable weight's

@@ -299,6 +299,21 @@ std::optional<int> countArgument(const std::string& countText, int fallback)
     return static_cast<int>(count);
 }
 
+// The config and the micro-batch count of a loader command; nullopt after printing why not.
+std::optional<std::pair<core::RunConfig, int>> loaderArguments(const std::string& configPath, const std::string& countText,
+                                                               int fallback)
+{
+    const std::optional<int> count = countArgument(countText, fallback);
+    if (!count)
+        return std::nullopt;
+    auto config = core::loadRunConfig(configPath);
+    if (!config) {
+        std::cerr << "moe-train: " << config.error().toString() << "\n";
+        return std::nullopt;
+    }
+    return std::make_pair(std::move(*config), *count);
+}
+
 }  // namespace
 
 core::Result<int> dumpLoaderBatches(const core::RunConfig& config, const std::string& dir, int count)
@@ -373,20 +388,16 @@ int runDataStatsCommand(const std::string& configPath, const std::string& countT
         std::cerr << "moe-train: --data-stats needs --config RUN.json\n";
         return 2;
     }
-    const std::optional<int> count = countArgument(countText, 16);
-    if (!count)
+    const auto arguments = loaderArguments(configPath, countText, 16);
+    if (!arguments)
         return 2;
-    auto config = core::loadRunConfig(configPath);
-    if (!config) {
-        std::cerr << "moe-train: " << config.error().toString() << "\n";
-        return 2;
-    }
-    auto batches = loaderBatches(*config, *count);
+    const auto& [config, count] = *arguments;
+    auto batches = loaderBatches(config, count);
     if (!batches) {
         std::cerr << "moe-train: " << batches.error().toString() << "\n";
         return 1;
     }
-    std::cout << packedWorkloadJson(packedWorkload(*batches), *config) << "\n";
+    std::cout << packedWorkloadJson(packedWorkload(*batches), config) << "\n";
     return 0;
 }
 
@@ -396,20 +407,16 @@ int runBatchDumpCommand(const std::string& configPath, const std::string& dir, c
         std::cerr << "moe-train: --dump-batches needs --config RUN.json and a directory\n";
         return 2;
     }
-    const std::optional<int> count = countArgument(countText, 1);
-    if (!count)
+    const auto arguments = loaderArguments(configPath, countText, 1);
+    if (!arguments)
         return 2;
-    auto config = core::loadRunConfig(configPath);
-    if (!config) {
-        std::cerr << "moe-train: " << config.error().toString() << "\n";
-        return 2;
-    }
-    auto written = dumpLoaderBatches(*config, dir, *count);
+    const auto& [config, count] = *arguments;
+    auto written = dumpLoaderBatches(config, dir, count);
     if (!written) {
         std::cerr << "moe-train: " << written.error().toString() << "\n";
         return written.error().code == core::ErrorCode::InvalidArgument ? 2 : 1;
     }
-    std::cout << "moe-train: dumped " << *written << " micro-batch(es) of " << config->name << " to " << dir
+    std::cout << "moe-train: dumped " << *written << " micro-batch(es) of " << config.name << " to " << dir
               << "/index.json\n";
     return 0;
 }

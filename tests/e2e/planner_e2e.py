@@ -186,6 +186,36 @@ def main():
         r = cli("lint", bad_perf)
         check(r.returncode == 2 and "[ep-divides-experts]" in r.stdout, f"lint broken perf command: {r.stdout}{r.stderr}")
 
+        # 9b. predict: any given layout in the formats lint reads, with every term; bad input is exit 2.
+        r = cli("predict", run_json, "--hardware", "gb200", "--gpus", "8", "--json")
+        check(r.returncode == 0, f"predict a runtime config: {r.stderr}")
+        if r.returncode == 0:
+            p = json.loads(r.stdout)
+            check(p["for"] == "moe-train" and p["gpus"] == 8 and p["step_ms"] > 0 and p["memory"]["total_gib"] > 0
+                  and any(t["name"] == "weight casts (autocast)" for t in p["step_terms"])
+                  and all(t["assumption"] for t in p["step_terms"]), f"predict --json of a runtime config: {p}")
+            total = sum(t["ms"] for t in p["step_terms"])
+            check(abs(total - p["step_ms"]) < 1e-6 * p["step_ms"], "the step terms add up to the step")
+        r = cli("predict", os.path.join(tmp, "out-megatron-bridge", "overrides.yaml"), "--model", "qwen3-vl-30b-a3b",
+                "--gpus", "8", "--hardware", "gb200")
+        check(r.returncode == 0 and "predicted for megatron-bridge" in r.stdout and "memory, most-loaded rank" in r.stdout
+              and "MFU" in r.stdout, f"predict Bridge YAML: {r.stdout}{r.stderr}")
+        r = cli("predict", perf, "--json")  # the perf command names model, GPU and world itself
+        check(r.returncode == 0 and json.loads(r.stdout)["gpus"] == 8, f"predict perf_launch.sh: {r.stdout}{r.stderr}")
+        r = cli("predict", run_json, "--gpus", "8")
+        check(r.returncode == 2 and "--hardware is needed" in r.stderr, f"predict without --hardware: {r.stderr}")
+        r = cli("predict", run_json, "--hardware", "gb200", "--gpus", "3")
+        check(r.returncode == 2 and "world size 3 is not a multiple" in r.stderr and "fix:" in r.stderr,
+              f"predict a layout that does not tile 3 GPUs: {r.stderr}")
+        r = cli("predict", bad_yaml, "--hardware", "gb200")
+        check(r.returncode == 2 and "--model" in r.stderr, f"predict a Bridge file without --model: {r.stderr}")
+        r = cli("predict", bad_yaml, "--hardware", "gb200", "--model", "qwen9-vl")
+        check(r.returncode == 2 and "qwen3-vl-30b-a3b" in r.stderr, f"predict an unknown model lists the known ones: {r.stderr}")
+        r = cli("predict", os.path.join(tmp, "nope.json"), "--hardware", "gb200")
+        check(r.returncode == 2 and "cannot read" in r.stderr, f"predict a missing file: {r.stderr}")
+        r = cli("predict", run_json, "--hardware", "gb200", "--gpus", "8", "--workload", run_json)
+        check(r.returncode == 2 and "--data-stats" in r.stderr, f"predict with a file that is not a workload: {r.stderr}")
+
         # 10. Predictions travel with runs: plan -> generate runtime (prediction.json) -> launch.
         db = os.path.join(tmp, "runs.db")
         runs_root = os.path.join(tmp, "runs")
