@@ -7,9 +7,11 @@
 #include "app/cli/cli.h"
 #include "app/cli/planner_cli.h"
 
+#include "core/planner/calibration.h"
 #include "core/planner/lint.h"
 #include "core/planner/plan_json.h"
 #include "core/planner/prediction.h"
+#include "core/run_store.h"
 
 #include <nlohmann/json.hpp>
 
@@ -24,7 +26,7 @@ namespace {
 
 constexpr const char* kSynopsis =
     "predict FILE --hardware H [--gpus N] [--model M] [--for megatron-bridge|moe-train] [--workload W]\n"
-    "        [--catalog DIR] [--json]";
+    "        [--calibrate-run RUN] [--catalog DIR] [--json]   (--calibrate-run reads the store: the default one or --db)";
 
 std::string gib(double bytes, int digits = 2)
 {
@@ -34,7 +36,7 @@ std::string gib(double bytes, int digits = 2)
 }
 
 void printText(const std::string& path, const Candidate& c, const HardwareSpec& hw, const Workload& w,
-               const RuntimeRates& rates, bool moeTrain)
+               const RuntimeRates& rates, bool moeTrain, const std::string& calibration)
 {
     const ThroughputEstimate& t = c.throughput;
     std::printf("%s: %s\n  on %d × %s, predicted for %s\n", path.c_str(), c.layout.describe().c_str(), c.layout.worldSize,
@@ -67,7 +69,9 @@ void printText(const std::string& path, const Candidate& c, const HardwareSpec& 
     for (const LintFinding& f : c.lint)
         std::printf("  %s\n", f.toString().c_str());
     std::printf("\nwhere the numbers come from:\n"
-                "  GEMM, attention and vision efficiencies: the catalog's factors (assumed; plan --calibrate scales them)\n");
+                "  GEMM, attention and vision efficiencies: the catalog's factors (assumed; %s)\n",
+                t.terms.empty() || calibration.empty() ? "--calibrate-run RUN scales each group of terms by one measured run"
+                                                       : ("calibrated per term: " + calibration).c_str());
     if (moeTrain)
         std::printf("  moe-train's casts, norm pass, AdamW and host gap: %s\n",
                     rates.source.empty() ? "assumed (no runtime profile for this hardware: H200's fractions of HBM bandwidth)"
@@ -75,7 +79,7 @@ void printText(const std::string& path, const Candidate& c, const HardwareSpec& 
 }
 
 std::string toJson(const std::string& path, const Candidate& c, const HardwareSpec& hw, const Workload& w,
-                   const RuntimeRates& rates, bool moeTrain)
+                   const RuntimeRates& rates, bool moeTrain, const std::string& calibration)
 {
     nlohmann::ordered_json j;
     j["file"] = path;
@@ -102,14 +106,16 @@ std::string toJson(const std::string& path, const Candidate& c, const HardwareSp
                      {"packed", w.packed.measured() ? nlohmann::ordered_json(w.packed.source) : nlohmann::ordered_json()},
                      {"text_only", w.mockTextOnly}};
     j["measured_rates"] = moeTrain && !rates.source.empty() ? nlohmann::ordered_json(rates.source) : nlohmann::ordered_json();
+    j["term_calibration"] = calibration.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(calibration);
     return j.dump(2);
 }
 
 }  // namespace
 
-int predictCommand(const CliContext&, Args args)
+int predictCommand(const CliContext& context, Args args)
 {
     bool missing = false;
+    const auto calibrateRun = args.takeOption("--calibrate-run", missing);
     auto modelName = args.takeOption("--model", missing);
     auto hardwareName = args.takeOption("--hardware", missing);
     const auto gpusText = args.takeOption("--gpus", missing);
@@ -231,6 +237,22 @@ int predictCommand(const CliContext&, Args args)
         workload.mockTextOnly = config.data.source == "mock" && config.data.mockImageSize <= 0;
     }
 
+    // --calibrate-run: each group of terms scaled by what one stored run of this runtime measured.
+    TermCalibration termCalibration;
+    if (calibrateRun) {
+        auto store = context.openStore();
+        if (!store)
+            return reportError(store.error());
+        auto id = (*store)->resolveRunId(*calibrateRun);
+        if (!id)
+            return reportError(id.error());
+        auto fitted = calibrateTermsFromStore(**store, *id);
+        if (!fitted)
+            return reportError(fitted.error());
+        termCalibration = *fitted;
+        applyTermCalibration(termCalibration, throughput.eff);
+    }
+
     // A layout that does not tile the GPUs (or that the rules reject) is not predicted.
     const std::vector<LintFinding> findings =
         kind.bridge() ? std::vector<LintFinding>{} : lintRunConfig(config, gpus, &*hardware);
@@ -244,9 +266,11 @@ int predictCommand(const CliContext&, Args args)
             return reportError(core::makeError(core::ErrorCode::InvalidArgument,
                                                f.field + ": " + f.message + (f.fix.empty() ? "" : "; fix: " + f.fix), path));
     if (json)
-        std::printf("%s\n", toJson(path, c, *hardware, workload, rates, moeTrain).c_str());
+        std::printf("%s\n", toJson(path, c, *hardware, workload, rates, moeTrain,
+                                    termCalibration.applied() ? termCalibration.describe() : std::string()).c_str());
     else
-        printText(path, c, *hardware, workload, rates, moeTrain);
+        printText(path, c, *hardware, workload, rates, moeTrain,
+                  termCalibration.applied() ? termCalibration.describe() : std::string());
     return kExitOk;
 }
 

@@ -131,4 +131,103 @@ void applyCalibration(const Calibration& calibration, EfficiencyFactors& factors
         factors.stepTimeFactor *= calibration.stepTimeFactor;
 }
 
+std::string TermCalibration::describe() const
+{
+    if (!applied())
+        return "not calibrated per term";
+    return "compute × " + fmt(compute) + ", vision × " + fmt(vision) + ", optimizer × " + fmt(optimizer) + " from " + run;
+}
+
+TermCalibration calibrateTerms(const ThroughputEstimate& predicted, const MeasuredSplit& m, bool frozenVision,
+                               const std::string& run)
+{
+    double compute = 0, vision = 0, optimizer = 0, fixed = 0;
+    for (const TimeTerm& t : predicted.terms)
+        (t.group == TermGroup::Vision ? vision : t.group == TermGroup::Optimizer ? optimizer
+                                              : t.group == TermGroup::Fixed    ? fixed
+                                                                               : compute) += t.ms;
+    TermCalibration c;
+    c.run = run;
+    const double measuredVision = (m.visionMs + m.projectorMs) * (frozenVision ? 1.0 : 3.0);
+    if (vision > 0 && measuredVision > 0)
+        c.vision = measuredVision / vision;
+    if (optimizer > 0 && m.optimizerMs > 0)
+        c.optimizer = m.optimizerMs / optimizer;
+    // What is left of the step is the compute groups' (and the uncalibrated gap's) share.
+    const double left = m.stepMs - vision * c.vision - optimizer * c.optimizer - fixed;
+    if (compute > 0 && left > 0)
+        c.compute = left / compute;
+    return c;
+}
+
+Result<TermCalibration> calibrateTermsFromStore(RunStore& store, const std::string& runId, const CalibrationOptions& options)
+{
+    auto prediction = store.prediction(runId);
+    if (!prediction)
+        return prediction.error();
+    if (!*prediction)
+        return makeError(ErrorCode::InvalidArgument,
+                         "has no planner prediction to calibrate against; launch it from a config generated with "
+                         "--hardware and --gpus (prediction.json)",
+                         runId);
+    const RunPrediction& p = **prediction;
+    const auto detail = nlohmann::json::parse(p.detailJson.empty() ? std::string("{}") : p.detailJson, nullptr, false);
+    if (!p.calibration.empty() || !detail.is_object() || !detail.contains("step_terms") || !detail["step_terms"].is_array())
+        return makeError(ErrorCode::InvalidArgument,
+                         "its prediction has no uncalibrated step terms (a calibrated or older prediction); "
+                         "launch it again with an uncalibrated prediction",
+                         runId);
+    ThroughputEstimate predicted;
+    for (const auto& t : detail["step_terms"]) {
+        TimeTerm term;
+        term.name = t.value("name", std::string());
+        term.ms = t.value("ms", 0.0);
+        term.group = termGroup(term.name);
+        predicted.stepMs += term.ms;
+        predicted.terms.push_back(term);
+    }
+    auto steps = store.steps(runId);
+    if (!steps)
+        return steps.error();
+    SteadyStateOptions steadyOptions;
+    steadyOptions.minSteadySteps = std::max<size_t>(1, options.minSteadySteps);
+    auto window = resolveWindow(*steps, std::nullopt, steadyOptions);
+    if (!window || !window->detected || window->size() < options.minSteadySteps)
+        return makeError(ErrorCode::InvalidArgument,
+                         "no steady state of " + std::to_string(options.minSteadySteps) + " steps yet (" +
+                             std::to_string(steps->size()) + " steps stored)",
+                         runId);
+    const RunFigures figures = computeRunFigures(*steps, *window, std::max(1, p.gpus), 0.0);
+    MeasuredSplit m;
+    m.stepMs = figures.stepMs.valid() ? figures.stepMs.median : 0.0;
+    const auto phases = stepPhases();
+    for (size_t i = 0; i < phases.size(); ++i) {
+        const double v = figures.phaseMs[i].valid() ? figures.phaseMs[i].median : 0.0;
+        const std::string key = phases[i].key;
+        if (key == "vision_ms")
+            m.visionMs = v;
+        else if (key == "projector_ms")
+            m.projectorMs = v;
+        else if (key == "optimizer_ms")
+            m.optimizerMs = v;
+    }
+    if (m.stepMs <= 0 || m.optimizerMs <= 0)
+        return makeError(ErrorCode::InvalidArgument,
+                         "its metrics have no time split (vision_ms, optimizer_ms): a per-term calibration needs a "
+                         "moe-train run",
+                         runId);
+    const bool frozen = detail.value("freeze_vision", false);
+    return calibrateTerms(predicted, m, frozen, "run " + runId);
+}
+
+void applyTermCalibration(const TermCalibration& calibration, EfficiencyFactors& factors)
+{
+    if (!calibration.applied())
+        return;
+    factors.computeTimeFactor = calibration.compute;
+    factors.visionTimeFactor = calibration.vision;
+    factors.optimizerTimeFactor = calibration.optimizer;
+    factors.termCalibration = calibration.describe();
+}
+
 }  // namespace wb::core::planner

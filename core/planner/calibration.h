@@ -62,4 +62,41 @@ Result<Calibration> calibrateFromStore(RunStore& store, const std::string& hardw
 /// Multiplies factors.stepTimeFactor by the calibration's factor when it is applied.
 void applyCalibration(const Calibration& calibration, EfficiencyFactors& factors);
 
+/// The metrics' time split of one measured run (DESIGN.md §3.2; medians over its steady window).
+struct MeasuredSplit {
+    double stepMs = 0;
+    double visionMs = 0;     ///< vision encoder forward
+    double projectorMs = 0;  ///< mergers forward
+    double optimizerMs = 0;  ///< the step, with the gradient-norm pass
+};
+
+/// Per-term calibration from ONE measured run (issue 15 item 4): each group of terms
+/// (throughput_model.h TermGroup) is scaled so the run's prediction matches its split —
+///  - optimizer: the optimizer step + norm pass against optimizer_ms;
+///  - vision: the vision encoder against 3 × (vision + projector forward), backward = 2 × forward
+///    (assumption; 1 × when the encoder is frozen);
+///  - compute: every other per-micro-batch term against what is left of the step after those
+///    two and the host gap (which is not calibrated).
+/// A group the run has no time for (no images, no optimizer term) keeps factor 1.
+struct TermCalibration {
+    double compute = 1.0, vision = 1.0, optimizer = 1.0;
+    std::string run;  ///< which run ("real of h200-1gpu-2026-12-02.json", a run id)
+    bool applied() const { return !run.empty(); }
+    /// "compute × 1.19, vision × 1.15, optimizer × 1.01 from RUN"
+    std::string describe() const;
+};
+
+/// `predicted` is the run's own uncalibrated prediction (its terms); `frozenVision` its layout's.
+TermCalibration calibrateTerms(const ThroughputEstimate& predicted, const MeasuredSplit& measured, bool frozenVision,
+                               const std::string& run);
+
+/// The same from a stored run: its prediction's own terms (detail.step_terms, uncalibrated) and the
+/// medians of its time split over its steady window. Errors name the run and what it lacks (no
+/// prediction, no split in its metrics, no steady state of options.minSteadySteps steps).
+Result<TermCalibration> calibrateTermsFromStore(RunStore& store, const std::string& runId,
+                                                const CalibrationOptions& options = {});
+
+/// Sets the three per-term factors (and their description) of `factors`.
+void applyTermCalibration(const TermCalibration& calibration, EfficiencyFactors& factors);
+
 }  // namespace wb::core::planner

@@ -315,7 +315,8 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
     const double bubble = l.pp > 1 ? double(l.pp - 1) / l.vpp : 0.0;
     auto termLazy = [&](const char* name, double seconds, auto why) {
         if (seconds > 0)
-            est.terms.push_back(o.explain ? TimeTerm{name, seconds * 1e3, why()} : TimeTerm{{}, seconds * 1e3, {}});
+            est.terms.push_back(o.explain ? TimeTerm{name, seconds * 1e3, why(), termGroup(name)}
+                                          : TimeTerm{{}, seconds * 1e3, {}, termGroup(name)});
     };
 #define WB_TERM(name, seconds, why) termLazy(name, seconds, [&] { return std::string(why); })
     const std::string per = " × " + fmt(micro, 0) + " micro-batches";
@@ -431,9 +432,15 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
 
 #undef WB_TERM
     for (TimeTerm& t : est.terms) {
-        t.ms *= o.eff.stepTimeFactor;
+        const double group = t.group == TermGroup::Vision      ? o.eff.visionTimeFactor
+                             : t.group == TermGroup::Optimizer ? o.eff.optimizerTimeFactor
+                             : t.group == TermGroup::Compute   ? o.eff.computeTimeFactor
+                                                               : 1.0;
+        t.ms *= o.eff.stepTimeFactor * group;
         if (o.explain && o.eff.stepTimeFactor != 1.0)
             t.assumption += "; × " + fmt(o.eff.stepTimeFactor) + " (calibrated from stored runs)";
+        if (o.explain && group != 1.0)
+            t.assumption += "; × " + fmt(group, 3) + " (calibrated per term: " + o.eff.termCalibration + ")";
         est.stepMs += t.ms;
     }
     const double seconds = est.stepMs / 1e3;
@@ -445,6 +452,17 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
 }
 
 }  // namespace
+
+TermGroup termGroup(std::string_view name)
+{
+    if (name == "vision encoder")
+        return TermGroup::Vision;
+    if (name == "optimizer step" || name == "gradient-norm pass")
+        return TermGroup::Optimizer;
+    if (name == "host gap per step")
+        return TermGroup::Fixed;
+    return TermGroup::Compute;
+}
 
 const char* trainingRuntimeName(TrainingRuntime runtime)
 {

@@ -11,6 +11,7 @@
 #include "core/planner/workload.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace wb::core::planner {
@@ -41,6 +42,12 @@ struct EfficiencyFactors {
     /// Measured / predicted step time fitted from stored runs (core/planner/calibration.h); every
     /// term is scaled by it. 1.0 = the factors above as they are.
     double stepTimeFactor = 1.0;
+    /// Per-term calibration from one measured run (calibration.h TermCalibration): the terms of
+    /// each group (TimeTerm::group) are scaled by their factor; `termCalibration` says from what.
+    double computeTimeFactor = 1.0;
+    double visionTimeFactor = 1.0;
+    double optimizerTimeFactor = 1.0;
+    std::string termCalibration;
     double hbmEfficiency = 0.80;      ///< achieved / peak HBM bandwidth of streaming elementwise kernels
     double optimizerBytesPerParam = 32;     ///< HBM traffic of one Adam step per locally owned param
     /// Memory-bound traffic per routed (token, expert) pair, fwd+bwd, in bytes per unit of h and of
@@ -72,10 +79,20 @@ struct ThroughputOptions {
     RuntimeRates rates;
 };
 
+/// What a term is calibrated with (calibration.h TermCalibration): the vision encoder from the
+/// measured vision + projector forward, the optimizer step and norm pass from the measured
+/// optimizer time, every other per-micro-batch term (GEMMs, attention, elementwise, casts,
+/// communication, bubble) from what is left of the step; the host gap is not calibrated.
+enum class TermGroup { Compute, Vision, Optimizer, Fixed };
+
+/// The group of a term by its name ("vision encoder" → Vision, ...).
+TermGroup termGroup(std::string_view termName);
+
 struct TimeTerm {
     std::string name;
     double ms = 0;          ///< per step, on the critical path
     std::string assumption;
+    TermGroup group = TermGroup::Compute;
 };
 
 /// "megatron-bridge" or "moe-train": the names plan, generate and stored predictions use.

@@ -279,6 +279,10 @@ def main():
                               "--gbs", "8", "--max-results", "2", "--calibrate")
                 check(r.returncode == 0 and "predicted for moe-train, this plan is for megatron-bridge" in r.stdout,
                       f"plan --calibrate for Megatron-Bridge skips moe-train's predictions: {r.stdout}{r.stderr}")
+        # predict --calibrate-run needs the run's time split; the stand-in trainer writes none.
+        r = store_cli("predict", os.path.join(out, "run.json"), "--hardware", "h200", "--gpus", "1",
+                      "--calibrate-run", run_ids[0])
+        check(r.returncode == 2 and "no time split" in r.stderr, f"predict --calibrate-run without a split: {r.stderr}")
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         rows = con.execute("SELECT run_id, hardware, gpus, step_ms FROM predictions").fetchall()
         con.close()
