@@ -12,7 +12,6 @@
 #include "core/run_prediction.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <cstdlib>

@@ -346,13 +346,14 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
     const double dense = layers * decoderLayerDenseParams(d) / l.tp + countParameters(m).embedding / l.tp;
     const double experts = layers * (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp;
     const int dpN = std::max(1, l.dp()) * l.cp, edpN = std::max(1, l.edp());
+    // The most-loaded stage's parameters, for moe-train's DP allreduce and its own passes below.
+    const RankParameters p = c.moeTrain() ? rankParameters(m, l) : RankParameters{};
     if (c.moeTrain() && !l.useMegatronFsdp) {
         // moe-train's data parallelism (runtime/parallel/gradient_reducer.h): the fp32 gradients
         // themselves are allreduced (ring: 2(n−1)/n × 4 B per parameter sent by each rank), in
         // buckets launched as the last micro-batch's backward produces them. That backward hides
         // at most its own length, and the gradients produced last — the first stage's embedding
         // and vision encoder — are reduced after it in any case.
-        const RankParameters p = rankParameters(m, l);
         const double layerTrainable = m.freezeLanguageModel ? 0.0 : p.layerWeights;
         const double expertGrads = m.freezeLanguageModel ? 0.0 : p.expertWeights;
         const double otherGrads = std::max(0.0, p.trainable - expertGrads);
@@ -387,7 +388,6 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
     if (c.moeTrain()) {
         // moe-train's own passes (runtime/train: trainer.cpp, optimizer.cpp, fused_adamw.cpp), on
         // the most-loaded stage's parameters, at the rates measured on this GPU (RuntimeRates).
-        const RankParameters p = rankParameters(m, l);
         const double hbm = hw.hbmTbPerS * 1e3;  // GB/s
         const bool measured = !o.rates.source.empty();
         const double castRate = o.rates.castGbPerS > 0 ? o.rates.castGbPerS : 0.55 * hbm;
