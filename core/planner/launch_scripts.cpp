@@ -143,7 +143,11 @@ std::string slurmScript(const RunConfig& config, const GeneratorTarget& t)
     // Not inherited by moe-train from here: every task sets its own below from Slurm's values.
     s += "unset RANK LOCAL_RANK WORLD_SIZE GROUP_RANK\n\n";
     s += "mkdir -p \"$RUN_DIR/ckpt\"\n";
-    s += embeddedJson(config, "\"$RUN_DIR/run.json\"");
+    // Written beside and renamed into place: the workbench may be reading run.json from the
+    // shared filesystem (it wrote the same bytes before sbatch) while the job starts, and a
+    // requeued job rewrites it; `cat >` alone would show a reader a truncated file.
+    s += embeddedJson(config, "\"$RUN_DIR/run.json.$SLURM_JOB_ID\"");
+    s += "mv -f \"$RUN_DIR/run.json.$SLURM_JOB_ID\" \"$RUN_DIR/run.json\"\n";
     s += "echo \"$SLURM_JOB_ID\" > \"$RUN_DIR/slurm_job_id\"  # cancel with scancel, not by pid\n\n";
     // pid.<node>.<local rank>: each rank's pid (exec keeps it), so a cancel can check nothing is
     // left. --kill-on-bad-exit: one failed rank ends the others at once instead of after the

@@ -698,6 +698,10 @@ void TestGenerators::slurmScriptStartsOneTrainerPerRank()
     QVERIFY(json.open(QIODevice::ReadOnly));
     QCOMPARE(runConfigHash(parseRunConfig(json.readAll().toStdString()).config), runConfigHash(c));
     QVERIFY(QFileInfo::exists(runDir + QStringLiteral("/ckpt")));
+    // run.json arrives by rename (a reader on the shared filesystem never sees it half-written),
+    // and the job's temporary name is gone.
+    QVERIFY(script.find("cat > \"$RUN_DIR/run.json\"") == std::string::npos);
+    QVERIFY(!QFileInfo::exists(runDir + QStringLiteral("/run.json.4242")));
 }
 
 void TestGenerators::slurmRefusesUnsafeDirectives()
