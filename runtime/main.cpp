@@ -10,6 +10,7 @@
 #include "runtime/data/batch_dump.h"
 #include "runtime/parallel/process_group.h"
 #include "runtime/parallel/rank_launcher.h"
+#include "runtime/train/host_allocator.h"
 #include "runtime/train/peak_probe.h"
 #include "runtime/train/runtime_checks.h"
 #include "runtime/train/trainer.h"
@@ -77,7 +78,7 @@ int validate(const std::string& path, int worldSize)
     return kExitBadConfig;
 }
 
-int selfCheck()
+int selfCheck(const std::string& hostAllocator)
 {
     nlohmann::json j;
     j["moe-train"] = WB_RUNTIME_VERSION;
@@ -90,6 +91,7 @@ int selfCheck()
     j["c10d_nccl"] = static_cast<bool>(WB_WITH_C10D_NCCL);
     j["intra_op_threads"] = torch::get_num_threads();
     j["hardware_threads"] = std::thread::hardware_concurrency();
+    j["host_allocator"] = hostAllocator;  // glibc heap settings applied (host_allocator.h); "" where none
     j["devices"] = nlohmann::json::array({"cpu"});
     if (wb::rt::cudaUsable())
         for (int i = 0; i < static_cast<int>(torch::cuda::device_count()); ++i)
@@ -160,6 +162,7 @@ int main(int argc, char** argv)
     // (Python ignores SIGPIPE, which is why torchrun ranks never see this.) Ignored dispositions
     // survive exec, so the spawned ranks inherit it; a closed stdout then only loses the lines.
     std::signal(SIGPIPE, SIG_IGN);
+    const std::string hostAllocator = wb::rt::tuneHostAllocator();
     std::vector<std::string> args(argv + 1, argv + argc);
     std::string config, runDir, validatePath, nprocText, timeoutText, dumpDir, dumpCountText;
     std::string nnodesText, nodeRankText, masterAddr, masterPortText;  // multi-node, torchrun's names
@@ -179,7 +182,7 @@ int main(int argc, char** argv)
             return 0;
         }
         if (a == "--self-check")
-            return selfCheck();
+            return selfCheck(hostAllocator);
         const size_t first = i;
         if (a == "--resume")
             resume = true;

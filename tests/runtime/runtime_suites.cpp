@@ -4,6 +4,8 @@
 // (docs/build.md: each suite alone took 25–40 s to compile on 2 cores). Each suite lives in its
 // own namespace wb::test::suite_NAME and returns its exit code from run(argc, argv), where
 // argv[0] is the suite's name and argv[1...] its arguments.
+#include "runtime/train/host_allocator.h"
+
 #include <cstring>
 #include <iostream>
 
@@ -18,6 +20,7 @@ namespace wb::test::suite_tensor_parallel { int run(int argc, char** argv); }
 
 int main(int argc, char** argv)
 {
+    wb::rt::tuneHostAllocator();  // as moe-train does: the suites train in this process
     struct Suite {
         const char* name;
         int (*run)(int, char**);

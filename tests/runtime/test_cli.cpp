@@ -66,6 +66,14 @@ int main()
     const json self = json::parse(test::readFile(log), nullptr, false);
     WB_CHECK(self.is_object() && self.contains("libtorch") && self.contains("cuda_available") &&
              self.contains("intra_op_threads"));
+#if defined(__GLIBC__)
+    // The heap keeps freed autograd buffers (host_allocator.h), unless the environment chose.
+    WB_CHECK_MSG(self.value("host_allocator", "") == "mmap threshold 32 MiB, trim threshold 256 MiB, top pad 64 MiB",
+                 self.dump());
+    WB_CHECK(test::runProcess({"/usr/bin/env", "MALLOC_TOP_PAD_=1048576", moeTrain, "--self-check"}, log, 60) == 0);
+    const json chosen = json::parse(test::readFile(log), nullptr, false);
+    WB_CHECK_MSG(chosen.value("host_allocator", "") == "mmap threshold 32 MiB, trim threshold 256 MiB", chosen.dump());
+#endif
     WB_CHECK(test::runProcess({moeTrain, "--bogus"}, log, 60) == 2);
 
     // Training with a bad config exits 2 and leaves status.json saying bad_config.
