@@ -126,7 +126,8 @@ std::string shortNumber(double v)
 }
 
 // A "runtime_profiles" entry: {"runtime": "moe-train", "hardware": "h200", "source": "...",
-// "cast_gb_s", "optimizer_gb_s", "reduce_gb_s", "step_gap_ms"}; a later entry for the same
+// "cast_gb_s", "optimizer_gb_s", "reduce_gb_s", "step_gap_ms", and optionally the collectives:
+// "allreduce_gb_s", "shard_gb_s", "alltoall_gb_s", "ep_sync_ms", "collectives_source"}; a later entry for the same
 // runtime and hardware replaces an earlier one.
 void parseRuntimeProfile(const Json& entry, const std::string& where, std::vector<RuntimeProfile>& out,
                          std::vector<std::string>& errors)
@@ -153,6 +154,20 @@ void parseRuntimeProfile(const Json& entry, const std::string& where, std::vecto
     number("optimizer_gb_s", p.rates.optimizerGbPerS, 1, 1e5);
     number("reduce_gb_s", p.rates.reduceGbPerS, 1, 1e5);
     number("step_gap_ms", p.rates.stepGapMs, 0, 1e4);
+    // Optional: moe-train's collectives (measured on several GPUs), with their own source.
+    auto optionalNumber = [&](const char* key, double& value, double min, double max) {
+        if (entry.find(key) != entry.end())
+            number(key, value, min, max);
+    };
+    optionalNumber("allreduce_gb_s", p.rates.allreduceGbPerS, 1, 1e5);
+    optionalNumber("shard_gb_s", p.rates.shardGbPerS, 1, 1e5);
+    optionalNumber("alltoall_gb_s", p.rates.alltoallGbPerS, 1, 1e5);
+    optionalNumber("ep_sync_ms", p.rates.epSyncMs, 0, 1e3);
+    const bool anyCollective = p.rates.allreduceGbPerS > 0 || p.rates.shardGbPerS > 0 || p.rates.alltoallGbPerS > 0 ||
+                               entry.find("ep_sync_ms") != entry.end();
+    p.rates.collectivesSource = textField(entry, "collectives_source");
+    if (anyCollective && p.rates.collectivesSource.empty())
+        errors.push_back(where + " (" + name + "): collective rates need \"collectives_source\" (where they were measured)");
     if (errors.size() != before)
         return;
     for (RuntimeProfile& existing : out)

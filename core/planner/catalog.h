@@ -45,6 +45,15 @@ struct RuntimeRates {
     double reduceGbPerS = 0;     ///< the gradient-norm pass (reads)
     double stepGapMs = 0;        ///< GPU idle per step (the step's synchronize, the first micro-batch's upload)
     std::string source;          ///< where they were measured; empty = not measured (assumed)
+    // moe-train's collectives between GPUs of one NVLink domain, as bus bandwidth (bytes each rank
+    // sends: 2(n−1)/n·S for an allreduce of S bytes, (n−1)/n·S for a reduce-scatter or all-gather,
+    // (n−1)/n of the dispatched rows for the EP all-to-all); 0 = not measured (assumed fractions
+    // of the NVLink bandwidth). Optional in the profile.
+    double allreduceGbPerS = 0;  ///< DP gradient allreduce (NCCL, bucketed)
+    double shardGbPerS = 0;      ///< FSDP reduce-scatter / all-gather, with the flat-buffer copies around them
+    double alltoallGbPerS = 0;   ///< EP dispatch and combine
+    double epSyncMs = 0;         ///< per MoE layer and forward: the host waits for the routed counts
+    std::string collectivesSource;  ///< where those were measured
 };
 
 struct RuntimeProfile {

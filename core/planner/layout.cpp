@@ -106,6 +106,8 @@ void applyLayout(const Layout& l, RunConfig& c)
     p.useMegatronFsdp = l.useMegatronFsdp;
     p.dataParallelShardingStrategy = l.fsdpStrategy;
     p.overlapGradReduce = l.overlapGradReduce;
+    p.gradReduceInFp32 = l.gradReduceInFp32;
+    p.fsdpReshardAfterForward = l.fsdpReshardAfterForward;
     c.recompute.granularity = l.recomputeGranularity;
     c.recompute.method = l.recomputeMethod;
     c.recompute.recomputeNumLayers = l.recomputeNumLayers;
@@ -137,6 +139,8 @@ Layout layoutFromRunConfig(const RunConfig& c, int worldSize)
     l.useMegatronFsdp = p.useMegatronFsdp;
     l.fsdpStrategy = p.dataParallelShardingStrategy;
     l.overlapGradReduce = p.overlapGradReduce;
+    l.gradReduceInFp32 = p.gradReduceInFp32;
+    l.fsdpReshardAfterForward = p.fsdpReshardAfterForward;
     l.recomputeGranularity = c.recompute.granularity;
     l.recomputeMethod = c.recompute.method;
     l.recomputeNumLayers = c.recompute.recomputeNumLayers;

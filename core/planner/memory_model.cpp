@@ -233,6 +233,16 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
                 fmtCount(largestUnit) + " params per layer");
     else if (l.useMegatronFsdp && l.fsdpStrategy == "optim_grads")
         WB_ADD("FSDP grad reduce-scatter buffer", "other", largestUnit * 4.0, "one layer's fp32 grads before reduce-scatter");
+    if (o.moeTrain && l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params" && !l.fsdpReshardAfterForward) {
+        // moe-train's parallel.fsdp_reshard_after_forward false: every layer's gathered fp32
+        // parameters stay from its forward to its backward (the shard it owns is already counted).
+        const double denseLayer = decoderLayerDenseParams(d) / t * (dpN - 1.0) / dpN;
+        const double expertLayer = (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp * (edpN - 1.0) / edpN;
+        const double vision = first && !l.freezeVision ? counts.visionEncoder / t * (dpN - 1.0) / dpN : 0.0;
+        WB_ADD("FSDP layers kept gathered", "other", (layers * (denseLayer + expertLayer) + vision) * 4.0,
+            "fp32 parameters of every layer gathered from its forward to its backward (fsdp_reshard_after_forward "
+            "false, moe-train), less the rank's own shard");
+    }
 
     // --- activations ---
     const ActivationShape shape = decoderShape(m, l, w, o);

@@ -102,6 +102,14 @@ struct RankParameters {
     double all = 0, trainable = 0;
     double layerWeights = 0;   // the decoder layers' (re-cast by a full re-forward)
     double expertWeights = 0;  // the routed experts' (re-cast by a selective "moe" re-forward)
+    double visionTrainable = 0;  // the vision blocks' and projector's, when they train
+    // Trainable parameters that moe-train's FSDP shards over the expert-data-parallel group (the
+    // routed experts) and over the data-parallel group (the rest).
+    double expertTrainable = 0;
+    // Trainable parameters whose gradients the backward produces last: the first stage's
+    // embedding and vision encoder (the output layer's come first).
+    double lastReady = 0;
+    double denseTrainable() const { return std::max(0.0, trainable - expertTrainable); }
 };
 
 RankParameters rankParameters(const ModelConfig& m, const Layout& l)
@@ -119,10 +127,13 @@ RankParameters rankParameters(const ModelConfig& m, const Layout& l)
         p.all = p.layerWeights;
         const double language = m.freezeLanguageModel ? 0.0 : 1.0;
         p.trainable = language * p.layerWeights;
+        p.expertTrainable = language * p.expertWeights;
         if (s == 0) {
             const double vision = (counts.visionEncoder + counts.projector) / t;
             p.all += counts.embedding / t + vision;
             p.trainable += language * counts.embedding / t + (l.freezeVision ? 0.0 : vision);
+            p.visionTrainable = l.freezeVision ? 0.0 : vision;
+            p.lastReady = language * counts.embedding / t + p.visionTrainable;
         }
         if (s == std::max(1, l.pp) - 1) {
             p.all += counts.outputLayer / t;
@@ -152,8 +163,23 @@ struct Context {
     FlopsSplit split;
     SequenceShape seq;
     double visionPerSample = 0;  // FLOPs, fwd+bwd
+    RankParameters params;       // the most-loaded stage's (moe-train's passes and collectives)
     bool moeTrain() const { return o.runtime == TrainingRuntime::MoeTrain; }
 };
+
+// moe-train's collectives inside the NVLink domain, as bus bandwidth in B/s: the profile's
+// measured rate, else the fraction of the NVLink bandwidth measured on 2×H200 (2026-11-30:
+// allreduce 0.45, FSDP reduce-scatter/all-gather with their copies 0.31, EP all-to-all 0.17).
+// Beyond the domain, the network at the Megatron factor. `measured` says which.
+double moeTrainRate(const Context& c, double measuredGbPerS, double nvlinkFraction, int groupSize, bool* measured = nullptr)
+{
+    if (measured)
+        *measured = measuredGbPerS > 0;
+    const double inDomain = measuredGbPerS > 0 ? measuredGbPerS : nvlinkFraction * c.hw.nvlinkGbPerS;
+    if (groupSize > c.hw.nvlinkDomainSize)
+        return std::min(inDomain, c.hw.networkGbPerS * c.o.eff.networkEfficiency) * 1e9;
+    return inDomain * 1e9;
+}
 
 // Seconds to move `bytes` per GPU over a group of `groupSize` consecutive ranks: the share of
 // peers inside the NVLink domain goes over NVLink, the rest over the network.
@@ -224,7 +250,21 @@ StageTime stageTime(const Context& c, int stage, int layers)
     const bool graphed = l.cudaGraphImpl != "none" && contains(l.cudaGraphScope, "moe_router");
     t.overhead = layers * (graphed ? e.graphedLayerOverheadUs : e.layerOverheadUs) * 1e-6;
 
-    if (l.ep * l.etp > 1) {
+    if (c.moeTrain() && l.ep > 1) {
+        // moe-train's EP (runtime/parallel/expert_parallel.cpp): one NCCL all-to-all of the routed
+        // rows per dispatch and per combine, forward and backward, on the training stream; each
+        // MoE layer's forward first exchanges the routed counts and waits for them on the host
+        // (the splits), which drains the GPU's queue. Rates measured on 2×H200 (profile).
+        const double passes = moeReforward ? 6.0 : 4.0;
+        const double rowBytes = tokensRank * imbalance * d.hiddenSize * 2.0;
+        const double bytes = layers * rowBytes * d.moeRouterTopk * double(l.ep - 1) / l.ep * passes;
+        const double sync = c.o.rates.epSyncMs > 0 ? c.o.rates.epSyncMs : 1.6;
+        t.epComm = bytes / moeTrainRate(c, c.o.rates.alltoallGbPerS, 0.17, l.ep * l.etp) +
+                   layers * (moeReforward ? 2.0 : 1.0) * sync * 1e-3;
+        if (l.etp > 1)
+            t.epComm += transferSeconds(c, layers * rowBytes * d.moeRouterTopk * double(l.etp - 1) * passes, l.etp,
+                                        e.nvlinkEfficiency);
+    } else if (l.ep * l.etp > 1) {
         // Dispatch + combine, forward and backward (4 passes; 6 when the MoE block is re-forwarded).
         // The most-loaded rank receives `imbalance` times the mean. Megatron's alltoall dispatcher
         // (token_dispatcher.py: permute → A2A over EP → AG over ETP; RS over ETP → A2A) sends one
@@ -275,7 +315,35 @@ StageTime stageTime(const Context& c, int stage, int layers)
         const bool crossesDomain = l.worldSize / l.pp >= c.hw.nvlinkDomainSize;
         t.ppComm = bytes / ((crossesDomain ? c.hw.networkGbPerS * e.networkEfficiency : c.hw.nvlinkGbPerS * e.nvlinkEfficiency) * 1e9);
     }
-    if (l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params") {
+    if (c.moeTrain() && l.useMegatronFsdp && (l.fsdpStrategy == "optim_grads" || l.fsdpStrategy == "optim_grads_params")) {
+        // moe-train's FSDP (runtime/parallel/fsdp.h) per micro-batch. ZeRO-2: every trainable
+        // gradient reduce-scattered after the micro-batch's backward, before the next one starts.
+        // ZeRO-3: each vision block and decoder layer all-gathered before its forward (the next
+        // one prefetched: hidden up to the forward's compute), again before its backward unless
+        // kept gathered (hidden up to the backward's), its gradients reduce-scattered right after
+        // it (exposed), the root unit (embedding, output, projector) reduce-scattered once.
+        // Shards and gathers are fp32 (4 B), reductions fp32 or bf16 (grad_reduce_in_fp32).
+        const RankParameters& p = c.params;
+        const int dpN = std::max(1, l.dp()) * l.cp, edpN = std::max(1, l.edp());
+        const double gradBytes = l.gradReduceInFp32 ? 4.0 : 2.0;
+        const double share = double(layers) / std::max(1, d.numLayers / std::max(1, l.pp));
+        const double layerDense = std::max(0.0, p.layerWeights - p.expertWeights) * share + (first ? p.visionTrainable : 0.0);
+        const double layerExperts = p.expertWeights * share;
+        const double shardDense = (dpN - 1.0) / dpN, shardExperts = (edpN - 1.0) / edpN;
+        const double rate = moeTrainRate(c, c.o.rates.shardGbPerS, 0.31, std::max(dpN, edpN));
+        const double forward = (t.expert + t.dense + t.attention + t.vision + t.elementwise) / 3.0;
+        const double backward = 2.0 * forward;
+        if (l.fsdpStrategy == "optim_grads") {
+            t.fsdpComm = (p.denseTrainable() * shardDense + p.expertTrainable * shardExperts) * gradBytes / rate;
+        } else {
+            const double gather = (layerDense * shardDense + layerExperts * shardExperts) * 4.0 / rate;
+            const double rootDense = std::max(0.0, p.denseTrainable() - (p.layerWeights - p.expertWeights) - p.visionTrainable);
+            const double reduce = (layerDense * shardDense + layerExperts * shardExperts) * gradBytes / rate +
+                                  (first || last ? rootDense * shardDense * gradBytes / rate : 0.0);
+            t.fsdpComm = std::max(0.0, gather - forward) + (l.fsdpReshardAfterForward ? std::max(0.0, gather - backward) : 0.0) +
+                         reduce;
+        }
+    } else if (!c.moeTrain() && l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params") {
         const double dense = layers * decoderLayerDenseParams(d) / l.tp;
         const double experts = layers * (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp;
         const int dpN = std::max(1, l.dp()) * l.cp, edpN = std::max(1, l.edp());
@@ -291,7 +359,8 @@ StageTime stageTime(const Context& c, int stage, int layers)
 ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workload& w, const HardwareSpec& hw,
                             const ThroughputOptions& o)
 {
-    Context c{m, l, w, hw, o, splitDecoderFlops(m.decoder), sequenceShape(m, w), visionFlopsOfSample(m, w)};
+    Context c{m, l, w, hw, o, splitDecoderFlops(m.decoder), sequenceShape(m, w), visionFlopsOfSample(m, w),
+              o.runtime == TrainingRuntime::MoeTrain ? rankParameters(m, l) : RankParameters{}};
     ThroughputEstimate est;
     est.runtime = trainingRuntimeName(o.runtime);
     const double samples = l.gbs;
@@ -328,6 +397,14 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
     WB_TERM("memory-bound elementwise", micro * slowest.elementwise, fmt(o.eff.elementwiseBytesPerHidden, 0) + "·h bytes per token per layer + routed permute/unpermute/SwiGLU" + std::string(o.fp8 ? "/FP8 quantize" : "") + " traffic per (token, expert) pair at " + fmt(o.eff.hbmEfficiency) + " of HBM bandwidth" + per);
     WB_TERM("per-layer overhead", micro * slowest.overhead, "router/permute/launch overhead per layer" + per);
     WB_TERM("EP all-to-all (exposed)", micro * slowest.epComm,
+            c.moeTrain()
+                ? "moe-train: NCCL all-to-all of the routed rows, dispatch + combine fwd/bwd, at " +
+                      fmt(moeTrainRate(c, o.rates.alltoallGbPerS, 0.17, l.ep * l.etp) / 1e9, 0) + " GB/s, + " +
+                      fmt(o.rates.epSyncMs > 0 ? o.rates.epSyncMs : 1.6, 2) +
+                      " ms per MoE layer forward while the host waits for the routed counts" +
+                      (o.rates.alltoallGbPerS > 0 ? " (measured: " + o.rates.collectivesSource + ")"
+                                                  : " (assumed: rates measured on 2×H200)") + per
+                :
             l.dispatcherName() + ", dispatch + combine fwd/bwd" +
                 (l.dispatcherType == "flex" ? ", one copy per distinct destination rank" : ", one copy per (token, expert) pair") +
                 (l.etp > 1 ? (l.dispatcherType == "flex" ? " × ETP ranks" : " + all-gather over ETP") : "") +
@@ -337,7 +414,15 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
     WB_TERM("TP/SP collectives (exposed)", micro * slowest.tpComm, "4 all-gathers + 4 reduce-scatters per layer, " + fmt(o.eff.tpExposed) + " exposed");
     WB_TERM("CP ring (exposed)", micro * slowest.cpComm, "K/V exchange, " + fmt(o.eff.cpExposed) + " exposed");
     WB_TERM("PP send/recv", micro * slowest.ppComm, "activations and their gradients between stages");
-    WB_TERM("FSDP collectives (exposed)", micro * slowest.fsdpComm, "per micro-batch all-gather ×2 + reduce-scatter, " + fmt(o.eff.dpExposed) + " exposed");
+    WB_TERM("FSDP collectives (exposed)", micro * slowest.fsdpComm,
+            c.moeTrain() ? (l.fsdpStrategy == "optim_grads"
+                                ? std::string("every gradient reduce-scattered after each micro-batch's backward (moe-train ZeRO-2)")
+                                : std::string("per layer: fp32 all-gather before its forward (prefetched: hidden up to the forward's "
+                                              "compute)") +
+                                      (l.fsdpReshardAfterForward ? " and again before its backward (hidden up to the backward's)" : "") +
+                                      ", its gradients reduce-scattered after it (exposed); moe-train ZeRO-3") +
+                               " at " + fmt(moeTrainRate(c, o.rates.shardGbPerS, 0.31, std::max(1, l.dp()) * l.cp) / 1e9, 0) + " GB/s" + per
+                         : "per micro-batch all-gather ×2 + reduce-scatter, " + fmt(o.eff.dpExposed) + " exposed");
     WB_TERM("pipeline bubble", bubble * slowest.total(), "(p−1)/v = " + fmt(bubble) + " micro-batch slots idle");
 
     // Per-step collectives outside the micro-batch loop: grads reduce-scatter + params all-gather.
@@ -347,25 +432,24 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
     const double experts = layers * (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp;
     const int dpN = std::max(1, l.dp()) * l.cp, edpN = std::max(1, l.edp());
     // The most-loaded stage's parameters, for moe-train's DP allreduce and its own passes below.
-    const RankParameters p = c.moeTrain() ? rankParameters(m, l) : RankParameters{};
+    const RankParameters& p = c.params;
     if (c.moeTrain() && !l.useMegatronFsdp) {
         // moe-train's data parallelism (runtime/parallel/gradient_reducer.h): the fp32 gradients
         // themselves are allreduced (ring: 2(n−1)/n × 4 B per parameter sent by each rank), in
         // buckets launched as the last micro-batch's backward produces them. That backward hides
         // at most its own length, and the gradients produced last — the first stage's embedding
         // and vision encoder — are reduced after it in any case.
-        const double layerTrainable = m.freezeLanguageModel ? 0.0 : p.layerWeights;
         const double expertGrads = m.freezeLanguageModel ? 0.0 : p.expertWeights;
         const double otherGrads = std::max(0.0, p.trainable - expertGrads);
         const double bytes = otherGrads * 8.0 * (dpN - 1.0) / dpN + expertGrads * 8.0 * (edpN - 1.0) / edpN;
         if (bytes > 0) {
-            const bool inDomain = l.worldSize <= hw.nvlinkDomainSize;
-            const double bw = inDomain ? hw.nvlinkGbPerS * o.eff.nvlinkEfficiency : hw.networkGbPerS * o.eff.networkEfficiency;
-            const double comm = bytes / (bw * 1e9);
+            bool measuredRate = false;
+            const double comm = bytes / moeTrainRate(c, o.rates.allreduceGbPerS, 0.45, l.worldSize, &measuredRate);
             // The backward of one micro-batch: 2/3 of its compute (backward = 2 × forward).
             const double backward = 2.0 / 3.0 * (slowest.expert + slowest.dense + slowest.attention + slowest.vision +
                                                  slowest.elementwise);
-            const double tail = p.trainable > 0 ? (p.trainable - layerTrainable) / p.trainable : 0.0;
+            // The share of the allreduced bytes whose gradients are ready only when the backward ends.
+            const double tail = bytes > 0 ? std::min(1.0, p.lastReady * 8.0 * (dpN - 1.0) / dpN / bytes) : 0.0;
             const double exposed = l.overlapGradReduce ? std::max(comm - backward, comm * tail) : comm;
             WB_TERM("DP gradient allreduce (exposed)", exposed,
                     "fp32 gradients allreduced in buckets (2(n−1)/n × 4 B per parameter), " +
@@ -373,8 +457,28 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
                                         ? "overlapped with the last micro-batch's backward (it hides at most that "
                                           "backward; the embedding's and vision's gradients, ready last, are not hidden)"
                                         : "after the backward (overlap_grad_reduce off)") +
-                        ", NVLink at " + fmt(o.eff.nvlinkEfficiency) + " of the link (moe-train)");
+                        ", at " + fmt(moeTrainRate(c, o.rates.allreduceGbPerS, 0.45, l.worldSize) / 1e9, 0) + " GB/s bus bandwidth" +
+                        (measuredRate ? " (measured: " + o.rates.collectivesSource + ")"
+                                      : " (assumed: 0.45 of NVLink, the fraction measured on 2×H200)"));
         }
+    } else if (c.moeTrain()) {
+        // moe-train's FSDP per step (runtime/parallel/fsdp.h): ZeRO-1 reduce-scatters the
+        // accumulated gradients after the last micro-batch's backward; ZeRO-1 and ZeRO-2 then
+        // all-gather the updated fp32 shards into the parameters after the step. Both wait for
+        // the collective (nothing to overlap them with). ZeRO-3's parameters stay sharded.
+        bool measuredRate = false;
+        const double rate = moeTrainRate(c, o.rates.shardGbPerS, 0.31, std::max(dpN, edpN), &measuredRate);
+        const double values = p.denseTrainable() * (dpN - 1.0) / dpN + p.expertTrainable * (edpN - 1.0) / edpN;
+        const std::string why = " at " + fmt(rate / 1e9, 0) + " GB/s bus bandwidth" +
+                                (measuredRate ? " (measured: " + o.rates.collectivesSource + ")"
+                                              : " (assumed: 0.31 of NVLink, the fraction measured on 2×H200)");
+        if (l.fsdpStrategy == "optim")
+            WB_TERM("FSDP gradient reduce-scatter", values * (l.gradReduceInFp32 ? 4.0 : 2.0) / rate,
+                    "the accumulated gradients reduce-scattered once per step after the backward (" +
+                        std::string(l.gradReduceInFp32 ? "fp32" : "bf16") + ")" + why);
+        if (l.fsdpStrategy == "optim" || l.fsdpStrategy == "optim_grads")
+            WB_TERM("FSDP parameter all-gather", values * 4.0 / rate,
+                    "the updated fp32 shards all-gathered into the parameters after the optimizer step" + why);
     } else if (!(l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params")) {
         const double bytes = dense * 6.0 * (dpN - 1.0) / dpN + experts * 6.0 * (edpN - 1.0) / edpN;
         const bool inDomain = l.worldSize <= hw.nvlinkDomainSize;
@@ -412,9 +516,10 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
                 "reads 4 B per trainable parameter at " + fmt(normRate, 0) + " GB/s" + rateWhy);
         // Fused AdamW over every trainable parameter of the rank (moe-train has no distributed
         // optimizer; FSDP shards it): param, grad, m, v read, param, m, v written.
-        const double fsdpShare = l.useMegatronFsdp ? 1.0 / std::max(1, dpN) : 1.0;
+        const double owned = l.useMegatronFsdp ? p.denseTrainable() / std::max(1, dpN) + p.expertTrainable / std::max(1, edpN)
+                                               : p.trainable;
         const double adamBytes = w.bf16AdamMoments ? 20.0 : 28.0;
-        WB_TERM("optimizer step", p.trainable * fsdpShare * adamBytes / (adamRate * 1e9),
+        WB_TERM("optimizer step", owned * adamBytes / (adamRate * 1e9),
                 fmt(adamBytes, 0) + " B per trainable parameter (fp32 param and grad, " +
                     std::string(w.bf16AdamMoments ? "bf16" : "fp32") + " m and v) in one fused pass at " +
                     fmt(adamRate, 0) + " GB/s" + rateWhy);

@@ -11,7 +11,8 @@ Bands (fail when a row leaves its band). Both are regression guards around today
 targets (memory +-5 %, step time +-15 %) are printed per row and NOT all met yet (docs/planner.md
 says which rows miss them and why):
   memory     +-10 %  (target +-5 %: 7 of 9 rows meet it)
-  step time  +-20 %  (target +-15 %: 7 of 9 one-GPU rows meet it, 3 of 15 two-GPU rows)
+  step time  +-20 %  (target +-15 %: 7 of 9 one-GPU rows meet it; the 2-GPU rows whose collectives
+                     the planner models for moe-train: DP, FSDP, EP, PP)
   mock/real  +-10 %  effective tokens/s ratio (the target itself; rows with effective_tokens_per_step)
 usage: predicted_vs_measured.py --cli build/bin/moe-workbench-cli       (ctest: planner_predicted_vs_measured)
 """
@@ -30,6 +31,17 @@ MEMORY_TARGET = 0.05
 MEMORY_LAYOUT_GUARD = 0.16
 STEP_TARGET = 0.15
 STEP_GUARD = 0.20
+# 2-GPU rows whose step time is shown but not guarded, with why. The collective rates of moe-train
+# (resources/catalog/runtime-profiles.json) come from dp-sync, fsdp-optim and ep2-sync; every other
+# DP/FSDP/EP/PP row is predicted from them.
+UNMODELED_LAYOUTS = {
+    "tp2": "moe-train's TP collectives are not modelled (vision TP without SP, ETP partial sums)",
+    "tp2-sp": "moe-train's TP collectives are not modelled",
+    "tp2-sp-etp1": "moe-train's TP collectives are not modelled",
+    "tp2-sp-fsdp": "moe-train's TP collectives are not modelled (and FSDP over DP 1 still copies its units)",
+    "ep2-fsdp": "EP x ZeRO-3 measures ~50 ms more than its parts explain: not understood yet",
+}
+
 MOCK_RATIO_TARGET = 0.10  # the mock/real effective tokens/s ratio, predicted vs measured
 
 
@@ -41,10 +53,10 @@ def merge(base, edit):
             base[key] = value
 
 
-def report(row, step_ms, memory_gib, failures, guard_only=False):
-    """Prints one row; records a failure when it leaves a guard band. guard_only: the 2-GPU layout
-    rows, whose step time the planner misses by up to -71 % today (DP/FSDP collectives and the
-    real-data vision shape, docs/planner.md): their memory is guarded, their step time only shown."""
+def report(row, step_ms, memory_gib, failures, guard_only=False, rate_sources=None):
+    """Prints one row; records a failure when it leaves a guard band. guard_only: a 2-GPU layout
+    row (predicted by the committed layouts.json): memory within its wider guard, step time guarded
+    unless UNMODELED_LAYOUTS names the row."""
     step_err = (step_ms - row["step_ms"]) / row["step_ms"]
     mem_err = (memory_gib - row["peak_gib"]) / row["peak_gib"]
     print(f"{row['name']:28s} {step_ms:8.1f} {row['step_ms']:8.1f} {step_err:+7.1%}   "
@@ -53,7 +65,11 @@ def report(row, step_ms, memory_gib, failures, guard_only=False):
           f"{'' if abs(step_err) <= STEP_TARGET else '   step outside the +-15 % target'}")
     if abs(mem_err) > (MEMORY_LAYOUT_GUARD if guard_only else MEMORY_BAND):
         failures.append(f"{row['name']}: memory {mem_err:+.1%} is outside its guard band")
-    if not guard_only and abs(step_err) > STEP_GUARD:
+    if rate_sources and row["name"] in rate_sources:
+        print(f"{'':28s} (the source of moe-train's measured {rate_sources[row['name']]} rate)")
+    if guard_only and row["name"] in UNMODELED_LAYOUTS:
+        print(f"{'':28s} (step time not guarded: {UNMODELED_LAYOUTS[row['name']]})")
+    elif abs(step_err) > STEP_GUARD:
         failures.append(f"{row['name']}: step time {step_err:+.1%} is outside the +-{STEP_GUARD:.0%} guard")
 
 
@@ -76,7 +92,8 @@ def main():
                     if p is None:
                         failures.append(f"{row['name']}: no prediction in {data['predictions']}")
                         continue
-                    report(row, p["step_ms"], p["memory_gib"], failures, guard_only=True)
+                    report(row, p["step_ms"], p["memory_gib"], failures, guard_only=True,
+                           rate_sources=data.get("rate_sources"))
                 continue
             base = json.load(open(os.path.join(ROOT, data["base_config"])))
             throughput = {}  # row -> (predicted, measured) effective tokens/s/GPU

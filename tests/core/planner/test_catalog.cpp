@@ -175,6 +175,18 @@ private slots:
         QVERIFY2(bad.error().message.find("needs \"runtime\", \"hardware\" and \"source\"") != std::string::npos,
                  bad.error().message.c_str());
         QVERIFY(c.runtimeRates("moe-train", "b200").source.empty());  // nothing half-loaded
+        // The collectives are optional, but a measured rate names where it was measured.
+        QCOMPARE(c.runtimeRates("moe-train", "h200").allreduceGbPerS, 0.0);  // the user's entry has none
+        auto noSource = c.addJson(R"({"runtime_profiles": [{"runtime": "moe-train", "hardware": "b200", "cast_gb_s": 3000,
+                                      "optimizer_gb_s": 4000, "reduce_gb_s": 3600, "step_gap_ms": 2, "source": "x",
+                                      "allreduce_gb_s": 300}]})",
+                                  "collectives.json");
+        QVERIFY(!noSource.ok());
+        QVERIFY2(noSource.error().message.find("\"collectives_source\"") != std::string::npos, noSource.error().message.c_str());
+        Catalog builtin = *loadCatalog(builtinCatalogDir(WB_SOURCE_DIR));
+        const RuntimeRates measured = builtin.runtimeRates("moe-train", "h200");
+        QVERIFY(measured.allreduceGbPerS > 0 && measured.shardGbPerS > 0 && measured.alltoallGbPerS > 0 && measured.epSyncMs > 0);
+        QVERIFY2(measured.collectivesSource.find("dp-sync") != std::string::npos, measured.collectivesSource.c_str());
     }
 };
 

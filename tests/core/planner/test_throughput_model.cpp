@@ -340,6 +340,61 @@ private slots:
         QVERIFY(termMs(estimateThroughput(m, l, w, hw, o), "projection + logits GEMMs") <
                 termMs(estimateThroughput(m, l, w, hw), "projection + logits GEMMs"));
     }
+
+    // moe-train's collectives as its code runs them (throughput_model.cpp, runtime/parallel):
+    // ZeRO-1 pays one reduce-scatter and one all-gather of every trainable value per step, both
+    // waited for; bf16 reduction halves the first; ZeRO-3 kept gathered gathers once instead of
+    // twice; EP pays the all-to-all bytes at the measured rate plus one routed-count wait per MoE
+    // layer forward. Each at the profile's measured rate.
+    void moeTrainCollectivesFollowItsCode()
+    {
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        const HardwareSpec hw = *catalog().hardware("h200");
+        ThroughputOptions o;
+        o.runtime = TrainingRuntime::MoeTrain;
+        o.rates = catalog().runtimeRates("moe-train", "h200");
+        QVERIFY(o.rates.shardGbPerS > 0 && o.rates.allreduceGbPerS > 0 && o.rates.alltoallGbPerS > 0);
+        const auto near = [](double a, double b) { return std::abs(a - b) <= 1e-6 * std::abs(b); };
+        Layout zero1;
+        zero1.worldSize = 2, zero1.mbs = 1, zero1.gbs = 4, zero1.useMegatronFsdp = true, zero1.fsdpStrategy = "optim";
+        const ThroughputEstimate e1 = estimateThroughput(m, zero1, Workload{}, hw, o);
+        const double params = countParameters(m).total();
+        // Half of every fp32 value leaves each of the 2 ranks, once for the gradients, once for the parameters.
+        QVERIFY(near(termMs(e1, "FSDP gradient reduce-scatter"), params * 4.0 / 2 / (o.rates.shardGbPerS * 1e9) * 1e3));
+        QVERIFY(near(termMs(e1, "FSDP parameter all-gather"), termMs(e1, "FSDP gradient reduce-scatter")));
+        QCOMPARE(termMs(e1, "DP grad/param collectives (exposed)"), 0.0);  // Megatron's term is not moe-train's
+        Layout bf16 = zero1;
+        bf16.gradReduceInFp32 = false;
+        QVERIFY(near(termMs(estimateThroughput(m, bf16, Workload{}, hw, o), "FSDP gradient reduce-scatter") * 2,
+                     termMs(e1, "FSDP gradient reduce-scatter")));
+        ThroughputOptions faster = o;
+        faster.rates.shardGbPerS *= 2;
+        QVERIFY(near(termMs(estimateThroughput(m, zero1, Workload{}, hw, faster), "FSDP parameter all-gather") * 2,
+                     termMs(e1, "FSDP parameter all-gather")));
+        // The optimizer steps the rank's shard only.
+        Layout ddp = zero1;
+        ddp.useMegatronFsdp = false, ddp.fsdpStrategy = "no_shard";
+        QVERIFY(near(termMs(e1, "optimizer step") * 2, termMs(estimateThroughput(m, ddp, Workload{}, hw, o), "optimizer step")));
+
+        Layout zero3 = zero1;
+        zero3.fsdpStrategy = "optim_grads_params";
+        Layout kept = zero3;
+        kept.fsdpReshardAfterForward = false;
+        const double reshard = termMs(estimateThroughput(m, zero3, Workload{}, hw, o), "FSDP collectives (exposed)");
+        const double once = termMs(estimateThroughput(m, kept, Workload{}, hw, o), "FSDP collectives (exposed)");
+        QVERIFY2(reshard > once && once > 0, qPrintable(QString("%1 vs %2 ms").arg(reshard).arg(once)));
+
+        Layout ep = ddp;
+        ep.ep = 2;
+        Workload balanced;
+        balanced.forceBalancedRouting = true;
+        const ThroughputEstimate e = estimateThroughput(m, ep, balanced, hw, o);
+        const DecoderConfig& d = m.decoder;
+        // 2 micro-batches × L layers × 4 all-to-alls of T·k rows of h bf16, half of them to the peer.
+        const double bytes = 2.0 * d.numLayers * 4.0 * 4096.0 * d.moeRouterTopk * d.hiddenSize * 2.0 / 2.0;
+        QVERIFY(near(termMs(e, "EP all-to-all (exposed)"),
+                     (bytes / (o.rates.alltoallGbPerS * 1e9) + 2.0 * d.numLayers * o.rates.epSyncMs * 1e-3) * 1e3));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestPlannerThroughput)
