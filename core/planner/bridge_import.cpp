@@ -215,6 +215,18 @@ const std::vector<Field>& fields()
              l.moeSharedExpertOverlap = *b;
              return {};
          }},
+        {"model.use_transformer_engine_op_fuser", "", [](const Value& v, RunConfig&, Layout& l) -> std::string {
+             const auto b = toBool(v);
+             if (!b) return "expected true or false";
+             l.teOpFuser = *b;
+             return {};
+         }},
+        {"mixed_precision.fp8_dot_product_attention", "", [](const Value& v, RunConfig&, Layout& l) -> std::string {
+             const auto b = toBool(v);
+             if (!b) return "expected true or false";
+             l.fp8DotProductAttention = *b;
+             return {};
+         }},
         {"optimizer.exp_avg_dtype", "train.exp_avg_dtype", setMomentDtype([](RunConfig& c) -> std::string& { return c.train.expAvgDtype; })},
         {"optimizer.exp_avg_sq_dtype", "train.exp_avg_sq_dtype", setMomentDtype([](RunConfig& c) -> std::string& { return c.train.expAvgSqDtype; })},
         {"mixed_precision", "train.precision", [](const Value& v, RunConfig& c, Layout&) -> std::string {
@@ -436,6 +448,7 @@ const std::vector<std::string>& bridgeKnownFields()
         "comm_overlap.overlap_moe_expert_parallel_comm", "comm_overlap.delay_wgrad_compute", "ddp.overlap_grad_reduce",
         "ddp.grad_reduce_in_fp32",
         "ddp.overlap_param_gather", "comm_overlap.tp_comm_overlap", "mixed_precision",
+        "model.use_transformer_engine_op_fuser", "mixed_precision.fp8_dot_product_attention",
         // Megatron-Core OptimizerConfig, as NVIDIA's MoE scripts pass them to Bridge (precision-
         // aware optimizer), and the distributed optimizer it requires (Bridge config.py syncs the
         // ddp.* and optimizer.* flags).
@@ -579,6 +592,8 @@ BridgeImport importBridgeOverrides(std::string_view text, bool yaml, const RunCo
     out.layout.useDistributedOptimizer = distributedOptimizer.value_or(true);
     out.layout.overlapMoeExpertParallelComm = extras.overlapMoeExpertParallelComm;
     out.layout.moeSharedExpertOverlap = extras.moeSharedExpertOverlap;
+    out.layout.teOpFuser = extras.teOpFuser;
+    out.layout.fp8DotProductAttention = extras.fp8DotProductAttention;
     return out;
 }
 

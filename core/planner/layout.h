@@ -41,6 +41,9 @@ struct Layout {
     bool useDistributedOptimizer = true;        ///< ddp.use_distributed_optimizer
     bool overlapMoeExpertParallelComm = false;  ///< comm_overlap.overlap_moe_expert_parallel_comm
     bool moeSharedExpertOverlap = false;        ///< model.moe_shared_expert_overlap
+    bool teOpFuser = false;                     ///< model.use_transformer_engine_op_fuser (the perf configs'
+                                                ///< cutedsl_fused_grouped_mlp: the expert MLP as fused kernels)
+    bool fp8DotProductAttention = false;        ///< mixed_precision.fp8_dot_product_attention
 
     int dp() const;   ///< world / (TP·PP·CP), 0 if it does not divide
     int edp() const;  ///< world / (PP·EP·ETP), 0 if it does not divide

@@ -25,6 +25,9 @@ struct EfficiencyFactors {
     double attention = 0.50;          ///< flash attention fwd+bwd, fraction of peak
     double vision = 0.35;             ///< vision encoder + mergers (narrow 1152 width, varlen images)
     double fp8GemmSpeedup = 1.6;      ///< FP8/MXFP8 GEMMs vs BF16 (2× peak less quantize/scale cost)
+    double fp8AttentionSpeedup = 1.4; ///< mixed_precision.fp8_dot_product_attention: FP8 flash attention vs
+                                      ///< BF16, forward and backward together (assumption: the forward gains
+                                      ///< most of 2×, the backward keeps bf16 parts)
     double nvlinkEfficiency = 0.75;   ///< achieved / link bandwidth for NCCL collectives on NVLink
     double networkEfficiency = 0.70;  ///< same, scale-out network
     double alltoallEfficiency = 0.55; ///< NCCL all-to-all vs link bandwidth (many small messages)

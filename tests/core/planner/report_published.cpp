@@ -4,7 +4,9 @@
 #include "core/planner/memory_model.h"
 #include "core/planner/throughput_model.h"
 
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 
 using namespace wb::core::planner;
@@ -45,28 +47,80 @@ Layout make(int world, int tp, int pp, int vpp, int ep, int etp, int mbs, int gb
 
 int main(int argc, char** argv)
 {
+    // --terms: each row's step terms too. --check (ctest planner_published_rows): exit 1 when a row's
+    // predicted/published ratio moves more than 10 % from today's (a regression guard around
+    // errors that are NOT all inside the issue's ±20 % target: docs/planner.md says which and why),
+    // or when the software-version effect below leaves ±10 % of the published one.
     const bool terms = argc > 1 && std::string(argv[1]) == "--terms";
+    const bool check = argc > 1 && std::string(argv[1]) == "--check";
+    const std::map<std::string, double> today = {
+        {"§8 Qwen3-30B-A3B 8×GB200 MXFP8 (26.08)", 1.79},
+        {"§8 Qwen3-30B-A3B 8×GB300 MXFP8 (26.08)", 1.62},
+        {"§8 Qwen3-235B-A22B 256×GB200 MXFP8 (26.08)", 1.46},
+        {"archive Qwen3-235B-A22B 256×GB300 MXFP8 (26.08)", 1.29},
+        {"archive Qwen3-30B-A3B 8×GB200 MXFP8 (26.04.01)", 1.82},
+        {"archive Qwen3-30B-A3B 8×GB300 MXFP8 (26.04.01)", 1.51},
+        {"§8 Qwen3-30B-A3B 8×B200 MXFP8 (26.04.01)", 1.66},
+        {"§8 Qwen3-30B-A3B 16×H100 FP8 (26.04.01)", 1.04},
+        {"archive Qwen3-235B-A22B 256×GB200 MXFP8 (26.04.01)", 1.35},
+        {"archive Qwen3-235B-A22B 256×B200 MXFP8 (26.04.01)", 1.56},
+        {"archive Qwen3-235B-A22B 256×H100 FP8 (26.04.01)", 0.76},
+        {"§8 Qwen3-30B-A3B 16×H100 BF16 HybridEP", 1.11},
+        {"card FSDP 64×GB200 (235B-VL)", 1.15},
+        {"card FSDP 128×B200 (235B-VL)", 0.03},
+        {"card 3D 64×GB200 (235B-VL)", 0.59},
+        {"card FSDP+EDP 32×GB200 (35B-A3B)", 3.41},
+    };
+    int failures = 0;
+    std::map<std::string, double> predicted;
     auto catalog = loadCatalog(builtinCatalogDir(WB_SOURCE_DIR));
     if (!catalog) {
         std::fprintf(stderr, "%s\n", catalog.error().toString().c_str());
         return 1;
     }
-    Layout overlap16 = make(16, 1, 1, 1, 16, 1, 1, 512, "alltoall", "none", false, true);
-    overlap16.overlapMoeExpertParallelComm = true;
+    // §8 rows and the archive's (Bridge docs/performance-summary*.md), each with the layout of the
+    // perf config of its container (scripts/performance/configs/qwen/qwen3_workload_base_configs.py:
+    // 26.04.01 = v0.4.1; 26.06+/26.08 = the file before the July refactor). "graphs" = TE graphs of
+    // moe_router + moe_preprocess ("+attn" adds attn); "full" = full-iteration graphs, which come
+    // with a2a overlap, the fused grouped MLP (TE op fuser) and FP8 attention in those configs.
+    auto fused = [](Layout l) {
+        l.cudaGraphImpl = "full_iteration", l.cudaGraphScope.clear();
+        l.overlapMoeExpertParallelComm = true, l.teOpFuser = true, l.fp8DotProductAttention = true;
+        return l;
+    };
+    auto withAttn = [](Layout l) {
+        l.cudaGraphScope = {"attn", "moe_router", "moe_preprocess"};
+        return l;
+    };
+    Layout h100fp8 = make(16, 1, 1, 1, 16, 1, 1, 1024, "hybridep", "none", false, false);
     Layout h100bf16 = make(16, 1, 2, 12, 8, 1, 1, 512, "hybridep", "none", false, true);
+    Layout h100_235 = make(256, 2, 8, 4, 32, 1, 1, 8192, "alltoall", "none", false, false, 10, 12);
+    h100_235.overlapMoeExpertParallelComm = true;
     Layout b200frozen = make(128, 1, 1, 1, 8, 16, 8, 1024, "alltoall", "full", true, false);
     b200frozen.freezeVision = true;
     const Row rows[] = {
-        {"§8 Qwen3-30B-A3B 8×GB200 MXFP8", "qwen3-vl-30b-a3b", "gb200", make(8, 1, 1, 1, 8, 1, 4, 512, "hybridep", "none", false, true), true, true, 923,
-         "text-only LM = Qwen3-VL-30B decoder; HybridEP + graphs assumed"},
-        {"§8 Qwen3-30B-A3B 8×GB300 MXFP8", "qwen3-vl-30b-a3b", "gb300", make(8, 1, 1, 1, 8, 1, 8, 512, "hybridep", "none", false, true), true, true, 1029,
-         "MBS 8"},
-        {"§8 Qwen3-235B-A22B 256×GB200 MXFP8", "qwen3-vl-235b-a22b", "gb200", make(256, 1, 8, 3, 32, 1, 1, 8192, "hybridep", "none", false, true, 10, 12), true, true, 1077,
+        {"§8 Qwen3-30B-A3B 8×GB200 MXFP8 (26.08)", "qwen3-vl-30b-a3b", "gb200", fused(make(8, 1, 1, 1, 8, 1, 4, 512, "hybridep", "none", false, false)), true, true, 923,
+         "full graphs + fused MLP + FP8 attention + a2a overlap (the config since 26.06)"},
+        {"§8 Qwen3-30B-A3B 8×GB300 MXFP8 (26.08)", "qwen3-vl-30b-a3b", "gb300", fused(make(8, 1, 1, 1, 8, 1, 8, 512, "hybridep", "none", false, false)), true, true, 1029,
+         "MBS 8; as the GB200 row"},
+        {"§8 Qwen3-235B-A22B 256×GB200 MXFP8 (26.08)", "qwen3-vl-235b-a22b", "gb200", fused(make(256, 1, 8, 3, 32, 1, 1, 8192, "hybridep", "none", false, false, 10, 12)), true, true, 1077,
          "PP8 VP3 EP32; stage split 10/12×6/12 assumed (94 layers)"},
-        {"§8 Qwen3-30B-A3B 8×B200 MXFP8", "qwen3-vl-30b-a3b", "b200", make(8, 1, 1, 1, 8, 1, 4, 512, "alltoall", "none", false, true), true, true, 619,
-         "26.04.01; alltoall assumed"},
-        {"§8 Qwen3-30B-A3B 16×H100 FP8", "qwen3-vl-30b-a3b", "h100", overlap16, true, true, 206,
-         "EP16, PP1 MBS1 + EP overlap assumed"},
+        {"archive Qwen3-235B-A22B 256×GB300 MXFP8 (26.08)", "qwen3-vl-235b-a22b", "gb300", fused(make(256, 1, 4, 12, 32, 1, 2, 8192, "hybridep", "none", false, false, 22, 24)), true, true, 1306,
+         "PP4 VP12 EP32 MBS2; stage split 22/24×2/24 assumed"},
+        {"archive Qwen3-30B-A3B 8×GB200 MXFP8 (26.04.01)", "qwen3-vl-30b-a3b", "gb200", make(8, 1, 1, 1, 8, 1, 4, 512, "hybridep", "none", false, true), true, true, 599,
+         "HybridEP, TE graphs router/preprocess; no fused MLP, no FP8 attention"},
+        {"archive Qwen3-30B-A3B 8×GB300 MXFP8 (26.04.01)", "qwen3-vl-30b-a3b", "gb300", make(8, 1, 1, 1, 8, 1, 8, 512, "hybridep", "none", false, true), true, true, 729,
+         "MBS 8; as the GB200 row"},
+        {"§8 Qwen3-30B-A3B 8×B200 MXFP8 (26.04.01)", "qwen3-vl-30b-a3b", "b200", withAttn(make(8, 1, 1, 1, 8, 1, 4, 512, "hybridep", "none", false, true)), true, true, 619,
+         "HybridEP, TE graphs attn/router/preprocess"},
+        {"§8 Qwen3-30B-A3B 16×H100 FP8 (26.04.01)", "qwen3-vl-30b-a3b", "h100", h100fp8, true, true, 206,
+         "EP16 over 2 nodes, HybridEP, no a2a overlap, no graphs, GBS 1024"},
+        {"archive Qwen3-235B-A22B 256×GB200 MXFP8 (26.04.01)", "qwen3-vl-235b-a22b", "gb200", withAttn(make(256, 1, 8, 3, 32, 1, 1, 8192, "hybridep", "none", false, true, 10, 12)), true, true, 840,
+         "PP8 VP3 EP32, TE graphs attn/router/preprocess"},
+        {"archive Qwen3-235B-A22B 256×B200 MXFP8 (26.04.01)", "qwen3-vl-235b-a22b", "b200", make(256, 1, 8, 1, 8, 1, 1, 8192, "alltoall", "none", false, false, 10, 12), true, true, 560,
+         "PP8 EP8, alltoall, no a2a overlap, no graphs"},
+        {"archive Qwen3-235B-A22B 256×H100 FP8 (26.04.01)", "qwen3-vl-235b-a22b", "h100", h100_235, true, true, 253,
+         "TP2 PP8 VP4 EP32, alltoall + a2a overlap"},
         {"§8 Qwen3-30B-A3B 16×H100 BF16 HybridEP", "qwen3-vl-30b-a3b", "h100", h100bf16, true, false, 299.4,
          "PP2 VP12 EP8 MBS1 assumed (the Bridge H100 recipe); published peak 62.2 GiB"},
         {"card FSDP 64×GB200 (235B-VL)", "qwen3-vl-235b-a22b", "gb200", make(64, 1, 1, 1, 64, 1, 4, 256, "hybridep", "full", true, false), false, false, 470,
@@ -97,12 +151,35 @@ int main(int argc, char** argv)
             std::snprintf(buf, sizeof buf, "%.0f tok/s/GPU (%.2f× real)", m.tokensPerSecPerGpu, m.tokensPerSecPerGpu / e.tokensPerSecPerGpu);
             mock = buf;
         }
+        predicted[r.label] = e.tflopsPerGpu;
+        const auto guard = today.find(r.label);
+        if (guard == today.end() || std::abs(e.tflopsPerGpu / r.published / guard->second - 1.0) > 0.10) {
+            ++failures;
+            std::fprintf(stderr, "FAIL %s: predicted/published %.2f, today's guard %.2f ± 10 %%\n", r.label,
+                         e.tflopsPerGpu / r.published, guard == today.end() ? 0.0 : guard->second);
+        }
         std::printf("| %s | %.0f | %.0f | %.2f | %.1f%% | %.0f | %.1f | %s | %s |\n", r.label, e.tflopsPerGpu, r.published,
                     e.tflopsPerGpu / r.published, 100 * e.mfu, e.tokensPerSecPerGpu, MemoryEstimate::gib(mem.total()), mock.c_str(), r.note);
         if (terms)
             for (const TimeTerm& t : e.terms)
                 std::printf("|   | %s: %.0f ms (%.0f%%) | %s |\n", t.name.c_str(), t.ms, 100 * t.ms / e.stepMs, t.assumption.c_str());
     }
+    // The same model and GPUs, the perf config of 26.04.01 against that of 26.08 (full-iteration
+    // graphs, fused expert MLP, FP8 attention, a2a overlap): the knobs' terms against the
+    // published gain, whatever the base efficiency.
+    for (const char* gpu : {"GB200", "GB300"}) {
+        const std::string now = std::string("§8 Qwen3-30B-A3B 8×") + gpu + " MXFP8 (26.08)";
+        const std::string before = std::string("archive Qwen3-30B-A3B 8×") + gpu + " MXFP8 (26.04.01)";
+        const double published = (std::string(gpu) == "GB200" ? 923.0 / 599.0 : 1029.0 / 729.0);
+        const double model = predicted[now] / predicted[before];
+        std::printf("\n26.08 / 26.04.01 config on 8×%s (Qwen3-30B-A3B): predicted %.2f×, published %.2f× (%+.1f %%)", gpu, model,
+                    published, 100 * (model / published - 1));
+        if (std::abs(model / published - 1) > 0.10) {
+            ++failures;
+            std::fprintf(stderr, "FAIL the 26.08 config's gain on %s: predicted %.2f× vs published %.2f×\n", gpu, model, published);
+        }
+    }
+    std::printf("\n");
     std::printf("\nDeepSeek-V3 (256×GB200, 1276 TFLOP/s/GPU) is not predicted: MLA attention, dense layers and the shared expert are outside core/model_flops.h.\n");
-    return 0;
+    return check && failures > 0 ? 1 : 0;
 }

@@ -167,6 +167,7 @@ private slots:
     void runtimeFormatsDispatchByAllToAll();  // and plain 1F1B for virtual stages
     void planJsonRoundTrips();
     void bridgeImportChecksMomentDtypes();
+    void bridgeImportReadsFusedConfigKnobs();
     void jsonPathLine_data();
     void jsonPathLine();
 };
@@ -956,6 +957,27 @@ void TestGenerators::jsonPathLine()
                        "    \"tensor_model_parallel_size\": 2 }\n"
                        "}\n";
     QCOMPARE(planner::jsonPathLine(text, path.toStdString()), line);
+}
+
+// The 26.06+ perf configs' knobs reach the layout the planner predicts (planner-only fields).
+void TestGenerators::bridgeImportReadsFusedConfigKnobs()
+{
+    RunConfig base;
+    base.model = qwen30b().model;
+    const BridgeImport r = importBridgeOverrides("model.use_transformer_engine_op_fuser=true\n"
+                                                 "mixed_precision.fp8_dot_product_attention=true\n"
+                                                 "comm_overlap.overlap_moe_expert_parallel_comm=true\n"
+                                                 "model.cuda_graph_impl=full_iteration\n",
+                                                 false, base, 8);
+    for (const auto& p : r.problems)
+        QVERIFY2(!p.error, p.message.c_str());
+    QVERIFY(r.layout.teOpFuser && r.layout.fp8DotProductAttention && r.layout.overlapMoeExpertParallelComm);
+    QCOMPARE(r.layout.cudaGraphImpl, std::string("full_iteration"));
+    const BridgeImport bad = importBridgeOverrides("model.use_transformer_engine_op_fuser=maybe\n", false, base, 8);
+    bool named = false;
+    for (const auto& p : bad.problems)
+        named = named || (p.key == "model.use_transformer_engine_op_fuser" && p.error);
+    QVERIFY(named);
 }
 
 QTEST_GUILESS_MAIN(TestGenerators)

@@ -341,6 +341,44 @@ private slots:
                 termMs(estimateThroughput(m, l, w, hw), "projection + logits GEMMs"));
     }
 
+    // The knobs of the 26.06+ perf configs: full-iteration graphs drop the per-layer launch
+    // overhead, the TE op fuser (fused expert MLP) drops the SwiGLU/quantize traffic, FP8
+    // attention speeds up attention only under FP8 — and none of them touches anything else.
+    void fusedConfigKnobsMoveOnlyTheirTerms()
+    {
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        const HardwareSpec hw = *catalog().hardware("gb200");
+        Workload w;
+        w.mockTextOnly = w.forceBalancedRouting = true;
+        ThroughputOptions o;
+        o.fp8 = true;
+        Layout base = recipe30b();
+        base.cudaGraphImpl = "transformer_engine", base.cudaGraphScope = {"moe_router", "moe_preprocess"};
+        const ThroughputEstimate b = estimateThroughput(m, base, w, hw, o);
+        Layout full = base;
+        full.cudaGraphImpl = "full_iteration", full.cudaGraphScope.clear();
+        QVERIFY(termMs(b, "per-layer overhead") > 0);
+        QCOMPARE(termMs(estimateThroughput(m, full, w, hw, o), "per-layer overhead"), 0.0);
+        Layout fused = base;
+        fused.teOpFuser = true;
+        const ThroughputEstimate f = estimateThroughput(m, fused, w, hw, o);
+        QVERIFY(termMs(f, "memory-bound elementwise") < termMs(b, "memory-bound elementwise"));
+        QCOMPARE(termMs(f, "expert GEMMs"), termMs(b, "expert GEMMs"));
+        Layout attn = base;
+        attn.fp8DotProductAttention = true;
+        const ThroughputEstimate a = estimateThroughput(m, attn, w, hw, o);
+        QVERIFY(std::abs(termMs(a, "core attention") * o.eff.fp8AttentionSpeedup - termMs(b, "core attention")) < 1e-9);
+        ThroughputOptions bf16 = o;
+        bf16.fp8 = false;
+        QCOMPARE(termMs(estimateThroughput(m, attn, w, hw, bf16), "core attention"),
+                 termMs(estimateThroughput(m, base, w, hw, bf16), "core attention"));
+        // Where the model is not validated, the term says so.
+        bool said = false;
+        for (const TimeTerm& t : b.terms)
+            said = said || (t.name == "expert GEMMs" && t.assumption.find("NOT validated on Blackwell") != std::string::npos);
+        QVERIFY(said);
+    }
+
     // moe-train's collectives as its code runs them (throughput_model.cpp, runtime/parallel):
     // ZeRO-1 pays one reduce-scatter and one all-gather of every trainable value per step, both
     // waited for; bf16 reduction halves the first; ZeRO-3 kept gathered gathers once instead of
