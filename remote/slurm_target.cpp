@@ -291,8 +291,13 @@ Result<void> SlurmTarget::validateConfig(const std::string& configJson)
 Result<std::string> SlurmTarget::checkLoginNode()
 {
     const std::string moe = shellQuotePath(m_options.ssh.moeTrainPath);
+    // A slurm_conf that is not there: sbatch would first try a configless DNS lookup of the
+    // controller (about a minute) and then fail without naming the file.
+    const std::string conf = m_options.slurm.slurmConf.empty()
+                                 ? std::string()
+                                 : "[ -f \"$SLURM_CONF\" ] || exit 125\n";
     auto checked = runScript("for c in sbatch squeue scancel scontrol; do command -v \"$c\" >/dev/null 2>&1 || "
-                             "{ echo \"$c\"; exit 126; }; done\n"
+                             "{ echo \"$c\"; exit 126; }; done\n" + conf +
                              "[ -x " + moe + " ] || exit 127\n"
                              "printf '%s' \"$HOME\"\n",
                              m_ssh.commandTimeout());
@@ -303,13 +308,20 @@ Result<std::string> SlurmTarget::checkLoginNode()
                          "'" + trimmed(checked->out) + "' is not on the login node's PATH for non-interactive "
                          "SSH commands; is this host a Slurm login node?",
                          name());
+    if (checked->exitStatus == 125)
+        return makeError(ErrorCode::NotFound,
+                         "slurm.json sets slurm_conf for this host, but the login node has no such file; correct "
+                         "the path (`hosts slurm NAME --slurm-conf PATH`) or remove it to use the login node's default",
+                         name() + ":" + m_options.slurm.slurmConf);
     if (checked->exitStatus == 127)
         return makeError(ErrorCode::NotFound,
                          "moe-train is missing or not executable on the login node; build the runtime on the "
                          "cluster's shared filesystem and register its path with hosts add --remote-moe-train",
                          name() + ":" + m_options.ssh.moeTrainPath);
     if (checked->exitStatus != 0)
-        return makeError(ErrorCode::Failed, "checking the login node failed: " + trimmed(checked->err), name());
+        return makeError(ErrorCode::Failed,
+                         "checking the login node failed (exit " + std::to_string(checked->exitStatus) + "): " + trimmed(checked->err),
+                         name());
     // The generated script quotes MOE_TRAIN, so "~/" must be expanded here.
     std::string moeTrain = m_options.ssh.moeTrainPath;
     if (moeTrain.rfind("~/", 0) == 0)

@@ -88,11 +88,12 @@ rc=$?
 check '[ $rc -eq 0 ] && [ "$(grep -c "^step " "$tmp/watch.out")" -eq 8 ]' "watch (asked again: a new process) follows the 2-rank run to its 8 steps (rc $rc)"
 
 # slurm:A: the login node's session asks too. Past authentication the launch stops at the login
-# node check or at sbatch (no cluster is running for this test): either way not at the password.
+# node check (no cluster is running for this test, and the slurm_conf it names does not exist: the
+# check says so at once, before sbatch would spend a minute on a configless lookup): not at the password.
 printf '{"version": 1, "hosts": {"pw1": {"slurm_conf": "%s"}}}\n' "$tmp/no cluster/slurm.conf" >"$tmp/data/slurm.json"
 at_tty "$secret" "$tmp/slurm.prompts" launch --target slurm:pw1 --config "$tmp/short.json" >"$tmp/slurm.out" 2>&1
 check '[ "$(grep -c -F "$where" "$tmp/slurm.prompts")" -ge 1 ]' "launch --target slurm:pw1 asks for the login node"
-check '! grep -q "authentication refused" "$tmp/slurm.out" && grep -q -E "sbatch refused|not on the login node|moe-train is missing" "$tmp/slurm.out"' "and gets past authentication to the Slurm step: $(grep -m1 -E 'sbatch refused|not on the login node|moe-train is missing' "$tmp/slurm.out" | cut -c1-100)"
+check '! grep -q "authentication refused" "$tmp/slurm.out" && grep -q -E "sbatch refused|not on the login node|moe-train is missing|login node has no such file" "$tmp/slurm.out"' "and gets past authentication to the Slurm step: $(grep -m1 -E 'sbatch refused|not on the login node|moe-train is missing|login node has no such file' "$tmp/slurm.out" | cut -c1-160)"
 
 # The "password" method instead of keyboard-interactive.
 port2=$(free_port)
