@@ -109,6 +109,18 @@ Apply setBool(std::function<bool&(RunConfig&)> slot)
     };
 }
 
+// A planner-only Layout flag (no RunConfig field), e.g. comm_overlap.overlap_moe_expert_parallel_comm.
+Apply setLayoutBool(bool Layout::*field)
+{
+    return [field](const Value& v, RunConfig&, Layout& l) -> std::string {
+        const auto b = toBool(v);
+        if (!b)
+            return "expected true or false";
+        l.*field = *b;
+        return {};
+    };
+}
+
 Apply setText(std::function<std::string&(RunConfig&)> slot, std::vector<std::string> allowed, std::string nullValue = {})
 {
     return [slot, allowed, nullValue](const Value& v, RunConfig& c, Layout&) -> std::string {
@@ -203,30 +215,10 @@ const std::vector<Field>& fields()
         {"ddp.data_parallel_sharding_strategy", "parallel.data_parallel_sharding_strategy", setText([](RunConfig& c) -> std::string& { return c.parallel.dataParallelShardingStrategy; }, {"no_shard", "optim", "optim_grads", "optim_grads_params"})},
         {"ddp.overlap_grad_reduce", "parallel.overlap_grad_reduce", setBool([](RunConfig& c) -> bool& { return c.parallel.overlapGradReduce; })},
         {"ddp.grad_reduce_in_fp32", "parallel.grad_reduce_in_fp32", setBool([](RunConfig& c) -> bool& { return c.parallel.gradReduceInFp32; })},
-        {"comm_overlap.overlap_moe_expert_parallel_comm", "", [](const Value& v, RunConfig&, Layout& l) -> std::string {
-             const auto b = toBool(v);
-             if (!b) return "expected true or false";
-             l.overlapMoeExpertParallelComm = *b;
-             return {};
-         }},
-        {"model.moe_shared_expert_overlap", "", [](const Value& v, RunConfig&, Layout& l) -> std::string {
-             const auto b = toBool(v);
-             if (!b) return "expected true or false";
-             l.moeSharedExpertOverlap = *b;
-             return {};
-         }},
-        {"model.use_transformer_engine_op_fuser", "", [](const Value& v, RunConfig&, Layout& l) -> std::string {
-             const auto b = toBool(v);
-             if (!b) return "expected true or false";
-             l.teOpFuser = *b;
-             return {};
-         }},
-        {"mixed_precision.fp8_dot_product_attention", "", [](const Value& v, RunConfig&, Layout& l) -> std::string {
-             const auto b = toBool(v);
-             if (!b) return "expected true or false";
-             l.fp8DotProductAttention = *b;
-             return {};
-         }},
+        {"comm_overlap.overlap_moe_expert_parallel_comm", "", setLayoutBool(&Layout::overlapMoeExpertParallelComm)},
+        {"model.moe_shared_expert_overlap", "", setLayoutBool(&Layout::moeSharedExpertOverlap)},
+        {"model.use_transformer_engine_op_fuser", "", setLayoutBool(&Layout::teOpFuser)},
+        {"mixed_precision.fp8_dot_product_attention", "", setLayoutBool(&Layout::fp8DotProductAttention)},
         {"optimizer.exp_avg_dtype", "train.exp_avg_dtype", setMomentDtype([](RunConfig& c) -> std::string& { return c.train.expAvgDtype; })},
         {"optimizer.exp_avg_sq_dtype", "train.exp_avg_sq_dtype", setMomentDtype([](RunConfig& c) -> std::string& { return c.train.expAvgSqDtype; })},
         {"mixed_precision", "train.precision", [](const Value& v, RunConfig& c, Layout&) -> std::string {
