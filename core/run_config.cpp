@@ -445,15 +445,25 @@ RunConfigParse parseRunConfig(std::string_view jsonText)
     Json root = Json::parse(jsonText.begin(), jsonText.end(), nullptr, /*allow_exceptions=*/false);
     if (root.is_discarded()) {
         // Re-parse with exceptions only to get the position; the message names line and column.
+        // A number beyond double range (1e999) is not a syntax error: the library reports it as
+        // out_of_range 406, which must become the same clear problem, never an uncaught exception.
         std::string where;
+        bool overflow = false;
         try {
             Json ignored = Json::parse(jsonText.begin(), jsonText.end());
             (void)ignored;
-        } catch (const Json::parse_error& e) {
+        } catch (const Json::out_of_range& e) {
+            where = e.what();
+            overflow = e.id == 406;
+        } catch (const Json::exception& e) {
             where = e.what();
         }
-        result.problems.push_back({"", "the file is not valid JSON (" + where + ")",
-                                   "fix the syntax at the position given (a missing comma or quote is typical)"});
+        if (overflow)
+            result.problems.push_back({"", "a number in the file is beyond the range of a double (" + where + ")",
+                                       "write a finite value (at most about 1.8e308), e.g. 3e-4 for a learning rate"});
+        else
+            result.problems.push_back({"", "the file is not valid JSON (" + where + ")",
+                                       "fix the syntax at the position given (a missing comma or quote is typical)"});
         return result;
     }
     if (!root.is_object()) {
@@ -461,6 +471,7 @@ RunConfigParse parseRunConfig(std::string_view jsonText)
                                    "write the config as { \"model\": {...}, \"train\": {...}, ... }"});
         return result;
     }
+    result.readable = true;
     Reader reader(result.problems);
     reader.begin(root);
     visitConfig(reader, result.config);

@@ -157,6 +157,7 @@ struct ConfigProblem {
 struct RunConfigParse {
     RunConfig config;                     ///< defaults where the JSON was silent or wrong
     std::vector<ConfigProblem> problems;  ///< syntax, unknown keys, types, ranges, consistency
+    bool readable = false;                ///< the text was a JSON object (else `config` is all defaults)
     bool ok() const { return problems.empty(); }
 };
 

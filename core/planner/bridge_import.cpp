@@ -83,19 +83,27 @@ std::optional<bool> toBool(const Value& v)
     return std::nullopt;
 }
 
-Apply setInt(std::function<int&(RunConfig&)> slot, bool nullIsOne = false)
+// `minimum`: the smallest value the field takes (parallel sizes, batch sizes and lengths: 1). A
+// value below it is a problem on its line and is not applied, so nothing later divides by it.
+Apply setInt(std::function<int&(RunConfig&)> slot, bool nullIsOne = false, int minimum = 0)
 {
-    return [slot, nullIsOne](const Value& v, RunConfig& c, Layout&) -> std::string {
+    return [slot, nullIsOne, minimum](const Value& v, RunConfig& c, Layout&) -> std::string {
         if (v.isNull && nullIsOne) {
             slot(c) = 1;
             return {};
         }
-        const auto n = toInt(v);
-        if (!n)
-            return "expected a whole number";
+        const auto n = toInt(v);  // negative or beyond 1e6: none
+        if (!n || *n < minimum)
+            return "expected a whole number" + (minimum > 0 ? " >= " + std::to_string(minimum) : std::string());
         slot(c) = *n;
         return {};
     };
+}
+
+// Parallel sizes, batch sizes and sequence lengths: at least 1 (0 would divide the GPUs by zero).
+Apply setSize(std::function<int&(RunConfig&)> slot, bool nullIsOne = false)
+{
+    return setInt(std::move(slot), nullIsOne, 1);
 }
 
 Apply setBool(std::function<bool&(RunConfig&)> slot)
@@ -172,16 +180,16 @@ struct Field {
 const std::vector<Field>& fields()
 {
     static const std::vector<Field> table = {
-        {"model.tensor_model_parallel_size", "parallel.tensor_model_parallel_size", setInt([](RunConfig& c) -> int& { return c.parallel.tensorModelParallelSize; })},
-        {"model.pipeline_model_parallel_size", "parallel.pipeline_model_parallel_size", setInt([](RunConfig& c) -> int& { return c.parallel.pipelineModelParallelSize; })},
-        {"model.virtual_pipeline_model_parallel_size", "parallel.virtual_pipeline_model_parallel_size", setInt([](RunConfig& c) -> int& { return c.parallel.virtualPipelineModelParallelSize; }, true)},
-        {"model.context_parallel_size", "parallel.context_parallel_size", setInt([](RunConfig& c) -> int& { return c.parallel.contextParallelSize; })},
-        {"model.expert_model_parallel_size", "parallel.expert_model_parallel_size", setInt([](RunConfig& c) -> int& { return c.parallel.expertModelParallelSize; })},
-        {"model.expert_tensor_parallel_size", "parallel.expert_tensor_parallel_size", setInt([](RunConfig& c) -> int& { return c.parallel.expertTensorParallelSize; }, true)},
+        {"model.tensor_model_parallel_size", "parallel.tensor_model_parallel_size", setSize([](RunConfig& c) -> int& { return c.parallel.tensorModelParallelSize; })},
+        {"model.pipeline_model_parallel_size", "parallel.pipeline_model_parallel_size", setSize([](RunConfig& c) -> int& { return c.parallel.pipelineModelParallelSize; })},
+        {"model.virtual_pipeline_model_parallel_size", "parallel.virtual_pipeline_model_parallel_size", setSize([](RunConfig& c) -> int& { return c.parallel.virtualPipelineModelParallelSize; }, true)},
+        {"model.context_parallel_size", "parallel.context_parallel_size", setSize([](RunConfig& c) -> int& { return c.parallel.contextParallelSize; })},
+        {"model.expert_model_parallel_size", "parallel.expert_model_parallel_size", setSize([](RunConfig& c) -> int& { return c.parallel.expertModelParallelSize; })},
+        {"model.expert_tensor_parallel_size", "parallel.expert_tensor_parallel_size", setSize([](RunConfig& c) -> int& { return c.parallel.expertTensorParallelSize; }, true)},
         {"model.sequence_parallel", "parallel.sequence_parallel", setBool([](RunConfig& c) -> bool& { return c.parallel.sequenceParallel; })},
         {"model.num_layers_in_first_pipeline_stage", "parallel.num_layers_in_first_pipeline_stage", setInt([](RunConfig& c) -> int& { return c.parallel.numLayersInFirstPipelineStage; })},
         {"model.num_layers_in_last_pipeline_stage", "parallel.num_layers_in_last_pipeline_stage", setInt([](RunConfig& c) -> int& { return c.parallel.numLayersInLastPipelineStage; })},
-        {"model.seq_length", "train.seq_length", setInt([](RunConfig& c) -> int& { return c.train.seqLength; })},
+        {"model.seq_length", "train.seq_length", setSize([](RunConfig& c) -> int& { return c.train.seqLength; })},
         {"model.moe_token_dispatcher_type", "parallel.moe_token_dispatcher_type", setText([](RunConfig& c) -> std::string& { return c.parallel.moeTokenDispatcherType; }, {"allgather", "alltoall", "flex"})},
         {"model.moe_flex_dispatcher_backend", "parallel.moe_flex_dispatcher_backend", setText([](RunConfig& c) -> std::string& { return c.parallel.moeFlexDispatcherBackend; }, {"", "deepep", "hybridep", "ncclep"}, "")},
         {"model.moe_router_dtype", "model.decoder.moe_router_dtype", setText([](RunConfig& c) -> std::string& { return c.model.decoder.moeRouterDtype; }, {"fp32", "fp64"})},
@@ -202,8 +210,8 @@ const std::vector<Field>& fields()
         {"model.freeze_language_model", "model.freeze_language_model", setBool([](RunConfig& c) -> bool& { return c.model.freezeLanguageModel; })},
         {"model.freeze_vision_model", "model.freeze_vision_model", setBool([](RunConfig& c) -> bool& { return c.model.freezeVisionModel; })},
         {"model.freeze_vision_projection", "model.freeze_vision_projection", setBool([](RunConfig& c) -> bool& { return c.model.freezeVisionProjection; })},
-        {"train.micro_batch_size", "train.micro_batch_size", setInt([](RunConfig& c) -> int& { return c.train.microBatchSize; })},
-        {"train.global_batch_size", "train.global_batch_size", setInt([](RunConfig& c) -> int& { return c.train.globalBatchSize; })},
+        {"train.micro_batch_size", "train.micro_batch_size", setSize([](RunConfig& c) -> int& { return c.train.microBatchSize; })},
+        {"train.global_batch_size", "train.global_batch_size", setSize([](RunConfig& c) -> int& { return c.train.globalBatchSize; })},
         {"train.train_iters", "train.train_iters", [](const Value& v, RunConfig& c, Layout&) -> std::string {
              const auto n = toInt(v);
              if (!n || *n < 1) return "expected a whole number >= 1";

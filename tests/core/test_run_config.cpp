@@ -152,6 +152,22 @@ private slots:
         QVERIFY2(p.problems[0].message.find("line 1") != std::string::npos, p.problems[0].message.c_str());
     }
 
+    // Issue 20 item 1: a number beyond double range is the library's out_of_range 406, not a
+    // parse_error; it must be one clear problem (never an uncaught exception) and leave the
+    // config marked unreadable so that no check runs on its defaults.
+    void numberBeyondDoubleRangeIsAProblem()
+    {
+        for (const char* text : {"{\"train\": {\"lr\": 1e999}}", "{\"train\": {\"lr\": -1e400}}", "[1e999]"}) {
+            RunConfigParse p = parseRunConfig(text);
+            QCOMPARE(int(p.problems.size()), 1);
+            QVERIFY2(p.problems[0].message.find("beyond the range of a double") != std::string::npos &&
+                         p.problems[0].fix.find("finite") != std::string::npos,
+                     p.problems[0].message.c_str());
+            QVERIFY(!p.readable);
+        }
+        QVERIFY(parseRunConfig(withPatch(R"({"train": {"lr": 1e-300}})")).readable);
+    }
+
     void canonicalRoundTrip()
     {
         RunConfigParse p = parseRunConfig(withPatch(R"({"recompute": {"granularity": "selective", "modules": ["core_attn", "moe_act"]},

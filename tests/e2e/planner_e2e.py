@@ -216,6 +216,43 @@ def main():
         r = cli("predict", run_json, "--hardware", "gb200", "--gpus", "8", "--workload", run_json)
         check(r.returncode == 2 and "--data-stats" in r.stderr, f"predict with a file that is not a workload: {r.stderr}")
 
+        # 9c. Hostile numbers (issue 20, items 1 and 2): a number beyond double range in a runtime
+        # config, and a parallel or batch size of 0 in Bridge input, are exit 2 naming the field and
+        # the fix in every command that reads them, never SIGABRT / SIGFPE.
+        with open(run_json) as f:
+            overflow = f.read().replace('"lr": ', '"lr": 1e999, "lr_was": ', 1)
+        overflow_json = os.path.join(tmp, "overflow.json")
+        with open(overflow_json, "w") as f:
+            f.write(overflow)
+        for argv in (("lint", overflow_json), ("predict", overflow_json, "--hardware", "gb200", "--gpus", "8"),
+                     ("generate", "--from", overflow_json, "--format", "runtime", "--hardware", "gb200",
+                      "--gpus", "8", "--out", os.path.join(tmp, "out-overflow"))):
+            r = cli(*argv)
+            check(r.returncode == 2 and "beyond the range of a double" in r.stdout + r.stderr,
+                  f"{argv[0]} of a config with 1e999: rc {r.returncode} {r.stdout}{r.stderr}")
+        check(not os.path.exists(os.path.join(tmp, "out-overflow", "run.json")), "no config written for 1e999")
+        zero_cases = [("bad-tp0.yaml", "model:\n  tensor_model_parallel_size: 0\n", "model.tensor_model_parallel_size"),
+                      ("bad-ep0.yaml", "model:\n  expert_model_parallel_size: 0\n", "model.expert_model_parallel_size"),
+                      ("bad-mbs0.yaml", "train:\n  micro_batch_size: 0\n", "train.micro_batch_size"),
+                      ("bad-gbs0.yaml", "train:\n  global_batch_size: 0\n", "train.global_batch_size"),
+                      ("bad-vpp0.yaml", "model:\n  virtual_pipeline_model_parallel_size: 0\n",
+                       "model.virtual_pipeline_model_parallel_size")]
+        perf_text = open(perf).read()
+        for flag in ("-tp 0", "-pp 0", "-ep 0", "-et 0", "-et -0", "-mb 0"):
+            check(f" {flag.split()[0]} " in perf_text, f"perf_launch.sh has {flag.split()[0]}: {perf_text}")
+            zero_cases.append((f"bad-perf{len(zero_cases)}.sh", perf_text.replace(f" {flag.split()[0]} ", f" {flag} -x ", 1),
+                               flag.split()[0]))
+        for name, text, field in zero_cases:
+            path = os.path.join(tmp, name)
+            with open(path, "w") as f:
+                f.write(text)
+            extra = () if name.endswith(".sh") else ("--model", "qwen3-vl-30b-a3b", "--gpus", "8", "--hardware", "h200")
+            r = cli("lint", path, *extra)
+            check(r.returncode == 2 and ">= 1" in r.stdout and field in r.stdout,
+                  f"lint {name} names {field} and '>= 1': rc {r.returncode} {r.stdout}{r.stderr}")
+            r = cli("predict", path, *(extra or ("--hardware", "h200")))
+            check(r.returncode == 2, f"predict {name}: rc {r.returncode} {r.stdout}{r.stderr}")
+
         # 10. Predictions travel with runs: plan -> generate runtime (prediction.json) -> launch.
         db = os.path.join(tmp, "runs.db")
         runs_root = os.path.join(tmp, "runs")

@@ -59,6 +59,14 @@ int main()
     std::ofstream(dir / "broken.json") << "{ not json";
     WB_CHECK(test::runProcess({moeTrain, "--validate", (dir / "broken.json").string()}, log, 60) == 2);
     WB_CHECK(test::runProcess({moeTrain, "--validate", (dir / "absent.json").string()}, log, 60) == 2);
+    // A number beyond double range: exit 2 with one problem saying so (issue 20 item 1; it was
+    // exit 1 with the JSON library's raw text), not the defaults' problems of an unread config.
+    std::ofstream(dir / "overflow.json") << "{\"train\": {\"lr\": 1e999}}";
+    WB_CHECK(test::runProcess({moeTrain, "--validate", (dir / "overflow.json").string()}, log, 60) == 2);
+    const std::string overflow = test::readFile(log);
+    WB_CHECK_MSG(overflow.find("1 problem(s)") != std::string::npos &&
+                     overflow.find("beyond the range of a double") != std::string::npos,
+                 overflow);
 
     WB_CHECK(test::runProcess({moeTrain, "--version"}, log, 60) == 0);
     WB_CHECK(test::readFile(log).find("moe-train") != std::string::npos);

@@ -168,6 +168,7 @@ private slots:
     void planJsonRoundTrips();
     void bridgeImportChecksMomentDtypes();
     void bridgeImportReadsFusedConfigKnobs();
+    void bridgeImportRefusesSizesBelowOne();
     void jsonPathLine_data();
     void jsonPathLine();
 };
@@ -485,6 +486,41 @@ void TestGenerators::bridgeImportReportsLines()
     QVERIFY(d.problems.empty());
     QCOMPARE(d.config.recompute.modules, (std::vector<std::string>{"core_attn", "moe_act"}));
     QCOMPARE(d.config.train.microBatchSize, 2);
+}
+
+// Issue 20 item 2: a parallel size, batch size or sequence length of 0 (or below) is an error on
+// its line and is not applied, so the layout keeps a size of at least 1 (lint divided by it: SIGFPE).
+void TestGenerators::bridgeImportRefusesSizesBelowOne()
+{
+    RunConfig base;
+    base.model = qwen30b().model;
+    const std::vector<std::pair<std::string, std::string>> yaml = {
+        {"model", "tensor_model_parallel_size"}, {"model", "pipeline_model_parallel_size"},
+        {"model", "virtual_pipeline_model_parallel_size"}, {"model", "context_parallel_size"},
+        {"model", "expert_model_parallel_size"}, {"model", "expert_tensor_parallel_size"},
+        {"model", "seq_length"}, {"train", "micro_batch_size"}, {"train", "global_batch_size"}};
+    for (const auto& [section, field] : yaml)
+        for (const char* value : {"0", "-1", "-0"}) {
+            const std::string text = section + ":\n  " + field + ": " + value + "\n";
+            const BridgeImport r = importBridgeOverrides(text, true, base, 8);
+            const std::string key = section + "." + field;
+            const bool named = std::any_of(r.problems.begin(), r.problems.end(), [&](const BridgeImportProblem& p) {
+                return p.error && p.line == 2 && p.key == key && p.message.find(">= 1") != std::string::npos;
+            });
+            QVERIFY2(named, (key + "=" + value).c_str());
+            const auto& l = r.layout;
+            QVERIFY2(l.tp >= 1 && l.pp >= 1 && l.vpp >= 1 && l.cp >= 1 && l.ep >= 1 && l.etp >= 1 && l.mbs >= 1 &&
+                         l.gbs >= 1 && r.config.train.seqLength >= 1,
+                     (key + "=" + value).c_str());
+        }
+    for (const char* flags : {"-tp 0", "-pp 0", "-ep 0", "-et 0", "-et -0", "-mb 0", "-gb 0", "-sl 0", "-vp 0", "-cp 0"}) {
+        const std::string command = std::string("python scripts/performance/setup_experiment.py -g h200 -ng 8 "
+                                                "-mr qwen3_vl_30b_a3b ") + flags + "\n";
+        const BridgeImport r = importBridgeOverrides(command, false, base, 8);
+        QVERIFY2(std::any_of(r.problems.begin(), r.problems.end(),
+                             [](const BridgeImportProblem& p) { return p.error && p.message.find(">= 1") != std::string::npos; }),
+                 flags);
+    }
 }
 
 void TestGenerators::environment_data()
