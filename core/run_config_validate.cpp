@@ -2,6 +2,7 @@
 // and the framework rules of reference/megatron-bridge.md §3 and §6 that a single config can break.
 // Each problem names the field, what is wrong, and the fix.
 #include "core/run_config.h"
+#include "core/text_file.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -261,12 +262,10 @@ std::vector<ConfigProblem> validateLayout(const RunConfig& config, int worldSize
 
 Result<RunConfig> loadRunConfig(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return makeError(ErrorCode::NotFound, "cannot open the config file; check the path", path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    RunConfigParse parsed = parseRunConfig(text.str());
+    auto text = readTextFile(path, "config file");
+    if (!text)
+        return text.error();
+    RunConfigParse parsed = parseRunConfig(*text);
     if (!parsed.ok())
         return makeError(ErrorCode::InvalidArgument,
                          "the config has " + str(static_cast<int64_t>(parsed.problems.size())) + " problem(s):\n" +

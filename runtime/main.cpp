@@ -7,6 +7,7 @@
 //   moe-train --self-check
 //   moe-train --version
 #include "core/run_config.h"
+#include "core/text_file.h"
 #include "runtime/data/batch_dump.h"
 #include "runtime/parallel/process_group.h"
 #include "runtime/parallel/rank_launcher.h"
@@ -54,14 +55,12 @@ int usage(const std::string& why)
 
 int validate(const std::string& path, int worldSize)
 {
-    std::ifstream in(path);
-    if (!in) {
-        std::cerr << path << ": cannot read the config file\n";
+    auto text = wb::core::readTextFile(path, "config file");
+    if (!text) {
+        std::cerr << path << ": " << text.error().message << "\n";
         return kExitBadConfig;
     }
-    std::stringstream text;
-    text << in.rdbuf();
-    wb::core::RunConfigParse parsed = wb::core::parseRunConfig(text.str());
+    wb::core::RunConfigParse parsed = wb::core::parseRunConfig(*text);
     auto problems = parsed.problems;
     // A file that is not a JSON object leaves a config of defaults: checking those would only add
     // problems the user's file does not have.

@@ -73,12 +73,10 @@ int generateCommand(const CliContext&, Args args)
     if (std::find(formats.begin(), formats.end(), *format) == formats.end())
         return reportUsage("unknown --format '" + *format + "'; use runtime, megatron-bridge, slurm or ssh", kSynopsis);
 
-    std::ifstream in(*from);
-    if (!in)
-        return reportError(core::makeError(core::ErrorCode::NotFound, "cannot read the file", *from));
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    const std::string text = buffer.str();
+    auto read = readTextFile(*from, "file");
+    if (!read)
+        return reportError(read.error());
+    const std::string text = std::move(*read);
 
     auto catalog = loadCliCatalog(catalogDir.value_or(""));
     if (!catalog)

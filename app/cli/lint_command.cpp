@@ -92,12 +92,10 @@ int lintCommand(const CliContext&, Args args)
         return reportUsage("give exactly one FILE", kSynopsis);
     const std::string path = args.rest().front();
 
-    std::ifstream in(path);
-    if (!in)
-        return reportError(core::makeError(core::ErrorCode::NotFound, "cannot read the file", path));
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    const std::string text = buffer.str();
+    auto read = readTextFile(path, "file");
+    if (!read)
+        return reportError(read.error());
+    const std::string text = std::move(*read);
 
     // A perf launcher command names its model (-mr), GPU (-g) and world (-ng) itself; the options
     // still win when given.

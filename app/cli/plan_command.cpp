@@ -32,12 +32,10 @@ constexpr const char* kSynopsis =
 // The guide's answers file: {"first_launch": true, ...}; every key optional, unknown keys refused.
 core::Result<GuideAnswers> readAnswers(const std::string& path)
 {
-    std::ifstream in(path);
-    if (!in)
-        return core::makeError(core::ErrorCode::NotFound, "cannot read the answers file", path);
-    std::stringstream text;
-    text << in.rdbuf();
-    const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+    auto text = readTextFile(path, "answers file");
+    if (!text)
+        return text.error();
+    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
     if (j.is_discarded() || !j.is_object())
         return core::makeError(core::ErrorCode::InvalidArgument, "expected a JSON object of true/false answers", path);
     GuideAnswers a;

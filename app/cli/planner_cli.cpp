@@ -2,6 +2,7 @@
 // option parsing, atomic file writes. Main thread only.
 #include "app/cli/planner_cli.h"
 
+#include "core/text_file.h"
 #include "core/planner/prediction.h"
 #include "core/run_store.h"
 
@@ -30,12 +31,7 @@ int smallestWorld(const core::RunConfig& c)
 
 core::Result<std::string> readTextFile(const std::string& path, const std::string& what)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return core::makeError(core::ErrorCode::NotFound, "cannot read the " + what + "; check the path", path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
+    return core::readTextFile(path, what);
 }
 
 core::Result<PackedShape> readWorkloadFile(const std::string& path)

@@ -253,6 +253,21 @@ def main():
             r = cli("predict", path, *(extra or ("--hardware", "h200")))
             check(r.returncode == 2, f"predict {name}: rc {r.returncode} {r.stdout}{r.stderr}")
 
+        # 9d. Inputs that are not regular files (issue 20 item 7): a FIFO blocked every command and
+        # /dev/zero ended lint in bad_alloc; a directory was "not valid JSON". Each is exit 2 at once,
+        # saying what the path is; a file over the size limit names the limit.
+        fifo = os.path.join(tmp, "config.fifo")
+        os.mkfifo(fifo)
+        huge = os.path.join(tmp, "huge.json")
+        with open(huge, "wb") as f:
+            f.truncate(17 << 20)
+        for path, says in ((fifo, "FIFO"), ("/dev/zero", "a device"), (tmp, "a directory"), (huge, "16 MiB")):
+            for argv in (("lint", path), ("predict", path, "--hardware", "h200"),
+                         ("generate", "--from", path, "--format", "runtime", "--out", os.path.join(tmp, "out-bad-file")),
+                         ("plan", "--model", "qwen3-vl-30b-a3b", "--hardware", "h200", "--gpus", "8", "--answers", path)):
+                r = cli(*argv)
+                check(r.returncode == 2 and says in r.stderr, f"{argv[0]} {path}: rc {r.returncode} {r.stdout}{r.stderr}")
+
         # 10. Predictions travel with runs: plan -> generate runtime (prediction.json) -> launch.
         db = os.path.join(tmp, "runs.db")
         runs_root = os.path.join(tmp, "runs")

@@ -61,6 +61,11 @@ int main()
     WB_CHECK(test::runProcess({moeTrain, "--validate", (dir / "absent.json").string()}, log, 60) == 2);
     // A number beyond double range: exit 2 with one problem saying so (issue 20 item 1; it was
     // exit 1 with the JSON library's raw text), not the defaults' problems of an unread config.
+    // Not a regular file (issue 20 item 7): a directory and /dev/zero are exit 2 naming what they are.
+    WB_CHECK(test::runProcess({moeTrain, "--validate", dir.string()}, log, 60) == 2);
+    WB_CHECK_MSG(test::readFile(log).find("is a directory") != std::string::npos, test::readFile(log));
+    WB_CHECK(test::runProcess({moeTrain, "--validate", "/dev/zero"}, log, 60) == 2);
+    WB_CHECK_MSG(test::readFile(log).find("is a device") != std::string::npos, test::readFile(log));
     std::ofstream(dir / "overflow.json") << "{\"train\": {\"lr\": 1e999}}";
     WB_CHECK(test::runProcess({moeTrain, "--validate", (dir / "overflow.json").string()}, log, 60) == 2);
     const std::string overflow = test::readFile(log);
