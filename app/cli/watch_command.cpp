@@ -184,6 +184,21 @@ int cancelCommand(const CliContext& context, Args args)
     if (summary.runDir.empty())
         return reportError(core::makeError(core::ErrorCode::InvalidArgument,
                                            "this run never started; nothing to cancel", summary.id));
+    // A run that is over keeps its state: catch the store up from the run directory first (the
+    // store may not have seen the end yet), and refuse if the run has ended. A run the store calls
+    // cancelled whose processes still live (an interrupted cancel) is cancelled again.
+    {
+        core::RunFollower probe(*store, *target, summary.id);
+        auto now = probe.poll();
+        if (!now)
+            return reportError(now.error());
+        if (now->finished)
+            return reportError(core::makeError(
+                core::ErrorCode::InvalidArgument,
+                std::string("the run already ended: ") + core::runStateName(now->status.state) + " (exit " +
+                    std::to_string(now->status.exitCode) + "); a finished run's state is final, nothing to cancel",
+                summary.id));
+    }
     // Recorded first: a follower that sees the group die must not call this a failure.
     if (auto r = store->setStatus(summary.id, core::runStateName(core::RunState::Cancelled),
                                   summary.exitCode);

@@ -239,6 +239,27 @@ def case_cancel(env):
     r = json.loads(env.cli("runs", "--json").stdout)
     mine = [x for x in r if x["id"] == run_id]
     check(mine and mine[0]["status"] == "cancelled", "runs shows the run cancelled: %r" % mine)
+    # A run that is over keeps its state (issue 20 item 9): cancelling it again, or cancelling a
+    # run that finished or crashed, is exit 2 saying so, and the store's state and exit code stay.
+    ended = [(run_id, mine[0]["status"] if mine else "cancelled")]
+    for mode, state in (("finish", "finished"), ("crash", "failed")):
+        if "fake_moe_train" not in env.args.trainer:
+            break  # the fake trainer's modes make these two ends; the real one is covered above
+        env.env["FAKE_TRAIN_MODE"] = mode
+        p = env.cli("launch", "--config", tiny_config(env), "--name", "ended-" + mode)
+        env.env.pop("FAKE_TRAIN_MODE", None)
+        if not check(p.returncode == 0, "launch a run that ends: " + mode):
+            continue
+        env.cli("watch", p.stdout.strip())
+        ended.append((p.stdout.strip(), state))
+    for rid, state in ended:
+        before = [x for x in json.loads(env.cli("runs", "--json").stdout) if x["id"] == rid]
+        c = env.cli("cancel", rid, "--grace-s", "1")
+        check(c.returncode == 2 and "already ended" in c.stderr and state in c.stderr,
+              "cancel of a %s run is refused: rc %d %s" % (state, c.returncode, c.stderr))
+        after = [x for x in json.loads(env.cli("runs", "--json").stdout) if x["id"] == rid]
+        check(before and after and after[0]["status"] == state and after[0].get("exit_code") == before[0].get("exit_code"),
+              "a %s run keeps its state and exit code after cancel: %r -> %r" % (state, before, after))
 
 
 def main():
