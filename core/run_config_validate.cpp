@@ -6,9 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
-#include <sstream>
 
 namespace wb::core {
 namespace {

@@ -28,7 +28,6 @@
 #include <unistd.h>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 namespace {

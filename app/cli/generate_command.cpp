@@ -16,7 +16,6 @@
 #include <optional>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 namespace wb::app {
@@ -73,7 +72,7 @@ int generateCommand(const CliContext&, Args args)
     if (std::find(formats.begin(), formats.end(), *format) == formats.end())
         return reportUsage("unknown --format '" + *format + "'; use runtime, megatron-bridge, slurm or ssh", kSynopsis);
 
-    auto read = readTextFile(*from, "file");
+    auto read = core::readTextFile(*from, "file");
     if (!read)
         return reportError(read.error());
     const std::string text = std::move(*read);

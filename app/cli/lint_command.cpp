@@ -12,10 +12,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
-#include <fstream>
 #include <numeric>
 #include <regex>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -92,7 +90,7 @@ int lintCommand(const CliContext&, Args args)
         return reportUsage("give exactly one FILE", kSynopsis);
     const std::string path = args.rest().front();
 
-    auto read = readTextFile(path, "file");
+    auto read = core::readTextFile(path, "file");
     if (!read)
         return reportError(read.error());
     const std::string text = std::move(*read);

@@ -12,8 +12,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -32,7 +30,7 @@ constexpr const char* kSynopsis =
 // The guide's answers file: {"first_launch": true, ...}; every key optional, unknown keys refused.
 core::Result<GuideAnswers> readAnswers(const std::string& path)
 {
-    auto text = readTextFile(path, "answers file");
+    auto text = core::readTextFile(path, "answers file");
     if (!text)
         return text.error();
     const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);

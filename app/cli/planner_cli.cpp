@@ -2,7 +2,6 @@
 // option parsing, atomic file writes. Main thread only.
 #include "app/cli/planner_cli.h"
 
-#include "core/text_file.h"
 #include "core/planner/prediction.h"
 #include "core/run_store.h"
 
@@ -12,9 +11,7 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
-#include <sstream>
 
 namespace wb::app {
 
@@ -29,14 +26,9 @@ int smallestWorld(const core::RunConfig& c)
                     p.pipelineModelParallelSize * p.expertModelParallelSize * p.expertTensorParallelSize);
 }
 
-core::Result<std::string> readTextFile(const std::string& path, const std::string& what)
-{
-    return core::readTextFile(path, what);
-}
-
 core::Result<PackedShape> readWorkloadFile(const std::string& path)
 {
-    auto text = readTextFile(path, "workload file");
+    auto text = core::readTextFile(path, "workload file");
     if (!text)
         return text.error();
     return parsePackedShape(*text, path);

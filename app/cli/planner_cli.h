@@ -7,6 +7,7 @@
 #include "core/planner/catalog.h"
 #include "core/planner/workload.h"
 #include "core/result.h"
+#include "core/text_file.h"  // core::readTextFile: every file a command reads
 
 #include <optional>
 #include <string>
@@ -24,8 +25,6 @@ int smallestWorld(const core::RunConfig& config);
 /// A whole number from 1 to 1,000,000, or nullopt.
 std::optional<int> parsePositive(const std::string& text);
 
-/// A whole file's text; NotFound naming the path when it cannot be read.
-core::Result<std::string> readTextFile(const std::string& path, const std::string& what);
 
 /// `--workload FILE`: the packed shape `moe-train --data-stats` wrote (prediction.h parsePackedShape).
 core::Result<core::planner::PackedShape> readWorkloadFile(const std::string& path);

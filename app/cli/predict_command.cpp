@@ -132,7 +132,7 @@ int predictCommand(const CliContext& context, Args args)
     if (forRuntime && *forRuntime != "megatron-bridge" && *forRuntime != "moe-train")
         return reportUsage("--for needs megatron-bridge or moe-train, got '" + *forRuntime + "'", kSynopsis);
     const std::string path = args.rest().front();
-    auto text = readTextFile(path, "file");
+    auto text = core::readTextFile(path, "file");
     if (!text)
         return reportError(text.error());
     const LayoutFileKind kind = layoutFileKind(path, *text);
