@@ -91,7 +91,16 @@ PermitRootLogin $rootlogin
 UseDNS no
 Subsystem sftp internal-sftp
 EOF
-    if [ -n "${WB_SSHD_EXTRA_CONFIG:-}" ]; then printf '%s\n' "$WB_SSHD_EXTRA_CONFIG" >> "$dir/sshd_config"; fi
+    # SHLVL=1: bash sources ~/.bashrc for a command sshd starts only when SHLVL is unset (its
+    # "run by sshd" rule), so the sessions do not depend on the test runner's dotfiles (on this
+    # image root's pyenv init costs 0.5 s per remote command). sshd takes the first SetEnv line
+    # only, so an extra SetEnv is merged into it.
+    extra=${WB_SSHD_EXTRA_CONFIG:-}
+    case "$extra" in
+    "SetEnv "*) printf 'SetEnv SHLVL=1 %s\n' "${extra#SetEnv }" >> "$dir/sshd_config" ;;
+    "") echo "SetEnv SHLVL=1" >> "$dir/sshd_config" ;;
+    *) echo "SetEnv SHLVL=1" >> "$dir/sshd_config"; printf '%s\n' "$extra" >> "$dir/sshd_config" ;;
+    esac
     cat > "$dir/ssh_config" <<EOF
 Host wbtest
     HostName 127.0.0.1
