@@ -1,4 +1,6 @@
-// moe-train: the bundled trainer's command line (DESIGN.md §3.1). Main thread only.
+// moe-train: the bundled trainer's command line (DESIGN.md §3.1). Main thread only. It lives in
+// wb_runtime, not in main.cpp, so that it compiles inside one of the library's unity batches
+// instead of parsing LibTorch's headers once more on its own (≈ 30 s of a cold build; docs/build.md).
 //   moe-train --config run.json --run-dir DIR [--resume] [--nproc-per-node N] [--comm-timeout S]
 //             [--nnodes M --node-rank K --master-addr ADDR --master-port PORT]   (with --nproc-per-node)
 //   moe-train --validate run.json
@@ -6,6 +8,8 @@
 //   moe-train --config run.json --data-stats [--dump-count N]
 //   moe-train --self-check
 //   moe-train --version
+#include "runtime/train/moe_train_main.h"
+
 #include "core/run_config.h"
 #include "core/text_file.h"
 #include "runtime/data/batch_dump.h"
@@ -30,6 +34,7 @@
 #include <iostream>
 #include <thread>
 
+namespace wb::rt {
 namespace {
 
 constexpr int kExitBadConfig = 2;
@@ -157,7 +162,7 @@ int train(const std::string& configPath, const std::string& runDir, bool resume)
 
 }  // namespace
 
-int main(int argc, char** argv)
+int moeTrainMain(int argc, char** argv)
 {
     // A peer rank that dies closes its sockets; Gloo's next write to one would raise SIGPIPE and
     // end this rank with 141 instead of the collective error that exits 4 naming the operation.
@@ -265,3 +270,5 @@ int main(int argc, char** argv)
         return 1;
     }
 }
+
+}  // namespace wb::rt
