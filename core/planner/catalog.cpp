@@ -125,9 +125,39 @@ std::string shortNumber(double v)
     return out.str();
 }
 
+// One direction of an attention kernel: {"block": [M, N], "ns_per_tile", "ns_per_cta",
+// "ns_per_token_head"}; false when a field is missing or out of range.
+bool parseAttentionPass(const Json& kernel, const char* key, AttentionPass& pass)
+{
+    auto it = kernel.find(key);
+    if (it == kernel.end() || !it->is_object())
+        return false;
+    const Json& p = *it;
+    auto block = p.find("block");
+    if (block == p.end() || !block->is_array() || block->size() != 2)
+        return false;
+    for (const Json& rows : *block)
+        if (!rows.is_number_integer() || rows.get<int>() < 16 || rows.get<int>() > 1024)
+            return false;
+    auto rate = [&](const char* field, double& value) {
+        auto f = p.find(field);
+        if (f == p.end() || !f->is_number() || !(f->get<double>() >= 0) || f->get<double>() > 1e6)
+            return false;
+        value = f->get<double>();
+        return true;
+    };
+    if (!rate("ns_per_tile", pass.nsPerTile) || !rate("ns_per_cta", pass.nsPerCta) ||
+        !rate("ns_per_token_head", pass.nsPerTokenHead) || pass.nsPerTile <= 0)
+        return false;
+    pass.blockM = (*block)[0].get<int>();
+    pass.blockN = (*block)[1].get<int>();
+    return true;
+}
+
 // A "runtime_profiles" entry: {"runtime": "moe-train", "hardware": "h200", "source": "...",
 // "cast_gb_s", "optimizer_gb_s", "reduce_gb_s", "step_gap_ms", and optionally the collectives:
-// "allreduce_gb_s", "shard_gb_s", "alltoall_gb_s", "ep_sync_ms", "collectives_source"}; a later entry for the same
+// "allreduce_gb_s", "shard_gb_s", "alltoall_gb_s", "ep_sync_ms", "collectives_source", and the
+// attention kernels: "attention", "attention_source"}; a later entry for the same
 // runtime and hardware replaces an earlier one.
 void parseRuntimeProfile(const Json& entry, const std::string& where, std::vector<RuntimeProfile>& out,
                          std::vector<std::string>& errors)
@@ -168,6 +198,40 @@ void parseRuntimeProfile(const Json& entry, const std::string& where, std::vecto
     p.rates.collectivesSource = textField(entry, "collectives_source");
     if (anyCollective && p.rates.collectivesSource.empty())
         errors.push_back(where + " (" + name + "): collective rates need \"collectives_source\" (where they were measured)");
+    // Optional: "attention": [{"head_dim", "causal", "fwd": {"block": [M, N], "ns_per_tile",
+    // "ns_per_cta", "ns_per_token_head"}, "bwd": {...}}], with "attention_source".
+    if (auto att = entry.find("attention"); att != entry.end()) {
+        if (!att->is_array())
+            errors.push_back(where + " (" + name + "): \"attention\" must be an array of kernels");
+        else
+            for (size_t i = 0; i < att->size(); ++i) {
+                const Json& k = (*att)[i];
+                const std::string at = where + " (" + name + ") attention[" + std::to_string(i) + "]";
+                AttentionKernelRate rate;
+                auto headDim = k.find("head_dim");
+                auto causal = k.find("causal");
+                if (!k.is_object() || headDim == k.end() || !headDim->is_number_integer() || headDim->get<int>() < 1 ||
+                    headDim->get<int>() > 1024 || causal == k.end() || !causal->is_boolean()) {
+                    errors.push_back(at + ": needs \"head_dim\" (a whole number in [1, 1024]) and \"causal\" (true or false)");
+                    continue;
+                }
+                rate.headDim = headDim->get<int>();
+                rate.causal = causal->get<bool>();
+                bool ok = true;
+                for (auto [key, pass] : {std::pair{"fwd", &rate.forward}, std::pair{"bwd", &rate.backward}})
+                    if (!parseAttentionPass(k, key, *pass)) {
+                        errors.push_back(at + ": \"" + key + "\" needs \"block\" ([query rows, key rows], each in [16, 1024]) "
+                                         "and \"ns_per_tile\" (> 0), \"ns_per_cta\", \"ns_per_token_head\" (each in [0, 1e6])");
+                        ok = false;
+                    }
+                if (!ok)
+                    continue;
+                p.rates.attention.push_back(rate);
+            }
+        p.rates.attentionSource = textField(entry, "attention_source");
+        if (p.rates.attentionSource.empty())
+            errors.push_back(where + " (" + name + "): \"attention\" needs \"attention_source\" (where it was measured)");
+    }
     if (errors.size() != before)
         return;
     for (RuntimeProfile& existing : out)
@@ -179,6 +243,17 @@ void parseRuntimeProfile(const Json& entry, const std::string& where, std::vecto
 }
 
 }  // namespace
+
+const AttentionKernelRate* RuntimeRates::attentionKernel(int headDim, bool causal) const
+{
+    // FA2 compiles head dimensions in buckets of 32 (flash_api: round up to 32, 64, 96, ...): the
+    // kernel that runs d is the bucket's, whatever d was measured with inside it.
+    auto bucket = [](int d) { return (d + 31) / 32; };
+    for (const AttentionKernelRate& k : attention)
+        if (k.causal == causal && bucket(k.headDim) == bucket(headDim))
+            return &k;
+    return nullptr;
+}
 
 RuntimeRates Catalog::runtimeRates(const std::string& runtime, const std::string& hardware) const
 {

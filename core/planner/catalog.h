@@ -36,6 +36,23 @@ struct HardwareSpec {
     int smMajor() const;
 };
 
+/// One direction of a flash-attention kernel as moe-train runs it (varlen, one segment per packed
+/// sample or image): time = nsPerTile·tiles + nsPerCta·CTAs + nsPerTokenHead·tokens·heads, with
+/// tiles and CTAs counted from the kernel's block sizes (benchmarks/attention_kernels.py).
+struct AttentionPass {
+    int blockM = 0, blockN = 0;  ///< query × key rows of one tile
+    double nsPerTile = 0, nsPerCta = 0, nsPerTokenHead = 0;
+};
+
+/// A measured attention kernel: FA2 for this head dimension (FA2 runs d in buckets of 32: d 72 on
+/// its d 96 kernel) and mask, forward and backward (the backward of the aten op, its GQA
+/// reduction and FA2's pre/post passes included).
+struct AttentionKernelRate {
+    int headDim = 0;
+    bool causal = true;
+    AttentionPass forward, backward;
+};
+
 /// The measured rates of moe-train's own memory-bound passes on one kind of GPU (the
 /// "runtime_profiles" section of resources/catalog/*.json, each entry with its source). The
 /// throughput model uses them when it predicts moe-train (throughput_model.h TrainingRuntime).
@@ -54,6 +71,13 @@ struct RuntimeRates {
     double alltoallGbPerS = 0;   ///< EP dispatch and combine
     double epSyncMs = 0;         ///< per MoE layer and forward: the host waits for the routed counts
     std::string collectivesSource;  ///< where those were measured
+    /// moe-train's flash-attention kernels on this GPU (optional): with one for the head
+    /// dimension and mask, attention is predicted tile by tile instead of as FLOPs at a fraction
+    /// of peak.
+    std::vector<AttentionKernelRate> attention;
+    std::string attentionSource;  ///< where those were measured
+    /// The kernel that runs head dimension `headDim` with this mask; null when none was measured.
+    const AttentionKernelRate* attentionKernel(int headDim, bool causal) const;
 };
 
 struct RuntimeProfile {

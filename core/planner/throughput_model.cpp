@@ -91,6 +91,55 @@ double visionFlopsOfSample(const ModelConfig& m, const Workload& w)
     return lin * w.packed.patches + quad * w.packed.patchesSquared;
 }
 
+// The same split into the part linear in the patches (GEMMs, norms, mergers) and the per-image
+// attention (Σ patches²), FLOPs fwd+bwd per sample.
+struct VisionFlops {
+    double linear = 0, attention = 0;
+};
+
+VisionFlops visionFlopsSplit(const ModelConfig& m, const Workload& w)
+{
+    if (w.mockTextOnly)
+        return {};
+    const VisionConfig& v = m.vision;
+    const int out = m.decoder.hiddenSize;
+    const double f1 = visionFlops(v, out, 1), f2 = visionFlops(v, out, 2);
+    const double quad = (f2 - 2.0 * f1) / 2.0, lin = f1 - quad;
+    if (!w.packed.measured()) {
+        const double n = w.patchesPerImage(v);
+        return {w.visionImagesPerSample() * lin * n, w.visionImagesPerSample() * quad * n * n};
+    }
+    return {lin * w.packed.patches, quad * w.packed.patchesSquared};
+}
+
+// Independent attention segments of one micro-batch (one per packed sample in the decoder, one
+// per image in the vision encoder): their count and the sums of their lengths and squares.
+struct SegmentMoments {
+    double count = 0, sum = 0, sumSquares = 0;
+};
+
+// Tiles and CTAs of one flash-attention pass (FA2: a CTA per query block forward, per key block
+// backward, each looping over the other side's blocks) over segments with these moments,
+// averaged over where a segment ends inside its last block; benchmarks/attention_kernels.py
+// checks the forms against exact counts (within 1 % on smooth length distributions). Causal
+// forward, ρ = M/N: Σ_i min(⌈s/N⌉, ρ(i+1)) = s²/(2MN) + s/N + ½ − ρ/12; causal backward,
+// ρ' = N/M: Σ_j (⌈s/M⌉ − ρ'j) = s²/(2MN) + s(1/(2M) + 1/(2N)) + (ρ'+1)/4 − ρ'/12;
+// bidirectional ⌈s/M⌉⌈s/N⌉ = s²/(MN) + s(1/M + 1/N)/2 + ¼; CTAs ⌈s/B⌉ = s/B + ½.
+double attentionPassSeconds(const AttentionPass& p, bool causal, bool backward, const SegmentMoments& seg, double heads)
+{
+    const double bm = p.blockM, bn = p.blockN;
+    double tiles = 0;
+    if (!causal)
+        tiles = seg.sumSquares / (bm * bn) + 0.5 * seg.sum * (1.0 / bm + 1.0 / bn) + 0.25 * seg.count;
+    else if (!backward)
+        tiles = seg.sumSquares / (2.0 * bm * bn) + seg.sum / bn + seg.count * (0.5 - bm / bn / 12.0);
+    else
+        tiles = seg.sumSquares / (2.0 * bm * bn) + seg.sum * (0.5 / bm + 0.5 / bn) +
+                seg.count * ((bn / bm + 1.0) / 4.0 - bn / bm / 12.0);
+    const double ctas = seg.sum / (backward ? bn : bm) + 0.5 * seg.count;
+    return heads * (p.nsPerTile * tiles + p.nsPerCta * ctas + p.nsPerTokenHead * seg.sum) * 1e-9;
+}
+
 std::string fmtCount(double v)
 {
     return v >= 1e9 ? fmt(v / 1e9, 2) + " G" : v >= 1e6 ? fmt(v / 1e6, 1) + " M" : fmt(v, 0);
@@ -147,6 +196,7 @@ RankParameters rankParameters(const ModelConfig& m, const Layout& l)
 
 struct StageTime {
     double expert = 0, dense = 0, attention = 0, vision = 0, recompute = 0, elementwise = 0, overhead = 0;
+    double attentionForward = 0;  // the forward's share of `attention` (what a recompute repeats)
     double epComm = 0, tpComm = 0, cpComm = 0, ppComm = 0, fsdpComm = 0;
     double total() const
     {
@@ -164,7 +214,36 @@ struct Context {
     SequenceShape seq;
     double visionPerSample = 0;  // FLOPs, fwd+bwd
     RankParameters params;       // the most-loaded stage's (moe-train's passes and collectives)
+    VisionFlops visionSplit;     // visionPerSample's linear and attention parts
     bool moeTrain() const { return o.runtime == TrainingRuntime::MoeTrain; }
+    // moe-train's measured flash-attention kernels for the decoder (causal, GQA) and the vision
+    // encoder (bidirectional per image); null: attention as FLOPs at a fraction of peak.
+    const AttentionKernelRate* decoderKernel() const
+    {
+        return moeTrain() && m.decoder.kvChannels > 0 ? o.rates.attentionKernel(m.decoder.kvChannels, true) : nullptr;
+    }
+    const AttentionKernelRate* visionKernel() const
+    {
+        const int heads = std::max(1, m.vision.numAttentionHeads);
+        return moeTrain() ? o.rates.attentionKernel(m.vision.hiddenSize / heads, false) : nullptr;
+    }
+    // The decoder's attention segments of one micro-batch of b packed sequences.
+    SegmentMoments decoderSegments(double b) const
+    {
+        if (w.packed.measured())
+            return {b * w.packed.samples, b * w.packed.effectiveTokens(), b * w.packed.sampleTokensSquared};
+        const double s = w.seqLength;
+        return {b, b * s, b * s * s};
+    }
+    SegmentMoments visionSegments(double b) const
+    {
+        if (w.mockTextOnly)
+            return {};
+        if (w.packed.measured())
+            return {b * w.packed.images, b * w.packed.patches, b * w.packed.patchesSquared};
+        const double n = w.patchesPerImage(m.vision), images = b * w.visionImagesPerSample();
+        return {images, images * n, images * n * n};
+    }
 };
 
 // moe-train's collectives inside the NVLink domain, as bus bandwidth in B/s: the profile's
@@ -220,21 +299,41 @@ StageTime stageTime(const Context& c, int stage, int layers)
     t.dense = b * (c.split.projections * c.seq.positions * frac + (last ? c.split.logits * headTokens : 0.0)) / shard /
               (gemmPeak * e.denseGemm);
     const bool fp8Attention = c.o.fp8 && l.fp8DotProductAttention && !c.moeTrain();
-    t.attention = b * c.split.attentionCoef * c.seq.attentionScores * frac / shard /
-                  (peak * e.attention * (fp8Attention ? e.fp8AttentionSpeedup : 1.0));
+    if (const AttentionKernelRate* k = c.decoderKernel()) {
+        // moe-train's varlen flash attention, tile by tile at the kernel's measured rates: every
+        // packed sample is its own causal segment, so short samples pay diagonal and partial
+        // tiles and a CTA each (≈ 4× their FLOPs at ~400 tokens on H200).
+        const SegmentMoments seg = c.decoderSegments(b);
+        const double heads = double(d.numAttentionHeads) / std::max(1, l.tp);
+        t.attentionForward = layers * attentionPassSeconds(k->forward, true, false, seg, heads) / l.cp;
+        t.attention = t.attentionForward + layers * attentionPassSeconds(k->backward, true, true, seg, heads) / l.cp;
+    } else {
+        t.attention = b * c.split.attentionCoef * c.seq.attentionScores * frac / shard /
+                      (peak * e.attention * (fp8Attention ? e.fp8AttentionSpeedup : 1.0));
+        t.attentionForward = t.attention / 3.0;
+    }
     if (first && c.visionPerSample > 0) {
         const double share = l.freezeVision ? 1.0 / 3.0 : 1.0;  // frozen: forward only
-        t.vision = b * c.visionPerSample * share / l.tp / (peak * e.vision) +
-                   b * c.w.visionImagesPerSample() * e.perImageOverheadUs * 1e-6 * (l.freezeVision ? 0.5 : 1.0);
+        if (const AttentionKernelRate* k = c.visionKernel()) {
+            // The linear part at the vision efficiency, the per-image attention tile by tile.
+            const SegmentMoments seg = c.visionSegments(b);
+            const double heads = double(std::max(1, c.m.vision.numAttentionHeads)) / l.tp;
+            const double attention = c.m.vision.numLayers * (attentionPassSeconds(k->forward, false, false, seg, heads) +
+                                                             (l.freezeVision ? 0.0 : attentionPassSeconds(k->backward, false, true, seg, heads)));
+            t.vision = b * c.visionSplit.linear * share / l.tp / (peak * e.vision) + attention;
+        } else {
+            t.vision = b * c.visionPerSample * share / l.tp / (peak * e.vision);
+        }
+        t.vision += b * c.w.visionImagesPerSample() * e.perImageOverheadUs * 1e-6 * (l.freezeVision ? 0.5 : 1.0);
     }
     const bool full = l.recomputeGranularity == "full";
     const bool selective = l.recomputeGranularity == "selective";
     const auto& mods = l.recomputeModules;
     if (full)
-        t.recompute = (t.expert + t.dense + t.attention) / 3.0;  // one more forward of every layer
+        t.recompute = (t.expert + t.dense) / 3.0 + t.attentionForward;  // one more forward of every layer
     else if (selective) {
         if (contains(mods, "core_attn"))
-            t.recompute += t.attention / 3.0;
+            t.recompute += t.attentionForward;
         if (contains(mods, "moe"))
             t.recompute += t.expert / 3.0;
     }
@@ -370,7 +469,7 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
                             const ThroughputOptions& o)
 {
     Context c{m, l, w, hw, o, splitDecoderFlops(m.decoder), sequenceShape(m, w), visionFlopsOfSample(m, w),
-              o.runtime == TrainingRuntime::MoeTrain ? rankParameters(m, l) : RankParameters{}};
+              o.runtime == TrainingRuntime::MoeTrain ? rankParameters(m, l) : RankParameters{}, visionFlopsSplit(m, w)};
     ThroughputEstimate est;
     est.runtime = trainingRuntimeName(o.runtime);
     const double samples = l.gbs;
@@ -409,10 +508,28 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
     WB_TERM("expert GEMMs", micro * slowest.expert,
             "grouped GEMM at " + fmt(o.eff.groupedGemm) + " × saturation in tokens per expert" + per + blackwellFp8);
     WB_TERM("projection + logits GEMMs", micro * slowest.dense, "dense GEMMs at " + fmt(o.eff.denseGemm) + " of peak" + per);
+    const AttentionKernelRate* decoderKernel = c.decoderKernel();
+    const AttentionKernelRate* visionKernel = c.visionKernel();
     WB_TERM("core attention", micro * slowest.attention,
-            "flash attention at " + fmt(o.eff.attention) + " of peak" +
-                (o.fp8 && l.fp8DotProductAttention && !c.moeTrain() ? " × " + fmt(o.eff.fp8AttentionSpeedup) + " (FP8 attention)" : "") + per);
-    WB_TERM("vision encoder", micro * slowest.vision, "ViT + mergers at " + fmt(o.eff.vision) + " of peak + per-image overhead" + per);
+            decoderKernel
+                ? "varlen flash attention tile by tile (one causal segment per packed sample: " +
+                      fmt(c.decoderSegments(1).count, 1) + " per sequence, Σs² " + fmtCount(c.decoderSegments(1).sumSquares) +
+                      "), forward " + fmt(decoderKernel->forward.nsPerTile, 1) + " ns per " +
+                      std::to_string(decoderKernel->forward.blockM) + "×" + std::to_string(decoderKernel->forward.blockN) +
+                      " tile, backward " + fmt(decoderKernel->backward.nsPerTile, 1) + " ns per " +
+                      std::to_string(decoderKernel->backward.blockM) + "×" + std::to_string(decoderKernel->backward.blockN) +
+                      " tile, plus per-CTA and per-token costs (measured: " + o.rates.attentionSource + ")" + per
+                : "flash attention at " + fmt(o.eff.attention) + " of peak" +
+                      (o.fp8 && l.fp8DotProductAttention && !c.moeTrain() ? " × " + fmt(o.eff.fp8AttentionSpeedup) + " (FP8 attention)" : "") +
+                      (c.moeTrain() ? " (assumed: no measured attention kernel for d " + std::to_string(m.decoder.kvChannels) +
+                                          " on this hardware)"
+                                    : "") +
+                      per);
+    WB_TERM("vision encoder", micro * slowest.vision,
+            visionKernel ? "ViT GEMMs + mergers at " + fmt(o.eff.vision) + " of peak, per-image attention tile by tile (" +
+                               fmt(c.visionSegments(1).count, 1) + " images per sequence, measured kernel: " +
+                               o.rates.attentionSource + ") + per-image overhead" + per
+                         : "ViT + mergers at " + fmt(o.eff.vision) + " of peak + per-image overhead" + per);
     WB_TERM("recompute", micro * slowest.recompute, "extra forward of recomputed parts (" + l.recomputeGranularity + ")" + per);
     WB_TERM("memory-bound elementwise", micro * slowest.elementwise, fmt(o.eff.elementwiseBytesPerHidden, 0) + "·h bytes per token per layer + routed permute/unpermute/SwiGLU" + std::string(o.fp8 ? "/FP8 quantize" : "") + " traffic per (token, expert) pair at " + fmt(o.eff.hbmEfficiency) + " of HBM bandwidth" + per);
     WB_TERM("per-layer overhead", micro * slowest.overhead, "router/permute/launch overhead per layer" + per);

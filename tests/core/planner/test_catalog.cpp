@@ -4,6 +4,7 @@
 
 #include <QtTest/QtTest>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -187,6 +188,51 @@ private slots:
         const RuntimeRates measured = builtin.runtimeRates("moe-train", "h200");
         QVERIFY(measured.allreduceGbPerS > 0 && measured.shardGbPerS > 0 && measured.alltoallGbPerS > 0 && measured.epSyncMs > 0);
         QVERIFY2(measured.collectivesSource.find("dp-sync") != std::string::npos, measured.collectivesSource.c_str());
+    }
+
+    // The measured flash-attention kernels: found by FA2's head-dimension bucket and the mask;
+    // a kernel without its blocks or with a negative rate, or kernels without a source, refused.
+    void attentionKernels()
+    {
+        Catalog c = *loadCatalog(builtinCatalogDir(WB_SOURCE_DIR));
+        const RuntimeRates h200 = c.runtimeRates("moe-train", "h200");
+        QVERIFY2(h200.attentionSource.find("attention_kernels.py") != std::string::npos, h200.attentionSource.c_str());
+        const AttentionKernelRate* decoder = h200.attentionKernel(128, true);
+        QVERIFY(decoder);
+        QCOMPARE(decoder->forward.blockM, 128);
+        QCOMPARE(decoder->backward.blockN, 128);
+        QVERIFY(decoder->backward.nsPerTile > decoder->forward.nsPerTile);  // the backward does 2.5× the MMAs
+        QVERIFY(!h200.attentionKernel(128, false));                          // the mask matters
+        QVERIFY(h200.attentionKernel(80, false) && h200.attentionKernel(80, false)->headDim == 72);  // FA2's d 96 kernel
+        QVERIFY(!h200.attentionKernel(64, false) && !h200.attentionKernel(160, true));
+        const char* profile = R"({"runtime_profiles": [{"runtime": "moe-train", "hardware": "b200", "cast_gb_s": 3000,
+            "optimizer_gb_s": 4000, "reduce_gb_s": 3600, "step_gap_ms": 2, "source": "x", %s}]})";
+        auto load = [&](const char* attention) {
+            char text[1024];
+            std::snprintf(text, sizeof text, profile, attention);
+            Catalog fresh = *loadCatalog(builtinCatalogDir(WB_SOURCE_DIR));
+            return fresh.addJson(text, "attention.json");
+        };
+        const char* good = R"("head_dim": 128, "causal": true, "fwd": {"block": [128, 64], "ns_per_tile": 10,
+            "ns_per_cta": 0, "ns_per_token_head": 0.5}, "bwd": {"block": [64, 128], "ns_per_tile": 34, "ns_per_cta": 57,
+            "ns_per_token_head": 0.8})";
+        char text[512];
+        std::snprintf(text, sizeof text, R"("attention": [{%s}], "attention_source": "mine")", good);
+        QVERIFY(load(text).ok());
+        std::snprintf(text, sizeof text, R"("attention": [{%s}])", good);
+        auto noSource = load(text);
+        QVERIFY(!noSource.ok());
+        QVERIFY2(noSource.error().message.find("\"attention_source\"") != std::string::npos, noSource.error().message.c_str());
+        auto noBlock = load(R"("attention": [{"head_dim": 128, "causal": true, "fwd": {"ns_per_tile": 10, "ns_per_cta": 0,
+            "ns_per_token_head": 0}, "bwd": {"block": [64, 128], "ns_per_tile": -1, "ns_per_cta": 0, "ns_per_token_head": 0}}],
+            "attention_source": "x")");
+        QVERIFY(!noBlock.ok());
+        QVERIFY2(noBlock.error().message.find("attention[0]: \"fwd\" needs \"block\"") != std::string::npos,
+                 noBlock.error().message.c_str());
+        QVERIFY2(noBlock.error().message.find("\"bwd\" needs") != std::string::npos, noBlock.error().message.c_str());
+        auto noDim = load(R"("attention": [{"causal": true}], "attention_source": "x")");
+        QVERIFY(!noDim.ok());
+        QVERIFY2(noDim.error().message.find("needs \"head_dim\"") != std::string::npos, noDim.error().message.c_str());
     }
 };
 

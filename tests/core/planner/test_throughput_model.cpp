@@ -341,6 +341,69 @@ private slots:
                 termMs(estimateThroughput(m, l, w, hw), "projection + logits GEMMs"));
     }
 
+    // moe-train's attention from its measured varlen flash kernels, tile by tile: the same
+    // tokens in short packed samples cost several times their FLOPs (diagonal and partial tiles,
+    // a CTA each), a long sequence runs near the kernel's long-sequence rate, a frozen encoder
+    // runs only the forward kernel, a full recompute repeats the forward; without a measured
+    // kernel for the hardware the FLOP-based term is used and says it is assumed.
+    void moeTrainAttentionByTiles()
+    {
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        const HardwareSpec hw = *catalog().hardware("h200");
+        Layout l;
+        l.worldSize = 1, l.mbs = 1, l.gbs = 1, l.useDistributedOptimizer = false;
+        ThroughputOptions o;
+        o.runtime = TrainingRuntime::MoeTrain;
+        o.rates = catalog().runtimeRates("moe-train", "h200");
+        QVERIFY(o.rates.attentionKernel(m.decoder.kvChannels, true));
+        const double flopsPerScore = 2.0 * m.decoder.numAttentionHeads * m.decoder.kvChannels * m.decoder.numLayers;  // forward
+        auto tflops = [&](const Workload& w, double scores) {
+            const double ms = termMs(estimateThroughput(m, l, w, hw, o), "core attention");
+            return 3.0 * flopsPerScore * scores / (ms * 1e-3) / 1e12;  // model FLOPs (fwd + bwd) per second
+        };
+        Workload longSeq;  // one 4096-token sample per sequence
+        const double longRate = tflops(longSeq, 4096.0 * 4096.0);
+        // FA2 on Hopper: ~35 % of the dense bf16 peak forward at long sequences, less backward.
+        QVERIFY2(longRate > 0.15 * hw.peakDenseBf16Tflops && longRate < 0.45 * hw.peakDenseBf16Tflops,
+                 std::to_string(longRate).c_str());
+        Workload shortSamples;  // ten ~400-token samples, as moe-train's real sample set packs
+        shortSamples.packed.samples = 10, shortSamples.packed.textTokens = 4000;
+        shortSamples.packed.sampleTokensSquared = 10 * 400.0 * 400.0;
+        shortSamples.mockTextOnly = true;
+        const double shortRate = tflops(shortSamples, 10 * 400.0 * 400.0);
+        QVERIFY2(shortRate < longRate / 2.0, (std::to_string(shortRate) + " vs " + std::to_string(longRate)).c_str());
+        for (const TimeTerm& t : estimateThroughput(m, l, shortSamples, hw, o).terms)
+            if (t.name == "core attention")
+                QVERIFY2(t.assumption.find("tile by tile") != std::string::npos && t.assumption.find("measured") != std::string::npos,
+                         t.assumption.c_str());
+        // Full recompute repeats the attention forward (about a quarter of forward + backward here).
+        Layout full = l;
+        full.recomputeGranularity = "full", full.recomputeMethod = "uniform", full.recomputeNumLayers = 1;
+        Layout selective = l;
+        selective.recomputeGranularity = "selective", selective.recomputeModules = {"core_attn"};
+        const double attention = termMs(estimateThroughput(m, l, shortSamples, hw, o), "core attention");
+        const double again = termMs(estimateThroughput(m, selective, shortSamples, hw, o), "recompute");
+        QVERIFY2(again > 0.15 * attention && again < 0.45 * attention, (std::to_string(again) + " of " + std::to_string(attention)).c_str());
+        QVERIFY(termMs(estimateThroughput(m, full, shortSamples, hw, o), "recompute") > again);
+        // The vision encoder's per-image attention: a frozen encoder runs the forward kernel only.
+        Workload images;
+        images.imagesPerSample = 4, images.imageWidth = images.imageHeight = 896;
+        Layout frozen = l;
+        frozen.freezeVision = true;
+        const double trained = termMs(estimateThroughput(m, l, images, hw, o), "vision encoder");
+        const double forwardOnly = termMs(estimateThroughput(m, frozen, images, hw, o), "vision encoder");
+        QVERIFY2(forwardOnly < 0.45 * trained && forwardOnly > 0.2 * trained,
+                 (std::to_string(forwardOnly) + " of " + std::to_string(trained)).c_str());
+        // Not measured on B200: the FLOP-based term, said to be assumed.
+        const HardwareSpec b200 = *catalog().hardware("b200");
+        ThroughputOptions assumed;
+        assumed.runtime = TrainingRuntime::MoeTrain;
+        assumed.rates = catalog().runtimeRates("moe-train", "b200");
+        for (const TimeTerm& t : estimateThroughput(m, l, shortSamples, b200, assumed).terms)
+            if (t.name == "core attention")
+                QVERIFY2(t.assumption.find("assumed") != std::string::npos, t.assumption.c_str());
+    }
+
     // The knobs of the 26.06+ perf configs: full-iteration graphs drop the per-layer launch
     // overhead, the TE op fuser (fused expert MLP) drops the SwiGLU/quantize traffic, FP8
     // attention speeds up attention only under FP8 — and none of them touches anything else.
