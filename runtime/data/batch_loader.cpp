@@ -5,6 +5,7 @@
 #include "runtime/data/tokenizer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <random>
 
@@ -69,6 +70,8 @@ void BatchLoader::guarded(const char* thread, void (BatchLoader::*loop)())
                             "images — fix: lower data.max_pixels (or data.mock_image_size), data.num_workers or "
                             "data.prefetch_batches, or give the process more memory",
                         true);
+    } catch (const LoaderError& e) {
+        failure.emplace(e);
     } catch (const std::exception& e) {
         failure.emplace(std::string("the data loader's ") + thread + " thread failed: " + e.what(), false);
     }
@@ -164,6 +167,11 @@ void BatchLoader::packerLoop()
     SamplePacker packer(m_options.rows, m_options.seqLength, m_options.mergeSize,
                         patchDim(m_options.patchSize, m_options.temporalPatchSize));
     std::optional<PreparedSample> carry;  // the sample that did not fit the previous micro-batch
+    // Samples skipped since the last one packed: a whole pass over the manifest of them means no
+    // entry can ever load (every image missing, corrupt or too large), and the step would wait
+    // forever.
+    size_t skippedInARow = 0, undecodable = 0;
+    std::string firstWarning;
     while (true) {
         PreparedSample sample;
         int64_t seq = 0;
@@ -188,8 +196,23 @@ void BatchLoader::packerLoop()
         }
         if (sample.skipped) {
             packer.countSkipped(sample);
+            if (skippedInARow == 0) {
+                firstWarning = sample.warning;
+                undecodable = 0;
+            }
+            undecodable += sample.warning.rfind("skipped image", 0) == 0;
+            if (++skippedInARow >= m_entries.size())
+                throw LoaderError("no sample of the manifest can be trained on: all " + std::to_string(skippedInARow) +
+                                      " entries tried in a row were skipped (" + std::to_string(undecodable) +
+                                      " images could not be read or decoded, " +
+                                      std::to_string(skippedInARow - undecodable) +
+                                      " samples exceed train.seq_length); the first: " + firstWarning +
+                                      " — fix: data.manifest must name readable PNG/JPEG images (or raise "
+                                      "train.seq_length / lower data.max_pixels)",
+                                  false, true);
             continue;
         }
+        skippedInARow = 0;
         if (packer.tryAdd(sample))
             continue;
         MicroBatch batch = packer.take(seq);  // `seq` did not fit: it is the next to load on resume
@@ -204,10 +227,12 @@ void BatchLoader::packerLoop()
     }
 }
 
-std::optional<MicroBatch> BatchLoader::next()
+std::optional<MicroBatch> BatchLoader::next(const std::function<bool()>& interrupted)
 {
     std::unique_lock lock(m_mutex);
-    m_queueChanged.wait(lock, [&] { return m_stop || !m_queue.empty(); });
+    while (!m_queueChanged.wait_for(lock, std::chrono::milliseconds(100), [&] { return m_stop || !m_queue.empty(); }))
+        if (interrupted && interrupted())
+            return std::nullopt;
     if (m_failure)
         throw *m_failure;
     if (m_stop)

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -45,8 +46,10 @@ struct LoaderOptions {
 /// the exception end the process (std::terminate). `outOfMemory`: std::bad_alloc in a worker or the
 /// packer (host memory for decoding, resizing or packing).
 struct LoaderError : std::runtime_error {
-    LoaderError(const std::string& message, bool outOfMemory) : std::runtime_error(message), outOfMemory(outOfMemory) {}
+    LoaderError(const std::string& message, bool outOfMemory, bool badData = false)
+        : std::runtime_error(message), outOfMemory(outOfMemory), badData(badData) {}
     bool outOfMemory;
+    bool badData;  ///< the data cannot be trained on (no entry of the manifest loads): exit 2
 };
 
 class BatchLoader {
@@ -57,9 +60,11 @@ public:
     BatchLoader(const BatchLoader&) = delete;
     BatchLoader& operator=(const BatchLoader&) = delete;
 
-    /// Blocks until a micro-batch is ready; nullopt only after stop(). Throws LoaderError when a
-    /// loader thread failed (then every thread has stopped). Training thread only.
-    std::optional<MicroBatch> next();
+    /// Blocks until a micro-batch is ready; nullopt after stop() or once `interrupted` (checked
+    /// every 100 ms, e.g. a SIGTERM flag) says so. Throws LoaderError when a loader thread failed
+    /// (then every thread has stopped), also when a whole pass over the manifest was skipped (no
+    /// image decodes, or every sample is too long): badData. Training thread only.
+    std::optional<MicroBatch> next(const std::function<bool()>& interrupted = {});
     /// Wakes every thread and makes next() return nullopt. Any thread.
     void stop();
 

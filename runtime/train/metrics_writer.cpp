@@ -1,7 +1,9 @@
 // Metrics writer (see metrics_writer.h).
 #include "runtime/train/metrics_writer.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 
 namespace wb::rt {
@@ -19,7 +21,7 @@ core::Result<std::unique_ptr<MetricsWriter>> MetricsWriter::open(const std::stri
     std::FILE* file = std::fopen(path.c_str(), "ab");
     if (!file)
         return core::makeError(core::ErrorCode::IoError, "cannot open the metrics file for appending", path);
-    return std::unique_ptr<MetricsWriter>(new MetricsWriter(file, empty));
+    return std::unique_ptr<MetricsWriter>(new MetricsWriter(file, empty, path));
 }
 
 MetricsWriter::~MetricsWriter()
@@ -30,8 +32,14 @@ MetricsWriter::~MetricsWriter()
 void MetricsWriter::write(const core::MetricsRecord& record)
 {
     const std::string line = core::toJsonLine(record) + "\n";
-    std::fwrite(line.data(), 1, line.size(), m_file);
-    std::fflush(m_file);
+    errno = 0;
+    const size_t written = std::fwrite(line.data(), 1, line.size(), m_file);
+    if (written != line.size() || std::fflush(m_file) != 0) {
+        const int err = errno;
+        std::clearerr(m_file);
+        throw MetricsWriteError("cannot write " + m_path + ": " + (err ? std::strerror(err) : "short write") +
+                                " (errno " + std::to_string(err) + ")");
+    }
 }
 
 void MetricsWriter::event(const std::string& level, const std::string& msg, std::optional<int64_t> step)

@@ -5,27 +5,37 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <unistd.h>
 
 namespace wb::rt {
 
 StatusFile::StatusFile(std::string runDir) : m_runDir(std::move(runDir)) {}
 
-static bool writeAtomically(const std::string& path, const std::string& text)
+bool StatusFile::writeAtomically(const std::string& path, const std::string& text)
 {
     const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << text;
-        if (!out.flush())
-            return false;
-    }
+    auto failed = [&](const std::string& file, int err) {
+        m_lastError = "cannot write " + file + ": " + (err ? std::strerror(err) : "I/O error") + " (errno " +
+                      std::to_string(err) + ")";
+        return false;
+    };
+    std::FILE* out = std::fopen(tmp.c_str(), "wb");
+    if (!out)
+        return failed(tmp, errno);
+    errno = 0;
+    const bool written = std::fwrite(text.data(), 1, text.size(), out) == text.size() && std::fflush(out) == 0;
+    const int err = errno;
+    if (std::fclose(out) != 0 || !written)
+        return failed(tmp, written ? errno : err);
     std::error_code ec;
     std::filesystem::rename(tmp, path, ec);
-    return !ec;
+    if (ec)
+        return failed(path, ec.value());
+    return true;
 }
 
 bool StatusFile::write(const std::string& status, std::optional<int> exitCode,
@@ -42,10 +52,9 @@ bool StatusFile::write(const std::string& status, std::optional<int> exitCode,
     return writeAtomically(m_runDir + "/status.json", j.dump(2) + "\n");
 }
 
-void StatusFile::heartbeat(int64_t step, double minSeconds)
+bool StatusFile::heartbeat(int64_t step, double minSeconds)
 {
-    if (unixNow() - m_lastWrite >= minSeconds)
-        write("running", std::nullopt, "training", step);
+    return unixNow() - m_lastWrite < minSeconds || write("running", std::nullopt, "training", step);
 }
 
 bool StatusFile::writePid()

@@ -140,7 +140,8 @@ void Trainer::setUp()
         m_peakTflops = peakDenseBf16Tflops(deviceName(m_device));
         m_bf16Autocast = m_dtype == torch::kBFloat16;
     }
-    writeStatus("running", std::nullopt, "starting");
+    if (!writeStatus("running", std::nullopt, "starting"))
+        throw RunFailure{1, m_status.lastError()};
     if (writer()) {
         auto metrics = MetricsWriter::open(m_options.runDir + "/metrics.jsonl");
         if (!metrics)
@@ -363,7 +364,11 @@ core::StepRecord Trainer::trainStep(int64_t step)
 std::optional<MicroBatch> Trainer::nextMicroBatch(core::StepRecord& r, int64_t& stepEndSeq)
 {
     const auto waitStart = std::chrono::steady_clock::now();
-    std::optional<MicroBatch> batch = m_loader->next();
+    // SIGTERM while the step waits for data (the first batch can take long to decode) is honoured
+    // here: the wait is not a phase where a signal is lost.
+    std::optional<MicroBatch> batch = m_loader->next([] { return stopRequestedFlag().load(); });
+    if (!batch && stopRequestedFlag().load())
+        throw RunFailure{5, "stopped by signal while waiting for data"};
     if (!batch)
         throw RunFailure{1, "the data loader stopped"};
     r.dataMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - waitStart).count();
@@ -473,10 +478,9 @@ void Trainer::event(const std::string& level, const std::string& message, int64_
         std::cerr << "moe-train: rank " << m_env.rank << ": " << level << ": " << message << std::endl;
 }
 
-void Trainer::writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message)
+bool Trainer::writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message)
 {
-    if (writer())
-        m_status.write(status, exitCode, message, m_step);
+    return !writer() || m_status.write(status, exitCode, message, m_step);
 }
 
 torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
@@ -771,16 +775,23 @@ int Trainer::finish(int exitCode, const std::string& message)
 {
     const std::string status = core::statusForExitCode(exitCode);
     if (m_metrics) {
-        if (exitCode != 0)
-            m_metrics->event(exitCode == 5 ? "info" : "error", message, m_step);
-        core::EndRecord end;
-        end.time = unixNow();
-        end.status = status;
-        end.exitCode = exitCode;
-        end.step = m_step;
-        m_metrics->write(end);
+        // Best effort: when metrics.jsonl itself is what failed, status.json and stderr still say
+        // what happened.
+        try {
+            if (exitCode != 0)
+                m_metrics->event(exitCode == 5 ? "info" : "error", message, m_step);
+            core::EndRecord end;
+            end.time = unixNow();
+            end.status = status;
+            end.exitCode = exitCode;
+            end.step = m_step;
+            m_metrics->write(end);
+        } catch (const MetricsWriteError& e) {
+            std::cerr << "moe-train: " << e.what() << std::endl;
+        }
     }
-    writeStatus(status, exitCode, message);
+    if (!writeStatus(status, exitCode, message))
+        std::cerr << "moe-train: " << m_status.lastError() << std::endl;
     const std::string who = m_env.worldSize > 1 ? "rank " + std::to_string(m_env.rank) + ": " : "";
     (exitCode == 0 ? std::cout : std::cerr) << "moe-train: " << who << status << " (exit " << exitCode << ") at step "
                                             << m_step << ": " << message << std::endl;
@@ -816,6 +827,10 @@ int Trainer::run()
                     m_config.data.source.c_str(), deviceName(m_device).c_str(), torch::get_num_threads());
         std::fflush(stdout);
         std::unique_ptr<KernelProfile> profile = makeKernelProfile();
+        // A SIGTERM during start-up (model, process group, checkpoint load) ends the run before its
+        // first step; with several ranks they stop together after a step (m_stopAgreed).
+        if (m_group->size() == 1 && stopRequestedFlag().load())
+            throw RunFailure{5, "stopped by signal during start-up"};
         while (m_step < iters) {
             if (profile)
                 profile->beforeStep(m_step + 1);
@@ -838,8 +853,10 @@ int Trainer::run()
                     std::printf("moe-train: rank %d: %s\n", m_env.rank, s.c_str());
                     std::fflush(stdout);
                 }
-            if (writer())
-                m_status.heartbeat(m_step);
+            // A status.json that cannot be written stops the run: the workbench would read a run
+            // that never moves (issue 20 item 8), and the disk is what the checkpoint needs next.
+            if (writer() && !m_status.heartbeat(m_step))
+                throw RunFailure{1, m_status.lastError() + "; the run stopped at step " + std::to_string(m_step)};
             if (m_config.train.checkpointInterval > 0 && m_step % m_config.train.checkpointInterval == 0)
                 saveCheckpointNow("interval");
             const bool stop = m_group->size() == 1 ? stopRequestedFlag().load() : m_stopAgreed;
@@ -852,12 +869,14 @@ int Trainer::run()
     } catch (const RunFailure& failure) {
         if (m_loader)
             m_loader->stop();
-        if (failure.exitCode == 5 && m_optimizer) {
+        if (failure.exitCode == 5 && m_optimizer && m_step > 0) {  // nothing trained yet: nothing to save
             try {
                 m_optimizer->zero_grad();  // a half-accumulated step is dropped, not saved
                 saveCheckpointNow("signal");
             } catch (const RunFailure& saveFailure) {
                 return finish(1, "stopped by signal, but " + saveFailure.message);
+            } catch (const MetricsWriteError& e) {
+                return finish(1, std::string("stopped by signal, but ") + e.what());
             }
         }
         return finish(failure.exitCode, failure.message);
@@ -872,10 +891,15 @@ int Trainer::run()
         if (isOutOfMemoryMessage(what))
             return finish(3, outOfMemoryReport(what));
         return finish(1, "LibTorch error: " + what);
+    } catch (const MetricsWriteError& e) {
+        // metrics.jsonl is the run's record: a step that cannot be recorded ends the run.
+        if (m_loader)
+            m_loader->stop();
+        return finish(1, std::string(e.what()) + "; the run stopped at step " + std::to_string(m_step));
     } catch (const LoaderError& e) {
         // The loader's threads have stopped; its host memory is not the model's, so the message
         // names the data knobs rather than the model-memory report.
-        return finish(e.outOfMemory ? 3 : 1, e.what());
+        return finish(e.outOfMemory ? 3 : e.badData ? 2 : 1, e.what());
     } catch (const std::bad_alloc&) {
         if (m_loader)
             m_loader->stop();

@@ -93,7 +93,8 @@ private:
                               torch::Tensor& auxSum, int64_t& stepEndSeq);
     void reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor& lmSum, torch::Tensor& auxSum);
     void event(const std::string& level, const std::string& message, int64_t step = -1);
-    void writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message);
+    /// status.json (rank 0); false when it could not be written (m_status.lastError()).
+    bool writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message);
     bool writer() const { return m_env.rank == 0; }
     torch::Tensor optimizerStep(int64_t step, core::StepRecord& record);
     void saveCheckpointNow(const std::string& why);

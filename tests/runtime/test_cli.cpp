@@ -1,8 +1,11 @@
 // moe-train's command line as a user meets it: --validate on a good and a bad config (exit 0 /
-// exit 2 with every problem listed), --version, --self-check JSON, a usage error.
+// exit 2 with every problem listed), --version, --self-check JSON, a usage error, a run whose
+// metrics file cannot be written (exit 1, status failed).
 #include "check.h"
 
 #include <nlohmann/json.hpp>
+
+#include <chrono>
 
 using namespace wb;
 namespace fs = std::filesystem;
@@ -94,6 +97,55 @@ int main()
     WB_CHECK(test::runProcess({moeTrain, "--config", (dir / "bad.json").string(), "--run-dir", runDir.string()}, log, 60) == 2);
     const json status = json::parse(test::readFile(runDir / "status.json"), nullptr, false);
     WB_CHECK(status.is_object() && status.value("status", "") == "bad_config" && status.value("exit_code", 0) == 2);
+
+    // A manifest where no image decodes (issue 20 item 3: the run waited at step 0 forever): exit 2
+    // naming the cause and the fix, status.json bad_config, quickly.
+    {
+        json none = sampleConfig();
+        none["data"]["manifest"] = (dir / "manifest.jsonl").string();  // a.png does not exist
+        none["train"]["train_iters"] = 2;
+        none["train"]["lr_warmup_iters"] = 1;
+        std::ofstream(dir / "none.json") << none.dump(2);
+        const fs::path noneDir = dir / "none";
+        const auto start = std::chrono::steady_clock::now();
+        const int rc = test::runProcess({moeTrain, "--config", (dir / "none.json").string(), "--run-dir", noneDir.string()},
+                                        log, 120);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const std::string out = test::readFile(log);
+        WB_CHECK_MSG(rc == 2 && took < 60, "no decodable image: rc " << rc << " after " << took << " s\n" << out);
+        WB_CHECK_MSG(out.find("no sample of the manifest can be trained on") != std::string::npos &&
+                         out.find("could not be read or decoded") != std::string::npos &&
+                         out.find("fix: data.manifest") != std::string::npos,
+                     out);
+        const json status = json::parse(test::readFile(noneDir / "status.json"), nullptr, false);
+        WB_CHECK_MSG(status.is_object() && status.value("exit_code", 0) == 2, status.dump());
+    }
+
+    // A disk that is full under the run (issue 20 item 8): metrics.jsonl is /dev/full, so its
+    // first line fails with ENOSPC. The run must stop with exit 1 naming the file and the error,
+    // and status.json must say failed, never "finished".
+    if (fs::exists("/dev/full")) {
+        json tiny = sampleConfig();
+        tiny["data"]["source"] = "mock";
+        tiny["data"]["manifest"] = "";
+        tiny["train"]["train_iters"] = 3;
+        tiny["train"]["lr_warmup_iters"] = 1;
+        std::ofstream(dir / "full.json") << tiny.dump(2);
+        const fs::path fullDir = dir / "full";
+        fs::create_directories(fullDir);
+        fs::create_symlink("/dev/full", fullDir / "metrics.jsonl");
+        const int rc = test::runProcess({moeTrain, "--config", (dir / "full.json").string(), "--run-dir", fullDir.string()},
+                                        log, 120);
+        const std::string out = test::readFile(log);
+        WB_CHECK_MSG(rc == 1, "disk full: rc " << rc << "\n" << out);
+        WB_CHECK_MSG(out.find("cannot write " + (fullDir / "metrics.jsonl").string() + ": No space left on device (errno 28)") !=
+                         std::string::npos,
+                     out);
+        const json full = json::parse(test::readFile(fullDir / "status.json"), nullptr, false);
+        WB_CHECK_MSG(full.is_object() && full.value("status", "") == "failed" && full.value("exit_code", 0) == 1 &&
+                         full.value("message", "").find("No space left on device") != std::string::npos,
+                     full.dump());
+    }
 
     fs::remove_all(dir);
     return test::checkExitCode("test_runtime_cli");
