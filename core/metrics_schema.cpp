@@ -3,6 +3,7 @@
 #include "core/metrics_schema.h"
 
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <iterator>
 
@@ -137,18 +138,52 @@ MetaRecord metaFromJson(const Json& j)
     return m;
 }
 
+// A count of a step record (images, tokens): a whole number in [0, 2^63), written as an integer
+// or as a float without a fraction; anything else makes the line malformed rather than a silent
+// wrong number (a float beyond int64 used to become −9223372036854775808).
+std::optional<int64_t> countValue(const Json& v)
+{
+    if (v.is_number_unsigned())
+        return v.get<uint64_t>() <= uint64_t(INT64_MAX) ? std::optional<int64_t>(int64_t(v.get<uint64_t>())) : std::nullopt;
+    if (v.is_number_integer())
+        return v.get<int64_t>() >= 0 ? std::optional<int64_t>(v.get<int64_t>()) : std::nullopt;
+    if (v.is_number_float()) {
+        const double d = v.get<double>();
+        if (!(d >= 0.0 && d < 9.2e18) || d != std::floor(d))
+            return std::nullopt;
+        return static_cast<int64_t>(d);
+    }
+    return std::nullopt;
+}
+
 std::optional<StepRecord> stepFromJson(const Json& j)
 {
-    // A step without its number cannot be stored or ordered: treat it as malformed.
+    // A step without its number cannot be stored or ordered: treat it as malformed. Steps count
+    // from 1 (moe-train's and Megatron's iterations).
     auto stepIt = j.find("step");
     if (stepIt == j.end() || !stepIt->is_number_integer())
         return std::nullopt;
     StepRecord s;
     s.step = stepIt->get<int64_t>();
-    for (const DoubleField& f : kStepDoubles)
+    if ((stepIt->is_number_unsigned() && stepIt->get<uint64_t>() > uint64_t(INT64_MAX)) || s.step < 1)
+        return std::nullopt;
+    // A field of the wrong type (a string where a number belongs) makes the line malformed; an
+    // absent field keeps its default, null is NaN (a diverged loss).
+    for (const DoubleField& f : kStepDoubles) {
+        auto it = j.find(f.key);
+        if (it != j.end() && !it->is_number() && !it->is_null())
+            return std::nullopt;
         s.*f.member = readDouble(j, f.key);
-    for (const IntField& f : kStepInts)
-        s.*f.member = readInt(j, f.key);
+    }
+    for (const IntField& f : kStepInts) {
+        auto it = j.find(f.key);
+        if (it == j.end() || it->is_null())  // null: not known, as absent
+            continue;
+        auto value = countValue(*it);
+        if (!value)
+            return std::nullopt;
+        s.*f.member = *value;
+    }
     return s;
 }
 
@@ -348,27 +383,28 @@ private:
     const char* m_end;
 };
 
-// readDouble / readInt semantics on a scanned value.
-double flatDouble(const FlatValue& v)
+// stepFromJson's rules on a scanned value; nullopt declines (the DOM path decides, and rejects).
+std::optional<double> flatDouble(const FlatValue& v)
 {
     switch (v.kind) {
+    case FlatValue::Absent: return 0.0;
     case FlatValue::Null: return std::nan("");
     case FlatValue::Int: return static_cast<double>(v.i);
     case FlatValue::Float: return v.d;
-    default: return 0.0;
+    default: return std::nullopt;
     }
 }
 
 std::optional<int64_t> flatInt(const FlatValue& v, int64_t fallback)
 {
     switch (v.kind) {
+    case FlatValue::Absent: return fallback;
     case FlatValue::Int: return v.i;
     case FlatValue::Float:
-        // The DOM path truncates (static_cast); outside int64 that would be undefined: decline.
-        if (!(std::abs(v.d) < 9.2e18))
+        if (!(std::abs(v.d) < 9.2e18) || v.d != std::floor(v.d))
             return std::nullopt;
         return static_cast<int64_t>(v.d);
-    default: return fallback;
+    default: return std::nullopt;
     }
 }
 
@@ -385,11 +421,17 @@ std::optional<StepRecord> parseFlatStep(std::string_view line)
         return std::nullopt;
     StepRecord s;
     s.step = slots[2].i;
-    for (size_t i = 0; i < kDoubleCount; ++i)
-        s.*kStepDoubles[i].member = flatDouble(slots[3 + i]);
+    if (s.step < 1)
+        return std::nullopt;
+    for (size_t i = 0; i < kDoubleCount; ++i) {
+        const auto value = flatDouble(slots[3 + i]);
+        if (!value)
+            return std::nullopt;
+        s.*kStepDoubles[i].member = *value;
+    }
     for (size_t i = 0; i < kIntCount; ++i) {
         const auto value = flatInt(slots[3 + kDoubleCount + i], 0);
-        if (!value)
+        if (!value || *value < 0)
             return std::nullopt;
         s.*kStepInts[i].member = *value;
     }

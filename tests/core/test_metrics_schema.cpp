@@ -1,6 +1,7 @@
 // Metrics stream v1: round trip of every record type, and the line reader on torn, malformed and
 // interleaved input fed in arbitrary chunks.
 #include "core/metrics_schema.h"
+#include "core/terminal_text.h"
 
 #include <QtTest/QtTest>
 
@@ -103,11 +104,33 @@ private slots:
         QTest::newRow("unknown type") << QByteArray(R"({"v":1,"type":"blob"})");
         QTest::newRow("step without number") << QByteArray(R"({"v":1,"type":"step","loss":1.0})");
         QTest::newRow("step as string") << QByteArray(R"({"v":1,"type":"step","step":"3"})");
+        // Value conversions (issue 20 item 11): malformed, never a silent wrong number.
+        QTest::newRow("step 0") << QByteArray(R"({"v":1,"type":"step","step":0,"loss":1.0})");
+        QTest::newRow("step -3") << QByteArray(R"({"v":1,"type":"step","step":-3,"loss":1.0})");
+        QTest::newRow("step beyond int64") << QByteArray(R"({"v":1,"type":"step","step":18446744073709551615})");
+        QTest::newRow("loss as text") << QByteArray(R"({"v":1,"type":"step","step":1,"loss":"abc"})");
+        QTest::newRow("loss as bool") << QByteArray(R"({"v":1,"type":"step","step":1,"loss":true})");
+        QTest::newRow("images 1e20") << QByteArray(R"({"v":1,"type":"step","step":1,"images":1e20})");
+        QTest::newRow("images negative") << QByteArray(R"({"v":1,"type":"step","step":1,"images":-1})");
+        QTest::newRow("images fractional") << QByteArray(R"({"v":1,"type":"step","step":1,"images":2.5})");
+        QTest::newRow("tokens as text") << QByteArray(R"({"v":1,"type":"step","step":1,"text_tokens":"12"})");
+        QTest::newRow("images as text, escaped") << QByteArray(R"({"v":1,"type":"step","step":1,"images":"\u0031"})");
     }
     void rejects()
     {
         QFETCH(QByteArray, line);
         QVERIFY(!parseMetricsLine(std::string_view(line.constData(), size_t(line.size()))).has_value());
+    }
+
+    // What the rules still accept: a count written as a whole float, a null loss (diverged).
+    void acceptsWholeFloatCounts()
+    {
+        auto r = parseMetricsLine(R"({"v":1,"type":"step","step":2,"images":3.0,"loss":null,"text_tokens":7})");
+        QVERIFY(r && std::holds_alternative<StepRecord>(*r));
+        const auto& s = std::get<StepRecord>(*r);
+        QCOMPARE(s.images, int64_t(3));
+        QCOMPARE(s.textTokens, int64_t(7));
+        QVERIFY(std::isnan(s.loss));
     }
 
     void readerChunkSizes_data()
@@ -161,6 +184,17 @@ private slots:
         QCOMPARE(countSteps(c.records), 2);
         QCOMPARE(c.malformedLines, int64_t(2));
         QCOMPARE(reader.consumedBytes(), int64_t(stream.size()));
+    }
+
+    // Run names as the CLI prints them (issue 20 item 12): control characters visible, UTF-8 kept.
+    void terminalSafeNames()
+    {
+        QCOMPARE(terminalSafe("plain name"), std::string("plain name"));
+        QCOMPARE(terminalSafe("a\nb\tc\rd"), std::string("a\\nb\\tc\\rd"));
+        QCOMPARE(terminalSafe("\x1b[31mred\x07"), std::string("\\e[31mred\\x07"));
+        QCOMPARE(terminalSafe("r\xC3\xA9sum\xC3\xA9 \xE2\x9C\x93"), std::string("r\xC3\xA9sum\xC3\xA9 \xE2\x9C\x93"));
+        QCOMPARE(terminalSafe("csi\xC2\x9B"), std::string("csi\\xc2\\x9b"));
+        QCOMPARE(terminalSafe(std::string("nul\0x", 5)), std::string("nul\\x00x"));
     }
 
     void exitCodeWords()
