@@ -166,6 +166,12 @@ int reportUsage(const std::string& problem, const char* synopsis)
 
 std::optional<int> rejectLeftovers(const Args& args, bool missing, const char* synopsis, bool allowPositional)
 {
+    // `COMMAND --help` (or -h) left over after the command took its options: its synopsis, exit 0.
+    // (An option's value is taken first: `launch --name --help` names a run "--help".)
+    if (const std::string left = args.unknownOption(); left == "--help" || left == "-h") {
+        std::printf("usage: moe-workbench-cli %s\n", synopsis);
+        return kExitOk;
+    }
     if (missing)
         return reportUsage("an option is missing its value", synopsis);
     if (!args.unknownOption().empty())
@@ -178,7 +184,21 @@ std::optional<int> rejectLeftovers(const Args& args, bool missing, const char* s
 int runCli(int argc, char** argv)
 {
     Args args(std::vector<std::string>(argv + 1, argv + argc));
-    if (args.takeFlag("-h") || args.takeFlag("--help") || args.rest().empty()) {
+    // The global help is -h/--help before the command; after it the command reads its own
+    // arguments (issue 20 item 12: `launch --name --help` was taken as the help flag).
+    bool globalHelp = false;
+    for (size_t i = 0; i < args.rest().size(); ++i) {
+        const std::string& a = args.rest()[i];
+        if (a == "-h" || a == "--help") {
+            globalHelp = true;
+            break;
+        }
+        if (a == "--db" || a == "--runs-root" || a == "--moe-train")
+            ++i;  // its value
+        else if (a.empty() || a.front() != '-')
+            break;  // the command
+    }
+    if ((globalHelp && (args.takeFlag("-h") || args.takeFlag("--help"))) || args.rest().empty()) {
         std::fputs(kUsage, args.rest().empty() ? stderr : stdout);
         return args.rest().empty() ? kExitUsage : kExitOk;
     }

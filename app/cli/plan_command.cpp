@@ -7,6 +7,7 @@
 #include "core/planner/decision_guide.h"
 #include "core/planner/layout_search.h"
 #include "core/planner/plan_json.h"
+#include "core/terminal_text.h"
 #include "core/run_store.h"
 
 #include <cmath>
@@ -263,7 +264,7 @@ int planCommand(const CliContext& context, Args args)
             std::printf("Calibration (%s): %s\n", storePath.c_str(), calibration->describe().c_str());
             for (const CalibrationRun& r : calibration->runs)
                 std::printf("  run  %s %s: %d GPU(s), measured %.1f ms / predicted %.1f ms = %.2f over %zu steady steps\n",
-                            r.id.c_str(), r.name.c_str(), r.gpus, r.measuredStepMs, r.predictedStepMs, r.ratio(), r.steadySteps);
+                            core::terminalSafe(r.id).c_str(), core::terminalSafe(r.name).c_str(), r.gpus, r.measuredStepMs, r.predictedStepMs, r.ratio(), r.steadySteps);
             for (const std::string& why : calibration->skipped)
                 std::printf("  skip %s\n", why.c_str());
             std::printf("\n");

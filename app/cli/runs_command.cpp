@@ -1,6 +1,7 @@
 // `runs [--json]` lists the store; `show RUN [--json]` prints one run in full.
 #include "app/cli/cli.h"
 
+#include "core/terminal_text.h"
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -95,7 +96,10 @@ int runsCommand(const CliContext& context, Args args)
         char loss[32] = "-";
         if (run.lastLoss)
             std::snprintf(loss, sizeof loss, "%.4f", *run.lastLoss);
-        std::printf("%-22s %-20.20s %-10s %7lld %10s  %s\n", run.id.c_str(), run.name.c_str(),
+        // Names are chosen by whoever started the run: a newline would forge a row, ESC/BEL reach
+        // the terminal (issue 20 item 12).
+        std::printf("%-22s %-20.20s %-10s %7lld %10s  %s\n", core::terminalSafe(run.id).c_str(),
+                    core::terminalSafe(run.name).c_str(),
                     run.status.c_str(), static_cast<long long>(run.steps), loss,
                     localTime(run.createdAt).c_str());
     }
@@ -140,8 +144,9 @@ int showCommand(const CliContext& context, Args args)
 
     std::printf("run       %s\nname      %s\nstatus    %s (exit %d)\ntarget    %s\nrun dir   %s\n"
                 "created   %s\nsteps     %lld\nconfig    %s\n",
-                run->id.c_str(), run->name.c_str(), run->status.c_str(), run->exitCode,
-                run->target.c_str(), run->runDir.c_str(), localTime(run->createdAt).c_str(),
+                core::terminalSafe(run->id).c_str(), core::terminalSafe(run->name).c_str(), run->status.c_str(),
+                run->exitCode, core::terminalSafe(run->target).c_str(), core::terminalSafe(run->runDir).c_str(),
+                localTime(run->createdAt).c_str(),
                 static_cast<long long>(run->steps), run->configHash.c_str());
     if (meta)
         std::printf("device    %s (world %d, %s)\ndata      %s\nversions  moe-train %s\n",

@@ -2,6 +2,7 @@
 #include "app/cli/cli.h"
 
 #include "core/run_follower.h"
+#include "core/terminal_text.h"
 
 #include <algorithm>
 #include <chrono>
@@ -113,8 +114,8 @@ int watchCommand(const CliContext& context, Args args)
     if (!opened)
         return reportError(opened.error());
     auto& [store, target, summary] = *opened;
-    std::printf("run %s (%s) on %s: %s\n", summary.id.c_str(), summary.name.c_str(),
-                summary.target.c_str(), summary.runDir.c_str());
+    std::printf("run %s (%s) on %s: %s\n", core::terminalSafe(summary.id).c_str(), core::terminalSafe(summary.name).c_str(),
+                core::terminalSafe(summary.target).c_str(), core::terminalSafe(summary.runDir).c_str());
 
     // What earlier watches already stored is printed first, so a re-attached watch shows it all.
     if (auto meta = store->meta(summary.id))

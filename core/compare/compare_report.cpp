@@ -133,13 +133,23 @@ std::string decimatedPolyline(const std::vector<double>& xs, const std::vector<d
     return out;
 }
 
+// Text from a run (names, warning texts) inside report.md: a table cell's `|` escaped, line breaks
+// and other control characters as spaces, and `<`, `>`, `&` as entities — Markdown passes raw
+// HTML through, so a run called `<script>…` would otherwise run in the rendered report.
 std::string cell(std::string text)
 {
     std::string out;
     for (char c : text) {
+        const auto u = static_cast<unsigned char>(c);
         if (c == '|')
             out += "\\|";
-        else if (c == '\n')
+        else if (c == '<')
+            out += "&lt;";
+        else if (c == '>')
+            out += "&gt;";
+        else if (c == '&')
+            out += "&amp;";
+        else if (u < 0x20 || u == 0x7f)
             out += ' ';
         else
             out += c;
@@ -493,11 +503,11 @@ std::string comparisonToMarkdown(const Comparison& c, const std::vector<std::str
         for (size_t i = 0; i < c.runs.size(); ++i)
             heading += (i ? " vs " : "") + c.runs[i].label();
     }
-    md += "# " + heading + "\n\n";
+    md += "# " + cell(heading) + "\n\n";
     if (c.runs.empty())
         return md + "No runs.\n";
     const auto& base = c.runs[c.baseline];
-    md += "Baseline: **" + base.label() + "** (`" + base.summary.id +
+    md += "Baseline: **" + cell(base.label()) + "** (`" + cell(base.summary.id) +
           "`). Figures are medians over each run's steady-state window (warm-up skipped); p10–p90 below "
           "each; deltas are (run − baseline) / |baseline|.\n\n";
 
@@ -509,7 +519,7 @@ std::string comparisonToMarkdown(const Comparison& c, const std::vector<std::str
             md += "> **⛔ CRITICAL (" + w.code + ")**: " + cell(w.message) + "\n\n";
         else
             md += std::string("- **") + (w.severity == WarningSeverity::Warning ? "⚠ warning" : "note") + " (" +
-                  w.code + ")**: " + w.message + "\n";
+                  w.code + ")**: " + cell(w.message) + "\n";
     }
     if (!c.warnings.empty() && c.warnings.back().severity != WarningSeverity::Critical)
         md += "\n";

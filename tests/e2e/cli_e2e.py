@@ -262,6 +262,36 @@ def case_cancel(env):
               "a %s run keeps its state and exit code after cancel: %r -> %r" % (state, before, after))
 
 
+def case_hostile_names(env):
+    """Run names are anyone's text (issue 20 item 12): `runs` and `watch` print control characters
+    as visible escapes (a newline cannot forge a row, ESC/BEL do not reach the terminal); an
+    option's value is taken before help (`--name --help` names the run); COMMAND --help is the
+    command's synopsis, exit 0."""
+    name = "evil\nfake-row 1 finished\x1b[31m\x07"
+    p = env.cli("launch", "--config", tiny_config(env, steps=2), "--name", name)
+    if not check(p.returncode == 0, "launch with a hostile --name exits 0: %s" % p.stderr):
+        return
+    run_id = p.stdout.strip()
+    w = env.cli("watch", run_id, "--interval-ms", "100", timeout=600)
+    table = env.cli("runs")
+    shown = env.cli("show", run_id)
+    for what, out in (("runs", table.stdout), ("watch", w.stdout), ("show", shown.stdout)):
+        check("\x1b" not in out and "\x07" not in out, "%s prints no raw ESC or BEL" % what)
+    for what, out in (("watch", w.stdout), ("show", shown.stdout)):  # `runs` cuts the name at 20 columns
+        check("evil\\nfake-row 1 finished\\e[31m\\x07" in out, "%s shows the name's escapes: %r" % (what, out[:300]))
+    rows = [l for l in table.stdout.splitlines() if "fake-row" in l]
+    check(len(rows) == 1 and rows[0].startswith(run_id) and "evil\\nfake-row" in rows[0],
+          "runs keeps the name on its run's row: %r" % rows)
+    p = env.cli("launch", "--config", tiny_config(env, steps=1), "--name", "--help")
+    check(p.returncode == 0 and len(p.stdout.strip()) == 20, "--name --help names a run: rc %d %r" % (p.returncode, p.stdout))
+    if p.returncode == 0:
+        env.cli("watch", p.stdout.strip(), "--interval-ms", "100", timeout=600)
+        shown = env.cli("show", p.stdout.strip(), "--json")
+        check(shown.returncode == 0 and json.loads(shown.stdout).get("name") == "--help", "its name is --help")
+    h = env.cli("launch", "--help")
+    check(h.returncode == 0 and h.stdout.startswith("usage: moe-workbench-cli launch"), "launch --help: %r" % h.stdout[:80])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
@@ -288,6 +318,7 @@ def main():
         case_launch_watch(env, manifest)
         case_refused_stores(env)
         case_cancel(env)
+        case_hostile_names(env)
     print("FAILED: %d" % len(FAILURES) if FAILURES else "all passed")
     return 1 if FAILURES else 0
 

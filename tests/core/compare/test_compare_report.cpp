@@ -118,6 +118,24 @@ private slots:
         QVERIFY(md.find("![step_time](step_time.svg)") != std::string::npos);
     }
 
+    // A run name is anyone's text (issue 20 item 12): in report.md it stays text — no raw HTML
+    // (Markdown passes it through), no forged table row or heading line.
+    void markdownEscapesRunNames()
+    {
+        wb::test::SyntheticRun hostile;
+        hostile.name = "<script>alert(1)</script>|x\n# forged & more";
+        hostile.steps = 50;
+        const std::string id = wb::test::addSyntheticRun(*m_store, hostile);
+        CompareRequest request;
+        request.runs = {id, m_realId};
+        auto c = compareRuns(*m_store, request);
+        QVERIFY(c.ok());
+        const std::string md = comparisonToMarkdown(*c, {});
+        QVERIFY2(md.find("<script>") == std::string::npos, md.c_str());
+        QVERIFY(md.find("&lt;script&gt;alert(1)&lt;/script&gt;\\|x # forged &amp; more") != std::string::npos);
+        QVERIFY(md.find("\n# forged") == std::string::npos);
+    }
+
     void svgIsWellFormedWithEveryRun()
     {
         const Comparison c = compareMockAndReal();
