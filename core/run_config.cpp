@@ -158,6 +158,15 @@ public:
             problem(key, "expected a string, got " + describeJsonType(*v), "put the value in double quotes");
             return;
         }
+        // A name or path travels in the run's meta line and the store: bounded, so that one
+        // metrics line never grows to megabytes (issue 20 item 4: a 5 MB name stalled `watch`).
+        constexpr size_t kMaxText = 4096;
+        if (v->get_ref<const std::string&>().size() > kMaxText) {
+            problem(key, "is " + std::to_string(v->get_ref<const std::string&>().size()) + " bytes long, more than the " +
+                             std::to_string(kMaxText) + " a name or path may have",
+                    "use a shorter value");
+            return;
+        }
         out = v->get<std::string>();
     }
 

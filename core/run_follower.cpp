@@ -92,6 +92,33 @@ Result<FollowUpdate> RunFollower::poll()
                                     std::make_move_iterator(events->end()));
         m_seenOffset = offset;
     }
+    if (m_overlong && m_overlong->start != offset)
+        m_overlong.reset();  // another follower got past it
+    if (m_overlong) {
+        // Look for the end of the over-long line, one read per poll; the stream goes on after it
+        // (issue 20 item 4: without this the follower read the same 4 MiB forever).
+        auto scan = m_target.readMetrics(summary->runDir, m_overlong->scanned, kMaxBytesPerPoll);
+        if (!scan)
+            return scan.error();
+        const size_t newline = scan->bytes.find('\n');
+        const bool atEnd = scan->offset + static_cast<int64_t>(scan->bytes.size()) >= scan->fileSize;
+        if (newline == std::string::npos && !(atEnd && !status->processAlive)) {
+            m_overlong->scanned = scan->offset + static_cast<int64_t>(scan->bytes.size());
+            noteReported(update);
+            return update;
+        }
+        // Past its newline, or (the writer is gone) to the end of the file: a torn last line.
+        const int64_t end = newline == std::string::npos ? scan->fileSize
+                                                         : scan->offset + static_cast<int64_t>(newline) + 1;
+        auto skipped = m_store.skipLine(m_runId, offset, end);
+        if (!skipped && skipped.error().code != ErrorCode::Busy)
+            return skipped.error();
+        m_overlong.reset();
+        if (skipped)
+            m_seenOffset = end;
+        noteReported(update);
+        return update;  // the next poll reads on from the new offset
+    }
     auto chunk = m_target.readMetrics(summary->runDir, offset, kMaxBytesPerPoll);
     if (!chunk)
         return chunk.error();
@@ -111,6 +138,8 @@ Result<FollowUpdate> RunFollower::poll()
             return ingested.error();
         end = ingested->end;
         m_seenOffset = ingested->newOffset;
+        if (ingested->newOffset == offset && static_cast<int64_t>(chunk->bytes.size()) >= kMaxBytesPerPoll)
+            m_overlong = OverlongLine{offset, offset + static_cast<int64_t>(chunk->bytes.size())};
         // Report exactly what was stored: re-read the consumed prefix. Parsing twice is cheaper
         // than widening the store's API, and a watch round is small.
         const auto consumed = static_cast<size_t>(ingested->newOffset - offset);

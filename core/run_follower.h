@@ -42,6 +42,12 @@ private:
     std::optional<int64_t> m_seenOffset;  // set at the first poll
     int64_t m_lastStep = -1;
     size_t m_eventsSeen = 0;  // events stored for the run when this follower last looked (in store order)
+    // A metrics line longer than one read (no newline in kMaxBytesPerPoll bytes): where it starts
+    // and how far this follower has looked for its end. Skipped as one malformed line once found.
+    struct OverlongLine {
+        int64_t start = 0, scanned = 0;
+    };
+    std::optional<OverlongLine> m_overlong;
 };
 
 }  // namespace wb::core

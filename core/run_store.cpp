@@ -498,6 +498,32 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path)
     auto version = readUserVersion(*impl);
     if (!version)
         return version.error();
+    if (*version < 0)
+        return makeError(ErrorCode::Incompatible,
+                         "this SQLite file has user_version " + std::to_string(*version) +
+                             ", which no run store has: it is not a run store and was left untouched. Pass "
+                             "--db with a run store or a new file name",
+                         path);
+    if (*version == 0) {
+        // A new store starts as an empty database; one with tables of its own is another
+        // program's file, and creating ours in it would change it (issue 20 item 10).
+        auto tables = impl->prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+                                    "AND name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 4");
+        if (!tables)
+            return tables.error();
+        std::string names;
+        int count = 0;
+        while ((*tables)->step() == SQLITE_ROW)
+            if (count++ < 3)
+                names += (count > 1 ? ", " : "") + (*tables)->text(0);
+        if (count > 0)
+            return makeError(ErrorCode::Incompatible,
+                             "this is an SQLite database, but not a run store (it has " +
+                                 std::string(count > 1 ? "tables " : "table ") + names + (count > 3 ? ", ..." : "") +
+                                 " and no run store schema); it was left untouched. Pass --db with a run store or "
+                                 "a new file name",
+                             path);
+    }
     if (*version > kStoreSchemaVersion)
         return makeError(ErrorCode::Incompatible,
                          "this run store has schema version " + std::to_string(*version) +
@@ -842,6 +868,32 @@ Result<IngestResult> RunStore::ingest(const std::string& id, int64_t offset, std
     if (auto r = tx.commit(); !r)
         return r.error();
     return result;
+}
+
+Result<void> RunStore::skipLine(const std::string& id, int64_t offset, int64_t newOffset)
+{
+    if (newOffset <= offset)
+        return makeError(ErrorCode::InvalidArgument, "a skipped line must end after it starts", id);
+    Transaction tx(m_impl.get());
+    if (auto r = tx.begin(); !r)
+        return r.error();
+    auto advance = m_impl->prepare("UPDATE runs SET stream_offset = ?3, malformed_lines = malformed_lines + 1 "
+                                   "WHERE id = ?1 AND stream_offset = ?2");
+    if (!advance)
+        return advance.error();
+    (*advance)->bind(1, std::string_view(id)).bind(2, offset).bind(3, newOffset);
+    if (auto r = m_impl->stepDone(**advance, "skipping an over-long metrics line"); !r)
+        return r.error();
+    if (sqlite3_changes(m_impl->db.get()) != 1) {
+        auto run = this->run(id);
+        if (!run)
+            return run.error();
+        return makeError(offset < run->streamOffset ? ErrorCode::Busy : ErrorCode::InvalidArgument,
+                         "the line to skip starts at offset " + std::to_string(offset) +
+                             " but the store has ingested up to " + std::to_string(run->streamOffset),
+                         id);
+    }
+    return tx.commit();
 }
 
 Result<std::vector<StepRecord>> RunStore::steps(const std::string& id, int64_t afterStep)

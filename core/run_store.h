@@ -106,6 +106,11 @@ public:
     /// and nothing changes. Complete lines are stored, the offset advances past them, all in one
     /// transaction; a torn tail is left for the next call.
     Result<IngestResult> ingest(const std::string& id, int64_t offset, std::string_view bytes);
+    /// A line too long to ingest (RunFollower: no newline within a read of its size): the offset
+    /// moves from `offset` (which must be the stored one: Busy when another follower moved it,
+    /// InvalidArgument when ahead) to `newOffset`, past the line, and it counts as one malformed
+    /// line.
+    Result<void> skipLine(const std::string& id, int64_t offset, int64_t newOffset);
 
     /// Every column of the steps after `afterStep`, by step (the CSV export; a few runs).
     Result<std::vector<StepRecord>> steps(const std::string& id, int64_t afterStep = -1);

@@ -168,6 +168,18 @@ private slots:
         QVERIFY(parseRunConfig(withPatch(R"({"train": {"lr": 1e-300}})")).readable);
     }
 
+    // A name or path of megabytes would make the run's meta line megabytes (issue 20 item 4).
+    void longTextIsAProblem()
+    {
+        const std::string longName(5 * 1000 * 1000, 'n');
+        RunConfigParse p = parseRunConfig(withPatch(("{\"name\": \"" + longName + "\"}").c_str()));
+        QCOMPARE(int(p.problems.size()), 1);
+        QCOMPARE(p.problems[0].path, std::string("name"));
+        QVERIFY2(p.problems[0].message.find("5000000 bytes long, more than the 4096") != std::string::npos,
+                 p.problems[0].message.c_str());
+        QVERIFY(parseRunConfig(withPatch(("{\"name\": \"" + std::string(4096, 'n') + "\"}").c_str())).problems.empty());
+    }
+
     void canonicalRoundTrip()
     {
         RunConfigParse p = parseRunConfig(withPatch(R"({"recompute": {"granularity": "selective", "modules": ["core_attn", "moe_act"]},

@@ -59,7 +59,37 @@ private slots:
     void stepsStoredByAnotherFollowerAreReported();
     void finalState_data();
     void finalState();
+    void overlongLineIsSkippedOnce();
 };
+
+// A metrics line longer than one read (5 MiB; issue 20 item 4): the follower read the same 4 MiB
+// forever. It is skipped as one malformed line and the steps after it are stored.
+void TestRunStoreFollower::overlongLineIsSkippedOnce()
+{
+    auto store = RunStore::open(m_dir.filePath(QStringLiteral("long.sqlite")).toStdString());
+    QVERIFY(store);
+    auto id = (*store)->createRun({"", "long", "scripted", "/run", "{}", ""});
+    ScriptedTarget target;
+    target.next = RunStatus{RunState::Finished, 0, "finished", "", false};
+    MetaRecord meta;
+    meta.dataSource = "mock";
+    target.file = toJsonLine(meta) + "\n" + stepLine(1) + "{\"v\":1,\"type\":\"event\",\"msg\":\"" +
+                  std::string(5 << 20, 'x') + "\"}\n" + stepLine(2) + stepLine(3);
+    RunFollower follower(**store, target, *id);
+    bool finished = false;
+    for (int i = 0; i < 10 && !finished; ++i) {
+        auto u = follower.poll();
+        QVERIFY2(u, u ? "" : u.error().toString().c_str());
+        finished = u->finished;
+    }
+    QVERIFY(finished);
+    auto run = (*store)->run(*id);
+    QVERIFY(run);
+    QCOMPARE(run->steps, int64_t(3));
+    QCOMPARE(run->malformedLines, int64_t(1));
+    QCOMPARE(run->streamOffset, int64_t(target.file.size()));
+    QCOMPARE(run->status, std::string("finished"));
+}
 
 void TestRunStoreFollower::followsGrowingFile()
 {
