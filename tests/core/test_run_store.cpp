@@ -153,6 +153,8 @@ private slots:
     void metaAndEndRecords();
     void newerSchemaRefusedUntouched_data();
     void newerSchemaRefusedUntouched();
+    void foreignSqliteRefusedUntouched_data();
+    void foreignSqliteRefusedUntouched();
     void lockedStoreRefused_data();
     void lockedStoreRefused();
     void foreignFileRefused_data();
@@ -417,6 +419,38 @@ void TestRunStore::foreignFileRefused()
     QCOMPARE(store.error().code, ErrorCode::Corrupt);
     QVERIFY(store.error().message.find("--db") != std::string::npos);
     QVERIFY(readAll(db) == content.toStdString());
+}
+
+// Another program's SQLite file given as --db (issue 20 item 10): even the read-only `runs` added
+// six tables and set user_version. A database with tables but no store schema, or a negative
+// user_version (which indexed past the migrations), is refused and left byte for byte.
+void TestRunStore::foreignSqliteRefusedUntouched_data()
+{
+    QTest::addColumn<QString>("sql");
+    QTest::addColumn<QString>("says");
+    QTest::newRow("another program's tables") << QStringLiteral("CREATE TABLE notes(x); CREATE TABLE tags(y)")
+                                              << QStringLiteral("tables notes, tags");
+    QTest::newRow("user_version -1") << QStringLiteral("PRAGMA user_version = -1") << QStringLiteral("user_version -1");
+}
+
+void TestRunStore::foreignSqliteRefusedUntouched()
+{
+    QFETCH(QString, sql);
+    QFETCH(QString, says);
+    const std::string db = path(("foreign-sqlite-" + std::to_string(qHash(sql)) + ".sqlite").c_str());
+    {
+        RawDb raw(db);
+        QCOMPARE(raw.exec(sql.toStdString()), SQLITE_OK);
+    }
+    const std::string before = readAll(db);
+    auto store = RunStore::open(db);
+    QVERIFY(!store);
+    QCOMPARE(store.error().code, ErrorCode::Incompatible);
+    const std::string text = store.error().toString();
+    QVERIFY2(text.find("not a run store") != std::string::npos && text.find(says.toStdString()) != std::string::npos &&
+                 text.find("--db") != std::string::npos,
+             text.c_str());
+    QVERIFY(readAll(db) == before);
 }
 
 void TestRunStore::migratesEmptyFile()
