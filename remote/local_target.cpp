@@ -203,6 +203,10 @@ Result<void> LocalTarget::validateConfig(const std::string& configJson)
     std::string output = result->output;
     while (!output.empty() && (output.back() == '\n' || output.back() == ' '))
         output.pop_back();
+    // moe-train names the file it read, our private temp file: the user knows it as the config
+    // (issue 20 item 13: launch errors named /tmp/moe-workbench-validate-XXXXXX.json).
+    for (size_t at = output.find(path); at != std::string::npos; at = output.find(path, at))
+        output.replace(at, path.size(), "the config");
     if (result->exitCode == 2)
         return makeError(ErrorCode::InvalidArgument, "moe-train rejects the config:\n" + output);
     return makeError(ErrorCode::Failed,

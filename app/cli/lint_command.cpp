@@ -94,6 +94,8 @@ int lintCommand(const CliContext&, Args args)
     if (!read)
         return reportError(read.error());
     const std::string text = std::move(*read);
+    if (auto empty = emptyLayoutFile(path, text))
+        return reportError(*empty);
 
     // A perf launcher command names its model (-mr), GPU (-g) and world (-ng) itself; the options
     // still win when given.

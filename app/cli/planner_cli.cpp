@@ -46,6 +46,22 @@ LayoutFileKind layoutFileKind(const std::string& path, const std::string& text)
     return kind;
 }
 
+std::optional<core::Error> emptyLayoutFile(const std::string& path, const std::string& text)
+{
+    size_t at = 0;
+    while (at < text.size()) {
+        const size_t end = std::min(text.find('\n', at), text.size());
+        const size_t first = text.find_first_not_of(" \t\r", at);
+        if (first < end && text[first] != '#')
+            return std::nullopt;
+        at = end + 1;
+    }
+    return core::makeError(core::ErrorCode::InvalidArgument,
+                           "the file has no settings (only blank lines and comments) — fix: give a runtime config "
+                           "(JSON), Megatron-Bridge overrides (YAML or key=value lines) or a perf launcher command",
+                           path);
+}
+
 core::Result<Catalog> loadCliCatalog(const std::string& userDir)
 {
     return loadCatalog(core::builtinCatalogDir(WB_BUILTIN_CATALOG_DIR),

@@ -40,6 +40,10 @@ struct LayoutFileKind {
     bool bridge() const { return yaml || dotlist; }
 };
 LayoutFileKind layoutFileKind(const std::string& path, const std::string& text);
+/// A layout file with nothing but blank lines and '#' comments (or nothing at all): the error that
+/// says so and what the file should hold (a parser would report "invalid literal '#'" or "end of
+/// input"); nullopt when it has content.
+std::optional<core::Error> emptyLayoutFile(const std::string& path, const std::string& text);
 
 /// Writes `content` to `path` atomically (a temporary file in the same folder, then rename).
 core::Result<void> writeFileAtomically(const std::string& path, const std::string& content, bool executable);

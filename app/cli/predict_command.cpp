@@ -135,6 +135,8 @@ int predictCommand(const CliContext& context, Args args)
     auto text = core::readTextFile(path, "file");
     if (!text)
         return reportError(text.error());
+    if (auto empty = emptyLayoutFile(path, *text))
+        return reportError(*empty);
     const LayoutFileKind kind = layoutFileKind(path, *text);
     if (kind.perfLaunch && !modelName && !kind.perf.model.empty())
         modelName = kind.perf.model;

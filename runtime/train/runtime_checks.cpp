@@ -1,6 +1,7 @@
 // Runtime-specific config checks (see runtime_checks.h).
 #include "runtime/train/runtime_checks.h"
 
+#include "runtime/data/manifest.h"
 #include "runtime/data/tokenizer.h"
 
 #include "runtime/model/cuda/cuda_graph.h"
@@ -183,10 +184,20 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
 #endif
     if (c.data.source == "real" && !c.data.manifest.empty()) {
         std::error_code ec;
-        if (!std::filesystem::is_regular_file(c.data.manifest, ec))
+        if (std::filesystem::is_directory(c.data.manifest, ec))
+            out.push_back({"data.manifest", "the manifest '" + c.data.manifest + "' is a folder, not a manifest file",
+                           "point data.manifest at the manifest.jsonl inside it (moe-sample-set writes DIR/manifest.jsonl)"});
+        else if (!std::filesystem::exists(c.data.manifest, ec))
             out.push_back({"data.manifest", "the manifest '" + c.data.manifest + "' does not exist on this machine",
                            "build a sample set (moe-sample-set --from /usr/share/openclipart/png --out DIR) and point "
                            "data.manifest at DIR/manifest.jsonl, or set data.source \"mock\""});
+        else if (!std::filesystem::is_regular_file(c.data.manifest, ec))
+            out.push_back({"data.manifest", "the manifest '" + c.data.manifest + "' is not a regular file (a device, FIFO or socket)",
+                           "point data.manifest at a manifest.jsonl file"});
+        else if (auto entries = loadManifest(c.data.manifest); !entries)
+            // Its lines, here rather than at step 0 (issue 20 item 13: a bad manifest passed --validate).
+            out.push_back({"data.manifest", entries.error().message + " ('" + c.data.manifest + "')",
+                           "fix that line of the manifest: one JSON object per line with \"image\" and \"caption\""});
     }
     const bool images = c.data.source == "real" || c.data.mockImageSize > 0;
     if (images && c.data.imagesPerSample != 1)

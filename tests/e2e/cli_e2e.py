@@ -179,6 +179,7 @@ def case_runtime_rejects(env):
     del env.env["FAKE_VALIDATE_REJECT"]
     check(p.returncode == 2, "a config the runtime rejects exits 2")
     check("vocab_size" in p.stderr, "the runtime's problem is shown")
+    check("moe-workbench-validate" not in p.stderr, "the message does not name the private temp file: %r" % p.stderr)
     after_dirs = set(os.listdir(env.runs_root)) if os.path.isdir(env.runs_root) else set()
     check(before_dirs == after_dirs, "no run directory for a config the runtime rejects")
     check(env.cli("runs", "--json").stdout == before_runs.stdout, "no store row for a config the runtime rejects")

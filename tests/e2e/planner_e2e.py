@@ -268,6 +268,16 @@ def main():
                 r = cli(*argv)
                 check(r.returncode == 2 and says in r.stderr, f"{argv[0]} {path}: rc {r.returncode} {r.stdout}{r.stderr}")
 
+        # 9e. A file of only comments or nothing (issue 20 item 13) said "invalid literal '#'" or
+        # "unexpected end of input": it says it has no settings and what it should hold.
+        for name, content in (("comments.dotlist", "# only a comment\n\n   # another\n"), ("empty.yaml", "")):
+            path = os.path.join(tmp, name)
+            open(path, "w").write(content)
+            for argv in (("lint", path), ("predict", path, "--hardware", "h200")):
+                r = cli(*argv)
+                check(r.returncode == 2 and "no settings (only blank lines and comments)" in r.stderr
+                      and "fix:" in r.stderr, f"{argv[0]} {name}: rc {r.returncode} {r.stderr}")
+
         # 10. Predictions travel with runs: plan -> generate runtime (prediction.json) -> launch.
         db = os.path.join(tmp, "runs.db")
         runs_root = os.path.join(tmp, "runs")

@@ -98,6 +98,30 @@ int main()
     const json status = json::parse(test::readFile(runDir / "status.json"), nullptr, false);
     WB_CHECK(status.is_object() && status.value("status", "") == "bad_config" && status.value("exit_code", 0) == 2);
 
+    // A manifest path that is a folder said "does not exist" (issue 20 item 13): it says what it is.
+    {
+        json folder = sampleConfig();
+        folder["data"]["manifest"] = dir.string();
+        std::ofstream(dir / "folder.json") << folder.dump(2);
+        const int rc = test::runProcess({moeTrain, "--validate", (dir / "folder.json").string()}, log, 60);
+        const std::string out = test::readFile(log);
+        WB_CHECK_MSG(rc == 2 && out.find("is a folder, not a manifest file") != std::string::npos &&
+                         out.find("manifest.jsonl inside it") != std::string::npos,
+                     out);
+    }
+
+    // A malformed manifest line passed --validate and failed only at step 0 (item 13).
+    {
+        std::ofstream(dir / "broken-manifest.jsonl") << "{\"image\": \"a.png\", \"caption\": \"a\"}\nnot json\n";
+        json broken = sampleConfig();
+        broken["data"]["manifest"] = (dir / "broken-manifest.jsonl").string();
+        std::ofstream(dir / "broken-manifest.json") << broken.dump(2);
+        const int rc = test::runProcess({moeTrain, "--validate", (dir / "broken-manifest.json").string()}, log, 60);
+        const std::string out = test::readFile(log);
+        WB_CHECK_MSG(rc == 2 && out.find("data.manifest: line 2 is not {\"image\": path, \"caption\": text}") != std::string::npos,
+                     out);
+    }
+
     // A manifest where no image decodes (issue 20 item 3: the run waited at step 0 forever): exit 2
     // naming the cause and the fix, status.json bad_config, quickly.
     {
