@@ -27,8 +27,9 @@ import argparse
 import json
 import math
 import random
-import statistics
 import sys
+
+from gpu_timing import median_ms, write_result
 
 KERNELS = {
     # name: query heads, kv heads, head dim, causal, fwd block (M, N), bwd block (M, N)
@@ -85,26 +86,22 @@ def time_segments(torch, k, lengths, reps):
     def forward():
         return op(q, kk, v, cu, cu, mx, mx, 0.0, k["causal"], False, scale=1.0 / math.sqrt(k["d"]))[0]
 
+    state = {}
+
+    def forward_only():
+        with torch.no_grad():
+            forward()
+
+    def clear_grads():
+        q.grad = kk.grad = v.grad = None
+
+    def backward():
+        state["out"].backward(grad)
+
     def run(with_backward):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for i in range(reps + 3):
-            if with_backward:
-                out = forward()
-                torch.cuda.synchronize()
-                start.record()
-                out.backward(grad)
-                end.record()
-                q.grad = kk.grad = v.grad = None
-            else:
-                with torch.no_grad():
-                    start.record()
-                    forward()
-                    end.record()
-            torch.cuda.synchronize()
-            if i >= 3:
-                times.append(start.elapsed_time(end))
-        return statistics.median(times)
+        if not with_backward:
+            return median_ms(torch, forward_only, reps)
+        return median_ms(torch, backward, reps, before=lambda: state.update(out=forward()), after=clear_grads)
 
     return run(False), run(True)
 
@@ -246,10 +243,7 @@ def main():
             "fit_rows": {d: [{"regressors": r[0], "ms": r[1]} for r in rows[d]] for d in rows},
             "checks": checks,
         }
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
-    return 0
+    return write_result(args.json, result)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,10 @@ prints the fraction of the dense bf16 peak (the DESIGN.md peak, 989 TFLOP/s on H
 Not yet used by the planner (docs/planner.md says what would change).
 """
 import argparse
-import json
 import random
-import statistics
 import sys
+
+from gpu_timing import median_ms, write_result
 
 SHAPES = {
     # name: hidden D, expert FFN F, experts E (per rank)
@@ -57,19 +57,6 @@ def main():
     rng = random.Random(3)
     result = {"device": name, "torch": torch.__version__, "peak_tflops": peak, "shapes": {}}
 
-    def timed(fn):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for i in range(args.reps + 3):
-            torch.cuda.synchronize()
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            if i >= 3:
-                times.append(start.elapsed_time(end))
-        return statistics.median(times)
-
     for label, (D, F, E) in SHAPES.items():
         print(f"\n== {label}")
         print(f"{'m/expert':>9} {'spread':>7} {'fwd ms':>8} {'fwd+bwd ms':>11} {'fwd %peak':>10} {'f+b %peak':>10}")
@@ -104,7 +91,7 @@ def main():
                     forward().backward(g)
                     x.grad = w1.grad = w2.grad = None
 
-                f_ms, fb_ms = timed(fwd), timed(fwd_bwd)
+                f_ms, fb_ms = median_ms(torch, fwd, args.reps), median_ms(torch, fwd_bwd, args.reps)
                 flops = 2.0 * A * D * 3 * F  # gate+up (2F) and down (F), one multiply-add = 2 FLOPs
                 fe = flops / (f_ms * 1e-3) / 1e12 / peak if peak else 0
                 fbe = 3 * flops / (fb_ms * 1e-3) / 1e12 / peak if peak else 0
@@ -113,10 +100,7 @@ def main():
                 print(f"{m:>9} {spread:>7} {f_ms:>8.3f} {fb_ms:>11.3f} {fe * 100:>9.1f}% {fbe * 100:>9.1f}%")
                 del x, g
         result["shapes"][label] = {"hidden": D, "ffn": F, "experts": E, "rows": rows}
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
-    return 0
+    return write_result(args.json, result)
 
 
 if __name__ == "__main__":
