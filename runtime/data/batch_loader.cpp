@@ -170,7 +170,7 @@ void BatchLoader::packerLoop()
     // Samples skipped since the last one packed: a whole pass over the manifest of them means no
     // entry can ever load (every image missing, corrupt or too large), and the step would wait
     // forever.
-    size_t skippedInARow = 0, undecodable = 0;
+    size_t skippedInARow = 0, tooLong = 0;
     std::string firstWarning;
     while (true) {
         PreparedSample sample;
@@ -190,7 +190,10 @@ void BatchLoader::packerLoop()
             lock.unlock();
             m_preparedChanged.notify_all();  // workers waiting on the window
         }
-        if (!sample.skipped && packer.tokensFor(sample) > m_options.seqLength) {
+        // A sample the workers did not skip can still be too long for a sequence; every other skip
+        // is an image that could not be read or decoded (prepare()).
+        const bool overLength = !sample.skipped && packer.tokensFor(sample) > m_options.seqLength;
+        if (overLength) {
             sample.skipped = true;
             sample.warning = "skipped sample: its image alone exceeds train.seq_length tokens";
         }
@@ -198,14 +201,13 @@ void BatchLoader::packerLoop()
             packer.countSkipped(sample);
             if (skippedInARow == 0) {
                 firstWarning = sample.warning;
-                undecodable = 0;
+                tooLong = 0;
             }
-            undecodable += sample.warning.rfind("skipped image", 0) == 0;
+            tooLong += overLength;
             if (++skippedInARow >= m_entries.size())
                 throw LoaderError("no sample of the manifest can be trained on: all " + std::to_string(skippedInARow) +
-                                      " entries tried in a row were skipped (" + std::to_string(undecodable) +
-                                      " images could not be read or decoded, " +
-                                      std::to_string(skippedInARow - undecodable) +
+                                      " entries tried in a row were skipped (" + std::to_string(skippedInARow - tooLong) +
+                                      " images could not be read or decoded, " + std::to_string(tooLong) +
                                       " samples exceed train.seq_length); the first: " + firstWarning +
                                       " — fix: data.manifest must name readable PNG/JPEG images (or raise "
                                       "train.seq_length / lower data.max_pixels)",

@@ -17,6 +17,16 @@ Catalog& catalog()
     return c;
 }
 
+// Options for predicting moe-train on `hardware` with its catalog profile (empty rates where the
+// catalog has none: the assumed fractions).
+ThroughputOptions moeTrainOn(const char* hardware)
+{
+    ThroughputOptions o;
+    o.runtime = TrainingRuntime::MoeTrain;
+    o.rates = catalog().runtimeRates("moe-train", hardware);
+    return o;
+}
+
 // The milliseconds of the estimate's term `name` (0 when the estimate has no such term).
 double termMs(const ThroughputEstimate& e, const std::string& name)
 {
@@ -296,9 +306,7 @@ private slots:
         const HardwareSpec hw = *catalog().hardware("h200");
         Layout l;
         l.worldSize = 1, l.mbs = 1, l.gbs = 2, l.useDistributedOptimizer = false;
-        ThroughputOptions o;
-        o.runtime = TrainingRuntime::MoeTrain;
-        o.rates = catalog().runtimeRates("moe-train", "h200");
+        ThroughputOptions o = moeTrainOn("h200");
         QVERIFY2(!o.rates.source.empty(), "the catalog has no moe-train profile for h200");
         const ThroughputEstimate e = estimateThroughput(m, l, Workload{}, hw, o);
         const ThroughputEstimate megatron = estimateThroughput(m, l, Workload{}, hw);
@@ -352,9 +360,7 @@ private slots:
         const HardwareSpec hw = *catalog().hardware("h200");
         Layout l;
         l.worldSize = 1, l.mbs = 1, l.gbs = 1, l.useDistributedOptimizer = false;
-        ThroughputOptions o;
-        o.runtime = TrainingRuntime::MoeTrain;
-        o.rates = catalog().runtimeRates("moe-train", "h200");
+        const ThroughputOptions o = moeTrainOn("h200");
         QVERIFY(o.rates.attentionKernel(m.decoder.kvChannels, true));
         const double flopsPerScore = 2.0 * m.decoder.numAttentionHeads * m.decoder.kvChannels * m.decoder.numLayers;  // forward
         auto tflops = [&](const Workload& w, double scores) {
@@ -396,9 +402,7 @@ private slots:
                  (std::to_string(forwardOnly) + " of " + std::to_string(trained)).c_str());
         // Not measured on B200: the FLOP-based term, said to be assumed.
         const HardwareSpec b200 = *catalog().hardware("b200");
-        ThroughputOptions assumed;
-        assumed.runtime = TrainingRuntime::MoeTrain;
-        assumed.rates = catalog().runtimeRates("moe-train", "b200");
+        const ThroughputOptions assumed = moeTrainOn("b200");
         for (const TimeTerm& t : estimateThroughput(m, l, shortSamples, b200, assumed).terms)
             if (t.name == "core attention")
                 QVERIFY2(t.assumption.find("assumed") != std::string::npos, t.assumption.c_str());
