@@ -25,3 +25,22 @@ function(wb_unity_build target batch)
     set_source_files_properties(${ARGN} TARGET_DIRECTORY ${target} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
   endif()
 endfunction()
+
+# The tests' own code compiles without optimisation: -O3 doubles the compile time of a test file
+# (docs/build.md: 23.7 → 11.5 s for test_catalog.cpp, parsing is the rest) and a test's time is
+# spent in the libraries it calls, which stay optimised. wb_unoptimized_tests() at the top of a
+# tests folder; wb_benchmark(target) takes a benchmark of that folder back to the product's
+# flags (benchmarks measure, and print tables from their own loops).
+option(WB_OPTIMIZE_TESTS "Optimise the test executables' own code like the product's" OFF)
+macro(wb_unoptimized_tests)
+  if(NOT WB_OPTIMIZE_TESTS AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    add_compile_options(-O0)
+  endif()
+endmacro()
+function(wb_benchmark target)
+  get_target_property(options ${target} COMPILE_OPTIONS)
+  if(options)
+    list(REMOVE_ITEM options -O0)
+    set_property(TARGET ${target} PROPERTY COMPILE_OPTIONS ${options})
+  endif()
+endfunction()
