@@ -97,6 +97,11 @@ void checkTrainAndData(const RunConfig& c, std::vector<ConfigProblem>& out)
                        "set min_pixels <= max_pixels"});
     const int64_t unit = int64_t(v.patchSize) * v.spatialMergeSize;  // pixels per side of one decoder token
     const bool images = d.imagesPerSample > 0 && (d.source == "real" || d.mockImageSize > 0);
+    if (images && v.numLayers <= 0)
+        out.push_back({"model.vision.num_layers",
+                       std::string("0: a text-only model takes no images, but ") +
+                           (d.source == "real" ? "data.source \"real\" gives it images" : "data.mock_image_size " + str(d.mockImageSize) + " gives it images"),
+                       "set data.source \"mock\" and data.mock_image_size 0 (text only), or give the model vision layers"});
     if (images && d.maxPixels < unit * unit)
         out.push_back({"data.max_pixels", str(d.maxPixels) + " pixels cannot hold one " + str(unit) + "×" + str(unit) +
                                               " merged patch",

@@ -79,11 +79,16 @@ std::string fixed(double v, int digits)
 
 void printTable(const SearchRequest& req, const GuideRecommendation& rec, const SearchResult& result)
 {
-    std::printf("%s on %d x %s (%d node(s)), seq %d, %d image(s) %dx%d per sample, GBS %d, goal %s%s\n\n",
-                req.model.displayName.c_str(), req.gpus, req.hardware.displayName.c_str(),
-                req.nodes > 0 ? req.nodes : (req.gpus + std::max(1, req.hardware.gpusPerNode) - 1) / std::max(1, req.hardware.gpusPerNode), req.workload.seqLength,
-                req.workload.imagesPerSample, req.workload.imageWidth, req.workload.imageHeight, req.gbs, goalName(req.goal),
-                req.workload.bf16AdamMoments ? ", bf16 Adam moments" : "");
+    const Workload seen = workloadSeenBy(req.workload, req.model.model);
+    char images[96];
+    if (req.model.model.vision.numLayers <= 0)
+        std::snprintf(images, sizeof images, "text only (the model has no vision tower)");
+    else
+        std::snprintf(images, sizeof images, "%d image(s) %dx%d per sample", seen.imagesPerSample, seen.imageWidth, seen.imageHeight);
+    std::printf("%s on %d x %s (%d node(s)), seq %d, %s, GBS %d, goal %s%s\n\n", req.model.displayName.c_str(), req.gpus,
+                req.hardware.displayName.c_str(),
+                req.nodes > 0 ? req.nodes : (req.gpus + std::max(1, req.hardware.gpusPerNode) - 1) / std::max(1, req.hardware.gpusPerNode),
+                req.workload.seqLength, images, req.gbs, goalName(req.goal), req.workload.bf16AdamMoments ? ", bf16 Adam moments" : "");
     std::printf("Recommendation: %s\n", rec.path == "fsdp" ? "FSDP first" : "3D parallel (TP/PP/EP)");
     for (const GuideRule& r : rec.rules)
         std::printf("  rule  %s: %s\n", r.id.c_str(), describeRule(r).c_str());

@@ -62,7 +62,7 @@ std::vector<GuideKnob> knobs(const GuideAnswers& a, const std::string& path)
     std::vector<GuideKnob> k = {
         {1, "freeze-vision",
          "Freeze the vision module when the work is decoder-focused: a small but real throughput gain (measured ≈ +5%) and less memory pressure.",
-         !no(a.visionFrozen)},
+         !no(a.visionFrozen) && !a.textOnlyModel},
         {2, "test-mbs",
          "Test MBS aggressively: VLMs are more MBS-sensitive than text-only MoE (measured: MBS 4 nearly doubled 3D-parallel throughput vs MBS 1), as long as the vision encoder does not become the new bottleneck.",
          true},
@@ -80,7 +80,7 @@ std::vector<GuideKnob> knobs(const GuideAnswers& a, const std::string& path)
 std::vector<GuideCaution> cautions(const GuideAnswers& a)
 {
     std::vector<GuideCaution> c;
-    if (a.mockData)
+    if (a.mockData && !a.textOnlyModel)
         c.push_back({"mock-data-misleads",
                      "Mock multimodal data misleads: runs without images looked about 2× faster than real multimodal input. Draw no throughput conclusion without real or realistic image payloads."});
     if (a.hasImages)

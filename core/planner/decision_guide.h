@@ -23,6 +23,7 @@ struct GuideAnswers {
     // Facts about the planned run, for the cautions.
     bool mockData = false;
     bool hasImages = true;
+    bool textOnlyModel = false;       ///< the model has no vision tower (Qwen3-30B-A3B): the VLM knobs do not apply
     bool comparingRuns = false;       ///< the user compares FSDP against 3D runs
     bool usesEtp = false;
     bool fullRecompute = false;

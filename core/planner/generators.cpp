@@ -218,11 +218,14 @@ std::vector<std::pair<std::string, std::string>> bridgeEnvironment(const RunConf
 
 std::string bridgePerfRecipe(const std::string& modelName)
 {
-    // Bridge's perf recipes (§5) exist for these two Qwen3-VL sizes only.
-    if (modelName == "qwen3-vl-30b-a3b")
-        return "qwen3_vl_30b_a3b";
-    if (modelName == "qwen3-vl-235b-a22b")
-        return "qwen3_vl_235b_a22b";
+    // Bridge's perf recipes (§5) for the two Qwen3-VL sizes and the text-only Qwen3 MoE models of
+    // the published rows (§8; scripts/performance/configs/qwen/): the catalog names with '_'.
+    for (const char* name : {"qwen3-vl-30b-a3b", "qwen3-vl-235b-a22b", "qwen3-30b-a3b", "qwen3-235b-a22b"})
+        if (modelName == name) {
+            std::string recipe = name;
+            std::replace(recipe.begin(), recipe.end(), '-', '_');
+            return recipe;
+        }
     return {};
 }
 
@@ -264,16 +267,19 @@ std::string bridgePerfCommand(const RunConfig& c, const GeneratorTarget& t, std:
     flag("-c", "bf16");
     if (c.train.precision != "bf16")
         warnings.push_back("perf launcher: runs bf16 (-c bf16); the config says " + c.train.precision);
-    flag("-m", "qwen_vl");
+    // A text-only model (no vision tower) runs Bridge's LLM perf recipes: family qwen, domain llm.
+    const bool textOnly = c.model.vision.numLayers <= 0;
+    flag("-m", textOnly ? "qwen" : "qwen_vl");
     std::string recipe = bridgePerfRecipe(t.modelName);
     if (recipe.empty()) {
         warnings.push_back("perf launcher: Bridge has no perf recipe for model '" + t.modelName +
-                           "' (only qwen3-vl-30b-a3b and qwen3-vl-235b-a22b); replace MODEL_RECIPE");
+                           "' (only qwen3-vl-30b-a3b, qwen3-vl-235b-a22b, qwen3-30b-a3b and qwen3-235b-a22b); "
+                           "replace MODEL_RECIPE");
         recipe = "MODEL_RECIPE";
     }
     flag("-mr", recipe);
     flag("-ng", std::to_string(t.worldSize()));
-    flag("--domain", "qwen3vl");
+    flag("--domain", textOnly ? "llm" : "qwen3vl");
     flag("-tp", std::to_string(p.tensorModelParallelSize));
     flag("-pp", std::to_string(p.pipelineModelParallelSize));
     flag("-cp", std::to_string(p.contextParallelSize));

@@ -372,7 +372,8 @@ void applyGuide(const GuideAnswers& answers, SearchRequest& request)
 GuideRecommendation recommendForPlan(GuideAnswers answers, const SearchRequest& request, const Candidate* chosen)
 {
     answers.mockData = answers.mockData || request.workload.mockTextOnly;
-    answers.hasImages = request.workload.imagesPerSample > 0 && !answers.mockData;
+    answers.textOnlyModel = request.model.model.vision.numLayers <= 0;
+    answers.hasImages = workloadSeenBy(request.workload, request.model.model).imagesPerSample > 0 && !answers.mockData;
     answers.gb200Class = hybridEpDefault(request.hardware);
     answers.usesEtp = chosen && chosen->layout.etp > 1;
     answers.fullRecompute = chosen && chosen->layout.recomputeGranularity == "full";

@@ -342,6 +342,8 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
 
 MemoryEstimate estimateMemory(const ModelConfig& m, const Layout& l, const Workload& w, const MemoryOptions& o)
 {
+    if (m.vision.numLayers <= 0 && w.imagesPerSample > 0)  // a text-only model: no images
+        return estimateMemory(m, l, workloadSeenBy(w, m), o);
     MemoryEstimate worst;
     double worstTotal = -1;
     for (int stage = 0; stage < std::max(1, l.pp); ++stage) {

@@ -252,6 +252,12 @@ RunConfig runConfigForLayout(const ModelSpec& model, const Layout& layout, const
     c.data.imagesPerSample = w.imagesPerSample;
     c.data.maxPixels = int64_t(w.imageWidth) * w.imageHeight;
     c.data.minPixels = std::min<int64_t>(c.data.minPixels, c.data.maxPixels);
+    if (model.model.vision.numLayers <= 0) {
+        // A text-only model takes no images: moe-train trains it on its text-only mock data (the
+        // captions alone); a Bridge run uses its own text dataset.
+        c.data.source = "mock";
+        c.data.mockImageSize = 0;
+    }
     return c;
 }
 

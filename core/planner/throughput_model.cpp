@@ -714,13 +714,14 @@ const char* trainingRuntimeName(TrainingRuntime runtime)
 ThroughputEstimate estimateThroughput(const ModelConfig& m, const Layout& l, const Workload& w, const HardwareSpec& hw,
                                       const ThroughputOptions& o)
 {
-    return estimate(m, l, w, hw, o);
+    // (No copy of the workload in the search's hot loop unless the model is text-only.)
+    return m.vision.numLayers > 0 ? estimate(m, l, w, hw, o) : estimate(m, l, workloadSeenBy(w, m), hw, o);
 }
 
 ThroughputEstimate estimateMockThroughput(const ModelConfig& m, const Layout& l, const Workload& w, const HardwareSpec& hw,
                                           const ThroughputOptions& o)
 {
-    Workload mock = w;
+    Workload mock = workloadSeenBy(w, m);
     mock.mockTextOnly = true;
     return estimate(m, l, mock, hw, o);
 }

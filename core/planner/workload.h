@@ -70,10 +70,11 @@ struct Workload {
     }
 
     /// Patches of one image before the merge (a still image fills the temporal patch by repetition).
+    /// A text-only model (no vision layers: Qwen3-30B-A3B) sees no images, whatever the data.
     int64_t patchesPerImage(const VisionConfig& v) const
     {
         const int unit = v.patchSize * v.spatialMergeSize;
-        if (unit <= 0 || imagesPerSample <= 0 || mockTextOnly)
+        if (unit <= 0 || imagesPerSample <= 0 || mockTextOnly || v.numLayers <= 0)
             return 0;
         const int64_t w = imageWidth / unit * v.spatialMergeSize;
         const int64_t h = imageHeight / unit * v.spatialMergeSize;
@@ -99,5 +100,16 @@ struct Workload {
         return mockTextOnly ? 0.0 : packed.measured() ? packed.images : double(imagesPerSample);
     }
 };
+
+/// The workload as model `m` sees it: a text-only model (no vision layers: Qwen3-30B-A3B) takes
+/// no images, so its samples are all text whatever the data's images.
+inline Workload workloadSeenBy(Workload w, const ModelConfig& m)
+{
+    if (m.vision.numLayers <= 0) {
+        w.imagesPerSample = 0;
+        w.packed.images = w.packed.patches = w.packed.patchesSquared = 0;
+    }
+    return w;
+}
 
 }  // namespace wb::core::planner

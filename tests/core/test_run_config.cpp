@@ -256,6 +256,30 @@ private slots:
         Result<RunConfig> loaded = loadRunConfig(file.toStdString());
         QVERIFY2(loaded.ok(), loaded.ok() ? "" : loaded.error().toString().c_str());
     }
+
+    // A text-only model (vision num_layers 0: Qwen3-30B-A3B) takes no images: real data or mock
+    // images are refused with the field and the fix; text-only mock data is fine.
+    void textOnlyModelTakesNoImages()
+    {
+        RunConfig c;
+        c.model.vision.numLayers = 0;
+        c.data.source = "real";
+        c.data.manifest = "manifest.jsonl";
+        auto named = [](const std::vector<ConfigProblem>& problems) {
+            for (const ConfigProblem& p : problems)
+                if (p.path == "model.vision.num_layers")
+                    return p.message + " — fix: " + p.fix;
+            return std::string();
+        };
+        const std::string real = named(validateRunConfig(c));
+        QVERIFY2(real.find("data.source \"real\" gives it images") != std::string::npos, real.c_str());
+        QVERIFY2(real.find("data.mock_image_size 0") != std::string::npos, real.c_str());
+        c.data.source = "mock";
+        c.data.mockImageSize = 64;
+        QVERIFY(named(validateRunConfig(c)).find("mock_image_size 64 gives it images") != std::string::npos);
+        c.data.mockImageSize = 0;
+        QVERIFY(named(validateRunConfig(c)).empty());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestRunConfig)

@@ -132,6 +132,16 @@ private slots:
         GuideAnswers notFrozen;
         notFrozen.visionFrozen = false;
         QVERIFY(!recommend(notFrozen).nextKnobs[0].applies);
+        // A text-only model (Qwen3-30B-A3B) has no vision module to freeze, and its mock data is
+        // not the guide's "mock multimodal" case.
+        GuideAnswers text;
+        text.textOnlyModel = true;
+        text.mockData = true;
+        text.hasImages = false;
+        const GuideRecommendation t = recommend(text);
+        QVERIFY(!t.nextKnobs[0].applies);
+        for (const GuideCaution& c : t.cautions)
+            QVERIFY2(c.id != "mock-data-misleads", c.id.c_str());
     }
 
     void cautions_data()

@@ -153,6 +153,7 @@ private slots:
     void bridgeImportRoundTrips();
     void bridgeImportReportsLines();
     void perfLaunchFlagsReadBack();
+    void textOnlyModelPerfCommand();
     void environment_data();
     void environment();
     void shellQuoteSurvivesBash_data();
@@ -387,6 +388,28 @@ void TestGenerators::bridgeImportRoundTrips()
     QCOMPARE(back.perf.hardware, t.hardware.name);
     QCOMPARE(back.perf.model, std::string("qwen3-vl-30b-a3b"));
     QCOMPARE(back.config.train.seqLength, c.train.seqLength);
+}
+
+// The text-only Qwen3 MoE models (the published rows' models) run Bridge's LLM perf recipes:
+// family qwen, recipe qwen3_30b_a3b, domain llm; the recipe name reads back to the catalog model.
+void TestGenerators::textOnlyModelPerfCommand()
+{
+    RunConfig c = qwen30b();
+    c.model = catalog().model("qwen3-30b-a3b")->model;
+    QCOMPARE(c.model.vision.numLayers, 0);
+    GeneratorTarget t = target("b200", 1, 8);
+    t.modelName = "qwen3-30b-a3b";
+    std::vector<std::string> warnings;
+    const std::string perf = bridgePerfCommand(c, t, warnings);
+    QVERIFY2(perf.find("-m qwen \\\n  -mr qwen3_30b_a3b \\\n") != std::string::npos, perf.c_str());
+    QVERIFY2(perf.find("--domain llm \\\n") != std::string::npos, perf.c_str());
+    for (const std::string& w : warnings)
+        QVERIFY2(w.find("no perf recipe") == std::string::npos, w.c_str());
+    RunConfig base;
+    base.model = c.model;
+    const BridgeImport back = importBridgeOverrides("#!/bin/bash\n" + perf, false, base, t.worldSize());
+    QCOMPARE(back.perf.model, std::string("qwen3-30b-a3b"));
+    QVERIFY(catalog().model(back.perf.model));
 }
 
 // A hand-written perf launcher command: each flag sets its field on its own line; -etp is -et;

@@ -2,6 +2,8 @@
 // the right way when a knob changes (bubble, EP off the NVLink domain, mock data, frozen vision).
 #include "core/planner/throughput_model.h"
 
+#include "core/planner/memory_model.h"
+
 #include "core/model_flops.h"
 
 #include <QtTest/QtTest>
@@ -49,6 +51,31 @@ Layout recipe30b()
 class TestPlannerThroughput : public QObject {
     Q_OBJECT
 private slots:
+    // The text-only Qwen3-30B-A3B (no vision tower) sees no images whatever the workload says:
+    // its estimates equal those of a workload without images, and against Qwen3-VL-30B-A3B on
+    // text-only data it holds no vision parameters (the same decoder, the same step).
+    void textOnlyModelTakesNoImages()
+    {
+        const ModelConfig text = catalog().model("qwen3-30b-a3b")->model;
+        const ModelConfig vl = catalog().model("qwen3-vl-30b-a3b")->model;
+        const HardwareSpec h100 = *catalog().hardware("h100");
+        const Layout l = recipe30b();
+        Workload images;  // the default: one 448² image per sample
+        Workload none = images;
+        none.imagesPerSample = 0;
+        const ThroughputEstimate a = estimateThroughput(text, l, images, h100, {});
+        const ThroughputEstimate b = estimateThroughput(text, l, none, h100, {});
+        QCOMPARE(a.stepMs, b.stepMs);
+        QCOMPARE(a.tokensPerSecPerGpu, b.tokensPerSecPerGpu);
+        QCOMPARE(termMs(a, "vision encoder"), 0.0);
+        QCOMPARE(estimateMemory(text, l, images).total(), estimateMemory(text, l, none).total());
+        Workload mock = images;
+        mock.mockTextOnly = true;
+        const ThroughputEstimate v = estimateThroughput(vl, l, mock, h100, {});
+        QVERIFY2(std::abs(v.stepMs - b.stepMs) < 1e-6 * b.stepMs, (std::to_string(v.stepMs) + " vs " + std::to_string(b.stepMs)).c_str());
+        QVERIFY(estimateMemory(vl, l, mock).total() > estimateMemory(text, l, none).total());
+    }
+
     void flopsComeFromModelFlops()
     {
         const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
