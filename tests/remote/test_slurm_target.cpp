@@ -498,9 +498,10 @@ private slots:
     void lostSubmitAnswerSubmitsOneJob_data()
     {
         QTest::addColumn<QString>("action");
-        QTest::newRow("answer delayed after sbatch") << "delay 20";
+        // Each delay is the 6 s command timeout plus a margin a loaded machine still keeps.
+        QTest::newRow("answer delayed after sbatch") << "delay 12";
         QTest::newRow("connection killed after sbatch") << "drop";
-        QTest::newRow("sbatch slower than the command timeout") << "slow 14";
+        QTest::newRow("sbatch slower than the command timeout") << "slow 10";
     }
 
     void lostSubmitAnswerSubmitsOneJob()
