@@ -136,7 +136,9 @@ QVariant PlanLayoutModel::data(const QModelIndex& index, int role) const
     }
     case Qt::ToolTipRole:
         if (index.column() == MemoryColumn) {
-            QStringList lines;
+            // Memory is never calibrated from runs: every term is the model's, with its assumption.
+            QStringList lines{tr("Most-loaded rank %1 GiB, every term modelled (none calibrated from runs):")
+                                  .arg(MemoryEstimate::gib(c->memory.total()), 0, 'f', 1)};
             for (const auto& term : c->memory.terms)
                 lines << QStringLiteral("%1 [%2]: %3 GiB — %4")
                              .arg(QString::fromStdString(term.name), QString::fromStdString(term.category))
@@ -157,8 +159,19 @@ QVariant PlanLayoutModel::data(const QModelIndex& index, int role) const
             QStringList knobs;
             for (const std::string& k : c->guideKnobs)
                 knobs << QString::fromStdString(k);
+            // What the step time is made of, each term with how sure it is (measured on this
+            // hardware, calibrated from runs, or assumed) and its assumption.
+            QStringList terms;
+            for (const TimeTerm& t : c->throughput.terms)
+                terms << QStringLiteral("  %1: %2 ms [%3] — %4")
+                             .arg(QString::fromStdString(t.name))
+                             .arg(t.ms, 0, 'f', 1)
+                             .arg(QString::fromLatin1(termBasisName(t.basis)), QString::fromStdString(t.assumption));
             return QString::fromStdString(c->layout.describe()) + QLatin1Char('\n') + family + QLatin1Char('\n') +
-                   tr("Guide knobs applied: %1").arg(knobs.isEmpty() ? tr("none") : knobs.join(QStringLiteral(", ")));
+                   tr("Guide knobs applied: %1").arg(knobs.isEmpty() ? tr("none") : knobs.join(QStringLiteral(", "))) +
+                   QLatin1Char('\n') +
+                   tr("Step %1 ms: %2").arg(c->throughput.stepMs, 0, 'f', 1).arg(QString::fromStdString(describeTermBases(c->throughput.terms))) +
+                   QLatin1Char('\n') + terms.join(QLatin1Char('\n'));
         }
     default: return {};
     }

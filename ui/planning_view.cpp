@@ -5,9 +5,11 @@
 #include "ui/planning_view.h"
 
 #include "core/planner/generators.h"
+#include "core/planner/layout_file.h"
 #include "core/planner/plan_json.h"
 #include "core/planner/prediction.h"
 #include "core/run_prediction.h"
+#include "core/text_file.h"
 #include "ui/plan_config_preview.h"
 #include "ui/plan_guide_panel.h"
 #include "ui/plan_layout_model.h"
@@ -15,6 +17,10 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDialog>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFontDatabase>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -22,6 +28,7 @@
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QListWidget>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSpinBox>
@@ -234,7 +241,16 @@ QWidget* PlanningView::createResults()
                                   "with the run for comparison."));
     m_launchButton->setEnabled(false);
     connect(m_launchButton, &QPushButton::clicked, this, &PlanningView::requestLaunch);
+    m_predictFileButton = new QPushButton(tr("Predict a file…"), lintBox);
+    m_predictFileButton->setObjectName(QStringLiteral("planPredictFile"));
+    m_predictFileButton->setToolTip(tr("Predict a layout you already have — a runtime config, a Megatron-Bridge YAML or "
+                                       "dotlist, or a perf launcher command — on the hardware and GPUs chosen here where "
+                                       "the file does not name them: memory by term, step time by term with how sure each "
+                                       "term is, and the lint findings."));
+    m_predictFileButton->setEnabled(m_catalog.has_value());
+    connect(m_predictFileButton, &QPushButton::clicked, this, &PlanningView::choosePredictFile);
     auto* launchRow = new QHBoxLayout;
+    launchRow->addWidget(m_predictFileButton);
     launchRow->addStretch(1);
     launchRow->addWidget(m_launchButton);
     lintColumn->addLayout(launchRow);
@@ -431,6 +447,65 @@ void PlanningView::showLayoutDetails(int row)
         {tr("sbatch"), QStringLiteral("launch.sbatch.sh"), QString::fromStdString(slurmScript(forTrainer, target))},
     });
     updateRecommendation();
+}
+
+void PlanningView::choosePredictFile()
+{
+    const QString path = QFileDialog::getOpenFileName(this, tr("Predict a layout file"), QString(),
+                                                      tr("Layout files (*.json *.yaml *.yml *.sh *.txt);;All files (*)"));
+    if (!path.isEmpty())
+        predictFile(path);
+}
+
+QString PlanningView::predictFile(const QString& path, bool* ok)
+{
+    using namespace core::planner;
+    QString shown;
+    bool predictedOk = false;
+    if (!m_catalog) {
+        shown = tr("Cannot load the model and hardware catalog: %1").arg(m_catalogError);
+    } else if (auto text = core::readTextFile(path.toStdString(), "file"); !text) {
+        shown = QString::fromStdString(text.error().toString());
+    } else {
+        LayoutFileRequest request;
+        request.path = path.toStdString();
+        request.text = *text;
+        // What the file names itself (a perf command's -mr, -g, -ng) wins over this view's choices.
+        const LayoutFileKind kind = layoutFileKind(request.path, request.text);
+        if (!(kind.perfLaunch && !kind.perf.model.empty()) && kind.bridge())
+            request.model = m_modelBox->currentData().toString().toStdString();
+        if (!(kind.perfLaunch && !kind.perf.hardware.empty()))
+            request.hardware = m_hardwareBox->currentData().toString().toStdString();
+        if (!(kind.perfLaunch && kind.perf.gpus > 0))
+            request.gpus = m_nodes->value() * m_gpusPerNode->value();
+        auto predicted = predictLayoutFile(*m_catalog, request);
+        if (!predicted) {
+            shown = QString::fromStdString(predicted.error().toString());
+        } else {
+            predictedOk = true;
+            const QString canonical = QFileInfo(path).canonicalFilePath();
+            shown = (canonical.isEmpty() ? path : canonical) + QStringLiteral(": ") +
+                    QString::fromStdString(describeLayoutFilePrediction(*predicted, {}));
+        }
+    }
+    if (!m_filePrediction) {
+        m_filePrediction = new QDialog(this);
+        m_filePrediction->setObjectName(QStringLiteral("planFilePrediction"));
+        m_filePrediction->resize(1000, 640);
+        auto* column = new QVBoxLayout(m_filePrediction);
+        m_filePredictionText = new QPlainTextEdit(m_filePrediction);
+        m_filePredictionText->setReadOnly(true);
+        m_filePredictionText->setLineWrapMode(QPlainTextEdit::NoWrap);
+        m_filePredictionText->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+        column->addWidget(m_filePredictionText);
+    }
+    m_filePrediction->setWindowTitle(tr("Prediction for %1").arg(QFileInfo(path).fileName()));
+    m_filePredictionText->setPlainText(shown);
+    m_filePrediction->show();
+    emit status(predictedOk ? tr("Predicted %1").arg(QFileInfo(path).fileName()) : shown, !predictedOk);
+    if (ok)
+        *ok = predictedOk;
+    return shown;
 }
 
 void PlanningView::requestLaunch()

@@ -19,8 +19,10 @@
 QT_BEGIN_NAMESPACE
 class QCheckBox;
 class QComboBox;
+class QDialog;
 class QLabel;
 class QListWidget;
+class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
 class QTableView;
@@ -57,6 +59,14 @@ public:
     QLabel* summaryLabel() const { return m_summary; }
     const core::planner::SearchResult* lastResult() const { return m_result ? &*m_result : nullptr; }
     QPushButton* launchButton() const { return m_launchButton; }
+    QPushButton* predictFileButton() const { return m_predictFileButton; }
+
+    /// Predicts one given layout file (a runtime config, Megatron-Bridge YAML or dotlist, or a perf
+    /// launcher command: what `moe-workbench-cli predict` reads) for the hardware, GPUs and model
+    /// chosen here where the file does not name them, and shows the prediction beside the ranked
+    /// layouts (a window of its own). Returns the text shown; false in `ok` when it could not be
+    /// predicted (the text then says why and what to change).
+    QString predictFile(const QString& path, bool* ok = nullptr);
 
 public slots:
     /// Starts the search; planned() follows (with an empty error on success).
@@ -79,6 +89,7 @@ private:
     void showLayoutDetails(int row);
     void hardwareChanged();
     void requestLaunch();
+    void choosePredictFile();
 
     std::optional<core::planner::Catalog> m_catalog;
     QString m_catalogError;
@@ -107,6 +118,9 @@ private:
     QTableView* m_table = nullptr;
     QLabel* m_summary = nullptr;
     QListWidget* m_lint = nullptr;
+    QPushButton* m_predictFileButton = nullptr;
+    QDialog* m_filePrediction = nullptr;
+    QPlainTextEdit* m_filePredictionText = nullptr;
     QPushButton* m_launchButton = nullptr;
     PlanConfigPreview* m_preview = nullptr;
 };

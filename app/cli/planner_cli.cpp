@@ -19,47 +19,12 @@ namespace fs = std::filesystem;
 using namespace core::planner;
 
 
-int smallestWorld(const core::RunConfig& c)
-{
-    const core::ParallelConfig& p = c.parallel;
-    return std::lcm(p.tensorModelParallelSize * p.pipelineModelParallelSize * p.contextParallelSize,
-                    p.pipelineModelParallelSize * p.expertModelParallelSize * p.expertTensorParallelSize);
-}
-
 core::Result<PackedShape> readWorkloadFile(const std::string& path)
 {
     auto text = core::readTextFile(path, "workload file");
     if (!text)
         return text.error();
     return parsePackedShape(*text, path);
-}
-
-LayoutFileKind layoutFileKind(const std::string& path, const std::string& text)
-{
-    LayoutFileKind kind;
-    kind.perfLaunch = looksLikePerfLaunch(text);
-    if (kind.perfLaunch)
-        kind.perf = importBridgeOverrides(text, false, core::RunConfig{}, 1).perf;
-    const std::string ext = fs::path(path).extension().string();
-    kind.yaml = ext == ".yaml" || ext == ".yml";
-    kind.dotlist = !kind.yaml && ext != ".json" && (kind.perfLaunch || looksLikeDotlist(text));
-    return kind;
-}
-
-std::optional<core::Error> emptyLayoutFile(const std::string& path, const std::string& text)
-{
-    size_t at = 0;
-    while (at < text.size()) {
-        const size_t end = std::min(text.find('\n', at), text.size());
-        const size_t first = text.find_first_not_of(" \t\r", at);
-        if (first < end && text[first] != '#')
-            return std::nullopt;
-        at = end + 1;
-    }
-    return core::makeError(core::ErrorCode::InvalidArgument,
-                           "the file has no settings (only blank lines and comments) — fix: give a runtime config "
-                           "(JSON), Megatron-Bridge overrides (YAML or key=value lines) or a perf launcher command",
-                           path);
 }
 
 core::Result<Catalog> loadCliCatalog(const std::string& userDir)

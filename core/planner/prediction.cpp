@@ -97,8 +97,9 @@ RunPrediction predictionForCandidate(const Candidate& c, const HardwareSpec& har
     detail["runtime"] = c.throughput.runtime;
     nlohmann::ordered_json terms = nlohmann::ordered_json::array();
     for (const TimeTerm& t : c.throughput.terms)
-        terms.push_back({{"name", t.name}, {"ms", t.ms}, {"assumption", t.assumption}});
+        terms.push_back({{"name", t.name}, {"ms", t.ms}, {"basis", termBasisName(t.basis)}, {"assumption", t.assumption}});
     detail["step_terms"] = terms;
+    detail["step_basis"] = describeTermBases(c.throughput.terms);
     p.detailJson = detail.dump();
     return p;
 }

@@ -491,12 +491,14 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
     }
     const double micro = std::max(1, l.numMicroBatches());
     const double bubble = l.pp > 1 ? double(l.pp - 1) / l.vpp : 0.0;
-    auto termLazy = [&](const char* name, double seconds, auto why) {
+    auto termLazy = [&](const char* name, double seconds, TermBasis basis, auto why) {
         if (seconds > 0)
-            est.terms.push_back(o.explain ? TimeTerm{name, seconds * 1e3, why(), termGroup(name)}
-                                          : TimeTerm{{}, seconds * 1e3, {}, termGroup(name)});
+            est.terms.push_back(o.explain ? TimeTerm{name, seconds * 1e3, why(), termGroup(name), basis}
+                                          : TimeTerm{{}, seconds * 1e3, {}, termGroup(name), basis});
     };
-#define WB_TERM(name, seconds, why) termLazy(name, seconds, [&] { return std::string(why); })
+    using B = TermBasis;
+    auto measuredIf = [](bool measured) { return measured ? TermBasis::Measured : TermBasis::Assumed; };
+#define WB_TERM(name, seconds, basis, why) termLazy(name, seconds, basis, [&] { return std::string(why); })
     const std::string per = " × " + fmt(micro, 0) + " micro-batches";
     // Confidence: on Blackwell with MXFP8 the published Bridge rows run slower than this model
     // (docs/planner.md "Published rows"); said where it applies, not corrected.
@@ -505,12 +507,12 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
             ? "; NOT validated on Blackwell with MXFP8: Megatron-Bridge's published Qwen3 rows measure 0.55–0.77× of "
               "this model's throughput (H100 FP8 rows: 0.96–1.3×)"
             : "";
-    WB_TERM("expert GEMMs", micro * slowest.expert,
+    WB_TERM("expert GEMMs", micro * slowest.expert, B::Assumed,
             "grouped GEMM at " + fmt(o.eff.groupedGemm) + " × saturation in tokens per expert" + per + blackwellFp8);
-    WB_TERM("projection + logits GEMMs", micro * slowest.dense, "dense GEMMs at " + fmt(o.eff.denseGemm) + " of peak" + per);
+    WB_TERM("projection + logits GEMMs", micro * slowest.dense, B::Assumed, "dense GEMMs at " + fmt(o.eff.denseGemm) + " of peak" + per);
     const AttentionKernelRate* decoderKernel = c.decoderKernel();
     const AttentionKernelRate* visionKernel = c.visionKernel();
-    WB_TERM("core attention", micro * slowest.attention,
+    WB_TERM("core attention", micro * slowest.attention, measuredIf(decoderKernel),
             decoderKernel
                 ? "varlen flash attention tile by tile (one causal segment per packed sample: " +
                       fmt(c.decoderSegments(1).count, 1) + " per sequence, Σs² " + fmtCount(c.decoderSegments(1).sumSquares) +
@@ -525,15 +527,15 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
                                           " on this hardware)"
                                     : "") +
                       per);
-    WB_TERM("vision encoder", micro * slowest.vision,
+    WB_TERM("vision encoder", micro * slowest.vision, visionKernel ? B::PartlyMeasured : B::Assumed,
             visionKernel ? "ViT GEMMs + mergers at " + fmt(o.eff.vision) + " of peak, per-image attention tile by tile (" +
                                fmt(c.visionSegments(1).count, 1) + " images per sequence, measured kernel: " +
                                o.rates.attentionSource + ") + per-image overhead" + per
                          : "ViT + mergers at " + fmt(o.eff.vision) + " of peak + per-image overhead" + per);
-    WB_TERM("recompute", micro * slowest.recompute, "extra forward of recomputed parts (" + l.recomputeGranularity + ")" + per);
-    WB_TERM("memory-bound elementwise", micro * slowest.elementwise, fmt(o.eff.elementwiseBytesPerHidden, 0) + "·h bytes per token per layer + routed permute/unpermute/SwiGLU" + std::string(o.fp8 ? "/FP8 quantize" : "") + " traffic per (token, expert) pair at " + fmt(o.eff.hbmEfficiency) + " of HBM bandwidth" + per);
-    WB_TERM("per-layer overhead", micro * slowest.overhead, "router/permute/launch overhead per layer" + per);
-    WB_TERM("EP all-to-all (exposed)", micro * slowest.epComm,
+    WB_TERM("recompute", micro * slowest.recompute, B::Assumed, "extra forward of recomputed parts (" + l.recomputeGranularity + ")" + per);
+    WB_TERM("memory-bound elementwise", micro * slowest.elementwise, B::Assumed, fmt(o.eff.elementwiseBytesPerHidden, 0) + "·h bytes per token per layer + routed permute/unpermute/SwiGLU" + std::string(o.fp8 ? "/FP8 quantize" : "") + " traffic per (token, expert) pair at " + fmt(o.eff.hbmEfficiency) + " of HBM bandwidth" + per);
+    WB_TERM("per-layer overhead", micro * slowest.overhead, B::Assumed, "router/permute/launch overhead per layer" + per);
+    WB_TERM("EP all-to-all (exposed)", micro * slowest.epComm, measuredIf(c.moeTrain() && o.rates.alltoallGbPerS > 0),
             c.moeTrain()
                 ? "moe-train: NCCL all-to-all of the routed rows, dispatch + combine fwd/bwd, at " +
                       fmt(moeTrainRate(c, o.rates.alltoallGbPerS, 0.17, l.ep * l.etp) / 1e9, 0) + " GB/s, + " +
@@ -548,10 +550,10 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
                 ", routing imbalance " + fmt(c.w.expertRankImbalance(l.ep, m.decoder.numMoeExperts)) +
                 ", NVLink inside the domain, network beyond" +
                 (l.overlapMoeExpertParallelComm ? "; EP overlap hides up to the compute" : "") + per);
-    WB_TERM("TP/SP collectives (exposed)", micro * slowest.tpComm, "4 all-gathers + 4 reduce-scatters per layer, " + fmt(o.eff.tpExposed) + " exposed");
-    WB_TERM("CP ring (exposed)", micro * slowest.cpComm, "K/V exchange, " + fmt(o.eff.cpExposed) + " exposed");
-    WB_TERM("PP send/recv", micro * slowest.ppComm, "activations and their gradients between stages");
-    WB_TERM("FSDP collectives (exposed)", micro * slowest.fsdpComm,
+    WB_TERM("TP/SP collectives (exposed)", micro * slowest.tpComm, B::Assumed, "4 all-gathers + 4 reduce-scatters per layer, " + fmt(o.eff.tpExposed) + " exposed");
+    WB_TERM("CP ring (exposed)", micro * slowest.cpComm, B::Assumed, "K/V exchange, " + fmt(o.eff.cpExposed) + " exposed");
+    WB_TERM("PP send/recv", micro * slowest.ppComm, B::Assumed, "activations and their gradients between stages");
+    WB_TERM("FSDP collectives (exposed)", micro * slowest.fsdpComm, measuredIf(c.moeTrain() && o.rates.shardGbPerS > 0),
             c.moeTrain() ? (l.fsdpStrategy == "optim_grads"
                                 ? std::string("every gradient reduce-scattered after each micro-batch's backward (moe-train ZeRO-2)")
                                 : std::string("per layer: fp32 all-gather before its forward (prefetched: hidden up to the forward's "
@@ -560,7 +562,7 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
                                       ", its gradients reduce-scattered after it (exposed); moe-train ZeRO-3") +
                                " at " + fmt(moeTrainRate(c, o.rates.shardGbPerS, 0.31, std::max(1, l.dp()) * l.cp) / 1e9, 0) + " GB/s" + per
                          : "per micro-batch all-gather ×2 + reduce-scatter, " + fmt(o.eff.dpExposed) + " exposed");
-    WB_TERM("pipeline bubble", bubble * slowest.total(), "(p−1)/v = " + fmt(bubble) + " micro-batch slots idle");
+    WB_TERM("pipeline bubble", bubble * slowest.total(), B::Assumed, "(p−1)/v = " + fmt(bubble) + " micro-batch slots idle");
 
     // Per-step collectives outside the micro-batch loop: grads reduce-scatter + params all-gather.
     const DecoderConfig& d = m.decoder;
@@ -588,7 +590,7 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
             // The share of the allreduced bytes whose gradients are ready only when the backward ends.
             const double tail = bytes > 0 ? std::min(1.0, p.lastReady * 8.0 * (dpN - 1.0) / dpN / bytes) : 0.0;
             const double exposed = l.overlapGradReduce ? std::max(comm - backward, comm * tail) : comm;
-            WB_TERM("DP gradient allreduce (exposed)", exposed,
+            WB_TERM("DP gradient allreduce (exposed)", exposed, measuredIf(measuredRate),
                     "fp32 gradients allreduced in buckets (2(n−1)/n × 4 B per parameter), " +
                         std::string(l.overlapGradReduce
                                         ? "overlapped with the last micro-batch's backward (it hides at most that "
@@ -610,11 +612,11 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
                                 (measuredRate ? " (measured: " + o.rates.collectivesSource + ")"
                                               : " (assumed: 0.31 of NVLink, the fraction measured on 2×H200)");
         if (l.fsdpStrategy == "optim")
-            WB_TERM("FSDP gradient reduce-scatter", values * (l.gradReduceInFp32 ? 4.0 : 2.0) / rate,
+            WB_TERM("FSDP gradient reduce-scatter", values * (l.gradReduceInFp32 ? 4.0 : 2.0) / rate, measuredIf(measuredRate),
                     "the accumulated gradients reduce-scattered once per step after the backward (" +
                         std::string(l.gradReduceInFp32 ? "fp32" : "bf16") + ")" + why);
         if (l.fsdpStrategy == "optim" || l.fsdpStrategy == "optim_grads")
-            WB_TERM("FSDP parameter all-gather", values * 4.0 / rate,
+            WB_TERM("FSDP parameter all-gather", values * 4.0 / rate, measuredIf(measuredRate),
                     "the updated fp32 shards all-gathered into the parameters after the optimizer step" + why);
     } else if (!(l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params")) {
         const double bytes = dense * 6.0 * (dpN - 1.0) / dpN + experts * 6.0 * (edpN - 1.0) / edpN;
@@ -622,7 +624,7 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
         const double bw = inDomain ? hw.nvlinkGbPerS * o.eff.nvlinkEfficiency : hw.networkGbPerS * o.eff.networkEfficiency;
         // Without overlap_grad_reduce (not FSDP, which has its own) the whole reduction follows backward.
         const double exposed = l.useMegatronFsdp || l.overlapGradReduce ? o.eff.dpExposed : 1.0;
-        WB_TERM("DP grad/param collectives (exposed)", bytes / (bw * 1e9) * exposed,
+        WB_TERM("DP grad/param collectives (exposed)", bytes / (bw * 1e9) * exposed, B::Assumed,
              "fp32 grad reduce-scatter + bf16 param all-gather once per step, " + fmt(exposed) + " exposed" +
                  (exposed == 1.0 ? " (overlap_grad_reduce off)" : ""));
     }
@@ -644,30 +646,30 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
         const bool full = l.recomputeGranularity == "full";
         const bool moeAgain = l.recomputeGranularity == "selective" && contains(l.recomputeModules, "moe");
         const double recast = full ? p.layerWeights : moeAgain ? p.expertWeights : 0.0;
-        WB_TERM("weight casts (autocast)", micro * (6.0 * (p.all + recast) + 6.0 * p.trainable) / (castRate * 1e9),
+        WB_TERM("weight casts (autocast)", micro * (6.0 * (p.all + recast) + 6.0 * p.trainable) / (castRate * 1e9), measuredIf(measured),
                 "fp32 → bf16 weight copies per forward (" + fmtCount(p.all + recast) + " values) and bf16 → fp32 "
                 "gradients per backward (" + fmtCount(p.trainable) + "), 6 B each, at " + fmt(castRate, 0) + " GB/s" +
                     rateWhy + per);
         // clip_grad: one pass reading every fp32 gradient for the global norm before the step.
-        WB_TERM("gradient-norm pass", p.trainable * 4.0 / (normRate * 1e9),
+        WB_TERM("gradient-norm pass", p.trainable * 4.0 / (normRate * 1e9), measuredIf(measured),
                 "reads 4 B per trainable parameter at " + fmt(normRate, 0) + " GB/s" + rateWhy);
         // Fused AdamW over every trainable parameter of the rank (moe-train has no distributed
         // optimizer; FSDP shards it): param, grad, m, v read, param, m, v written.
         const double owned = l.useMegatronFsdp ? p.denseTrainable() / std::max(1, dpN) + p.expertTrainable / std::max(1, edpN)
                                                : p.trainable;
         const double adamBytes = w.bf16AdamMoments ? 20.0 : 28.0;
-        WB_TERM("optimizer step", owned * adamBytes / (adamRate * 1e9),
+        WB_TERM("optimizer step", owned * adamBytes / (adamRate * 1e9), measuredIf(measured),
                 fmt(adamBytes, 0) + " B per trainable parameter (fp32 param and grad, " +
                     std::string(w.bf16AdamMoments ? "bf16" : "fp32") + " m and v) in one fused pass at " +
                     fmt(adamRate, 0) + " GB/s" + rateWhy);
-        WB_TERM("host gap per step", gapMs * 1e-3,
+        WB_TERM("host gap per step", gapMs * 1e-3, measuredIf(measured),
                 "GPU idle while the step synchronizes and the next step's first micro-batch is queued" + rateWhy);
     } else {
         const bool sharded = l.useDistributedOptimizer || l.useMegatronFsdp;
         const double owned = sharded ? dense / dpN + experts / edpN : dense + experts;
         // bf16 moments: m and v each read and written in 2 instead of 4 bytes (8 B less per parameter).
         const double stepBytes = o.eff.optimizerBytesPerParam - (w.bf16AdamMoments ? 8.0 : 0.0);
-        WB_TERM("optimizer step", owned * stepBytes / (hw.hbmTbPerS * 1e12),
+        WB_TERM("optimizer step", owned * stepBytes / (hw.hbmTbPerS * 1e12), B::Assumed,
                 fmt(stepBytes, 0) + " B of HBM traffic per locally owned parameter" +
                     (w.bf16AdamMoments ? std::string(" (bf16 Adam moments: 8 B less)") : std::string()));
     }
@@ -679,6 +681,8 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
                              : t.group == TermGroup::Compute   ? o.eff.computeTimeFactor
                                                                : 1.0;
         t.ms *= o.eff.stepTimeFactor * group;
+        if (o.eff.stepTimeFactor != 1.0 || group != 1.0)
+            t.basis = TermBasis::Calibrated;
         if (o.explain && o.eff.stepTimeFactor != 1.0)
             t.assumption += "; × " + fmt(o.eff.stepTimeFactor) + " (calibrated from stored runs)";
         if (o.explain && group != 1.0)
@@ -709,6 +713,35 @@ TermGroup termGroup(std::string_view name)
 const char* trainingRuntimeName(TrainingRuntime runtime)
 {
     return runtime == TrainingRuntime::MoeTrain ? "moe-train" : "megatron-bridge";
+}
+
+const char* termBasisName(TermBasis basis)
+{
+    switch (basis) {
+    case TermBasis::Measured: return "measured";
+    case TermBasis::PartlyMeasured: return "partly measured";
+    case TermBasis::Calibrated: return "calibrated";
+    case TermBasis::Assumed: break;
+    }
+    return "assumed";
+}
+
+std::string describeTermBases(const std::vector<TimeTerm>& terms)
+{
+    double total = 0, by[4] = {0, 0, 0, 0};
+    for (const TimeTerm& t : terms) {
+        total += t.ms;
+        by[int(t.basis)] += t.ms;
+    }
+    if (total <= 0)
+        return "no terms";
+    std::string out;
+    for (TermBasis b : {TermBasis::Measured, TermBasis::PartlyMeasured, TermBasis::Calibrated, TermBasis::Assumed}) {
+        if (by[int(b)] <= 0)
+            continue;
+        out += (out.empty() ? "" : ", ") + std::string(termBasisName(b)) + " " + fmt(100.0 * by[int(b)] / total, 0) + " %";
+    }
+    return out + " of the step";
 }
 
 ThroughputEstimate estimateThroughput(const ModelConfig& m, const Layout& l, const Workload& w, const HardwareSpec& hw,

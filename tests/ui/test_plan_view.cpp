@@ -13,6 +13,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDialog>
 #include <QFile>
 #include <QImage>
 #include <QJsonArray>
@@ -123,6 +124,12 @@ private slots:
             QVERIFY(model->index(row, PlanLayoutModel::StepColumn).data().toString().size() > 0);
             QVERIFY(c->throughput.stepMs > 0);
         }
+        // A row's tooltip says how sure its step time is: the share by basis, and every term with
+        // its basis and assumption (the planning view predicts Megatron-Bridge: catalog factors).
+        const QString tip = model->index(0, PlanLayoutModel::StepColumn).data(Qt::ToolTipRole).toString();
+        QVERIFY2(tip.contains(QStringLiteral("of the step")) && tip.contains(QStringLiteral("expert GEMMs: ")) &&
+                     tip.contains(QStringLiteral("[assumed]")),
+                 qPrintable(tip));
         // The first row is selected; its lint list is filled (findings or "no findings").
         QCOMPARE(view.layoutTable()->currentIndex().row(), 0);
         QVERIFY(view.lintList()->count() >= 1);
@@ -398,6 +405,38 @@ private slots:
         QVERIFY2(view.summaryLabel()->text().contains(QStringLiteral("No layout fits")),
                  qPrintable(view.summaryLabel()->text()));
         QCOMPARE(view.preview()->tabs()->count(), 0);
+    }
+
+    // "Predict a file…": a layout the user already has, predicted with the same code as the CLI's
+    // predict (core/planner/layout_file.h) on the hardware and GPUs chosen here; a file that
+    // cannot be predicted says why, nothing crashes.
+    void predictsAGivenFile()
+    {
+        PlanningView view(kCatalog);
+        QVERIFY(view.setHardware(QStringLiteral("h200")));
+        view.setCluster(1, 1);
+        QVERIFY(view.predictFileButton()->isEnabled());
+        bool ok = false;
+        const QString text = view.predictFile(kCatalog + QStringLiteral("/../../benchmarks/configs/qwen3vl-30b-slice.json"), &ok);
+        QVERIFY2(ok, qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("predicted for moe-train")) && text.contains(QStringLiteral("memory, most-loaded rank")) &&
+                     text.contains(QStringLiteral("core attention")) && text.contains(QStringLiteral("measured")) &&
+                     text.contains(QStringLiteral("of the step")),
+                 qPrintable(text));
+        auto* window = view.findChild<QDialog*>(QStringLiteral("planFilePrediction"));
+        QVERIFY(window && window->isVisible());
+        if (const QString shot = qEnvironmentVariable("WB_PLAN_PREDICT_SCREENSHOT"); !shot.isEmpty())
+            QVERIFY(window->grab().save(shot));
+        QTemporaryDir dir;
+        const QString bad = dir.filePath(QStringLiteral("bad.json"));
+        QFile f(bad);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(R"({"data": {"source": "mock"}, "parallel": {"tensor_model_parallel_size": 3}})");
+        f.close();
+        const QString why = view.predictFile(bad, &ok);
+        QVERIFY(!ok);
+        QVERIFY2(why.contains(QStringLiteral("tensor_model_parallel_size")), qPrintable(why));
+        QVERIFY(!view.predictFile(dir.filePath(QStringLiteral("missing.json")), &ok).isEmpty() && !ok);
     }
 };
 

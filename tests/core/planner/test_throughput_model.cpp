@@ -51,6 +51,40 @@ Layout recipe30b()
 class TestPlannerThroughput : public QObject {
     Q_OBJECT
 private slots:
+    // Each term says how sure it is: moe-train on H200 has measured kernels and rates (attention,
+    // casts, optimizer, host gap), the vision encoder partly; Megatron's terms are assumed; a
+    // calibrated estimate marks its scaled terms; the shares add up to the step.
+    void termsSayHowSureTheyAre()
+    {
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b-slice")->model;
+        const HardwareSpec h200 = *catalog().hardware("h200");
+        Layout l;
+        l.worldSize = 1, l.mbs = 4, l.gbs = 4;
+        auto basisOf = [](const ThroughputEstimate& e, const std::string& name) {
+            for (const TimeTerm& t : e.terms)
+                if (t.name == name)
+                    return std::string(termBasisName(t.basis));
+            return std::string("absent");
+        };
+        const ThroughputEstimate ours = estimateThroughput(m, l, {}, h200, moeTrainOn("h200"));
+        QCOMPARE(basisOf(ours, "core attention"), std::string("measured"));
+        QCOMPARE(basisOf(ours, "optimizer step"), std::string("measured"));
+        QCOMPARE(basisOf(ours, "host gap per step"), std::string("measured"));
+        QCOMPARE(basisOf(ours, "vision encoder"), std::string("partly measured"));
+        QCOMPARE(basisOf(ours, "expert GEMMs"), std::string("assumed"));
+        const ThroughputEstimate bridge = estimateThroughput(m, l, {}, h200, {});
+        for (const TimeTerm& t : bridge.terms)
+            QCOMPARE(std::string(termBasisName(t.basis)), std::string("assumed"));
+        QCOMPARE(describeTermBases(bridge.terms), std::string("assumed 100 % of the step"));
+        ThroughputOptions calibrated = moeTrainOn("h200");
+        calibrated.eff.optimizerTimeFactor = 1.1;
+        const ThroughputEstimate scaled = estimateThroughput(m, l, {}, h200, calibrated);
+        QCOMPARE(basisOf(scaled, "optimizer step"), std::string("calibrated"));
+        QCOMPARE(basisOf(scaled, "core attention"), std::string("measured"));
+        const std::string shares = describeTermBases(ours.terms);
+        QVERIFY2(shares.find("measured") == 0 && shares.find("assumed") != std::string::npos, shares.c_str());
+    }
+
     // The text-only Qwen3-30B-A3B (no vision tower) sees no images whatever the workload says:
     // its estimates equal those of a workload without images, and against Qwen3-VL-30B-A3B on
     // text-only data it holds no vision parameters (the same decoder, the same step).
