@@ -2,6 +2,8 @@
 // field cannot be readable but not writable, and the canonical form always has every field.
 #include "core/run_config.h"
 
+#include "core/edit_distance.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -19,24 +21,6 @@ using OrderedJson = nlohmann::ordered_json;
 
 constexpr int kMaxInt = std::numeric_limits<int>::max();
 constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
-
-// Edit distance, for "did you mean" on unknown keys.
-size_t editDistance(std::string_view a, std::string_view b)
-{
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j)
-        row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= b.size(); ++j) {
-            size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diag = up;
-        }
-    }
-    return row[b.size()];
-}
 
 std::string describeJsonType(const Json& value)
 {
@@ -263,7 +247,7 @@ private:
             std::string best;
             size_t bestDistance = 4;  // suggest only near misses
             for (const std::string& known : frame.known) {
-                const size_t d = editDistance(it.key(), known);
+                const size_t d = boundedEditDistance(it.key(), known, bestDistance);
                 const bool prefix = known.rfind(it.key(), 0) == 0 || it.key().rfind(known, 0) == 0;
                 if (d < bestDistance || (prefix && best.empty())) {
                     bestDistance = std::min(d, bestDistance);

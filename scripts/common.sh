@@ -20,6 +20,8 @@ WB_PACKAGES=(
 # python3-torch (Debian's PyTorch 1.13 for Python, ≈ 50 s to install beside libtorch-dev): the e2e
 # test that checks the PyTorch-eager benchmark baseline against moe-train (tests/e2e/eager_e2e.py).
 WB_TEST_PACKAGES=(openssh-server openssh-client slurm-wlm munge python3-torch)
+# The fuzz targets (scripts/fuzz.sh): clang with its libFuzzer, ASan and UBSan runtimes.
+WB_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 
 # Phase timer: `wb_phase NAME` ends the previous phase and starts NAME; `wb_phase` alone ends the
 # last one. wb_phase_report prints every phase's seconds (CI prints them; so does test.sh).

@@ -2,6 +2,7 @@
 // generators.cpp's bridgeOverrides, plus the fields the reference lists that the workbench does
 // not model (accepted, and said so).
 #include "core/planner/bridge_import.h"
+#include "core/edit_distance.h"
 
 #include <algorithm>
 #include <cctype>
@@ -408,23 +409,6 @@ std::vector<Entry> parseDotlist(std::string_view text, std::vector<BridgeImportP
     return out;
 }
 
-size_t editDistance(const std::string& a, const std::string& b)
-{
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j)
-        row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= b.size(); ++j) {
-            const size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diag = up;
-        }
-    }
-    return row[b.size()];
-}
-
 }  // namespace
 
 const std::vector<std::string>& bridgeKnownFields()
@@ -557,7 +541,7 @@ BridgeImport importBridgeOverrides(std::string_view text, bool yaml, const RunCo
         std::string best;
         size_t bestDistance = 4;
         for (const std::string& k : known)
-            if (const size_t d = editDistance(e.key, k); d < bestDistance) {
+            if (const size_t d = boundedEditDistance(e.key, k, bestDistance); d < bestDistance) {
                 bestDistance = d;
                 best = k;
             }

@@ -1,5 +1,6 @@
 // RunConfig: parse, validate (every problem with its path and fix), canonical JSON round trip.
 #include "core/run_config.h"
+#include "core/edit_distance.h"
 
 #include <QtTest/QtTest>
 
@@ -180,6 +181,24 @@ private slots:
         QVERIFY(parseRunConfig(withPatch(("{\"name\": \"" + std::string(4096, 'n') + "\"}").c_str())).problems.empty());
     }
 
+
+    // "Did you mean" compares unknown keys with the known ones only up to the distance it
+    // suggests at (tests/fuzz found a file of long unknown keys quadratic in each key's length).
+    void suggestionsAreBoundedEditDistances()
+    {
+        QCOMPARE(boundedEditDistance("micro_batch_size", "micro_batch_size", 4), size_t(0));
+        QCOMPARE(boundedEditDistance("micro_batch", "micro_batch_size", 6), size_t(5));
+        QCOMPARE(boundedEditDistance("micro_bacth_size", "micro_batch_size", 4), size_t(2));
+        QCOMPARE(boundedEditDistance("kitten", "sitting", 10), size_t(3));
+        QCOMPARE(boundedEditDistance("", "abc", 10), size_t(3));
+        QCOMPARE(boundedEditDistance("abcdefgh", "stuvwxyz", 4), size_t(4));   // capped
+        QCOMPARE(boundedEditDistance(std::string(100000, 'k'), "seq_length", 4), size_t(4));
+        // A long unknown key is still reported (with the list of valid keys instead of a guess).
+        const std::string key(200000, 'k');
+        RunConfigParse p = parseRunConfig(withPatch(("{\"train\": {\"" + key + "\": 1}}").c_str()));
+        QCOMPARE(int(p.problems.size()), 1);
+        QCOMPARE(p.problems[0].message, std::string("unknown key"));
+    }
     void canonicalRoundTrip()
     {
         RunConfigParse p = parseRunConfig(withPatch(R"({"recompute": {"granularity": "selective", "modules": ["core_attn", "moe_act"]},
