@@ -12,15 +12,19 @@
 #include "core/log.h"
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -469,6 +473,42 @@ RunStore::~RunStore()
         m_impl->statements.clear();
 }
 
+namespace {
+
+// An error when this process may not write the store file (or, for a file to be created or
+// without its WAL files, the folder); nullopt when it may. access() asks the kernel with the real
+// ids, so it is right for root (who may write a 0444 file) and for a read-only mount (EROFS).
+std::optional<Error> unwritableStore(const std::string& path)
+{
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path file(path);
+    const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+    const auto fix = [&](const std::string& what) {
+        return "run this as the owner of " + what + ", make it writable (chmod u+w), or pass --db with a store you can write";
+    };
+    for (const std::string& part : {path, path + "-wal", path + "-shm"})
+        if (fs::exists(part, ec) && ::access(part.c_str(), W_OK) != 0) {
+            const int err = errno;
+            return makeError(ErrorCode::IoError,
+                             "the run store cannot be written by this user: " + std::string(std::strerror(err)) +
+                                 " (errno " + std::to_string(err) + "); every command updates it. Fix: " + fix("the file"),
+                             part);
+        }
+    const bool walFilesExist = fs::exists(path + "-wal", ec) && fs::exists(path + "-shm", ec);
+    if (!walFilesExist && fs::exists(folder, ec) && ::access(folder.c_str(), W_OK) != 0) {
+        const int err = errno;
+        return makeError(ErrorCode::IoError,
+                         "the folder of the run store cannot be written by this user: " + std::string(std::strerror(err)) +
+                             " (errno " + std::to_string(err) + "); SQLite keeps its journal (" +
+                             file.filename().string() + "-wal, -shm) beside the store. Fix: " + fix("the folder"),
+                         folder.string());
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path)
 {
     std::error_code ec;
@@ -480,6 +520,12 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path)
                              "cannot create the folder for the run store: " + ec.message(),
                              parent.string());
     }
+
+    // Every command writes the store (a run caught up, a status set), and SQLite in WAL mode also
+    // needs the folder for its -wal and -shm files. Refuse a store this user cannot write at once,
+    // before SQLite opens it read-only and a follower retries its writes forever (issue 20 item 5).
+    if (auto denied = unwritableStore(path))
+        return *denied;
 
     auto impl = std::make_unique<Impl>();
     impl->path = path;

@@ -133,7 +133,9 @@ int watchCommand(const CliContext& context, Args args)
             // A target gives IoError once its own reconnect budget is spent (SSH: 60 s). The run
             // keeps going on its host and the store keeps its offset, so watching on loses
             // nothing: keep trying instead of ending in the middle of a long outage.
-            if (update.error().code != core::ErrorCode::IoError)
+            // An error of the store itself (a full disk, a file made read-only meanwhile) is
+            // not an outage: waiting does not fix it (issue 20 item 5: watch retried forever).
+            if (update.error().code != core::ErrorCode::IoError || update.error().context == store->path())
                 return reportError(update.error());
             std::fprintf(stderr,
                          "moe-workbench-cli: %s\n  the run keeps going on its host; trying again in %d s "

@@ -11,6 +11,7 @@ passes --db explicitly. Exit 0 = pass, 77 = skipped (ctest SKIP_RETURN_CODE), 1 
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -206,6 +207,54 @@ def case_refused_stores(env):
     check(p.returncode == 1 and "locked" in p.stderr, "locked store refused with exit 1")
     holder.execute("ROLLBACK")
     holder.close()
+    case_read_only_store(env)
+
+
+def case_read_only_store(env):
+    """A store this user cannot write (issue 20 item 5): `watch` retried its writes forever; now
+    every command says so at once (exit 1, naming the file and the permission) and leaves the
+    file as it was. As root a mode does not stop writes, so the commands run as nobody there."""
+    p = env.cli("launch", "--config", tiny_config(env, steps=2), "--name", "for-read-only")
+    if not check(p.returncode == 0, "launch a run to watch from a read-only store"):
+        return
+    run_id = p.stdout.strip()
+    env.cli("watch", run_id, "--interval-ms", "100")
+    shared = tempfile.mkdtemp(prefix="wb-ro-")
+    os.chmod(shared, 0o755)
+    try:
+        store = os.path.join(shared, "runs.sqlite")
+        shutil.copy(env.db, store)
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(env.db + suffix):
+                shutil.copy(env.db + suffix, store + suffix)
+        prefix = []
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                print("SKIP read-only store: root without setpriv", flush=True)
+                return
+            prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        else:
+            os.chmod(store, 0o444)
+            os.chmod(shared, 0o555)
+        before = open(store, "rb").read()
+        for argv in (["watch", run_id], ["runs"]):
+            cmd = prefix + [env.args.cli, "--db", store, "--runs-root", env.runs_root, *argv]
+            started = time.time()
+            try:
+                q = subprocess.run(cmd, env=dict(env.env, HOME=shared), capture_output=True, text=True, timeout=60)
+            except subprocess.TimeoutExpired:
+                check(False, "%s on a read-only store ends (it hung for 60 s)" % argv[0])
+                continue
+            print("$", " ".join(argv), "(read-only store) ->", q.returncode, flush=True)
+            check(q.returncode == 1 and "cannot be written by this user" in q.stderr and store in q.stderr
+                  and "Permission denied" in q.stderr,
+                  "%s on a read-only store: exit 1 naming the file and the permission: rc %d %r"
+                  % (argv[0], q.returncode, q.stderr))
+            check(time.time() - started < 20, "%s on a read-only store fails at once" % argv[0])
+        check(open(store, "rb").read() == before, "the read-only store is left as it was")
+    finally:
+        os.chmod(shared, 0o755)
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 def case_cancel(env):
