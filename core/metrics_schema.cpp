@@ -2,10 +2,13 @@
 // member meets its JSON key, used by both the writer and the reader.
 #include "core/metrics_schema.h"
 
+#include "core/json_number.h"
+
 #include <charconv>
 #include <cstdint>
 #include <cmath>
 #include <iterator>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -37,10 +40,19 @@ double readDouble(const Json& obj, const char* key, double fallback = 0.0)
     return it->is_number() ? it->get<double>() : fallback;
 }
 
-int64_t readInt(const Json& obj, const char* key, int64_t fallback = 0)
+int64_t readInt(const Json& obj, const char* key, int64_t fallback = 0,
+                int64_t lo = std::numeric_limits<int64_t>::min(), int64_t hi = std::numeric_limits<int64_t>::max())
 {
     auto it = obj.find(key);
-    return it != obj.end() && it->is_number() ? it->get<int64_t>() : fallback;
+    if (it == obj.end())
+        return fallback;
+    return jsonWholeNumber(*it, lo, hi).value_or(fallback);
+}
+
+// An int field of a header (world size, sequence length, batch sizes).
+int readIntField(const Json& obj, const char* key, int fallback = 0)
+{
+    return static_cast<int>(readInt(obj, key, fallback, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
 }
 
 std::string readString(const Json& obj, const char* key)
@@ -52,9 +64,9 @@ std::string readString(const Json& obj, const char* key)
 std::optional<int64_t> readOptionalInt(const Json& obj, const char* key)
 {
     auto it = obj.find(key);
-    if (it == obj.end() || !it->is_number())
+    if (it == obj.end())
         return std::nullopt;
-    return it->get<int64_t>();
+    return jsonWholeNumber(*it);
 }
 
 OrderedJson header(const char* type)
@@ -122,15 +134,15 @@ MetaRecord metaFromJson(const Json& j)
     m.runId = readString(j, "run_id");
     m.configHash = readString(j, "config_hash");
     m.name = readString(j, "name");
-    m.worldSize = static_cast<int>(readInt(j, "world_size", 1));
+    m.worldSize = readIntField(j, "world_size", 1);
     m.layout = readString(j, "layout");
     m.device = readString(j, "device");
     m.dataSource = readString(j, "data_source");
     m.peakTflops = readDouble(j, "peak_tflops");
     m.modelFlopsPerSample = readDouble(j, "model_flops_per_sample");
-    m.seqLength = static_cast<int>(readInt(j, "seq_length"));
-    m.microBatchSize = static_cast<int>(readInt(j, "micro_batch_size"));
-    m.globalBatchSize = static_cast<int>(readInt(j, "global_batch_size"));
+    m.seqLength = readIntField(j, "seq_length");
+    m.microBatchSize = readIntField(j, "micro_batch_size");
+    m.globalBatchSize = readIntField(j, "global_batch_size");
     if (auto it = j.find("versions"); it != j.end() && it->is_object())
         for (auto v = it->begin(); v != it->end(); ++v)
             if (v->is_string())
@@ -143,17 +155,7 @@ MetaRecord metaFromJson(const Json& j)
 // wrong number (a float beyond int64 used to become −9223372036854775808).
 std::optional<int64_t> countValue(const Json& v)
 {
-    if (v.is_number_unsigned())
-        return v.get<uint64_t>() <= uint64_t(INT64_MAX) ? std::optional<int64_t>(int64_t(v.get<uint64_t>())) : std::nullopt;
-    if (v.is_number_integer())
-        return v.get<int64_t>() >= 0 ? std::optional<int64_t>(v.get<int64_t>()) : std::nullopt;
-    if (v.is_number_float()) {
-        const double d = v.get<double>();
-        if (!(d >= 0.0 && d < 9.2e18) || d != std::floor(d))
-            return std::nullopt;
-        return static_cast<int64_t>(d);
-    }
-    return std::nullopt;
+    return jsonWholeNumber(v, 0);
 }
 
 std::optional<StepRecord> stepFromJson(const Json& j)
@@ -467,7 +469,7 @@ std::optional<MetricsRecord> parseMetricsLine(std::string_view line)
                                          readOptionalInt(j, "step")});
     if (type == "end")
         return MetricsRecord(EndRecord{readDouble(j, "time"), readString(j, "status"),
-                                       static_cast<int>(readInt(j, "exit_code", -1)), readOptionalInt(j, "step")});
+                                       readIntField(j, "exit_code", -1), readOptionalInt(j, "step")});
     return std::nullopt;
 }
 

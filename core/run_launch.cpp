@@ -15,6 +15,10 @@ Result<StartedRun> startRun(RunStore& store, RunTarget& target, const RunConfig&
     if (auto checked = target.validateConfig(canonical); !checked)
         return checked.error();
 
+    // A damaged store would take the new run's rows half-way (issue 20 item 10): check it first.
+    if (auto intact = store.checkIntegrity(); !intact)
+        return intact.error();
+
     NewRun newRun;
     newRun.name = name.empty() ? config.name : name;
     newRun.target = target.name();

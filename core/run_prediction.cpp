@@ -1,5 +1,7 @@
 #include "core/run_prediction.h"
 
+#include "core/json_number.h"
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -50,7 +52,8 @@ Result<RunPrediction> parsePrediction(std::string_view text)
     std::string problems;
     auto problem = [&](const std::string& msg) { problems += (problems.empty() ? "" : "\n") + msg; };
 
-    const int version = j.value("prediction_version", 0);
+    const auto versionIt = j.find("prediction_version");
+    const int version = versionIt == j.end() ? 0 : static_cast<int>(jsonWholeNumber(*versionIt, 0, 1 << 20).value_or(0));
     if (version <= 0)
         problem("prediction_version: missing; the file was not written by the planner");
     else if (version > kPredictionSchemaVersion)
@@ -69,8 +72,8 @@ Result<RunPrediction> parsePrediction(std::string_view text)
     str("source", p.source);
     str("hardware", p.hardware);
     str("calibration", p.calibration);
-    if (auto it = j.find("gpus"); it != j.end() && it->is_number_integer() && it->get<int>() > 0)
-        p.gpus = it->get<int>();
+    if (auto it = j.find("gpus"); it != j.end() && jsonWholeNumber(*it, 1, 1 << 24))
+        p.gpus = static_cast<int>(*jsonWholeNumber(*it, 1, 1 << 24));
     else
         problem("gpus: must be a positive integer (the world size the prediction is for)");
     for (const auto& f : kFigures) {

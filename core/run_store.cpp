@@ -593,6 +593,37 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path)
 
 // ---- runs ---------------------------------------------------------------------------------------
 
+Result<void> RunStore::checkIntegrity()
+{
+    auto check = m_impl->prepare("PRAGMA quick_check(4)");
+    if (!check)
+        return check.error();
+    std::string problems;
+    int rc = SQLITE_OK;
+    while ((rc = (*check)->step()) == SQLITE_ROW) {
+        std::string line = (*check)->text(0);
+        if (line == "ok")
+            continue;
+        for (char& c : line)  // "*** in database main ***\nPage 9: ..." on one line
+            if (c == '\n')
+                c = ' ';
+        problems += (problems.empty() ? "" : "; ") + line;
+    }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        // Damage deep enough that the check itself cannot read a page.
+        if (problems.empty())
+            problems = sqlite3_errmsg(m_impl->db.get());
+    }
+    if (problems.empty())
+        return {};
+    return makeError(ErrorCode::Corrupt,
+                     "the run store is damaged (SQLite quick_check: " + problems +
+                         "); nothing was written to it. Fix: keep a copy of the file, then recover what it holds "
+                         "with `sqlite3 " + m_path + " .recover | sqlite3 " + m_path + ".recovered` and pass --db " +
+                         m_path + ".recovered, or start a new store with --db",
+                     m_path);
+}
+
 Result<std::string> RunStore::createRun(const NewRun& run)
 {
     Transaction tx(m_impl.get());

@@ -92,6 +92,10 @@ public:
     RunStore& operator=(const RunStore&) = delete;
 
     Result<std::string> createRun(const NewRun& run);  ///< returns the id
+    /// SQLite's quick_check over the whole file (every table and index, a few ms per MB): Corrupt,
+    /// naming the first problems and how to recover, when a page is damaged. Launch runs it before
+    /// it records a run, so a new run is never written into a damaged store (issue 20 item 10).
+    Result<void> checkIntegrity();
     Result<std::vector<RunSummary>> listRuns();        ///< newest first
     Result<RunSummary> run(const std::string& id);
     /// Exact id, or a unique prefix of one (as users type them). NotFound / InvalidArgument.

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace wb::core {
@@ -50,6 +51,27 @@ struct RunStatus {
     std::string message;     ///< status.json "message" or why the state is what it is
     bool processAlive = false;
 };
+
+/// What targets read of a run directory's status.json (moe-train's StatusFile). A torn, empty or
+/// absent file is "no news": every field at its default.
+struct StatusFileFields {
+    std::string status;           ///< the status word; "" when not known
+    std::optional<int> exitCode;
+    std::string message;
+    int64_t pid = 0;              ///< the trainer process that wrote it; 0 when not recorded
+};
+StatusFileFields parseStatusFile(std::string_view text);
+
+/// The state a final status word ends a run in: finished, stopped (cancelled), anything else failed.
+RunState finalStateOf(std::string_view statusWord);
+
+/// A run's state from what its target sees: whether DIR/pid was readable (`havePid`) and its
+/// process group has a live member (`groupAlive`), status.json, and whether the process that
+/// wrote status.json lives (`writerAlive`; nullopt when status.json names none). A live writer
+/// of a word that is not final (starting, running) is a running run; so is a live group, unless status.json holds a final word whose writer is
+/// gone: a trainer started by hand from a shell (`moe-train --resume` in a stopped run's
+/// directory, issue 20 item 6) records the shell's group, which outlives the trainer.
+RunState runStateOf(const StatusFileFields& file, bool havePid, bool groupAlive, std::optional<bool> writerAlive);
 
 /// A slice of DIR/metrics.jsonl starting at `offset`.
 struct MetricsChunk {

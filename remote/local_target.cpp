@@ -153,15 +153,6 @@ void writeMessage(int fd, char tag, int32_t value)
     ::_exit(127);
 }
 
-core::RunState finalStateOf(const std::string& word)
-{
-    if (word == "finished")
-        return core::RunState::Finished;
-    if (word == "stopped")
-        return core::RunState::Cancelled;
-    return core::RunState::Failed;
-}
-
 }  // namespace
 
 LocalTarget::LocalTarget(std::string moeTrainPath, std::string runsRoot)
@@ -359,27 +350,18 @@ Result<core::RunStatus> LocalTarget::status(const std::string& runDir)
     if (!std::filesystem::is_directory(runDir, ec))
         return makeError(ErrorCode::NotFound, "the run directory does not exist", runDir);
 
-    core::RunStatus status;
     // status.json is rewritten while we read it; a torn or empty one just means "no news".
-    if (auto text = readSmallFile(runDir + "/status.json")) {
-        const auto json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-        if (json.is_object()) {
-            if (auto it = json.find("status"); it != json.end() && it->is_string())
-                status.status = it->get<std::string>();
-            if (auto it = json.find("exit_code"); it != json.end() && it->is_number_integer())
-                status.exitCode = it->get<int>();
-            if (auto it = json.find("message"); it != json.end() && it->is_string())
-                status.message = it->get<std::string>();
-        }
-    }
+    const auto text = readSmallFile(runDir + "/status.json");
+    const core::StatusFileFields file = text ? core::parseStatusFile(*text) : core::StatusFileFields{};
+    core::RunStatus status;
+    status.status = file.status;
+    status.exitCode = file.exitCode.value_or(status.exitCode);
+    status.message = file.message;
     const pid_t pgid = readPidFile(runDir);
-    status.processAlive = groupAlive(pgid);
-    if (status.processAlive)
-        status.state = core::RunState::Running;
-    else if (pgid == 0 && status.status.empty())
-        status.state = core::RunState::Pending;  // launched but no pid yet, or never started
-    else
-        status.state = finalStateOf(status.status);
+    const std::optional<bool> writerAlive =
+        file.pid > 0 ? std::optional<bool>(processAlive(static_cast<pid_t>(file.pid))) : std::nullopt;
+    status.state = core::runStateOf(file, pgid != 0, groupAlive(pgid), writerAlive);
+    status.processAlive = status.state == core::RunState::Running;
     return status;
 }
 

@@ -91,6 +91,15 @@ bool groupAlive(pid_t pgid)
     return !liveGroupMembers(pgid).empty();
 }
 
+bool processAlive(pid_t pid)
+{
+    if (pid <= 1)
+        return false;
+    GroupMember member;
+    pid_t pgrp = 0;
+    return readStat(pid, member, pgrp) && member.state != 'Z' && member.state != 'X';
+}
+
 bool waitGroupGone(pid_t pgid, std::chrono::milliseconds timeout)
 {
     const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -25,6 +25,9 @@ std::vector<GroupMember> liveGroupMembers(pid_t pgid);
 /// so a child we started and that exited does not count as alive.
 bool groupAlive(pid_t pgid);
 
+/// True while process `pid` runs (exists and is not a zombie).
+bool processAlive(pid_t pid);
+
 /// Polls until the group has no live member or `timeout` passes. Returns true when it emptied.
 bool waitGroupGone(pid_t pgid, std::chrono::milliseconds timeout);
 

@@ -14,6 +14,7 @@
 
 #include "remote/run_dir_claim.h"
 
+#include "core/json_number.h"
 #include "core/log.h"
 #include "core/planner/generators.h"
 #include "core/run_config.h"
@@ -100,15 +101,6 @@ int exitCodeFromSlurm(const std::string& text)
     return signal > 0 ? 128 + signal : code;
 }
 
-core::RunState finalStateOf(const std::string& word)
-{
-    if (word == "finished")
-        return core::RunState::Finished;
-    if (word == "stopped")
-        return core::RunState::Cancelled;
-    return core::RunState::Failed;
-}
-
 std::string lowercase(std::string text)
 {
     std::transform(text.begin(), text.end(), text.begin(),
@@ -162,17 +154,12 @@ StatusAnswer parseStatusAnswer(const std::string& out)
 
 core::RunStatus statusFromAnswer(const StatusAnswer& answer, const std::string& runDir)
 {
-    core::RunStatus status;
     // status.json is rewritten while we read it; a torn or empty one just means "no news".
-    const auto json = nlohmann::json::parse(answer.statusJson, nullptr, false);
-    if (json.is_object()) {
-        if (auto it = json.find("status"); it != json.end() && it->is_string())
-            status.status = it->get<std::string>();
-        if (auto it = json.find("exit_code"); it != json.end() && it->is_number_integer())
-            status.exitCode = it->get<int>();
-        if (auto it = json.find("message"); it != json.end() && it->is_string())
-            status.message = it->get<std::string>();
-    }
+    const core::StatusFileFields file = core::parseStatusFile(answer.statusJson);
+    core::RunStatus status;
+    status.status = file.status;
+    status.exitCode = file.exitCode.value_or(status.exitCode);
+    status.message = file.message;
     const std::string& job = answer.job;
     if (job.empty()) {
         status.state = core::RunState::Failed;
@@ -211,7 +198,7 @@ core::RunStatus statusFromAnswer(const StatusAnswer& answer, const std::string& 
         if (status.exitCode < 0 && !answer.slurmExit.empty())
             status.exitCode = exitCodeFromSlurm(answer.slurmExit);
     }
-    status.state = finalStateOf(status.status);
+    status.state = core::finalStateOf(status.status);
     return status;
 }
 
@@ -599,7 +586,7 @@ Result<nlohmann::json> readSlurmSettingsFile(const std::string& path)
         return makeError(ErrorCode::Corrupt,
                          "not a Slurm settings file (expected {\"version\": 1, \"hosts\": {\"NAME\": {...}}}); fix it",
                          path);
-    if (json.value("version", 1) > 1)
+    if (wb::core::jsonIntOr(json, "version", 1) > 1)
         return makeError(ErrorCode::Incompatible, "written by a newer moe-workbench", path);
     return json;
 }

@@ -1,6 +1,8 @@
 // SshHostRegistry: hosts.json read/write. Any thread; no shared state.
 #include "remote/ssh_hosts.h"
 
+#include "core/json_number.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,7 +55,7 @@ SshHostEntry fromJson(const nlohmann::json& j)
     e.name = j.value("name", "");
     e.host = j.value("host", "");
     e.user = j.value("user", "");
-    e.port = j.value("port", 0);
+    e.port = wb::core::jsonIntOr(j, "port", 0);
     e.identityFile = j.value("identity_file", "");
     e.sshConfig = j.value("ssh_config", "");
     e.knownHosts = j.value("known_hosts", "");
@@ -61,8 +63,8 @@ SshHostEntry fromJson(const nlohmann::json& j)
     e.runsRoot = j.value("runs_root", "");
     e.cacheDir = j.value("cache_dir", "");
     e.address = j.value("address", "");
-    e.masterPort = j.value("master_port", 0);
-    e.reconnectBudgetS = std::max(0, j.value("reconnect_budget_s", 0));
+    e.masterPort = wb::core::jsonIntOr(j, "master_port", 0);
+    e.reconnectBudgetS = std::max(0, wb::core::jsonIntOr(j, "reconnect_budget_s", 0));
     return e;
 }
 
@@ -106,7 +108,7 @@ Result<std::vector<SshHostEntry>> SshHostRegistry::load() const
     if (!json.is_object() || !json.contains("hosts") || !json["hosts"].is_array())
         return makeError(ErrorCode::Corrupt, "not a hosts file (expected {\"version\":1,\"hosts\":[...]}); fix or remove it",
                          m_path);
-    if (json.value("version", 0) > kHostsFileVersion)
+    if (wb::core::jsonIntOr(json, "version", 0) > kHostsFileVersion)
         return makeError(ErrorCode::Incompatible, "written by a newer moe-workbench", m_path);
     try {
         for (const auto& item : json["hosts"])

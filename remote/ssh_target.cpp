@@ -49,15 +49,6 @@ std::string readPidScript(const std::string& runDir)
 // the script itself always runs under POSIX sh, whatever the user's login shell is.
 std::string asShScript(const std::string& script) { return "sh -c " + shellQuote(script); }
 
-core::RunState finalStateOf(const std::string& word)
-{
-    if (word == "finished")
-        return core::RunState::Finished;
-    if (word == "stopped")
-        return core::RunState::Cancelled;
-    return core::RunState::Failed;
-}
-
 std::string trimmed(std::string text)
 {
     while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
@@ -425,7 +416,14 @@ Result<core::RunStatus> SshTarget::status(const std::string& runDir)
     const std::string script = "[ -d " + shellQuote(runDir) + " ] || exit 44\n" + readPidScript(runDir) +
                                kAliveFunction +
                                "a=0; [ \"$pid\" -gt 1 ] && alive && a=1\n"
-                               "echo \"pid=$pid alive=$a\"\n"
+                               // The process that wrote status.json (its "pid" line): -1 none named,
+                               // 1 alive, 0 gone or a zombie (issue 20 item 6: a trainer resumed by
+                               // hand records its shell's group, which outlives it).
+                               "w=-1; sp=$(sed -n 's/^ *\"pid\": *\\([0-9][0-9]*\\).*/\\1/p' " +
+                               shellQuote(runDir + "/status.json") + " 2>/dev/null | head -n 1)\n"
+                               "if [ -n \"$sp\" ] && [ \"$sp\" -gt 1 ]; then w=0; kill -0 \"$sp\" 2>/dev/null && "
+                               "! ps -o stat= -p \"$sp\" 2>/dev/null | grep -q Z && w=1; fi\n"
+                               "echo \"pid=$pid alive=$a writer=$w\"\n"
                                "cat " + shellQuote(runDir + "/status.json") + " 2>/dev/null\n"
                                "exit 0\n";
     auto result = runScript(script, commandTimeout());
@@ -439,30 +437,19 @@ Result<core::RunStatus> SshTarget::status(const std::string& runDir)
     const auto newline = result->out.find('\n');
     const std::string head = result->out.substr(0, newline);
     long pid = 0;
-    int alive = 0;
-    if (std::sscanf(head.c_str(), "pid=%ld alive=%d", &pid, &alive) != 2)
+    int alive = 0, writer = -1;
+    if (std::sscanf(head.c_str(), "pid=%ld alive=%d writer=%d", &pid, &alive, &writer) != 3)
         return makeError(ErrorCode::Corrupt, "unexpected answer from the host: " + head, name() + ":" + runDir);
 
-    core::RunStatus status;
     // status.json is rewritten while we read it; a torn or empty one just means "no news".
-    if (newline != std::string::npos) {
-        const auto json = nlohmann::json::parse(result->out.substr(newline + 1), nullptr, false);
-        if (json.is_object()) {
-            if (auto it = json.find("status"); it != json.end() && it->is_string())
-                status.status = it->get<std::string>();
-            if (auto it = json.find("exit_code"); it != json.end() && it->is_number_integer())
-                status.exitCode = it->get<int>();
-            if (auto it = json.find("message"); it != json.end() && it->is_string())
-                status.message = it->get<std::string>();
-        }
-    }
-    status.processAlive = alive == 1;
-    if (status.processAlive)
-        status.state = core::RunState::Running;
-    else if (pid == 0 && status.status.empty())
-        status.state = core::RunState::Pending;
-    else
-        status.state = finalStateOf(status.status);
+    const core::StatusFileFields file =
+        newline != std::string::npos ? core::parseStatusFile(result->out.substr(newline + 1)) : core::StatusFileFields{};
+    core::RunStatus status;
+    status.status = file.status;
+    status.exitCode = file.exitCode.value_or(status.exitCode);
+    status.message = file.message;
+    status.state = core::runStateOf(file, pid != 0, alive == 1, writer < 0 ? std::nullopt : std::optional<bool>(writer == 1));
+    status.processAlive = status.state == core::RunState::Running;
     return status;
 }
 

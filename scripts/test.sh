@@ -15,10 +15,10 @@ rc=0
 ctest -LE gpu --output-on-failure -j "$(nproc)" "$@" || rc=$?
 # The fuzz targets, each for a bounded time (scripts/fuzz.sh; WB_FUZZ_SECONDS, default 30), in a
 # clang build of their own. Only for the whole suite (a ctest filter given: skipped); WB_FUZZ=0
-# skips them.
+# skips them. Seed 1 unless WB_FUZZ_SEED says otherwise: the same inputs on every run.
 if [ $# -eq 0 ] && [ "${WB_FUZZ:-1}" != 0 ]; then
   wb_phase fuzz
-  bash "$WB_ROOT/scripts/fuzz.sh" || rc=1
+  WB_FUZZ_SEED=${WB_FUZZ_SEED:-1} bash "$WB_ROOT/scripts/fuzz.sh" || rc=1
 fi
 wb_phase_report
 if [ -f Testing/Temporary/CTestCostData.txt ]; then

@@ -5,9 +5,12 @@
 // compared; the figures are per GPU and per effective token, so they are noted, not flagged (Info).
 #include "core/compare/workload_fingerprint.h"
 
+#include "core/json_number.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -37,6 +40,8 @@ T get(const Json& j, const char* key, T fallback)
         return v.is_string() ? v.get<std::string>() : fallback;
     else if constexpr (std::is_same_v<T, bool>)
         return v.is_boolean() ? v.get<bool>() : fallback;
+    else if constexpr (std::is_integral_v<T>)
+        return static_cast<T>(jsonWholeNumber(v, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()).value_or(fallback));
     else
         return v.is_number() ? v.get<T>() : fallback;
 }

@@ -1,6 +1,8 @@
 // Plan JSON writer/reader and the JSON path → line mapper used by `lint`.
 #include "core/planner/plan_json.h"
 
+#include "core/json_number.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -167,19 +169,19 @@ Result<PlanFile> parsePlanJson(std::string_view text)
         field = "request.hardware";
         plan.hardware = req.at("hardware").get<std::string>();
         field = "request.gpus";
-        plan.gpus = req.at("gpus").get<int>();
+        plan.gpus = jsonInt(req.at("gpus"));
         field = "request.nodes";
-        plan.nodes = req.at("nodes").get<int>();
+        plan.nodes = jsonInt(req.at("nodes"));
         field = "request.seq";
-        plan.workload.seqLength = req.at("seq").get<int>();
+        plan.workload.seqLength = jsonInt(req.at("seq"));
         field = "request.images_per_sample";
-        plan.workload.imagesPerSample = req.at("images_per_sample").get<int>();
+        plan.workload.imagesPerSample = jsonInt(req.at("images_per_sample"));
         field = "request.image_size";
         const std::string size = req.at("image_size").get<std::string>();
         if (std::sscanf(size.c_str(), "%dx%d", &plan.workload.imageWidth, &plan.workload.imageHeight) != 2)
             throw std::runtime_error("not WxH");
         field = "request.gbs";
-        plan.gbs = req.at("gbs").get<int>();
+        plan.gbs = jsonInt(req.at("gbs"));
         field = "request.bf16_adam_moments";
         plan.workload.bf16AdamMoments = req.value("bf16_adam_moments", false);
         field = "request.for";  // absent: a plan written before the option, for Megatron-Bridge
@@ -193,14 +195,14 @@ Result<PlanFile> parsePlanJson(std::string_view text)
             plan.layoutStepMs.push_back(o.value("step_ms", 0.0));
             Layout l;
             l.worldSize = plan.gpus;
-            l.tp = o.at("tp").get<int>();
-            l.cp = o.at("cp").get<int>();
-            l.pp = o.at("pp").get<int>();
-            l.vpp = o.at("vpp").get<int>();
-            l.ep = o.at("ep").get<int>();
-            l.etp = o.at("etp").get<int>();
-            l.mbs = o.at("mbs").get<int>();
-            l.gbs = o.at("gbs").get<int>();
+            l.tp = jsonInt(o.at("tp"));
+            l.cp = jsonInt(o.at("cp"));
+            l.pp = jsonInt(o.at("pp"));
+            l.vpp = jsonInt(o.at("vpp"));
+            l.ep = jsonInt(o.at("ep"));
+            l.etp = jsonInt(o.at("etp"));
+            l.mbs = jsonInt(o.at("mbs"));
+            l.gbs = jsonInt(o.at("gbs"));
             l.recomputeGranularity = o.at("recompute").get<std::string>();
             const std::string dispatcher = o.at("dispatcher").get<std::string>();
             const size_t plus = dispatcher.find('+');
@@ -212,10 +214,11 @@ Result<PlanFile> parsePlanJson(std::string_view text)
             l.fsdpStrategy = l.useMegatronFsdp ? fsdp : "no_shard";
             l.freezeVision = o.at("freeze_vision").get<bool>();
             l.sequenceParallel = o.value("sequence_parallel", l.tp > 1);
-            l.firstStageLayers = o.value("first_stage_layers", 0);
-            l.lastStageLayers = o.value("last_stage_layers", 0);
+            l.firstStageLayers = o.contains("first_stage_layers") ? jsonInt(o.at("first_stage_layers"), 0) : 0;
+            l.lastStageLayers = o.contains("last_stage_layers") ? jsonInt(o.at("last_stage_layers"), 0) : 0;
             l.recomputeMethod = o.value("recompute_method", std::string("uniform"));
-            l.recomputeNumLayers = o.value("recompute_num_layers", l.recomputeGranularity == "full" ? 1 : 0);
+            l.recomputeNumLayers = o.contains("recompute_num_layers") ? jsonInt(o.at("recompute_num_layers"), 0)
+                                                                   : (l.recomputeGranularity == "full" ? 1 : 0);
             l.recomputeModules = o.value("recompute_modules", std::vector<std::string>{});
             l.cudaGraphImpl = o.value("cuda_graph_impl", std::string(l.cudaGraphScope.empty() ? "none" : "transformer_engine"));
             l.overlapMoeExpertParallelComm = o.value("overlap_moe_expert_parallel_comm", false);

@@ -1,6 +1,7 @@
 // Prediction for one layout; see prediction.h.
 #include "core/planner/prediction.h"
 
+#include "core/json_number.h"
 #include "core/planner/plan_json.h"
 
 #include <nlohmann/json.hpp>
@@ -31,7 +32,7 @@ Result<PackedShape> parsePackedShape(const std::string& text, const std::string&
                          "is not a workload file (format \"moe-train-workload\"); make one with "
                          "moe-train --config RUN.json --data-stats > workload.json",
                          context);
-    if (j.value("version", 0) != 1)
+    if (jsonIntOr(j, "version", 0) != 1)
         return makeError(ErrorCode::InvalidArgument,
                          "workload file version " + j.value("version", nlohmann::json()).dump() +
                              " is not 1; make it again with this moe-train",
@@ -59,7 +60,7 @@ Result<PackedShape> parsePackedShape(const std::string& text, const std::string&
         return makeError(ErrorCode::InvalidArgument, "per_sequence.samples is 0: the loader packed nothing", context);
     s.source = "moe-train --data-stats (" + j.value("source", std::string("?")) + " data, " +
                std::to_string(static_cast<int64_t>(j.value("sequences", 0.0))) + " sequences of " +
-               std::to_string(j.value("seq_length", 0)) + " tokens)";
+               std::to_string(jsonIntOr(j, "seq_length", 0)) + " tokens)";
     return s;
 }
 

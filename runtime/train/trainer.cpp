@@ -125,6 +125,12 @@ void Trainer::setUp()
     m_env = RankEnvironment::fromEnvironment();
     // Counts CPU tensor bytes (and their peak) for the out-of-memory report; before any tensor.
     installCpuTensorCounter();
+    // status.json first, then the pid file: a watcher that finds this process's group in DIR/pid
+    // then finds status.json written by this process (a live writer), never the previous run's
+    // final word — a run resumed by hand in a stopped run's directory is followed, not taken for
+    // the stopped one (issue 20 item 6).
+    if (!writeStatus("running", std::nullopt, "starting"))
+        throw RunFailure{1, m_status.lastError()};
     if (writer())
         m_status.writePid();
 #if WB_WITH_CUDA
@@ -140,8 +146,6 @@ void Trainer::setUp()
         m_peakTflops = peakDenseBf16Tflops(deviceName(m_device));
         m_bf16Autocast = m_dtype == torch::kBFloat16;
     }
-    if (!writeStatus("running", std::nullopt, "starting"))
-        throw RunFailure{1, m_status.lastError()};
     if (writer()) {
         auto metrics = MetricsWriter::open(m_options.runDir + "/metrics.jsonl");
         if (!metrics)

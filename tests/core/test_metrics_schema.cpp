@@ -133,6 +133,24 @@ private slots:
         QVERIFY(std::isnan(s.loss));
     }
 
+    // A float where a header's integer belongs, beyond the integer's range (found by tests/fuzz:
+    // the conversion was undefined behaviour): the field keeps its default, the record stands.
+    void outOfRangeHeaderIntegersKeepTheirDefault()
+    {
+        auto r = parseMetricsLine(R"({"v":1,"type":"meta","run_id":"r","world_size":1.88889e+34,)"
+                                  R"("seq_length":-1e300,"micro_batch_size":2.5,"global_batch_size":8.0})");
+        QVERIFY(r && std::holds_alternative<MetaRecord>(*r));
+        const auto& m = std::get<MetaRecord>(*r);
+        QCOMPARE(m.worldSize, 1);
+        QCOMPARE(m.seqLength, 0);
+        QCOMPARE(m.microBatchSize, 0);
+        QCOMPARE(m.globalBatchSize, 8);
+        auto end = parseMetricsLine(R"({"v":1,"type":"end","exit_code":4294967296,"step":1e40})");
+        QVERIFY(end && std::holds_alternative<EndRecord>(*end));
+        QCOMPARE(std::get<EndRecord>(*end).exitCode, -1);
+        QVERIFY(!parseMetricsLine(R"({"v":1e300,"type":"step","step":1})").has_value());
+    }
+
     void readerChunkSizes_data()
     {
         QTest::addColumn<int>("chunk");

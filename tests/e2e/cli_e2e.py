@@ -208,6 +208,30 @@ def case_refused_stores(env):
     holder.execute("ROLLBACK")
     holder.close()
     case_read_only_store(env)
+    case_damaged_store(env)
+
+
+def case_damaged_store(env):
+    """A store whose steps table is damaged accepted `launch` (issue 20 item 10): launch checks
+    the store first and refuses it (exit 1, "damaged", how to recover), writing nothing."""
+    store = os.path.join(env.tmp, "damaged.sqlite")
+    p = env.cli("launch", "--config", tiny_config(env, steps=3), "--name", "before-damage", db=store)
+    if not check(p.returncode == 0, "launch a run into the store to damage: %r" % p.stderr[-300:]):
+        return
+    env.cli("watch", p.stdout.strip(), "--interval-ms", "100", db=store)
+    con = sqlite3.connect(store)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = con.execute("PRAGMA page_size").fetchone()[0]
+    root = con.execute("SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = 'steps'").fetchone()[0]
+    con.close()
+    with open(store, "r+b") as f:  # the steps table's root page: garbage, as a bad sector leaves it
+        f.seek((root - 1) * page_size)
+        f.write(bytes([0xA5]) * page_size)
+    before = open(store, "rb").read()
+    p = env.cli("launch", "--config", tiny_config(env, steps=3), "--name", "into-damage", db=store)
+    check(p.returncode == 1 and "run store is damaged" in p.stderr and ".recover" in p.stderr,
+          "a damaged store is refused at launch: rc %d %r" % (p.returncode, p.stderr[-400:]))
+    check(open(store, "rb").read() == before, "the damaged store was left as it was")
 
 
 def case_read_only_store(env):
@@ -342,6 +366,62 @@ def case_hostile_names(env):
     check(h.returncode == 0 and h.stdout.startswith("usage: moe-workbench-cli launch"), "launch --help: %r" % h.stdout[:80])
 
 
+def case_resume_after_cancel(env):
+    """A run cancelled, then resumed by hand with `moe-train --resume` in its run directory
+    (issue 20 item 6): `watch` follows it to its new end, whether it starts while the resumed run
+    trains or after it finished; the store says finished (not the cancel's exit 5) and holds every
+    step once. Real trainer only (the fake one has no checkpoints)."""
+    if "fake_moe_train" in env.args.trainer:
+        return
+    steps = 400
+    for watch_while_running in (True, False):
+        p = env.cli("launch", "--config", tiny_config(env, steps=steps), "--name", "to-resume")
+        if not check(p.returncode == 0, "launch a run to cancel and resume"):
+            return
+        run_id = p.stdout.strip()
+        run_dir = os.path.join(env.runs_root, run_id)
+        deadline = time.time() + 120
+        while time.time() < deadline and len(metrics_steps(run_dir)) < 2:
+            time.sleep(0.05)
+        c = env.cli("cancel", run_id, "--grace-s", "60")
+        if not check(c.returncode == 0, "cancel before the resume"):
+            return
+        stopped_at = len(metrics_steps(run_dir))
+        check(0 < stopped_at < steps, "the cancel stopped the run mid-way (%d of %d steps)" % (stopped_at, steps))
+        # Started by hand from this process, as from a shell: DIR/pid gets this process's group,
+        # which outlives the trainer (watch never ended). Bounded waits: a hang fails the case.
+        resume = subprocess.Popen([env.args.trainer, "--config", os.path.join(run_dir, "run.json"),
+                                   "--run-dir", run_dir, "--resume"], env=env.env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            if watch_while_running:
+                # "While it trains": once the resumed trainer wrote a step past the cancel's.
+                deadline = time.time() + 120
+                while time.time() < deadline and resume.poll() is None and len(metrics_steps(run_dir)) <= stopped_at:
+                    time.sleep(0.05)
+            else:
+                resume.wait(timeout=300)
+            w = env.cli("watch", run_id, "--interval-ms", "100", timeout=300)
+            resume.wait(timeout=300)
+        except subprocess.TimeoutExpired as e:
+            resume.kill()
+            resume.wait()
+            check(False, "resume after cancel: %s timed out after %s s" % (e.cmd if isinstance(e.cmd, str) else e.cmd[-2:], e.timeout))
+            return
+        how = "watch while the resumed run trains" if watch_while_running else "watch after it finished"
+        check(w.returncode == 0 and "finished (exit 0)" in w.stdout,
+              "%s: exit 0, finished: rc %d %r" % (how, w.returncode, w.stdout[-300:]))
+        shown = env.cli("show", run_id, "--json")
+        info = json.loads(shown.stdout) if shown.returncode == 0 else {}
+        con = sqlite3.connect(env.db)
+        stored = [r[0] for r in con.execute("SELECT step FROM steps WHERE run_id = ? ORDER BY step", (run_id,))]
+        con.close()
+        check(info.get("status") == "finished" and info.get("exit_code") == 0,
+              "%s: the store says finished (exit 0): %r" % (how, {k: info.get(k) for k in ("status", "exit_code")}))
+        check(stored == list(range(1, steps + 1)), "%s: every step stored once (%d rows, %d distinct)"
+              % (how, len(stored), len(set(stored))))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
@@ -369,6 +449,7 @@ def main():
         case_refused_stores(env)
         case_cancel(env)
         case_hostile_names(env)
+        case_resume_after_cancel(env)
     print("FAILED: %d" % len(FAILURES) if FAILURES else "all passed")
     return 1 if FAILURES else 0
 

@@ -88,6 +88,8 @@ private slots:
     void statusToleratesTornFile();
     void cancelEndsWholeGroup_data();
     void cancelEndsWholeGroup();
+    void groupOutlivingItsTrainer_data();
+    void groupOutlivingItsTrainer();
 };
 
 void TestLocalTarget::launchDetachesIntoOwnSession()
@@ -242,6 +244,49 @@ void TestLocalTarget::statusToleratesTornFile()
     QCOMPARE(QString::fromStdString(status->status), word);
     QCOMPARE(status->exitCode, exitCode);
     QCOMPARE(target.status(dir + "/nope").error().code, core::ErrorCode::NotFound);
+}
+
+// `moe-train --resume` started by hand from a shell records the shell's process group in DIR/pid,
+// which lives on after the trainer ended (issue 20 item 6: watch never ended). status.json names
+// the process that wrote it: its final word with that process gone ends the run; a live writer of
+// "running" is a run even while DIR/pid still names the stopped run's dead group.
+void TestLocalTarget::groupOutlivingItsTrainer_data()
+{
+    QTest::addColumn<QString>("group");   // "alive" (this test's own group) or "gone"
+    QTest::addColumn<QString>("status");
+    QTest::addColumn<QString>("writer");  // "alive" (this process), "gone", or "none" (no pid key)
+    QTest::addColumn<QString>("state");
+    QTest::newRow("finished, writer gone, group lives on") << "alive" << "finished" << "gone" << "finished";
+    QTest::newRow("stopped, writer gone, group lives on") << "alive" << "stopped" << "gone" << "cancelled";
+    QTest::newRow("running, writer alive, old group gone") << "gone" << "running" << "alive" << "running";
+    QTest::newRow("finished, writer still exiting") << "alive" << "finished" << "alive" << "running";
+    QTest::newRow("finished, writer alive (pid reused), group gone") << "gone" << "finished" << "alive" << "finished";
+    QTest::newRow("no writer named: the group decides") << "alive" << "finished" << "none" << "running";
+    QTest::newRow("running, writer gone, group gone: lost") << "gone" << "running" << "gone" << "failed";
+}
+
+void TestLocalTarget::groupOutlivingItsTrainer()
+{
+    QFETCH(QString, group);
+    QFETCH(QString, status);
+    QFETCH(QString, writer);
+    QFETCH(QString, state);
+    const std::string dir = m_dir.filePath(QStringLiteral("outlive-%1").arg(QTest::currentDataTag())).toStdString();
+    QDir().mkpath(QString::fromStdString(dir));
+    const pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, nullptr, 0);
+    writeAll(dir + "/pid", std::to_string(group == "alive" ? getpgrp() : gone) + "\n");
+    std::string json = "{\"status\": \"" + status.toStdString() + "\", \"exit_code\": 0";
+    if (writer != "none")
+        json += ", \"pid\": " + std::to_string(writer == "alive" ? getpid() : gone);
+    writeAll(dir + "/status.json", json + "}");
+    remote::LocalTarget target(kFakeTrainer, runsRoot());
+    auto result = target.status(dir);
+    QVERIFY(result);
+    QCOMPARE(QString::fromUtf8(core::runStateName(result->state)), state);
+    QCOMPARE(result->processAlive, state == "running");
 }
 
 void TestLocalTarget::cancelEndsWholeGroup_data()
