@@ -22,10 +22,12 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: moe-workbench-cli [--db PATH] [--runs-root DIR] [--moe-train PATH] [-v] COMMAND ...\n"
+    "       moe-workbench-cli --help | --version | COMMAND --help\n"
     "\n"
     "commands:\n"
-    "  launch --target local --config FILE [--name NAME]   start a run; prints its id\n"
-    "         (--target ssh:HOST runs on a host registered with `hosts add`)\n"
+    "  launch --target T --config FILE [--name NAME] [--steps N]  start a run; prints its id\n"
+    "         (T: local, ssh:HOST, ssh:HOST1,HOST2 (one rank group per node), slurm:HOST;\n"
+    "          hosts come from `hosts add`; --steps overrides train.train_iters for a quick try)\n"
     "  watch RUN [--interval-ms N]                          follow a run until it ends\n"
     "  runs [--json]                                        list runs, newest first\n"
     "  show RUN [--json]                                    one run: summary, meta, last step, events\n"
@@ -192,6 +194,10 @@ int runCli(int argc, char** argv)
         if (a == "-h" || a == "--help") {
             globalHelp = true;
             break;
+        }
+        if (a == "--version") {
+            std::printf("moe-workbench-cli %s\n", WB_VERSION);
+            return kExitOk;
         }
         if (a == "--db" || a == "--runs-root" || a == "--moe-train")
             ++i;  // its value

@@ -137,8 +137,19 @@ int generateCommand(const CliContext&, Args args)
         Workload workload = plan->workload;
         if (packed)
             workload.packed = *packed;
+        // A plan calibrated per term (plan --calibrate-run): the same factors, and the model's own
+        // step beside it (an uncalibrated evaluation).
+        double uncalibratedStepMs = 0;
+        std::string calibration = plan->calibration;
+        if (plan->termCalibration.applied()) {
+            uncalibratedStepMs = evaluateLayout(*model, layout, workload, *hw, options, memory).throughput.stepMs;
+            applyTermCalibration(plan->termCalibration, options.eff);
+            calibration = plan->termCalibration.describe();
+        }
         const Candidate candidate = evaluateLayout(*model, layout, workload, *hw, options, memory);
-        prediction = predictionForCandidate(candidate, *hw, plan->calibration, candidate.throughput.stepMs / plan->stepTimeFactor);
+        if (!plan->termCalibration.applied())
+            uncalibratedStepMs = candidate.throughput.stepMs / plan->stepTimeFactor;
+        prediction = predictionForCandidate(candidate, *hw, calibration, uncalibratedStepMs);
         if (replanned)
             std::fprintf(stderr,
                          "note: the plan predicted %s (layout %d: %.1f ms per step); prediction.json is for %s, which "

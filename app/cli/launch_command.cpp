@@ -3,6 +3,7 @@
 // prediction.json sits beside the config), start moe-train detached, print the run id (alone, on
 // stdout). Progress phases of remote targets go to stderr.
 #include "app/cli/cli.h"
+#include "app/cli/planner_cli.h"
 
 #include "core/run_config.h"
 #include "core/run_launch.h"
@@ -16,7 +17,9 @@ namespace wb::app {
 
 namespace {
 
-constexpr const char* kSynopsis = "launch --target local|ssh:HOST --config FILE [--name NAME] [--prediction FILE|--no-prediction]";
+constexpr const char* kSynopsis =
+    "launch --target local|ssh:HOST|ssh:HOST1,HOST2,...|slurm:HOST --config FILE [--name NAME] [--steps N]\n"
+    "       [--prediction FILE|--no-prediction]   (--steps N: train N steps instead of train.train_iters)";
 
 }  // namespace
 
@@ -28,8 +31,15 @@ int launchCommand(const CliContext& context, Args args)
     const auto name = args.takeOption("--name", missing);
     auto predictionPath = args.takeOption("--prediction", missing);
     const bool noPrediction = args.takeFlag("--no-prediction");
+    const auto stepsText = args.takeOption("--steps", missing);
     if (auto usage = rejectLeftovers(args, missing, kSynopsis))
         return *usage;
+    std::optional<int> steps;
+    if (stepsText) {
+        steps = parsePositive(*stepsText);
+        if (!steps)
+            return reportUsage("--steps needs a whole number >= 1 (the steps to train), got '" + *stepsText + "'", kSynopsis);
+    }
     if (!configPath)
         return reportUsage("--config FILE is required", kSynopsis);
 
@@ -38,6 +48,11 @@ int launchCommand(const CliContext& context, Args args)
     auto config = core::loadRunConfig(*configPath);
     if (!config)
         return reportError(config.error());
+    if (steps) {
+        // A quick try of a config: fewer steps, warm-up and decay inside them (validated below).
+        config->train.trainIters = *steps;
+        config->train.lrWarmupIters = std::min<int64_t>(config->train.lrWarmupIters, std::max(0, *steps - 1));
+    }
     if (predictionPath && noPrediction)
         return reportUsage("--prediction and --no-prediction exclude each other", kSynopsis);
     // `generate --format runtime` writes prediction.json beside config.json: use it unless told.

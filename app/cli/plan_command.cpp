@@ -26,7 +26,9 @@ constexpr const char* kSynopsis =
     "plan --model M --hardware H --gpus N [--nodes K] [--seq S] [--images-per-sample I] [--image-size WxH]\n"
     "       [--gbs G] [--goal first-run|throughput|memory] [--answers FILE] [--freeze-vision] [--bf16-moments]\n"
     "       [--max-results N] [--for megatron-bridge|moe-train]"
-    " [--catalog DIR] [--calibrate] [--json]   (--calibrate reads the store: the default one or --db)";
+    " [--catalog DIR] [--calibrate | --calibrate-run RUN] [--json]\n"
+    "       (--calibrate: a step-time factor from >= 3 stored runs on this hardware; --calibrate-run: each group\n"
+    "       of terms from one stored moe-train run's time split; both read the store: the default one or --db)";
 
 // The guide's answers file: {"first_launch": true, ...}; every key optional, unknown keys refused.
 core::Result<GuideAnswers> readAnswers(const std::string& path)
@@ -156,8 +158,13 @@ int planCommand(const CliContext& context, Args args)
     const bool bf16Moments = args.takeFlag("--bf16-moments");
     const bool json = args.takeFlag("--json");
     const bool calibrate = args.takeFlag("--calibrate");
+    const auto calibrateRun = args.takeOption("--calibrate-run", missing);
     if (auto usage = rejectLeftovers(args, missing, kSynopsis))
         return *usage;
+    if (calibrate && calibrateRun)
+        return reportUsage("--calibrate and --calibrate-run are two ways to calibrate: give one (--calibrate-run RUN "
+                           "scales each group of terms by one run; --calibrate the step time by >= 3 runs)",
+                           kSynopsis);
     if (!model || !hardware || !gpus)
         return reportUsage("--model, --hardware and --gpus are required", kSynopsis);
 
@@ -255,6 +262,26 @@ int planCommand(const CliContext& context, Args args)
         applyCalibration(*calibration, req.throughput.eff);
     }
 
+    // --calibrate-run: each group of terms (compute, vision, optimizer) scaled by what one stored run
+    // of this runtime on this hardware measured; every ranked row's terms say it.
+    TermCalibration termCalibration;
+    if (calibrateRun) {
+        auto store = context.openStore();
+        if (!store)
+            return reportError(store.error());
+        auto id = (*store)->resolveRunId(*calibrateRun);
+        if (!id)
+            return reportError(id.error());
+        CalibrationOptions options;
+        options.runtime = trainingRuntimeName(req.throughput.runtime);
+        options.hardware = req.hardware.name;
+        auto fitted = calibrateTermsFromStore(**store, *id, options);
+        if (!fitted)
+            return reportError(fitted.error());
+        termCalibration = *fitted;
+        applyTermCalibration(termCalibration, req.throughput.eff);
+    }
+
     auto result = searchLayouts(req);
     if (!result)
         return reportError(result.error());
@@ -263,7 +290,8 @@ int planCommand(const CliContext& context, Args args)
         recommendForPlan(answers, req, result->ranked.empty() ? nullptr : &result->ranked.front());
 
     if (json) {
-        std::printf("%s\n", planToJson(req, rec, *result, calibration ? &*calibration : nullptr).c_str());
+        std::printf("%s\n", planToJson(req, rec, *result, calibration ? &*calibration : nullptr,
+                                        termCalibration.applied() ? &termCalibration : nullptr).c_str());
     } else {
         if (calibration) {
             std::printf("Calibration (%s): %s\n", storePath.c_str(), calibration->describe().c_str());
@@ -274,6 +302,9 @@ int planCommand(const CliContext& context, Args args)
                 std::printf("  skip %s\n", why.c_str());
             std::printf("\n");
         }
+        if (termCalibration.applied())
+            std::printf("Calibration per term: %s (every row's compute, vision and optimizer terms)\n\n",
+                        core::terminalSafe(termCalibration.describe()).c_str());
         printTable(req, rec, *result);
     }
     if (result->ranked.empty()) {

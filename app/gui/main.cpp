@@ -28,6 +28,7 @@
 #include <spdlog/spdlog.h>
 
 #include <memory>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -71,7 +72,7 @@ void forwardQtMessage(QtMsgType type, const QMessageLogContext& context, const Q
 // Loads moe_workbench_<lang>.qm (and Qt's own qtbase_<lang>.qm) when the language is not English:
 // from --lang, else the system locale. Looks beside the executable (the build), then in the
 // install's share/moe-workbench/translations.
-void installTranslations(QApplication& app, const QString& lang)
+void installTranslations(QCoreApplication& app, const QString& lang)
 {
     const QLocale locale = lang.isEmpty() ? QLocale::system() : QLocale(lang);
     if (locale.language() == QLocale::English || locale.language() == QLocale::C)
@@ -94,11 +95,29 @@ void installTranslations(QApplication& app, const QString& lang)
         QCoreApplication::installTranslator(qt);
 }
 
+// --help, --help-all and --version print and exit: they must work without a display (issue 18
+// item 12: under no DISPLAY, QApplication aborted with exit 134 before the parser ran).
+bool onlyPrints(int argc, char* argv[])
+{
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a(argv[i]);
+        if (a == "--")
+            break;
+        if (a == "--help" || a == "-h" || a == "-?" || a == "--help-all" || a == "--version" || a == "-v")
+            return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 int main(int argc, char* argv[])
 {
-    QApplication app(argc, argv);
+    // Only the parser runs for --help/--version: a core application, no window system.
+    std::unique_ptr<QCoreApplication> application = onlyPrints(argc, argv)
+                                                        ? std::make_unique<QCoreApplication>(argc, argv)
+                                                        : std::make_unique<QApplication>(argc, argv);
+    QCoreApplication& app = *application;
     QApplication::setApplicationName(QStringLiteral("moe-workbench"));
     // --lang is needed before anything is shown (--help included), so it is read ahead of the parser.
     QString lang;

@@ -171,6 +171,18 @@ Result<TermCalibration> calibrateTermsFromStore(RunStore& store, const std::stri
                          "--hardware and --gpus (prediction.json)",
                          runId);
     const RunPrediction& p = **prediction;
+    if (!options.runtime.empty() && predictedRuntime(p) != options.runtime)
+        return makeError(ErrorCode::InvalidArgument,
+                         "was predicted for " + predictedRuntime(p) + ", and this prediction is for " + options.runtime +
+                             ": its terms are another runtime's; predict for " + predictedRuntime(p) + " (--for " +
+                             predictedRuntime(p) + ") or calibrate from a run of " + options.runtime,
+                         runId);
+    if (!options.hardware.empty() && p.hardware != options.hardware)
+        return makeError(ErrorCode::InvalidArgument,
+                         "was predicted for " + (p.hardware.empty() ? std::string("no hardware") : p.hardware) +
+                             ", and this prediction is for " + options.hardware +
+                             ": calibrate from a run on " + options.hardware,
+                         runId);
     const auto detail = nlohmann::json::parse(p.detailJson.empty() ? std::string("{}") : p.detailJson, nullptr, false);
     if (!p.calibration.empty() || !detail.is_object() || !detail.contains("step_terms") || !detail["step_terms"].is_array())
         return makeError(ErrorCode::InvalidArgument,

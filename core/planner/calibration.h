@@ -26,6 +26,9 @@ struct CalibrationOptions {
     /// prediction without one is Megatron-Bridge's): a ratio against another runtime's model says
     /// nothing about this one. Empty: any.
     std::string runtime;
+    /// Only runs predicted for this catalog hardware id ("h200"); empty: any. A single-run (per
+    /// term) calibration refuses a run of another runtime or hardware instead of skipping it.
+    std::string hardware;
 };
 
 struct CalibrationRun {
@@ -92,7 +95,8 @@ TermCalibration calibrateTerms(const ThroughputEstimate& predicted, const Measur
 
 /// The same from a stored run: its prediction's own terms (detail.step_terms, uncalibrated) and the
 /// medians of its time split over its steady window. Errors name the run and what it lacks (no
-/// prediction, no split in its metrics, no steady state of options.minSteadySteps steps).
+/// prediction, no split in its metrics, no steady state of options.minSteadySteps steps), or,
+/// when options name them, a prediction for another runtime or hardware.
 Result<TermCalibration> calibrateTermsFromStore(RunStore& store, const std::string& runId,
                                                 const CalibrationOptions& options = {});
 

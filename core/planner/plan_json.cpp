@@ -78,7 +78,7 @@ std::string layoutToJson(const Candidate& candidate)
 }
 
 std::string planToJson(const SearchRequest& req, const GuideRecommendation& rec, const SearchResult& result,
-                       const Calibration* calibration)
+                       const Calibration* calibration, const TermCalibration* termCalibration)
 {
     OrderedJson root;
     root["schema"] = kPlanSchemaVersion;
@@ -144,6 +144,14 @@ std::string planToJson(const SearchRequest& req, const GuideRecommendation& rec,
     } else {
         root["calibration"] = nullptr;
     }
+    if (termCalibration && termCalibration->applied())
+        root["term_calibration"] = {{"run", termCalibration->run},
+                                    {"compute", round3(termCalibration->compute)},
+                                    {"vision", round3(termCalibration->vision)},
+                                    {"optimizer", round3(termCalibration->optimizer)},
+                                    {"describe", termCalibration->describe()}};
+    else
+        root["term_calibration"] = nullptr;
     return root.dump(2);
 }
 
@@ -230,6 +238,17 @@ Result<PlanFile> parsePlanJson(std::string_view text)
             plan.calibration = j["calibration"].value("describe", std::string("calibrated"));
             if (!(plan.stepTimeFactor > 0))
                 throw std::runtime_error("step_time_factor must be > 0");
+        }
+        field = "term_calibration";
+        if (j.contains("term_calibration") && j["term_calibration"].is_object()) {
+            const Json& t = j["term_calibration"];
+            plan.termCalibration.run = t.at("run").get<std::string>();
+            plan.termCalibration.compute = t.at("compute").get<double>();
+            plan.termCalibration.vision = t.at("vision").get<double>();
+            plan.termCalibration.optimizer = t.at("optimizer").get<double>();
+            if (plan.termCalibration.run.empty() || !(plan.termCalibration.compute > 0) ||
+                !(plan.termCalibration.vision > 0) || !(plan.termCalibration.optimizer > 0))
+                throw std::runtime_error("a per-term calibration needs its run and factors > 0");
         }
         return plan;
     } catch (const std::exception& e) {

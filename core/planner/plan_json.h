@@ -20,7 +20,7 @@ inline constexpr int kPlanSchemaVersion = 1;
 /// {"schema", "request", "recommendation", "layouts", "search", "calibration"} — see docs/cli.md
 /// "plan". "calibration" is null unless one is given (`plan --calibrate`).
 std::string planToJson(const SearchRequest& request, const GuideRecommendation& recommendation, const SearchResult& result,
-                       const Calibration* calibration = nullptr);
+                       const Calibration* calibration = nullptr, const TermCalibration* termCalibration = nullptr);
 
 /// One layout object of that document (compact JSON), as `plan --json` writes it.
 std::string layoutToJson(const Candidate& candidate);
@@ -37,6 +37,7 @@ struct PlanFile {
     std::vector<double> layoutStepMs;  ///< each layout's predicted step time as the plan wrote it
     double stepTimeFactor = 1.0;  ///< the plan's applied calibration (1.0: none)
     std::string calibration;      ///< its description; "" when not calibrated
+    TermCalibration termCalibration;  ///< `plan --calibrate-run`: per-term factors from one run
     std::string runtime = "megatron-bridge";  ///< what its predictions are for (request.for)
 };
 

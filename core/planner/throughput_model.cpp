@@ -270,6 +270,64 @@ double transferSeconds(const Context& c, double bytes, int groupSize, double eff
     return bytes * (inDomain / (c.hw.nvlinkGbPerS * 1e9) + (1.0 - inDomain) / (c.hw.networkGbPerS * 1e9)) / efficiency;
 }
 
+// moe-train's tensor parallelism (runtime/parallel/tensor_parallel.cpp) for one micro-batch on a
+// stage: every collective runs on the training stream and is waited for, so all of it is exposed.
+// Per decoder layer, on bf16 rows of the micro-batch's N tokens (X = N·h·2 B):
+//  - without SP: the attention's row-parallel output allreduced (forward) and its input's
+//    gradient (backward, the f of Megatron's f/g); with ETP = TP the MoE's the same;
+//  - with SP: all-gather before and reduce-scatter after the attention, the reverse in backward;
+//    with ETP = TP the MoE's rows gathered over TP and their partial outputs scattered back as
+//    variable all-to-alls (ExpertTensorParallelRunner), forward and backward;
+//  - a re-forward (full recompute; selective "moe" for the MoE) repeats the forward's.
+// Vision blocks run TP without SP: the attention's and the MLP's outputs allreduced, their inputs'
+// gradients in backward (forward only when frozen). The vocabulary-parallel embedding allreduces
+// its lookup (first stage), the LM head's input gradient is allreduced (last stage; under SP the
+// final norm's rows are gathered first). Rates: the measured allreduce (bus bandwidth: X·2(n−1)/n
+// per rank), shard (all-gather/reduce-scatter: X·(n−1)/n) and all-to-all rates of the profile.
+// Not modelled: the per-layer exchange of row counts under SP with ETP = TP (a host wait; on
+// 2×H200 the SP rows measure 4–6 % above the non-SP ones) and the once-per-step allreduce of the
+// SP-partial gradients (norms, routers: ≈ 0.3 ms).
+struct TensorParallelTime {
+    double seconds = 0;
+    bool measured = false;
+};
+
+TensorParallelTime moeTrainTensorParallel(const Context& c, bool first, bool last, int layers, double b)
+{
+    const Layout& l = c.l;
+    const DecoderConfig& d = c.m.decoder;
+    TensorParallelTime out;
+    if (l.tp <= 1)
+        return out;
+    bool arMeasured = false, shardMeasured = false, a2aMeasured = false;
+    const double arRate = moeTrainRate(c, c.o.rates.allreduceGbPerS, 0.45, l.tp, &arMeasured);
+    const double shardRate = moeTrainRate(c, c.o.rates.shardGbPerS, 0.31, l.tp, &shardMeasured);
+    const double a2aRate = moeTrainRate(c, c.o.rates.alltoallGbPerS, 0.17, l.tp, &a2aMeasured);
+    const double f = double(l.tp - 1) / l.tp;
+    const bool sp = l.sequenceParallel, etp = l.etp == l.tp;
+    const double x = c.seq.positions * b / l.cp * d.hiddenSize * 2.0;
+    const double allreduce = x * 2.0 * f / arRate, shard = x * f / shardRate, allToAll = x * f / a2aRate;
+    const double attention = sp ? 2.0 * shard : allreduce;       // per pass
+    const double moe = etp ? (sp ? 2.0 * allToAll : allreduce) : 0.0;
+    const bool full = l.recomputeGranularity == "full";
+    const bool moeAgain = full || (l.recomputeGranularity == "selective" && contains(l.recomputeModules, "moe"));
+    double seconds = layers * (attention * (full ? 3.0 : 2.0) + moe * (moeAgain ? 3.0 : 2.0));
+    if (first)
+        seconds += allreduce + (sp ? shard : 0.0);  // embedding lookup; under SP its rows split (backward: gathered)
+    if (last) {
+        const double head = c.seq.labelled * b / l.cp * d.hiddenSize * 2.0;
+        seconds += head * 2.0 * f / arRate + (sp ? shard : 0.0);
+    }
+    if (first && c.visionPerSample > 0 && !c.w.mockTextOnly) {
+        const double patches = c.visionSegments(b).sum;
+        const double xv = patches * c.m.vision.hiddenSize * 2.0;
+        seconds += c.m.vision.numLayers * 2.0 * (l.freezeVision ? 1.0 : 2.0) * xv * 2.0 * f / arRate;
+    }
+    out.seconds = seconds;
+    out.measured = arMeasured && (!sp || (shardMeasured && (!etp || a2aMeasured)));
+    return out;
+}
+
 StageTime stageTime(const Context& c, int stage, int layers)
 {
     const Layout& l = c.l;
@@ -368,12 +426,10 @@ StageTime stageTime(const Context& c, int stage, int layers)
         const double rowBytes = tokensRank * imbalance * d.hiddenSize * 2.0;
         const double bytes = layers * rowBytes * d.moeRouterTopk * double(l.ep - 1) / l.ep * passes;
         const double sync = c.o.rates.epSyncMs > 0 ? c.o.rates.epSyncMs : 1.6;
+        // (ETP's gather and scatter around the experts are TP collectives: moeTrainTensorParallel.)
         t.epComm = bytes / moeTrainRate(c, c.o.rates.alltoallGbPerS, 0.17, l.ep * l.etp) +
                    layers * (moeReforward ? 2.0 : 1.0) * sync * 1e-3;
-        if (l.etp > 1)
-            t.epComm += transferSeconds(c, layers * rowBytes * d.moeRouterTopk * double(l.etp - 1) * passes, l.etp,
-                                        e.nvlinkEfficiency);
-    } else if (l.ep * l.etp > 1) {
+    } else if (l.ep * l.etp > 1 && !c.moeTrain()) {
         // Dispatch + combine, forward and backward (4 passes; 6 when the MoE block is re-forwarded).
         // The most-loaded rank receives `imbalance` times the mean. Megatron's alltoall dispatcher
         // (token_dispatcher.py: permute → A2A over EP → AG over ETP; RS over ETP → A2A) sends one
@@ -407,7 +463,9 @@ StageTime stageTime(const Context& c, int stage, int layers)
         }
         t.epComm = seconds;
     }
-    if (l.tp > 1) {
+    if (l.tp > 1 && c.moeTrain()) {
+        t.tpComm = moeTrainTensorParallel(c, first, last, layers, b).seconds;
+    } else if (l.tp > 1) {
         const double bytes = layers * 8.0 * double(c.w.seqLength) / l.cp * b * d.hiddenSize * 2.0 * double(l.tp - 1) / l.tp;
         t.tpComm = transferSeconds(c, bytes, l.tp, e.nvlinkEfficiency) * e.tpExposed;
     }
@@ -550,7 +608,22 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
                 ", routing imbalance " + fmt(c.w.expertRankImbalance(l.ep, m.decoder.numMoeExperts)) +
                 ", NVLink inside the domain, network beyond" +
                 (l.overlapMoeExpertParallelComm ? "; EP overlap hides up to the compute" : "") + per);
-    WB_TERM("TP/SP collectives (exposed)", micro * slowest.tpComm, B::Assumed, "4 all-gathers + 4 reduce-scatters per layer, " + fmt(o.eff.tpExposed) + " exposed");
+    if (c.moeTrain()) {
+        const bool tpMeasured = l.tp > 1 && moeTrainTensorParallel(c, true, true, 1, 1).measured;
+        WB_TERM("TP/SP collectives (exposed)", micro * slowest.tpComm, measuredIf(tpMeasured),
+                std::string("moe-train: every TP collective waited for on the training stream; per decoder layer ") +
+                    (l.sequenceParallel ? "all-gather + reduce-scatter around the attention" : "the attention's allreduce") +
+                    (l.etp == l.tp ? (l.sequenceParallel ? ", the MoE's rows gathered and scattered as all-to-alls"
+                                                         : ", the MoE's allreduce")
+                                   : "") +
+                    " (each in both passes), the vision blocks' two allreduces per pass, the vocabulary-parallel "
+                    "embedding and LM head; bf16 rows at the " +
+                    (tpMeasured ? "measured rates (" + o.rates.collectivesSource + ")" : std::string("assumed NVLink fractions")) +
+                    "; the per-layer row-count exchange under SP is not modelled" + per);
+    } else {
+        WB_TERM("TP/SP collectives (exposed)", micro * slowest.tpComm, B::Assumed,
+                "4 all-gathers + 4 reduce-scatters per layer, " + fmt(o.eff.tpExposed) + " exposed");
+    }
     WB_TERM("CP ring (exposed)", micro * slowest.cpComm, B::Assumed, "K/V exchange, " + fmt(o.eff.cpExposed) + " exposed");
     WB_TERM("PP send/recv", micro * slowest.ppComm, B::Assumed, "activations and their gradients between stages");
     WB_TERM("FSDP collectives (exposed)", micro * slowest.fsdpComm, measuredIf(c.moeTrain() && o.rates.shardGbPerS > 0),

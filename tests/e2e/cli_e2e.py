@@ -364,6 +364,21 @@ def case_hostile_names(env):
         check(shown.returncode == 0 and json.loads(shown.stdout).get("name") == "--help", "its name is --help")
     h = env.cli("launch", "--help")
     check(h.returncode == 0 and h.stdout.startswith("usage: moe-workbench-cli launch"), "launch --help: %r" % h.stdout[:80])
+    check("ssh:HOST1,HOST2" in h.stdout and "slurm:HOST" in h.stdout and "--steps" in h.stdout,
+          "launch --help names every target form and --steps: %r" % h.stdout)
+    v = env.cli("--version")
+    check(v.returncode == 0 and v.stdout.startswith("moe-workbench-cli "), "--version: %r" % v.stdout)
+    # --steps N: a quick try of a config, N steps instead of its train_iters (issue 18 item 12).
+    p = env.cli("launch", "--config", tiny_config(env, steps=50), "--name", "quick-try", "--steps", "3")
+    if check(p.returncode == 0, "launch --steps 3"):
+        w = env.cli("watch", p.stdout.strip(), "--interval-ms", "100")
+        check(w.returncode == 0 and "finished" in w.stdout, "the quick try finished: %r" % w.stdout[-200:])
+        shown = env.cli("show", p.stdout.strip(), "--json")
+        info = json.loads(shown.stdout) if shown.returncode == 0 else {}
+        check(info.get("steps") == 3 and info.get("status") == "finished",
+              "--steps 3 trained 3 steps: %r" % {k: info.get(k) for k in ("steps", "status")})
+    bad = env.cli("launch", "--config", tiny_config(env), "--steps", "0")
+    check(bad.returncode == 2 and "--steps needs a whole number >= 1" in bad.stderr, "--steps 0: %r" % bad.stderr)
 
 
 def case_resume_after_cancel(env):
@@ -422,6 +437,66 @@ def case_resume_after_cancel(env):
               % (how, len(stored), len(set(stored))))
 
 
+def case_plan_calibrated_by_one_run(env):
+    """`plan --calibrate-run RUN` (issue 15 item 4): one stored moe-train run with a time split
+    calibrates each group of terms of every ranked layout; the plan says the factors and the run,
+    its JSON carries them, and a config generated from it predicts with them beside the model's
+    own step. Real trainer only (the fake one writes no time split)."""
+    if "fake_moe_train" in env.args.trainer:
+        return
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    config = json.load(open(os.path.join(root, "resources", "configs", "sample-tiny.json")))
+    config["train"].update({"train_iters": 30, "lr_warmup_iters": 2})
+    config["data"] = {"source": "mock", "mock_image_size": 64, "caption_max_tokens": 32}
+    cfg = os.path.join(env.tmp, "calibrate-tiny.json")
+    json.dump(config, open(cfg, "w"))
+    out = os.path.join(env.tmp, "calibrate-gen")
+    g = env.cli("generate", "--from", cfg, "--format", "runtime", "--hardware", "h200", "--gpus", "1",
+                "--model", "sample-tiny", "--out", out)
+    if not check(g.returncode == 0, "generate a predicted config to calibrate from: %r" % g.stderr[-300:]):
+        return
+    p = env.cli("launch", "--config", os.path.join(out, "run.json"), "--name", "calibration-run")
+    if not check(p.returncode == 0, "launch the run to calibrate from"):
+        return
+    run_id = p.stdout.strip()
+    env.cli("watch", run_id, "--interval-ms", "100")
+    request = ["plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "256", "--gbs", "4",
+               "--image-size", "64x64",
+               "--max-results", "3", "--for", "moe-train", "--json"]
+    plain = env.cli(*request)
+    cal = env.cli(*request, "--calibrate-run", run_id)
+    if not check(plain.returncode == 0 and cal.returncode == 0, "plan with and without --calibrate-run: %r" % cal.stderr[-300:]):
+        return
+    plain_plan, cal_plan = json.loads(plain.stdout), json.loads(cal.stdout)
+    terms = cal_plan.get("term_calibration") or {}
+    check(plain_plan["term_calibration"] is None and terms.get("run") == "run " + run_id
+          and all(terms.get(k, 0) > 0 for k in ("compute", "vision", "optimizer")),
+          "the plan carries the per-term factors and their run: %r" % terms)
+    by_layout = {l["describe"]: l["step_ms"] for l in plain_plan["layouts"]}
+    first = cal_plan["layouts"][0] if cal_plan["layouts"] else {}
+    check(first.get("describe") in by_layout and abs(first["step_ms"] - by_layout[first["describe"]]) > 1e-3,
+          "a calibrated row's step differs from the model's own: %r" % first.get("step_ms"))
+    text = env.cli(*[a for a in request if a != "--json"], "--calibrate-run", run_id)
+    check(text.returncode == 0 and "Calibration per term: compute ×" in text.stdout and run_id in text.stdout,
+          "the table says it is calibrated per term, from which run: %r" % text.stdout[:300])
+    plan_file = os.path.join(env.tmp, "calibrated-plan.json")
+    open(plan_file, "w").write(cal.stdout)
+    out2 = os.path.join(env.tmp, "calibrated-gen")
+    g = env.cli("generate", "--from", plan_file, "--format", "runtime", "--out", out2)
+    prediction = json.load(open(os.path.join(out2, "prediction.json"))) if g.returncode == 0 else {}
+    check(prediction.get("calibration", "").startswith("compute ×")
+          and abs(prediction.get("step_ms", 0) - first.get("step_ms", -1)) < 1e-2 * max(1.0, first.get("step_ms", 0))
+          and abs(prediction["detail"]["uncalibrated_step_ms"] - by_layout.get(first.get("describe"), -1)) < 1e-2 * max(1.0, prediction["detail"]["uncalibrated_step_ms"]),
+          "prediction.json from the calibrated plan: calibrated step, the model's own beside it: %r"
+          % {k: prediction.get(k) for k in ("calibration", "step_ms")})
+    # A Megatron-Bridge plan is not calibrated by a moe-train run: refused, naming both.
+    bridge = env.cli(*[a for a in request if a not in ("--for", "moe-train")], "--calibrate-run", run_id)
+    check(bridge.returncode == 2 and "was predicted for moe-train, and this prediction is for megatron-bridge" in bridge.stderr,
+          "a Bridge plan refuses a moe-train run's calibration: %r" % bridge.stderr[-300:])
+    both = env.cli(*request, "--calibrate", "--calibrate-run", run_id)
+    check(both.returncode == 2 and "give one" in both.stderr, "--calibrate with --calibrate-run: %r" % both.stderr[-200:])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
@@ -450,6 +525,7 @@ def main():
         case_cancel(env)
         case_hostile_names(env)
         case_resume_after_cancel(env)
+        case_plan_calibrated_by_one_run(env)
     print("FAILED: %d" % len(FAILURES) if FAILURES else "all passed")
     return 1 if FAILURES else 0
 
