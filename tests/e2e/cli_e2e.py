@@ -446,7 +446,8 @@ def case_plan_calibrated_by_one_run(env):
         return
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     config = json.load(open(os.path.join(root, "resources", "configs", "sample-tiny.json")))
-    config["train"].update({"train_iters": 30, "lr_warmup_iters": 2})
+    # Enough steps for a steady state of 10 even on a loaded 2-core machine (30 were not, once).
+    config["train"].update({"train_iters": 150, "lr_warmup_iters": 2})
     config["data"] = {"source": "mock", "mock_image_size": 64, "caption_max_tokens": 32}
     cfg = os.path.join(env.tmp, "calibrate-tiny.json")
     json.dump(config, open(cfg, "w"))
