@@ -266,16 +266,10 @@ int planCommand(const CliContext& context, Args args)
     // of this runtime on this hardware measured; every ranked row's terms say it.
     TermCalibration termCalibration;
     if (calibrateRun) {
-        auto store = context.openStore();
-        if (!store)
-            return reportError(store.error());
-        auto id = (*store)->resolveRunId(*calibrateRun);
-        if (!id)
-            return reportError(id.error());
         CalibrationOptions options;
         options.runtime = trainingRuntimeName(req.throughput.runtime);
         options.hardware = req.hardware.name;
-        auto fitted = calibrateTermsFromStore(**store, *id, options);
+        auto fitted = termCalibrationFromRun(context, *calibrateRun, options);
         if (!fitted)
             return reportError(fitted.error());
         termCalibration = *fitted;

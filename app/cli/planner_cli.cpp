@@ -67,4 +67,16 @@ core::Result<void> writeFileAtomically(const std::string& path, const std::strin
     return {};
 }
 
+core::Result<core::planner::TermCalibration> termCalibrationFromRun(const CliContext& context, const std::string& run,
+                                                                     const core::planner::CalibrationOptions& options)
+{
+    auto store = context.openStore();
+    if (!store)
+        return store.error();
+    auto id = (*store)->resolveRunId(run);
+    if (!id)
+        return id.error();
+    return core::planner::calibrateTermsFromStore(**store, *id, options);
+}
+
 }  // namespace wb::app

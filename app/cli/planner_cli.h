@@ -3,7 +3,9 @@
 // Main thread only.
 #pragma once
 
+#include "app/cli/cli.h"
 #include "core/planner/bridge_import.h"
+#include "core/planner/calibration.h"
 #include "core/planner/catalog.h"
 #include "core/planner/layout_file.h"  // layoutFileKind, emptyLayoutFile, smallestWorld
 #include "core/planner/workload.h"
@@ -26,6 +28,11 @@ std::optional<int> parsePositive(const std::string& text);
 
 /// `--workload FILE`: the packed shape `moe-train --data-stats` wrote (prediction.h parsePackedShape).
 core::Result<core::planner::PackedShape> readWorkloadFile(const std::string& path);
+
+/// `--calibrate-run RUN` (predict, plan): the per-term calibration from that stored run, in the
+/// store the context names; errors name the run and what it lacks.
+core::Result<core::planner::TermCalibration> termCalibrationFromRun(const CliContext& context, const std::string& run,
+                                                                     const core::planner::CalibrationOptions& options);
 
 /// Writes `content` to `path` atomically (a temporary file in the same folder, then rename).
 core::Result<void> writeFileAtomically(const std::string& path, const std::string& content, bool executable);

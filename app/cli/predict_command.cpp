@@ -111,13 +111,7 @@ int predictCommand(const CliContext& context, Args args)
     // --calibrate-run: each group of terms scaled by what one stored run of this runtime measured.
     TermCalibration termCalibration;
     if (calibrateRun) {
-        auto store = context.openStore();
-        if (!store)
-            return reportError(store.error());
-        auto id = (*store)->resolveRunId(*calibrateRun);
-        if (!id)
-            return reportError(id.error());
-        auto fitted = calibrateTermsFromStore(**store, *id);
+        auto fitted = termCalibrationFromRun(context, *calibrateRun, {});
         if (!fitted)
             return reportError(fitted.error());
         termCalibration = *fitted;
