@@ -4,12 +4,39 @@
 
 namespace wb::core {
 
+namespace {
+
+// Megatron counts the MTP layers as decoder layers (MoE like the last one) and the linear-attention
+// pattern over all of them (training.py, transformer_flops).
+double layersCounted(const DecoderConfig& d) { return double(d.numLayers + d.mtpNumLayers); }
+
+double linearLayersCounted(const DecoderConfig& d)
+{
+    return double(d.linearAttentionLayers(d.numLayers + d.mtpNumLayers));
+}
+
+}  // namespace
+
+double linearAttentionCoreFlops(const DecoderConfig& d)
+{
+    if (!d.hybridAttention())
+        return 0.0;
+    const double qk = double(d.linearKeyHeadDim) * d.linearNumKeyHeads;
+    const double v = double(d.linearValueHeadDim) * d.linearNumValueHeads;
+    const double conv = d.linearConvKernelDim * (2.0 * qk + v);
+    const double deltaRule = double(d.linearNumValueHeads) * d.linearValueHeadDim * d.linearValueHeadDim * 4.0;
+    return linearLayersCounted(d) * 3.0 * 2.0 * (conv + deltaRule);
+}
+
 double decoderFlops(const DecoderConfig& d, const std::vector<int64_t>& sequenceLengths)
 {
     const double h = d.hiddenSize;
     const double q = double(d.numAttentionHeads) * d.kvChannels;
     const double kv = double(d.numQueryGroups) * d.kvChannels;
-    const double layers = d.numLayers;
+    const double gate = d.attentionOutputGate ? q : 0.0;
+    const double layers = layersCounted(d);
+    const double linearLayers = linearLayersCounted(d);
+    const double softmaxLayers = layers - linearLayers;
     const double swiglu = 3.0;  // gate, up and down projections
     double tokens = 0.0;
     double attentionScores = 0.0;
@@ -18,10 +45,19 @@ double decoderFlops(const DecoderConfig& d, const std::vector<int64_t>& sequence
         attentionScores += double(s) * double(s);
     }
     const double experts = 3.0 * 2.0 * h * (swiglu * d.moeFfnHiddenSize * d.moeRouterTopk * layers);
-    const double projections = layers * 3.0 * 2.0 * (h * (q + 2.0 * kv) + q * h);
-    const double logits = 3.0 * 2.0 * h * d.vocabSize;
-    const double coreAttention = attentionScores * layers * 3.0 * 2.0 * q;
-    return tokens * (experts + projections + logits) + coreAttention;
+    const double shared = 3.0 * 2.0 * h * swiglu * d.moeSharedExpertFfnHiddenSize * layers;
+    double projections = softmaxLayers * 3.0 * 2.0 * (h * (q + 2.0 * kv + gate) + q * h);
+    if (d.hybridAttention()) {
+        // Gated DeltaNet's in_proj (q, k, v, z, and the b, a gates per value head) and out_proj.
+        const double qk = double(d.linearKeyHeadDim) * d.linearNumKeyHeads;
+        const double v = double(d.linearValueHeadDim) * d.linearNumValueHeads;
+        const double inProj = 2.0 * qk + 2.0 * v + 2.0 * d.linearNumValueHeads;
+        projections += linearLayers * 3.0 * 2.0 * (h * inProj + h * v);
+    }
+    const double mtp = 3.0 * 2.0 * d.mtpNumLayers * (3.0 * h + 2.0 * h * h);  // MTP norms and projection
+    const double logits = 3.0 * 2.0 * h * d.vocabSize * (1.0 + d.mtpNumLayers);
+    const double coreAttention = attentionScores * softmaxLayers * 3.0 * 2.0 * q;
+    return tokens * (experts + shared + projections + linearAttentionCoreFlops(d) + mtp + logits) + coreAttention;
 }
 
 double visionFlops(const VisionConfig& v, int outHidden, int64_t numPatches)

@@ -15,6 +15,11 @@ namespace wb::core {
 /// independent (block-diagonal) sequences whose attention is computed, tokens = their sum.
 double decoderFlops(const DecoderConfig& decoder, const std::vector<int64_t>& sequenceLengths);
 
+/// Per token, fwd+bwd: the part of decoderFlops that gated DeltaNet's core runs (the causal conv
+/// and the delta rule's KK^T, VK^T, state update and read-out, as Megatron counts them); 0 for a
+/// decoder without linear-attention layers. Not GEMMs: the planner times it apart.
+double linearAttentionCoreFlops(const DecoderConfig& decoder);
+
 /// Vision FLOPs for one image of `numPatches` patches (before the merge), including the patch
 /// merger that maps to `outHidden` (the decoder width).
 double visionFlops(const VisionConfig& vision, int outHidden, int64_t numPatches);

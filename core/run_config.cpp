@@ -121,6 +121,11 @@ public:
         out = value;
     }
 
+    template <typename Int>
+    void optionalInteger(const char* key, Int& out, int64_t min, int64_t max, Int) { integer(key, out, min, max); }
+    void optionalNumber(const char* key, double& out, double min, double max, double) { number(key, out, min, max); }
+    void optionalBoolean(const char* key, bool& out, bool) { boolean(key, out); }
+
     void boolean(const char* key, bool& out)
     {
         const Json* v = lookup(key);
@@ -286,6 +291,22 @@ public:
     void integer(const char* key, Int& v, int64_t, int64_t) { (*m_stack.back())[key] = v; }
     void number(const char* key, double& v, double, double) { (*m_stack.back())[key] = v; }
     void boolean(const char* key, bool& v) { (*m_stack.back())[key] = v; }
+    template <typename Int>
+    void optionalInteger(const char* key, Int& v, int64_t, int64_t, Int plain)
+    {
+        if (v != plain)
+            (*m_stack.back())[key] = v;
+    }
+    void optionalNumber(const char* key, double& v, double, double, double plain)
+    {
+        if (v != plain)
+            (*m_stack.back())[key] = v;
+    }
+    void optionalBoolean(const char* key, bool& v, bool plain)
+    {
+        if (v != plain)
+            (*m_stack.back())[key] = v;
+    }
     void text(const char* key, std::string& v) { (*m_stack.back())[key] = v; }
     void choice(const char* key, std::string& v, const std::vector<std::string>&) { (*m_stack.back())[key] = v; }
     void intList(const char* key, std::vector<int>& v, int, int) { (*m_stack.back())[key] = v; }
@@ -333,6 +354,20 @@ void visitConfig(V& v, RunConfig& c)
             v.number("rotary_base", m.rotaryBase, 1.0, 1e12);
             v.intList("mrope_section", m.mropeSection, 1, 512);
             v.number("norm_epsilon", m.normEpsilon, 1e-12, 1e-1);
+            // Written only when they differ from the plain decoder (config hashes stay as they were).
+            const DecoderConfig plain;
+            v.optionalNumber("rotary_percent", m.rotaryPercent, 0.01, 1.0, plain.rotaryPercent);
+            v.optionalBoolean("attention_output_gate", m.attentionOutputGate, plain.attentionOutputGate);
+            v.optionalInteger("linear_attention_freq", m.linearAttentionFreq, 0, 1024, plain.linearAttentionFreq);
+            v.optionalInteger("linear_num_key_heads", m.linearNumKeyHeads, 1, 1024, plain.linearNumKeyHeads);
+            v.optionalInteger("linear_num_value_heads", m.linearNumValueHeads, 1, 1024, plain.linearNumValueHeads);
+            v.optionalInteger("linear_key_head_dim", m.linearKeyHeadDim, 1, 1024, plain.linearKeyHeadDim);
+            v.optionalInteger("linear_value_head_dim", m.linearValueHeadDim, 1, 1024, plain.linearValueHeadDim);
+            v.optionalInteger("linear_conv_kernel_dim", m.linearConvKernelDim, 1, 64, plain.linearConvKernelDim);
+            v.optionalInteger("moe_shared_expert_intermediate_size", m.moeSharedExpertFfnHiddenSize, 0, 262144,
+                              plain.moeSharedExpertFfnHiddenSize);
+            v.optionalBoolean("moe_shared_expert_gate", m.moeSharedExpertGate, plain.moeSharedExpertGate);
+            v.optionalInteger("mtp_num_layers", m.mtpNumLayers, 0, 64, plain.mtpNumLayers);
         });
         v.boolean("freeze_vision_model", c.model.freezeVisionModel);
         v.boolean("freeze_vision_projection", c.model.freezeVisionProjection);

@@ -42,8 +42,35 @@ struct DecoderConfig {
     std::string moeRouterDtype = "fp32";  ///< fp32 | fp64
     int vocabSize = 512;
     double rotaryBase = 10000.0;
-    std::vector<int> mropeSection;        ///< empty = plain 1-D RoPE; else [t,h,w] sizes summing to kvChannels/2
+    std::vector<int> mropeSection;        ///< empty = plain 1-D RoPE; else [t,h,w] sizes summing to the rotary dims / 2
     double normEpsilon = 1e-6;
+
+    // Hybrid and shared-expert architectures (Qwen3.5 / Qwen3.6 / Qwen3-Next), in Megatron-Core's
+    // terms; the defaults are the plain Qwen3 decoder. The planner models them (FLOPs as Megatron's
+    // num_floating_point_operations counts them, parameters, activations); moe-train refuses a
+    // config that sets any of them (runtime/train/runtime_checks.cpp): it runs GQA in every layer.
+    double rotaryPercent = 1.0;           ///< share of the head dim that is rotated (Qwen3.5: 0.25)
+    bool attentionOutputGate = false;     ///< attention_output_gate: a sigmoid gate of q's width on the attention output
+    /// linear_attention_freq: 0 = softmax attention in every layer; N = every N-th layer (1-based)
+    /// is softmax attention and the others gated DeltaNet (experimental_attention_variant gated_delta_net).
+    int linearAttentionFreq = 0;
+    int linearNumKeyHeads = 16;           ///< gated DeltaNet: query/key heads
+    int linearNumValueHeads = 32;         ///< gated DeltaNet: value heads (and the recurrent states)
+    int linearKeyHeadDim = 128;
+    int linearValueHeadDim = 128;
+    int linearConvKernelDim = 4;          ///< the causal depthwise conv over q, k, v
+    int moeSharedExpertFfnHiddenSize = 0; ///< moe_shared_expert_intermediate_size; 0 = no shared expert
+    bool moeSharedExpertGate = false;     ///< a sigmoid gate (hidden → 1) on the shared expert's output
+    int mtpNumLayers = 0;                 ///< multi-token prediction layers (each a full decoder layer + its projection)
+
+    bool hybridAttention() const { return linearAttentionFreq > 0; }
+    /// Decoder layers (of `layers`, the MTP layers included when Megatron counts them) that run
+    /// gated DeltaNet: Megatron's pattern, layer i (0-based) is softmax attention when
+    /// (i + 1) % linear_attention_freq == 0.
+    int linearAttentionLayers(int layers) const
+    {
+        return linearAttentionFreq > 0 ? layers - layers / linearAttentionFreq : 0;
+    }
 };
 
 struct ModelConfig {
@@ -173,6 +200,11 @@ std::vector<ConfigProblem> validateRunConfig(const RunConfig& config);
 
 /// Checks that need the world size: the layout fits it and GBS is divisible by MBS × DP.
 std::vector<ConfigProblem> validateLayout(const RunConfig& config, int worldSize);
+
+/// What of a decoder the bundled runtime moe-train does not implement (the hybrid fields of
+/// Qwen3.5 / Qwen3.6, which the planner and the Megatron-Bridge generator take): one problem per
+/// field, each naming the fix. Empty when moe-train can build the model.
+std::vector<ConfigProblem> moeTrainModelProblems(const DecoderConfig& decoder);
 
 /// Data-parallel size for a world: world / (TP × PP × CP), 0 if it does not divide.
 int dataParallelSize(const RunConfig& config, int worldSize);

@@ -5,6 +5,7 @@
 #include "core/text_file.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <numeric>
 
@@ -46,14 +47,20 @@ void checkModel(const ModelConfig& m, std::vector<ConfigProblem>& out)
         out.push_back({"model.decoder.moe_router_topk",
                        str(d.moeRouterTopk) + " is larger than num_moe_experts " + str(d.numMoeExperts),
                        "route to at most num_moe_experts experts"});
+    const int rotaryHalf = static_cast<int>(std::lround(d.kvChannels * d.rotaryPercent)) / 2;
     if (!d.mropeSection.empty()) {
         const int sum = std::accumulate(d.mropeSection.begin(), d.mropeSection.end(), 0);
-        if (d.mropeSection.size() != 3 || sum != d.kvChannels / 2)
+        if (d.mropeSection.size() != 3 || sum != rotaryHalf)
             out.push_back({"model.decoder.mrope_section",
-                           "must be three sizes [t, h, w] summing to kv_channels/2 = " + str(d.kvChannels / 2) +
-                               " (got " + str(static_cast<int64_t>(d.mropeSection.size())) + " sizes summing to " + str(sum) + ")",
-                           "e.g. [24, 20, 20] for kv_channels 128, or [] for 1-D RoPE"});
+                           "must be three sizes [t, h, w] summing to the rotary dims / 2 = " + str(rotaryHalf) +
+                               " (kv_channels " + str(d.kvChannels) + " × rotary_percent; got " +
+                               str(static_cast<int64_t>(d.mropeSection.size())) + " sizes summing to " + str(sum) + ")",
+                           "e.g. [24, 20, 20] for kv_channels 128, [11, 11, 10] for 256 × 0.25, or [] for 1-D RoPE"});
     }
+    if (d.hybridAttention() && d.linearNumValueHeads % d.linearNumKeyHeads != 0)
+        out.push_back({"model.decoder.linear_num_value_heads",
+                       str(d.linearNumValueHeads) + " is not a multiple of linear_num_key_heads " + str(d.linearNumKeyHeads),
+                       "gated DeltaNet shares each key head among value heads: use a multiple (32 and 16 for Qwen3.5)"});
     int previous = -1;
     for (int layer : v.deepstackLayers) {
         if (layer >= v.numLayers || layer <= previous) {
@@ -285,6 +292,26 @@ Result<RunConfig> loadRunConfig(const std::string& path)
         manifest = m.lexically_normal().string();
     }
     return std::move(parsed.config);
+}
+
+// The decoder moe-train implements: GQA softmax attention with full RoPE in every layer and
+// routed experts only.
+std::vector<ConfigProblem> moeTrainModelProblems(const DecoderConfig& d)
+{
+    const std::string fix = "remove it for moe-train; plan and generate this model for Megatron-Bridge (--for megatron-bridge, "
+                            "generate --format megatron-bridge)";
+    std::vector<ConfigProblem> out;
+    if (d.hybridAttention())
+        out.push_back({"model.decoder.linear_attention_freq", "gated DeltaNet (linear attention) layers are not implemented in moe-train", fix});
+    if (d.attentionOutputGate)
+        out.push_back({"model.decoder.attention_output_gate", "the gated attention output is not implemented in moe-train", fix});
+    if (d.moeSharedExpertFfnHiddenSize > 0)
+        out.push_back({"model.decoder.moe_shared_expert_intermediate_size", "shared experts are not implemented in moe-train", fix});
+    if (d.mtpNumLayers > 0)
+        out.push_back({"model.decoder.mtp_num_layers", "multi-token prediction is not implemented in moe-train", fix});
+    if (d.rotaryPercent != 1.0)
+        out.push_back({"model.decoder.rotary_percent", "moe-train rotates the whole head dim (partial RoPE is not implemented)", fix});
+    return out;
 }
 
 }  // namespace wb::core

@@ -244,7 +244,10 @@ int generateCommand(const CliContext&, Args args)
     // A config that cannot run is not worth writing: lint it for this world first, and check the
     // whole config (data section included) the way launch and the runtime will.
     const auto findings = lintRunConfig(config, gpus, target.hardware.name.empty() ? nullptr : &target.hardware);
-    const auto problems = core::validateRunConfig(config);
+    auto problems = core::validateRunConfig(config);
+    if (*format != "megatron-bridge")  // every other format runs moe-train
+        for (core::ConfigProblem& p : core::moeTrainModelProblems(config.model.decoder))
+            problems.push_back(std::move(p));
     if (hasErrors(findings) || !problems.empty()) {
         std::fprintf(stderr, "moe-workbench-cli: %s: the config cannot run on %d GPU(s):\n", from->c_str(), gpus);
         for (const LintFinding& f : findings)

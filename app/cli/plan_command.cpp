@@ -187,6 +187,13 @@ int planCommand(const CliContext& context, Args args)
         req.throughput.runtime = TrainingRuntime::MoeTrain;
         req.throughput.rates = catalog->runtimeRates("moe-train", req.hardware.name);
         req.memory.moeTrain = true;
+        const auto problems = core::moeTrainModelProblems(req.model.model.decoder);
+        if (!problems.empty()) {
+            std::fprintf(stderr, "moe-workbench-cli: --for moe-train: moe-train cannot build %s:\n", req.model.name.c_str());
+            for (const core::ConfigProblem& p : problems)
+                std::fprintf(stderr, "  %s\n", p.toString().c_str());
+            return kExitUsage;
+        }
     } else if (forRuntime && *forRuntime != "megatron-bridge") {
         return reportUsage("--for needs megatron-bridge or moe-train, got '" + *forRuntime + "'", kSynopsis);
     }

@@ -401,15 +401,55 @@ Result<Catalog> loadCatalog(const std::string& builtinDir, const std::string& us
 
 // --- parameter counts ------------------------------------------------------------------------
 
-double decoderLayerDenseParams(const DecoderConfig& d)
+namespace {
+
+// Softmax attention with QK-norm (and, with attention_output_gate, a gate of q's width in linear_qkv).
+double softmaxAttentionParams(const DecoderConfig& d)
 {
     const double h = d.hiddenSize;
     const double q = double(d.numAttentionHeads) * d.kvChannels;
     const double kv = double(d.numQueryGroups) * d.kvChannels;
-    const double attention = h * (q + 2 * kv) + q * h + 2.0 * d.kvChannels;  // QKV, output, QK-norm
-    const double norms = 2 * h;
-    const double router = h * d.numMoeExperts;
-    return attention + norms + router;
+    const double gate = d.attentionOutputGate ? q : 0.0;
+    return h * (q + 2 * kv + gate) + q * h + 2.0 * d.kvChannels;  // QKV (+gate), output, QK-norm
+}
+
+// Gated DeltaNet (Megatron-Core's GatedDeltaNet): in_proj h → q, k, v, z and the b, a gates; the
+// depthwise causal conv over q, k, v; A_log and dt_bias per value head; the gated RMSNorm of the
+// value head width; out_proj v → h.
+double gatedDeltaNetParams(const DecoderConfig& d)
+{
+    const double h = d.hiddenSize;
+    const double qk = double(d.linearKeyHeadDim) * d.linearNumKeyHeads;
+    const double v = double(d.linearValueHeadDim) * d.linearNumValueHeads;
+    const double inProj = h * (2.0 * qk + 2.0 * v + 2.0 * d.linearNumValueHeads);
+    const double conv = d.linearConvKernelDim * (2.0 * qk + v);
+    return inProj + conv + 2.0 * d.linearNumValueHeads + d.linearValueHeadDim + v * h;
+}
+
+// What every layer has besides its token mixer: two RMSNorms, the router, the shared expert.
+double layerCommonParams(const DecoderConfig& d)
+{
+    const double h = d.hiddenSize;
+    const double shared = 3.0 * h * d.moeSharedExpertFfnHiddenSize + (d.moeSharedExpertGate ? h : 0.0);
+    return 2 * h + h * d.numMoeExperts + shared;
+}
+
+}  // namespace
+
+double decoderLayerDenseParams(const DecoderConfig& d)
+{
+    const double layers = std::max(1, d.numLayers);
+    const double linear = d.linearAttentionLayers(d.numLayers);
+    const double mixer = (linear * gatedDeltaNetParams(d) + (layers - linear) * softmaxAttentionParams(d)) / layers;
+    return mixer + layerCommonParams(d);
+}
+
+double mtpDenseParams(const DecoderConfig& d)
+{
+    // Per MTP layer (Megatron's MultiTokenPredictionLayer): the enorm and hnorm, the eh_proj 2h → h,
+    // one decoder layer with softmax attention, and its final norm; embedding and output layer shared.
+    const double h = d.hiddenSize;
+    return d.mtpNumLayers * (3.0 * h + 2.0 * h * h + softmaxAttentionParams(d) + layerCommonParams(d));
 }
 
 double expertParams(const DecoderConfig& d)
@@ -438,8 +478,8 @@ ParameterCounts countParameters(const ModelConfig& model)
         const double merger = 2 * merged + merged * merged + merged + merged * d.hiddenSize + d.hiddenSize;
         c.projector = merger * double(1 + v.deepstackLayers.size());
     }
-    c.decoderDense = d.numLayers * decoderLayerDenseParams(d) + d.hiddenSize;  // + final norm
-    c.decoderExperts = double(d.numLayers) * d.numMoeExperts * expertParams(d);
+    c.decoderDense = d.numLayers * decoderLayerDenseParams(d) + d.hiddenSize + mtpDenseParams(d);  // + final norm
+    c.decoderExperts = double(d.numLayers + d.mtpNumLayers) * d.numMoeExperts * expertParams(d);
     c.embedding = double(d.vocabSize) * d.hiddenSize;
     c.outputLayer = double(d.vocabSize) * d.hiddenSize;
     return c;

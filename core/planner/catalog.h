@@ -135,8 +135,13 @@ struct ParameterCounts {
     double active(const DecoderConfig& d) const;  ///< with top-k of the experts
 };
 
-/// Per decoder layer: non-expert parameters (attention with QK-norm, two RMSNorms, router).
+/// Per decoder layer: non-expert parameters (attention with QK-norm, two RMSNorms, router, the
+/// shared expert). For a hybrid decoder the mean over its gated DeltaNet and softmax layers (the
+/// planner splits layers over stages by count; a stage's mix differs from the mean by ≤ 1 layer's).
 double decoderLayerDenseParams(const DecoderConfig& d);
+/// The MTP layers' own non-expert parameters (on the last pipeline stage; they share the embedding
+/// and the output layer). Their routed experts are numMoeExperts × expertParams each.
+double mtpDenseParams(const DecoderConfig& d);
 /// Per decoder layer: one routed expert (SwiGLU gate, up, down).
 double expertParams(const DecoderConfig& d);
 ParameterCounts countParameters(const ModelConfig& model);

@@ -98,6 +98,16 @@ ActivationShape decoderShape(const ModelConfig& m, const Layout& l, const Worklo
     a.flash = o.flashAttention;
     a.dropout = o.dropout;
     a.imbalance = w.routingImbalance;
+    a.outputGate = d.attentionOutputGate;
+    a.sharedFfn = d.moeSharedExpertFfnHiddenSize;
+    if (d.hybridAttention()) {
+        const double qk = double(d.linearKeyHeadDim) * d.linearNumKeyHeads;
+        const double v = double(d.linearValueHeadDim) * d.linearNumValueHeads;
+        a.linearShare = double(d.linearAttentionLayers(d.numLayers)) / std::max(1, d.numLayers);
+        // in_proj output (q, k, v, z, b, a), conv output (q, k, v), core output, gated-norm output
+        // (the out_proj input), bf16.
+        a.linearMixerBytes = 2.0 * (2.0 * qk + 2.0 * v + 2.0 * d.linearNumValueHeads) + 2.0 * (2.0 * qk + v) + 4.0 * v;
+    }
     a.granularity = l.recomputeGranularity;
     a.modules = l.recomputeModules;
     return a;
@@ -137,9 +147,13 @@ double layerActivationBytes(const ActivationShape& x)
     double replicated = 4.0 * x.h;                      // inputs of the two norms
     replicated += recomputeNorm ? 0.0 : 4.0 * x.h;      // norm outputs = QKV input and MLP input
     replicated += x.dropout ? 2.0 * x.h : 0.0;          // attention and MLP dropout masks (1 B each)
-    double sharded = 2.0 * x.q + 4.0 * x.kv + 2.0 * x.q;  // Q, K, V, output-projection input
+    double softmaxMixer = 2.0 * x.q + 4.0 * x.kv + 2.0 * x.q;  // Q, K, V, output-projection input
+    if (x.outputGate)
+        softmaxMixer += 4.0 * x.q;                      // gate pre-activation and gated output
     if (!x.flash && !recomputeCore)
-        sharded += 5.0 * x.a * x.s;                     // softmax output, its dropout mask and output
+        softmaxMixer += 5.0 * x.a * x.s;                // softmax output, its dropout mask and output
+    double sharded = (1.0 - x.linearShare) * softmaxMixer + x.linearShare * x.linearMixerBytes;
+    sharded += 6.0 * x.sharedFfn;                       // shared expert: FC1 outputs and activation
     if (x.topk <= 0) {
         sharded += x.gated ? 6.0 * x.ffn : 4.0 * x.ffn;  // FC1 output(s) and activation output
     } else if (!recomputeMoe) {
@@ -190,6 +204,12 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
         groups.push_back({"input embedding", counts.embedding / t, dpN, !m.freezeLanguageModel, "vocab × hidden / TP"});
         groups.push_back({"vision encoder", counts.visionEncoder / t, dpN, !l.freezeVision, "on the first stage, / TP"});
         groups.push_back({"projector + deepstack mergers", counts.projector / t, dpN, !l.freezeVision, "on the first stage, / TP"});
+    }
+    if (last && d.mtpNumLayers > 0) {
+        groups.push_back({"MTP layers", mtpDenseParams(d) / t, dpN, !m.freezeLanguageModel,
+                          !o.explain ? std::string() : std::to_string(d.mtpNumLayers) + " multi-token-prediction layer(s) on the last stage / TP"});
+        groups.push_back({"MTP routed experts", d.mtpNumLayers * (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp, edpN,
+                          !m.freezeLanguageModel, "the MTP layers' experts, as the decoder's"});
     }
     if (last)
         groups.push_back({"output layer + final norm", counts.outputLayer / t + d.hiddenSize, dpN, !m.freezeLanguageModel,
@@ -298,6 +318,15 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
     } else if (last) {
         WB_ADD("logits and loss", "activations", shape.s * shape.b * double(d.vocabSize) / t * 6.0,
             "s·b·V/t × (2 B bf16 logits + 4 B fp32 softmax kept by the fused cross-entropy); one micro-batch");
+        if (d.mtpNumLayers > 0) {
+            ActivationShape mtpShape = shape;  // an MTP layer runs softmax attention
+            mtpShape.linearShare = 0;
+            WB_ADD("MTP activations and logits", "activations",
+                d.mtpNumLayers * (held * layerActivationBytes(mtpShape) + shape.s * shape.b * double(d.vocabSize) / t * 6.0 +
+                                  held * shape.s * shape.b * 2.0 * d.hiddenSize * 2.0),
+                std::to_string(d.mtpNumLayers) + " MTP layer(s): one decoder layer's activations, the eh_proj input (2h) and "
+                "their own logits and loss each");
+        }
     }
 
     // --- other ---

@@ -66,6 +66,13 @@ struct ActivationShape {
     bool flash = true;
     bool dropout = false;
     double imbalance = 1.0;  ///< MoE: routed tokens on this rank / mean
+    bool outputGate = false; ///< attention_output_gate: the gate's pre-activation and the gated output (2·q each)
+    double sharedFfn = 0;    ///< shared expert width (0 = none): its FC1 outputs and activation
+    /// Hybrid decoders: the share of layers that run gated DeltaNet instead of softmax attention,
+    /// and that mixer's stored bytes per token (in_proj outputs, conv outputs, the core's and the
+    /// gated norm's outputs; the chunk states are recomputed in backward, as FLA's kernels do).
+    double linearShare = 0;
+    double linearMixerBytes = 0;
     std::string granularity = "none";   ///< none | selective | full
     std::vector<std::string> modules;   ///< selective modules
 };

@@ -30,6 +30,7 @@ std::string fmt(double v, int digits = 2)
 // the attention scores (Σ over independent sequences of length²).
 struct FlopsSplit {
     double experts = 0, projections = 0, logits = 0;  // per token
+    double linearCore = 0;                            // per token: gated DeltaNet's conv + delta rule
     double attentionCoef = 0;                         // per score (s² of one sequence)
 };
 
@@ -40,12 +41,14 @@ FlopsSplit splitDecoderFlops(const DecoderConfig& d)
     noExperts.moeRouterTopk = 0;
     DecoderConfig noLayers = d;
     noLayers.numLayers = 0;
+    noLayers.mtpNumLayers = 0;  // the MTP layers' own logits count as projections (same GEMM rate)
     // attention is quadratic: F(2) − 2·F(1) = 2c, with F(s) = s·linear + s²·c
     f.attentionCoef = (decoderFlops(noExperts, {2}) - 2.0 * decoderFlops(noExperts, {1})) / 2.0;
     const double perToken = decoderFlops(d, {1}) - f.attentionCoef;
     f.experts = perToken - (decoderFlops(noExperts, {1}) - f.attentionCoef);
     f.logits = decoderFlops(noLayers, {1});
-    f.projections = perToken - f.experts - f.logits;
+    f.linearCore = linearAttentionCoreFlops(d);
+    f.projections = perToken - f.experts - f.logits - f.linearCore;
     return f;
 }
 
@@ -196,11 +199,12 @@ RankParameters rankParameters(const ModelConfig& m, const Layout& l)
 
 struct StageTime {
     double expert = 0, dense = 0, attention = 0, vision = 0, recompute = 0, elementwise = 0, overhead = 0;
+    double linearAttention = 0;   // gated DeltaNet's conv + delta rule (hybrid decoders)
     double attentionForward = 0;  // the forward's share of `attention` (what a recompute repeats)
     double epComm = 0, tpComm = 0, cpComm = 0, ppComm = 0, fsdpComm = 0;
     double total() const
     {
-        return expert + dense + attention + vision + recompute + elementwise + overhead + epComm + tpComm + cpComm + ppComm + fsdpComm;
+        return expert + dense + attention + linearAttention + vision + recompute + elementwise + overhead + epComm + tpComm + cpComm + ppComm + fsdpComm;
     }
 };
 
@@ -370,6 +374,8 @@ StageTime stageTime(const Context& c, int stage, int layers)
                       (peak * e.attention * (fp8Attention ? e.fp8AttentionSpeedup : 1.0));
         t.attentionForward = t.attention / 3.0;
     }
+    // Gated DeltaNet layers: no quadratic term, their conv and delta rule at their own rate.
+    t.linearAttention = b * c.split.linearCore * c.seq.positions * frac / shard / (peak * e.linearAttentionCore);
     if (first && c.visionPerSample > 0) {
         const double share = l.freezeVision ? 1.0 / 3.0 : 1.0;  // frozen: forward only
         if (const AttentionKernelRate* k = c.visionKernel()) {
@@ -388,7 +394,7 @@ StageTime stageTime(const Context& c, int stage, int layers)
     const bool selective = l.recomputeGranularity == "selective";
     const auto& mods = l.recomputeModules;
     if (full)
-        t.recompute = (t.expert + t.dense) / 3.0 + t.attentionForward;  // one more forward of every layer
+        t.recompute = (t.expert + t.dense + t.linearAttention) / 3.0 + t.attentionForward;  // one more forward of every layer
     else if (selective) {
         if (contains(mods, "core_attn"))
             t.recompute += t.attentionForward;
@@ -534,7 +540,7 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
     est.visionFlopsPerStep = samples * c.visionPerSample;
     // DESIGN.md §3.2: Megatron's decoder FLOPs over the effective tokens (the attention over each
     // packed sample), plus the vision term.
-    const double decoderPerSample = (c.split.experts + c.split.projections + c.split.logits) * c.seq.effective +
+    const double decoderPerSample = (c.split.experts + c.split.projections + c.split.logits + c.split.linearCore) * c.seq.effective +
                                     c.split.attentionCoef * c.seq.attentionScores;
     est.modelFlopsPerStep = samples * decoderPerSample + est.visionFlopsPerStep;
     est.effectiveTokensPerStep = samples * c.seq.effective;
@@ -570,6 +576,10 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
     WB_TERM("projection + logits GEMMs", micro * slowest.dense, B::Assumed, "dense GEMMs at " + fmt(o.eff.denseGemm) + " of peak" + per);
     const AttentionKernelRate* decoderKernel = c.decoderKernel();
     const AttentionKernelRate* visionKernel = c.visionKernel();
+    WB_TERM("gated DeltaNet core", micro * slowest.linearAttention, TermBasis::Assumed,
+            "the causal conv and the chunked delta rule of the " + std::to_string(m.decoder.linearAttentionLayers(m.decoder.numLayers)) +
+                " gated DeltaNet layers (Megatron's FLOP count) at " + fmt(o.eff.linearAttentionCore) +
+                " of peak (assumed: chunked Triton kernels, not measured)" + per);
     WB_TERM("core attention", micro * slowest.attention, measuredIf(decoderKernel),
             decoderKernel
                 ? "varlen flash attention tile by tile (one causal segment per packed sample: " +
@@ -658,7 +668,7 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
             bool measuredRate = false;
             const double comm = bytes / moeTrainRate(c, o.rates.allreduceGbPerS, 0.45, l.worldSize, &measuredRate);
             // The backward of one micro-batch: 2/3 of its compute (backward = 2 × forward).
-            const double backward = 2.0 / 3.0 * (slowest.expert + slowest.dense + slowest.attention + slowest.vision +
+            const double backward = 2.0 / 3.0 * (slowest.expert + slowest.dense + slowest.attention + slowest.linearAttention + slowest.vision +
                                                  slowest.elementwise);
             // The share of the allreduced bytes whose gradients are ready only when the backward ends.
             const double tail = bytes > 0 ? std::min(1.0, p.lastReady * 8.0 * (dpN - 1.0) / dpN / bytes) : 0.0;

@@ -24,6 +24,11 @@ struct EfficiencyFactors {
                                          ///< reaches half efficiency: ETP makes expert GEMMs skinny
     double attention = 0.50;          ///< flash attention fwd+bwd, fraction of peak
     double vision = 0.35;             ///< vision encoder + mergers (narrow 1152 width, varlen images)
+    /// Gated DeltaNet's core (the causal conv and the chunked delta rule, Megatron's FLOP count of
+    /// them), fraction of peak. ASSUMPTION, not measured: the chunked kernels (FLA's
+    /// chunk_gated_delta_rule, Triton) do ≈ 1.4× Megatron's count at C = 64 chunks (the intra-chunk
+    /// QK^T and the WY solve besides the state update) at about a third of the dense peak.
+    double linearAttentionCore = 0.25;
     double fp8GemmSpeedup = 1.6;      ///< FP8/MXFP8 GEMMs vs BF16 (2× peak less quantize/scale cost)
     double fp8AttentionSpeedup = 1.4; ///< mixed_precision.fp8_dot_product_attention: FP8 flash attention vs
                                       ///< BF16, forward and backward together (assumption: the forward gains

@@ -163,6 +163,8 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
     for (const auto& [path, size] : sizes)
         if (size > 1)
             out.push_back({path, s(size) + " > 1 is not supported by this build of moe-train yet", "set it to 1 (" + later + ")"});
+    for (core::ConfigProblem& p : core::moeTrainModelProblems(c.model.decoder))
+        out.push_back(std::move(p));
     tensorParallelProblems(c, out);
     // Data, tensor, expert, FSDP and pipeline parallel run (runtime/parallel), TP × PP × DP (× EP)
     // together, FSDP with TP and/or EP; CP and virtual pipeline stages are rejected above, FSDP with

@@ -56,6 +56,54 @@ private slots:
         QVERIFY2(forward > 0.65e12 && forward < 0.85e12, qPrintable(QString::number(forward)));
         QCOMPARE(visionFlops(v, 2048, 0), 0.0);
     }
+
+    void hybridDecoderAsMegatronCounts()
+    {
+        // Qwen3.5-35B-A3B (gated DeltaNet 3:1, gated attention, shared expert, one MTP layer).
+        // Megatron-LM's training.py transformer_flops counts the MTP layer as a 41st MoE layer and
+        // runs the linear-attention pattern over all 41: layers 3, 7, ..., 39 softmax (10), the
+        // other 31 gated DeltaNet. Per token, ×3·2:
+        //   experts  2048·(512·8·3 + 512·3)·41          routed + shared
+        //   softmax  10·(2048·(4096 + 512 + 512 + 4096) + 4096·2048)   q, k, v, gate; out
+        //   GDN      31·(2048·12352 + 4·8192 + 32·128²·4 + 2048·4096)  in_proj, conv, delta rule, out_proj
+        //   MTP      3·2048 + 2·2048²;  logits 2048·248320·2
+        // = 21,415,170,048 per token, plus the core attention's 10·6·4096 = 245,760 per s² (causal:
+        // q/2 · 2). Summed with the formula verbatim: 21,415,415,808 for one token, 9.1839705120768e13
+        // for one 4096-token sequence.
+        DecoderConfig d;
+        d.numLayers = 40;
+        d.hiddenSize = 2048;
+        d.numAttentionHeads = 16;
+        d.numQueryGroups = 2;
+        d.kvChannels = 256;
+        d.numMoeExperts = 256;
+        d.moeRouterTopk = 8;
+        d.moeFfnHiddenSize = 512;
+        d.vocabSize = 248320;
+        d.attentionOutputGate = true;
+        d.linearAttentionFreq = 4;
+        d.linearNumKeyHeads = 16;
+        d.linearNumValueHeads = 32;
+        d.linearKeyHeadDim = 128;
+        d.linearValueHeadDim = 128;
+        d.linearConvKernelDim = 4;
+        d.moeSharedExpertFfnHiddenSize = 512;
+        d.mtpNumLayers = 1;
+        QCOMPARE(d.linearAttentionLayers(41), 31);
+        QCOMPARE(decoderFlops(d, {1}), 21415415808.0);
+        QCOMPARE(decoderFlops(d, {4096}), 91839705120768.0);
+        // The delta rule and the conv are the part that is not GEMMs: 31 layers × 6 × (32768 + 2097152).
+        QCOMPARE(linearAttentionCoreFlops(d), 31.0 * 6.0 * (4.0 * 8192.0 + 32.0 * 128.0 * 128.0 * 4.0));
+        // Without the hybrid fields it is the plain decoder again.
+        DecoderConfig plain = d;
+        plain.attentionOutputGate = false;
+        plain.linearAttentionFreq = 0;
+        plain.moeSharedExpertFfnHiddenSize = 0;
+        plain.mtpNumLayers = 0;
+        QCOMPARE(linearAttentionCoreFlops(plain), 0.0);
+        QCOMPARE(decoderFlops(plain, {1}), 6.0 * (2048.0 * 512 * 8 * 3 * 40 + 40 * (2048.0 * (4096 + 1024) + 4096.0 * 2048) +
+                                                  2048.0 * 248320) + 6.0 * 4096 * 40);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestModelFlops)

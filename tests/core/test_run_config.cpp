@@ -108,7 +108,7 @@ private slots:
         QTest::newRow("real without manifest") << QByteArray(R"({"data": {"manifest": ""}})") << QByteArray("data.manifest")
                                                << QByteArray("needs a manifest");
         QTest::newRow("mrope sum") << QByteArray(R"({"model": {"decoder": {"mrope_section": [4, 4, 4]}}})")
-                                   << QByteArray("model.decoder.mrope_section") << QByteArray("summing to kv_channels/2 = 16");
+                                   << QByteArray("model.decoder.mrope_section") << QByteArray("summing to the rotary dims / 2 = 16");
         QTest::newRow("deepstack beyond vision") << QByteArray(R"({"model": {"vision": {"deepstack_layers": [5]}}})")
                                                  << QByteArray("model.vision.deepstack_layers") << QByteArray("below vision num_layers");
         // framework rules (megatron-bridge.md §6)

@@ -115,6 +115,27 @@ def main():
             leftovers = [n for n in os.listdir(out) if ".tmp-" in n]
             check(not leftovers, f"{fmt}: no temporary files left: {leftovers}")
 
+        # 4a. A model moe-train cannot build (Qwen3.5/3.6: gated DeltaNet, shared expert, MTP):
+        # planned and generated for Megatron-Bridge; the moe-train formats refuse it, write nothing,
+        # and name the fields and the fix.
+        r = cli("plan", "--model", "qwen35-vl-35b-a3b", "--hardware", "h200", "--gpus", "8", "--max-results", "2", "--json")
+        check(r.returncode == 0, f"plan qwen35: {r.stderr}")
+        hybrid_plan = os.path.join(tmp, "plan-qwen35.json")
+        with open(hybrid_plan, "w") as f:
+            f.write(r.stdout)
+        out = os.path.join(tmp, "out-qwen35-bridge")
+        r = cli("generate", "--from", hybrid_plan, "--format", "megatron-bridge", "--out", out)
+        check(r.returncode == 0 and os.path.isfile(os.path.join(out, "overrides.yaml")), f"qwen35 for Bridge: {r.stderr}")
+        for fmt in ("runtime", "slurm", "ssh"):
+            out = os.path.join(tmp, "out-qwen35-" + fmt)
+            r = cli("generate", "--from", hybrid_plan, "--format", fmt, "--out", out, "--hosts", "a")
+            check(r.returncode == 2 and "linear_attention_freq" in r.stderr and "mtp_num_layers" in r.stderr
+                  and "--format megatron-bridge" in r.stderr, f"qwen35 {fmt} refused: {r.returncode} {r.stderr}")
+            check(not os.path.exists(out) or not os.listdir(out), f"qwen35 {fmt}: nothing written")
+        r = cli("plan", "--model", "qwen35-vl-35b-a3b", "--hardware", "h200", "--gpus", "8", "--for", "moe-train")
+        check(r.returncode == 2 and "moe-train cannot build" in r.stderr and "shared experts" in r.stderr,
+              f"plan --for moe-train refuses qwen35: {r.returncode} {r.stderr}")
+
         # The runtime config generated from layout 0 is clean for its world and hardware.
         run_json = os.path.join(tmp, "out-runtime", "run.json")
         r = cli("lint", run_json, "--gpus", "8", "--hardware", "gb200")

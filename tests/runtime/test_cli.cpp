@@ -62,6 +62,18 @@ int main()
                                  "not supported", "runtime.device", "train.global_batch_size", "no_such_key"})
         WB_CHECK_MSG(out.find(expected) != std::string::npos, "missing \"" << expected << "\" in:\n" << out);
 
+    // The planner-only hybrid fields (Qwen3.5 / 3.6): moe-train refuses each, naming Megatron-Bridge.
+    json hybrid = sampleConfig();
+    hybrid["model"]["decoder"]["linear_attention_freq"] = 2;
+    hybrid["model"]["decoder"]["moe_shared_expert_intermediate_size"] = 64;
+    hybrid["model"]["decoder"]["mtp_num_layers"] = 1;
+    std::ofstream(dir / "hybrid.json") << hybrid.dump(2);
+    WB_CHECK(test::runProcess({moeTrain, "--validate", (dir / "hybrid.json").string()}, log, 60) == 2);
+    const std::string hybridOut = test::readFile(log);
+    for (const char* expected : {"model.decoder.linear_attention_freq", "gated DeltaNet", "model.decoder.moe_shared_expert_intermediate_size",
+                                 "model.decoder.mtp_num_layers", "--for megatron-bridge"})
+        WB_CHECK_MSG(hybridOut.find(expected) != std::string::npos, "missing \"" << expected << "\" in:\n" << hybridOut);
+
     std::ofstream(dir / "broken.json") << "{ not json";
     WB_CHECK(test::runProcess({moeTrain, "--validate", (dir / "broken.json").string()}, log, 60) == 2);
     WB_CHECK(test::runProcess({moeTrain, "--validate", (dir / "absent.json").string()}, log, 60) == 2);

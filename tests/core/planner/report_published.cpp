@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -69,7 +70,7 @@ int main(int argc, char** argv)
         {"card FSDP 64×GB200 (235B-VL)", 1.15},
         {"card FSDP 128×B200 (235B-VL)", 0.03},
         {"card 3D 64×GB200 (235B-VL)", 0.59},
-        {"card FSDP+EDP 32×GB200 (35B-A3B)", 3.41},
+        {"card FSDP+EDP 32×GB200 (35B-A3B)", 2.92},
     };
     int failures = 0;
     std::map<std::string, double> predicted;
@@ -129,8 +130,8 @@ int main(int argc, char** argv)
          "EP8 ETP16, vision + projection frozen"},
         {"card 3D 64×GB200 (235B-VL)", "qwen3-vl-235b-a22b", "gb200", make(64, 1, 1, 1, 8, 8, 4, 1024, "hybridep", "full", false, false), false, false, 440,
          "EP8 ETP8 PP1, distributed optimizer"},
-        {"card FSDP+EDP 32×GB200 (35B-A3B)", "qwen3.5-35b-a3b-style", "gb200", make(32, 1, 1, 1, 8, 1, 16, 4096, "hybridep", "none", true, false), false, false, 260,
-         "approximate model; VPP4 at PP1 ignored; recompute unknown (none)"},
+        {"card FSDP+EDP 32×GB200 (35B-A3B)", "qwen35-vl-35b-a3b", "gb200", make(32, 1, 1, 1, 8, 1, 16, 4096, "hybridep", "full", true, false), false, false, 260,
+         "exact model (gated DeltaNet 3:1, shared expert, MTP); VPP4 at PP1 ignored; recompute unknown: full assumed (none needs 660 GiB at MBS 16)"},
     };
     std::printf("| row | predicted TFLOP/s/GPU | published | predicted/published | MFU | tokens/s/GPU | memory GiB | mock-data TFLOP/s (text only) | note |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|\n");
@@ -144,6 +145,14 @@ int main(int argc, char** argv)
         o.fp8 = r.fp8;
         const ThroughputEstimate e = estimateThroughput(model->model, r.layout, w, *hw, o);
         const MemoryEstimate mem = estimateMemory(model->model, r.layout, w);
+        // WB_REPORT_TERMS=TEXT: every term of the rows whose label contains TEXT (to stderr).
+        if (const char* want = std::getenv("WB_REPORT_TERMS"); want && std::string(r.label).find(want) != std::string::npos) {
+            std::fprintf(stderr, "%s\n", r.label);
+            for (const TimeTerm& t : e.terms)
+                std::fprintf(stderr, "  time   %8.1f ms  %s: %s\n", t.ms, t.name.c_str(), t.assumption.c_str());
+            for (const MemoryTerm& t : mem.terms)
+                std::fprintf(stderr, "  memory %8.2f GiB %s: %s\n", MemoryEstimate::gib(t.bytes), t.name.c_str(), t.assumption.c_str());
+        }
         std::string mock = "–";
         if (!r.textOnly) {
             const ThroughputEstimate m = estimateMockThroughput(model->model, r.layout, w, *hw, o);

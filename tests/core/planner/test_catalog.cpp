@@ -36,7 +36,7 @@ private slots:
         QTest::newRow("235b") << "qwen3-vl-235b-a22b" << 94 << 4096 << 64 << 128 << 1536 << 27;
         QTest::newRow("tiny") << "sample-tiny" << 2 << 128 << 4 << 8 << 128 << 2;
         QTest::newRow("slice") << "qwen3-vl-30b-a3b-slice" << 6 << 2048 << 32 << 128 << 768 << 4;
-        QTest::newRow("3.5 style") << "qwen3.5-35b-a3b-style" << 40 << 2048 << 16 << 256 << 512 << 27;
+        QTest::newRow("3.5") << "qwen35-vl-35b-a3b" << 40 << 2048 << 16 << 256 << 512 << 27;
     }
     void builtinModels()
     {
@@ -85,6 +85,16 @@ private slots:
         const auto c235 = countParameters(m235);
         QVERIFY2(c235.total() > 234e9 && c235.total() < 238e9, qPrintable(QString::number(c235.total())));
         QVERIFY2(c235.active(m235.decoder) > 21e9 && c235.active(m235.decoder) < 24e9, qPrintable(QString::number(c235.active(m235.decoder))));
+        // Qwen3.5-35B-A3B: 35.11 B without the MTP layer (the model card's 35 B), 35.95 B with it
+        // (its 256 experts 0.81 B + attention/norms/projection 0.03 B).
+        const auto m35 = builtin().model("qwen35-vl-35b-a3b")->model;
+        const auto c35 = countParameters(m35);
+        QVERIFY2(c35.total() > 35.9e9 && c35.total() < 36.0e9, qPrintable(QString::number(c35.total())));
+        QVERIFY(m35.decoder.hybridAttention() && m35.decoder.attentionOutputGate && m35.decoder.mtpNumLayers == 1);
+        QCOMPARE(m35.decoder.linearAttentionLayers(m35.decoder.numLayers), 30);
+        QCOMPARE(m35.decoder.moeSharedExpertFfnHiddenSize, 512);
+        QCOMPARE(m35.decoder.vocabSize, 248320);
+        QVERIFY(m35.vision.deepstackLayers.empty());
     }
 
     void hardware_data()
