@@ -104,7 +104,7 @@ PlanningView::PlanningView(const QString& catalogDir, const QString& userCatalog
     connect(m_guide, &PlanGuidePanel::answersChanged, this, [this] {
         QString error;
         const auto next = currentRequest(error);
-        if (m_request && next && (next->path != m_request->path || next->workload.mockTextOnly != m_request->workload.mockTextOnly))
+        if (m_request && next && (next->path != m_request->path || next->workload.mock != m_request->workload.mock))
             plan();
     });
     hardwareChanged();
@@ -397,6 +397,14 @@ void PlanningView::showResult(const SearchRequest& request, SearchResult result)
         summary += QLatin1Char(' ') + tr("No layout fits: %1").arg(QString::fromStdString(m_result->noLayoutReason));
         for (const NearbyGpuCount& n : m_result->nearby)
             summary += QStringLiteral("\n• ") + QString::fromStdString(n.why);
+    } else {
+        // The guide's caution 1 as numbers (the CLI's plan prints the same line).
+        const MockRealComparison c = compareMockAndReal(request.model.model, m_result->ranked.front().layout, request.realData(),
+                                                        request.hardware, request.throughput);
+        const QString line = QString::fromStdString(describeMockRealComparison(c, 3));
+        summary += QLatin1Char('\n') + (request.workload.mock ? tr("WARNING: planned for MOCK DATA (%1); row 0: %2")
+                                                                      .arg(QString::fromStdString(c.mockDescription), line)
+                                                                : tr("Row 0, mock vs real: %1").arg(line));
     }
     m_summary->setText(summary);
     if (!m_result->ranked.empty())

@@ -25,7 +25,7 @@ namespace {
 constexpr const char* kSynopsis =
     "plan --model M --hardware H --gpus N [--nodes K] [--seq S] [--images-per-sample I] [--image-size WxH]\n"
     "       [--gbs G] [--goal first-run|throughput|memory] [--answers FILE] [--freeze-vision] [--bf16-moments]\n"
-    "       [--max-results N] [--for megatron-bridge|moe-train]"
+    "       [--max-results N] [--for megatron-bridge|moe-train] [--data real|mock]"
     " [--catalog DIR] [--calibrate | --calibrate-run RUN] [--json]\n"
     "       (--calibrate: a step-time factor from >= 3 stored runs on this hardware; --calibrate-run: each group\n"
     "       of terms from one stored moe-train run's time split; both read the store: the default one or --db)";
@@ -87,6 +87,8 @@ void printTable(const SearchRequest& req, const GuideRecommendation& rec, const 
         std::snprintf(images, sizeof images, "text only (the model has no vision tower)");
     else
         std::snprintf(images, sizeof images, "%d image(s) %dx%d per sample", seen.imagesPerSample, seen.imageWidth, seen.imageHeight);
+    if (req.workload.mock)
+        std::snprintf(images, sizeof images, "MOCK DATA");
     std::printf("%s on %d x %s (%d node(s)), seq %d, %s, GBS %d, goal %s%s\n\n", req.model.displayName.c_str(), req.gpus,
                 req.hardware.displayName.c_str(),
                 req.nodes > 0 ? req.nodes : (req.gpus + std::max(1, req.hardware.gpusPerNode) - 1) / std::max(1, req.hardware.gpusPerNode),
@@ -127,6 +129,16 @@ void printTable(const SearchRequest& req, const GuideRecommendation& rec, const 
         std::printf("\nLayout 0: %s%s\n", best.describe().c_str(), best.overlapMoeExpertParallelComm ? " ep-overlap" : "");
         for (const LintFinding& f : result.ranked.front().lint)
             std::printf("  %s\n", f.toString().c_str());
+        // The guide's caution 1, as numbers: what mock data would show for layout 0, and why.
+        const MockRealComparison c =
+            compareMockAndReal(req.model.model, best, req.realData(), req.hardware, req.throughput);
+        if (req.workload.mock)
+            std::printf("\nWARNING: this plan is for MOCK DATA (%s). No throughput conclusion for real training: on the "
+                        "real data (--data real) layout 0 is predicted %s ms per step, not %s; %s\n",
+                        c.mockDescription.c_str(), fixed(c.real.stepMs, 0).c_str(), fixed(c.mock.stepMs, 0).c_str(),
+                        describeMockRealComparison(c).c_str());
+        else
+            std::printf("  mock vs real: %s. Mock = %s\n", describeMockRealComparison(c).c_str(), c.mockDescription.c_str());
     }
     std::printf("\n%ld candidates evaluated in %.0f ms (%ld over memory, %ld lint-rejected). "
                 "Write the configs: moe-workbench-cli plan ... --json > plan.json; "
@@ -152,6 +164,7 @@ int planCommand(const CliContext& context, Args args)
     const auto maxResults = args.takeOption("--max-results", missing);
     const auto catalogDir = args.takeOption("--catalog", missing);
     const auto forRuntime = args.takeOption("--for", missing);
+    const auto data = args.takeOption("--data", missing);
     const bool freezeVision = args.takeFlag("--freeze-vision");
     // Megatron's precision-aware optimizer: bf16 Adam moments (8 instead of 12 optimizer bytes per
     // parameter); the generated configs then carry it (train.exp_avg*_dtype, optimizer.* overrides).
@@ -246,6 +259,13 @@ int planCommand(const CliContext& context, Args args)
         if (!read)
             return reportError(read.error());
         answers = *read;
+    }
+    // --data mock plans for what a mock-data run trains (mockWorkload): the answers' mock_data fact
+    // says the same; --data real overrides it.
+    if (data) {
+        if (*data != "real" && *data != "mock")
+            return reportUsage("--data needs real or mock, got '" + *data + "'", kSynopsis);
+        answers.mockData = *data == "mock";
     }
     // The guide decides which family is ranked first (applyGuide); --goal orders within it. The
     // answers are used as given: a goal is not an answer (the planning view does the same).

@@ -363,15 +363,17 @@ SearchResult runSearch(const SearchRequest& req)
 void applyGuide(const GuideAnswers& answers, SearchRequest& request)
 {
     request.path = recommend(answers).path;
-    if (answers.mockData)
-        request.workload.mockTextOnly = true;
+    if (answers.mockData && !request.workload.mock) {  // planned for what a mock run of the runtime trains
+        request.realWorkload = request.workload;
+        request.workload = mockWorkload(request.workload, request.throughput.runtime);
+    }
     if (answers.visionFrozen.value_or(false))  // decoder-focused work: the layouts freeze it
         request.freezeVision = true;
 }
 
 GuideRecommendation recommendForPlan(GuideAnswers answers, const SearchRequest& request, const Candidate* chosen)
 {
-    answers.mockData = answers.mockData || request.workload.mockTextOnly;
+    answers.mockData = answers.mockData || request.workload.mock || request.workload.mockTextOnly;
     answers.textOnlyModel = request.model.model.vision.numLayers <= 0;
     answers.hasImages = workloadSeenBy(request.workload, request.model.model).imagesPerSample > 0 && !answers.mockData;
     answers.gb200Class = hybridEpDefault(request.hardware);

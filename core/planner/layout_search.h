@@ -14,6 +14,7 @@
 #include "core/planner/workload.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct SearchRequest {
     int gpus = 8;                 ///< world size
     int nodes = 0;                ///< 0 = gpus / gpusPerNode; else must divide gpus
     Workload workload;
+    /// The user's real data when `workload` is the mock a run of the runtime would train
+    /// (applyGuide with the mock-data fact); empty when the plan is for real data.
+    std::optional<Workload> realWorkload;
+    const Workload& realData() const { return realWorkload ? *realWorkload : workload; }
     int gbs = 512;
     Goal goal = Goal::Throughput;
     /// The decision guide's path (recommend(...).path): its family is ranked first, the other

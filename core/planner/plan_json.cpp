@@ -94,6 +94,24 @@ std::string planToJson(const SearchRequest& req, const GuideRecommendation& rec,
     if (req.workload.bf16AdamMoments)  // absent = false: plans written before the option read the same
         root["request"]["bf16_adam_moments"] = true;
     root["request"]["for"] = trainingRuntimeName(req.throughput.runtime);
+    root["request"]["data"] = req.workload.mock ? "mock" : "real";
+    // Mock against real data for layout 0, term by term (the guide's caution 1, issue 15 item 5).
+    if (!result.ranked.empty()) {
+        const MockRealComparison c =
+            compareMockAndReal(req.model.model, result.ranked.front().layout, req.realData(), req.hardware, req.throughput);
+        OrderedJson terms = OrderedJson::array();
+        for (const MockRealTerm& t : c.terms)
+            terms.push_back({{"name", t.name}, {"real_ms", t.realMs}, {"mock_ms", t.mockMs}});
+        root["mock_vs_real"] = {{"planned_for", req.workload.mock ? "mock" : "real"},
+                                {"mock", c.mockDescription},
+                                {"layout", 0},
+                                {"real_step_ms", c.real.stepMs},
+                                {"mock_step_ms", c.mock.stepMs},
+                                {"mock_speedup", c.mockSpeedup()},
+                                {"routing_imbalance", {{"real", c.realRoutingImbalance}, {"mock", c.mockRoutingImbalance}}},
+                                {"summary", describeMockRealComparison(c)},
+                                {"terms", terms}};
+    }
     OrderedJson r;
     r["path"] = rec.path;
     OrderedJson rules = OrderedJson::array();

@@ -20,6 +20,7 @@ Workload workloadForRunConfig(const RunConfig& config)
                                                   : static_cast<int>(std::sqrt(static_cast<double>(config.data.maxPixels)));
     workload.imageWidth = workload.imageHeight = std::max(0, side);
     workload.mockTextOnly = side <= 0 || config.data.imagesPerSample <= 0;
+    workload.mock = config.data.source == "mock";
     workload.bf16AdamMoments = config.train.expAvgDtype == "bf16" || config.train.expAvgSqDtype == "bf16";
     return workload;
 }

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace wb::core::planner {
 namespace {
@@ -834,12 +835,80 @@ ThroughputEstimate estimateThroughput(const ModelConfig& m, const Layout& l, con
     return m.vision.numLayers > 0 ? estimate(m, l, w, hw, o) : estimate(m, l, workloadSeenBy(w, m), hw, o);
 }
 
+Workload mockWorkload(Workload w, TrainingRuntime runtime)
+{
+    w.mock = true;
+    w.packed = PackedShape{};  // mock samples are not the measured data: one sample per sequence
+    if (runtime == TrainingRuntime::MoeTrain) {
+        w.mockTextOnly = true;
+        return w;
+    }
+    w.mockTextOnly = false;
+    w.imagesPerSample = 1;
+    w.imageWidth = w.imageHeight = 256;
+    w.forceBalancedRouting = true;
+    return w;
+}
+
+std::string describeMockWorkload(TrainingRuntime runtime)
+{
+    return runtime == TrainingRuntime::MoeTrain
+               ? "moe-train's mock data: text only (data.source mock, mock_image_size 0), the same tokens, natural routing"
+               : "Megatron-Bridge's mock data (MockVLMSFTDatasetConfig): one 256x256 noise image per sample, padded to "
+                 "the sequence, router force-balanced as in Bridge's perf recipes";
+}
+
 ThroughputEstimate estimateMockThroughput(const ModelConfig& m, const Layout& l, const Workload& w, const HardwareSpec& hw,
                                           const ThroughputOptions& o)
 {
-    Workload mock = workloadSeenBy(w, m);
-    mock.mockTextOnly = true;
-    return estimate(m, l, mock, hw, o);
+    return estimate(m, l, workloadSeenBy(mockWorkload(w, o.runtime), m), hw, o);
+}
+
+MockRealComparison compareMockAndReal(const ModelConfig& m, const Layout& l, const Workload& real, const HardwareSpec& hw,
+                                      const ThroughputOptions& o)
+{
+    MockRealComparison c;
+    Workload realSeen = workloadSeenBy(real, m);
+    realSeen.mock = realSeen.mockTextOnly = false;
+    const Workload mockSeen = workloadSeenBy(mockWorkload(real, o.runtime), m);
+    c.real = estimate(m, l, realSeen, hw, o);
+    c.mock = estimate(m, l, mockSeen, hw, o);
+    c.mockDescription = describeMockWorkload(o.runtime);
+    c.realRoutingImbalance = realSeen.expertRankImbalance(l.ep, m.decoder.numMoeExperts);
+    c.mockRoutingImbalance = mockSeen.expertRankImbalance(l.ep, m.decoder.numMoeExperts);
+    std::map<std::string, MockRealTerm> byName;
+    for (const TimeTerm& t : c.real.terms)
+        byName[t.name].realMs += t.ms;
+    for (const TimeTerm& t : c.mock.terms)
+        byName[t.name].mockMs += t.ms;
+    for (auto& [name, term] : byName) {
+        term.name = name;
+        c.terms.push_back(term);
+    }
+    std::sort(c.terms.begin(), c.terms.end(), [](const MockRealTerm& a, const MockRealTerm& b) {
+        return std::abs(a.realMs - a.mockMs) > std::abs(b.realMs - b.mockMs);
+    });
+    return c;
+}
+
+std::string describeMockRealComparison(const MockRealComparison& c, int maxTerms)
+{
+    const double gap = c.real.stepMs - c.mock.stepMs;
+    std::string out = "mock data looks " + fmt(c.mockSpeedup(), 2) + "x as fast as real (step " + fmt(c.mock.stepMs, 1) +
+                      " against " + fmt(c.real.stepMs, 1) + " ms";
+    if (c.realRoutingImbalance != c.mockRoutingImbalance)
+        out += "; routing imbalance " + fmt(c.realRoutingImbalance, 2) + " real, " + fmt(c.mockRoutingImbalance, 2) + " mock";
+    out += ")";
+    int shown = 0;
+    for (const MockRealTerm& t : c.terms) {
+        const double d = t.realMs - t.mockMs;
+        if (shown == maxTerms || std::abs(d) < 0.005 * std::max(1.0, c.real.stepMs))
+            break;
+        out += std::string(shown++ ? ", " : ": ") + t.name + " " + (d >= 0 ? "+" : "") + fmt(d, 1) + " ms";
+        if (std::abs(gap) > 1e-9)
+            out += " (" + fmt(100.0 * d / gap, 0) + " % of the gap)";
+    }
+    return out;
 }
 
 }  // namespace wb::core::planner

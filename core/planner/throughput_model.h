@@ -132,9 +132,44 @@ struct ThroughputEstimate {
 ThroughputEstimate estimateThroughput(const ModelConfig& model, const Layout& layout, const Workload& workload,
                                       const HardwareSpec& hardware, const ThroughputOptions& options = {});
 
-/// The same layout with text-only mock data (no images reach the encoder, same tokens): the
-/// number a mock benchmark would show. Compare tokensPerSecPerGpu with the real-data estimate.
+/// What a mock-data run of `runtime` trains instead of the real workload `real` (same sequence
+/// length, GBS and layout):
+/// - Megatron-Bridge: its MockVLMSFTDatasetConfig as the VLM recipes set it (megatron-bridge.md
+///   §2): one 256×256 noise image per sample (64 image tokens for Qwen3-VL), the prompt, padded to
+///   the sequence (pad_to_max_length: every slot computes), and the perf recipes'
+///   moe_router_force_load_balancing — every expert gets the same tokens;
+/// - moe-train: its text-only mock (data.source mock, mock_image_size 0): no images, the same
+///   tokens, routed as the router routes them (moe-train has no forced balance).
+Workload mockWorkload(Workload real, TrainingRuntime runtime);
+/// One line saying what mockWorkload(…, runtime) is.
+std::string describeMockWorkload(TrainingRuntime runtime);
+
+/// The same layout on mockWorkload(workload, options.runtime): the number a mock benchmark shows.
 ThroughputEstimate estimateMockThroughput(const ModelConfig& model, const Layout& layout, const Workload& workload,
                                           const HardwareSpec& hardware, const ThroughputOptions& options = {});
+
+/// Real against mock data for one layout, term by term (issue 15 item 5): where the real
+/// workload's extra time goes — the vision encoder at the real image shapes, the image-token
+/// share, and the routing (natural against force-balanced: the expert GEMMs and the all-to-all
+/// wait for the most-loaded expert rank).
+struct MockRealTerm {
+    std::string name;
+    double realMs = 0;
+    double mockMs = 0;
+};
+struct MockRealComparison {
+    ThroughputEstimate real;
+    ThroughputEstimate mock;
+    std::string mockDescription;       ///< describeMockWorkload
+    std::vector<MockRealTerm> terms;   ///< every term of either, largest |real − mock| first
+    double realRoutingImbalance = 1;   ///< most-loaded expert rank / mean, real data
+    double mockRoutingImbalance = 1;
+    /// Real step / mock step: how much faster the mock run looks (same tokens per step).
+    double mockSpeedup() const { return mock.stepMs > 0 ? real.stepMs / mock.stepMs : 0; }
+};
+MockRealComparison compareMockAndReal(const ModelConfig& model, const Layout& layout, const Workload& real,
+                                      const HardwareSpec& hardware, const ThroughputOptions& options = {});
+/// "mock data looks 1.31× faster than real (…): vision encoder +41.2 ms (32 % of the gap), …"
+std::string describeMockRealComparison(const MockRealComparison& c, int maxTerms = 4);
 
 }  // namespace wb::core::planner

@@ -37,6 +37,9 @@ struct Workload {
     int imageWidth = 448;         ///< pixels; rounded down to a multiple of patch × merge
     int imageHeight = 448;
     bool mockTextOnly = false;    ///< mock data without images (the case that flatters, guide caution 1)
+    /// Mock data (the guide's caution 1: the plan says so loudly); what the mock samples look like
+    /// is in the other fields (mockWorkload in throughput_model.h: Bridge's or moe-train's).
+    bool mock = false;
     /// Adam moments stored in bf16 (Megatron's precision-aware optimizer: exp_avg_dtype and
     /// exp_avg_sq_dtype bf16, master weights and grads fp32): optimizer state 8 instead of 12 bytes
     /// per parameter. Needs the distributed optimizer (or Megatron FSDP) in Megatron.

@@ -64,6 +64,23 @@ def main():
         r = cli("plan", "--model", "qwen3-vl-30b-a3b", "--hardware", "gb200", "--gpus", "8", "--goal", "first-run")
         check(r.returncode == 0 and "Recommendation: FSDP first" in r.stdout, f"plan table first-run: {r.stdout[:300]}")
 
+        # 2a. Mock against real data (issue 15 item 5): a real plan says what mock data would show
+        # for layout 0, term by term; --data mock plans for Bridge's mock and says so loudly.
+        r = cli("plan", "--model", "qwen3-vl-235b-a22b", "--hardware", "gb200", "--gpus", "64", "--max-results", "1", "--json")
+        d = json.loads(r.stdout)
+        mvr = d.get("mock_vs_real", {})
+        check(r.returncode == 0 and d["request"]["data"] == "real" and mvr.get("planned_for") == "real"
+              and mvr.get("mock_speedup", 0) >= 1.0 and "MockVLMSFTDatasetConfig" in mvr.get("mock", "")
+              and any(t["name"] == "vision encoder" and t["real_ms"] > t["mock_ms"] for t in mvr.get("terms", [])),
+              f"plan --json mock_vs_real: {mvr}")
+        r = cli("plan", "--model", "qwen3-vl-235b-a22b", "--hardware", "gb200", "--gpus", "64", "--max-results", "1",
+                "--data", "mock")
+        check(r.returncode == 0 and "MOCK DATA, GBS" in r.stdout and "WARNING: this plan is for MOCK DATA" in r.stdout
+              and "% of the gap" in r.stdout and "Mock multimodal data misleads" in r.stdout,
+              f"plan --data mock warns: {r.stdout[-1500:]}")
+        r = cli("plan", "--model", "qwen3-vl-235b-a22b", "--hardware", "gb200", "--gpus", "64", "--data", "fake")
+        check(r.returncode == 2 and "--data needs real or mock" in r.stderr, f"--data fake: {r.stderr}")
+
         # 2b. The guide's answers pick the path: its family is ranked first (the goal stays the
         # ranking objective within it).
         answers = os.path.join(tmp, "answers.json")

@@ -133,7 +133,7 @@ int main(int argc, char** argv)
         {"card FSDP+EDP 32×GB200 (35B-A3B)", "qwen35-vl-35b-a3b", "gb200", make(32, 1, 1, 1, 8, 1, 16, 4096, "hybridep", "full", true, false), false, false, 260,
          "exact model (gated DeltaNet 3:1, shared expert, MTP); VPP4 at PP1 ignored; recompute unknown: full assumed (none needs 660 GiB at MBS 16)"},
     };
-    std::printf("| row | predicted TFLOP/s/GPU | published | predicted/published | MFU | tokens/s/GPU | memory GiB | mock-data TFLOP/s (text only) | note |\n");
+    std::printf("| row | predicted TFLOP/s/GPU | published | predicted/published | MFU | tokens/s/GPU | memory GiB | Bridge mock data (1×256² image, padded, force-balanced) | note |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|\n");
     for (const Row& r : rows) {
         const auto model = catalog->model(r.model);
@@ -188,7 +188,33 @@ int main(int argc, char** argv)
             std::fprintf(stderr, "FAIL the 26.08 config's gain on %s: predicted %.2f× vs published %.2f×\n", gpu, model, published);
         }
     }
-    std::printf("\n");
+    // The guide's caution 1 (decision-guide.md: mock multimodal data looked about 2× faster than
+    // real): Bridge's mock data against real workloads on the guide's FSDP anchor (235B-VL, 64×GB200,
+    // EP64), term by term. The guide does not say what its real data were: three shapes.
+    std::printf("\n\nMock against real data (Megatron-Bridge), card FSDP 64×GB200 layout (235B-VL, EP64); the guide: ~2×\n\n");
+    std::printf("| real workload | real step ms | mock step ms | mock speedup | where the gap goes |\n|---|---|---|---|---|\n");
+    {
+        auto model = catalog->model("qwen3-vl-235b-a22b");
+        auto hw = catalog->hardware("gb200");
+        const Layout layout = make(64, 1, 1, 1, 64, 1, 4, 256, "hybridep", "full", true, false);
+        // today: the regression guard (±10 %), as for the rows above; the guide's ~2× ± 25 % is
+        // printed beside it, not met by the smaller shapes (docs/planner.md says why).
+        struct Shape { const char* label; int images, side; double today; };
+        for (const Shape& shape : {Shape{"1 image 448² per sample", 1, 448, 1.43}, Shape{"4 images 768² per sample", 4, 768, 1.47},
+                                   Shape{"2 images 1344² per sample", 2, 1344, 1.53}}) {
+            Workload w;
+            w.imagesPerSample = shape.images;
+            w.imageWidth = w.imageHeight = shape.side;
+            const MockRealComparison c = compareMockAndReal(model->model, layout, w, *hw);
+            const bool inGuideBand = std::abs(c.mockSpeedup() / 2.0 - 1.0) <= 0.25;
+            std::printf("| %s | %.0f | %.0f | %.2f× (%s the guide's 2× ± 25 %%) | %s |\n", shape.label, c.real.stepMs, c.mock.stepMs,
+                        c.mockSpeedup(), inGuideBand ? "within" : "outside", describeMockRealComparison(c, 3).c_str());
+            if (std::abs(c.mockSpeedup() / shape.today - 1.0) > 0.10) {
+                ++failures;
+                std::fprintf(stderr, "FAIL mock vs real, %s: %.2f×, today's guard %.2f× ± 10 %%\n", shape.label, c.mockSpeedup(), shape.today);
+            }
+        }
+    }
     std::printf("\nDeepSeek-V3 (256×GB200, 1276 TFLOP/s/GPU) is not predicted: MLA attention, dense layers and the shared expert are outside core/model_flops.h.\n");
     return check && failures > 0 ? 1 : 0;
 }

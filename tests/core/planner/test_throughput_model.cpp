@@ -110,6 +110,52 @@ private slots:
         QVERIFY(estimateMemory(vl, l, mock).total() > estimateMemory(text, l, none).total());
     }
 
+    // Issue 15 item 5: mock data is what each runtime's mock trains, and the comparison says where
+    // the gap goes.
+    void mockIsWhatEachRuntimeTrains()
+    {
+        Workload real;
+        real.imagesPerSample = 4;
+        real.imageWidth = real.imageHeight = 768;
+        const Workload bridge = mockWorkload(real, TrainingRuntime::MegatronBridge);
+        QVERIFY(bridge.mock && !bridge.mockTextOnly && bridge.forceBalancedRouting);
+        QCOMPARE(bridge.imagesPerSample, 1);
+        QCOMPARE(bridge.imageWidth, 256);
+        QCOMPARE(bridge.seqLength, real.seqLength);
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        QCOMPARE(bridge.imageTokensPerSample(m.vision), int64_t(64));  // Bridge's 64 visual tokens
+        const Workload moeTrain = mockWorkload(real, TrainingRuntime::MoeTrain);
+        QVERIFY(moeTrain.mock && moeTrain.mockTextOnly && !moeTrain.forceBalancedRouting);
+
+        // EP 8 over 128 experts: the real data's expert rank waits for its most-loaded rank.
+        const HardwareSpec hw = *catalog().hardware("gb200");
+        const Layout l = recipe30b();
+        QVERIFY(l.ep > 1);
+        const MockRealComparison c = compareMockAndReal(m, l, real, hw);
+        QVERIFY2(c.mockSpeedup() > 1.05, describeMockRealComparison(c).c_str());
+        QVERIFY(c.realRoutingImbalance > 1.05 && c.mockRoutingImbalance == 1.0);
+        double realSum = 0, mockSum = 0;
+        for (const MockRealTerm& t : c.terms)
+            realSum += t.realMs, mockSum += t.mockMs;
+        QVERIFY(std::abs(realSum - c.real.stepMs) < 1e-6 * c.real.stepMs);  // every term of both steps
+        QVERIFY(std::abs(mockSum - c.mock.stepMs) < 1e-6 * c.mock.stepMs);
+        const auto term = [&](const char* name) {
+            for (const MockRealTerm& t : c.terms)
+                if (t.name == name)
+                    return t;
+            return MockRealTerm{};
+        };
+        QVERIFY(term("vision encoder").realMs > term("vision encoder").mockMs);
+        QVERIFY(term("expert GEMMs").realMs > term("expert GEMMs").mockMs);
+        QVERIFY(describeMockRealComparison(c).find("% of the gap") != std::string::npos);
+        // Forced balance on real data too: only the images differ, so the gap shrinks.
+        Workload balanced = real;
+        balanced.forceBalancedRouting = true;
+        QVERIFY(compareMockAndReal(m, l, balanced, hw).mockSpeedup() < c.mockSpeedup());
+        // The estimate of the mock is the comparison's mock.
+        QCOMPARE(estimateMockThroughput(m, l, real, hw).stepMs, c.mock.stepMs);
+    }
+
     void flopsComeFromModelFlops()
     {
         const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
