@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <optional>
@@ -242,6 +243,19 @@ std::vector<Entry> parseYaml(std::string_view text, std::vector<BridgeImportProb
 {
     std::vector<Entry> out;
     std::string section;
+    // A block sequence of scalars under an indented key ("image_size:" then "- 256" lines, as
+    // OmegaConf writes a resolved ConfigContainer): read as the flow list "[256, 256]".
+    std::optional<Entry> list;
+    std::string items;
+    const auto flushList = [&] {
+        if (list) {
+            if (!items.empty())
+                list->value = parseValue("[" + items + "]");
+            out.push_back(*list);
+        }
+        list.reset();
+        items.clear();
+    };
     std::istringstream in{std::string(text)};
     int lineNo = 0;
     for (std::string line; std::getline(in, line);) {
@@ -252,6 +266,12 @@ std::vector<Entry> parseYaml(std::string_view text, std::vector<BridgeImportProb
         if (trim(line).empty() || trim(line).front() == '#')
             continue;
         const bool indented = std::isspace(static_cast<unsigned char>(line.front()));
+        const std::string trimmed = trim(line);
+        if (list && indented && (trimmed == "-" || trimmed.rfind("- ", 0) == 0)) {
+            items += (items.empty() ? "" : ", ") + trim(trimmed.substr(1));
+            continue;
+        }
+        flushList();
         const size_t colon = line.find(':');
         if (colon == std::string::npos) {
             problems.push_back({lineNo, "", true, "not a YAML `key: value` line", "write `key: value` (two spaces of indent inside a section)"});
@@ -271,9 +291,14 @@ std::vector<Entry> parseYaml(std::string_view text, std::vector<BridgeImportProb
                 problems.push_back({lineNo, key, true, "indented key outside a section", "put it under its section (model:, train:, ...)"});
                 continue;
             }
+            if (rest.empty()) {  // a block sequence may follow; nothing follows = null
+                list = Entry{section + "." + key, parseValue("null"), lineNo};
+                continue;
+            }
             out.push_back({section + "." + key, parseValue(rest), lineNo});
         }
     }
+    flushList();
     return out;
 }
 
@@ -418,7 +443,7 @@ const std::vector<std::string>& bridgeKnownFields()
         "model.virtual_pipeline_model_parallel_size", "model.context_parallel_size", "model.expert_model_parallel_size",
         "model.expert_tensor_parallel_size", "model.sequence_parallel", "model.num_layers_in_first_pipeline_stage",
         "model.num_layers_in_last_pipeline_stage", "model.pipeline_model_parallel_layout", "train.micro_batch_size",
-        "train.global_batch_size", "train.train_iters", "model.seq_length", "dataset.seq_length",
+        "train.global_batch_size", "train.train_iters", "model.seq_length", "dataset.seq_length", "dataset._target_", "dataset.num_images", "dataset.image_size",
         "dist.use_megatron_fsdp", "ddp.use_megatron_fsdp", "ddp.data_parallel_sharding_strategy",
         "checkpoint.ckpt_format", "ddp.average_in_collective", "ddp.fsdp_double_buffer", "ddp.nccl_ub",
         "dist.use_torch_fsdp2", "model.moe_token_dispatcher_type", "model.moe_flex_dispatcher_backend",
@@ -475,6 +500,48 @@ bool looksLikeDotlist(std::string_view text)
     }
     return any;
 }
+
+namespace {
+
+// The data the file names (BridgeData): the dataset class, the mock VLM dataset's images, and the
+// router's benchmark-only forced balance. True when `e` was one of those keys.
+bool readDataField(const Entry& e, BridgeData& data, std::vector<BridgeImportProblem>& problems)
+{
+    if (e.key == "dataset._target_") {
+        data.target = e.value.text;
+        data.mock = data.target.find("Mock") != std::string::npos;
+        return true;
+    }
+    if (e.key == "dataset.num_images") {
+        const auto n = toInt(e.value);
+        if (!n || *n < 0)
+            problems.push_back({e.line, e.key, true, "expected a whole number >= 0, got '" + e.value.text + "'", "write e.g. 1"});
+        data.images = n.value_or(1);
+        return true;
+    }
+    if (e.key == "dataset.image_size") {
+        const auto item = [&](size_t i) { return e.value.items.size() == 2 ? toInt(parseValue(e.value.items[i])) : std::nullopt; };
+        const std::optional<int> w = item(0), h = item(1);
+        if (e.value.isList && w && h && *w > 0 && *h > 0) {
+            data.imageWidth = *w, data.imageHeight = *h;
+        } else {
+            problems.push_back({e.line, e.key, false, "expected [width, height] in pixels, got '" + (e.value.isList ? "a list of " + std::to_string(e.value.items.size()) : e.value.text) +
+                                                    "'; 256x256 assumed",
+                                "write e.g. [256, 256]"});
+        }
+        return true;
+    }
+    if (e.key == "model.moe_router_force_load_balancing") {
+        const auto b = toBool(e.value);
+        if (!b)
+            problems.push_back({e.line, e.key, true, "expected true or false, got '" + e.value.text + "'", "write true or false"});
+        data.forceLoadBalancing = b;
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
 
 BridgeImport importBridgeOverrides(std::string_view text, bool yaml, const RunConfig& base, int worldSize)
 {
@@ -536,6 +603,8 @@ BridgeImport importBridgeOverrides(std::string_view text, bool yaml, const RunCo
             datasetSeqLine = e.line;
             continue;
         }
+        if (readDataField(e, out.data, out.problems))
+            continue;
         if (std::find(known.begin(), known.end(), e.key) != known.end())
             continue;  // a real field the workbench does not model (kernels, SM counts, ...): fine
         std::string best;

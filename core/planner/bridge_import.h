@@ -9,6 +9,7 @@
 #include "core/run_config.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,8 +37,20 @@ struct PerfLaunch {
     std::string model;        ///< -mr as a catalog name ("qwen3-vl-30b-a3b")
 };
 
+/// What the file says of the data (a resolved ConfigContainer YAML names the dataset class):
+/// Bridge's mock VLM dataset (MockVLMSFTDatasetConfig, megatron-bridge.md §2) with its image
+/// count and size, and whether the router is force-balanced (a perf recipe's benchmark switch).
+struct BridgeData {
+    std::string target;                       ///< dataset._target_ ("" = not said)
+    bool mock = false;                        ///< the target is one of Bridge's mock datasets
+    int images = 1;                           ///< dataset.num_images (mock VLM data)
+    int imageWidth = 256, imageHeight = 256;  ///< dataset.image_size
+    std::optional<bool> forceLoadBalancing;   ///< model.moe_router_force_load_balancing
+};
+
 struct BridgeImport {
     RunConfig config;                       ///< `base` with the overrides applied
+    BridgeData data;
     Layout layout;                          ///< the layout of `config` plus the planner-only flags
     std::map<std::string, int> keyLines;    ///< dotted key → 1-based line
     std::vector<BridgeImportProblem> problems;

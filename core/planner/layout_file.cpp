@@ -97,6 +97,7 @@ Result<LayoutFilePrediction> predictLayoutFile(const Catalog& catalog, const Lay
     RunConfig config;
     Layout layout;
     int gpus = 0;
+    BridgeData bridgeData;
     if (kind.bridge()) {
         if (!modelName)
             return ask("model", kind.perfLaunch ? "the perf launcher command has no known -mr recipe: give the model"
@@ -118,6 +119,7 @@ Result<LayoutFilePrediction> predictLayoutFile(const Catalog& catalog, const Lay
                                                (p.fix.empty() ? "" : " (" + p.fix + ")"));
         config = imported.config;
         layout = imported.layout;
+        bridgeData = imported.data;
     } else {
         const RunConfigParse parsed = parseRunConfig(r.text);
         if (!parsed.ok())
@@ -153,12 +155,20 @@ Result<LayoutFilePrediction> predictLayoutFile(const Catalog& catalog, const Lay
         memory.moeTrain = true;
         layout.useDistributedOptimizer = false;  // moe-train has none
     }
-    // A Bridge file does not say what the data is: one image of √max_pixels² per sample, unless
-    // the packed shape is given.
+    // A Bridge file that names Bridge's mock dataset (a resolved ConfigContainer YAML) is predicted
+    // as that mock (mockWorkload: its images, padded, the router as the file sets it); otherwise
+    // the data are real: one image of √max_pixels² per sample, unless the packed shape is given.
     RunConfig data = config;
     if (kind.bridge())
         data.data.source = "real";
     out.workload = workloadForRunConfig(data);
+    if (bridgeData.mock) {
+        out.workload = mockWorkload(out.workload, TrainingRuntime::MegatronBridge);
+        out.workload.imagesPerSample = bridgeData.images;
+        out.workload.imageWidth = bridgeData.imageWidth, out.workload.imageHeight = bridgeData.imageHeight;
+    }
+    if (kind.bridge())  // Megatron's default is False: dropless, natural routing
+        out.workload.forceBalancedRouting = bridgeData.forceLoadBalancing.value_or(false);
     if (r.packed) {
         out.workload.packed = *r.packed;
         out.workload.mockTextOnly = config.data.source == "mock" && config.data.mockImageSize <= 0;
@@ -191,6 +201,11 @@ std::string describeLayoutFilePrediction(const LayoutFilePrediction& p, const st
                           w.packed.padTokens, w.seqLength);
     else if (w.mockTextOnly)
         out += printfText("  workload: text only (no images), one sample per %d-token sequence\n", w.seqLength);
+    else if (w.mock)
+        out += printfText("  workload: MOCK DATA (Megatron-Bridge's mock VLM dataset): %d noise image(s) of %dx%d per sample, "
+                          "padded to %d tokens; router %s. No throughput conclusion for real data from it.\n",
+                          w.imagesPerSample, w.imageWidth, w.imageHeight, w.seqLength,
+                          w.forceBalancedRouting ? "force-balanced (moe_router_force_load_balancing)" : "routing naturally");
     else
         out += printfText("  workload: %d image(s) of %dx%d per %d-token sequence (assumed: give the packed shape "
                           "moe-train --data-stats writes for the shape of your data)\n",

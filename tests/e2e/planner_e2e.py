@@ -238,6 +238,24 @@ def main():
                 "--gpus", "8", "--hardware", "gb200")
         check(r.returncode == 0 and "predicted for megatron-bridge" in r.stdout and "memory, most-loaded rank" in r.stdout
               and "MFU" in r.stdout, f"predict Bridge YAML: {r.stdout}{r.stderr}")
+        # A Bridge YAML that names Bridge's mock dataset (as a resolved ConfigContainer does, lists
+        # as block sequences) is predicted as that mock, says so, and is faster than the real file.
+        with open(os.path.join(tmp, "out-megatron-bridge", "overrides.yaml")) as f:
+            real_yaml = f.read()
+        mock_yaml = real_yaml.replace("dataset:\n", "dataset:\n  _target_: megatron.bridge.data.vlm_datasets.mock_provider."
+                                      "MockVLMSFTDatasetConfig\n  num_images: 1\n  image_size:\n  - 256\n  - 256\n", 1)
+        mock_yaml = mock_yaml.replace("model:\n", "model:\n  moe_router_force_load_balancing: true\n", 1)
+        mock_path = os.path.join(tmp, "mock-overrides.yaml")
+        with open(mock_path, "w") as f:
+            f.write(mock_yaml)
+        steps = {}
+        for name, path in (("real", os.path.join(tmp, "out-megatron-bridge", "overrides.yaml")), ("mock", mock_path)):
+            r = cli("predict", path, "--model", "qwen3-vl-30b-a3b", "--gpus", "8", "--hardware", "gb200", "--json")
+            check(r.returncode == 0, f"predict {name} Bridge YAML --json: {r.stderr}")
+            steps[name] = json.loads(r.stdout)["step_ms"] if r.returncode == 0 else 0
+        check(0 < steps["mock"] < steps["real"], f"Bridge mock predicted faster than real: {steps}")
+        r = cli("predict", mock_path, "--model", "qwen3-vl-30b-a3b", "--gpus", "8", "--hardware", "gb200")
+        check(r.returncode == 0 and "MOCK DATA" in r.stdout and "force-balanced" in r.stdout, f"predict mock YAML says so: {r.stdout[:600]}")
         r = cli("predict", perf, "--json")  # the perf command names model, GPU and world itself
         check(r.returncode == 0 and json.loads(r.stdout)["gpus"] == 8, f"predict perf_launch.sh: {r.stdout}{r.stderr}")
         r = cli("predict", run_json, "--gpus", "8")

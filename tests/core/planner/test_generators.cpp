@@ -170,6 +170,7 @@ private slots:
     void bridgeImportChecksMomentDtypes();
     void bridgeImportReadsFusedConfigKnobs();
     void bridgeImportRefusesSizesBelowOne();
+    void bridgeImportReadsTheData();
     void jsonPathLine_data();
     void jsonPathLine();
 };
@@ -513,6 +514,33 @@ void TestGenerators::bridgeImportReportsLines()
 
 // Issue 20 item 2: a parallel size, batch size or sequence length of 0 (or below) is an error on
 // its line and is not applied, so the layout keeps a size of at least 1 (lint divided by it: SIGFPE).
+// A resolved ConfigContainer YAML names its dataset (OmegaConf writes lists as block sequences):
+// Bridge's mock VLM data with its images, and the router's benchmark-only forced balance.
+void TestGenerators::bridgeImportReadsTheData()
+{
+    RunConfig base;
+    base.model = qwen30b().model;
+    const std::string yaml = "model:\n  moe_router_force_load_balancing: true\n  cuda_graph_scope:\n  - moe_router\n  - moe_preprocess\n"
+                             "  recompute_modules:\n"
+                             "dataset:\n  _target_: megatron.bridge.data.vlm_datasets.mock_provider.MockVLMSFTDatasetConfig\n"
+                             "  num_images: 2\n  image_size:\n  - 320\n  - 240\n";
+    const BridgeImport r = importBridgeOverrides(yaml, true, base, 8);
+    QVERIFY2(r.problems.empty(), r.problems.empty() ? "" : (r.problems.front().key + ": " + r.problems.front().message).c_str());
+    QVERIFY(r.data.mock);
+    QCOMPARE(r.data.images, 2);
+    QCOMPARE(r.data.imageWidth, 320);
+    QCOMPARE(r.data.imageHeight, 240);
+    QCOMPARE(r.data.forceLoadBalancing, std::optional<bool>(true));
+    QCOMPARE(r.config.cudaGraph.scope, (std::vector<std::string>{"moe_router", "moe_preprocess"}));  // the block list
+    // A real dataset, and values that are not what the field takes.
+    const BridgeImport real = importBridgeOverrides("dataset:\n  _target_: megatron.bridge.data.energon.EnergonDatasetConfig\n", true, base, 8);
+    QVERIFY(!real.data.mock && real.problems.empty() && !real.data.forceLoadBalancing);
+    const BridgeImport bad = importBridgeOverrides(
+        "model:\n  moe_router_force_load_balancing: maybe\ndataset:\n  num_images: -2\n  image_size: big\n", true, base, 8);
+    for (const char* key : {"model.moe_router_force_load_balancing", "dataset.num_images", "dataset.image_size"})
+        QVERIFY2(std::any_of(bad.problems.begin(), bad.problems.end(), [&](const BridgeImportProblem& p) { return p.key == key; }), key);
+}
+
 void TestGenerators::bridgeImportRefusesSizesBelowOne()
 {
     RunConfig base;
