@@ -157,11 +157,18 @@ Result<LayoutFilePrediction> predictLayoutFile(const Catalog& catalog, const Lay
     }
     // A Bridge file that names Bridge's mock dataset (a resolved ConfigContainer YAML) is predicted
     // as that mock (mockWorkload: its images, padded, the router as the file sets it); otherwise
-    // the data are real: one image of √max_pixels² per sample, unless the packed shape is given.
+    // the data are real: for a runtime config one image of √max_pixels² per sample, for a Bridge
+    // file (which says nothing of image sizes) the planner's default sample, one 448² image, as
+    // `plan` assumes; the packed shape replaces either when given.
     RunConfig data = config;
     if (kind.bridge())
         data.data.source = "real";
     out.workload = workloadForRunConfig(data);
+    if (kind.bridge()) {
+        const Workload planDefault;
+        out.workload.imagesPerSample = planDefault.imagesPerSample;
+        out.workload.imageWidth = planDefault.imageWidth, out.workload.imageHeight = planDefault.imageHeight;
+    }
     if (bridgeData.mock) {
         out.workload = mockWorkload(out.workload, TrainingRuntime::MegatronBridge);
         out.workload.imagesPerSample = bridgeData.images;

@@ -254,6 +254,10 @@ def main():
             check(r.returncode == 0, f"predict {name} Bridge YAML --json: {r.stderr}")
             steps[name] = json.loads(r.stdout)["step_ms"] if r.returncode == 0 else 0
         check(0 < steps["mock"] < steps["real"], f"Bridge mock predicted faster than real: {steps}")
+        # The Bridge file generated from layout 0 is predicted as the plan predicted layout 0 (the
+        # same sample: a Bridge file says nothing of image sizes, so the plan's default is taken).
+        check(abs(steps["real"] - plan["layouts"][0]["step_ms"]) < 1e-3 * steps["real"],
+              f"predict of the generated Bridge YAML = the plan's layout 0: {steps['real']} vs {plan['layouts'][0]['step_ms']}")
         r = cli("predict", mock_path, "--model", "qwen3-vl-30b-a3b", "--gpus", "8", "--hardware", "gb200")
         check(r.returncode == 0 and "MOCK DATA" in r.stdout and "force-balanced" in r.stdout, f"predict mock YAML says so: {r.stdout[:600]}")
         r = cli("predict", perf, "--json")  # the perf command names model, GPU and world itself
