@@ -21,9 +21,7 @@ double linearAttentionCoreFlops(const DecoderConfig& d)
 {
     if (!d.hybridAttention())
         return 0.0;
-    const double qk = double(d.linearKeyHeadDim) * d.linearNumKeyHeads;
-    const double v = double(d.linearValueHeadDim) * d.linearNumValueHeads;
-    const double conv = d.linearConvKernelDim * (2.0 * qk + v);
+    const double conv = d.linearConvKernelDim * gatedDeltaNetWidths(d).conv;
     const double deltaRule = double(d.linearNumValueHeads) * d.linearValueHeadDim * d.linearValueHeadDim * 4.0;
     return linearLayersCounted(d) * 3.0 * 2.0 * (conv + deltaRule);
 }
@@ -49,10 +47,8 @@ double decoderFlops(const DecoderConfig& d, const std::vector<int64_t>& sequence
     double projections = softmaxLayers * 3.0 * 2.0 * (h * (q + 2.0 * kv + gate) + q * h);
     if (d.hybridAttention()) {
         // Gated DeltaNet's in_proj (q, k, v, z, and the b, a gates per value head) and out_proj.
-        const double qk = double(d.linearKeyHeadDim) * d.linearNumKeyHeads;
-        const double v = double(d.linearValueHeadDim) * d.linearNumValueHeads;
-        const double inProj = 2.0 * qk + 2.0 * v + 2.0 * d.linearNumValueHeads;
-        projections += linearLayers * 3.0 * 2.0 * (h * inProj + h * v);
+        const GatedDeltaNetWidths w = gatedDeltaNetWidths(d);
+        projections += linearLayers * 3.0 * 2.0 * (h * w.inProj + h * w.v);
     }
     const double mtp = 3.0 * 2.0 * d.mtpNumLayers * (3.0 * h + 2.0 * h * h);  // MTP norms and projection
     const double logits = 3.0 * 2.0 * h * d.vocabSize * (1.0 + d.mtpNumLayers);

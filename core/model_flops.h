@@ -15,6 +15,26 @@ namespace wb::core {
 /// independent (block-diagonal) sequences whose attention is computed, tokens = their sum.
 double decoderFlops(const DecoderConfig& decoder, const std::vector<int64_t>& sequenceLengths);
 
+/// Gated DeltaNet's widths (Megatron-Core's GatedDeltaNet), one place for the FLOP count, the
+/// parameter count and the activation bytes: q and k each keyHeads × keyDim, v valueHeads ×
+/// valueDim; in_proj writes q, k, v, z (v wide) and the b, a gates (one per value head); the
+/// depthwise conv runs over q, k, v.
+struct GatedDeltaNetWidths {
+    double qk = 0;      ///< the width of q (and of k)
+    double v = 0;       ///< the width of v (and of z, and of the core's output)
+    double inProj = 0;  ///< in_proj's output: 2·qk + 2·v + 2·valueHeads
+    double conv = 0;    ///< the conv's channels: 2·qk + v
+};
+inline GatedDeltaNetWidths gatedDeltaNetWidths(const DecoderConfig& d)
+{
+    GatedDeltaNetWidths w;
+    w.qk = double(d.linearKeyHeadDim) * d.linearNumKeyHeads;
+    w.v = double(d.linearValueHeadDim) * d.linearNumValueHeads;
+    w.inProj = 2.0 * w.qk + 2.0 * w.v + 2.0 * d.linearNumValueHeads;
+    w.conv = 2.0 * w.qk + w.v;
+    return w;
+}
+
 /// Per token, fwd+bwd: the part of decoderFlops that gated DeltaNet's core runs (the causal conv
 /// and the delta rule's KK^T, VK^T, state update and read-out, as Megatron counts them); 0 for a
 /// decoder without linear-attention layers. Not GEMMs: the planner times it apart.

@@ -3,6 +3,8 @@
 // names or ranges.
 #include "core/planner/catalog.h"
 
+#include "core/model_flops.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -419,11 +421,8 @@ double softmaxAttentionParams(const DecoderConfig& d)
 double gatedDeltaNetParams(const DecoderConfig& d)
 {
     const double h = d.hiddenSize;
-    const double qk = double(d.linearKeyHeadDim) * d.linearNumKeyHeads;
-    const double v = double(d.linearValueHeadDim) * d.linearNumValueHeads;
-    const double inProj = h * (2.0 * qk + 2.0 * v + 2.0 * d.linearNumValueHeads);
-    const double conv = d.linearConvKernelDim * (2.0 * qk + v);
-    return inProj + conv + 2.0 * d.linearNumValueHeads + d.linearValueHeadDim + v * h;
+    const GatedDeltaNetWidths w = gatedDeltaNetWidths(d);
+    return h * w.inProj + d.linearConvKernelDim * w.conv + 2.0 * d.linearNumValueHeads + d.linearValueHeadDim + w.v * h;
 }
 
 // What every layer has besides its token mixer: two RMSNorms, the router, the shared expert.

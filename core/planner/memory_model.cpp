@@ -3,6 +3,8 @@
 // patches per micro-batch, m = spatial merge. All byte counts are bf16 (2 B) unless said.
 #include "core/planner/memory_model.h"
 
+#include "core/model_flops.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -101,12 +103,11 @@ ActivationShape decoderShape(const ModelConfig& m, const Layout& l, const Worklo
     a.outputGate = d.attentionOutputGate;
     a.sharedFfn = d.moeSharedExpertFfnHiddenSize;
     if (d.hybridAttention()) {
-        const double qk = double(d.linearKeyHeadDim) * d.linearNumKeyHeads;
-        const double v = double(d.linearValueHeadDim) * d.linearNumValueHeads;
+        const GatedDeltaNetWidths w = gatedDeltaNetWidths(d);
         a.linearShare = double(d.linearAttentionLayers(d.numLayers)) / std::max(1, d.numLayers);
         // in_proj output (q, k, v, z, b, a), conv output (q, k, v), core output, gated-norm output
         // (the out_proj input), bf16.
-        a.linearMixerBytes = 2.0 * (2.0 * qk + 2.0 * v + 2.0 * d.linearNumValueHeads) + 2.0 * (2.0 * qk + v) + 4.0 * v;
+        a.linearMixerBytes = 2.0 * w.inProj + 2.0 * w.conv + 4.0 * w.v;
     }
     a.granularity = l.recomputeGranularity;
     a.modules = l.recomputeModules;
