@@ -94,6 +94,8 @@ struct ToJson {
         j["micro_batch_size"] = m.microBatchSize;
         j["global_batch_size"] = m.globalBatchSize;
         j["versions"] = m.versions;
+        if (!m.tokenCounting.empty())
+            j["token_counting"] = m.tokenCounting;
         return j;
     }
     OrderedJson operator()(const StepRecord& s) const
@@ -143,6 +145,7 @@ MetaRecord metaFromJson(const Json& j)
     m.seqLength = readIntField(j, "seq_length");
     m.microBatchSize = readIntField(j, "micro_batch_size");
     m.globalBatchSize = readIntField(j, "global_batch_size");
+    m.tokenCounting = readString(j, "token_counting");
     if (auto it = j.find("versions"); it != j.end() && it->is_object())
         for (auto v = it->begin(); v != it->end(); ++v)
             if (v->is_string())

@@ -30,6 +30,10 @@ struct MetaRecord {
     int microBatchSize = 0;
     int globalBatchSize = 0;
     std::map<std::string, std::string> versions;  ///< "moe-train", "libtorch", "cuda", "nccl"
+    /// What the steps' token counts are: "" = effective tokens (text + image, no padding, as
+    /// moe-train counts them); "slots" = GBS × seq, padding included (an imported Megatron log,
+    /// which counts nothing finer). Written only when not "".
+    std::string tokenCounting;
 };
 
 /// One optimizer step, values already reduced over ranks (max for times/memory, sum for tokens).

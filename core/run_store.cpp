@@ -220,6 +220,7 @@ struct StoreDb {
     // ones per connection (one per field set a caller uses).
     std::map<std::string, std::unique_ptr<Statement>, std::less<>> builtStatements;
     bool mappedReads = false;  // PRAGMA mmap_size set (first bulk step read)
+    int txDepth = 0;           // open Transactions; inner ones join the outer (importRun)
 
     Result<StatementLease> prepareBuilt(const std::string& sql)
     {
@@ -263,7 +264,11 @@ public:
     explicit Transaction(StoreDb* impl) : m_impl(impl) {}
     ~Transaction()
     {
-        if (m_open)
+        if (!m_open)
+            return;
+        --m_impl->txDepth;
+        // An inner transaction that fails hands its error up; the outer one rolls everything back.
+        if (!m_nested)
             sqlite3_exec(m_impl->db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
     }
     Transaction(const Transaction&) = delete;
@@ -271,23 +276,38 @@ public:
 
     Result<void> begin()
     {
+        if (m_impl->txDepth > 0) {  // inside another: its work becomes part of the outer one
+            m_nested = m_open = true;
+            ++m_impl->txDepth;
+            return {};
+        }
         // IMMEDIATE takes the write lock up front, so a concurrent writer shows up as Busy here
         // (after the busy timeout) instead of as a failed COMMIT after the work is done.
         auto r = m_impl->exec("BEGIN IMMEDIATE", "starting a transaction");
         m_open = r.ok();
+        if (m_open)
+            ++m_impl->txDepth;
         return r;
     }
     Result<void> commit()
     {
-        auto r = m_impl->exec("COMMIT", "committing");
-        if (r.ok())
+        if (m_nested) {
             m_open = false;
+            --m_impl->txDepth;
+            return {};
+        }
+        auto r = m_impl->exec("COMMIT", "committing");
+        if (r.ok()) {
+            m_open = false;
+            --m_impl->txDepth;
+        }
         return r;
     }
 
 private:
     StoreDb* m_impl;
     bool m_open = false;
+    bool m_nested = false;
 };
 
 // Schema migrations: entry i takes user_version i to i + 1. Append, never edit a shipped entry.
@@ -334,6 +354,13 @@ CREATE TABLE predictions(
   calibration TEXT NOT NULL DEFAULT '',
   step_ms REAL, tokens_per_s_per_gpu REAL, tflops_per_gpu REAL, mfu REAL, memory_gib REAL,
   detail TEXT NOT NULL DEFAULT '');
+)sql",
+    // v2 -> v3: runs read from another trainer's files (a Megatron-Bridge log): which trainer,
+    // the file followed (stream_offset counts its bytes) and the reader's state between chunks.
+    R"sql(
+ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'moe-train';
+ALTER TABLE runs ADD COLUMN source_path TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN source_state TEXT NOT NULL DEFAULT '';
 )sql",
 };
 
@@ -396,7 +423,8 @@ constexpr const char* kSummaryQuery =
     "SELECT r.id, r.name, r.target, r.run_dir, r.status, r.exit_code, r.created_at, "
     "r.stream_offset, r.malformed_lines, r.config_hash, r.data_source, "
     "(SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id), "
-    "(SELECT s.loss FROM steps s WHERE s.run_id = r.id ORDER BY s.step DESC LIMIT 1) "
+    "(SELECT s.loss FROM steps s WHERE s.run_id = r.id ORDER BY s.step DESC LIMIT 1), "
+    "r.kind, r.source_path "
     "FROM runs r";
 
 RunSummary readSummary(const Statement& s)
@@ -416,6 +444,8 @@ RunSummary readSummary(const Statement& s)
     r.steps = s.int64(11);
     if (!s.isNull(12))
         r.lastLoss = s.real(12);
+    r.kind = s.text(13);
+    r.sourcePath = s.text(14);
     return r;
 }
 
@@ -630,8 +660,8 @@ Result<std::string> RunStore::createRun(const NewRun& run)
     if (auto r = tx.begin(); !r)
         return r.error();
     auto insertRun = m_impl->prepare(
-        "INSERT INTO runs(id, name, target, run_dir, status, created_at, config_hash) "
-        "VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6)");
+        "INSERT INTO runs(id, name, target, run_dir, status, created_at, config_hash, kind, source_path) "
+        "VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8)");
     if (!insertRun)
         return insertRun.error();
     std::string id = run.id;
@@ -643,7 +673,9 @@ Result<std::string> RunStore::createRun(const NewRun& run)
         Statement& s = (*insertRun)->reset();
         s.bind(1, std::string_view(id)).bind(2, std::string_view(run.name))
             .bind(3, std::string_view(run.target)).bind(4, std::string_view(run.runDir))
-            .bind(5, nowUnix()).bind(6, std::string_view(run.configHash));
+            .bind(5, nowUnix()).bind(6, std::string_view(run.configHash))
+            .bind(7, std::string_view(run.kind.empty() ? kRunKindMoeTrain : run.kind))
+            .bind(8, std::string_view(run.sourcePath));
         const int rc = s.step();
         if (rc == SQLITE_DONE)
             break;
@@ -844,33 +876,158 @@ Result<int64_t> RunStore::lastStep(const std::string& id)
 
 // ---- ingest -------------------------------------------------------------------------------------
 
-Result<IngestResult> RunStore::ingest(const std::string& id, int64_t offset, std::string_view bytes)
-{
-    Transaction tx(m_impl.get());
-    if (auto r = tx.begin(); !r)
-        return r.error();
+namespace {
 
-    // The offset check happens under the write lock, so two followers of one run cannot both
-    // store the same chunk.
-    auto current = m_impl->prepare("SELECT stream_offset FROM runs WHERE id = ?1");
+// Under the write lock: the bytes must start where the store stopped. Behind: another follower of
+// the run (a second watch, cancel's catch-up) stored these bytes first — Busy, read again from the
+// stored offset. Ahead: bytes would be skipped — a bug.
+Result<void> checkStreamOffset(StoreDb& db, const std::string& id, int64_t offset)
+{
+    auto current = db.prepare("SELECT stream_offset FROM runs WHERE id = ?1");
     if (!current)
         return current.error();
     (*current)->bind(1, std::string_view(id));
-    int rc = (*current)->step();
+    const int rc = (*current)->step();
     if (rc == SQLITE_DONE)
         return makeError(ErrorCode::NotFound, "no such run in the store", id);
     if (rc != SQLITE_ROW)
-        return m_impl->lastError(rc, "reading the stream offset");
+        return db.lastError(rc, "reading the stream offset");
     const int64_t stored = (*current)->int64(0);
     (*current)->reset();
-    // Behind: another follower of the run (a second watch, cancel's catch-up) stored these bytes
-    // first — Busy, read again from the stored offset. Ahead: bytes would be skipped — a bug.
     if (stored != offset)
         return makeError(offset < stored ? ErrorCode::Busy : ErrorCode::InvalidArgument,
                          "metrics bytes start at offset " + std::to_string(offset) +
                              " but the store has ingested up to " + std::to_string(stored) +
                              "; read again from the stored offset",
                          id);
+    return {};
+}
+
+// Events are numbered per run in arrival order; `nextSeq` is looked up once per transaction.
+Result<void> storeEvent(StoreDb& db, const std::string& id, const EventRecord& event, std::optional<int64_t>& nextSeq)
+{
+    if (!nextSeq) {
+        auto maxSeq = db.prepare("SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE run_id = ?1");
+        if (!maxSeq)
+            return maxSeq.error();
+        (*maxSeq)->bind(1, std::string_view(id));
+        if (const int rc = (*maxSeq)->step(); rc != SQLITE_ROW)
+            return db.lastError(rc, "numbering events");
+        nextSeq = (*maxSeq)->int64(0);
+    }
+    auto insertEvent =
+        db.prepare("INSERT INTO events(run_id, seq, time, level, msg, step) VALUES (?1,?2,?3,?4,?5,?6)");
+    if (!insertEvent)
+        return insertEvent.error();
+    (*insertEvent)->bind(1, std::string_view(id)).bind(2, (*nextSeq)++)
+        .bind(3, event.time).bind(4, std::string_view(event.level))
+        .bind(5, std::string_view(event.msg)).bind(6, event.step);
+    return db.stepDone(**insertEvent, "storing an event");
+}
+
+Result<void> storeMeta(StoreDb& db, const std::string& id, const MetaRecord& meta)
+{
+    auto upsert = db.prepare(
+        "INSERT INTO meta(run_id, json) VALUES (?1, ?2) "
+        "ON CONFLICT(run_id) DO UPDATE SET json = excluded.json");
+    if (!upsert)
+        return upsert.error();
+    const std::string json = toJsonLine(meta);
+    (*upsert)->bind(1, std::string_view(id)).bind(2, std::string_view(json));
+    if (auto r = db.stepDone(**upsert, "storing the meta record"); !r)
+        return r.error();
+    auto source = db.prepare("UPDATE runs SET data_source = ?2 WHERE id = ?1");
+    if (!source)
+        return source.error();
+    (*source)->bind(1, std::string_view(id)).bind(2, std::string_view(meta.dataSource));
+    return db.stepDone(**source, "storing the data source");
+}
+
+Result<void> advanceStreamOffset(StoreDb& db, const std::string& id, int64_t newOffset, int64_t malformedLines)
+{
+    auto advance = db.prepare(
+        "UPDATE runs SET stream_offset = ?2, malformed_lines = malformed_lines + ?3 WHERE id = ?1");
+    if (!advance)
+        return advance.error();
+    (*advance)->bind(1, std::string_view(id)).bind(2, newOffset).bind(3, malformedLines);
+    return db.stepDone(**advance, "advancing the stream offset");
+}
+
+constexpr const char* kReplaceStep =
+    "INSERT OR REPLACE INTO steps(run_id, step, time, step_ms, data_ms, vision_ms, projector_ms, "
+    "decoder_ms, backward_ms, optimizer_ms, images, image_tokens, text_tokens, pad_tokens, "
+    "effective_tokens, skipped_images, loss, aux_loss, grad_norm, lr, mem_alloc_gib, "
+    "mem_reserved_gib, mem_peak_gib, tokens_per_s_per_gpu, tflops_per_gpu, mfu) VALUES "
+    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+    "?21, ?22, ?23, ?24, ?25, ?26)";
+
+// A memory report raises a step's columns to the report's values (NaN binds as NULL: unchanged).
+constexpr const char* kStepMemory =
+    "UPDATE steps SET "
+    "mem_alloc_gib = CASE WHEN ?3 IS NULL THEN mem_alloc_gib WHEN mem_alloc_gib IS NULL THEN ?3 ELSE MAX(mem_alloc_gib, ?3) END, "
+    "mem_reserved_gib = CASE WHEN ?4 IS NULL THEN mem_reserved_gib WHEN mem_reserved_gib IS NULL THEN ?4 ELSE MAX(mem_reserved_gib, ?4) END, "
+    "mem_peak_gib = CASE WHEN ?5 IS NULL THEN mem_peak_gib WHEN mem_peak_gib IS NULL THEN ?5 ELSE MAX(mem_peak_gib, ?5) END "
+    "WHERE run_id = ?1 AND step = ?2";
+
+// Everything of a parsed chunk but the offset check (ingestParsed and importRun).
+Result<IngestResult> storeParsedChunk(StoreDb& db, const std::string& id, const ParsedChunk& chunk)
+{
+    IngestResult result;
+    result.newOffset = chunk.newOffset;
+    result.malformedLines = chunk.malformedLines;
+    auto insertStep = db.prepare(kReplaceStep);
+    if (!insertStep)
+        return insertStep.error();
+    for (const StepRecord& step : chunk.steps) {
+        Statement& st = (*insertStep)->reset();
+        bindStep(st, id, step);
+        if (auto r = db.stepDone(st, "storing a step"); !r)
+            return r.error();
+        ++result.stepsAdded;
+    }
+    auto memory = db.prepare(kStepMemory);
+    if (!memory)
+        return memory.error();
+    for (const ParsedChunk::Memory& m : chunk.memory) {
+        Statement& st = (*memory)->reset();
+        st.bind(1, std::string_view(id)).bind(2, m.step).bind(3, m.allocGib).bind(4, m.reservedGib)
+            .bind(5, m.peakGib);
+        if (auto r = db.stepDone(st, "storing a memory report"); !r)
+            return r.error();
+    }
+    std::optional<int64_t> nextSeq;
+    for (const EventRecord& event : chunk.events) {
+        if (auto r = storeEvent(db, id, event, nextSeq); !r)
+            return r.error();
+        ++result.eventsAdded;
+    }
+    if (chunk.meta) {
+        if (auto r = storeMeta(db, id, *chunk.meta); !r)
+            return r.error();
+        result.sawMeta = true;
+    }
+    auto state = db.prepare("UPDATE runs SET source_state = ?2 WHERE id = ?1");
+    if (!state)
+        return state.error();
+    (*state)->bind(1, std::string_view(id)).bind(2, std::string_view(chunk.sourceState));
+    if (auto r = db.stepDone(**state, "storing the log reader's state"); !r)
+        return r.error();
+    if (auto r = advanceStreamOffset(db, id, chunk.newOffset, chunk.malformedLines); !r)
+        return r.error();
+    return result;
+}
+
+}  // namespace
+
+Result<IngestResult> RunStore::ingest(const std::string& id, int64_t offset, std::string_view bytes)
+{
+    Transaction tx(m_impl.get());
+    if (auto r = tx.begin(); !r)
+        return r.error();
+    // The offset check happens under the write lock, so two followers of one run cannot both
+    // store the same chunk.
+    if (auto r = checkStreamOffset(*m_impl, id, offset); !r)
+        return r.error();
 
     MetricsLineReader reader;
     MetricsLineReader::Chunk chunk = reader.feed(bytes);
@@ -892,41 +1049,11 @@ Result<IngestResult> RunStore::ingest(const std::string& id, int64_t offset, std
                 return r.error();
             result.stepsAdded += sqlite3_changes(m_impl->db.get());
         } else if (const auto* event = std::get_if<EventRecord>(&record)) {
-            if (!nextSeq) {
-                auto maxSeq = m_impl->prepare(
-                    "SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE run_id = ?1");
-                if (!maxSeq)
-                    return maxSeq.error();
-                (*maxSeq)->bind(1, std::string_view(id));
-                if ((rc = (*maxSeq)->step()) != SQLITE_ROW)
-                    return m_impl->lastError(rc, "numbering events");
-                nextSeq = (*maxSeq)->int64(0);
-            }
-            auto insertEvent = m_impl->prepare(
-                "INSERT INTO events(run_id, seq, time, level, msg, step) VALUES (?1,?2,?3,?4,?5,?6)");
-            if (!insertEvent)
-                return insertEvent.error();
-            (*insertEvent)->bind(1, std::string_view(id)).bind(2, (*nextSeq)++)
-                .bind(3, event->time).bind(4, std::string_view(event->level))
-                .bind(5, std::string_view(event->msg)).bind(6, event->step);
-            if (auto r = m_impl->stepDone(**insertEvent, "storing an event"); !r)
+            if (auto r = storeEvent(*m_impl, id, *event, nextSeq); !r)
                 return r.error();
             ++result.eventsAdded;
         } else if (const auto* meta = std::get_if<MetaRecord>(&record)) {
-            auto upsert = m_impl->prepare(
-                "INSERT INTO meta(run_id, json) VALUES (?1, ?2) "
-                "ON CONFLICT(run_id) DO UPDATE SET json = excluded.json");
-            if (!upsert)
-                return upsert.error();
-            const std::string json = toJsonLine(*meta);
-            (*upsert)->bind(1, std::string_view(id)).bind(2, std::string_view(json));
-            if (auto r = m_impl->stepDone(**upsert, "storing the meta record"); !r)
-                return r.error();
-            auto source = m_impl->prepare("UPDATE runs SET data_source = ?2 WHERE id = ?1");
-            if (!source)
-                return source.error();
-            (*source)->bind(1, std::string_view(id)).bind(2, std::string_view(meta->dataSource));
-            if (auto r = m_impl->stepDone(**source, "storing the data source"); !r)
+            if (auto r = storeMeta(*m_impl, id, *meta); !r)
                 return r.error();
             result.sawMeta = true;
         } else if (const auto* end = std::get_if<EndRecord>(&record)) {
@@ -934,17 +1061,66 @@ Result<IngestResult> RunStore::ingest(const std::string& id, int64_t offset, std
         }
     }
 
-    auto advance = m_impl->prepare(
-        "UPDATE runs SET stream_offset = ?2, malformed_lines = malformed_lines + ?3 WHERE id = ?1");
-    if (!advance)
-        return advance.error();
-    (*advance)->bind(1, std::string_view(id)).bind(2, result.newOffset)
-        .bind(3, result.malformedLines);
-    if (auto r = m_impl->stepDone(**advance, "advancing the stream offset"); !r)
+    if (auto r = advanceStreamOffset(*m_impl, id, result.newOffset, result.malformedLines); !r)
         return r.error();
     if (auto r = tx.commit(); !r)
         return r.error();
     return result;
+}
+
+Result<IngestResult> RunStore::ingestParsed(const std::string& id, const ParsedChunk& chunk)
+{
+    if (chunk.newOffset < chunk.offset)
+        return makeError(ErrorCode::InvalidArgument, "a parsed chunk must not end before it starts", id);
+    Transaction tx(m_impl.get());
+    if (auto r = tx.begin(); !r)
+        return r.error();
+    if (auto r = checkStreamOffset(*m_impl, id, chunk.offset); !r)
+        return r.error();
+    auto result = storeParsedChunk(*m_impl, id, chunk);
+    if (!result)
+        return result.error();
+    if (auto r = tx.commit(); !r)
+        return r.error();
+    return result;
+}
+
+Result<std::string> RunStore::sourceState(const std::string& id)
+{
+    auto stmt = m_impl->prepare("SELECT source_state FROM runs WHERE id = ?1");
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id));
+    const int rc = (*stmt)->step();
+    if (rc == SQLITE_DONE)
+        return makeError(ErrorCode::NotFound, "no such run in the store; `runs` lists them", id);
+    if (rc != SQLITE_ROW)
+        return m_impl->lastError(rc, "reading the log reader's state");
+    return (*stmt)->text(0);
+}
+
+Result<std::string> RunStore::importRun(const NewRun& run, const ParsedChunk& chunk,
+                                        const std::optional<RunPrediction>& prediction,
+                                        std::string_view finalState, int exitCode)
+{
+    Transaction tx(m_impl.get());
+    if (auto r = tx.begin(); !r)
+        return r.error();
+    auto id = createRun(run);  // joins this transaction
+    if (!id)
+        return id.error();
+    if (chunk.offset != 0)
+        return makeError(ErrorCode::InvalidArgument, "an imported file is read from its first byte", *id);
+    if (auto r = storeParsedChunk(*m_impl, *id, chunk); !r)
+        return r.error();
+    if (prediction)
+        if (auto r = setPrediction(*id, *prediction); !r)
+            return r.error();
+    if (auto r = setStatus(*id, finalState, exitCode); !r)
+        return r.error();
+    if (auto r = tx.commit(); !r)
+        return r.error();
+    return *id;
 }
 
 Result<void> RunStore::skipLine(const std::string& id, int64_t offset, int64_t newOffset)

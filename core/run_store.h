@@ -22,7 +22,12 @@ struct sqlite3;
 
 namespace wb::core {
 
-inline constexpr int kStoreSchemaVersion = 2;
+inline constexpr int kStoreSchemaVersion = 3;
+
+/// Which trainer wrote a run: the bundled runtime (its metrics.jsonl) or a Megatron-Bridge job
+/// whose log was imported or followed (docs/bridge-import.md).
+inline constexpr const char* kRunKindMoeTrain = "moe-train";
+inline constexpr const char* kRunKindBridge = "megatron-bridge";
 
 struct NewRun {
     std::string id;          ///< empty = generate (e.g. "20261129-153012-a1b2")
@@ -31,6 +36,8 @@ struct NewRun {
     std::string runDir;
     std::string configJson;  ///< canonical RunConfig JSON
     std::string configHash;
+    std::string kind;        ///< kRunKind*; empty = moe-train
+    std::string sourcePath;  ///< the file whose bytes stream_offset counts, when not runDir/metrics.jsonl
 };
 
 struct RunSummary {
@@ -47,6 +54,27 @@ struct RunSummary {
     int64_t malformedLines = 0;
     std::string configHash;
     std::string dataSource;   ///< from the meta line, once seen
+    std::string kind = kRunKindMoeTrain;
+    std::string sourcePath;   ///< a Bridge run's log (its stream_offset counts that file's bytes)
+};
+
+/// Records read from another trainer's file (a Megatron-Bridge log, core/bridge/): what ingest()
+/// stores for metrics.jsonl, from a reader that parsed the bytes itself.
+struct ParsedChunk {
+    int64_t offset = 0;     ///< where the bytes start: must be the stored offset
+    int64_t newOffset = 0;  ///< past the last complete line read
+    std::vector<StepRecord> steps;
+    /// A memory report of a step (NaN = not in it): fills that step's memory columns, keeping the
+    /// max over the reports (one per rank).
+    struct Memory {
+        int64_t step = 0;
+        double allocGib, reservedGib, peakGib;
+    };
+    std::vector<Memory> memory;
+    std::vector<EventRecord> events;
+    std::optional<MetaRecord> meta;
+    std::string sourceState;  ///< the reader's state after these bytes (kept for the next chunk)
+    int64_t malformedLines = 0;
 };
 
 struct IngestResult {
@@ -115,6 +143,16 @@ public:
     /// InvalidArgument when ahead) to `newOffset`, past the line, and it counts as one malformed
     /// line.
     Result<void> skipLine(const std::string& id, int64_t offset, int64_t newOffset);
+    /// Stores a parsed chunk like ingest() (same offset rule, one transaction), except that a step
+    /// already stored is replaced (a restarted job logged it again: the later values count).
+    Result<IngestResult> ingestParsed(const std::string& id, const ParsedChunk& chunk);
+    /// The reader state stored by the last ingestParsed ("" before the first).
+    Result<std::string> sourceState(const std::string& id);
+    /// A finished run from another trainer's files, all in one transaction: the run (`run.kind`),
+    /// its config, the chunk, the prediction and the final status. Nothing is stored on failure.
+    Result<std::string> importRun(const NewRun& run, const ParsedChunk& chunk,
+                                  const std::optional<RunPrediction>& prediction,
+                                  std::string_view finalState, int exitCode);
 
     /// Every column of the steps after `afterStep`, by step (the CSV export; a few runs).
     Result<std::vector<StepRecord>> steps(const std::string& id, int64_t afterStep = -1);

@@ -3,6 +3,7 @@
 #include "core/log.h"
 #include "ui/compare_view.h"
 #include "ui/hosts_dialog.h"
+#include "ui/import_run_dialog.h"
 #include "ui/launch_dialog.h"
 #include "ui/meta_types.h"
 #include "ui/planning_view.h"
@@ -95,6 +96,11 @@ void MainWindow::createActions()
     m_launchRun->setToolTip(tr("Start a run from a config, here or on an SSH host"));
     m_launchRun->setEnabled(static_cast<bool>(m_resolver));
     connect(m_launchRun, &QAction::triggered, this, [this] { openLaunchDialog(); });
+
+    m_importRun = new QAction(style()->standardIcon(QStyle::SP_DialogOpenButton), tr("&Import Megatron-Bridge run…"), this);
+    m_importRun->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
+    m_importRun->setStatusTip(tr("Bring a finished Megatron-Bridge job (its log and config) into the run store"));
+    connect(m_importRun, &QAction::triggered, this, [this] { openImportDialog(); });
 
     m_hosts = new QAction(style()->standardIcon(QStyle::SP_DriveNetIcon), tr("SSH &hosts…"), this);
     m_hosts->setObjectName(QStringLiteral("hostsAction"));
@@ -191,6 +197,20 @@ LaunchDialog* MainWindow::openLaunchDialog(const QString& configJson, const QStr
     return m_launchDialog;
 }
 
+void MainWindow::openImportDialog()
+{
+    ImportRunDialog dialog(m_catalogDir, m_userCatalogDir, this);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    importRun(dialog.args());
+}
+
+void MainWindow::importRun(const BridgeImportArgs& args)
+{
+    showStatus(tr("Importing %1…").arg(args.logPath));
+    m_session->importBridgeRun(args);
+}
+
 void MainWindow::createMenus()
 {
     auto* file = menuBar()->addMenu(tr("&File"));
@@ -198,6 +218,7 @@ void MainWindow::createMenus()
     auto* run = menuBar()->addMenu(tr("&Run"));
     run->addAction(m_startSampleRun);
     run->addAction(m_launchRun);
+    run->addAction(m_importRun);
     run->addAction(m_cancelRun);
     run->addSeparator();
     run->addAction(m_refresh);
@@ -269,6 +290,19 @@ void MainWindow::connectSession()
                 if (level != u"info")
                     showStatus(tr("Run %1: %2: %3").arg(runId, level, message), level == u"error");
             });
+    connect(m_session, &RunSession::runImported, this, [this](const QString& runId, const QString& report) {
+        showStatus(tr("Imported run %1.").arg(runId));
+        m_runList->selectRun(runId);
+        auto* box = new QMessageBox(QMessageBox::Information, tr("Run imported"), tr("Imported run %1.").arg(runId),
+                                    QMessageBox::Ok, this);
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->setObjectName(QStringLiteral("importReport"));
+        box->setInformativeText(tr("Its steps are in the charts; compare it with other runs under Run → Compare runs."));
+        box->setDetailedText(report);
+        box->open();
+    });
+    connect(m_session, &RunSession::importFailed, this,
+            [this](const QString& message) { showError(tr("Cannot import the run"), message); });
     connect(m_session, &RunSession::launchFailed, this,
             [this](const QString& message) { showError(tr("Cannot start the run"), message); });
     connect(m_session, &RunSession::errorOccurred, this,

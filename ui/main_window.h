@@ -62,6 +62,10 @@ public slots:
     /// Run → Launch run…; with a config (and the plan's prediction, stored with the run) when the
     /// planning view hands one over (PlanningView::launchRequested is connected here).
     LaunchDialog* openLaunchDialog(const QString& configJson = {}, const QString& predictionJson = {});
+    /// Run → Import Megatron-Bridge run…: the dialog (modal), then importRun with its choice.
+    void openImportDialog();
+    /// Imports on the session's worker; the run list selects the run and a box shows the report.
+    void importRun(const BridgeImportArgs& args);
 
 private:
     void createActions();
@@ -84,6 +88,7 @@ private:
     QString m_hostsPath;
 
     QAction* m_startSampleRun = nullptr;
+    QAction* m_importRun = nullptr;
     QAction* m_launchRun = nullptr;
     QAction* m_hosts = nullptr;
     QAction* m_cancelRun = nullptr;

@@ -1,6 +1,8 @@
 #include "ui/run_follow_worker.h"
 
+#include "core/bridge/bridge_run_import.h"
 #include "core/log.h"
+#include "core/planner/catalog.h"
 #include "core/run_config.h"
 #include "core/run_launch.h"
 
@@ -214,6 +216,39 @@ void RunFollowWorker::followRun(const QString& runId)
 {
     guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Following the run"), [&] {
         follow(runId.toStdString());
+        refreshRuns();
+    });
+}
+
+void RunFollowWorker::importBridgeRun(const BridgeImportArgs& args)
+{
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Importing the Megatron-Bridge run"), [&] {
+        if (!m_store) {
+            emit importFailed(tr("The run store is not open."));
+            return;
+        }
+        auto catalog = core::planner::loadCatalog(args.catalogDir.toStdString(), args.userCatalogDir.toStdString());
+        if (!catalog) {
+            emit importFailed(qs(catalog.error().toString()));
+            return;
+        }
+        core::bridge::BridgeImportRequest request;
+        request.logPath = args.logPath.toStdString();
+        if (!args.configPath.isEmpty())
+            request.configPath = args.configPath.toStdString();
+        request.name = args.name.toStdString();
+        if (!args.model.isEmpty())
+            request.model = args.model.toStdString();
+        if (!args.hardware.isEmpty())
+            request.hardware = args.hardware.toStdString();
+        if (args.gpus > 0)
+            request.gpus = args.gpus;
+        auto imported = core::bridge::importBridgeRun(*m_store, *catalog, request);
+        if (!imported) {
+            emit importFailed(qs(imported.error().toString()));
+            return;
+        }
+        emit runImported(qs(imported->runId), qs(core::bridge::describeImport(*imported)));
         refreshRuns();
     });
 }

@@ -28,6 +28,13 @@
 
 namespace wb::ui {
 
+/// What the GUI's "Import Megatron-Bridge run…" asks for (empty = not given; gpus 0 = from the log).
+struct BridgeImportArgs {
+    QString logPath, configPath, name, model, hardware;
+    int gpus = 0;
+    QString catalogDir, userCatalogDir;
+};
+
 class RunFollowWorker : public QObject {
     Q_OBJECT
 
@@ -64,6 +71,10 @@ public slots:
     void cancelRun(const QString& runId);
     /// Follows a run someone else started (the launch dialog's worker): on its recorded target.
     void followRun(const QString& runId);
+    /// Imports a finished Megatron-Bridge run from its log (and config) into the store, with the
+    /// planner's prediction (catalog from `catalogDirs`: built-in, then the user's). Emits
+    /// `runImported` with the import's report, or `importFailed` naming the file and the fix.
+    void importBridgeRun(const wb::ui::BridgeImportArgs& args);
 
 signals:
     void ready(const QString& storePath, const QString& targetName);
@@ -76,6 +87,8 @@ signals:
     void runEnded(const QString& runId, const QString& state, int exitCode);
     void eventLogged(const QString& runId, const QString& level, const QString& message);
     void errorOccurred(const QString& message);
+    void runImported(const QString& runId, const QString& report);
+    void importFailed(const QString& message);
     /// `target` (as recorded in the store, "ssh:HOST") lost its connection and is on reconnect
     /// attempt `attempt` (≥ 1); attempt 0 = connected again. Emitted from inside a blocking call.
     void targetReconnecting(const QString& target, int attempt, const QString& reason);

@@ -39,7 +39,11 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
         switch (index.column()) {
         case Id: return QString::fromStdString(s.id);
         case Name: return QString::fromStdString(s.name);
-        case Target: return QString::fromStdString(s.target);
+        case Target:
+            // An imported run says whose it is: "imported · megatron-bridge".
+            if (s.kind != core::kRunKindMoeTrain)
+                return QString::fromStdString(s.target + " · " + s.kind);
+            return QString::fromStdString(s.target);
         case Status:
             if (const int attempt = reconnectAttempt(*row))
                 return tr("reconnecting (attempt %1)").arg(attempt);

@@ -26,6 +26,8 @@ RunSession::RunSession(QString storePath, RunFollowWorker::TargetFactory targetF
     connect(m_worker, &RunFollowWorker::runEnded, this, &RunSession::runEnded);
     connect(m_worker, &RunFollowWorker::eventLogged, this, &RunSession::eventLogged);
     connect(m_worker, &RunFollowWorker::errorOccurred, this, &RunSession::errorOccurred);
+    connect(m_worker, &RunFollowWorker::runImported, this, &RunSession::runImported);
+    connect(m_worker, &RunFollowWorker::importFailed, this, &RunSession::importFailed);
     connect(m_worker, &RunFollowWorker::targetReconnecting, this, &RunSession::targetReconnecting);
     connect(m_worker, &RunFollowWorker::followElsewhere, this, [this](const QString& runId, const QString& target) {
         if (RunFollowWorker* worker = remoteWorker(target))
@@ -119,6 +121,12 @@ void RunSession::cancelRun(const QString& runId)
 }  // namespace wb::ui
 
 namespace wb::ui {
+
+void RunSession::importBridgeRun(const BridgeImportArgs& args)
+{
+    QMetaObject::invokeMethod(
+        m_worker, [worker = m_worker, args] { worker->importBridgeRun(args); }, Qt::QueuedConnection);
+}
 
 void RunSession::followRun(const QString& runId)
 {

@@ -39,6 +39,8 @@ public slots:
     void cancelRun(const QString& runId);
     /// Follows a run started elsewhere in this GUI (the launch dialog) on its recorded target.
     void followRun(const QString& runId);
+    /// Imports a finished Megatron-Bridge run on the worker (file reads, SQLite): runImported / importFailed.
+    void importBridgeRun(const wb::ui::BridgeImportArgs& args);
 
 signals:
     void ready(const QString& storePath, const QString& targetName);
@@ -51,6 +53,8 @@ signals:
     void runEnded(const QString& runId, const QString& state, int exitCode);
     void eventLogged(const QString& runId, const QString& level, const QString& message);
     void errorOccurred(const QString& message);
+    void runImported(const QString& runId, const QString& report);
+    void importFailed(const QString& message);
     void targetReconnecting(const QString& target, int attempt, const QString& reason);
 
 private:

@@ -39,6 +39,9 @@ constexpr const char* kUsage =
     "  predict FILE --hardware H [--gpus N] [--for R] [--json]  memory, step terms, MFU of one given layout\n"
     "  compare RUN RUN... [--baseline RUN] [--window A:B] [--json] [--report DIR|FILE.html]\n"
     "                                                       steady-state figures, deltas, warnings\n"
+    "  import --bridge LOG [--config YAML] [--model M] [--hardware H] [--gpus N] [--json]\n"
+    "                                                       a finished Megatron-Bridge run into the store,\n"
+    "                                                       with the planner's prediction for its layout\n"
     "  export RUN --csv FILE | export RUN RUN... --report DIR|FILE.html\n"
     "                                                       step metrics as CSV (FILE - = stdout), or a\n"
     "                                                       Markdown report with SVG charts\n"
@@ -233,7 +236,7 @@ int runCli(int argc, char** argv)
         {"show", showCommand},     {"cancel", cancelCommand},
         {"hosts", hostsCommand},
         {"plan", planCommand}, {"lint", lintCommand}, {"generate", generateCommand}, {"predict", predictCommand},
-        {"compare", compareCommand}, {"export", exportCommand},
+        {"compare", compareCommand}, {"export", exportCommand}, {"import", importCommand},
     };
     const auto it = kCommands.find(command);
     if (it == kCommands.end()) {

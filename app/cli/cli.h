@@ -74,6 +74,7 @@ int generateCommand(const CliContext& context, Args args);
 int predictCommand(const CliContext& context, Args args);
 int compareCommand(const CliContext& context, Args args);
 int exportCommand(const CliContext& context, Args args);
+int importCommand(const CliContext& context, Args args);  // import --bridge: import_command.cpp
 
 /// Entry point behind main(): global options, then the command.
 int runCli(int argc, char** argv);

@@ -144,6 +144,17 @@ WorkloadFingerprint makeFingerprint(const std::string& configJson, const std::op
             f.microBatchSize = meta->microBatchSize;
         if (meta->globalBatchSize > 0)
             f.globalBatchSize = meta->globalBatchSize;
+        if (auto trainer = meta->versions.find("trainer"); trainer != meta->versions.end())
+            f.trainer = trainer->second;
+        f.tokenCounting = meta->tokenCounting;
+        if (meta->tokenCounting == "slots") {
+            // An imported Megatron log: its stored config is the workbench's reading of the Bridge
+            // fields, whose data section is a default. Only what the files said counts (0 = unknown).
+            f.dataSource = meta->dataSource;
+            f.imagesPerSampleConfigured = 0;
+            f.minPixels = f.maxPixels = 0;
+            f.mockImageSize = 0;
+        }
     }
     const double samples = std::max(f.globalBatchSize, 1);
     std::vector<double> images, imageTokens, textTokens;
@@ -196,8 +207,21 @@ std::vector<CompareWarning> compareWorkloads(const std::vector<std::string>& lab
                        "multimodal input (mock runs looked about 2x faster)."});
     } else if (sources.front().empty()) {
         out.push_back({WarningSeverity::Warning, "data_source_unknown",
-                       "the data source (mock or real) of these runs is unknown: no meta line was stored."});
+                       "the data source (mock or real) of these runs is unknown: no meta line was stored, or an "
+                       "imported log's files do not say."});
     }
+    // How tokens are counted: moe-train counts effective tokens, a Megatron log only token slots.
+    const auto counting = column([](const auto& f) { return f.tokenCounting == "slots" ? std::string("token slots (padding included)")
+                                                                                      : std::string("effective tokens"); });
+    if (!allEqual(counting))
+        out.push_back({WarningSeverity::Warning, "token_counting",
+                       "tokens are counted differently (" + joinValues(labels, counting) +
+                           "): a Megatron log gives GBS x seq, padding included, so its tokens/s/GPU is an upper "
+                           "bound of the effective rate; compare step time at equal GBS and seq, or TFLOP/s."});
+    exact(WarningSeverity::Info, "trainer", "trainer",
+          "each reports TFLOP/s/GPU with its own FLOP count (moe-train: DESIGN.md §3.2; Megatron: its "
+          "num_floating_point_operations)",
+          [](const auto& f) { return f.trainer; });
 
     // 2. Different work per step (decision guide caution 3).
     const std::string work = "the work per step is not the same, compare per effective token only";
@@ -205,7 +229,19 @@ std::vector<CompareWarning> compareWorkloads(const std::vector<std::string>& lab
           [](const auto& f) { return std::to_string(f.seqLength); });
     exact(WarningSeverity::Warning, "global_batch_size", "global batch size", work,
           [](const auto& f) { return std::to_string(f.globalBatchSize); });
-    exact(WarningSeverity::Warning, "images_per_sample", "images per sample (configured)", work,
+    // Configured image fields an imported log does not know (0) are left out of their comparison.
+    const auto known = [&](const char* code, const std::string& what,
+                           const std::function<std::string(const WorkloadFingerprint&)>& field) {
+        std::vector<std::string> ls, vs;
+        for (size_t i = 0; i < fps.size(); ++i)
+            if (fps[i].tokenCounting != "slots") {
+                ls.push_back(labels[i]);
+                vs.push_back(field(fps[i]));
+            }
+        if (!allEqual(vs))
+            out.push_back({WarningSeverity::Warning, code, what + " differs (" + joinValues(ls, vs) + "): " + work});
+    };
+    known("images_per_sample", "images per sample (configured)",
           [](const auto& f) { return std::to_string(f.imagesPerSampleConfigured); });
     if (!allClose(numbers([](const auto& f) { return f.imagesPerSample; }), kMeasuredTolerance))
         out.push_back({WarningSeverity::Warning, "images_measured",
@@ -221,7 +257,7 @@ std::vector<CompareWarning> compareWorkloads(const std::vector<std::string>& lab
                                       number(f.imageTokensPerSample.p90) + "]";
                            })) +
                            "): image resolution differs, and with it the vision encoder's share of the step"});
-    exact(WarningSeverity::Warning, "pixel_budget", "image pixel budget (min..max pixels)", work,
+    known("pixel_budget", "image pixel budget (min..max pixels)",
           [](const auto& f) { return std::to_string(f.minPixels) + ".." + std::to_string(f.maxPixels); });
     exact(WarningSeverity::Warning, "frozen_modules", "frozen modules",
           "frozen modules skip their backward pass, so the FLOPs per token differ",

@@ -35,6 +35,8 @@ struct WorkloadFingerprint {
     RobustStats textTokensPerSample;     ///< measured: text_tokens / GBS per step
     std::vector<std::string> frozenModules;  ///< "vision", "projection", "language"
     std::string model;                   ///< "decoder 2L×128 E8 top2 · vision 2L×64"
+    std::string trainer = "moe-train";   ///< "moe-train" | "megatron-bridge" | "megatron-lm"
+    std::string tokenCounting;           ///< meta's: "" effective tokens, "slots" GBS × seq with padding
 };
 
 /// Builds the fingerprint from the stored canonical config JSON (may be empty), the meta line (if it

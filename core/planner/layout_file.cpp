@@ -189,6 +189,8 @@ Result<LayoutFilePrediction> predictLayoutFile(const Catalog& catalog, const Lay
         if (f.severity == LintSeverity::Error)
             return layoutError(r.path, f.field + ": " + f.message + (f.fix.empty() ? "" : "; fix: " + f.fix));
     out.candidate = evaluateLayout(spec, layout, out.workload, *hardware, throughput, memory);
+    out.config = config;
+    out.bridgeData = bridgeData;
     for (const LintFinding& f : out.candidate.lint)
         if (f.severity == LintSeverity::Error)
             return layoutError(r.path, f.field + ": " + f.message + (f.fix.empty() ? "" : "; fix: " + f.fix));

@@ -51,6 +51,8 @@ struct LayoutFilePrediction {
     Workload workload;
     RuntimeRates rates;   ///< moe-train's measured rates used (empty for Bridge)
     bool moeTrain = false;
+    RunConfig config;     ///< the file read onto the model's defaults (what the store keeps)
+    BridgeData bridgeData;  ///< what a Bridge file says of its data
 };
 
 /// Reads and predicts one layout file. Errors name the field, the reason and the fix: an empty or

@@ -544,7 +544,8 @@ void TestRunStore::listRunsNewestFirst()
 
 void TestRunStore::migratesVersion1KeepingRuns()
 {
-    // A version-1 store: today's store with the v1->v2 migration undone (v1's SQL is unchanged).
+    // A version-1 store: today's store with the v1->v2 and v2->v3 migrations undone (v1's SQL is
+    // unchanged). The old run becomes a moe-train run with no source file.
     const std::string db = path("v1.sqlite");
     {
         auto fresh = openOrFail(db);
@@ -553,13 +554,19 @@ void TestRunStore::migratesVersion1KeepingRuns()
     }
     {
         RawDb raw(db);
-        QCOMPARE(raw.exec("DROP TABLE predictions; PRAGMA user_version = 1;"), SQLITE_OK);
+        QCOMPARE(raw.exec("DROP TABLE predictions; ALTER TABLE runs DROP COLUMN kind; "
+                          "ALTER TABLE runs DROP COLUMN source_path; ALTER TABLE runs DROP COLUMN source_state; "
+                          "PRAGMA user_version = 1;"),
+                 SQLITE_OK);
     }
     auto store = openOrFail(db);
     QVERIFY(store);
     auto kept = store->run("old-run");
     QVERIFY(kept);
     QCOMPARE(QString::fromStdString(kept->name), QStringLiteral("kept"));
+    QCOMPARE(kept->kind, std::string(kRunKindMoeTrain));
+    QCOMPARE(kept->sourcePath, std::string());
+    QCOMPARE(*store->sourceState("old-run"), std::string());
     auto none = store->prediction("old-run");
     QVERIFY(none);
     QVERIFY(!none->has_value());

@@ -1,0 +1,51 @@
+// A Megatron-Bridge (or Megatron-LM) run brought into the store from the files its job left: the
+// log (bridge_log.h), optionally the resolved ConfigContainer YAML (logger.save_config_filepath)
+// and later its TensorBoard events. What the files do not say is not invented: no tokens/s/GPU
+// without the world size and sequence length, no MFU without a GPU peak, no prediction without the
+// model and the GPU. Blocking (file reads, SQLite); any thread but the GUI's.
+#pragma once
+
+#include "core/bridge/bridge_log.h"
+#include "core/compare/prediction_check.h"
+#include "core/planner/catalog.h"
+#include "core/result.h"
+#include "core/run_prediction.h"
+#include "core/run_store.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wb::core::bridge {
+
+struct BridgeImportRequest {
+    std::string logPath;
+    std::optional<std::string> configPath;  ///< the resolved ConfigContainer YAML (or any Bridge overrides)
+    std::string name;                       ///< "" = the log's file name
+    std::optional<std::string> model;       ///< catalog id; needed for the prediction
+    std::optional<std::string> hardware;    ///< catalog id; gives the peak (MFU) and the prediction
+    std::optional<int> gpus;                ///< the world size when the log does not state it
+};
+
+struct BridgeImportSummary {
+    std::string runId;
+    MetaRecord meta;
+    LogCounts counts;
+    int64_t steps = 0;          ///< iterations stored (a repeated one once)
+    int64_t memoryReports = 0;
+    bool tornTail = false;      ///< the log's last line was cut off (the job was killed mid-write)
+    std::optional<RunPrediction> prediction;
+    std::optional<PredictionCheck> check;  ///< the prediction against the steady window's figures
+    std::vector<std::string> notes;  ///< what the files did not say and what is missing because of it
+};
+
+/// Reads the files and stores the run in one transaction (kind megatron-bridge, status finished).
+/// Errors name the file and what was expected: a log with no Megatron iteration line, a config
+/// that does not read, an unknown model or GPU. Nothing is stored then.
+Result<BridgeImportSummary> importBridgeRun(RunStore& store, const planner::Catalog& catalog,
+                                            const BridgeImportRequest& request);
+
+/// The lines `import` prints: what was stored, the counts, the notes, predicted beside measured.
+std::string describeImport(const BridgeImportSummary& summary);
+
+}  // namespace wb::core::bridge
