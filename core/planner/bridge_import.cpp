@@ -3,6 +3,7 @@
 // not model (accepted, and said so).
 #include "core/planner/bridge_import.h"
 #include "core/edit_distance.h"
+#include "core/yaml_tree.h"
 
 #include <algorithm>
 #include <cctype>
@@ -20,6 +21,7 @@ struct Value {
     bool isNull = false;
     bool isList = false;
     std::vector<std::string> items;   // list items, unquoted
+    bool structured = false;          // a YAML sequence of mappings, or a mapping: no field reads it
 };
 
 std::string trim(std::string s)
@@ -135,7 +137,10 @@ Apply setText(std::function<std::string&(RunConfig&)> slot, std::vector<std::str
 {
     return [slot, allowed, nullValue](const Value& v, RunConfig& c, Layout&) -> std::string {
         const std::string text = v.isNull ? nullValue : v.text;
-        if (v.isList || (v.isNull && nullValue.empty()) || std::find(allowed.begin(), allowed.end(), text) == allowed.end()) {
+        // null takes nullValue; with nullValue "" only where "" is allowed (the flex backend:
+        // a resolved config writes the perf CLI's None as null).
+        if (v.isList || v.structured || (v.isNull && nullValue.empty() && std::find(allowed.begin(), allowed.end(), "") == allowed.end()) ||
+            std::find(allowed.begin(), allowed.end(), text) == allowed.end()) {
             std::string list;
             for (const std::string& a : allowed)
                 list += (list.empty() ? "" : ", ") + a;
@@ -231,6 +236,13 @@ const std::vector<Field>& fields()
         {"mixed_precision.fp8_dot_product_attention", "", setLayoutBool(&Layout::fp8DotProductAttention)},
         {"optimizer.exp_avg_dtype", "train.exp_avg_dtype", setMomentDtype([](RunConfig& c) -> std::string& { return c.train.expAvgDtype; })},
         {"optimizer.exp_avg_sq_dtype", "train.exp_avg_sq_dtype", setMomentDtype([](RunConfig& c) -> std::string& { return c.train.expAvgSqDtype; })},
+        // A resolved ConfigContainer writes the MixedPrecisionConfig out instead of its recipe name.
+        {"mixed_precision.bf16", "train.precision", [](const Value& v, RunConfig& c, Layout&) -> std::string {
+             const auto b = toBool(v);
+             if (!b) return "expected true or false";
+             if (*b) c.train.precision = "bf16";
+             return {};
+         }},
         {"mixed_precision", "train.precision", [](const Value& v, RunConfig& c, Layout&) -> std::string {
              if (v.text == "bf16_mixed") c.train.precision = "bf16";
              return {};  // other recipes (fp8, mxfp8) are beyond RunConfig; accepted as they are
@@ -239,66 +251,93 @@ const std::vector<Field>& fields()
     return table;
 }
 
-std::vector<Entry> parseYaml(std::string_view text, std::vector<BridgeImportProblem>& problems)
+// A tree value as the field table reads it: a scalar's text (plain null/None/~/nothing: null), a
+// sequence of scalars as the list a flow list gives, `{_target_: torch.float32, _call_: false}`
+// (how Bridge's YAML writes a dtype or a function) as its target's name. Anything else is
+// `structured`: no field takes it.
+Value valueOf(const YamlNode& n)
+{
+    Value v;
+    if (n.isScalar()) {
+        if (!n.quoted && (n.isNull() || n.text == "None"))
+            v.isNull = true;
+        else
+            v.text = n.text;
+        return v;
+    }
+    if (n.isSequence()) {
+        v.isList = true;
+        for (const YamlNode& item : n.items) {
+            v.structured |= !item.isScalar();
+            v.items.push_back(item.text);
+        }
+        return v;
+    }
+    const YamlNode* target = n.find("_target_");
+    const YamlNode* call = n.find("_call_");
+    if (target && target->isScalar() && call && yamlBool(*call) == false && n.keys.size() == 2) {
+        v.text = target->text;
+        return v;
+    }
+    v.structured = true;
+    return v;
+}
+
+bool isReference(const YamlNode& n)
+{
+    return n.isMapping() && !valueOf(n).structured;
+}
+
+// Mappings flattened to dotted keys ("model.vision_config.num_layers"), each leaf on its key's line.
+void flatten(const YamlNode& map, const std::string& prefix, std::vector<Entry>& out)
+{
+    for (size_t i = 0; i < map.keys.size(); ++i) {
+        const YamlNode& value = map.items[i];
+        const std::string key = prefix + map.keys[i].text;
+        if (value.isMapping() && !isReference(value)) {
+            flatten(value, key + ".", out);  // {} has no fields: nothing
+            continue;
+        }
+        // `model:` with nothing under it: a section header, not a field (as it always was).
+        if (prefix.empty() && value.isScalar() && !value.quoted && value.text.empty() && value.tag.empty())
+            continue;
+        out.push_back({key, valueOf(value), map.keys[i].line});
+    }
+}
+
+// A resolved ConfigContainer (`cfg.to_yaml()`): the top level's _target_ names ConfigContainer, or
+// at least 4 of its sections are there, each with the _target_ of its config class. The
+// _target_s are what tell it from an override file with as many sections (the generators write
+// six), whose unknown keys are typos worth a warning each.
+bool isResolvedContainer(const YamlNode& root)
+{
+    if (const YamlNode* t = root.find("_target_"); t && t->isScalar() && t->text.find("ConfigContainer") != std::string::npos)
+        return true;
+    int sections = 0;
+    for (const char* name : {"model", "train", "optimizer", "ddp", "scheduler", "dataset", "logger", "checkpoint", "tokenizer", "rng", "dist"})
+        if (const YamlNode* s = root.find(name); s && s->isMapping() && s->find("_target_"))
+            ++sections;
+    return sections >= 4;
+}
+
+std::vector<Entry> parseYaml(std::string_view text, std::vector<BridgeImportProblem>& problems, bool& resolved)
 {
     std::vector<Entry> out;
-    std::string section;
-    // A block sequence of scalars under an indented key ("image_size:" then "- 256" lines, as
-    // OmegaConf writes a resolved ConfigContainer): read as the flow list "[256, 256]".
-    std::optional<Entry> list;
-    std::string items;
-    const auto flushList = [&] {
-        if (list) {
-            if (!items.empty())
-                list->value = parseValue("[" + items + "]");
-            out.push_back(*list);
-        }
-        list.reset();
-        items.clear();
-    };
-    std::istringstream in{std::string(text)};
-    int lineNo = 0;
-    for (std::string line; std::getline(in, line);) {
-        ++lineNo;
-        const size_t hash = line.find(" #");
-        if (hash != std::string::npos)
-            line = line.substr(0, hash);
-        if (trim(line).empty() || trim(line).front() == '#')
-            continue;
-        const bool indented = std::isspace(static_cast<unsigned char>(line.front()));
-        const std::string trimmed = trim(line);
-        if (list && indented && (trimmed == "-" || trimmed.rfind("- ", 0) == 0)) {
-            items += (items.empty() ? "" : ", ") + trim(trimmed.substr(1));
-            continue;
-        }
-        flushList();
-        const size_t colon = line.find(':');
-        if (colon == std::string::npos) {
-            problems.push_back({lineNo, "", true, "not a YAML `key: value` line", "write `key: value` (two spaces of indent inside a section)"});
-            continue;
-        }
-        const std::string key = trim(line.substr(0, colon));
-        const std::string rest = trim(line.substr(colon + 1));
-        if (!indented) {
-            if (rest.empty()) {
-                section = key;
-                continue;
-            }
-            section.clear();
-            out.push_back({key, parseValue(rest), lineNo});
-        } else {
-            if (section.empty()) {
-                problems.push_back({lineNo, key, true, "indented key outside a section", "put it under its section (model:, train:, ...)"});
-                continue;
-            }
-            if (rest.empty()) {  // a block sequence may follow; nothing follows = null
-                list = Entry{section + "." + key, parseValue("null"), lineNo};
-                continue;
-            }
-            out.push_back({section + "." + key, parseValue(rest), lineNo});
-        }
+    const Result<YamlNode> tree = parseYamlTree(text);
+    if (!tree) {
+        const YamlErrorParts e = yamlErrorParts(tree.error());
+        problems.push_back({e.line, "", true, "not valid YAML (column " + std::to_string(e.column) + "): " + e.what, e.fix});
+        return out;
     }
-    flushList();
+    if (tree->isNull())
+        return out;
+    if (!tree->isMapping()) {
+        problems.push_back({tree->line, "", true, "the file is not a YAML mapping of sections",
+                            "write `section:` lines (model:, train:, ...) with `key: value` lines indented under them"});
+        return out;
+    }
+    resolved = isResolvedContainer(*tree);
+    flatten(*tree, "", out);
     return out;
 }
 
@@ -456,7 +495,7 @@ const std::vector<std::string>& bridgeKnownFields()
         "model.freeze_language_model", "model.freeze_vision_model", "model.freeze_vision_projection",
         "comm_overlap.overlap_moe_expert_parallel_comm", "comm_overlap.delay_wgrad_compute", "ddp.overlap_grad_reduce",
         "ddp.grad_reduce_in_fp32",
-        "ddp.overlap_param_gather", "comm_overlap.tp_comm_overlap", "mixed_precision",
+        "ddp.overlap_param_gather", "comm_overlap.tp_comm_overlap", "mixed_precision", "mixed_precision.bf16",
         "model.use_transformer_engine_op_fuser", "mixed_precision.fp8_dot_product_attention",
         // Megatron-Core OptimizerConfig, as NVIDIA's MoE scripts pass them to Bridge (precision-
         // aware optimizer), and the distributed optimizer it requires (Bridge config.py syncs the
@@ -549,7 +588,8 @@ BridgeImport importBridgeOverrides(std::string_view text, bool yaml, const RunCo
     out.config = base;
     Layout extras;
     const bool perf = !yaml && looksLikePerfLaunch(text);
-    const std::vector<Entry> entries = yaml ? parseYaml(text, out.problems)
+    bool resolved = false;  // a resolved ConfigContainer: its unread fields are counted, not warned
+    const std::vector<Entry> entries = yaml ? parseYaml(text, out.problems, resolved)
                                             : parseDotlist(text, out.problems, perf ? &out.perf : nullptr);
     out.perf.present = perf;
     const auto& known = bridgeKnownFields();
@@ -558,9 +598,15 @@ BridgeImport importBridgeOverrides(std::string_view text, bool yaml, const RunCo
     std::optional<bool> distributedOptimizer;  // unset: the recipe's (the planner assumes on)
     bool precisionAware = false;
     int datasetSeq = 0, datasetSeqLine = 0;
+    int unread = 0;
     for (const Entry& e : entries) {
         out.keyLines.emplace(e.key, e.line);
         const auto field = std::find_if(fields().begin(), fields().end(), [&](const Field& f) { return e.key == f.key; });
+        if (field != fields().end() && e.value.structured) {
+            out.problems.push_back({e.line, e.key, true, "expected a value or a list of names, got nested YAML (mappings)",
+                                    "see megatron-bridge.md §2 for the field's values"});
+            continue;
+        }
         if (field != fields().end()) {
             if (std::string err = field->apply(e.value, out.config, extras); !err.empty())
                 out.problems.push_back({e.line, e.key, true, err + ", got '" + (e.value.isNull ? "null" : e.value.text) + "'",
@@ -605,6 +651,13 @@ BridgeImport importBridgeOverrides(std::string_view text, bool yaml, const RunCo
         }
         if (readDataField(e, out.data, out.problems))
             continue;
+        // _target_ names a config class (model._target_, model.vision_config._target_, ...).
+        if (e.key == "_target_" || (e.key.size() > 9 && e.key.compare(e.key.size() - 9, 9, "._target_") == 0))
+            continue;
+        if (resolved) {
+            ++unread;  // the hundreds of fields of a full config that change nothing the planner models
+            continue;
+        }
         if (std::find(known.begin(), known.end(), e.key) != known.end())
             continue;  // a real field the workbench does not model (kernels, SM counts, ...): fine
         std::string best;
@@ -617,6 +670,12 @@ BridgeImport importBridgeOverrides(std::string_view text, bool yaml, const RunCo
         out.problems.push_back({e.line, e.key, false, "not a field megatron-bridge.md lists (the workbench cannot check it)",
                                 best.empty() ? "check the spelling against Megatron-Bridge's ConfigContainer" : "did you mean " + best + "?"});
     }
+    if (unread > 0)
+        out.problems.push_back({0, "", false,
+                                std::to_string(unread) + " fields not read: a resolved ConfigContainer holds every field of "
+                                "every section; the workbench reads the ones megatron-bridge.md lists that change the "
+                                "layout, the memory or the step time",
+                                "nothing to do; each field read is checked on its own line"});
     // Megatron: expert_tensor_parallel_size None = TP.
     if (!etpSet)
         out.config.parallel.expertTensorParallelSize = out.config.parallel.tensorModelParallelSize;

@@ -1,8 +1,9 @@
 // Reading Megatron-Bridge overrides back (a YAML override file or a Hydra dotlist, as the
 // generators write them and as users write them by hand) into a RunConfig + the planner-only
 // flags, so `moe-workbench-cli lint` can check them with the same rules, each finding on the line
-// of its key. Only the subset the generators write is understood: two-level YAML (section → key:
-// value, flow lists) and `key=value` lines. Pure; any thread.
+// of its key. YAML is read as a tree (core/yaml_tree.h) of any depth, flattened to dotted keys
+// (model.vision_config.num_layers), so both the generators' override files and a full resolved
+// ConfigContainer (`cfg.to_yaml()`) read; dotlists are `key=value` lines. Pure; any thread.
 #pragma once
 
 #include "core/planner/layout.h"

@@ -171,6 +171,8 @@ private slots:
     void bridgeImportReadsFusedConfigKnobs();
     void bridgeImportRefusesSizesBelowOne();
     void bridgeImportReadsTheData();
+    void bridgeImportReadsAResolvedConfigContainer();
+    void bridgeImportTreeYaml();
     void jsonPathLine_data();
     void jsonPathLine();
 };
@@ -539,6 +541,140 @@ void TestGenerators::bridgeImportReadsTheData()
         "model:\n  moe_router_force_load_balancing: maybe\ndataset:\n  num_images: -2\n  image_size: big\n", true, base, 8);
     for (const char* key : {"model.moe_router_force_load_balancing", "dataset.num_images", "dataset.image_size"})
         QVERIFY2(std::any_of(bad.problems.begin(), bad.problems.end(), [&](const BridgeImportProblem& p) { return p.key == key; }), key);
+}
+
+// The 1-based line of `text` that is exactly `line` (0 if none): the fixture's lines are looked up
+// by their text, so the expected lines follow the file.
+int lineOf(const std::string& text, const std::string& line)
+{
+    std::istringstream in(text);
+    int n = 0;
+    for (std::string l; std::getline(in, l);) {
+        ++n;
+        if (l == line)
+            return n;
+    }
+    return 0;
+}
+
+// A full resolved ConfigContainer as Megatron-Bridge saves it (`cfg.to_yaml()`, PyYAML safe_dump:
+// sorted keys, _target_s at every level, nested vision_config, dtypes as {_call_, _target_}):
+// read into the layout, the mock dataset, each read key on its line, and one note for the fields
+// not read instead of a warning per field.
+void TestGenerators::bridgeImportReadsAResolvedConfigContainer()
+{
+    QFile f(QStringLiteral(WB_SOURCE_DIR "/tests/core/fixtures/bridge/qwen3_vl_30b_a3b_config.yaml"));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const std::string text = f.readAll().toStdString();
+    RunConfig base;
+    base.model = qwen30b().model;
+    const BridgeImport r = importBridgeOverrides(text, true, base, 8);
+    QCOMPARE(int(r.problems.size()), 1);
+    const BridgeImportProblem& note = r.problems.front();
+    QVERIFY(!note.error);
+    QCOMPARE(note.line, 0);
+    QVERIFY2(note.message.rfind("103 fields not read", 0) == 0, note.message.c_str());
+
+    const ParallelConfig& p = r.config.parallel;
+    QCOMPARE(p.tensorModelParallelSize, 1);
+    QCOMPARE(p.pipelineModelParallelSize, 1);
+    QCOMPARE(p.virtualPipelineModelParallelSize, 1);  // null
+    QCOMPARE(p.contextParallelSize, 1);
+    QCOMPARE(p.expertModelParallelSize, 8);
+    QCOMPARE(p.expertTensorParallelSize, 1);
+    QVERIFY(!p.sequenceParallel);
+    QVERIFY(!p.useMegatronFsdp);
+    QCOMPARE(p.moeTokenDispatcherType, std::string("alltoall"));
+    QCOMPARE(p.moeFlexDispatcherBackend, std::string());
+    QCOMPARE(r.config.train.microBatchSize, 1);
+    QCOMPARE(r.config.train.globalBatchSize, 512);
+    QCOMPARE(r.config.train.trainIters, 50);
+    QCOMPARE(r.config.train.seqLength, 4096);
+    QCOMPARE(r.config.train.precision, std::string("bf16"));  // mixed_precision.bf16
+    QCOMPARE(r.config.train.expAvgDtype, std::string("fp32"));  // {_call_: false, _target_: torch.float32}
+    QCOMPARE(r.config.recompute.granularity, std::string("selective"));
+    QCOMPARE(r.config.recompute.modules, (std::vector<std::string>{"core_attn", "moe_act"}));
+    QCOMPARE(r.config.cudaGraph.impl, std::string("transformer_engine"));
+    QCOMPARE(r.config.cudaGraph.scope, (std::vector<std::string>{"moe_router", "moe_preprocess"}));
+    QVERIFY(r.config.model.freezeVisionModel);
+    QVERIFY(!r.config.model.freezeLanguageModel);
+    QCOMPARE(r.layout.tp, 1);
+    QCOMPARE(r.layout.ep, 8);
+    QCOMPARE(r.layout.etp, 1);
+    QCOMPARE(r.layout.mbs, 1);
+    QCOMPARE(r.layout.gbs, 512);
+    QVERIFY(r.layout.useDistributedOptimizer);
+
+    QVERIFY(r.data.mock);
+    QCOMPARE(r.data.target, std::string("megatron.bridge.data.vlm_datasets.mock_provider.MockVLMSFTDatasetConfig"));
+    QCOMPARE(r.data.images, 1);
+    QCOMPARE(r.data.imageWidth, 256);
+    QCOMPARE(r.data.imageHeight, 256);
+    QCOMPARE(r.data.forceLoadBalancing, std::optional<bool>(true));
+
+    const std::vector<std::pair<std::string, std::string>> lines = {
+        {"model.expert_model_parallel_size", "  expert_model_parallel_size: 8"},
+        {"model.cuda_graph_scope", "  cuda_graph_scope:"},
+        {"model.vision_config.num_layers", "    num_layers: 27"},
+        {"model.num_layers", "  num_layers: 48"},
+        {"dataset.image_size", "  image_size:"},
+        {"dataset.prompt", "  prompt: Describe this image. Answer in one sentence and name the main colours you"},
+        {"train.global_batch_size", "  global_batch_size: 512"},
+        {"ddp.use_megatron_fsdp", "  use_megatron_fsdp: false"},
+        {"optimizer.exp_avg_dtype", "  exp_avg_dtype:"},
+        {"mixed_precision.bf16", "  bf16: true"},
+    };
+    for (const auto& [key, line] : lines) {
+        const int expected = lineOf(text, line);
+        QVERIFY2(expected > 0, line.c_str());
+        const auto it = r.keyLines.find(key);
+        QVERIFY2(it != r.keyLines.end(), key.c_str());
+        QVERIFY2(it->second == expected, (key + " on line " + std::to_string(it->second) + ", not " + std::to_string(expected)).c_str());
+    }
+    QCOMPARE(r.lineOfConfigPath("parallel.expert_model_parallel_size"), lineOf(text, "  expert_model_parallel_size: 8"));
+    QCOMPARE(r.lineOfConfigPath("train.micro_batch_size"), lineOf(text, "  micro_batch_size: 1"));
+
+    // A value the workbench reads is still checked on its line in a resolved config.
+    std::string broken = text;
+    broken.replace(broken.find("  moe_token_dispatcher_type: alltoall"), 36, "  moe_token_dispatcher_type: allgath");
+    const BridgeImport b = importBridgeOverrides(broken, true, base, 8);
+    QVERIFY(std::any_of(b.problems.begin(), b.problems.end(), [&](const BridgeImportProblem& x) {
+        return x.error && x.key == "model.moe_token_dispatcher_type" && x.line == lineOf(text, "  moe_token_dispatcher_type: alltoall");
+    }));
+}
+
+// The tree reader under override files: any depth, _target_s never warned, the per-key warnings
+// kept for a hand-written file (even one with many sections), a YAML error on its line.
+void TestGenerators::bridgeImportTreeYaml()
+{
+    RunConfig base;
+    base.model = qwen30b().model;
+    const BridgeImport t = importBridgeOverrides("model:\n  _target_: x.Qwen3VLMoEModelProvider\n  tensor_model_parallel_size: 2\n"
+                                                 "  vision_config:\n    _target_: y.Config\n", true, base, 8);
+    QVERIFY2(t.problems.empty(), t.problems.empty() ? "" : t.problems.front().message.c_str());
+    QCOMPARE(t.config.parallel.tensorModelParallelSize, 2);
+    const BridgeImport many = importBridgeOverrides("model:\n  recompute_granularty: full\ntrain:\n  micro_batch_size: 2\n"
+                                                    "ddp:\n  overlap_grad_reduce: true\ndist:\n  use_megatron_fsdp: false\n"
+                                                    "checkpoint:\n  ckpt_format: torch_dist\n", true, base, 8);
+    QCOMPARE(int(many.problems.size()), 1);
+    QCOMPARE(many.problems.front().line, 2);
+    QVERIFY(many.problems.front().fix.find("did you mean model.recompute_granularity") != std::string::npos);
+    const BridgeImport deep = importBridgeOverrides("model:\n  moe:\n    extra:\n      knob: 1\n", true, base, 8);
+    QCOMPARE(int(deep.problems.size()), 1);
+    QCOMPARE(deep.problems.front().key, std::string("model.moe.extra.knob"));
+    QCOMPARE(deep.problems.front().line, 4);
+    const BridgeImport bad = importBridgeOverrides("model:\n  expert_model_parallel_size: 8\n expert_tensor_parallel_size: 1\n", true, base, 8);
+    QCOMPARE(int(bad.problems.size()), 1);
+    QVERIFY(bad.problems.front().error);
+    QCOMPARE(bad.problems.front().line, 3);
+    QVERIFY2(bad.problems.front().message.find("not valid YAML (column 2): a key at indentation 1 inside a mapping at indentation 2") == 0,
+             bad.problems.front().message.c_str());
+    QCOMPARE(bad.problems.front().fix, std::string("indent it like its siblings"));
+    // A list of mappings where a field wants names is an error on its line, not a crash or a silent skip.
+    const BridgeImport nested = importBridgeOverrides("model:\n  cuda_graph_scope:\n  - name: moe_router\n", true, base, 8);
+    QVERIFY(std::any_of(nested.problems.begin(), nested.problems.end(), [](const BridgeImportProblem& x) {
+        return x.error && x.key == "model.cuda_graph_scope" && x.line == 2;
+    }));
 }
 
 void TestGenerators::bridgeImportRefusesSizesBelowOne()
