@@ -10,6 +10,7 @@ WB_PACKAGES=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev  # GUI (Widgets, Charts) and Qt Test
   libtorch-dev libgloo-dev libopenblas0-pthread  # the runtime: CPU LibTorch (OpenBLAS: 5x the reference BLAS), Gloo
   libspdlog-dev nlohmann-json3-dev libsqlite3-dev libssh-dev libstb-dev
+  libprotobuf-dev protobuf-compiler              # core/bridge: TensorBoard event files (protoc + libprotobuf-lite)
   openclipart-png                                # real images for the sample set
   fonts-dejavu-core xvfb xauth                   # text in offscreen UI tests and screenshots
   qt6-l10n-tools fonts-wqy-microhei              # lrelease for the zh_CN UI translation; a CJK font to show it
