@@ -48,6 +48,8 @@ ImportRunDialog::ImportRunDialog(const QString& catalogDir, const QString& userC
     form->addRow(tr("&Config (optional):"), fileRow(m_config, tr("the resolved ConfigContainer YAML"),
                                                    tr("The job's resolved config"),
                                                    tr("YAML (*.yaml *.yml);;All files (*)")));
+    form->addRow(tr("&TensorBoard (optional):"), fileRow(m_tensorboard, tr("logger.tensorboard_dir"),
+                                                        tr("The job's TensorBoard folder"), QString()));
     m_name = new QLineEdit(this);
     m_name->setPlaceholderText(tr("the log's file name"));
     form->addRow(tr("&Name:"), m_name);
@@ -99,6 +101,7 @@ BridgeImportArgs ImportRunDialog::args() const
     BridgeImportArgs a;
     a.logPath = m_log->text().trimmed();
     a.configPath = m_config->text().trimmed();
+    a.tensorboardDir = m_tensorboard->text().trimmed();
     a.name = m_name->text().trimmed();
     a.model = m_model->currentData().toString();
     a.hardware = m_hardware->currentData().toString();
@@ -111,7 +114,8 @@ BridgeImportArgs ImportRunDialog::args() const
 void ImportRunDialog::browse(QLineEdit* edit, const QString& title, const QString& filter)
 {
     const QString start = edit->text().isEmpty() ? QFileInfo(m_log->text()).absolutePath() : edit->text();
-    const QString path = QFileDialog::getOpenFileName(this, title, start, filter);
+    const QString path = filter.isEmpty() ? QFileDialog::getExistingDirectory(this, title, start)
+                                          : QFileDialog::getOpenFileName(this, title, start, filter);
     if (!path.isEmpty())
         edit->setText(path);
 }
@@ -127,6 +131,9 @@ void ImportRunDialog::validate()
         problem = tr("No file %1: choose the log the job wrote.").arg(log);
     else if (!config.isEmpty() && !QFileInfo(config).isFile())
         problem = tr("No file %1: choose the YAML the job saved, or leave the config empty.").arg(config);
+    const QString tensorboard = m_tensorboard->text().trimmed();
+    if (problem.isEmpty() && !tensorboard.isEmpty() && !QFileInfo::exists(tensorboard))
+        problem = tr("No folder %1: choose the run's logger.tensorboard_dir, or leave it empty.").arg(tensorboard);
     m_problem->setText(problem);
     m_problem->setVisible(!problem.isEmpty());
     m_buttons->button(QDialogButtonBox::Ok)->setEnabled(problem.isEmpty());

@@ -28,12 +28,13 @@ public:
     void setFiles(const QString& logPath, const QString& configPath);
 
 private:
-    void browse(QLineEdit* edit, const QString& title, const QString& filter);
+    void browse(QLineEdit* edit, const QString& title, const QString& filter);  ///< filter "" = a folder
     void validate();
 
     QString m_catalogDir, m_userCatalogDir;
     QLineEdit* m_log = nullptr;
     QLineEdit* m_config = nullptr;
+    QLineEdit* m_tensorboard = nullptr;
     QLineEdit* m_name = nullptr;
     QComboBox* m_model = nullptr;
     QComboBox* m_hardware = nullptr;

@@ -236,6 +236,8 @@ void RunFollowWorker::importBridgeRun(const BridgeImportArgs& args)
         request.logPath = args.logPath.toStdString();
         if (!args.configPath.isEmpty())
             request.configPath = args.configPath.toStdString();
+        if (!args.tensorboardDir.isEmpty())
+            request.tensorboardDir = args.tensorboardDir.toStdString();
         request.name = args.name.toStdString();
         if (!args.model.isEmpty())
             request.model = args.model.toStdString();

@@ -30,7 +30,7 @@ namespace wb::ui {
 
 /// What the GUI's "Import Megatron-Bridge run…" asks for (empty = not given; gpus 0 = from the log).
 struct BridgeImportArgs {
-    QString logPath, configPath, name, model, hardware;
+    QString logPath, configPath, tensorboardDir, name, model, hardware;
     int gpus = 0;
     QString catalogDir, userCatalogDir;
 };

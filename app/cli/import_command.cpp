@@ -16,7 +16,7 @@ namespace wb::app {
 namespace {
 
 constexpr const char* kSynopsis =
-    "import --bridge LOG [--config YAML] [--name NAME] [--model M] [--hardware H] [--gpus N]\n"
+    "import --bridge LOG [--config YAML] [--tensorboard DIR] [--name NAME] [--model M] [--hardware H] [--gpus N]\n"
     "        [--catalog DIR] [--json]   (LOG: the job's stdout/stderr, e.g. the Slurm output file;\n"
     "        YAML: the resolved ConfigContainer, logger.save_config_filepath)";
 
@@ -27,6 +27,7 @@ std::string toJson(const core::bridge::BridgeImportSummary& s)
     j["kind"] = core::kRunKindBridge;
     j["steps"] = s.steps;
     j["memory_reports"] = s.memoryReports;
+    j["tensorboard"] = {{"points", s.tensorboardPoints}, {"steps_added", s.tensorboardSteps}, {"steps_filled", s.tensorboardFilled}};
     const core::bridge::LogCounts& c = s.counts;
     j["lines"] = {{"total", c.lines},
                   {"iteration", c.iterationLines},
@@ -65,6 +66,7 @@ int importCommand(const CliContext& context, Args args)
     bool missing = false;
     const auto log = args.takeOption("--bridge", missing);
     const auto config = args.takeOption("--config", missing);
+    const auto tensorboard = args.takeOption("--tensorboard", missing);
     const auto name = args.takeOption("--name", missing);
     const auto model = args.takeOption("--model", missing);
     const auto hardware = args.takeOption("--hardware", missing);
@@ -78,6 +80,7 @@ int importCommand(const CliContext& context, Args args)
     core::bridge::BridgeImportRequest request;
     request.logPath = *log;
     request.configPath = config;
+    request.tensorboardDir = tensorboard;
     request.name = name.value_or("");
     request.model = model;
     request.hardware = hardware;

@@ -2,6 +2,7 @@
 // the log's own configuration summary), the planner's prediction for that exact layout.
 #include "core/bridge/bridge_run_import.h"
 
+#include "core/bridge/tensorboard_events.h"
 #include "core/compare/steady_state.h"
 #include "core/planner/bridge_import.h"
 #include "core/planner/layout_file.h"
@@ -92,6 +93,90 @@ std::string dotlistFromLog(const LogFacts& facts)
     for (const auto& [key, value] : fields)
         out += key + "=" + value + "\n";
     return out;
+}
+
+// Bridge's TensorBoard tags (train_utils.py training_log) and the step field each fills. Memory
+// is in GB (1e9 bytes), reduced to the max over the pipeline group, as in the log.
+struct TensorBoardField {
+    const char* tag;
+    double StepRecord::*member;
+    double scale;
+};
+constexpr double kGbToGib = 1e9 / (1024.0 * 1024.0 * 1024.0);
+constexpr TensorBoardField kTensorBoardFields[] = {
+    {"iteration-time", &StepRecord::stepMs, 1000.0},
+    {"lm loss", &StepRecord::loss, 1.0},
+    {"load_balancing_loss", &StepRecord::auxLoss, 1.0},
+    {"grad-norm", &StepRecord::gradNorm, 1.0},
+    {"learning-rate", &StepRecord::lr, 1.0},
+    {"throughput/tflops/device", &StepRecord::tflopsPerGpu, 1.0},
+    {"memory/mem-allocated-gigabytes", &StepRecord::memAllocGib, kGbToGib},
+    {"memory/mem-max-reserved-gigabytes", &StepRecord::memReservedGib, kGbToGib},
+    {"memory/mem-max-allocated-gigabytes", &StepRecord::memPeakGib, kGbToGib},
+};
+
+// The event files' scalars into the steps: a field the log left empty (NaN; memory after the first
+// report) is filled, and a step the log's interval skipped is added when its iteration time was
+// written. Returns {steps added, steps filled, points read}.
+struct TensorBoardMerge {
+    int64_t added = 0, filled = 0, points = 0;
+};
+TensorBoardMerge mergeTensorBoard(const TensorBoardScalars& tb, std::vector<StepRecord>& steps, const StepContext& context)
+{
+    TensorBoardMerge merge;
+    std::map<int64_t, size_t> index;
+    for (size_t i = 0; i < steps.size(); ++i)
+        index[steps[i].step] = i;  // a repeated step: the later record (the one the store keeps)
+    std::map<int64_t, StepRecord> added;
+    std::set<int64_t> filled;
+    for (const TensorBoardField& field : kTensorBoardFields) {
+        auto it = tb.byTag.find(field.tag);
+        if (it == tb.byTag.end())
+            continue;
+        for (const ScalarPoint& p : it->second) {
+            ++merge.points;
+            const double value = p.value * field.scale;
+            if (auto at = index.find(p.step); at != index.end()) {
+                double& slot = steps[at->second].*field.member;
+                if (std::isnan(slot) || (field.member == &StepRecord::tflopsPerGpu && slot == 0.0)) {
+                    slot = value;
+                    filled.insert(p.step);
+                }
+                continue;
+            }
+            auto [record, fresh] = added.try_emplace(p.step);
+            if (fresh) {
+                StepRecord& r = record->second;
+                r.step = p.step;
+                r.time = p.wallTime;
+                r.loss = r.auxLoss = r.gradNorm = r.lr = r.tflopsPerGpu = r.mfu = kMissing;
+                r.memAllocGib = r.memReservedGib = r.memPeakGib = kMissing;
+            }
+            record->second.*field.member = value;
+        }
+    }
+    for (auto& [step, r] : added) {
+        if (!(r.stepMs > 0.0))
+            continue;  // no iteration time: not a step the store can use
+        if (context.seqLength > 0 && context.globalBatchSize > 0) {
+            r.effectiveTokens = static_cast<int64_t>(context.globalBatchSize) * context.seqLength;
+            if (context.worldSize > 0)
+                r.tokensPerSPerGpu = static_cast<double>(r.effectiveTokens) / (r.stepMs / 1000.0) / context.worldSize;
+        }
+        if (context.peakTflops > 0.0 && std::isfinite(r.tflopsPerGpu))
+            r.mfu = r.tflopsPerGpu / context.peakTflops;
+        steps.push_back(r);
+        ++merge.added;
+    }
+    for (int64_t step : filled)
+        if (auto at = index.find(step); at != index.end()) {
+            StepRecord& r = steps[at->second];
+            if (context.peakTflops > 0.0 && std::isfinite(r.tflopsPerGpu) && std::isnan(r.mfu))
+                r.mfu = r.tflopsPerGpu / context.peakTflops;
+        }
+    merge.filled = static_cast<int64_t>(filled.size());
+    std::stable_sort(steps.begin(), steps.end(), [](const StepRecord& a, const StepRecord& b) { return a.step < b.step; });
+    return merge;
 }
 
 std::string layoutString(const planner::Layout& l)
@@ -288,6 +373,25 @@ Result<BridgeImportSummary> importBridgeRun(RunStore& store, const planner::Cata
         parsed.steps.push_back(toStepRecord(it, context));
         stepsSeen.insert(it.iteration);
     }
+    if (request.tensorboardDir) {
+        auto tb = readTensorBoardEvents(*request.tensorboardDir);
+        if (!tb)
+            return tb.error();
+        // A stable sort by step keeps a repeated iteration's later record last, as the store does.
+        std::stable_sort(parsed.steps.begin(), parsed.steps.end(),
+                         [](const StepRecord& a, const StepRecord& b) { return a.step < b.step; });
+        const TensorBoardMerge merged = mergeTensorBoard(*tb, parsed.steps, context);
+        summary.tensorboardPoints = merged.points;
+        summary.tensorboardSteps = merged.added;
+        summary.tensorboardFilled = merged.filled;
+        for (const std::string& w : tb->warnings)
+            summary.notes.push_back("tensorboard: " + w);
+        if (merged.points == 0)
+            summary.notes.push_back("tensorboard: none of the event files' tags is one Bridge's training_log writes "
+                                    "(lm loss, iteration-time, memory/...): nothing read from them");
+        for (const StepRecord& step : parsed.steps)
+            stepsSeen.insert(step.step);
+    }
     for (const MemoryReport& m : chunk.memory)
         parsed.memory.push_back({m.iteration, m.allocatedGib.value_or(kMissing),
                                  m.peakReservedGib ? *m.peakReservedGib : m.reservedGib.value_or(kMissing),
@@ -352,6 +456,9 @@ std::string describeImport(const BridgeImportSummary& s)
     out << "imported run " << s.runId << " (megatron-bridge): " << s.steps << " iterations, " << s.memoryReports
         << " memory reports\n";
     out << "  read: " << describeCounts(s.counts) << "\n";
+    if (s.tensorboardPoints > 0)
+        out << "  tensorboard: " << s.tensorboardPoints << " points; " << s.tensorboardSteps
+            << " steps the log's interval left out added, " << s.tensorboardFilled << " logged steps filled in\n";
     out << "  world " << s.meta.worldSize << (s.meta.layout.empty() ? "" : ", layout " + s.meta.layout)
         << (s.meta.seqLength > 0 ? ", seq " + std::to_string(s.meta.seqLength) : "")
         << (s.meta.globalBatchSize > 0 ? ", gbs " + std::to_string(s.meta.globalBatchSize) : "")

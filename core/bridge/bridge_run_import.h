@@ -21,6 +21,7 @@ namespace wb::core::bridge {
 struct BridgeImportRequest {
     std::string logPath;
     std::optional<std::string> configPath;  ///< the resolved ConfigContainer YAML (or any Bridge overrides)
+    std::optional<std::string> tensorboardDir;  ///< logger.tensorboard_dir (or one event file)
     std::string name;                       ///< "" = the log's file name
     std::optional<std::string> model;       ///< catalog id; needed for the prediction
     std::optional<std::string> hardware;    ///< catalog id; gives the peak (MFU) and the prediction
@@ -33,6 +34,9 @@ struct BridgeImportSummary {
     LogCounts counts;
     int64_t steps = 0;          ///< iterations stored (a repeated one once)
     int64_t memoryReports = 0;
+    int64_t tensorboardPoints = 0;    ///< scalar points read from the event files
+    int64_t tensorboardSteps = 0;     ///< steps the event files added (the log's interval left them out)
+    int64_t tensorboardFilled = 0;    ///< logged steps whose missing fields the event files filled
     bool tornTail = false;      ///< the log's last line was cut off (the job was killed mid-write)
     std::optional<RunPrediction> prediction;
     std::optional<PredictionCheck> check;  ///< the prediction against the steady window's figures

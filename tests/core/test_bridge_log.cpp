@@ -4,6 +4,7 @@
 // log without TFLOP/s, and a log that is not Megatron's. Each checks the steps stored, exactly once.
 #include "core/bridge/bridge_log.h"
 #include "core/bridge/bridge_run_import.h"
+#include "core/bridge/tensorboard_events.h"
 #include "core/planner/catalog.h"
 #include "core/run_store.h"
 
@@ -41,6 +42,53 @@ planner::Catalog catalog()
 }
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// A TensorBoard event file as PyTorch's SummaryWriter writes add_scalar: Event{wall_time=1,
+// step=2, summary=5 {value=1 {tag=1, simple_value=2}}}, each in TFRecord framing.
+void varint(std::string& out, uint64_t v)
+{
+    while (v >= 0x80) {
+        out.push_back(static_cast<char>((v & 0x7F) | 0x80));
+        v >>= 7;
+    }
+    out.push_back(static_cast<char>(v));
+}
+template <typename T>
+void raw(std::string& out, T v)
+{
+    out.append(reinterpret_cast<const char*>(&v), sizeof v);  // little endian (x86, aarch64)
+}
+std::string scalarEvent(int64_t step, double wallTime, const std::string& tag, float value)
+{
+    std::string v;
+    v.push_back(0x0A);
+    varint(v, tag.size());
+    v += tag;
+    v.push_back(0x15);
+    raw(v, value);
+    std::string summary;
+    summary.push_back(0x0A);
+    varint(summary, v.size());
+    summary += v;
+    std::string event;
+    event.push_back(0x09);
+    raw(event, wallTime);
+    event.push_back(0x10);
+    varint(event, static_cast<uint64_t>(step));
+    event.push_back(0x2A);
+    varint(event, summary.size());
+    event += summary;
+    return event;
+}
+void appendRecord(std::string& file, const std::string& data)
+{
+    std::string length;
+    raw(length, static_cast<uint64_t>(data.size()));
+    file += length;
+    raw(file, maskedCrc32c(length));
+    file += data;
+    raw(file, maskedCrc32c(data));
+}
 
 }  // namespace
 
@@ -252,6 +300,54 @@ private slots:
         QCOMPARE(rs->size(), size_t(8));
         QCOMPARE((*rs)[3].step, int64_t(40));
         QCOMPARE((*rs)[3].stepMs, 4940.0);
+    }
+
+    // The event files hold every iteration (tensorboard_log_interval 1) where the log has one per
+    // 10: the steps between are added, the logged steps' missing memory is filled in.
+    void tensorboardFillsWhatTheLogLeftOut()
+    {
+        QTemporaryDir dir;
+        std::string events;
+        for (int64_t step = 1; step <= 60; ++step) {
+            appendRecord(events, scalarEvent(step, 1795168800.0 + step, "iteration-time", 5.1f));
+            appendRecord(events, scalarEvent(step, 1795168800.0 + step, "memory/mem-max-allocated-gigabytes", 70.0f));
+            appendRecord(events, scalarEvent(step, 1795168800.0 + step, "lm loss", 2.0f));
+        }
+        std::ofstream(dir.filePath("events.out.tfevents.1795168800.gpu-node-0.1234.0").toStdString(), std::ios::binary)
+            << events;
+        auto store = RunStore::open(dir.filePath("runs.sqlite").toStdString());
+        QVERIFY(store);
+        BridgeImportRequest request;
+        request.logPath = fixture("bridge_two_nodes.log");
+        request.tensorboardDir = dir.path().toStdString();
+        request.hardware = "h200";
+        auto imported = importBridgeRun(**store, catalog(), request);
+        QVERIFY2(imported, imported ? "" : imported.error().toString().c_str());
+        QCOMPARE(imported->tensorboardPoints, int64_t(180));
+        QCOMPARE(imported->tensorboardSteps, int64_t(54));
+        // Every logged step gets the event files' memory: steps 20..60 had no report, and step 10's
+        // reports (66.8 GB at most) are raised to the event file's 70 GB (the max over all of them).
+        QCOMPARE(imported->tensorboardFilled, int64_t(6));
+        auto steps = (*store)->steps(imported->runId);
+        QCOMPARE(steps->size(), size_t(60));
+        // Step 10 keeps the log's time and loss; step 11 is the event file's.
+        QCOMPARE((*steps)[9].step, int64_t(10));
+        QCOMPARE((*steps)[9].stepMs, 6200.4);
+        QCOMPARE((*steps)[9].loss, 2.4);
+        QVERIFY(std::abs((*steps)[9].memPeakGib - 70e9 / kGiB) < 1e-6);
+        QCOMPARE((*steps)[10].step, int64_t(11));
+        QVERIFY(std::abs((*steps)[10].stepMs - 5100.0) < 1e-3);
+        QCOMPARE((*steps)[10].effectiveTokens, int64_t(128 * 4096));
+        QVERIFY(std::abs((*steps)[19].memPeakGib - 70e9 / kGiB) < 1e-6);  // step 20: filled
+
+        // A corrupt event file: the import fails naming it, and stores nothing.
+        events[40] = static_cast<char>(events[40] ^ 0x55);
+        std::ofstream(dir.filePath("events.out.tfevents.1795168800.gpu-node-0.1234.0").toStdString(), std::ios::binary)
+            << events;
+        auto corrupt = importBridgeRun(**store, catalog(), request);
+        QVERIFY(!corrupt);
+        QVERIFY2(corrupt.error().toString().find("tfevents") != std::string::npos, corrupt.error().toString().c_str());
+        QCOMPARE((*store)->listRuns()->size(), size_t(1));
     }
 
     void badInputStoresNothing()
