@@ -5,6 +5,8 @@
 // could miss the final lines written between the two calls and end the watch early.
 #include "core/run_follower.h"
 
+#include "core/bridge/bridge_follow.h"
+
 #include "core/log.h"
 
 #include <algorithm>
@@ -56,6 +58,9 @@ Result<FollowUpdate> RunFollower::poll()
     auto summary = m_store.run(m_runId);
     if (!summary)
         return summary.error();
+    // Another trainer's log (a Megatron-Bridge job): read and stored by its own reader.
+    if (summary->kind == kRunKindBridge)
+        return bridge::pollBridgeLog(m_store, m_target, *summary, kMaxBytesPerPoll);
     if (summary->runDir.empty())
         return makeError(ErrorCode::InvalidArgument,
                          "this run has no run directory (it never launched); nothing to follow",

@@ -115,6 +115,15 @@ public:
     virtual Result<MetricsChunk> readMetrics(const std::string& runDir, int64_t offset,
                                              int64_t maxBytes) = 0;
 
+    /// Reads any file of the target from `offset` (at most `maxBytes`): another trainer's log that
+    /// the workbench follows (a Megatron-Bridge job's output). A missing file is an empty chunk;
+    /// a file shorter than `offset` is Corrupt (truncated or replaced). Default: not supported.
+    virtual Result<MetricsChunk> readFile(const std::string& path, int64_t offset, int64_t maxBytes)
+    {
+        (void)offset, (void)maxBytes;
+        return makeError(ErrorCode::Failed, "this target cannot read files outside a run directory", path);
+    }
+
     /// status.json + whether the process group is alive.
     virtual Result<RunStatus> status(const std::string& runDir) = 0;
 

@@ -307,9 +307,13 @@ Result<core::LaunchedRun> LocalTarget::launch(const core::LaunchRequest& request
 Result<core::MetricsChunk> LocalTarget::readMetrics(const std::string& runDir, int64_t offset,
                                                     int64_t maxBytes)
 {
+    return readFile(runDir + "/metrics.jsonl", offset, maxBytes);
+}
+
+Result<core::MetricsChunk> LocalTarget::readFile(const std::string& path, int64_t offset, int64_t maxBytes)
+{
     core::MetricsChunk chunk;
     chunk.offset = offset;
-    const std::string path = runDir + "/metrics.jsonl";
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) {
         if (errno == ENOENT)
@@ -322,7 +326,7 @@ Result<core::MetricsChunk> LocalTarget::readMetrics(const std::string& runDir, i
     chunk.fileSize = st.st_size;
     if (offset > chunk.fileSize)
         return makeError(ErrorCode::Corrupt,
-                         "metrics.jsonl is shorter (" + std::to_string(chunk.fileSize) +
+                         "the file is shorter (" + std::to_string(chunk.fileSize) +
                              " bytes) than what was already ingested (" + std::to_string(offset) +
                              "); the file was truncated or replaced",
                          path);

@@ -27,6 +27,7 @@ public:
     core::Result<core::LaunchedRun> launch(const core::LaunchRequest& request) override;
     core::Result<core::MetricsChunk> readMetrics(const std::string& runDir, int64_t offset,
                                                  int64_t maxBytes) override;
+    core::Result<core::MetricsChunk> readFile(const std::string& path, int64_t offset, int64_t maxBytes) override;
     /// Tolerates a missing or half-written status.json (then `status` is empty).
     core::Result<core::RunStatus> status(const std::string& runDir) override;
     /// Failed, naming the survivors, if anything in the group outlives SIGKILL.

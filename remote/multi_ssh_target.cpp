@@ -194,6 +194,11 @@ Result<core::MetricsChunk> MultiSshTarget::readMetrics(const std::string& runDir
     return m_targets.front()->readMetrics(runDir, offset, maxBytes);
 }
 
+Result<core::MetricsChunk> MultiSshTarget::readFile(const std::string& path, int64_t offset, int64_t maxBytes)
+{
+    return m_targets.front()->readFile(path, offset, maxBytes);
+}
+
 Result<core::RunStatus> MultiSshTarget::status(const std::string& runDir)
 {
     core::RunStatus worst;

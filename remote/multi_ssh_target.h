@@ -49,6 +49,7 @@ public:
     core::Result<core::LaunchedRun> launch(const core::LaunchRequest& request) override;
     core::Result<core::MetricsChunk> readMetrics(const std::string& runDir, int64_t offset,
                                                  int64_t maxBytes) override;
+    core::Result<core::MetricsChunk> readFile(const std::string& path, int64_t offset, int64_t maxBytes) override;
     core::Result<core::RunStatus> status(const std::string& runDir) override;
     core::Result<void> cancel(const std::string& runDir, std::chrono::milliseconds grace) override;
 

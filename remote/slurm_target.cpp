@@ -463,6 +463,11 @@ Result<std::string> SlurmTarget::jobId(const std::string& runDir)
     return result->out;
 }
 
+Result<core::MetricsChunk> SlurmTarget::readFile(const std::string& path, int64_t offset, int64_t maxBytes)
+{
+    return m_ssh.readFile(path, offset, maxBytes);
+}
+
 Result<core::RunStatus> SlurmTarget::status(const std::string& runDir)
 {
     // One round trip: "job=", then "queue=" (squeue) or, once it left the queue, "sacct=" or

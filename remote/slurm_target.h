@@ -62,6 +62,7 @@ public:
     core::Result<core::LaunchedRun> launch(const core::LaunchRequest& request) override;
     core::Result<core::MetricsChunk> readMetrics(const std::string& runDir, int64_t offset,
                                                  int64_t maxBytes) override;
+    core::Result<core::MetricsChunk> readFile(const std::string& path, int64_t offset, int64_t maxBytes) override;
     /// processAlive is true while Slurm still has the job queued or running: state Pending for
     /// PENDING (and other waiting states), Running for RUNNING/COMPLETING/SUSPENDED. Once it left
     /// the queue, the final state comes from status.json, and from sacct/scontrol (CANCELLED,

@@ -391,7 +391,11 @@ Result<core::LaunchedRun> SshTarget::launchWithArgs(const core::LaunchRequest& r
 
 Result<core::MetricsChunk> SshTarget::readMetrics(const std::string& runDir, int64_t offset, int64_t maxBytes)
 {
-    const std::string path = runDir + "/metrics.jsonl";
+    return readFile(runDir + "/metrics.jsonl", offset, maxBytes);
+}
+
+Result<core::MetricsChunk> SshTarget::readFile(const std::string& path, int64_t offset, int64_t maxBytes)
+{
     auto read = withReconnect([&](SshSession& s) { return s.readFile(path, offset, maxBytes); });
     if (!read)
         return read.error();
@@ -402,7 +406,7 @@ Result<core::MetricsChunk> SshTarget::readMetrics(const std::string& runDir, int
     chunk.fileSize = read->fileSize;
     if (offset > chunk.fileSize)
         return makeError(ErrorCode::Corrupt,
-                         "metrics.jsonl is shorter (" + std::to_string(chunk.fileSize) +
+                         "the file is shorter (" + std::to_string(chunk.fileSize) +
                              " bytes) than what was already ingested (" + std::to_string(offset) +
                              "); the file was truncated or replaced",
                          name() + ":" + path);

@@ -92,6 +92,7 @@ public:
     core::Result<core::LaunchedRun> launch(const core::LaunchRequest& request) override;
     core::Result<core::MetricsChunk> readMetrics(const std::string& runDir, int64_t offset,
                                                  int64_t maxBytes) override;
+    core::Result<core::MetricsChunk> readFile(const std::string& path, int64_t offset, int64_t maxBytes) override;
     /// Liveness: a non-zombie process left in the process group recorded in DIR/pid (via ps on the
     /// host; kill -0 where ps is missing).
     core::Result<core::RunStatus> status(const std::string& runDir) override;

@@ -197,12 +197,13 @@ LaunchDialog* MainWindow::openLaunchDialog(const QString& configJson, const QStr
     return m_launchDialog;
 }
 
-void MainWindow::openImportDialog()
+ImportRunDialog* MainWindow::openImportDialog()
 {
-    ImportRunDialog dialog(m_catalogDir, m_userCatalogDir, this);
-    if (dialog.exec() != QDialog::Accepted)
-        return;
-    importRun(dialog.args());
+    auto* dialog = new ImportRunDialog(m_catalogDir, m_userCatalogDir, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QDialog::accepted, this, [this, dialog] { importRun(dialog->args()); });
+    dialog->open();
+    return dialog;
 }
 
 void MainWindow::importRun(const BridgeImportArgs& args)

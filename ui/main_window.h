@@ -21,6 +21,8 @@ namespace wb::ui {
 
 class CompareView;
 class HostsDialog;
+class ImportRunDialog;
+class ImportRunDialog;
 class LaunchDialog;
 class PlanningView;
 class RunChartsPanel;
@@ -62,8 +64,9 @@ public slots:
     /// Run → Launch run…; with a config (and the plan's prediction, stored with the run) when the
     /// planning view hands one over (PlanningView::launchRequested is connected here).
     LaunchDialog* openLaunchDialog(const QString& configJson = {}, const QString& predictionJson = {});
-    /// Run → Import Megatron-Bridge run…: the dialog (modal), then importRun with its choice.
-    void openImportDialog();
+    /// Run → Import Megatron-Bridge run…: the dialog (window-modal, deleted on close); Import runs
+    /// importRun with its choice.
+    ImportRunDialog* openImportDialog();
     /// Imports on the session's worker; the run list selects the run and a box shows the report.
     void importRun(const BridgeImportArgs& args);
 

@@ -5,11 +5,13 @@
 #include "app/cli/cli.h"
 #include "app/cli/planner_cli.h"
 
+#include "core/bridge/bridge_follow.h"
 #include "core/bridge/bridge_run_import.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <filesystem>
 
 namespace wb::app {
 
@@ -18,7 +20,10 @@ namespace {
 constexpr const char* kSynopsis =
     "import --bridge LOG [--config YAML] [--tensorboard DIR] [--name NAME] [--model M] [--hardware H] [--gpus N]\n"
     "        [--catalog DIR] [--json]   (LOG: the job's stdout/stderr, e.g. the Slurm output file;\n"
-    "        YAML: the resolved ConfigContainer, logger.save_config_filepath)";
+    "        YAML: the resolved ConfigContainer, logger.save_config_filepath)\n"
+    "       import --bridge LOG --follow [--target local|ssh:HOST] [--config YAML] [--model M] [--hardware H]\n"
+    "        [--gpus N] [--interval-ms N] [--idle-exit-s N]   (a running job: LOG is a path on the target;\n"
+    "        prints the run id, then follows the log like `watch`)";
 
 std::string toJson(const core::bridge::BridgeImportSummary& s)
 {
@@ -73,8 +78,16 @@ int importCommand(const CliContext& context, Args args)
     const auto gpusText = args.takeOption("--gpus", missing);
     const auto catalogDir = args.takeOption("--catalog", missing);
     const bool json = args.takeFlag("--json");
+    const bool follow = args.takeFlag("--follow");
+    const auto targetName = args.takeOption("--target", missing);
+    const auto interval = args.takeOption("--interval-ms", missing);
+    const auto idle = args.takeOption("--idle-exit-s", missing);
     if (auto usage = rejectLeftovers(args, missing, kSynopsis))
         return *usage;
+    if (!follow && (targetName || interval || idle))
+        return reportUsage("--target, --interval-ms and --idle-exit-s go with --follow", kSynopsis);
+    if (follow && (tensorboard || json))
+        return reportUsage("--tensorboard and --json are for a finished run's import, not with --follow", kSynopsis);
     if (!log)
         return reportUsage("--bridge LOG is needed: the log of the Megatron-Bridge job to import", kSynopsis);
     core::bridge::BridgeImportRequest request;
@@ -95,6 +108,29 @@ int importCommand(const CliContext& context, Args args)
     auto store = context.openStore();
     if (!store)
         return reportError(store.error());
+    if (follow) {
+        const std::string where = targetName.value_or("local");
+        auto target = context.target(where);  // checks the host before anything is stored
+        if (!target)
+            return reportError(target.error());
+        if (!request.logPath.empty() && request.logPath.front() != '/' && where == "local")
+            request.logPath = std::filesystem::absolute(request.logPath).string();
+        std::vector<std::string> notes;
+        auto id = core::bridge::startBridgeFollow(**store, *catalog, request, where, &notes);
+        if (!id)
+            return reportError(id.error());
+        std::printf("%s\n", id->c_str());
+        for (const std::string& note : notes)
+            std::fprintf(stderr, "note: %s\n", note.c_str());
+        std::fflush(stdout);
+        std::vector<std::string> watchArgs = {*id};
+        if (interval)
+            watchArgs.insert(watchArgs.end(), {"--interval-ms", *interval});
+        if (idle)
+            watchArgs.insert(watchArgs.end(), {"--idle-exit-s", *idle});
+        store->reset();  // watch opens its own
+        return watchCommand(context, Args(std::move(watchArgs)));
+    }
     auto imported = core::bridge::importBridgeRun(**store, *catalog, request);
     if (!imported)
         return reportError(imported.error());

@@ -39,6 +39,8 @@ ordered_json summaryJson(const core::RunSummary& r)
         {"id", r.id},
         {"name", r.name},
         {"target", r.target},
+        {"kind", r.kind},
+        {"source_path", r.sourcePath},
         {"status", r.status},
         {"exit_code", r.exitCode},
         {"created_at", r.createdAt},
@@ -148,7 +150,15 @@ int showCommand(const CliContext& context, Args args)
                 run->exitCode, core::terminalSafe(run->target).c_str(), core::terminalSafe(run->runDir).c_str(),
                 localTime(run->createdAt).c_str(),
                 static_cast<long long>(run->steps), run->configHash.c_str());
-    if (meta)
+    if (run->kind != core::kRunKindMoeTrain)
+        std::printf("kind      %s (read from %s)\n", run->kind.c_str(), core::terminalSafe(run->sourcePath).c_str());
+    if (meta && run->kind != core::kRunKindMoeTrain)
+        std::printf("device    %s (world %d, %s)\ndata      %s\ntokens    %s\n",
+                    meta->device.empty() ? "?" : meta->device.c_str(), meta->worldSize,
+                    meta->layout.empty() ? "layout unknown" : meta->layout.c_str(),
+                    meta->dataSource.empty() ? "unknown (mock or real)" : meta->dataSource.c_str(),
+                    meta->tokenCounting == "slots" ? "token slots (GBS x seq, padding included)" : "effective");
+    else if (meta)
         std::printf("device    %s (world %d, %s)\ndata      %s\nversions  moe-train %s\n",
                     meta->device.c_str(), meta->worldSize, meta->layout.c_str(),
                     meta->dataSource.c_str(),

@@ -14,7 +14,7 @@ namespace wb::app {
 
 namespace {
 
-constexpr const char* kWatchSynopsis = "watch RUN [--interval-ms N]";
+constexpr const char* kWatchSynopsis = "watch RUN [--interval-ms N] [--idle-exit-s N]";
 constexpr const char* kCancelSynopsis = "cancel RUN [--grace-s N]";
 
 void printStep(const core::StepRecord& s)
@@ -97,6 +97,7 @@ int watchCommand(const CliContext& context, Args args)
 {
     bool missing = false;
     const auto interval = args.takeOption("--interval-ms", missing);
+    const auto idleText = args.takeOption("--idle-exit-s", missing);
     if (missing || !args.unknownOption().empty() || args.rest().size() != 1)
         return reportUsage("watch takes one RUN id (or prefix)", kWatchSynopsis);
     int intervalMs = 500;
@@ -108,6 +109,19 @@ int watchCommand(const CliContext& context, Args args)
         }
         if (intervalMs < 10)
             return reportUsage("--interval-ms needs a number of milliseconds >= 10", kWatchSynopsis);
+    }
+
+    // --idle-exit-s: stop watching when nothing new arrived for that long (a followed log whose
+    // job died says nothing more). The run stays as it is; `watch RUN` goes on later.
+    double idleExitS = 0.0;
+    if (idleText) {
+        try {
+            idleExitS = std::stod(*idleText);
+        } catch (const std::exception&) {
+            idleExitS = -1;
+        }
+        if (!(idleExitS > 0))
+            return reportUsage("--idle-exit-s needs a number of seconds > 0", kWatchSynopsis);
     }
 
     auto opened = openRun(context, args.rest().front());
@@ -127,6 +141,7 @@ int watchCommand(const CliContext& context, Args args)
 
     core::RunFollower follower(*store, *target, summary.id);
     int retryS = 1;  // after a lost connection: 1, 2, 4 … 30 s between attempts
+    auto lastNews = std::chrono::steady_clock::now();
     for (;;) {
         auto update = follower.poll();
         if (!update) {
@@ -159,6 +174,15 @@ int watchCommand(const CliContext& context, Args args)
             return exitCodeForRun(status);
         }
         std::fflush(stdout);
+        if (!update->newSteps.empty() || !update->newEvents.empty() || update->meta)
+            lastNews = std::chrono::steady_clock::now();
+        else if (idleExitS > 0 &&
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - lastNews).count() >= idleExitS) {
+            std::printf("run %s: nothing new for %.0f s; stopped watching (the run stays %s; `watch %s` goes on "
+                        "where this one stopped)\n",
+                        summary.id.c_str(), idleExitS, core::runStateName(update->status.state), summary.id.c_str());
+            return kExitOk;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(intervalMs));
     }
 }
@@ -184,6 +208,11 @@ int cancelCommand(const CliContext& context, Args args)
     if (!opened)
         return reportError(opened.error());
     auto& [store, target, summary] = *opened;
+    if (summary.kind != core::kRunKindMoeTrain)
+        return reportError(core::makeError(core::ErrorCode::InvalidArgument,
+                                           "this is a " + summary.kind + " run read from its log, not one the workbench "
+                                           "started: stop the job where it runs (scancel JOBID on its cluster)",
+                                           summary.id));
     if (summary.runDir.empty())
         return reportError(core::makeError(core::ErrorCode::InvalidArgument,
                                            "this run never started; nothing to cancel", summary.id));

@@ -10,6 +10,7 @@
 #include "ui/compare_view.h"
 #include "ui/host_key_dialog.h"
 #include "ui/hosts_dialog.h"
+#include "ui/import_run_dialog.h"
 #include "ui/launch_dialog.h"
 #include "ui/main_window.h"
 #include "ui/planning_view.h"
@@ -170,9 +171,9 @@ int main(int argc, char* argv[])
                                         QStringLiteral("LANG"));
     const QCommandLineOption showOption(
         QStringLiteral("show"),
-        QCoreApplication::translate("main", "Open a dialog at start: hosts, launch or compare (the screenshot shows it)."), QStringLiteral("DIALOG"));
+        QCoreApplication::translate("main", "Open a dialog at start: hosts, launch, import or compare (the screenshot shows it)."), QStringLiteral("DIALOG"));
     const QCommandLineOption launchConfigOption(
-        QStringLiteral("launch-config"), QCoreApplication::translate("main", "Config file to fill in with --show launch."),
+        QStringLiteral("launch-config"), QCoreApplication::translate("main", "Config file to fill in with --show launch (the log with --show import)."),
         QStringLiteral("FILE"));
     const QCommandLineOption launchNowOption(
         QStringLiteral("launch-now"), QCoreApplication::translate("main", "With --show launch: press Launch right away."));
@@ -243,6 +244,11 @@ int main(int argc, char* argv[])
             if (parser.isSet(launchNowOption))
                 QTimer::singleShot(0, launch, &wb::ui::LaunchDialog::launch);
             shot = launch;
+        } else if (which == QStringLiteral("import")) {
+            auto* import = window.openImportDialog();
+            if (parser.isSet(launchConfigOption))
+                import->setFiles(parser.value(launchConfigOption), QString());
+            shot = import;
         } else if (which == QStringLiteral("compare")) {
             // Every run of the store checked and compared (the screenshot waits for the result).
             auto* view = window.openCompareView();
@@ -250,7 +256,7 @@ int main(int argc, char* argv[])
             view->compare();
             shot = view;
         } else {
-            spdlog::error("--show wants hosts, launch or compare, got '{}'", which.toStdString());
+            spdlog::error("--show wants hosts, launch, import or compare, got '{}'", which.toStdString());
             return 2;
         }
     }

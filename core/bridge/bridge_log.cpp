@@ -445,6 +445,7 @@ bool readRecord(std::string_view seg, int64_t lineNo, bool lastOfFile, LogState&
     }
     state.lastIteration = r.iteration;
     state.maxIteration = std::max(state.maxIteration, r.iteration);
+    state.trainIters = r.trainIters;
     chunk.iterations.push_back(std::move(r));
     return true;
 }
@@ -628,6 +629,7 @@ std::string toJson(const LogState& s)
         {"nan_iterations", c.nanIterations}, {"skipped_iterations", c.skippedIterations}};
     return nlohmann::json{{"facts", facts}, {"counts", counts}, {"last_iteration", s.lastIteration},
                           {"max_iteration", s.maxIteration},
+                          {"train_iters", s.trainIters},
                           {"summary_section", s.summarySection},
                           {"in_arguments", s.inArguments}}
         .dump();
@@ -683,6 +685,8 @@ LogState logStateFromJson(std::string_view text)
     }
     if (j.contains("last_iteration") && j["last_iteration"].is_number_integer())
         s.lastIteration = j["last_iteration"].get<int64_t>();
+    if (j.contains("train_iters") && j["train_iters"].is_number_integer())
+        s.trainIters = j["train_iters"].get<int64_t>();
     if (j.contains("max_iteration") && j["max_iteration"].is_number_integer())
         s.maxIteration = j["max_iteration"].get<int64_t>();
     if (j.contains("summary_section") && j["summary_section"].is_string())

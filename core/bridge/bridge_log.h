@@ -95,6 +95,7 @@ struct LogState {
     LogCounts counts;
     int64_t lastIteration = -1;  ///< the iteration of the last line read
     int64_t maxIteration = -1;   ///< the highest iteration read (a restart goes back below it)
+    int64_t trainIters = 0;      ///< train_iters as the last iteration line states it (0: none yet)
     std::string summarySection;  ///< inside Bridge's configuration summary: its current "[section]"
     bool inArguments = false;    ///< inside Megatron-LM's "---- arguments ----" dump
 };

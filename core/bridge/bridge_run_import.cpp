@@ -194,49 +194,23 @@ std::string fmt(const char* format, double v)
 
 }  // namespace
 
-Result<BridgeImportSummary> importBridgeRun(RunStore& store, const planner::Catalog& catalog,
-                                            const BridgeImportRequest& request)
+Result<BridgeRunSetup> resolveBridgeRun(const planner::Catalog& catalog, const BridgeImportRequest& request,
+                                        const std::string& configText, const LogState& state,
+                                        const std::vector<IterationRecord>& iterations, bool predict)
 {
-    auto bytes = readBytes(request.logPath, "log");
-    if (!bytes)
-        return bytes.error();
-    LogState state;
-    const LogChunk chunk = parseLogChunk(*bytes, state, /*atEnd=*/true);
-    if (state.counts.iterationLines == 0)
-        return makeError(ErrorCode::InvalidArgument,
-                         "not a Megatron training log: none of its " + std::to_string(state.counts.lines) +
-                             " lines is an iteration line (\"iteration N/M | ... | elapsed time per iteration "
-                             "(ms): ...\")" +
-                             (state.counts.unreadableIterationLines > 0
-                                  ? " (" + std::to_string(state.counts.unreadableIterationLines) +
-                                        " iteration lines have no elapsed time)"
-                                  : std::string()) +
-                             ". Fix: give the job's stdout — the Slurm output file, or the file the launcher's "
-                             "output went to — from a run that reached its first log interval",
-                         request.logPath);
-
-    BridgeImportSummary summary;
-    summary.counts = state.counts;
-    summary.tornTail = chunk.tornTail;
+    BridgeRunSetup setup;
 
     // The layout: the config file, else what the log's configuration summary says.
     std::string layoutText, layoutPath;
     bool yaml = false;
     if (request.configPath) {
-        auto text = readTextFile(*request.configPath, "config");
-        if (!text)
-            return text.error();
-        if (planner::emptyLayoutFile(*request.configPath, *text))
-            return makeError(ErrorCode::InvalidArgument,
-                             "the config file is empty. Fix: give the YAML Bridge saved (logger.save_config_filepath)",
-                             *request.configPath);
-        layoutText = *text;
+        layoutText = configText;
         layoutPath = *request.configPath;
         yaml = planner::layoutFileKind(layoutPath, layoutText).yaml;
     } else if (std::string fromLog = dotlistFromLog(state.facts); !fromLog.empty()) {
         layoutText = std::move(fromLog);
         layoutPath = request.logPath + " (its start-up lines)";
-        summary.notes.push_back(state.facts.settings.empty()
+        setup.notes.push_back(state.facts.settings.empty()
                                     ? "layout from the log's start-up lines (Megatron-LM's arguments); --config YAML "
                                       "gives the whole resolved config"
                                     : "layout from the log's configuration summary (the values that differ from "
@@ -248,12 +222,12 @@ Result<BridgeImportSummary> importBridgeRun(RunStore& store, const planner::Cata
     int world = request.gpus.value_or(state.facts.worldSize.value_or(0));
     if (world <= 0 && state.facts.highestRankPrefix >= 0) {
         world = state.facts.highestRankPrefix + 1;
-        summary.notes.push_back("world size " + std::to_string(world) + " from the highest rank prefix in the log (" +
+        setup.notes.push_back("world size " + std::to_string(world) + " from the highest rank prefix in the log (" +
                                 std::to_string(state.facts.highestRankPrefix) +
                                 "); give --gpus N if some ranks never wrote a line");
     }
     if (request.gpus && state.facts.worldSize && *state.facts.worldSize != *request.gpus)
-        summary.notes.push_back("the log says world size " + std::to_string(*state.facts.worldSize) + "; --gpus " +
+        setup.notes.push_back("the log says world size " + std::to_string(*state.facts.worldSize) + "; --gpus " +
                                 std::to_string(*request.gpus) + " was used");
 
     RunConfig base;
@@ -286,7 +260,7 @@ Result<BridgeImportSummary> importBridgeRun(RunStore& store, const planner::Cata
     const bool haveLayout = !layoutText.empty();
     const int seq = haveLayout && imported.lineOfConfigPath("train.seq_length") > 0 ? imported.config.train.seqLength : 0;
     int gbs = haveLayout && imported.lineOfConfigPath("train.global_batch_size") > 0 ? imported.config.train.globalBatchSize : 0;
-    for (const IterationRecord& it : chunk.iterations)
+    for (const IterationRecord& it : iterations)
         if (it.globalBatchSize) {
             gbs = static_cast<int>(*it.globalBatchSize);
             break;
@@ -301,7 +275,7 @@ Result<BridgeImportSummary> importBridgeRun(RunStore& store, const planner::Cata
         }
         if (imported.lineOfConfigPath("train.micro_batch_size") == 0) {
             layoutText += "train.micro_batch_size=1\n";
-            summary.notes.push_back("micro batch size not in the log: 1 assumed for the prediction");
+            setup.notes.push_back("micro batch size not in the log: 1 assumed for the prediction");
             reread = true;
         }
         if (reread)
@@ -323,22 +297,29 @@ Result<BridgeImportSummary> importBridgeRun(RunStore& store, const planner::Cata
     meta.globalBatchSize = gbs;
     meta.versions["trainer"] = state.facts.flavor.empty() ? "megatron" : state.facts.flavor;
     meta.tokenCounting = "slots";
-    summary.meta = meta;
+    setup.meta = meta;
+    setup.context = {world, seq, gbs, meta.peakTflops};
+    setup.haveLayout = haveLayout;
+    if (haveLayout) {
+        setup.configJson = runConfigToJson(imported.config);
+        setup.configHash = runConfigHash(imported.config);
+    }
 
     if (world <= 0)
-        summary.notes.push_back("world size unknown (the log does not state it): no tokens/s/GPU and no prediction. "
+        setup.notes.push_back("world size unknown (the log does not state it): no tokens/s/GPU and no prediction. "
                                 "Fix: give --gpus N");
     if (seq <= 0)
-        summary.notes.push_back("sequence length unknown: no token counts or tokens/s/GPU. Fix: give --config "
+        setup.notes.push_back("sequence length unknown: no token counts or tokens/s/GPU. Fix: give --config "
                                 "with the YAML Bridge saved (model.seq_length)");
     if (!hardware)
-        summary.notes.push_back("GPU unknown: no MFU and no prediction. Fix: give --hardware (h100, h200, b200, gb200, ...)");
+        setup.notes.push_back("GPU unknown: no MFU and no prediction. Fix: give --hardware (h100, h200, b200, gb200, ...)");
     if (meta.dataSource.empty())
-        summary.notes.push_back("the data (mock or real) is not known from the files; comparisons will say so");
-    summary.notes.push_back("token counts are token slots (GBS x seq, padding included): Megatron logs no finer count");
+        setup.notes.push_back("the data (mock or real) is not known from the files; comparisons will say so");
+    setup.notes.push_back("token counts are token slots (GBS x seq, padding included): Megatron logs no finer count");
 
     // The planner's prediction for exactly this layout, for Bridge.
-    if (model && hardware && world > 0 && haveLayout) {
+    if (!predict) {
+    } else if (model && hardware && world > 0 && haveLayout) {
         planner::LayoutFileRequest r;
         // The summary's dotlist is named so the planner reads it as one.
         r.path = request.configPath ? layoutPath : request.logPath + ".dotlist";
@@ -349,22 +330,66 @@ Result<BridgeImportSummary> importBridgeRun(RunStore& store, const planner::Cata
         r.forRuntime = "megatron-bridge";
         auto predicted = planner::predictLayoutFile(catalog, r);
         if (predicted)
-            summary.prediction = planner::predictionForCandidate(predicted->candidate, predicted->hardware, "", 0.0);
+            setup.prediction = planner::predictionForCandidate(predicted->candidate, predicted->hardware, "", 0.0);
         else
-            summary.notes.push_back("no prediction: " + predicted.error().message);
+            setup.notes.push_back("no prediction: " + predicted.error().message);
     } else if (!model) {
-        summary.notes.push_back("no prediction: the model is not known. Fix: give --model (moe-workbench-cli plan --help "
+        setup.notes.push_back("no prediction: the model is not known. Fix: give --model (moe-workbench-cli plan --help "
                                 "lists the catalog's models)");
     } else if (!haveLayout) {
-        summary.notes.push_back("no prediction: the layout is not known. Fix: give --config with the YAML Bridge saved");
+        setup.notes.push_back("no prediction: the layout is not known. Fix: give --config with the YAML Bridge saved");
     }
 
+    return setup;
+}
+
+Result<BridgeImportSummary> importBridgeRun(RunStore& store, const planner::Catalog& catalog,
+                                            const BridgeImportRequest& request)
+{
+    auto bytes = readBytes(request.logPath, "log");
+    if (!bytes)
+        return bytes.error();
+    LogState state;
+    const LogChunk chunk = parseLogChunk(*bytes, state, /*atEnd=*/true);
+    if (state.counts.iterationLines == 0)
+        return makeError(ErrorCode::InvalidArgument,
+                         "not a Megatron training log: none of its " + std::to_string(state.counts.lines) +
+                             " lines is an iteration line (\"iteration N/M | ... | elapsed time per iteration "
+                             "(ms): ...\")" +
+                             (state.counts.unreadableIterationLines > 0
+                                  ? " (" + std::to_string(state.counts.unreadableIterationLines) +
+                                        " iteration lines have no elapsed time)"
+                                  : std::string()) +
+                             ". Fix: give the job's stdout — the Slurm output file, or the file the launcher's "
+                             "output went to — from a run that reached its first log interval",
+                         request.logPath);
+
+    // The config file, read once (the follower keeps its text in the run's reader state).
+    std::string configText;
+    if (request.configPath) {
+        auto text = readTextFile(*request.configPath, "config");
+        if (!text)
+            return text.error();
+        if (planner::emptyLayoutFile(*request.configPath, *text))
+            return makeError(ErrorCode::InvalidArgument,
+                             "the config file is empty. Fix: give the YAML Bridge saved (logger.save_config_filepath)",
+                             *request.configPath);
+        configText = std::move(*text);
+    }
+    auto resolved = resolveBridgeRun(catalog, request, configText, state, chunk.iterations, /*predict=*/true);
+    if (!resolved)
+        return resolved.error();
+    BridgeImportSummary summary;
+    summary.counts = state.counts;
+    summary.tornTail = chunk.tornTail;
+    summary.meta = resolved->meta;
+    summary.prediction = resolved->prediction;
+    summary.notes = resolved->notes;
+    const StepContext context = resolved->context;
+    const MetaRecord& meta = summary.meta;
+    const int world = context.worldSize;
+
     // The chunk as the store keeps it.
-    StepContext context;
-    context.worldSize = world;
-    context.seqLength = seq;
-    context.globalBatchSize = gbs;
-    context.peakTflops = meta.peakTflops;
     ParsedChunk parsed;
     parsed.offset = 0;
     parsed.newOffset = chunk.consumedBytes;
@@ -411,12 +436,8 @@ Result<BridgeImportSummary> importBridgeRun(RunStore& store, const planner::Cata
     run.runDir = std::filesystem::path(request.logPath).parent_path().string();
     run.kind = kRunKindBridge;
     run.sourcePath = std::filesystem::absolute(request.logPath).string();
-    if (haveLayout) {
-        run.configJson = runConfigToJson(imported.config);
-        run.configHash = runConfigHash(imported.config);
-    } else {
-        run.configJson = "{}";
-    }
+    run.configJson = resolved->haveLayout ? resolved->configJson : "{}";
+    run.configHash = resolved->configHash;
     auto id = store.importRun(run, parsed, summary.prediction, runStateName(RunState::Finished), 0);
     if (!id)
         return id.error();

@@ -43,6 +43,22 @@ struct BridgeImportSummary {
     std::vector<std::string> notes;  ///< what the files did not say and what is missing because of it
 };
 
+/// What the files and the request say of a Bridge run: its meta record, the step context (world,
+/// seq, GBS, peak), the stored config and, with `predict`, the planner's prediction for its layout;
+/// and notes on what is missing. `configText`: the config file's text ("" = none); `state` and
+/// `iterations`: what the log has shown so far. InvalidArgument: a config that does not read.
+struct BridgeRunSetup {
+    MetaRecord meta;
+    StepContext context;
+    bool haveLayout = false;
+    std::string configJson, configHash;  ///< the layout read onto the model's defaults
+    std::optional<RunPrediction> prediction;
+    std::vector<std::string> notes;
+};
+Result<BridgeRunSetup> resolveBridgeRun(const planner::Catalog& catalog, const BridgeImportRequest& request,
+                                        const std::string& configText, const LogState& state,
+                                        const std::vector<IterationRecord>& iterations, bool predict);
+
 /// Reads the files and stores the run in one transaction (kind megatron-bridge, status finished).
 /// Errors name the file and what was expected: a log with no Megatron iteration line, a config
 /// that does not read, an unknown model or GPU. Nothing is stored then.
