@@ -19,8 +19,12 @@ constexpr const char* kCancelSynopsis = "cancel RUN [--grace-s N]";
 
 void printStep(const core::StepRecord& s)
 {
-    std::printf("step %6lld  loss %9.4f  step_ms %9.1f  tok/s/gpu %10.1f  mem %7.3f GiB\n",
-                static_cast<long long>(s.step), s.loss, s.stepMs, s.tokensPerSPerGpu, s.memPeakGib);
+    // A figure a run did not record (a Megatron log's memory after its first report) reads "-".
+    char mem[32] = "      -";
+    if (std::isfinite(s.memPeakGib))
+        std::snprintf(mem, sizeof mem, "%7.3f", s.memPeakGib);
+    std::printf("step %6lld  loss %9.4f  step_ms %9.1f  tok/s/gpu %10.1f  mem %s GiB\n",
+                static_cast<long long>(s.step), s.loss, s.stepMs, s.tokensPerSPerGpu, mem);
 }
 
 void printEvent(const core::EventRecord& e)
@@ -34,9 +38,11 @@ void printEvent(const core::EventRecord& e)
 
 void printMeta(const core::MetaRecord& m)
 {
-    std::printf("meta: device %s, world %d, layout %s, data %s, seq %d, mbs %d, gbs %d\n",
-                m.device.c_str(), m.worldSize, m.layout.c_str(), m.dataSource.c_str(), m.seqLength,
-                m.microBatchSize, m.globalBatchSize);
+    const auto known = [](const std::string& v) { return v.empty() ? std::string("?") : v; };
+    std::printf("meta: device %s, world %d, layout %s, data %s, seq %d, mbs %d, gbs %d%s\n",
+                known(m.device).c_str(), m.worldSize, known(m.layout).c_str(), known(m.dataSource).c_str(),
+                m.seqLength, m.microBatchSize, m.globalBatchSize,
+                m.tokenCounting == "slots" ? " (token slots: GBS x seq, padding included)" : "");
 }
 
 // An event belongs after the step it names (a checkpoint at step 10 follows step 10), as in

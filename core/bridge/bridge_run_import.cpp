@@ -84,6 +84,10 @@ std::string dotlistFromLog(const LogFacts& facts)
     for (const auto& [key, value] : facts.settings)
         if (knownSet.count(key))
             fields[key] = dotlistValue(value);
+    // Bridge's summary lists the model config's precision flag; the workbench reads it from
+    // mixed_precision.
+    if (auto bf16 = facts.settings.find("model.bf16"); bf16 != facts.settings.end() && !fields.count("mixed_precision.bf16"))
+        fields["mixed_precision.bf16"] = dotlistValue(bf16->second);
     // Megatron Core's default modules for selective recompute (TransformerConfig.recompute_modules),
     // which a summary of non-default values leaves out.
     if (fields.count("model.recompute_granularity") && fields["model.recompute_granularity"] == "selective" &&

@@ -181,12 +181,6 @@ std::vector<CompareWarning> compareWorkloads(const std::vector<std::string>& lab
             values.push_back(field(f));
         return values;
     };
-    auto numbers = [&](const std::function<double(const WorkloadFingerprint&)>& field) {
-        std::vector<double> values;
-        for (const auto& f : fps)
-            values.push_back(field(f));
-        return values;
-    };
     auto exact = [&](WarningSeverity severity, const char* code, const std::string& what,
                      const std::string& why, const std::function<std::string(const WorkloadFingerprint&)>& field) {
         const auto values = column(field);
@@ -194,21 +188,42 @@ std::vector<CompareWarning> compareWorkloads(const std::vector<std::string>& lab
             out.push_back({severity, code, what + " differs (" + joinValues(labels, values) + "): " + why});
     };
 
-    // 1. Data source, first and loudest (decision guide caution 1).
+    // 1. Data source, first and loudest (decision guide caution 1). A run whose source is unknown
+    // (no meta line; an imported log that does not name its dataset) is not called mock or real.
     const auto sources = column([](const auto& f) { return f.dataSource; });
-    if (!allEqual(sources)) {
+    std::vector<std::string> knownLabels, knownSources, unknownLabels;
+    for (size_t i = 0; i < fps.size(); ++i) {
+        if (sources[i].empty()) {
+            unknownLabels.push_back(labels[i]);
+        } else {
+            knownLabels.push_back(labels[i]);
+            knownSources.push_back(sources[i]);
+        }
+    }
+    if (!knownSources.empty() && !allEqual(knownSources)) {
         out.push_back({WarningSeverity::Critical, "data_source",
-                       "MOCK vs REAL data (" + joinValues(labels, sources) +
+                       "MOCK vs REAL data (" + joinValues(knownLabels, knownSources) +
                            "): runs on mock data looked about 2x faster than on real multimodal input. "
                            "Do not draw a throughput conclusion from this comparison."});
-    } else if (sources.front() == "mock") {
+    } else if (!knownSources.empty() && knownSources.front() == "mock") {
         out.push_back({WarningSeverity::Warning, "mock_data",
-                       "every run uses MOCK data: the figures say nothing about throughput on real "
-                       "multimodal input (mock runs looked about 2x faster)."});
-    } else if (sources.front().empty()) {
-        out.push_back({WarningSeverity::Warning, "data_source_unknown",
-                       "the data source (mock or real) of these runs is unknown: no meta line was stored, or an "
-                       "imported log's files do not say."});
+                       std::string(unknownLabels.empty() ? "every run uses" : "the runs whose data is known use") +
+                           " MOCK data: the figures say nothing about throughput on real "
+                           "multimodal input (mock runs looked about 2x faster)."});
+    }
+    if (!unknownLabels.empty()) {
+        std::string names;
+        for (const auto& l : unknownLabels)
+            names += (names.empty() ? "" : ", ") + l;
+        if (knownSources.empty())
+            out.push_back({WarningSeverity::Warning, "data_source_unknown",
+                           "the data source (mock or real) of these runs is unknown: no meta line was stored, or an "
+                           "imported log's files do not say."});
+        else if (allEqual(knownSources))  // known ones agree; the unknown ones may not: as loud as mock vs real
+            out.push_back({WarningSeverity::Critical, "data_source",
+                           "MOCK or REAL unknown for " + names + " (" + joinValues(knownLabels, knownSources) +
+                               "): no meta line was stored, or an imported log's files do not say; mock data "
+                               "looked about 2x faster than real, so a throughput difference may be just that."});
     }
     // How tokens are counted: moe-train counts effective tokens, a Megatron log only token slots.
     const auto counting = column([](const auto& f) { return f.tokenCounting == "slots" ? std::string("token slots (padding included)")
@@ -243,12 +258,20 @@ std::vector<CompareWarning> compareWorkloads(const std::vector<std::string>& lab
     };
     known("images_per_sample", "images per sample (configured)",
           [](const auto& f) { return std::to_string(f.imagesPerSampleConfigured); });
-    if (!allClose(numbers([](const auto& f) { return f.imagesPerSample; }), kMeasuredTolerance))
+    // Measured image counts: a Megatron log counts none (token slots), so only the runs that do.
+    const auto countedOnly = [&](const std::function<double(const WorkloadFingerprint&)>& field) {
+        std::vector<double> values;
+        for (const auto& f : fps)
+            if (f.tokenCounting != "slots")
+                values.push_back(field(f));
+        return values;
+    };
+    if (!allClose(countedOnly([](const auto& f) { return f.imagesPerSample; }), kMeasuredTolerance))
         out.push_back({WarningSeverity::Warning, "images_measured",
                        "images per sample (measured) differ (" +
                            joinValues(labels, column([](const auto& f) { return number(f.imagesPerSample); })) +
                            "): " + work});
-    if (!allClose(numbers([](const auto& f) { return f.imageTokensPerSample.median; }), kMeasuredTolerance))
+    if (!allClose(countedOnly([](const auto& f) { return f.imageTokensPerSample.median; }), kMeasuredTolerance))
         out.push_back({WarningSeverity::Warning, "image_tokens",
                        "image tokens per sample differ (median " +
                            joinValues(labels, column([](const auto& f) {

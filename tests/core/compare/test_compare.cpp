@@ -371,6 +371,33 @@ private slots:
         }
     }
 
+    // An imported Megatron log counts token slots and no images: compare says the counting
+    // differs and the trainers differ, and does not call its unknown image counts a difference.
+    void importedLogAgainstMoeTrain()
+    {
+        WorkloadFingerprint moeTrain = fingerprint("real");
+        moeTrain.imagesPerSampleConfigured = 1;
+        moeTrain.imagesPerSample = 1.0;
+        moeTrain.imageTokensPerSample.median = 256;
+        moeTrain.imageTokensPerSample.count = 10;
+        WorkloadFingerprint bridge = fingerprint("real");
+        bridge.tokenCounting = "slots";
+        bridge.trainer = "megatron-bridge";
+        const auto warnings = compareWorkloads({"moe-train", "bridge"}, {moeTrain, bridge});
+        const auto has = [&](const char* code) {
+            return std::any_of(warnings.begin(), warnings.end(), [&](const auto& w) { return w.code == code; });
+        };
+        QVERIFY(has("token_counting"));
+        QVERIFY(has("trainer"));
+        QVERIFY(!has("images_per_sample"));
+        QVERIFY(!has("images_measured"));
+        QVERIFY(!has("image_tokens"));
+        QVERIFY(!has("data_source"));
+        // Two moe-train runs: none of these.
+        const auto same = compareWorkloads({"a", "b"}, {moeTrain, moeTrain});
+        QVERIFY(same.empty());
+    }
+
     void workloadWarnings_data()
     {
         QTest::addColumn<QString>("field");
