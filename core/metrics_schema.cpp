@@ -447,7 +447,8 @@ std::optional<StepRecord> parseFlatStep(std::string_view line)
 
 std::string toJsonLine(const MetricsRecord& record)
 {
-    return std::visit(ToJson{}, record).dump();
+    // Text from outside (a log file's name, a user's run name) may not be UTF-8: replaced, never thrown.
+    return std::visit(ToJson{}, record).dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
 }
 
 std::optional<MetricsRecord> parseMetricsLine(std::string_view line)

@@ -61,7 +61,7 @@ std::string toJson(const core::bridge::BridgeImportSummary& s)
         j["predicted_vs_measured"] = nullptr;
     }
     j["notes"] = s.notes;
-    return j.dump(2);
+    return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ std::string followStateJson(const LogState& reader, const FollowFacts& f)
                              {"gbs_from_config", f.gbsFromConfig},
                              {"peak_tflops", f.peakTflops},
                              {"meta", nlohmann::json::parse(toJsonLine(f.meta), nullptr, false)}};
-    return nlohmann::json{{"reader", nlohmann::json::parse(toJson(reader))}, {"follow", follow}}.dump();
+    return nlohmann::json{{"reader", nlohmann::json::parse(toJson(reader))}, {"follow", follow}}.dump(
+        -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void readFollowState(const std::string& text, LogState& reader, FollowFacts& f)

@@ -234,7 +234,36 @@ std::vector<size_t> recordStarts(std::string_view line)
     return starts;
 }
 
-// The `key: value |` fields after an iteration head.
+// The fields of an iteration line that the record keeps, by their name in Megatron's format.
+struct DoubleField {
+    std::string_view key;
+    std::optional<double> IterationRecord::*member;
+};
+struct CountField {
+    std::string_view key;
+    std::optional<int64_t> IterationRecord::*member;
+};
+constexpr DoubleField kDoubleFields[] = {
+    {"throughput per GPU (TFLOP/s/GPU)", &IterationRecord::tflopsPerGpu},
+    {"learning rate", &IterationRecord::learningRate},
+    {"loss scale", &IterationRecord::lossScale},
+    {"grad norm", &IterationRecord::gradNorm},
+    {"params norm", &IterationRecord::paramsNorm},
+};
+constexpr CountField kCountFields[] = {
+    {"consumed samples", &IterationRecord::consumedSamples},
+    {"skipped samples", &IterationRecord::skippedSamples},
+    {"global batch size", &IterationRecord::globalBatchSize},
+};
+// Read, but no step column holds them: energy/power per GPU, counts of zeros, decoupled LR.
+bool ignoredField(std::string_view key)
+{
+    return key == "decoupled learning rate" || key == "num zeros" || key == "consumed tokens" ||
+           key == "max attention logit" || key.find("per GPU (") != std::string_view::npos;
+}
+
+// The `key: value |` fields after an iteration head, in any order; every other numeric field is a
+// loss Megatron averaged ("lm loss", "load_balancing_loss", "z_loss", "mtp_1 loss").
 void readIterationFields(std::string_view rest, IterationRecord& r, bool& hasElapsed)
 {
     while (!rest.empty()) {
@@ -251,32 +280,28 @@ void readIterationFields(std::string_view rest, IterationRecord& r, bool& hasEla
                 r.elapsedMs = *v;
                 hasElapsed = true;
             }
-        } else if (key == "consumed samples") {
-            r.consumedSamples = toInt(value);
-        } else if (key == "skipped samples") {
-            r.skippedSamples = toInt(value);
-        } else if (key == "throughput per GPU (TFLOP/s/GPU)") {
-            r.tflopsPerGpu = toDouble(value);
-        } else if (key == "learning rate") {
-            r.learningRate = toDouble(value);
-        } else if (key == "global batch size") {
-            r.globalBatchSize = toInt(value);
-        } else if (key == "loss scale") {
-            r.lossScale = toDouble(value);
-        } else if (key == "grad norm") {
-            r.gradNorm = toDouble(value);
-        } else if (key == "params norm") {
-            r.paramsNorm = toDouble(value);
-        } else if (key == "number of skipped iterations") {
-            r.skippedIterations = toInt(value).value_or(0);
-        } else if (key == "number of nan iterations") {
-            r.nanIterations = toInt(value).value_or(0);
-        } else if (key == "decoupled learning rate" || key == "num zeros" || key == "consumed tokens" ||
-                   key.find("per GPU (") != std::string_view::npos || key == "max attention logit") {
-            // read but not stored: energy/power per GPU, counts no step column holds
-        } else if (auto v = toDouble(value)) {
-            r.losses[std::string(key)] = *v;  // every loss key Megatron logged ("lm loss", "z_loss")
+            continue;
         }
+        if (key == "number of skipped iterations" || key == "number of nan iterations") {
+            (key == "number of skipped iterations" ? r.skippedIterations : r.nanIterations) = toInt(value).value_or(0);
+            continue;
+        }
+        const auto d = std::find_if(std::begin(kDoubleFields), std::end(kDoubleFields),
+                                    [&](const DoubleField& f) { return f.key == key; });
+        if (d != std::end(kDoubleFields)) {
+            r.*(d->member) = toDouble(value);
+            continue;
+        }
+        const auto c = std::find_if(std::begin(kCountFields), std::end(kCountFields),
+                                    [&](const CountField& f) { return f.key == key; });
+        if (c != std::end(kCountFields)) {
+            r.*(c->member) = toInt(value);
+            continue;
+        }
+        if (ignoredField(key))
+            continue;
+        if (auto v = toDouble(value))
+            r.losses[std::string(key)] = *v;
     }
 }
 
@@ -632,7 +657,7 @@ std::string toJson(const LogState& s)
                           {"train_iters", s.trainIters},
                           {"summary_section", s.summarySection},
                           {"in_arguments", s.inArguments}}
-        .dump();
+        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // a log's bytes may not be UTF-8
 }
 
 LogState logStateFromJson(std::string_view text)

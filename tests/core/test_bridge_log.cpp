@@ -5,6 +5,7 @@
 #include "core/bridge/bridge_log.h"
 #include "core/bridge/bridge_run_import.h"
 #include "core/bridge/tensorboard_events.h"
+#include "core/planner/calibration.h"
 #include "core/planner/catalog.h"
 #include "core/run_store.h"
 
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <sstream>
 
 using namespace wb::core;
 using namespace wb::core::bridge;
@@ -348,6 +350,59 @@ private slots:
         QVERIFY(!corrupt);
         QVERIFY2(corrupt.error().toString().find("tfevents") != std::string::npos, corrupt.error().toString().c_str());
         QCOMPARE((*store)->listRuns()->size(), size_t(1));
+    }
+
+    // Imported Bridge runs carry the planner's prediction for Megatron-Bridge, so `plan
+    // --calibrate` for Bridge fits its step-time factor from them (calibrateFromStore).
+    void importedRunsCalibrateThePlanner()
+    {
+        QTemporaryDir dir;
+        auto store = RunStore::open(dir.filePath("runs.sqlite").toStdString());
+        QVERIFY(store);
+        // The 2-node fixture's start-up lines (its layout), then 40 iterations at a known pace.
+        std::string head;
+        {
+            std::istringstream in(readAll(fixture("bridge_two_nodes.log")));
+            for (std::string line; std::getline(in, line);)
+                if (line.find(" iteration ") == std::string::npos && line.find("[Rank") == std::string::npos)
+                    head += line + "\n";
+        }
+        std::vector<double> ratios;
+        for (int run = 0; run < 3; ++run) {
+            std::string log = head;
+            const double ms = 4000.0 + 500.0 * run;
+            for (int i = 1; i <= 40; ++i) {
+                char line[400];
+                std::snprintf(line, sizeof line,
+                              "15:  [2026-11-20 10:00:%02d] iteration %8d/%8d | consumed samples: %12d | elapsed time "
+                              "per iteration (ms): %.1f | learning rate: 1.000000E-05 | global batch size:   128 | "
+                              "lm loss: 2.000000E+00 | loss scale: 1.0 | grad norm: 1.000 | number of skipped "
+                              "iterations:   0 | number of nan iterations:   0 |\n",
+                              i % 60, i, 40, i * 128, i <= 3 ? 3 * ms : ms);
+                log += line;
+            }
+            const std::string path = dir.filePath(QStringLiteral("run%1.log").arg(run)).toStdString();
+            std::ofstream(path) << log;
+            BridgeImportRequest request;
+            request.logPath = path;
+            request.model = "qwen3-vl-30b-a3b";
+            request.hardware = "h200";
+            auto imported = importBridgeRun(**store, catalog(), request);
+            QVERIFY2(imported && imported->prediction, imported ? "no prediction" : imported.error().toString().c_str());
+            ratios.push_back(ms / imported->prediction->stepMs);
+        }
+        planner::CalibrationOptions options;
+        options.runtime = "megatron-bridge";
+        auto fitted = planner::calibrateFromStore(**store, "h200", options);
+        QVERIFY(fitted);
+        QVERIFY2(fitted->applied(), fitted->describe().c_str());
+        QCOMPARE(fitted->runs.size(), size_t(3));
+        std::sort(ratios.begin(), ratios.end());
+        QVERIFY(std::abs(fitted->stepTimeFactor - ratios[1]) < 1e-3 * ratios[1]);
+        // The same runs say nothing about moe-train's model.
+        options.runtime = "moe-train";
+        auto other = planner::calibrateFromStore(**store, "h200", options);
+        QVERIFY(other && !other->applied());
     }
 
     void badInputStoresNothing()

@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     std::string stateJson = toJson(LogState{});
     int64_t at = 0, line = 1;
     size_t iterations = 0, memory = 0;
-    const size_t step = size % 13 + 1;
+    const size_t step = size % 97 + 16;  // pieces of 16..112 bytes: a poll reads far more, but lines straddle them
     int64_t longer = 0;
     while (at < complete) {
         const int64_t take = std::min<int64_t>(complete - at, static_cast<int64_t>(step) + longer);
