@@ -20,7 +20,10 @@ WB_PACKAGES=(
 # test starts its own munged + slurmctld + slurmd from slurm-wlm and munge the same way.
 # python3-torch (Debian's PyTorch 1.13 for Python, ≈ 50 s to install beside libtorch-dev): the e2e
 # test that checks the PyTorch-eager benchmark baseline against moe-train (tests/e2e/eager_e2e.py).
-WB_TEST_PACKAGES=(openssh-server openssh-client slurm-wlm munge python3-torch)
+# help2man (the man pages, made at build time), lintian, desktop-file-utils and appstream: the
+# package test (tests/e2e/package_e2e.sh) builds the .deb and checks it as Debian does.
+WB_TEST_PACKAGES=(openssh-server openssh-client slurm-wlm munge python3-torch
+                  help2man lintian desktop-file-utils appstream)
 # The fuzz targets (scripts/fuzz.sh): clang with its libFuzzer, ASan and UBSan runtimes.
 WB_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 

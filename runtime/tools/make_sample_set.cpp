@@ -82,6 +82,19 @@ int main(int argc, char** argv)
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool hasValue = i + 1 < argc;
+        if (a == "--help" || a == "-h") {
+            std::printf("moe-sample-set: builds the workbench's sample data set from real images: resized PNG and\n"
+                        "JPEG copies of the images in DIR and a manifest.jsonl ({\"image\", \"caption\"}) for\n"
+                        "moe-train's loader.\n\n"
+                        "usage: moe-sample-set --from DIR --out DIR [--count N] [--jpeg-every K] [--seed S]\n"
+                        "                      [--min-side PX] [--max-side PX] [--caption-bytes MIN:MAX]\n"
+                        "       moe-sample-set --version | --help\n");
+            return 0;
+        }
+        if (a == "--version") {
+            std::printf("moe-sample-set %s\n", WB_RUNTIME_VERSION);
+            return 0;
+        }
         if (a == "--from" && hasValue) from = argv[++i];
         else if (a == "--out" && hasValue) out = argv[++i];
         else if (a == "--count" && hasValue) count = std::stol(argv[++i]);

@@ -44,16 +44,18 @@ void onStopSignal(int)
     wb::rt::stopRequestedFlag().store(true);
 }
 
+constexpr const char* kUsageText =
+    "usage: moe-train --config run.json --run-dir DIR [--resume] [--nproc-per-node N] [--comm-timeout S]\n"
+    "                 [--nnodes M --node-rank K --master-addr ADDR --master-port PORT]\n"
+    "       moe-train --validate run.json\n"
+    "       moe-train --config run.json --dump-batches DIR [--dump-count N]\n"
+    "       moe-train --config run.json --data-stats [--dump-count N]\n"
+    "       moe-train --self-check\n"
+    "       moe-train --version | --help\n";
+
 int usage(const std::string& why)
 {
-    std::cerr << "moe-train: " << why << "\n"
-              << "usage: moe-train --config run.json --run-dir DIR [--resume] [--nproc-per-node N] [--comm-timeout S]\n"
-              << "                 [--nnodes M --node-rank K --master-addr ADDR --master-port PORT]\n"
-              << "       moe-train --validate run.json\n"
-              << "       moe-train --config run.json --dump-batches DIR [--dump-count N]\n"
-              << "       moe-train --config run.json --data-stats [--dump-count N]\n"
-              << "       moe-train --self-check\n"
-              << "       moe-train --version\n";
+    std::cerr << "moe-train: " << why << "\n" << kUsageText;
     return kExitBadConfig;
 }
 
@@ -186,6 +188,16 @@ int moeTrainMain(int argc, char** argv)
         if (a == "--version") {
             std::cout << "moe-train " << WB_RUNTIME_VERSION << " (LibTorch " << TORCH_VERSION
                       << (WB_WITH_CUDA ? ", CUDA" : ", CPU only") << ")\n";
+            return 0;
+        }
+        if (a == "--help" || a == "-h") {
+            std::cout << "moe-train: the MoE-VLM Workbench's bundled training runtime (LibTorch + c10d: NCCL on GPUs,\n"
+                         "Gloo on CPUs). Trains the run config's model on its data, writing DIR/metrics.jsonl and\n"
+                         "DIR/status.json; exit 0 finished, 2 bad config, 3 out of memory, 4 communication failure,\n"
+                         "5 stopped by a signal (after a checkpoint), 1 anything else. Distributed runs take the\n"
+                         "torchrun environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), or\n"
+                         "--nproc-per-node N spawns the local ranks.\n\n"
+                      << kUsageText;
             return 0;
         }
         if (a == "--self-check")
