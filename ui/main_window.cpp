@@ -358,7 +358,8 @@ void MainWindow::updateActions()
 {
     const RunRow* run = m_runList->model()->runById(m_runList->selectedRunId());
     const bool live = run && (run->summary.status == "running" || run->summary.status == "pending");
-    m_cancelRun->setEnabled(live);
+    // A followed Megatron-Bridge job is not the workbench's to stop (the worker would refuse too).
+    m_cancelRun->setEnabled(live && run->summary.kind == core::kRunKindMoeTrain);
 }
 
 void MainWindow::showStatus(const QString& message, bool isError)

@@ -190,6 +190,12 @@ void RunFollowWorker::cancelRun(const QString& runId)
             reportError(tr("Cannot cancel run %1: %2").arg(runId, qs(run.error().toString())));
             return;
         }
+        if (run->kind != core::kRunKindMoeTrain) {
+            reportError(tr("Run %1 is a %2 job read from its log; the workbench did not start it. Stop it where "
+                           "it runs (scancel JOBID on its cluster).")
+                            .arg(runId, qs(run->kind)));
+            return;
+        }
         if (isElsewhere(run->target)) {
             emit cancelElsewhere(runId, qs(run->target));
             return;
