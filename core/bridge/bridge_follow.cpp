@@ -166,9 +166,7 @@ Result<FollowUpdate> pollBridgeLog(RunStore& store, RunTarget& target, const Run
     for (const IterationRecord& it : read.iterations)
         parsed.steps.push_back(toStepRecord(it, context));
     for (const MemoryReport& m : read.memory)
-        parsed.memory.push_back({m.iteration, m.allocatedGib.value_or(std::nan("")),
-                                 m.peakReservedGib ? *m.peakReservedGib : m.reservedGib.value_or(std::nan("")),
-                                 m.peakAllocatedGib.value_or(std::nan(""))});
+        parsed.memory.push_back(toStoreMemory(m));
     parsed.events = read.events;
     // The meta record again when the log told something new (the world size, the sequence, GBS).
     MetaRecord meta = facts.meta;

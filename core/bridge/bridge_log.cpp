@@ -262,47 +262,53 @@ bool ignoredField(std::string_view key)
            key == "max attention logit" || key.find("per GPU (") != std::string_view::npos;
 }
 
-// The `key: value |` fields after an iteration head, in any order; every other numeric field is a
-// loss Megatron averaged ("lm loss", "load_balancing_loss", "z_loss", "mtp_1 loss").
-void readIterationFields(std::string_view rest, IterationRecord& r, bool& hasElapsed)
+// Megatron's " key: value |" fields, in order; a field without a colon is passed over.
+template <typename Fn>
+void forEachField(std::string_view rest, Fn&& fn)
 {
     while (!rest.empty()) {
         const size_t bar = rest.find('|');
         const std::string_view field = trimView(rest.substr(0, bar));
         rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
         const size_t colon = field.find(':');
-        if (colon == std::string_view::npos)
-            continue;
-        const std::string_view key = trimView(field.substr(0, colon));
-        const std::string_view value = trimView(field.substr(colon + 1));
+        if (colon != std::string_view::npos)
+            fn(trimView(field.substr(0, colon)), trimView(field.substr(colon + 1)));
+    }
+}
+
+// The `key: value |` fields after an iteration head, in any order; every other numeric field is a
+// loss Megatron averaged ("lm loss", "load_balancing_loss", "z_loss", "mtp_1 loss").
+void readIterationFields(std::string_view rest, IterationRecord& r, bool& hasElapsed)
+{
+    forEachField(rest, [&](std::string_view key, std::string_view value) {
         if (key == "elapsed time per iteration (ms)") {
             if (auto v = toDouble(value)) {
                 r.elapsedMs = *v;
                 hasElapsed = true;
             }
-            continue;
+            return;
         }
         if (key == "number of skipped iterations" || key == "number of nan iterations") {
             (key == "number of skipped iterations" ? r.skippedIterations : r.nanIterations) = toInt(value).value_or(0);
-            continue;
+            return;
         }
         const auto d = std::find_if(std::begin(kDoubleFields), std::end(kDoubleFields),
                                     [&](const DoubleField& f) { return f.key == key; });
         if (d != std::end(kDoubleFields)) {
             r.*(d->member) = toDouble(value);
-            continue;
+            return;
         }
         const auto c = std::find_if(std::begin(kCountFields), std::end(kCountFields),
                                     [&](const CountField& f) { return f.key == key; });
         if (c != std::end(kCountFields)) {
             r.*(c->member) = toInt(value);
-            continue;
+            return;
         }
         if (ignoredField(key))
-            continue;
+            return;
         if (auto v = toDouble(value))
             r.losses[std::string(key)] = *v;
-    }
+    });
 }
 
 // "[Rank 3] (after 10 iterations) memory (GB) | key: value | ...".
@@ -330,17 +336,10 @@ std::optional<MemoryReport> readMemory(std::string_view s)
         return std::nullopt;
     std::string_view rest = s.substr(unit);
     bool any = false;
-    while (!rest.empty()) {
-        const size_t bar = rest.find('|');
-        const std::string_view field = trimView(rest.substr(0, bar));
-        rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
-        const size_t colon = field.find(':');
-        if (colon == std::string_view::npos)
-            continue;
-        const std::string_view key = trimView(field.substr(0, colon));
-        const auto value = toDouble(field.substr(colon + 1));
+    forEachField(rest, [&](std::string_view key, std::string_view text) {
+        const auto value = toDouble(text);
         if (!value)
-            continue;
+            return;
         const double gib = *value * toGib;
         if (key == "mem-allocated-gigabytes" || key == "allocated")
             m.allocatedGib = gib;
@@ -351,9 +350,9 @@ std::optional<MemoryReport> readMemory(std::string_view s)
         else if (key == "mem-max-reserved-gigabytes" || key == "max reserved")
             m.peakReservedGib = gib;
         else
-            continue;
+            return;
         any = true;
-    }
+    });
     if (!any)
         return std::nullopt;
     return m;

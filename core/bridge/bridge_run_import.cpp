@@ -198,6 +198,12 @@ std::string fmt(const char* format, double v)
 
 }  // namespace
 
+ParsedChunk::Memory toStoreMemory(const MemoryReport& m)
+{
+    return {m.iteration, m.allocatedGib.value_or(kMissing), m.peakReservedGib.value_or(m.reservedGib.value_or(kMissing)),
+            m.peakAllocatedGib.value_or(kMissing)};
+}
+
 Result<BridgeRunSetup> resolveBridgeRun(const planner::Catalog& catalog, const BridgeImportRequest& request,
                                         const std::string& configText, const LogState& state,
                                         const std::vector<IterationRecord>& iterations, bool predict)
@@ -422,9 +428,7 @@ Result<BridgeImportSummary> importBridgeRun(RunStore& store, const planner::Cata
             stepsSeen.insert(step.step);
     }
     for (const MemoryReport& m : chunk.memory)
-        parsed.memory.push_back({m.iteration, m.allocatedGib.value_or(kMissing),
-                                 m.peakReservedGib ? *m.peakReservedGib : m.reservedGib.value_or(kMissing),
-                                 m.peakAllocatedGib.value_or(kMissing)});
+        parsed.memory.push_back(toStoreMemory(m));
     parsed.events = chunk.events;
     parsed.meta = meta;
     parsed.sourceState = toJson(state);

@@ -43,6 +43,10 @@ struct BridgeImportSummary {
     std::vector<std::string> notes;  ///< what the files did not say and what is missing because of it
 };
 
+/// A memory report as the store raises its step's columns: current allocated, the peak reserved
+/// (what an OOM is about) and the peak allocated; NaN where the report did not say.
+ParsedChunk::Memory toStoreMemory(const MemoryReport& report);
+
 /// What the files and the request say of a Bridge run: its meta record, the step context (world,
 /// seq, GBS, peak), the stored config and, with `predict`, the planner's prediction for its layout;
 /// and notes on what is missing. `configText`: the config file's text ("" = none); `state` and
