@@ -10,6 +10,7 @@
 #include "core/log.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace wb::core {
 
@@ -18,6 +19,13 @@ namespace {
 // 4 MiB per round keeps one transaction short (the GUI reads the store concurrently) while still
 // catching up on a long run in a few rounds.
 constexpr int64_t kMaxBytesPerPoll = 4 << 20;
+// How often an idle follower records that it looked (RunStore::markSynced).
+constexpr double kSyncMarkIntervalS = 5.0;
+
+double unixNow()
+{
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 struct FinalState {
     RunState state;
@@ -54,6 +62,60 @@ void RunFollower::noteReported(const FollowUpdate& update)
 }
 
 Result<FollowUpdate> RunFollower::poll()
+{
+    auto update = pollTarget();
+    if (!update)
+        return update;
+    // A successful round read the target: the store's view is current as of now. Written at most
+    // every few seconds while nothing happens (the GUI polls every 300 ms).
+    const double now = unixNow();
+    if (!update->newSteps.empty() || update->finished || now - m_markedSyncedAt >= kSyncMarkIntervalS) {
+        if (auto r = m_store.markSynced(m_runId, now); !r && r.error().code != ErrorCode::Busy)
+            return r.error();
+        m_markedSyncedAt = now;
+    }
+    return update;
+}
+
+bool isLive(const RunSummary& run)
+{
+    return run.status == runStateName(RunState::Running) || run.status == runStateName(RunState::Pending);
+}
+
+bool isFollowable(const RunSummary& run)
+{
+    if (!isLive(run))
+        return false;
+    return run.kind == kRunKindBridge ? !run.sourcePath.empty() : !run.runDir.empty();
+}
+
+Result<CatchUp> catchUpRun(RunStore& store, RunTarget& target, const std::string& runId, int maxRounds)
+{
+    RunFollower follower(store, target, runId);
+    CatchUp out;
+    for (int round = 0; round < maxRounds; ++round) {
+        auto before = store.run(runId);
+        if (!before)
+            return before.error();
+        auto update = follower.poll();
+        if (!update)
+            return update.error();
+        auto after = store.run(runId);
+        if (!after)
+            return after.error();
+        out.stepsAdded += after->steps - before->steps;
+        out.status = update->status;
+        if (update->finished) {
+            out.finished = true;
+            break;
+        }
+        if (after->streamOffset == before->streamOffset)
+            break;  // everything written so far is stored; the run goes on
+    }
+    return out;
+}
+
+Result<FollowUpdate> RunFollower::pollTarget()
 {
     auto summary = m_store.run(m_runId);
     if (!summary)

@@ -27,10 +27,12 @@ class RunFollower {
 public:
     RunFollower(RunStore& store, RunTarget& target, std::string runId);
 
-    /// One round: read, ingest, status. Updates the store's status when the run ends.
+    /// One round: read, ingest, status. Updates the store's status when the run ends, and the
+    /// run's synced_at (at most every few seconds, and always when something arrived or it ended).
     Result<FollowUpdate> poll();
 
 private:
+    Result<FollowUpdate> pollTarget();
     void noteReported(const FollowUpdate& update);
 
     RunStore& m_store;
@@ -48,6 +50,25 @@ private:
         int64_t start = 0, scanned = 0;
     };
     std::optional<OverlongLine> m_overlong;
+    double m_markedSyncedAt = 0.0;  // unix seconds of this follower's last markSynced
 };
+
+/// The run may still change: pending or running in the store.
+bool isLive(const RunSummary& run);
+/// A live run with something to read: moe-train's run directory, or a followed trainer's log.
+bool isFollowable(const RunSummary& run);
+
+/// What a catch-up did: steps stored, and whether the run is over (its end recorded).
+struct CatchUp {
+    int64_t stepsAdded = 0;
+    bool finished = false;
+    RunStatus status;
+};
+
+/// Brings the store's view of one run up to date from its target, as far as the bytes written so
+/// far go: polls until a round stores nothing new (or the run ended, or `maxRounds` rounds of
+/// RunFollower's 4 MiB have passed). What `runs`, `show`, `compare` and `export` do before they
+/// answer, so a run nobody watched is never shown as it was at launch. Blocking (target I/O).
+Result<CatchUp> catchUpRun(RunStore& store, RunTarget& target, const std::string& runId, int maxRounds = 64);
 
 }  // namespace wb::core

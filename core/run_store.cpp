@@ -362,6 +362,11 @@ ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'moe-train';
 ALTER TABLE runs ADD COLUMN source_path TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN source_state TEXT NOT NULL DEFAULT '';
 )sql",
+    // v3 -> v4: when a follower last read the run's target (issue 18: a run nobody follows says
+    // how old its view is instead of looking frozen).
+    R"sql(
+ALTER TABLE runs ADD COLUMN synced_at REAL NOT NULL DEFAULT 0;
+)sql",
 };
 
 constexpr const char* kStepColumns =
@@ -424,7 +429,7 @@ constexpr const char* kSummaryQuery =
     "r.stream_offset, r.malformed_lines, r.config_hash, r.data_source, "
     "(SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id), "
     "(SELECT s.loss FROM steps s WHERE s.run_id = r.id ORDER BY s.step DESC LIMIT 1), "
-    "r.kind, r.source_path "
+    "r.kind, r.source_path, r.synced_at "
     "FROM runs r";
 
 RunSummary readSummary(const Statement& s)
@@ -446,6 +451,7 @@ RunSummary readSummary(const Statement& s)
         r.lastLoss = s.real(12);
     r.kind = s.text(13);
     r.sourcePath = s.text(14);
+    r.syncedAt = s.real(15);
     return r;
 }
 
@@ -859,6 +865,47 @@ Result<void> RunStore::setRunDir(const std::string& id, const std::string& runDi
         return r;
     if (sqlite3_changes(m_impl->db.get()) == 0)
         return makeError(ErrorCode::NotFound, "no such run in the store", id);
+    return {};
+}
+
+Result<void> RunStore::markSynced(const std::string& id, double unixSeconds)
+{
+    auto stmt = m_impl->prepare("UPDATE runs SET synced_at = ?2 WHERE id = ?1");
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id)).bind(2, unixSeconds);
+    if (auto r = m_impl->stepDone(**stmt, "recording when the run was synced"); !r)
+        return r;
+    if (sqlite3_changes(m_impl->db.get()) == 0)
+        return makeError(ErrorCode::NotFound, "no such run in the store", id);
+    return {};
+}
+
+Result<void> RunStore::renameRun(const std::string& id, const std::string& name)
+{
+    auto stmt = m_impl->prepare("UPDATE runs SET name = ?2 WHERE id = ?1");
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id)).bind(2, std::string_view(name));
+    if (auto r = m_impl->stepDone(**stmt, "renaming the run"); !r)
+        return r;
+    if (sqlite3_changes(m_impl->db.get()) == 0)
+        return makeError(ErrorCode::NotFound, "no such run in the store; `runs` lists them", id);
+    return {};
+}
+
+Result<void> RunStore::deleteRun(const std::string& id)
+{
+    // ON DELETE CASCADE (foreign keys are on for every connection) removes the config, meta,
+    // steps, events and prediction with the row, in the statement's own transaction.
+    auto stmt = m_impl->prepare("DELETE FROM runs WHERE id = ?1");
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id));
+    if (auto r = m_impl->stepDone(**stmt, "deleting the run"); !r)
+        return r;
+    if (sqlite3_changes(m_impl->db.get()) == 0)
+        return makeError(ErrorCode::NotFound, "no such run in the store; `runs` lists them", id);
     return {};
 }
 

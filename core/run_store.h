@@ -22,7 +22,7 @@ struct sqlite3;
 
 namespace wb::core {
 
-inline constexpr int kStoreSchemaVersion = 3;
+inline constexpr int kStoreSchemaVersion = 4;
 
 /// Which trainer wrote a run: the bundled runtime (its metrics.jsonl) or a Megatron-Bridge job
 /// whose log was imported or followed (docs/bridge-import.md).
@@ -56,6 +56,7 @@ struct RunSummary {
     std::string dataSource;   ///< from the meta line, once seen
     std::string kind = kRunKindMoeTrain;
     std::string sourcePath;   ///< a Bridge run's log (its stream_offset counts that file's bytes)
+    double syncedAt = 0.0;    ///< unix seconds of the last successful look at its target; 0 = never
 };
 
 /// Records read from another trainer's file (a Megatron-Bridge log, core/bridge/): what ingest()
@@ -133,6 +134,14 @@ public:
 
     Result<void> setStatus(const std::string& id, std::string_view state, int exitCode);
     Result<void> setRunDir(const std::string& id, const std::string& runDir);
+    /// Records that the run's target was just read successfully (a follower's poll): `runs` and
+    /// `show` say how old the store's view of a run nobody follows is. NotFound: no such run.
+    Result<void> markSynced(const std::string& id, double unixSeconds);
+    /// A new display name (any text; shown escaped). NotFound: no such run.
+    Result<void> renameRun(const std::string& id, const std::string& name);
+    /// Removes the run and everything stored for it (config, meta, steps, events, prediction) in one
+    /// transaction. Its run directory on the target is not touched. NotFound: no such run.
+    Result<void> deleteRun(const std::string& id);
 
     /// `bytes` must start at the stored offset (`run(id).streamOffset`); otherwise InvalidArgument
     /// and nothing changes. Complete lines are stored, the offset advances past them, all in one

@@ -14,6 +14,11 @@
 #include "ui/run_status_style.h"
 
 #include <QAction>
+#include <QCheckBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QInputDialog>
+#include <QPushButton>
 #include <QApplication>
 #include <QLabel>
 #include <QMenuBar>
@@ -82,13 +87,7 @@ void MainWindow::createActions()
     m_cancelRun = new QAction(style()->standardIcon(QStyle::SP_MediaStop), tr("&Cancel run"), this);
     m_cancelRun->setObjectName(QStringLiteral("cancelRunAction"));
     m_cancelRun->setToolTip(tr("Stop the selected run (its whole process group)"));
-    connect(m_cancelRun, &QAction::triggered, this, [this] {
-        const QString id = m_runList->selectedRunId();
-        if (id.isEmpty())
-            return;
-        showStatus(tr("Cancelling run %1…").arg(id));
-        m_session->cancelRun(id);
-    });
+    connect(m_cancelRun, &QAction::triggered, this, [this] { confirmCancel(m_runList->selectedRunId()); });
 
     m_launchRun = new QAction(style()->standardIcon(QStyle::SP_ArrowForward), tr("&Launch run…"), this);
     m_launchRun->setObjectName(QStringLiteral("launchRunAction"));
@@ -302,6 +301,10 @@ void MainWindow::connectSession()
         box->setDetailedText(report);
         box->open();
     });
+    connect(m_session, &RunSession::runManaged, this, [this](const QString&, const QString& message) { showStatus(message); });
+    connect(m_runList, &RunListPanel::renameRequested, this, &MainWindow::askRename);
+    connect(m_runList, &RunListPanel::deleteRequested, this, &MainWindow::confirmDelete);
+    connect(m_runList, &RunListPanel::exportCsvRequested, this, &MainWindow::askExportCsv);
     connect(m_session, &RunSession::importFailed, this,
             [this](const QString& message) { showError(tr("Cannot import the run"), message); });
     connect(m_session, &RunSession::launchFailed, this,
@@ -346,6 +349,96 @@ void MainWindow::syncSelectedRunState()
         m_charts->setReconnecting(id, m_runList->model()->reconnectAttempt(*run),
                                   m_runList->model()->reconnectReason(*run));
     }
+}
+
+QDialog* MainWindow::askRename(const QString& runId)
+{
+    const RunRow* run = m_runList->model()->runById(runId);
+    if (!run)
+        return nullptr;
+    auto* dialog = new QInputDialog(this);
+    dialog->setObjectName(QStringLiteral("renameRunDialog"));
+    dialog->setWindowTitle(tr("Rename run"));
+    dialog->setLabelText(tr("New name for run %1:").arg(runId));
+    dialog->setTextValue(QString::fromStdString(run->summary.name));
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QInputDialog::textValueSelected, this, [this, runId](const QString& name) {
+        if (!name.trimmed().isEmpty())
+            m_session->renameRun(runId, name.trimmed());
+    });
+    dialog->open();
+    return dialog;
+}
+
+QMessageBox* MainWindow::confirmDelete(const QString& runId)
+{
+    const RunRow* run = m_runList->model()->runById(runId);
+    if (!run)
+        return nullptr;
+    const auto& s = run->summary;
+    auto* box = new QMessageBox(QMessageBox::Warning, tr("Delete run"),
+                                tr("Delete run \u201c%1\u201d (%2) from the run store?")
+                                    .arg(QString::fromStdString(s.name), runId),
+                                QMessageBox::Yes | QMessageBox::No, this);
+    box->setObjectName(QStringLiteral("deleteRunBox"));
+    box->setInformativeText(tr("Its steps, events, config and prediction are removed; this cannot be undone."));
+    box->button(QMessageBox::Yes)->setText(tr("Delete"));
+    box->setDefaultButton(QMessageBox::No);
+    if (s.target == "local" && !s.runDir.empty()) {
+        auto* files = new QCheckBox(tr("Also delete its run directory %1").arg(QString::fromStdString(s.runDir)), box);
+        files->setObjectName(QStringLiteral("deleteRunFiles"));
+        box->setCheckBox(files);
+    }
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    connect(box, &QMessageBox::finished, this, [this, box, runId] {
+        if (box->clickedButton() == box->button(QMessageBox::Yes))
+            m_session->deleteRun(runId, box->checkBox() && box->checkBox()->isChecked());
+    });
+    box->open();
+    return box;
+}
+
+QDialog* MainWindow::askExportCsv(const QString& runId)
+{
+    auto* dialog = new QFileDialog(this, tr("Export the steps of run %1 as CSV").arg(runId),
+                                   QDir::home().filePath(runId + QStringLiteral(".csv")), tr("CSV files (*.csv)"));
+    dialog->setObjectName(QStringLiteral("exportCsvDialog"));
+    dialog->setAcceptMode(QFileDialog::AcceptSave);
+    dialog->setDefaultSuffix(QStringLiteral("csv"));
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QFileDialog::fileSelected, this,
+            [this, runId](const QString& path) { m_session->exportRunCsv(runId, path); });
+    dialog->open();
+    return dialog;
+}
+
+QMessageBox* MainWindow::confirmCancel(const QString& runId)
+{
+    const RunRow* run = m_runList->model()->runById(runId);
+    if (!run)
+        return nullptr;
+    // A cancel cannot be undone (the processes end; a resume starts from the last checkpoint):
+    // ask, naming the run and where it runs. Non-modal, so the charts keep streaming meanwhile.
+    const QString name = QString::fromStdString(run->summary.name);
+    const QString target = QString::fromStdString(run->summary.target);
+    auto* box = new QMessageBox(QMessageBox::Question, tr("Cancel run"),
+                                tr("Cancel run \u201c%1\u201d (%2) on %3?").arg(name, runId, target),
+                                QMessageBox::Yes | QMessageBox::No, this);
+    box->setObjectName(QStringLiteral("cancelConfirmBox"));
+    box->setInformativeText(tr("Every process of the run is stopped (SIGTERM, then SIGKILL after the grace period). "
+                               "Its stored steps stay; it can be resumed from its last checkpoint."));
+    box->setDefaultButton(QMessageBox::No);
+    box->button(QMessageBox::Yes)->setText(tr("Cancel the run"));
+    box->button(QMessageBox::No)->setText(tr("Keep it running"));
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    connect(box, &QMessageBox::finished, this, [this, box, runId] {
+        if (box->clickedButton() != box->button(QMessageBox::Yes))
+            return;
+        showStatus(tr("Cancelling run %1…").arg(runId));
+        m_session->cancelRun(runId);
+    });
+    box->open();
+    return box;
 }
 
 void MainWindow::startSampleRun()

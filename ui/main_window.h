@@ -13,7 +13,9 @@
 
 QT_BEGIN_NAMESPACE
 class QAction;
+class QDialog;
 class QLabel;
+class QMessageBox;
 class QProgressBar;
 QT_END_NAMESPACE
 
@@ -69,6 +71,15 @@ public slots:
     ImportRunDialog* openImportDialog();
     /// Imports on the session's worker; the run list selects the run and a box shows the report.
     void importRun(const BridgeImportArgs& args);
+    /// Run → Cancel run: asks first, naming the run and its target (non-modal box
+    /// "cancelConfirmBox", deleted on close); "Cancel the run" cancels it. Null: no such run listed.
+    QMessageBox* confirmCancel(const QString& runId);
+    /// The run list's Rename… / Delete… / Export steps as CSV…: a non-modal dialog each
+    /// ("renameRunDialog", "deleteRunBox" with an "also its run directory" check box for runs on
+    /// this machine, "exportCsvDialog"), deleted on close; accepting it asks the session's worker.
+    QDialog* askRename(const QString& runId);
+    QMessageBox* confirmDelete(const QString& runId);
+    QDialog* askExportCsv(const QString& runId);
 
 private:
     void createActions();

@@ -4,6 +4,9 @@
 #include "core/log.h"
 #include "core/planner/catalog.h"
 #include "core/run_config.h"
+#include "core/compare/steps_csv.h"
+#include "core/run_follower.h"
+#include "core/run_management.h"
 #include "core/run_launch.h"
 
 #include <exception>
@@ -31,10 +34,9 @@ void guarded(RunFollowWorker* worker, const char* what, Fn&& fn)
     }
 }
 
-bool isUnfinished(const std::string& status)
-{
-    return status == "running" || status == "pending";
-}
+// A live run on another target is handed to that target's worker again after this long if it is
+// still live in the store (its worker may have failed to reach the host the first time).
+constexpr int64_t kRerouteAfterMs = 30'000;
 
 }  // namespace
 
@@ -78,14 +80,9 @@ void RunFollowWorker::initialize()
         // Runs started earlier (perhaps by a previous session, or the CLI) that never reported an
         // end: follow them again, on their own target; the store's offset makes this lossless.
         // Remote targets connect lazily, on their first poll. (A Remote worker is told what to follow.)
-        auto runs = m_role == Role::Remote ? core::Result<std::vector<core::RunSummary>>(std::vector<core::RunSummary>{})
-                                           : m_store->listRuns();
-        if (runs) {
-            for (const auto& run : runs.value()) {
-                const bool ours = m_target && run.target == m_target->name();
-                if (isUnfinished(run.status) && !run.runDir.empty() && (ours || m_resolver || isElsewhere(run.target)))
-                    follow(run.id);
-            }
+        if (m_role != Role::Remote) {
+            if (auto runs = m_store->listRuns())
+                followLiveRuns(*runs);
         }
         if (m_role == Role::Remote)
             return;
@@ -121,6 +118,9 @@ void RunFollowWorker::refreshRuns()
             reportError(tr("Cannot list runs: %1").arg(qs(runs.error().toString())));
             return;
         }
+        // Every live run the list shows is followed (issue 18 item 1): one the CLI launched after
+        // this window opened would otherwise stay "running 0/60" here forever.
+        followLiveRuns(*runs);
         RunRowList rows;
         rows.reserve(static_cast<qsizetype>(runs->size()));
         for (auto& summary : runs.value()) {
@@ -261,7 +261,75 @@ void RunFollowWorker::importBridgeRun(const BridgeImportArgs& args)
     });
 }
 
-void RunFollowWorker::follow(const std::string& runId)
+void RunFollowWorker::renameRun(const QString& runId, const QString& name)
+{
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Renaming the run"), [&] {
+        if (!m_store)
+            return;
+        if (auto r = m_store->renameRun(runId.toStdString(), name.toStdString()); !r) {
+            reportError(tr("Cannot rename run %1: %2").arg(runId, qs(r.error().toString())));
+            return;
+        }
+        emit runManaged(runId, tr("Renamed run %1 to \u201c%2\u201d.").arg(runId, name));
+        refreshRuns();
+    });
+}
+
+void RunFollowWorker::deleteRun(const QString& runId, bool withFiles)
+{
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Deleting the run"), [&] {
+        if (!m_store)
+            return;
+        core::DeleteRunRequest request;
+        request.runId = runId.toStdString();
+        request.files = withFiles;
+        auto deleted = core::deleteRun(*m_store, request);
+        if (!deleted) {
+            reportError(tr("Cannot delete run %1: %2").arg(runId, qs(deleted.error().toString())));
+            refreshRuns();  // a half-done delete (store row gone, files not) shows as it is
+            return;
+        }
+        m_trainIters.erase(request.runId);
+        m_messages.erase(request.runId);
+        emit runManaged(runId, deleted->filesRemoved
+                                   ? tr("Deleted run %1 and its run directory %2.").arg(runId, qs(deleted->runDir))
+                               : deleted->runDir.empty()
+                                   ? tr("Deleted run %1.").arg(runId)
+                                   : tr("Deleted run %1 from the store; its run directory stays at %2.")
+                                         .arg(runId, qs(deleted->runDir)));
+        refreshRuns();
+    });
+}
+
+void RunFollowWorker::exportRunCsv(const QString& runId, const QString& path)
+{
+    guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Exporting the run's steps"), [&] {
+        if (!m_store)
+            return;
+        auto steps = m_store->steps(runId.toStdString());
+        if (!steps) {
+            reportError(tr("Cannot read the steps of run %1: %2").arg(runId, qs(steps.error().toString())));
+            return;
+        }
+        if (auto written = core::writeStepsCsv(path.toStdString(), *steps); !written) {
+            reportError(tr("Cannot export run %1: %2").arg(runId, qs(written.error().toString())));
+            return;
+        }
+        emit runManaged(runId, tr("Exported %n step(s) of run %1 to %2.", nullptr, static_cast<int>(steps->size()))
+                                   .arg(runId, path));
+    });
+}
+
+void RunFollowWorker::followLiveRuns(const std::vector<core::RunSummary>& runs)
+{
+    for (const auto& run : runs) {
+        const bool ours = m_target && run.target == m_target->name();
+        if (core::isFollowable(run) && (ours || m_resolver || isElsewhere(run.target)))
+            follow(run.id, /*automatic=*/true);
+    }
+}
+
+void RunFollowWorker::follow(const std::string& runId, bool automatic)
 {
     if (m_followed.count(runId) || !m_store)
         return;
@@ -271,6 +339,11 @@ void RunFollowWorker::follow(const std::string& runId)
         return;
     }
     if (isElsewhere(run->target)) {
+        // Handed over once (and again now and then while it stays live): the other worker keeps it.
+        if (auto it = m_routedElsewhere.find(runId);
+            automatic && it != m_routedElsewhere.end() && it->second.elapsed() < kRerouteAfterMs)
+            return;
+        m_routedElsewhere[runId].start();
         emit followElsewhere(qs(runId), qs(run->target));
         return;
     }

@@ -17,6 +17,7 @@
 #include "ui/launch_targets.h"
 #include "ui/meta_types.h"
 
+#include <QElapsedTimer>
 #include <QObject>
 #include <QString>
 #include <QTimer>
@@ -75,6 +76,13 @@ public slots:
     /// planner's prediction (catalog from `catalogDirs`: built-in, then the user's). Emits
     /// `runImported` with the import's report, or `importFailed` naming the file and the fix.
     void importBridgeRun(const wb::ui::BridgeImportArgs& args);
+    /// Run management (the run list's menu; core/run_management.h): each emits `runManaged` with
+    /// what was done, or `errorOccurred` naming why not, then re-lists the store.
+    void renameRun(const QString& runId, const QString& name);
+    /// `withFiles`: also the run directory (this machine's runs only). A live run is refused.
+    void deleteRun(const QString& runId, bool withFiles);
+    /// Every stored step as CSV (metrics.jsonl key names), written atomically to `path`.
+    void exportRunCsv(const QString& runId, const QString& path);
 
 signals:
     void ready(const QString& storePath, const QString& targetName);
@@ -89,6 +97,8 @@ signals:
     void errorOccurred(const QString& message);
     void runImported(const QString& runId, const QString& report);
     void importFailed(const QString& message);
+    /// A run was renamed, deleted or exported: `message` says what was done (for the status bar).
+    void runManaged(const QString& runId, const QString& message);
     /// `target` (as recorded in the store, "ssh:HOST") lost its connection and is on reconnect
     /// attempt `attempt` (≥ 1); attempt 0 = connected again. Emitted from inside a blocking call.
     void targetReconnecting(const QString& target, int attempt, const QString& reason);
@@ -109,7 +119,11 @@ private:
 
     void poll();
     void pollOne(const std::string& runId, Followed& followed);
-    void follow(const std::string& runId);
+    /// `automatic`: found live in a listing, not asked for; a run on another target is then handed
+    /// to its worker at most every kRerouteAfterMs.
+    void follow(const std::string& runId, bool automatic = false);
+    /// Follows every followable run of `runs` that this worker (or another target's) can reach.
+    void followLiveRuns(const std::vector<core::RunSummary>& runs);
     /// The default target when `name` is its name, else one made by the resolver (kept for the
     /// session). Null (reported once) when it cannot be made.
     core::RunTarget* targetFor(const std::string& name);
@@ -130,6 +144,7 @@ private:
     std::map<std::string, Followed> m_followed; // worker thread only
     std::map<std::string, int64_t> m_trainIters;
     std::map<std::string, QString> m_messages;
+    std::map<std::string, QElapsedTimer> m_routedElsewhere;  // Main role: when each run was handed over
     QTimer* m_pollTimer = nullptr;
     int m_pollsSinceList = 0;
 };

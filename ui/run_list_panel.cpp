@@ -3,7 +3,13 @@
 #include "ui/run_list_model.h"
 #include "ui/run_status_style.h"
 
+#include <QClipboard>
 #include <QDateTime>
+#include <QDesktopServices>
+#include <QFileInfo>
+#include <QGuiApplication>
+#include <QMenu>
+#include <QUrl>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
@@ -41,6 +47,15 @@ RunListPanel::RunListPanel(QWidget* parent) : QWidget(parent)
     connect(m_view->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             &RunListPanel::onCurrentChanged);
     connect(m_model, &QAbstractItemModel::dataChanged, this, &RunListPanel::updateDetails);
+    m_view->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(m_view, &QWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
+        const RunRow* run = m_model->runAt(m_view->indexAt(pos).row());
+        if (!run)
+            return;
+        QMenu* menu = contextMenuFor(QString::fromStdString(run->summary.id));
+        menu->setAttribute(Qt::WA_DeleteOnClose);
+        menu->popup(m_view->viewport()->mapToGlobal(pos));
+    });
 
     m_header = new QLabel(tr("<b>Runs</b>"), this);
     m_details = new QLabel(this);
@@ -102,6 +117,38 @@ void RunListPanel::fitColumns()
     };
     atLeast(RunListModel::Status, statusLabel(QStringLiteral("cancelled")));
     atLeast(RunListModel::Steps, QStringLiteral("8888 / 8888"));
+}
+
+QMenu* RunListPanel::contextMenuFor(const QString& runId)
+{
+    const RunRow* run = m_model->runById(runId);
+    if (!run)
+        return nullptr;
+    const auto& s = run->summary;
+    const bool live = s.status == "running" || s.status == "pending";
+    auto* menu = new QMenu(this);
+    menu->setObjectName(QStringLiteral("runContextMenu"));
+    const auto add = [menu](const QString& text, const char* name, auto&& slot) {
+        QAction* action = menu->addAction(text);
+        action->setObjectName(QLatin1String(name));
+        QObject::connect(action, &QAction::triggered, menu, slot);
+        return action;
+    };
+    add(tr("&Rename…"), "renameRunAction", [this, runId] { emit renameRequested(runId); });
+    QAction* remove = add(live ? tr("&Delete… (cancel the run first)") : tr("&Delete…"), "deleteRunAction",
+                          [this, runId] { emit deleteRequested(runId); });
+    remove->setEnabled(!live);
+    add(tr("&Export steps as CSV…"), "exportRunCsvAction", [this, runId] { emit exportCsvRequested(runId); });
+    menu->addSeparator();
+    add(tr("&Copy run id"), "copyRunIdAction", [runId] { QGuiApplication::clipboard()->setText(runId); });
+    const QString dir = QString::fromStdString(s.runDir);
+    QAction* open = add(tr("&Open run directory"), "openRunDirAction",
+                        [dir] { QDesktopServices::openUrl(QUrl::fromLocalFile(dir)); });
+    // Only this machine's folders open here; a remote run's directory is on its host.
+    open->setEnabled(s.target == "local" && !dir.isEmpty() && QFileInfo(dir).isDir());
+    if (s.target != "local")
+        open->setToolTip(tr("The run directory is on %1").arg(QString::fromStdString(s.target)));
+    return menu;
 }
 
 void RunListPanel::selectRun(const QString& runId)

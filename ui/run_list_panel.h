@@ -10,6 +10,7 @@
 
 QT_BEGIN_NAMESPACE
 class QLabel;
+class QMenu;
 class QTableView;
 QT_END_NAMESPACE
 
@@ -26,6 +27,10 @@ public:
     RunListModel* model() const { return m_model; }
     QTableView* view() const { return m_view; }
     QString selectedRunId() const;
+    /// The run's context menu (what a right click on its row opens): Rename…, Delete…, Export
+    /// steps as CSV…, Copy run id, Open run directory. Null when the run is not listed; the caller
+    /// owns the menu.
+    QMenu* contextMenuFor(const QString& runId);
 
 public slots:
     void setRuns(const wb::ui::RunRowList& runs);
@@ -37,6 +42,10 @@ signals:
     void runSelected(const QString& runId, const QString& name);
     /// The selected run's planned step count changed (known once its config is read).
     void selectedRunPlannedSteps(int64_t steps);
+    /// From the context menu: the window asks (a name, a confirmation, a file) and then acts.
+    void renameRequested(const QString& runId);
+    void deleteRequested(const QString& runId);
+    void exportCsvRequested(const QString& runId);
 
 private:
     void onCurrentChanged();

@@ -28,6 +28,7 @@ RunSession::RunSession(QString storePath, RunFollowWorker::TargetFactory targetF
     connect(m_worker, &RunFollowWorker::errorOccurred, this, &RunSession::errorOccurred);
     connect(m_worker, &RunFollowWorker::runImported, this, &RunSession::runImported);
     connect(m_worker, &RunFollowWorker::importFailed, this, &RunSession::importFailed);
+    connect(m_worker, &RunFollowWorker::runManaged, this, &RunSession::runManaged);
     connect(m_worker, &RunFollowWorker::targetReconnecting, this, &RunSession::targetReconnecting);
     connect(m_worker, &RunFollowWorker::followElsewhere, this, [this](const QString& runId, const QString& target) {
         if (RunFollowWorker* worker = remoteWorker(target))
@@ -132,6 +133,28 @@ void RunSession::followRun(const QString& runId)
 {
     QMetaObject::invokeMethod(
         m_worker, [worker = m_worker, runId] { worker->followRun(runId); }, Qt::QueuedConnection);
+}
+
+}  // namespace wb::ui
+
+namespace wb::ui {
+
+void RunSession::renameRun(const QString& runId, const QString& name)
+{
+    QMetaObject::invokeMethod(
+        m_worker, [worker = m_worker, runId, name] { worker->renameRun(runId, name); }, Qt::QueuedConnection);
+}
+
+void RunSession::deleteRun(const QString& runId, bool withFiles)
+{
+    QMetaObject::invokeMethod(
+        m_worker, [worker = m_worker, runId, withFiles] { worker->deleteRun(runId, withFiles); }, Qt::QueuedConnection);
+}
+
+void RunSession::exportRunCsv(const QString& runId, const QString& path)
+{
+    QMetaObject::invokeMethod(
+        m_worker, [worker = m_worker, runId, path] { worker->exportRunCsv(runId, path); }, Qt::QueuedConnection);
 }
 
 }  // namespace wb::ui

@@ -41,6 +41,10 @@ public slots:
     void followRun(const QString& runId);
     /// Imports a finished Megatron-Bridge run on the worker (file reads, SQLite): runImported / importFailed.
     void importBridgeRun(const wb::ui::BridgeImportArgs& args);
+    /// Run management on the Main worker (store writes, files): runManaged / errorOccurred.
+    void renameRun(const QString& runId, const QString& name);
+    void deleteRun(const QString& runId, bool withFiles);
+    void exportRunCsv(const QString& runId, const QString& path);
 
 signals:
     void ready(const QString& storePath, const QString& targetName);
@@ -55,6 +59,7 @@ signals:
     void errorOccurred(const QString& message);
     void runImported(const QString& runId, const QString& report);
     void importFailed(const QString& message);
+    void runManaged(const QString& runId, const QString& message);
     void targetReconnecting(const QString& target, int attempt, const QString& reason);
 
 private:

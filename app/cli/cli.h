@@ -60,6 +60,20 @@ int reportUsage(const std::string& problem, const char* synopsis);
 std::optional<int> rejectLeftovers(const Args& args, bool missing, const char* synopsis,
                                    bool allowPositional = false);
 
+/// Brings the store's view of live runs up to date before a command answers (catch_up.cpp): the
+/// runs named (every run when empty) that live on this machine are read from their run
+/// directories; with `remoteToo` (`runs --sync`) runs on SSH and Slurm targets too. A run that
+/// cannot be caught up is named on stderr and the command answers from the store. Returns how
+/// many runs were caught up.
+int catchUpRuns(const CliContext& context, core::RunStore& store, const std::vector<std::string>& runIds,
+                bool remoteToo = false);
+/// The same for runs given as ids or prefixes (compare, export), on a store connection of its
+/// own; ids that do not resolve are left for the command to report.
+void catchUpNamedRuns(const CliContext& context, const std::vector<std::string>& idsOrPrefixes);
+/// "last synced 5 min ago" / "never synced" for a run's synced_at.
+std::string syncedAgo(double syncedAt, double now);
+double unixNow();
+
 int launchCommand(const CliContext& context, Args args);
 int watchCommand(const CliContext& context, Args args);
 int runsCommand(const CliContext& context, Args args);

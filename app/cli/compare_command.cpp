@@ -310,6 +310,7 @@ int exportReportCommand(const CliContext& context, Args args, const std::string&
     auto request = takeCompareRequest(args, synopsis, exitCode);
     if (!request)
         return exitCode;
+    catchUpNamedRuns(context, request->runs);
     auto comparison = core::compareRuns(context.dbPath, *request);
     if (!comparison)
         return reportError(comparison.error());
@@ -331,6 +332,7 @@ int compareCommand(const CliContext& context, Args args)
     if (!request)
         return exitCode;
 
+    catchUpNamedRuns(context, request->runs);
     auto comparison = core::compareRuns(context.dbPath, *request);
     if (!comparison)
         return reportError(comparison.error());

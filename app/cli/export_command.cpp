@@ -37,6 +37,7 @@ int exportCommand(const CliContext& context, Args args)
     if (args.rest().size() != 1)
         return reportUsage("export takes one RUN id (or prefix)", kExportSynopsis);
 
+    catchUpNamedRuns(context, args.rest());
     auto store = context.openStore();
     if (!store)
         return reportError(store.error());

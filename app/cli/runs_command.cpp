@@ -1,6 +1,8 @@
 // `runs [--json]` lists the store; `show RUN [--json]` prints one run in full.
 #include "app/cli/cli.h"
 
+#include "core/run_follower.h"
+#include "core/run_management.h"
 #include "core/terminal_text.h"
 #include <cmath>
 #include <cstdio>
@@ -12,7 +14,8 @@ namespace wb::app {
 
 namespace {
 
-constexpr const char* kRunsSynopsis = "runs [--json]";
+constexpr const char* kRunsSynopsis =
+    "runs [--json] [--sync] | runs rename RUN NAME | runs delete RUN [--files] [--force]";
 constexpr const char* kShowSynopsis = "show RUN [--json]";
 
 using nlohmann::ordered_json;
@@ -51,6 +54,7 @@ ordered_json summaryJson(const core::RunSummary& r)
         {"config_hash", r.configHash},
         {"stream_offset", r.streamOffset},
         {"malformed_lines", r.malformedLines},
+        {"synced_at", r.syncedAt > 0.0 ? ordered_json(r.syncedAt) : ordered_json(nullptr)},
     };
 }
 
@@ -73,14 +77,65 @@ ordered_json stepJson(const core::StepRecord& s)
 
 }  // namespace
 
+int renameRunCommand(const CliContext& context, Args args)
+{
+    if (!args.unknownOption().empty() || args.rest().size() != 2)
+        return reportUsage("runs rename takes a RUN id (or prefix) and the new NAME", kRunsSynopsis);
+    auto store = context.openStore();
+    if (!store)
+        return reportError(store.error());
+    auto id = (*store)->resolveRunId(args.rest()[0]);
+    if (!id)
+        return reportError(id.error());
+    if (auto r = (*store)->renameRun(*id, args.rest()[1]); !r)
+        return reportError(r.error());
+    std::fprintf(stderr, "renamed run %s to \"%s\"\n", id->c_str(), core::terminalSafe(args.rest()[1]).c_str());
+    return kExitOk;
+}
+
+int deleteRunCommand(const CliContext& context, Args args)
+{
+    core::DeleteRunRequest request;
+    request.files = args.takeFlag("--files");
+    request.force = args.takeFlag("--force");
+    if (!args.unknownOption().empty() || args.rest().size() != 1)
+        return reportUsage("runs delete takes one RUN id (or prefix)", kRunsSynopsis);
+    auto store = context.openStore();
+    if (!store)
+        return reportError(store.error());
+    auto id = (*store)->resolveRunId(args.rest()[0]);
+    if (!id)
+        return reportError(id.error());
+    request.runId = *id;
+    catchUpRuns(context, **store, {*id});  // a run that ended unwatched is not "live" any more
+    auto deleted = core::deleteRun(**store, request);
+    if (!deleted)
+        return reportError(deleted.error());
+    if (deleted->filesRemoved)
+        std::fprintf(stderr, "deleted run %s and its run directory %s (%llu files)\n", id->c_str(),
+                     core::terminalSafe(deleted->runDir).c_str(), static_cast<unsigned long long>(deleted->removedEntries));
+    else
+        std::fprintf(stderr, "deleted run %s from the store%s\n", id->c_str(),
+                     deleted->runDir.empty() ? "" : ("; its run directory stays at " + core::terminalSafe(deleted->runDir)).c_str());
+    return kExitOk;
+}
+
 int runsCommand(const CliContext& context, Args args)
 {
+    if (!args.rest().empty() && args.rest().front() == "rename")
+        return renameRunCommand(context, Args(std::vector<std::string>(args.rest().begin() + 1, args.rest().end())));
+    if (!args.rest().empty() && args.rest().front() == "delete")
+        return deleteRunCommand(context, Args(std::vector<std::string>(args.rest().begin() + 1, args.rest().end())));
     const bool json = args.takeFlag("--json");
+    const bool sync = args.takeFlag("--sync");
     if (!args.rest().empty())
         return reportUsage("unexpected argument '" + args.rest().front() + "'", kRunsSynopsis);
     auto store = context.openStore();
     if (!store)
         return reportError(store.error());
+    // Live runs on this machine are read from their run directories first (with --sync, those
+    // on SSH and Slurm targets too), so the list is never the view of a run at its launch.
+    catchUpRuns(context, **store, {}, sync);
     auto runs = (*store)->listRuns();
     if (!runs)
         return reportError(runs.error());
@@ -94,6 +149,7 @@ int runsCommand(const CliContext& context, Args args)
     }
     std::printf("%-22s %-20s %-10s %7s %10s  %s\n", "ID", "NAME", "STATUS", "STEPS", "LAST_LOSS",
                 "CREATED");
+    std::vector<const core::RunSummary*> stale;  // live elsewhere, not caught up now
     for (const auto& run : *runs) {
         char loss[32] = "-";
         if (run.lastLoss)
@@ -104,7 +160,13 @@ int runsCommand(const CliContext& context, Args args)
                     core::terminalSafe(run.name).c_str(),
                     run.status.c_str(), static_cast<long long>(run.steps), loss,
                     localTime(run.createdAt).c_str());
+        if (core::isFollowable(run) && run.target != "local" && !sync)
+            stale.push_back(&run);
     }
+    const double now = unixNow();
+    for (const auto* run : stale)
+        std::printf("note: %s is %s on %s as of its %s; `runs --sync` catches it up\n", run->id.c_str(),
+                    run->status.c_str(), core::terminalSafe(run->target).c_str(), syncedAgo(run->syncedAt, now).c_str());
     return kExitOk;
 }
 
@@ -119,6 +181,7 @@ int showCommand(const CliContext& context, Args args)
     auto id = (*store)->resolveRunId(args.rest().front());
     if (!id)
         return reportError(id.error());
+    catchUpRuns(context, **store, {*id});
     auto run = (*store)->run(*id);
     if (!run)
         return reportError(run.error());
@@ -150,6 +213,8 @@ int showCommand(const CliContext& context, Args args)
                 run->exitCode, core::terminalSafe(run->target).c_str(), core::terminalSafe(run->runDir).c_str(),
                 localTime(run->createdAt).c_str(),
                 static_cast<long long>(run->steps), run->configHash.c_str());
+    if (core::isFollowable(*run) && run->target != "local")
+        std::printf("synced    %s (`runs --sync` catches it up)\n", syncedAgo(run->syncedAt, unixNow()).c_str());
     if (run->kind != core::kRunKindMoeTrain)
         std::printf("kind      %s (read from %s)\n", run->kind.c_str(), core::terminalSafe(run->sourcePath).c_str());
     if (meta && run->kind != core::kRunKindMoeTrain)

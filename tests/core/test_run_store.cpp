@@ -544,8 +544,8 @@ void TestRunStore::listRunsNewestFirst()
 
 void TestRunStore::migratesVersion1KeepingRuns()
 {
-    // A version-1 store: today's store with the v1->v2 and v2->v3 migrations undone (v1's SQL is
-    // unchanged). The old run becomes a moe-train run with no source file.
+    // A version-1 store: today's store with the v1->v2, v2->v3 and v3->v4 migrations undone (v1's
+    // SQL is unchanged). The old run becomes a moe-train run with no source file, never synced.
     const std::string db = path("v1.sqlite");
     {
         auto fresh = openOrFail(db);
@@ -556,7 +556,7 @@ void TestRunStore::migratesVersion1KeepingRuns()
         RawDb raw(db);
         QCOMPARE(raw.exec("DROP TABLE predictions; ALTER TABLE runs DROP COLUMN kind; "
                           "ALTER TABLE runs DROP COLUMN source_path; ALTER TABLE runs DROP COLUMN source_state; "
-                          "PRAGMA user_version = 1;"),
+                          "ALTER TABLE runs DROP COLUMN synced_at; PRAGMA user_version = 1;"),
                  SQLITE_OK);
     }
     auto store = openOrFail(db);
@@ -566,6 +566,9 @@ void TestRunStore::migratesVersion1KeepingRuns()
     QCOMPARE(QString::fromStdString(kept->name), QStringLiteral("kept"));
     QCOMPARE(kept->kind, std::string(kRunKindMoeTrain));
     QCOMPARE(kept->sourcePath, std::string());
+    QCOMPARE(kept->syncedAt, 0.0);
+    QVERIFY(store->markSynced("old-run", 1.5e9));
+    QCOMPARE(store->run("old-run")->syncedAt, 1.5e9);
     QCOMPARE(*store->sourceState("old-run"), std::string());
     auto none = store->prediction("old-run");
     QVERIFY(none);

@@ -3,6 +3,7 @@
 #include "core/run_follower.h"
 
 #include <QTemporaryDir>
+#include <ctime>
 #include <QtTest>
 
 using namespace wb::core;
@@ -60,7 +61,95 @@ private slots:
     void finalState_data();
     void finalState();
     void overlongLineIsSkippedOnce();
+    void catchUpStoresWhatIsWrittenAndTheEnd();
+    void renameAndDeleteRun();
 };
+
+// Issue 18 item 1: `runs`/`show` catch a run up before answering. Several reads' worth of steps
+// (past one poll's 4 MiB) while the process lives: all stored, not finished, synced_at set; once
+// the process is gone: the end recorded. A failing target leaves the store as it was.
+void TestRunStoreFollower::catchUpStoresWhatIsWrittenAndTheEnd()
+{
+    auto store = RunStore::open(m_dir.filePath(QStringLiteral("catchup.sqlite")).toStdString());
+    QVERIFY(store);
+    auto id = (*store)->createRun({"", "cli-run", "scripted", "/run", "{}", ""});
+    QVERIFY(id);
+    QCOMPARE((*store)->run(*id)->syncedAt, 0.0);
+    ScriptedTarget target;
+    target.next = RunStatus{RunState::Running, -1, "running", "", true};
+    MetaRecord meta;
+    meta.dataSource = "mock";
+    target.file = toJsonLine(meta) + "\n";
+    const std::string padding(20000, 'p');  // each step line ≈ 20 kB: 600 steps ≈ 12 MB, three reads
+    for (int step = 1; step <= 600; ++step) {
+        StepRecord r;
+        r.step = step;
+        r.loss = 1.0 / step;
+        std::string line = toJsonLine(r);
+        line.insert(line.size() - 1, ",\"note\":\"" + padding + "\"");
+        target.file += line + "\n";
+    }
+    const double before = static_cast<double>(std::time(nullptr)) - 1.0;
+    auto caught = catchUpRun(**store, target, *id);
+    QVERIFY2(caught, caught ? "" : caught.error().toString().c_str());
+    QCOMPARE(caught->stepsAdded, int64_t(600));
+    QVERIFY(!caught->finished);
+    auto run = (*store)->run(*id);
+    QCOMPARE(run->steps, int64_t(600));
+    QCOMPARE(run->status, std::string("running"));
+    QCOMPARE(run->streamOffset, int64_t(target.file.size()));
+    QVERIFY2(run->syncedAt >= before, std::to_string(run->syncedAt).c_str());
+
+    // Nothing new: a catch-up is one poll and stores nothing.
+    const int calls = target.statusCalls;
+    caught = catchUpRun(**store, target, *id);
+    QVERIFY(caught);
+    QCOMPARE(caught->stepsAdded, int64_t(0));
+    QCOMPARE(target.statusCalls, calls + 1);
+
+    // The process ended after two more steps: both stored and the end recorded.
+    target.file += stepLine(601) + stepLine(602);
+    target.next = RunStatus{RunState::Finished, 0, "finished", "", false};
+    caught = catchUpRun(**store, target, *id);
+    QVERIFY(caught);
+    QCOMPARE(caught->stepsAdded, int64_t(2));
+    QVERIFY(caught->finished);
+    QCOMPARE((*store)->run(*id)->status, std::string("finished"));
+    QCOMPARE((*store)->run(*id)->exitCode, 0);
+    QVERIFY(!isLive(*(*store)->run(*id)));
+
+    // A target that cannot be read: an error, the stored run unchanged.
+    auto other = (*store)->createRun({"", "other", "scripted", "/run2", "{}", ""});
+    class Unreachable : public ScriptedTarget {
+        Result<RunStatus> status(const std::string&) override { return makeError(ErrorCode::IoError, "host down"); }
+    } down;
+    (void)(*store)->setStatus(*other, "running", -1);
+    QVERIFY(!catchUpRun(**store, down, *other));
+    QCOMPARE((*store)->run(*other)->status, std::string("running"));
+    QCOMPARE((*store)->run(*other)->syncedAt, 0.0);
+    QVERIFY(isFollowable(*(*store)->run(*other)));
+}
+
+void TestRunStoreFollower::renameAndDeleteRun()
+{
+    auto store = RunStore::open(m_dir.filePath(QStringLiteral("manage.sqlite")).toStdString());
+    QVERIFY(store);
+    auto keep = (*store)->createRun({"", "keep", "scripted", "/a", "{}", ""});
+    auto gone = (*store)->createRun({"", "gone", "scripted", "/b", "{}", ""});
+    QVERIFY(keep && gone);
+    QVERIFY((*store)->ingest(*gone, 0, stepLine(1) + stepLine(2)));
+    QVERIFY((*store)->ingest(*keep, 0, stepLine(1)));
+    QVERIFY((*store)->renameRun(*keep, "a new\nname"));
+    QCOMPARE((*store)->run(*keep)->name, std::string("a new\nname"));
+    QCOMPARE((*store)->renameRun("no-such-run", "x").error().code, ErrorCode::NotFound);
+
+    QVERIFY((*store)->deleteRun(*gone));
+    QCOMPARE((*store)->run(*gone).error().code, ErrorCode::NotFound);
+    QCOMPARE((*store)->steps(*gone)->size(), size_t(0));  // its steps went with it
+    QCOMPARE((*store)->steps(*keep)->size(), size_t(1));  // the other run's stay
+    QCOMPARE((*store)->listRuns()->size(), size_t(1));
+    QCOMPARE((*store)->deleteRun(*gone).error().code, ErrorCode::NotFound);
+}
 
 // A metrics line longer than one read (5 MiB; issue 20 item 4): the follower read the same 4 MiB
 // forever. It is skipped as one malformed line and the steps after it are stored.

@@ -378,7 +378,7 @@ def case_hostile_names(env):
         check(info.get("steps") == 3 and info.get("status") == "finished",
               "--steps 3 trained 3 steps: %r" % {k: info.get(k) for k in ("steps", "status")})
     bad = env.cli("launch", "--config", tiny_config(env), "--steps", "0")
-    check(bad.returncode == 2 and "--steps needs a whole number >= 1" in bad.stderr, "--steps 0: %r" % bad.stderr)
+    check(bad.returncode == 2 and "--steps needs a whole number from 1 to" in bad.stderr, "--steps 0: %r" % bad.stderr)
 
 
 def case_resume_after_cancel(env):
@@ -498,6 +498,54 @@ def case_plan_calibrated_by_one_run(env):
     check(both.returncode == 2 and "give one" in both.stderr, "--calibrate with --calibrate-run: %r" % both.stderr[-200:])
 
 
+def case_runs_catch_up_and_manage(env):
+    """Issue 18 items 1 and 8: a launched run nobody watches is shown as it is by `runs` and `show`
+    (caught up from its run directory), then renamed and deleted with its files."""
+    config = tiny_config(env, steps=8)
+    p = env.cli("launch", "--target", "local", "--config", config, "--name", "unwatched")
+    if not check(p.returncode == 0, "launch of the unwatched run exits 0"):
+        return
+    run_id = p.stdout.strip()
+    run_dir = os.path.join(env.runs_root, run_id)
+    mine = []
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        r = env.cli("runs", "--json")
+        mine = [x for x in json.loads(r.stdout) if x["id"] == run_id] if r.returncode == 0 else []
+        if mine and mine[0]["status"] != "running":
+            break
+        time.sleep(1)
+    file_steps = metrics_steps(run_dir)
+    check(mine and mine[0]["status"] == "finished" and mine[0]["steps"] == len(file_steps) > 0,
+          "runs alone (no watch) shows the unwatched run finished with every step of its file: %r" % mine)
+    check(mine and mine[0]["synced_at"] is not None, "runs --json says when the run was synced: %r" % mine)
+    s = env.cli("show", run_id)
+    last = file_steps[-1]["step"] if file_steps else -1
+    check(s.returncode == 0 and "finished" in s.stdout and ("last step %d:" % last) in s.stdout,
+          "show has the caught-up run")
+    r = env.cli("runs", "rename", run_id, "renamed-run")
+    check(r.returncode == 0, "runs rename exits 0")
+    shown = json.loads(env.cli("show", run_id, "--json").stdout)
+    check(shown.get("name") == "renamed-run", "the new name is stored: %r" % shown.get("name"))
+    bad = env.cli("runs", "delete", "no-such-run")
+    check(bad.returncode == 2 and "no run has this id" in bad.stderr, "deleting an unknown run is exit 2")
+    d = env.cli("runs", "delete", run_id, "--files")
+    check(d.returncode == 0 and "run directory" in d.stderr, "runs delete --files exits 0 and says what it removed")
+    check(not os.path.exists(run_dir), "the run directory is gone")
+    left = [x for x in json.loads(env.cli("runs", "--json").stdout) if x["id"] == run_id]
+    check(not left, "the run is gone from the store")
+    # A live run is refused (moe-train only: the fake trainer ends at once).
+    if not env.args.real:
+        return
+    long_config = tiny_config(env, steps=100000)
+    p = env.cli("launch", "--target", "local", "--config", long_config, "--name", "live")
+    if check(p.returncode == 0, "launch of a long run"):
+        live_id = p.stdout.strip()
+        d = env.cli("runs", "delete", live_id)
+        check(d.returncode == 2 and "Cancel it first" in d.stderr, "deleting a live run is refused: %r" % d.stderr)
+        env.cli("cancel", live_id)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
@@ -522,6 +570,7 @@ def main():
         case_bad_config(env)
         case_runtime_rejects(env)
         case_launch_watch(env, manifest)
+        case_runs_catch_up_and_manage(env)
         case_refused_stores(env)
         case_cancel(env)
         case_hostile_names(env)

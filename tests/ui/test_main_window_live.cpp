@@ -4,6 +4,8 @@
 // "Start sample run" and watches the charts and the run list fill in, as a user would.
 #include "remote/local_target.h"
 #include "core/run_config.h"
+#include "core/run_launch.h"
+#include "core/run_store.h"
 #include "core/run_prediction.h"
 #include "ui/main_window.h"
 #include "ui/planning_view.h"
@@ -14,6 +16,15 @@
 #include "ui_test_main.h"
 
 #include <QAction>
+#include <QCheckBox>
+#include <QClipboard>
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
+#include <QGuiApplication>
+#include <QInputDialog>
+#include <QMenu>
+#include <QPushButton>
 #include <QFileInfo>
 #include <QDialog>
 #include <QLabel>
@@ -75,6 +86,20 @@ void clickAction(MainWindow& window, QAction* action)
     QVERIFY(button);
     QVERIFY(button->isEnabled());
     QTest::mouseClick(button, Qt::LeftButton);
+}
+
+/// The cancel confirmation once it is showing; null when none is (waits up to 5 s for one).
+QMessageBox* confirmBox(MainWindow& window)
+{
+    QMessageBox* box = nullptr;
+    for (int i = 0; i < 50 && !box; ++i) {
+        box = window.findChild<QMessageBox*>(QStringLiteral("cancelConfirmBox"));
+        if (box && !box->isVisible())
+            box = nullptr;
+        if (!box)
+            QTest::qWait(100);
+    }
+    return box;
 }
 
 }  // namespace
@@ -200,6 +225,130 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(charts->drawnPoints(RunChartsPanel::Chart::Loss), kSteps, 5000);
     }
 
+    void runListMenuRenamesDeletesAndExports()
+    {
+        // Issue 18 item 8: the run list's context menu, each action through its dialog to the store.
+        QTemporaryDir dir;
+        const std::string storePath = dir.filePath(QStringLiteral("runs.sqlite")).toStdString();
+        const QString runDir = dir.filePath(QStringLiteral("runs/"));
+        std::string keepId, dropId;
+        {
+            auto store = wb::core::RunStore::open(storePath);
+            QVERIFY(store.ok());
+            keepId = *(*store)->createRun({"", "keep-me", "local", "", "{}", ""});
+            dropId = *(*store)->createRun({"", "drop-me", "local", "", "{}", ""});
+            QVERIFY(QDir().mkpath(runDir + QString::fromStdString(dropId)));
+            QFile runJson(runDir + QString::fromStdString(dropId) + QStringLiteral("/run.json"));
+            QVERIFY(runJson.open(QIODevice::WriteOnly));
+            runJson.write("{}");
+            runJson.close();
+            QVERIFY((*store)->setRunDir(dropId, (runDir + QString::fromStdString(dropId)).toStdString()));
+            QVERIFY((*store)->ingest(keepId, 0, "{\"v\":1,\"type\":\"step\",\"step\":1,\"loss\":2.5}\n"));
+            QVERIFY((*store)->setStatus(keepId, "finished", 0));
+            QVERIFY((*store)->setStatus(dropId, "failed", 1));
+        }
+        wb::ui::MainWindowOptions options;
+        options.storePath = QString::fromStdString(storePath);
+        options.targetFactory = [root = dir.filePath(QStringLiteral("runs")).toStdString()] {
+            return std::make_unique<wb::remote::LocalTarget>("/nonexistent/moe-train", root);
+        };
+        MainWindow window(std::move(options));
+        window.show();
+        auto* model = window.runListPanel()->model();
+        QTRY_COMPARE_WITH_TIMEOUT(model->rowCount(), 2, 10000);
+        const QString keep = QString::fromStdString(keepId), drop = QString::fromStdString(dropId);
+
+        // Rename.
+        std::unique_ptr<QMenu> menu(window.runListPanel()->contextMenuFor(keep));
+        QVERIFY(menu);
+        menu->findChild<QAction*>(QStringLiteral("renameRunAction"))->trigger();
+        auto* rename = window.findChild<QInputDialog*>(QStringLiteral("renameRunDialog"));
+        QVERIFY(rename && rename->isVisible());
+        QCOMPARE(rename->textValue(), QStringLiteral("keep-me"));
+        rename->setTextValue(QStringLiteral("renamed"));
+        rename->accept();
+        QTRY_COMPARE_WITH_TIMEOUT(cell(window, model->rowOf(keep), RunListModel::Name), QStringLiteral("renamed"), 10000);
+
+        // Export its steps as CSV.
+        menu.reset(window.runListPanel()->contextMenuFor(keep));
+        menu->findChild<QAction*>(QStringLiteral("exportRunCsvAction"))->trigger();
+        auto* exportDialog = window.findChild<QFileDialog*>(QStringLiteral("exportCsvDialog"));
+        QVERIFY(exportDialog);
+        const QString csv = dir.filePath(QStringLiteral("keep.csv"));
+        exportDialog->selectFile(csv);
+        QMetaObject::invokeMethod(exportDialog, "accept");  // the Save button (protected slot)
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(csv), 10000);
+        QFile csvFile(csv);
+        QVERIFY(csvFile.open(QIODevice::ReadOnly));
+        const QList<QByteArray> lines = csvFile.readAll().trimmed().split('\n');
+        QCOMPARE(lines.size(), 2);  // header + the one step
+        QVERIFY2(lines[1].startsWith("1,"), lines[1].constData());
+
+        // Copy the id; a run without a directory cannot be opened.
+        menu.reset(window.runListPanel()->contextMenuFor(keep));
+        QVERIFY(!menu->findChild<QAction*>(QStringLiteral("openRunDirAction"))->isEnabled());
+        menu->findChild<QAction*>(QStringLiteral("copyRunIdAction"))->trigger();
+        QCOMPARE(QGuiApplication::clipboard()->text(), keep);
+
+        // Delete with its run directory; "No" first leaves everything.
+        menu.reset(window.runListPanel()->contextMenuFor(drop));
+        QVERIFY(menu->findChild<QAction*>(QStringLiteral("openRunDirAction"))->isEnabled());
+        menu->findChild<QAction*>(QStringLiteral("deleteRunAction"))->trigger();
+        auto* box = window.findChild<QMessageBox*>(QStringLiteral("deleteRunBox"));
+        QVERIFY(box && box->checkBox());
+        box->button(QMessageBox::No)->click();
+        QTest::qWait(300);
+        QCOMPARE(model->rowCount(), 2);
+        menu.reset(window.runListPanel()->contextMenuFor(drop));
+        menu->findChild<QAction*>(QStringLiteral("deleteRunAction"))->trigger();
+        QTRY_VERIFY_WITH_TIMEOUT((box = window.findChild<QMessageBox*>(QStringLiteral("deleteRunBox"))) && box->isVisible(), 5000);
+        box->checkBox()->setChecked(true);
+        box->button(QMessageBox::Yes)->click();
+        QTRY_COMPARE_WITH_TIMEOUT(model->rowCount(), 1, 10000);
+        QVERIFY(!QFileInfo::exists(runDir + drop));
+        QCOMPARE(model->rowOf(keep), 0);
+    }
+
+    void runLaunchedOutsideTheWindowIsFollowed()
+    {
+        // Issue 18 item 1: a run the CLI launches while the window is open (its own store
+        // connection and target, as `moe-workbench-cli launch` does) streams into the list and
+        // ends there without a click; before, it stayed "running 0/N" until a restart.
+        const QString binDir = runtimeBinDir();
+        if (binDir.isEmpty())
+            QSKIP("WB_BUILD_RUNTIME is OFF: no moe-train to run.");
+        QTemporaryDir dir;
+        MainWindow window(liveOptions(dir, binDir, kSteps));
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QTest::qWait(500);  // the worker has listed the (empty) store: the run arrives later
+        {
+            auto store = wb::core::RunStore::open(dir.filePath(QStringLiteral("runs.sqlite")).toStdString());
+            QVERIFY(store.ok());
+            wb::remote::LocalTarget target((binDir + QStringLiteral("/moe-train")).toStdString(),
+                                           dir.filePath(QStringLiteral("runs")).toStdString());
+            const auto parsed = wb::core::parseRunConfig(R"({
+              "name": "from-the-cli",
+              "model": {"vision": {"num_layers": 1, "hidden_size": 32, "ffn_hidden_size": 64, "num_attention_heads": 2,
+                                   "patch_size": 16, "spatial_merge_size": 2},
+                        "decoder": {"num_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "num_query_groups": 1,
+                                    "kv_channels": 16, "num_moe_experts": 4, "moe_router_topk": 2,
+                                    "moe_ffn_hidden_size": 32, "vocab_size": 320}},
+              "train": {"train_iters": 12, "micro_batch_size": 2, "global_batch_size": 2, "seq_length": 128,
+                        "lr_warmup_iters": 1},
+              "data": {"source": "mock", "mock_image_size": 32, "caption_max_tokens": 32}})");
+            QVERIFY2(parsed.ok(), wb::core::formatProblems(parsed.problems).c_str());
+            auto started = wb::core::startRun(**store, target, parsed.config, "from-the-cli");
+            QVERIFY2(started.ok(), started.ok() ? "" : started.error().toString().c_str());
+        }
+        QTRY_COMPARE_WITH_TIMEOUT(cell(window, 0, RunListModel::Name), QStringLiteral("from-the-cli"), 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(cell(window, 0, RunListModel::Status), QStringLiteral("finished"), 180000);
+        QTRY_VERIFY_WITH_TIMEOUT(cell(window, 0, RunListModel::Steps).startsWith(QString::number(kSteps)), 10000);
+        // Selected now, its charts hold every step the follower stored.
+        window.runListPanel()->selectRun(cell(window, 0, RunListModel::Id));
+        QTRY_COMPARE_WITH_TIMEOUT(window.chartsPanel()->drawnPoints(RunChartsPanel::Chart::Loss), kSteps, 10000);
+    }
+
     void cancelStopsTheSelectedRun()
     {
         const QString binDir = runtimeBinDir();
@@ -217,7 +366,22 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(window.chartsPanel()->drawnPoints(RunChartsPanel::Chart::Loss) >= 2, 180000);
         QTRY_VERIFY_WITH_TIMEOUT(cancel->isEnabled(), 5000);
 
+        // Cancel asks first, naming the run and its target; "Keep it running" keeps it running.
         clickAction(window, cancel);
+        QMessageBox* box = confirmBox(window);
+        QVERIFY(box);
+        QVERIFY2(box->text().contains(cell(window, 0, RunListModel::Id)) && box->text().contains(QStringLiteral("local")),
+                 qPrintable(box->text()));
+        QTest::mouseClick(box->button(QMessageBox::No), Qt::LeftButton);
+        QTRY_VERIFY_WITH_TIMEOUT(!confirmBox(window), 5000);
+        const int pointsBefore = window.chartsPanel()->drawnPoints(RunChartsPanel::Chart::Loss);
+        QTRY_VERIFY_WITH_TIMEOUT(window.chartsPanel()->drawnPoints(RunChartsPanel::Chart::Loss) > pointsBefore, 120000);
+        QCOMPARE(cell(window, 0, RunListModel::Status), QStringLiteral("running"));
+
+        clickAction(window, cancel);
+        box = confirmBox(window);
+        QVERIFY(box);
+        QTest::mouseClick(box->button(QMessageBox::Yes), Qt::LeftButton);
         QTRY_COMPARE_WITH_TIMEOUT(cell(window, 0, RunListModel::Status).section(QLatin1Char(' '), 0, 0),
                                   QStringLiteral("cancelled"), 60000);
         QTRY_VERIFY_WITH_TIMEOUT(!cancel->isEnabled(), 5000);

@@ -20,6 +20,8 @@
 #include <QFileInfo>
 #include <QFont>
 #include <QTemporaryDir>
+#include <QMessageBox>
+#include <QPushButton>
 #include <QTest>
 
 #include <nlohmann/json.hpp>
@@ -88,6 +90,12 @@ void cancelRun(MainWindow& window, const QString& target)
     auto* cancel = window.findChild<QAction*>(QStringLiteral("cancelRunAction"));
     QTRY_VERIFY_WITH_TIMEOUT(cancel->isEnabled(), 10000);
     cancel->trigger();
+    // Cancel asks first, naming the run's target.
+    QMessageBox* box = nullptr;
+    QTRY_VERIFY_WITH_TIMEOUT((box = window.findChild<QMessageBox*>(QStringLiteral("cancelConfirmBox"))) && box->isVisible(),
+                             5000);
+    QVERIFY2(box->text().contains(target), qPrintable(box->text()));
+    box->button(QMessageBox::Yes)->click();
     QTRY_VERIFY_WITH_TIMEOUT(status(window, target).startsWith(QStringLiteral("cancelled")), 90000);
 }
 
