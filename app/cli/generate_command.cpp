@@ -183,7 +183,7 @@ int generateCommand(const CliContext&, Args args)
         if (gpusText) {
             const auto v = parsePositive(*gpusText);
             if (!v)
-                return reportUsage("--gpus needs a whole number >= 1", kSynopsis);
+                return reportUsage("--gpus needs a whole number from 1 to " + std::to_string(kMaxCliCount), kSynopsis);
             gpus = *v;
         } else if (*format != "runtime") {
             return reportUsage("--gpus is needed for " + *format + " from a runtime config", kSynopsis);
@@ -192,7 +192,7 @@ int generateCommand(const CliContext&, Args args)
         if (nodesText) {
             const auto v = parsePositive(*nodesText);
             if (!v)
-                return reportUsage("--nodes needs a whole number >= 1", kSynopsis);
+                return reportUsage("--nodes needs a whole number from 1 to " + std::to_string(kMaxCliCount), kSynopsis);
             target.nodes = *v;
         } else if (hardwareName && gpus > target.hardware.gpusPerNode) {
             target.nodes = (gpus + target.hardware.gpusPerNode - 1) / target.hardware.gpusPerNode;

@@ -100,7 +100,7 @@ int importCommand(const CliContext& context, Args args)
     if (gpusText) {
         request.gpus = parsePositive(*gpusText);
         if (!request.gpus)
-            return reportUsage("--gpus needs a whole number >= 1", kSynopsis);
+            return reportUsage("--gpus needs a whole number from 1 to " + std::to_string(kMaxCliCount), kSynopsis);
     }
     auto catalog = loadCliCatalog(catalogDir.value_or(""));
     if (!catalog)

@@ -38,7 +38,7 @@ int launchCommand(const CliContext& context, Args args)
     if (stepsText) {
         steps = parsePositive(*stepsText);
         if (!steps)
-            return reportUsage("--steps needs a whole number >= 1 (the steps to train), got '" + *stepsText + "'", kSynopsis);
+            return reportUsage("--steps needs a whole number from 1 to " + std::to_string(kMaxCliCount) + " (the steps to train), got '" + *stepsText + "'", kSynopsis);
     }
     if (!configPath)
         return reportUsage("--config FILE is required", kSynopsis);

@@ -130,7 +130,7 @@ int lintCommand(const CliContext&, Args args)
     if (gpusText) {
         gpusOption = parsePositive(*gpusText);
         if (!gpusOption)
-            return reportUsage("--gpus needs a whole number >= 1", kSynopsis);
+            return reportUsage("--gpus needs a whole number from 1 to " + std::to_string(kMaxCliCount), kSynopsis);
     } else if (perfLaunch && perf.gpus > 0) {
         gpusOption = perf.gpus;
     }

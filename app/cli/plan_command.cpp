@@ -89,9 +89,19 @@ void printTable(const SearchRequest& req, const GuideRecommendation& rec, const 
         std::snprintf(images, sizeof images, "%d image(s) %dx%d per sample", seen.imagesPerSample, seen.imageWidth, seen.imageHeight);
     if (req.workload.mock)
         std::snprintf(images, sizeof images, "MOCK DATA");
-    std::printf("%s on %d x %s (%d node(s)), seq %d, %s, GBS %d, goal %s%s\n\n", req.model.displayName.c_str(), req.gpus,
-                req.hardware.displayName.c_str(),
-                req.nodes > 0 ? req.nodes : (req.gpus + std::max(1, req.hardware.gpusPerNode) - 1) / std::max(1, req.hardware.gpusPerNode),
+    // Nodes as given (or as many whole nodes as the GPUs need); a node not filled is said so.
+    const int perNode = std::max(1, req.hardware.gpusPerNode);
+    const int nodes = req.nodes > 0 ? req.nodes : (req.gpus + perNode - 1) / perNode;
+    char nodeText[96];
+    if (req.nodes > 0 && req.gpus % nodes == 0 && req.gpus / nodes < perNode && nodes > 1)
+        std::snprintf(nodeText, sizeof nodeText, "%d nodes x %d of their %d GPUs", nodes, req.gpus / nodes, perNode);
+    else if (req.nodes == 0 && req.gpus % perNode != 0 && nodes > 1)
+        std::snprintf(nodeText, sizeof nodeText, "%d nodes, the last with %d of its %d GPUs", nodes,
+                      req.gpus - (nodes - 1) * perNode, perNode);
+    else
+        std::snprintf(nodeText, sizeof nodeText, "%d node(s)", nodes);
+    std::printf("%s on %d x %s (%s), seq %d, %s, GBS %d, goal %s%s\n\n", req.model.displayName.c_str(), req.gpus,
+                req.hardware.displayName.c_str(), nodeText,
                 req.workload.seqLength, images, req.gbs, goalName(req.goal), req.workload.bf16AdamMoments ? ", bf16 Adam moments" : "");
     std::printf("Recommendation: %s\n", rec.path == "fsdp" ? "FSDP first" : "3D parallel (TP/PP/EP)");
     for (const GuideRule& r : rec.rules)
@@ -216,7 +226,8 @@ int planCommand(const CliContext& context, Args args)
             return true;
         const auto v = parsePositive(*text);
         if (!v) {
-            reportUsage(std::string(name) + " needs a whole number >= 1, got '" + *text + "'", kSynopsis);
+            reportUsage(std::string(name) + " needs a whole number from 1 to " + std::to_string(kMaxCliCount) + ", got '" +
+                            *text + "'", kSynopsis);
             return false;
         }
         out = *v;

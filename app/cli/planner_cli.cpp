@@ -37,7 +37,7 @@ std::optional<int> parsePositive(const std::string& text)
 {
     char* end = nullptr;
     const long v = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || v < 1 || v > 1'000'000)
+    if (text.empty() || *end != '\0' || v < 1 || v > kMaxCliCount)
         return std::nullopt;
     return static_cast<int>(v);
 }

@@ -22,7 +22,9 @@ namespace wb::app {
 /// $XDG_DATA_HOME/moe-workbench/catalog.
 core::Result<core::planner::Catalog> loadCliCatalog(const std::string& userDir);
 
-/// A whole number from 1 to 1,000,000, or nullopt.
+/// The largest count the planner commands take (--gpus, --seq, --gbs, ...).
+inline constexpr int kMaxCliCount = 1'000'000;
+/// A whole number from 1 to kMaxCliCount, or nullopt.
 std::optional<int> parsePositive(const std::string& text);
 
 

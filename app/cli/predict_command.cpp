@@ -99,7 +99,7 @@ int predictCommand(const CliContext& context, Args args)
     if (gpusText) {
         request.gpus = parsePositive(*gpusText);
         if (!request.gpus)
-            return reportUsage("--gpus needs a whole number >= 1", kSynopsis);
+            return reportUsage("--gpus needs a whole number from 1 to " + std::to_string(kMaxCliCount), kSynopsis);
     }
     if (workloadPath) {
         auto packed = readWorkloadFile(*workloadPath);

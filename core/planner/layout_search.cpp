@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <numeric>
 
@@ -309,6 +310,13 @@ struct Searcher {
     }
 };
 
+std::string gibText(double gib)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", gib);
+    return text;
+}
+
 std::string describeRejections(const SearchResult& r, const SearchRequest& req, double budgetGib)
 {
     std::string why;
@@ -316,8 +324,8 @@ std::string describeRejections(const SearchResult& r, const SearchRequest& req, 
         why = "no combination of TP, CP, PP, EP and ETP tiles " + std::to_string(req.gpus) +
               " GPUs with GBS " + std::to_string(req.gbs) + " (§3: world divisible by TP·PP·CP and PP·EP·ETP, GBS by MBS·DP)";
     else if (r.rejectedMemory > 0 && (r.smallestMemoryGib > budgetGib || r.enumerated == 0))
-        why = "every valid layout needs more memory than the " + std::to_string(int(budgetGib)) +
-              " GiB budget (HBM less headroom); the smallest needs " + std::to_string(int(std::ceil(r.smallestMemoryGib))) + " GiB";
+        why = "every valid layout needs more memory than the " + gibText(budgetGib) +
+              " GiB budget (HBM less headroom); the smallest needs " + gibText(r.smallestMemoryGib) + " GiB";
     else
         why = "every candidate failed lint";
     if (!r.lintRejections.empty()) {
@@ -435,6 +443,79 @@ Result<Goal> parseGoal(const std::string& text)
     return makeError(ErrorCode::InvalidArgument, "unknown goal \"" + text + "\"; use first-run, throughput or memory");
 }
 
+namespace {
+
+// The nearest GPU counts below and above with a layout that fits: first the whole-node counts on
+// either side of a count that is not one (63 → 60 and 64), then steps of a node.
+std::vector<NearbyGpuCount> nearbyCountsThatFit(const SearchRequest& req)
+{
+    std::vector<NearbyGpuCount> nearby;
+    const int perNode = std::max(1, req.hardware.gpusPerNode);
+    const int step = req.gpus >= perNode ? perNode : 1;
+    SearchRequest probe = req;
+    probe.maxResults = 1;
+    probe.nodes = 0;
+    for (int dir : {-1, +1}) {
+        int n = req.gpus + dir * step;
+        if (step > 1 && req.gpus % perNode != 0)
+            n = dir < 0 ? req.gpus / perNode * perNode : (req.gpus / perNode + 1) * perNode;
+        for (int tries = 0; n >= 1 && tries < 64; n += dir * step, ++tries) {
+            probe.gpus = n;
+            SearchResult r = runSearch(probe);
+            if (r.ranked.empty())
+                continue;
+            const Candidate& c = r.ranked.front();
+            // One decimal: a ceiling printed "fits at 72 GiB" beside a 71.x GiB budget.
+            nearby.push_back({n, std::to_string(n) + " GPUs: " + c.layout.describe() + " fits at " +
+                                     gibText(MemoryEstimate::gib(c.memory.total())) + " GiB of the " +
+                                     gibText(req.hardware.hbmGib * (1.0 - req.headroom)) + " GiB budget"});
+            break;
+        }
+    }
+    return nearby;
+}
+
+// The largest expert-parallel size a GPU count allows: EP divides both the experts and the GPUs (§3).
+int largestEp(int experts, int gpus)
+{
+    int best = 1;
+    for (int ep = 1; ep <= std::min(experts, gpus); ++ep)
+        if (experts % ep == 0 && gpus % ep == 0)
+            best = ep;
+    return best;
+}
+
+// Not "too few GPUs" but "these GPUs do not tile": fewer GPUs fit, or the next whole-node count
+// splits the experts further.
+bool countIsTheProblem(const SearchRequest& req, const std::vector<NearbyGpuCount>& nearby)
+{
+    if (std::any_of(nearby.begin(), nearby.end(), [&](const NearbyGpuCount& n) { return n.gpus < req.gpus; }))
+        return true;
+    const int perNode = std::max(1, req.hardware.gpusPerNode);
+    const int experts = req.model.model.decoder.numMoeExperts;
+    const int up = (req.gpus / perNode + 1) * perNode;
+    return req.gpus > perNode && req.gpus % perNode != 0 && largestEp(experts, up) > largestEp(experts, req.gpus);
+}
+
+// What a GPU count allows of the model's expert split, for the no-layout message.
+std::string describeTiling(const SearchRequest& req)
+{
+    const int experts = req.model.model.decoder.numMoeExperts;
+    const auto largest = [experts](int gpus) { return largestEp(experts, gpus); };
+    std::string text = "the GPU count is the problem: ";
+    const int perNode = std::max(1, req.hardware.gpusPerNode);
+    if (req.gpus > perNode && req.gpus % perNode != 0)
+        text += std::to_string(req.gpus) + " is not a whole number of " + std::to_string(perNode) + "-GPU nodes, and ";
+    text += "expert parallelism must divide both the " + std::to_string(experts) + " experts and the GPU count, so " +
+            std::to_string(req.gpus) + " GPUs allow at most EP " + std::to_string(largest(req.gpus));
+    const int up = (req.gpus / perNode + 1) * perNode;
+    if (largest(up) > largest(req.gpus))
+        text += " (" + std::to_string(up) + " allow EP " + std::to_string(largest(up)) + ")";
+    return text + ". ";
+}
+
+}  // namespace
+
 Result<SearchResult> searchLayouts(const SearchRequest& req)
 {
     const auto start = std::chrono::steady_clock::now();
@@ -443,6 +524,16 @@ Result<SearchResult> searchLayouts(const SearchRequest& req)
     if (req.nodes > 0 && req.gpus % req.nodes != 0)
         return makeError(ErrorCode::InvalidArgument, std::to_string(req.gpus) + " GPUs do not split over " +
                                                          std::to_string(req.nodes) + " nodes; give GPUs = nodes × GPUs per node");
+    const int perNode = std::max(1, req.hardware.gpusPerNode);
+    if (req.nodes > 0 && req.gpus / req.nodes > perNode) {
+        const int needed = (req.gpus + perNode - 1) / perNode;
+        return makeError(ErrorCode::InvalidArgument,
+                         std::to_string(req.gpus) + " GPUs over " + std::to_string(req.nodes) + " node(s) is " +
+                             std::to_string(req.gpus / req.nodes) + " GPUs per node, but a " + req.hardware.displayName +
+                             " node has " + std::to_string(perNode) + "; give at least " + std::to_string(needed) +
+                             " nodes, or at most " + std::to_string(req.nodes * perNode) + " GPUs on " +
+                             std::to_string(req.nodes));
+    }
     const VisionConfig& v = req.model.model.vision;
     // The runtime's own rule (validateRunConfig): one sample = its image tokens + the caption
     // (the generated config's caption_max_tokens) + bos/eos must fit one sequence.
@@ -457,24 +548,12 @@ Result<SearchResult> searchLayouts(const SearchRequest& req)
     SearchResult res = runSearch(req);
     if (res.ranked.empty()) {
         const double budgetGib = req.hardware.hbmGib * (1.0 - req.headroom);
+        res.nearby = nearbyCountsThatFit(req);
         res.noLayoutReason = std::to_string(req.gpus) + " GPUs: " + describeRejections(res, req, budgetGib);
-        // Nearest counts that work, below and above, in steps of a node (or one GPU below a node).
-        const int step = req.gpus >= req.hardware.gpusPerNode ? req.hardware.gpusPerNode : 1;
-        SearchRequest probe = req;
-        probe.maxResults = 1;
-        for (int dir : {-1, +1}) {
-            for (int n = req.gpus + dir * step, tries = 0; n >= 1 && tries < 64; n += dir * step, ++tries) {
-                probe.gpus = n;
-                probe.nodes = 0;
-                SearchResult r = runSearch(probe);
-                if (!r.ranked.empty()) {
-                    const Candidate& c = r.ranked.front();
-                    res.nearby.push_back({n, std::to_string(n) + " GPUs: " + c.layout.describe() + " fits at " +
-                                                 std::to_string(int(std::ceil(MemoryEstimate::gib(c.memory.total())))) + " GiB"});
-                    break;
-                }
-            }
-        }
+        // When a count close by works, the count is the problem (issue 18 item 13: 63 GB200 said
+        // only "needs more memory"): say what it does not tile.
+        if (countIsTheProblem(req, res.nearby))
+            res.noLayoutReason = describeTiling(req) + res.noLayoutReason;
     }
     res.elapsedMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return res;

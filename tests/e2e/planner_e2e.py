@@ -113,6 +113,17 @@ def main():
         check(r.returncode == 2 and "works: " in r.stderr and "GiB" in r.stderr,
               f"no layout: nearest counts and why: {r.stderr}")
 
+        # Issue 18 item 13: the count, not memory, when the count does not tile; per-node limits; bounds named.
+        r = cli("plan", "--model", "qwen3-vl-235b-a22b", "--hardware", "gb200", "--gpus", "63")
+        check(r.returncode == 2 and "the GPU count is the problem" in r.stderr and "works: 64 GPUs" in r.stderr,
+              f"63 GB200: the count is the problem, 64 works: {r.stderr}")
+        r = cli("plan", "--model", "qwen3-vl-30b-a3b", "--hardware", "b200", "--gpus", "18", "--nodes", "2")
+        check(r.returncode == 2 and "9 GPUs per node" in r.stderr, f"9 per node on an 8-GPU node is refused: {r.stderr}")
+        r = cli("plan", "--model", "qwen3-vl-30b-a3b", "--hardware", "b200", "--gpus", "15", "--nodes", "3")
+        check(r.returncode == 0 and "3 nodes x 5 of their 8 GPUs" in r.stdout, f"5 of 8 per node is said: {r.stdout[:300]}")
+        r = cli("plan", "--model", "qwen3-vl-30b-a3b", "--hardware", "h200", "--gpus", "8", "--seq", "100000000")
+        check(r.returncode == 2 and "from 1 to 1000000" in r.stderr, f"--seq names its bound: {r.stderr}")
+
         # 4. generate every format from the plan.
         expected = {"runtime": ["run.json"],
                     "megatron-bridge": ["overrides.yaml", "overrides.dotlist", "env.sh", "env.slurm.sh", "perf_launch.sh"],

@@ -141,6 +141,41 @@ private slots:
         QVERIFY(!r->nearby.empty());
         QVERIFY(r->nearby.back().gpus > 4);
         QVERIFY(!r->nearby.back().why.empty());
+        // Too few GPUs is a memory problem, not a tiling one.
+        QVERIFY2(r->noLayoutReason.find("count is the problem") == std::string::npos, r->noLayoutReason.c_str());
+    }
+
+    void gpuCountThatDoesNotTileSaysSo()
+    {
+        // Issue 18 item 13: 63 GB200s (not whole 4-GPU trays; 63 shares no factor with 128
+        // experts) said only "every valid layout needs more memory". The count is the problem:
+        // the message says what it does not tile, and the whole-node counts beside it that work.
+        SearchRequest req = request("qwen3-vl-235b-a22b", "gb200", 63, 512);
+        auto r = searchLayouts(req);
+        QVERIFY(r.ok());
+        QVERIFY(r->ranked.empty());
+        QVERIFY2(r->noLayoutReason.find("the GPU count is the problem") != std::string::npos, r->noLayoutReason.c_str());
+        QVERIFY2(r->noLayoutReason.find("at most EP 1") != std::string::npos, r->noLayoutReason.c_str());
+        QVERIFY2(r->noLayoutReason.find("64 allow EP 64") != std::string::npos, r->noLayoutReason.c_str());
+        QVERIFY(!r->nearby.empty());
+        for (const auto& n : r->nearby) {
+            QVERIFY2(n.gpus % 4 == 0, n.why.c_str());  // whole trays
+            QVERIFY2(n.why.find("GiB budget") != std::string::npos, n.why.c_str());
+        }
+        QVERIFY(std::any_of(r->nearby.begin(), r->nearby.end(), [](const auto& n) { return n.gpus == 64; }));
+    }
+
+    void moreGpusPerNodeThanTheNodeHasIsRefused()
+    {
+        // 18 B200s on 2 nodes is 9 per node; an HGX node has 8 (issue 18 item 13).
+        SearchRequest req = request("qwen3-vl-30b-a3b", "b200", 18, 512);
+        req.nodes = 2;
+        auto r = searchLayouts(req);
+        QVERIFY(!r.ok());
+        QVERIFY2(r.error().message.find("9 GPUs per node") != std::string::npos, r.error().message.c_str());
+        QVERIFY2(r.error().message.find("at least 3 nodes") != std::string::npos, r.error().message.c_str());
+        req.nodes = 3;  // 6 of 8 per node: allowed
+        QVERIFY(searchLayouts(req).ok());
     }
 
     void badRequests()
