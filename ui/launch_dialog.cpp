@@ -8,6 +8,7 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QDir>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -22,6 +23,7 @@
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QThread>
 #include <QVBoxLayout>
 
@@ -84,6 +86,11 @@ LaunchDialog::LaunchDialog(LaunchDialogOptions options, QWidget* parent)
     m_prediction->setObjectName(QStringLiteral("predictionLabel"));
     m_prediction->setWordWrap(true);
     m_prediction->setVisible(false);
+    m_fitWarning = new QLabel(this);
+    m_fitWarning->setObjectName(QStringLiteral("launchFitWarning"));
+    m_fitWarning->setWordWrap(true);
+    m_fitWarning->setStyleSheet(QStringLiteral("background: #fff3cd; color: #664d03; padding: 4px; border: 1px solid #ffe69c;"));
+    m_fitWarning->setVisible(false);
     m_name = new QLineEdit(this);
     m_name->setObjectName(QStringLiteral("runName"));
     m_name->setPlaceholderText(tr("the config's name"));
@@ -93,6 +100,7 @@ LaunchDialog::LaunchDialog(LaunchDialogOptions options, QWidget* parent)
     form->addRow(tr("Config file:"), fileRow);
     form->addRow(tr("Config:"), m_config);
     form->addRow(QString(), m_prediction);
+    form->addRow(QString(), m_fitWarning);
     form->addRow(tr("Run name:"), m_name);
 
     auto* progressBox = new QGroupBox(tr("Progress"), this);
@@ -137,6 +145,7 @@ LaunchDialog::LaunchDialog(LaunchDialogOptions options, QWidget* parent)
     resize(760, 640);
     reloadTargets();
     resetPhases();
+    connect(m_target, &QComboBox::currentTextChanged, this, &LaunchDialog::updateFitWarning);
 }
 
 void LaunchDialog::reloadTargets()
@@ -192,6 +201,38 @@ void LaunchDialog::setConfigJson(const QString& configJson, const QString& predi
     auto parsed = core::parseRunConfig(configJson.toStdString());
     if (m_name->text().isEmpty() && !parsed.config.name.empty())
         m_name->setText(qs(parsed.config.name));
+    updateFitWarning();
+}
+
+namespace {
+
+// The NVIDIA GPUs of this machine: /dev/nvidiaN device nodes (0 on a machine without the driver).
+int localGpuCount()
+{
+    const QStringList nodes = QDir(QStringLiteral("/dev")).entryList({QStringLiteral("nvidia*")}, QDir::System);
+    static const QRegularExpression device(QStringLiteral("^nvidia[0-9]+$"));
+    return static_cast<int>(std::count_if(nodes.begin(), nodes.end(), [](const QString& n) { return device.match(n).hasMatch(); }));
+}
+
+}  // namespace
+
+void LaunchDialog::updateFitWarning()
+{
+    // Issue 18 item 6: a plan for 128 B200 launched on `local` used to start without a word.
+    auto prediction = core::parsePrediction(m_predictionJson.toStdString());
+    const bool local = m_target->currentText().trimmed() == QStringLiteral("local");
+    const int gpus = localGpuCount();
+    if (!local || m_predictionJson.isEmpty() || !prediction || prediction->gpus <= std::max(1, gpus)) {
+        m_fitWarning->setVisible(false);
+        return;
+    }
+    m_fitWarning->setText(
+        tr("This plan is for %1 × %2, but the target \u201clocal\u201d is this machine (%3). The run will not be "
+           "what the plan predicts, if it starts at all: launch it on an SSH host or a Slurm cluster with those GPUs.")
+            .arg(prediction->gpus)
+            .arg(qs(prediction->hardware))
+            .arg(gpus == 0 ? tr("no NVIDIA GPU") : tr("%n NVIDIA GPU(s)", nullptr, gpus)));
+    m_fitWarning->setVisible(true);
 }
 
 bool LaunchDialog::loadConfigFile(const QString& path)

@@ -54,6 +54,8 @@ public:
     QString phaseText(int phase) const;
     QString errorText() const;
     bool isLaunching() const { return m_launching; }
+    /// The warning shown when the plan's GPUs do not fit the chosen target (hidden otherwise).
+    QLabel* fitWarning() const { return m_fitWarning; }
 
 public slots:
     /// Re-reads the registered hosts into the target list (keeps what is typed).
@@ -66,6 +68,8 @@ signals:
     void runLaunched(const QString& runId);
 
 private:
+    /// Shows m_fitWarning when the plan's prediction is for more GPUs than "local" has.
+    void updateFitWarning();
     void resetPhases();
     void onProgress(const QString& phase, const QString& node, double fraction, const QString& detail);
     void onFinished(const QString& runId, const QString& error);
@@ -76,6 +80,7 @@ private:
     QLineEdit* m_configPath = nullptr;
     QPlainTextEdit* m_config = nullptr;
     QLabel* m_prediction = nullptr;
+    QLabel* m_fitWarning = nullptr;  // the plan is for more GPUs than the chosen target has
     QLineEdit* m_name = nullptr;
     QProgressBar* m_bars[kPhaseCount] = {};
     QLabel* m_phaseLabels[kPhaseCount] = {};

@@ -77,7 +77,7 @@ QVariant PlanLayoutModel::display(const Candidate& c, int row, int column) const
     const core::planner::Layout& l = c.layout;
     const QLocale locale;
     switch (column) {
-    case RankColumn: return row + 1;
+    case RankColumn: return row;
     case TpColumn: return l.tp;
     case CpColumn: return l.cp;
     case PpColumn:
@@ -121,9 +121,9 @@ QVariant PlanLayoutModel::data(const QModelIndex& index, int role) const
     switch (role) {
     case Qt::DisplayRole: return display(*c, index.row(), index.column());
     case Qt::TextAlignmentRole:
-        return index.column() <= MbsColumn || index.column() >= StepColumn
-                   ? QVariant(Qt::AlignRight | Qt::AlignVCenter)
-                   : QVariant(Qt::AlignLeft | Qt::AlignVCenter);
+        return index.column() == RecomputeColumn || index.column() == DispatcherColumn || index.column() == GraphsColumn
+                   ? QVariant(Qt::AlignLeft | Qt::AlignVCenter)
+                   : QVariant(Qt::AlignRight | Qt::AlignVCenter);
     case MemoryTotalRole: return MemoryEstimate::gib(c->memory.total());
     case MemoryRole: {
         if (index.column() != MemoryColumn)
@@ -179,6 +179,8 @@ QVariant PlanLayoutModel::data(const QModelIndex& index, int role) const
 
 QVariant PlanLayoutModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    if (orientation == Qt::Horizontal && role == Qt::ToolTipRole && section == RankColumn)
+        return tr("The layout's number, as `moe-workbench-cli plan` prints it and `generate --layout N` takes it (0 = the best)");
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return QAbstractTableModel::headerData(section, orientation, role);
     switch (section) {

@@ -16,10 +16,12 @@ class PlanLayoutModel : public QAbstractTableModel {
     Q_OBJECT
 
 public:
+    /// The predictions first (issue 18 item 4: at 1600 px they were off-screen), then the layout.
+    /// RankColumn is the layout's number as `plan` prints it and `generate --layout N` takes it (0 = best).
     enum Column {
-        RankColumn, TpColumn, CpColumn, PpColumn, VppColumn, EpColumn, EtpColumn, DpColumn, MbsColumn,
-        RecomputeColumn, DispatcherColumn, GraphsColumn, MemoryColumn, StepColumn, TokensColumn,
-        TflopsColumn, MfuColumn, LintColumn, ColumnCount
+        RankColumn, StepColumn, TokensColumn, TflopsColumn, MfuColumn, MemoryColumn, LintColumn,
+        TpColumn, CpColumn, PpColumn, VppColumn, EpColumn, EtpColumn, DpColumn, MbsColumn,
+        RecomputeColumn, DispatcherColumn, GraphsColumn, ColumnCount
     };
     /// MemoryColumn, this role: QVariantList of GiB {weights, grads, optimizer, activations, other, hbm}.
     static constexpr int MemoryRole = Qt::UserRole + 1;

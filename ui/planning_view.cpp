@@ -29,12 +29,14 @@
 #include <QLabel>
 #include <QListWidget>
 #include <QPlainTextEdit>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
 #include <QThreadPool>
+#include <QTimer>
 #include <QVBoxLayout>
 
 namespace wb::ui {
@@ -117,6 +119,8 @@ PlanningView::PlanningView(const QString& catalogDir, const QString& userCatalog
 
 PlanningView::~PlanningView()
 {
+    if (m_cancel)
+        m_cancel->store(true);  // closing must not wait for a long search to finish
     searchPool(this).waitForDone();
 }
 
@@ -180,7 +184,20 @@ QWidget* PlanningView::createInputs()
     form->addRow(tr("Goal"), m_goal);
     form->addRow(m_freezeVision);
     form->addRow(m_bf16Moments);
-    form->addRow(m_planButton);
+    m_cancelButton = new QPushButton(tr("Cancel search"), box);
+    m_cancelButton->setObjectName(QStringLiteral("planCancelButton"));
+    m_cancelButton->setVisible(false);
+    m_progress = new QProgressBar(box);
+    m_progress->setObjectName(QStringLiteral("planProgress"));
+    m_progress->setRange(0, 0);  // indeterminate: the search does not know its size in advance
+    m_progress->setMaximumHeight(14);
+    m_progress->setVisible(false);
+    auto* planRow = new QHBoxLayout;
+    planRow->addWidget(m_planButton, 1);
+    planRow->addWidget(m_progress, 1);
+    planRow->addWidget(m_cancelButton);
+    form->addRow(planRow);
+    connect(m_cancelButton, &QPushButton::clicked, this, &PlanningView::cancelPlan);
 
     const auto updateWorld = [this] {
         m_worldLabel->setText(tr("= %n GPU(s)", nullptr, m_nodes->value() * m_gpusPerNode->value()));
@@ -191,6 +208,13 @@ QWidget* PlanningView::createInputs()
     connect(m_hardwareBox, &QComboBox::currentIndexChanged, this, &PlanningView::hardwareChanged);
     connect(m_images, &QSpinBox::valueChanged, this, &PlanningView::updateRecommendation);
     connect(m_planButton, &QPushButton::clicked, this, &PlanningView::plan);
+    // Any input that changes the search marks the shown layouts as someone else's.
+    for (QSpinBox* spinBox : {m_nodes, m_gpusPerNode, m_seq, m_images, m_imageWidth, m_imageHeight, m_gbs})
+        connect(spinBox, &QSpinBox::valueChanged, this, &PlanningView::updateStale);
+    for (QComboBox* combo : {m_modelBox, m_hardwareBox, m_goal})
+        connect(combo, &QComboBox::currentIndexChanged, this, &PlanningView::updateStale);
+    for (QCheckBox* check : {m_freezeVision, m_bf16Moments})
+        connect(check, &QCheckBox::toggled, this, &PlanningView::updateStale);
     return box;
 }
 
@@ -203,6 +227,11 @@ QWidget* PlanningView::createResults()
     m_summary = new QLabel(tr("Choose a model and a cluster, answer the guide's questions, then press Plan."), top);
     m_summary->setObjectName(QStringLiteral("planSummary"));
     m_summary->setWordWrap(true);
+    m_stale = new QLabel(top);
+    m_stale->setObjectName(QStringLiteral("planStale"));
+    m_stale->setWordWrap(true);
+    m_stale->setStyleSheet(QStringLiteral("background: #fff3cd; color: #664d03; padding: 4px; border: 1px solid #ffe69c;"));
+    m_stale->setVisible(false);
     m_model = new PlanLayoutModel(this);
     m_table = new QTableView(top);
     m_table->setObjectName(QStringLiteral("planLayoutTable"));
@@ -225,6 +254,7 @@ QWidget* PlanningView::createResults()
     }
     legend->addWidget(new QLabel(tr("(width = the GPU's HBM; dashed: the headroom limit)"), top));
     legend->addStretch(1);
+    topColumn->addWidget(m_stale);
     topColumn->addWidget(m_summary);
     topColumn->addWidget(m_table, 1);
     topColumn->addLayout(legend);
@@ -249,14 +279,16 @@ QWidget* PlanningView::createResults()
                                        "term is, and the lint findings."));
     m_predictFileButton->setEnabled(m_catalog.has_value());
     connect(m_predictFileButton, &QPushButton::clicked, this, &PlanningView::choosePredictFile);
+    m_statusLabel = new QLabel(lintBox);
+    m_statusLabel->setObjectName(QStringLiteral("planStatus"));
     auto* launchRow = new QHBoxLayout;
     launchRow->addWidget(m_predictFileButton);
-    launchRow->addStretch(1);
+    launchRow->addWidget(m_statusLabel, 1);
     launchRow->addWidget(m_launchButton);
     lintColumn->addLayout(launchRow);
 
     m_preview = new PlanConfigPreview(results);
-    connect(m_preview, &PlanConfigPreview::status, this, &PlanningView::status);
+    connect(m_preview, &PlanConfigPreview::status, this, &PlanningView::showStatus);
     results->addWidget(top);
     results->addWidget(lintBox);
     results->addWidget(m_preview);
@@ -353,11 +385,23 @@ void PlanningView::plan()
         emit planned(error);
         return;
     }
+    if (m_cancel)
+        m_cancel->store(true);  // a newer search supersedes a running one
+    m_cancel = std::make_shared<std::atomic<bool>>(false);
+    request->cancel = m_cancel;
     const int generation = ++m_generation;
     m_running = true;
     m_planButton->setEnabled(false);
     m_summary->setText(tr("Searching layouts for %1 on %n GPU(s)…", nullptr, request->gpus)
                            .arg(QString::fromStdString(request->model.displayName)));
+    // A search that takes a while (a huge sequence, a count no layout fits and its neighbours
+    // probed) shows that it works and can be stopped.
+    QTimer::singleShot(kSlowSearchMs, this, [this, generation] {
+        if (generation != m_generation || !m_running)
+            return;
+        m_progress->setVisible(true);
+        m_cancelButton->setVisible(true);
+    });
     searchPool(this).start([this, generation, req = *request]() {
         auto result = searchLayouts(req);  // pure; worker thread
         QMetaObject::invokeMethod(
@@ -367,6 +411,8 @@ void PlanningView::plan()
                     return;  // superseded by a newer plan()
                 m_running = false;
                 m_planButton->setEnabled(true);
+                m_progress->setVisible(false);
+                m_cancelButton->setVisible(false);
                 if (!result) {
                     const QString error = QString::fromStdString(result.error().message);
                     m_summary->setText(error);
@@ -380,6 +426,59 @@ void PlanningView::plan()
     });
 }
 
+void PlanningView::cancelPlan()
+{
+    if (m_cancel && m_running) {
+        m_cancel->store(true);
+        m_summary->setText(tr("Cancelling the search…"));
+    }
+}
+
+namespace {
+
+// What a search was for, in words: the stale line names the inputs the shown layouts belong to.
+QString describeInputs(const SearchRequest& r)
+{
+    return PlanningView::tr("%1 on %2 × %3, seq %4, GBS %5")
+        .arg(QString::fromStdString(r.model.displayName))
+        .arg(r.gpus)
+        .arg(QString::fromStdString(r.hardware.displayName))
+        .arg(r.workload.seqLength)
+        .arg(r.gbs);
+}
+
+}  // namespace
+
+void PlanningView::updateStale()
+{
+    if (!m_request || !m_result) {
+        m_stale->setVisible(false);
+        return;
+    }
+    QString error;
+    const auto current = currentRequest(error);
+    // The search's own inputs, compared as the JSON a plan file records (plan_json's request).
+    const bool same = current && describeInputs(*current) == describeInputs(*m_request) &&
+                      current->workload.imagesPerSample == m_request->workload.imagesPerSample &&
+                      current->workload.imageWidth == m_request->workload.imageWidth &&
+                      current->workload.imageHeight == m_request->workload.imageHeight &&
+                      current->nodes == m_request->nodes && current->goal == m_request->goal &&
+                      current->freezeVision == m_request->freezeVision &&
+                      current->workload.bf16AdamMoments == m_request->workload.bf16AdamMoments &&
+                      current->path == m_request->path && current->workload.mock == m_request->workload.mock;
+    m_stale->setText(tr("These layouts are for %1; the inputs have changed since. Press Plan for the current inputs.")
+                         .arg(describeInputs(*m_request)));
+    m_stale->setVisible(!same);
+}
+
+void PlanningView::showStatus(const QString& message, bool isError)
+{
+    m_statusLabel->setStyleSheet(isError ? QStringLiteral("color: #d62728;") : QString());
+    m_statusLabel->setText(message);
+    m_statusLabel->setToolTip(message);
+    emit status(message, isError);
+}
+
 void PlanningView::showResult(const SearchRequest& request, SearchResult result)
 {
     m_request = request;
@@ -387,11 +486,14 @@ void PlanningView::showResult(const SearchRequest& request, SearchResult result)
     m_model->setResult(m_result->ranked, request.hardware.hbmGib);
     m_table->resizeColumnsToContents();
     m_table->setColumnWidth(PlanLayoutModel::MemoryColumn, std::max(m_table->columnWidth(PlanLayoutModel::MemoryColumn), 190));
-    QString summary = tr("%1 candidates evaluated in %2 ms: %3 over memory, %4 rejected by lint, %5 ranked.")
-                          .arg(m_result->enumerated)
+    QString summary = tr("%1 layouts considered in %2 ms: %3 cannot tile the GPUs (§3), %4 need more memory than the "
+                         "budget, %5 fail lint, %6 fit; %7 ranked below.")
+                          .arg(m_result->rejectedStructure + m_result->rejectedMemory + m_result->rejectedLint + m_result->fitted)
                           .arg(m_result->elapsedMs, 0, 'f', 0)
+                          .arg(m_result->rejectedStructure)
                           .arg(m_result->rejectedMemory)
                           .arg(m_result->rejectedLint)
+                          .arg(m_result->fitted)
                           .arg(m_result->ranked.size());
     if (m_result->ranked.empty()) {
         summary += QLatin1Char(' ') + tr("No layout fits: %1").arg(QString::fromStdString(m_result->noLayoutReason));
@@ -407,6 +509,7 @@ void PlanningView::showResult(const SearchRequest& request, SearchResult result)
                                                                 : tr("Row 0, mock vs real: %1").arg(line));
     }
     m_summary->setText(summary);
+    updateStale();
     if (!m_result->ranked.empty())
         selectLayout(0);
     else
@@ -510,7 +613,7 @@ QString PlanningView::predictFile(const QString& path, bool* ok)
     m_filePrediction->setWindowTitle(tr("Prediction for %1").arg(QFileInfo(path).fileName()));
     m_filePredictionText->setPlainText(shown);
     m_filePrediction->show();
-    emit status(predictedOk ? tr("Predicted %1").arg(QFileInfo(path).fileName()) : shown, !predictedOk);
+    showStatus(predictedOk ? tr("Predicted %1").arg(QFileInfo(path).fileName()) : shown, !predictedOk);
     if (ok)
         *ok = predictedOk;
     return shown;

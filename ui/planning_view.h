@@ -14,6 +14,8 @@
 #include <QString>
 #include <QWidget>
 
+#include <atomic>
+#include <memory>
 #include <optional>
 
 QT_BEGIN_NAMESPACE
@@ -23,6 +25,7 @@ class QDialog;
 class QLabel;
 class QListWidget;
 class QPlainTextEdit;
+class QProgressBar;
 class QPushButton;
 class QSpinBox;
 class QTableView;
@@ -60,6 +63,13 @@ public:
     const core::planner::SearchResult* lastResult() const { return m_result ? &*m_result : nullptr; }
     QPushButton* launchButton() const { return m_launchButton; }
     QPushButton* predictFileButton() const { return m_predictFileButton; }
+    /// Shown while the ranked layouts belong to other inputs than the form's (issue 18 item 4).
+    QLabel* staleLabel() const { return m_stale; }
+    /// Copy / Save / predict feedback, inside this window (also sent out as status()).
+    QLabel* statusLabel() const { return m_statusLabel; }
+    /// Visible once a search has run for kSlowSearchMs; stops it.
+    QPushButton* cancelButton() const { return m_cancelButton; }
+    static constexpr int kSlowSearchMs = 300;
 
     /// Predicts one given layout file (a runtime config, Megatron-Bridge YAML or dotlist, or a perf
     /// launcher command: what `moe-workbench-cli predict` reads) for the hardware, GPUs and model
@@ -71,6 +81,8 @@ public:
 public slots:
     /// Starts the search; planned() follows (with an empty error on success).
     void plan();
+    /// Stops a running search (planned() follows with "the search was cancelled").
+    void cancelPlan();
     void selectLayout(int row);
 
 signals:
@@ -88,6 +100,9 @@ private:
     void showResult(const core::planner::SearchRequest& request, core::planner::SearchResult result);
     void showLayoutDetails(int row);
     void hardwareChanged();
+    /// Compares the form with the inputs of the shown layouts; shows or hides the stale line.
+    void updateStale();
+    void showStatus(const QString& message, bool isError);
     void requestLaunch();
     void choosePredictFile();
 
@@ -97,6 +112,7 @@ private:
     std::optional<core::planner::SearchResult> m_result;
     int m_generation = 0;  // bumped by each plan(); stale results are dropped
     bool m_running = false;
+    std::shared_ptr<std::atomic<bool>> m_cancel;  // of the running search; set by cancelPlan
 
     QComboBox* m_modelBox = nullptr;
     QComboBox* m_hardwareBox = nullptr;
@@ -117,6 +133,10 @@ private:
     PlanLayoutModel* m_model = nullptr;
     QTableView* m_table = nullptr;
     QLabel* m_summary = nullptr;
+    QLabel* m_stale = nullptr;
+    QLabel* m_statusLabel = nullptr;
+    QPushButton* m_cancelButton = nullptr;
+    QProgressBar* m_progress = nullptr;
     QListWidget* m_lint = nullptr;
     QPushButton* m_predictFileButton = nullptr;
     QDialog* m_filePrediction = nullptr;

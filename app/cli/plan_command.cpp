@@ -150,10 +150,9 @@ void printTable(const SearchRequest& req, const GuideRecommendation& rec, const 
         else
             std::printf("  mock vs real: %s. Mock = %s\n", describeMockRealComparison(c).c_str(), c.mockDescription.c_str());
     }
-    std::printf("\n%ld candidates evaluated in %.0f ms (%ld over memory, %ld lint-rejected). "
-                "Write the configs: moe-workbench-cli plan ... --json > plan.json; "
+    std::printf("\n%s Write the configs: moe-workbench-cli plan ... --json > plan.json; "
                 "moe-workbench-cli generate --from plan.json --format runtime --out DIR\n",
-                result.enumerated, result.elapsedMs, result.rejectedMemory, result.rejectedLint);
+                describeSearchCounts(result).c_str());
 }
 
 }  // namespace

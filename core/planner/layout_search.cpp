@@ -148,6 +148,8 @@ struct Searcher {
     void evaluate(Layout l)
     {
         // The key (a describe() string) only for a rejected HybridEP candidate: this runs ~10^5 times.
+        if (req.cancelled())
+            return;  // the caller throws the result away; the loops above run out quickly
         const bool hybrid = l.dispatcherBackend == "hybridep";
         ++res.enumerated;
         MemoryOptions fastMemory = req.memory;
@@ -248,6 +250,7 @@ struct Searcher {
         (void)counts;
         if (bytes > budgetBytes) {
             ++res.rejectedMemory;
+            ++res.rejectedMemoryBound;
             if (res.smallestMemoryGib == 0 || MemoryEstimate::gib(bytes) < res.smallestMemoryGib)
                 res.smallestMemoryGib = MemoryEstimate::gib(bytes);  // a lower bound: weights alone
             return false;
@@ -341,6 +344,7 @@ SearchResult runSearch(const SearchRequest& req)
     SearchResult res;
     Searcher s{req, res, req.hardware.hbmGib * (1.0 - req.headroom) * 1073741824.0, true, {}};
     s.run();
+    res.fitted = static_cast<long>(s.fits.size());
     for (Candidate& c : s.fits)
         c.family = layoutFamily(c.layout);
     std::stable_sort(s.fits.begin(), s.fits.end(),
@@ -459,7 +463,7 @@ std::vector<NearbyGpuCount> nearbyCountsThatFit(const SearchRequest& req)
         int n = req.gpus + dir * step;
         if (step > 1 && req.gpus % perNode != 0)
             n = dir < 0 ? req.gpus / perNode * perNode : (req.gpus / perNode + 1) * perNode;
-        for (int tries = 0; n >= 1 && tries < 64; n += dir * step, ++tries) {
+        for (int tries = 0; n >= 1 && tries < 64 && !req.cancelled(); n += dir * step, ++tries) {
             probe.gpus = n;
             SearchResult r = runSearch(probe);
             if (r.ranked.empty())
@@ -516,6 +520,22 @@ std::string describeTiling(const SearchRequest& req)
 
 }  // namespace
 
+std::string describeSearchCounts(const SearchResult& r)
+{
+    const long considered = r.rejectedStructure + r.rejectedMemory + r.rejectedLint + r.fitted;
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "%ld layouts considered in %.0f ms: %ld cannot tile the GPUs (§3), %ld need more memory than the "
+                  "budget, %ld fail lint, %ld fit; ",
+                  considered, r.elapsedMs, r.rejectedStructure, r.rejectedMemory, r.rejectedLint, r.fitted);
+    std::string out = text;
+    if (r.ranked.empty())
+        return out + "none is ranked.";
+    if (static_cast<long>(r.ranked.size()) == r.fitted)
+        return out + (r.fitted == 1 ? "it is ranked." : "all are ranked.");
+    return out + "the best " + std::to_string(r.ranked.size()) + " are ranked.";
+}
+
 Result<SearchResult> searchLayouts(const SearchRequest& req)
 {
     const auto start = std::chrono::steady_clock::now();
@@ -546,6 +566,8 @@ Result<SearchResult> searchLayouts(const SearchRequest& req)
                              std::to_string(req.workload.seqLength) + "; raise seq to at least " +
                              std::to_string(sampleTokens) + " or lower the image size/count");
     SearchResult res = runSearch(req);
+    if (req.cancelled())
+        return makeError(ErrorCode::Failed, "the search was cancelled");
     if (res.ranked.empty()) {
         const double budgetGib = req.hardware.hbmGib * (1.0 - req.headroom);
         res.nearby = nearbyCountsThatFit(req);
@@ -554,6 +576,8 @@ Result<SearchResult> searchLayouts(const SearchRequest& req)
         // only "needs more memory"): say what it does not tile.
         if (countIsTheProblem(req, res.nearby))
             res.noLayoutReason = describeTiling(req) + res.noLayoutReason;
+        if (req.cancelled())
+            return makeError(ErrorCode::Failed, "the search was cancelled");
     }
     res.elapsedMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return res;

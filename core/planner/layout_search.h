@@ -13,7 +13,9 @@
 #include "core/planner/throughput_model.h"
 #include "core/planner/workload.h"
 
+#include <atomic>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +47,10 @@ struct SearchRequest {
     int maxResults = 20;
     ThroughputOptions throughput;
     MemoryOptions memory;
+    /// Set from another thread to stop a search early (the planning view's Cancel): searchLayouts
+    /// then returns Failed "cancelled" instead of a partial ranking. Null: not cancellable.
+    std::shared_ptr<const std::atomic<bool>> cancel;
+    bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
 };
 
 struct Candidate {
@@ -73,7 +79,9 @@ struct SearchResult {
     long enumerated = 0;                    ///< candidates generated
     long rejectedStructure = 0;             ///< sizes that cannot tile the world (§3)
     long rejectedLint = 0;                  ///< lint errors (§6, hardware)
-    long rejectedMemory = 0;                ///< over HBM × (1 − headroom)
+    long rejectedMemory = 0;                ///< over HBM × (1 − headroom), both checks below
+    long rejectedMemoryBound = 0;           ///< of rejectedMemory: by the weights+optimizer lower bound, before enumeration
+    long fitted = 0;                        ///< fit and pass lint (ranked holds the best maxResults of them)
     std::map<std::string, long> lintRejections;  ///< rule id → count
     double smallestMemoryGib = 0;           ///< least memory any lint-clean candidate needs
     std::string noLayoutReason;             ///< set when ranked is empty
@@ -82,6 +90,11 @@ struct SearchResult {
 };
 
 Result<SearchResult> searchLayouts(const SearchRequest& request);
+
+/// "4151 layouts considered in 11 ms: 196 cannot tile the GPUs (§3), 3136 need more memory than
+/// the budget, 0 fail lint, 819 fit; the best 20 are ranked." — the parts add up to the whole
+/// (issue 18 item 4), the same words in `plan` and the planning view.
+std::string describeSearchCounts(const SearchResult& result);
 
 /// What the guide decides for a search, the same for `plan` and the planning view: the family
 /// ranked first (recommend(answers).path), a mock workload for mock data, and a frozen vision

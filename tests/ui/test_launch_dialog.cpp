@@ -167,6 +167,12 @@ private slots:
         QVERIFY2(label->text().contains(QStringLiteral("812.5")), qPrintable(label->text()));
         QVERIFY(label->text().contains(QStringLiteral("31.0%")));
         QCOMPARE(dialog.findChild<QLineEdit*>(QStringLiteral("runName"))->text(), QStringLiteral("launch-dialog-test"));
+        // Issue 18 item 6: a plan for 8 H200 launched on `local` says it does not fit this machine
+        // (a machine with 8 or more NVIDIA GPUs is the one place where it would).
+        if (!QFileInfo::exists(QStringLiteral("/dev/nvidia7"))) {
+            QVERIFY(dialog.fitWarning()->isVisibleTo(&dialog));
+            QVERIFY2(dialog.fitWarning()->text().contains(QStringLiteral("8 × h200")), qPrintable(dialog.fitWarning()->text()));
+        }
 
         // Launched from the plan: the prediction is stored with the run (predicted vs measured).
         QVERIFY(dialog.launch());

@@ -23,6 +23,7 @@
 #include <QLabel>
 #include <QLocale>
 #include <QListWidget>
+#include <QProgressBar>
 #include <QPushButton>
 #include "core/run_config.h"
 #include "core/run_prediction.h"
@@ -137,6 +138,58 @@ private slots:
 
         if (const QString shot = qEnvironmentVariable("WB_PLAN_SCREENSHOT"); !shot.isEmpty())
             QVERIFY(view.grab().save(shot));
+
+        // Issue 18 item 4: rows numbered as `plan` prints them and `generate --layout N` takes
+        // them (0 = best); the predictions come before the layout's sizes.
+        QCOMPARE(model->index(0, PlanLayoutModel::RankColumn).data().toInt(), 0);
+        QCOMPARE(model->index(1, PlanLayoutModel::RankColumn).data().toInt(), 1);
+        for (int column : {PlanLayoutModel::StepColumn, PlanLayoutModel::TokensColumn, PlanLayoutModel::TflopsColumn,
+                           PlanLayoutModel::MfuColumn, PlanLayoutModel::MemoryColumn})
+            QVERIFY(column < PlanLayoutModel::TpColumn);
+        // The counts add up: considered = cannot tile + over memory + fail lint + fit.
+        const auto* r = view.lastResult();
+        const QString counts = view.summaryLabel()->text();
+        QVERIFY2(counts.startsWith(QString::number(r->rejectedStructure + r->rejectedMemory + r->rejectedLint + r->fitted) +
+                                   QStringLiteral(" layouts considered")),
+                 qPrintable(counts));
+
+        // Inputs changed after the search: the rows are marked as the old inputs'; changed back: not.
+        QVERIFY(!view.staleLabel()->isVisible());
+        auto* seq = child<QSpinBox>(view, "planSeq");
+        seq->setValue(8192);
+        QVERIFY(view.staleLabel()->isVisible());
+        QVERIFY2(view.staleLabel()->text().contains(QStringLiteral("on 16 × NVIDIA H100")) &&
+                     view.staleLabel()->text().contains(QStringLiteral("seq 4096")),
+                 qPrintable(view.staleLabel()->text()));
+        seq->setValue(4096);
+        QVERIFY(!view.staleLabel()->isVisible());
+
+        // Copy gives its feedback in this window.
+        QTest::mouseClick(view.findChild<QPushButton*>(QStringLiteral("planCopyButton")), Qt::LeftButton);
+        QVERIFY2(view.statusLabel()->text().startsWith(QStringLiteral("Copied")), qPrintable(view.statusLabel()->text()));
+    }
+
+    void slowSearchShowsProgressAndCancels()
+    {
+        // Issue 18 item 4: a 999,999-token sequence searched for seconds with no feedback.
+        PlanningView view(kCatalog);
+        view.show();
+        choose(child<QComboBox>(view, "planModel"), QStringLiteral("qwen3-vl-30b-a3b"));
+        choose(child<QComboBox>(view, "planHardware"), QStringLiteral("gb200"));
+        child<QSpinBox>(view, "planSeq")->setValue(999999);
+        QSignalSpy spy(&view, &PlanningView::planned);
+        QVERIFY(!view.cancelButton()->isVisible());
+        QTest::mouseClick(child<QPushButton>(view, "planButton"), Qt::LeftButton);
+        QTRY_VERIFY_WITH_TIMEOUT(view.cancelButton()->isVisible() || !spy.isEmpty(), 10000);
+        if (!spy.isEmpty())
+            QSKIP("the search ended within 300 ms on this machine: nothing to cancel");
+        QVERIFY(view.findChild<QProgressBar*>(QStringLiteral("planProgress"))->isVisible());
+        QTest::mouseClick(view.cancelButton(), Qt::LeftButton);
+        QVERIFY(spy.wait(30000) || !spy.isEmpty());
+        QVERIFY2(spy.first().first().toString().contains(QStringLiteral("cancelled")), qPrintable(spy.first().first().toString()));
+        QVERIFY(!view.cancelButton()->isVisible());
+        QVERIFY(!view.isPlanning());
+        QVERIFY(child<QPushButton>(view, "planButton")->isEnabled());
     }
 
     void guideAnswersChangeTheRecommendation()

@@ -145,6 +145,34 @@ private slots:
         QVERIFY2(r->noLayoutReason.find("count is the problem") == std::string::npos, r->noLayoutReason.c_str());
     }
 
+    void countsAddUp_data()
+    {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QString>("hardware");
+        QTest::addColumn<int>("gpus");
+        QTest::newRow("30B on 8 GB200") << "qwen3-vl-30b-a3b" << "gb200" << 8;
+        QTest::newRow("235B on 64 H100") << "qwen3-vl-235b-a22b" << "h100" << 64;
+        QTest::newRow("235B on 4 H100 (none fits)") << "qwen3-vl-235b-a22b" << "h100" << 4;
+    }
+
+    void countsAddUp()
+    {
+        // Issue 18 item 4: "0 candidates evaluated ... 157 over memory" — every layout considered is
+        // counted once, in exactly one of: cannot tile, over memory, fails lint, fits.
+        QFETCH(QString, model);
+        QFETCH(QString, hardware);
+        QFETCH(int, gpus);
+        SearchRequest req = request(model.toStdString().c_str(), hardware.toStdString().c_str(), gpus, 512);
+        auto r = searchLayouts(req);
+        QVERIFY(r.ok());
+        QCOMPARE(r->enumerated, r->rejectedMemory - r->rejectedMemoryBound + r->rejectedLint + r->fitted);
+        QVERIFY(static_cast<long>(r->ranked.size()) <= r->fitted);
+        const std::string text = describeSearchCounts(*r);
+        const long considered = r->rejectedStructure + r->rejectedMemory + r->rejectedLint + r->fitted;
+        QVERIFY2(text.rfind(std::to_string(considered) + " layouts considered", 0) == 0, text.c_str());
+        QVERIFY2(text.find(std::to_string(r->fitted) + " fit;") != std::string::npos, text.c_str());
+    }
+
     void gpuCountThatDoesNotTileSaysSo()
     {
         // Issue 18 item 13: 63 GB200s (not whole 4-GPU trays; 63 shares no factor with 128
