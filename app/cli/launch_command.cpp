@@ -19,7 +19,9 @@ namespace {
 
 constexpr const char* kSynopsis =
     "launch --target local|ssh:HOST|ssh:HOST1,HOST2,...|slurm:HOST --config FILE [--name NAME] [--steps N]\n"
-    "       [--prediction FILE|--no-prediction]   (--steps N: train N steps instead of train.train_iters)";
+    "       [--manifest PATH] [--prediction FILE|--no-prediction]\n"
+    "       (--steps N: train N steps instead of train.train_iters; --manifest: train on this image set\n"
+    "        instead of the config's data.manifest, e.g. the one moe-sample-set built)";
 
 }  // namespace
 
@@ -32,6 +34,7 @@ int launchCommand(const CliContext& context, Args args)
     auto predictionPath = args.takeOption("--prediction", missing);
     const bool noPrediction = args.takeFlag("--no-prediction");
     const auto stepsText = args.takeOption("--steps", missing);
+    const auto manifest = args.takeOption("--manifest", missing);
     if (auto usage = rejectLeftovers(args, missing, kSynopsis))
         return *usage;
     std::optional<int> steps;
@@ -48,6 +51,13 @@ int launchCommand(const CliContext& context, Args args)
     auto config = core::loadRunConfig(*configPath);
     if (!config)
         return reportError(config.error());
+    if (manifest) {
+        // Real data from this manifest (absolute: the run directory is elsewhere).
+        std::error_code ec;
+        const auto absolute = std::filesystem::absolute(*manifest, ec);
+        config->data.source = "real";
+        config->data.manifest = ec ? *manifest : absolute.lexically_normal().string();
+    }
     if (steps) {
         // A quick try of a config: fewer steps, warm-up and decay inside them (validated below).
         config->train.trainIters = *steps;
@@ -92,8 +102,13 @@ int launchCommand(const CliContext& context, Args args)
     });
     auto started = core::startRun(**store, **target, *config, name.value_or(config->name),
                                   prediction ? &*prediction : nullptr);
-    if (!started)
-        return reportError(started.error());
+    if (!started) {
+        // "moe-train rejects the config: ..." names the user's file, not a copy of it.
+        core::Error error = started.error();
+        if (error.code == core::ErrorCode::InvalidArgument && error.context.empty())
+            error.context = *configPath;
+        return reportError(error);
+    }
     std::printf("%s\n", started->id.c_str());
     return kExitOk;
 }

@@ -433,7 +433,12 @@ Result<GeneratedBundle> generateFormat(const std::string& format, const RunConfi
                              "context_parallel_size 1, or generate --format megatron-bridge",
                          format);
     GeneratedBundle bundle;
-    const RunConfig forTrainer = configForMoeTrain(config, bundle.warnings);
+    // What moe-train's formats change (its dispatcher, its graphs): said only where moe-train runs
+    // — a Megatron-Bridge bundle keeps the layout as planned, so those notes would be false there.
+    std::vector<std::string> trainerNotes;
+    const RunConfig forTrainer = configForMoeTrain(config, trainerNotes);
+    if (format != "megatron-bridge")
+        bundle.warnings.insert(bundle.warnings.end(), trainerNotes.begin(), trainerNotes.end());
     if (format == "runtime") {
         bundle.files.push_back({"run.json", runConfigToJson(forTrainer) + "\n"});
     } else if (format == "megatron-bridge") {

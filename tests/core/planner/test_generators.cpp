@@ -958,6 +958,21 @@ void TestGenerators::runtimeFormatsRefuseContextParallel()
     QVERIFY(generateFormat("megatron-bridge", c, t).ok());
     c.parallel.contextParallelSize = 1;
     QVERIFY(generateFormat("runtime", c, t).ok());
+
+    // What moe-train's formats rewrite (HybridEP → all-to-all, TE graphs → its router graphs) is
+    // said for those formats only: the Bridge bundle keeps the layout as planned.
+    c.parallel.moeTokenDispatcherType = "flex";
+    c.parallel.moeFlexDispatcherBackend = "hybridep";
+    const auto mentionsMoeTrain = [](const GeneratedBundle& b) {
+        return std::any_of(b.warnings.begin(), b.warnings.end(),
+                           [](const std::string& w) { return w.find("moe-train") != std::string::npos; });
+    };
+    auto bridge = generateFormat("megatron-bridge", c, t);
+    QVERIFY(bridge.ok());
+    QVERIFY(!mentionsMoeTrain(*bridge));
+    auto runtime = generateFormat("runtime", c, t);
+    QVERIFY(runtime.ok());
+    QVERIFY(mentionsMoeTrain(*runtime));
 }
 
 // A planned layout with Megatron's CUDA graphs (transformer_engine over moe_router and
