@@ -82,6 +82,9 @@ void fitValueAxis(QValueAxis* axis, double yMin, double yMax, bool fromZero)
     if (span <= 0.0)
         span = std::max(std::abs(yMax) * 0.1, 1e-3);
     double lo = fromZero ? yMin : yMin - 0.05 * span;
+    // The padding never takes a quantity that is not negative below 0 (a loss axis at -0.5).
+    if (yMin >= 0.0)
+        lo = std::max(lo, 0.0);
     double hi = yMax + 0.05 * span;
     if (fromZero && yMax == 0.0 && yMin == 0.0)
         hi = 1.0;  // an all-zero line: an axis 0..1, not 0..0.001
@@ -446,6 +449,35 @@ void MetricChartView::setNotice(const QString& text, Qt::Alignment where)
     placeNotice();
 }
 
+void MetricChartView::setHeaderNote(const QString& text)
+{
+    if (!m_headerNote) {
+        if (text.isEmpty())
+            return;
+        m_headerNote = new QGraphicsSimpleTextItem(chart());
+        m_headerNote->setBrush(QColor(0x77, 0x77, 0x77));
+        QFont font = m_headerNote->font();
+        font.setPointSizeF(font.pointSizeF() * 0.8);
+        m_headerNote->setFont(font);
+        const auto place = [this] {
+            const QRectF plot = chart()->plotArea();
+            const QRectF box = m_headerNote->boundingRect();
+            m_headerNote->setPos(plot.right() - box.width(), chart()->size().height() - box.height() - 4.0);
+        };
+        connect(chart(), &QChart::plotAreaChanged, this, place);
+    }
+    m_headerNote->setText(text);
+    m_headerNote->setVisible(!text.isEmpty());
+    const QRectF plot = chart()->plotArea();
+    const QRectF box = m_headerNote->boundingRect();
+    m_headerNote->setPos(plot.right() - box.width(), chart()->size().height() - box.height() - 4.0);
+}
+
+QString MetricChartView::headerNote() const
+{
+    return m_headerNote && m_headerNote->isVisible() ? m_headerNote->text() : QString();
+}
+
 void MetricChartView::placeNotice()
 {
     if (!m_noticeBox || m_noticeText.isEmpty())
@@ -513,11 +545,15 @@ void MetricChartView::clearPoints()
     for (auto* s : m_rightSeries)
         s->clear();
     setStackPoints({});
+    // No steps yet: round ticks (0, 2, ..., 10 and 0.0, 0.2, ..., 1.0), not the last run's count.
     m_axisX->setRange(0, 10);
+    m_axisX->setTickCount(6);
     m_axisY->setRange(0, 1);
+    m_axisY->setTickCount(6);
     m_axisY->setLabelFormat(QStringLiteral("%.1f"));
     if (m_axisRight) {
         m_axisRight->setRange(0, 1);
+        m_axisRight->setTickCount(6);
         m_axisRight->setLabelFormat(QStringLiteral("%.1f"));
     }
 }

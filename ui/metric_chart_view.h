@@ -95,6 +95,10 @@ public:
     /// A line of text drawn over the plot area, aligned in it by `where` (centre, or a corner):
     /// why the chart or one of its lines shows nothing. An empty text removes it.
     void setNotice(const QString& text, Qt::Alignment where = Qt::AlignCenter);
+    /// A short note placed below the plot area, right-aligned on the legend's row (outside the
+    /// data: "MFU n/a" must not cover points). Empty hides it.
+    void setHeaderNote(const QString& text);
+    QString headerNote() const;
     QString notice() const { return m_noticeText; }
 
     /// Called with the step (x value) under the mouse while it moves over the plot area; the text
@@ -154,6 +158,7 @@ private:
     bool m_stackShown = true;
     QString m_noticeText;
     Qt::Alignment m_noticeAlignment = Qt::AlignCenter;
+    QGraphicsSimpleTextItem* m_headerNote = nullptr;  // owned by the chart
     QGraphicsRectItem* m_noticeBox = nullptr;  // owned by the chart; the text is its child
     QGraphicsSimpleTextItem* m_noticeLabel = nullptr;
     bool m_wrappedLegend = false;

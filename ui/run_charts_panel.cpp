@@ -327,8 +327,8 @@ void RunChartsPanel::updateNotices()
                                 "another trainer)")
                            : QString());
     m_throughput->setRightAxisShown(m_mfuSeen);
-    m_throughput->setNotice(anySteps && !m_mfuSeen ? tr("MFU n/a (no peak FLOP/s known for this device)") : QString(),
-                            Qt::AlignBottom | Qt::AlignRight);
+    // Above the plot, not on it: the note must not hide the points it explains (issue 18 item 7).
+    m_throughput->setHeaderNote(anySteps && !m_mfuSeen ? tr("MFU n/a (no peak FLOP/s known for this device)") : QString());
     m_loss->setRightAxisShown(m_auxSeen);
 }
 

@@ -116,7 +116,14 @@ void RunListPanel::fitColumns()
         m_view->setColumnWidth(column, std::max(m_view->columnWidth(column), width));
     };
     atLeast(RunListModel::Status, statusLabel(QStringLiteral("cancelled")));
-    atLeast(RunListModel::Steps, QStringLiteral("8888 / 8888"));
+    // Room for the longest "steps / planned" these runs reach, not a fixed 4-digit guess: at the
+    // default window size the last column was cut (issue 18 item 7).
+    int64_t planned = 0;
+    for (int row = 0; row < m_model->rowCount(); ++row)
+        if (const RunRow* run = m_model->runAt(row))
+            planned = std::max({planned, run->trainIters, run->summary.steps});
+    const QString digits(QString::number(std::max<int64_t>(planned, 99)).size(), QLatin1Char('8'));
+    atLeast(RunListModel::Steps, digits + QStringLiteral(" / ") + digits);
 }
 
 QMenu* RunListPanel::contextMenuFor(const QString& runId)

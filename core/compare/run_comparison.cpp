@@ -218,13 +218,29 @@ Result<Comparison> buildComparison(std::vector<ComparedRun> runs, size_t baselin
 {
     if (runs.empty() || baseline >= runs.size())
         return makeError(ErrorCode::InvalidArgument, "compare needs at least one run and a baseline among them");
-    // Names label the runs in messages; two runs with one name would be ambiguous, so use ids then.
+    // Names label the runs in messages, tables and legends; two runs with one name would be
+    // ambiguous, so those get the short part of their id ("baseline · 6c6f": a chart legend has
+    // room for it, issue 18 item 3), or the whole id when even that repeats.
     std::multiset<std::string> names;
     for (const auto& r : runs)
         names.insert(r.summary.name);
-    for (auto& r : runs)
+    const auto shortId = [](const std::string& id) {
+        const size_t dash = id.rfind('-');
+        return dash == std::string::npos || dash + 1 >= id.size() ? id : id.substr(dash + 1);
+    };
+    std::multiset<std::string> shortLabels;
+    for (const auto& r : runs)
         if (names.count(r.summary.name) > 1)
-            r.summary.name = r.summary.name.empty() ? r.summary.id : r.summary.name + " (" + r.summary.id + ")";
+            shortLabels.insert(r.summary.name + " · " + shortId(r.summary.id));
+    for (auto& r : runs) {
+        if (names.count(r.summary.name) <= 1)
+            continue;
+        const std::string shortLabel = r.summary.name + " · " + shortId(r.summary.id);
+        if (r.summary.name.empty())
+            r.summary.name = r.summary.id;
+        else
+            r.summary.name = shortLabels.count(shortLabel) > 1 ? r.summary.name + " (" + r.summary.id + ")" : shortLabel;
+    }
 
     Comparison c;
     c.baseline = baseline;

@@ -41,7 +41,9 @@ struct ComparedRun {
     const StepSeries& steps() const { return *stepData; }
     void setSteps(StepSeries steps) { stepData = std::make_shared<const StepSeries>(std::move(steps)); }
     void setSteps(const std::vector<StepRecord>& steps) { setSteps(StepSeries::fromRecords(steps)); }
-    std::string label() const;      ///< the run's name, or its id when names collide/are empty
+    /// The run's name, or its id when empty; buildComparison makes same-named runs distinct
+    /// first ("name · 6c6f", the id's last part; the whole id if that repeats too).
+    std::string label() const;
     int worldSize() const { return meta ? std::max(meta->worldSize, 1) : 1; }
 };
 

@@ -110,6 +110,32 @@ class TestRunChartsPanel : public QObject {
     Q_OBJECT
 
 private slots:
+    void lossAxisStaysAtOrAboveZero()
+    {
+        // Issue 18 item 7: losses from 6 down to 0.02 put the axis at -0.5 (5 % padding, then
+        // round ticks); no loss is negative, so the axis starts at 0.
+        RunChartsPanel panel;
+        panel.resize(1000, 800);
+        StepList steps;
+        for (int i = 1; i <= 60; ++i) {
+            StepRecord s = makeStep(i, 100.0, {});
+            s.loss = i < 60 ? 6.0 - 0.1 * i : 0.02;
+            steps.append(s);
+        }
+        feed(panel, steps);
+        auto* axis = qobject_cast<QValueAxis*>(panel.chartView(Chart::Loss)->axisY());
+        QVERIFY(axis);
+        QCOMPARE(axis->min(), 0.0);
+        QVERIFY(axis->max() >= 5.9);
+        // A run with no steps yet: round ticks on both axes.
+        panel.clearRun();
+        auto* empty = qobject_cast<QValueAxis*>(panel.chartView(Chart::Loss)->axisY());
+        QCOMPARE(empty->min(), 0.0);
+        QCOMPARE(empty->max(), 1.0);
+        QCOMPARE(empty->tickCount(), 6);
+        QCOMPARE(panel.chartView(Chart::Loss)->axisX()->tickCount(), 6);
+    }
+
     void splitBandsAreTheFedParts_data()
     {
         QTest::addColumn<StepList>("steps");
@@ -294,7 +320,8 @@ private slots:
         QCOMPARE(view->series(0)->points()[1].y(), 2000.0);
         if (mfu == 0.0) {
             QVERIFY(!panel.hasMfu());
-            QCOMPARE(view->notice(), QStringLiteral("MFU n/a (no peak FLOP/s known for this device)"));
+            QCOMPARE(view->headerNote(), QStringLiteral("MFU n/a (no peak FLOP/s known for this device)"));
+            QVERIFY(view->notice().isEmpty());  // not on the plot: above it (issue 18 item 7)
             QVERIFY(!view->rightAxisShown());
             QVERIFY(!view->axisRight()->isVisible());
             QVERIFY(!view->rightSeries(0)->isVisible());
@@ -304,6 +331,7 @@ private slots:
         } else {
             QVERIFY(panel.hasMfu());
             QVERIFY(view->notice().isEmpty());
+            QVERIFY(view->headerNote().isEmpty());
             QVERIFY(view->rightAxisShown());
             QVERIFY(view->axisRight()->isVisible());
             QVERIFY(view->rightSeries(0)->isVisible());

@@ -107,6 +107,27 @@ private slots:
         QCOMPARE(logSmooth.x, kept);
     }
 
+    void sameNamedRunsAreToldApart()
+    {
+        // Issue 18 item 3: legends and tables cut long labels, so two runs named alike get the
+        // short part of their id; when that repeats too, the whole id.
+        std::vector<ComparedRun> runs{runWithSteps("a", 200, 100.0), runWithSteps("b", 200, 100.0),
+                                      runWithSteps("c", 200, 100.0), runWithSteps("d", 200, 100.0)};
+        runs[0].summary.id = "20261204-234811-2b69";
+        runs[1].summary.id = "20261204-234816-6c6f";
+        runs[2].summary.id = "20261204-234900-6c6f";
+        runs[3].summary.id = "20261204-235000-7d7d";
+        runs[0].summary.name = runs[1].summary.name = "baseline";
+        runs[2].summary.name = runs[3].summary.name = "repeat";
+        runs[3].summary.id = "20261204-235000-6c6f";
+        auto built = buildComparison(std::move(runs), 0, StepWindow{10, 150});
+        QVERIFY(built.ok());
+        QCOMPARE(built->runs[0].label(), std::string("baseline · 2b69"));
+        QCOMPARE(built->runs[1].label(), std::string("baseline · 6c6f"));
+        QCOMPARE(built->runs[2].label(), std::string("repeat (20261204-234900-6c6f)"));
+        QCOMPARE(built->runs[3].label(), std::string("repeat (20261204-235000-6c6f)"));
+    }
+
     void chartSetSharesColumnsBoundsAndWindows()
     {
         std::vector<ComparedRun> runs{runWithSteps("a", 20'000, 100.0), runWithSteps("b", 5'000, 50.0)};
