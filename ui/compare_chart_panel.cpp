@@ -264,7 +264,9 @@ void CompareChartPanel::applyChart(MetricChartView* view, ChartItems& items,
 {
     const core::ChartLines& chart = set->charts[static_cast<size_t>(c)];
     view->setLogScale(set->request.logY);
-    view->axisX()->setTitleText(tr(core::chartXAxisTitle(set->request.xAxis)));
+    static const char* const kXTitles[] = {QT_TR_NOOP("Step"), QT_TR_NOOP("Wall time since the first step (s)"),
+                                           QT_TR_NOOP("Effective tokens seen")};  // core::chartXAxisTitle's words
+    view->axisX()->setTitleText(tr(kXTitles[static_cast<int>(set->request.xAxis)]));
     const core::ChartBounds& b = chart.bounds;
     if (b.empty())
         view->clearPoints();
@@ -411,7 +413,13 @@ MetricChartView* CompareChartPanel::makeView(int chartIndex, QWidget* parent) co
     const auto metric = static_cast<core::ChartMetric>(chartIndex);
     static const char* const kNames[] = {"compareStepTimeChart", "compareThroughputChart", "compareLossChart",
                                          "compareMemoryChart"};
-    auto* view = new MetricChartView(tr(core::chartMetricTitle(metric)), tr(core::chartMetricYTitle(metric)), {},
+    // Literal tr() texts per chart (lupdate does not see core's strings): the same words as
+    // core::chartMetricTitle / chartMetricYTitle, which the exported reports use.
+    static const char* const kTitles[] = {QT_TR_NOOP("Step time"), QT_TR_NOOP("Throughput (effective tokens)"),
+                                          QT_TR_NOOP("Loss"), QT_TR_NOOP("Peak memory per GPU")};
+    static const char* const kYTitles[] = {QT_TR_NOOP("Step time (ms)"), QT_TR_NOOP("Tokens/s/GPU"), QT_TR_NOOP("Loss"),
+                                           QT_TR_NOOP("Memory (GiB)")};
+    auto* view = new MetricChartView(tr(kTitles[chartIndex]), tr(kYTitles[chartIndex]), {},
                                      core::chartMetricFromZero(metric), parent);
     view->setObjectName(QString::fromLatin1(kNames[chartIndex]));
     view->setLogScale(m_logScale);

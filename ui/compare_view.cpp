@@ -6,6 +6,7 @@
 #include "core/compare/compare_report.h"
 #include "core/compare/html_report.h"
 
+#include <QCoreApplication>
 #include <QThread>
 #include <QCheckBox>
 #include <QComboBox>
@@ -27,10 +28,42 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <string_view>
 #include <cmath>
 
 namespace wb::ui {
 namespace {
+
+// The figures' and predictions' row names by their JSON key, as translatable literals (core's
+// labels are English data; lupdate sees only literals — issue 18 item 11). Unknown keys keep
+// core's text.
+struct KeyLabel {
+    const char* key;
+    const char* label;
+};
+constexpr KeyLabel kFigureLabels[] = {
+    {"tokens_per_s_per_gpu", QT_TRANSLATE_NOOP("wb::ui::CompareView", "effective tokens/s/GPU")},
+    {"gpu_ms_per_1k_tokens", QT_TRANSLATE_NOOP("wb::ui::CompareView", "GPU-ms per 1k eff. tokens")},
+    {"tflops_per_gpu", QT_TRANSLATE_NOOP("wb::ui::CompareView", "TFLOP/s/GPU")},
+    {"mfu", QT_TRANSLATE_NOOP("wb::ui::CompareView", "MFU")},
+    {"step_ms", QT_TRANSLATE_NOOP("wb::ui::CompareView", "step time")},
+    {"data_ms", QT_TRANSLATE_NOOP("wb::ui::CompareView", "time: data wait")},
+    {"vision_ms", QT_TRANSLATE_NOOP("wb::ui::CompareView", "time: vision encoder fwd")},
+    {"projector_ms", QT_TRANSLATE_NOOP("wb::ui::CompareView", "time: projector fwd")},
+    {"decoder_ms", QT_TRANSLATE_NOOP("wb::ui::CompareView", "time: decoder fwd + loss")},
+    {"backward_ms", QT_TRANSLATE_NOOP("wb::ui::CompareView", "time: backward")},
+    {"optimizer_ms", QT_TRANSLATE_NOOP("wb::ui::CompareView", "time: optimizer")},
+    {"effective_tokens_per_step", QT_TRANSLATE_NOOP("wb::ui::CompareView", "effective tokens/step")},
+    {"peak_mem_gib", QT_TRANSLATE_NOOP("wb::ui::CompareView", "peak memory, whole run")},
+};
+
+QString figureLabel(const char* key, const char* fallback)
+{
+    for (const KeyLabel& k : kFigureLabels)
+        if (std::string_view(k.key) == key)
+            return QCoreApplication::translate("wb::ui::CompareView", k.label);
+    return QString::fromUtf8(fallback);
+}
 
 constexpr int kIdRole = Qt::UserRole;
 
@@ -453,7 +486,7 @@ void CompareView::fillFigures()
     const core::RunFigures& base = c.runs[c.baseline].figures;
     for (int row = 0; row < static_cast<int>(specs.size()); ++row) {
         const auto& spec = specs[static_cast<size_t>(row)];
-        rows << QStringLiteral("%1 (%2)").arg(QString::fromLatin1(spec.label), QString::fromLatin1(spec.unit));
+        rows << QStringLiteral("%1 (%2)").arg(figureLabel(spec.key, spec.label), QString::fromLatin1(spec.unit));
         for (size_t i = 0; i < c.runs.size(); ++i) {
             const double v = spec.value(c.runs[i].figures);
             QString cell = formatNumber(v, spec.decimals);
@@ -540,7 +573,9 @@ void CompareView::fillPredictions()
     QStringList columns;
     if (withPrediction != c.runs.end())
         for (const auto& row : withPrediction->predictionCheck->rows)
-            columns << QStringLiteral("%1 (%2)").arg(QString::fromLatin1(row.label), QString::fromUtf8(row.unit));
+            columns << QStringLiteral("%1 (%2)").arg(
+                row.key == std::string_view("peak_mem_gib") ? tr("peak memory") : figureLabel(row.key, row.label),
+                QString::fromUtf8(row.unit));
     else
         columns << tr("step time (ms)") << tr("peak memory (GiB)") << tr("effective tokens/s/GPU (tok/s)") << tr("MFU (%)");
     columns << tr("Predicted for");

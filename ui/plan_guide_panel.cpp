@@ -91,7 +91,7 @@ PlanGuidePanel::PlanGuidePanel(QWidget* parent) : QWidget(parent)
     m_mockData->setObjectName(QStringLiteral("guideMockData"));
     m_mockData->setToolTip(tr("The layouts are ranked for what a mock-data run trains (Megatron-Bridge: one 256×256 noise image "
                               "per sample, padded, router force-balanced; moe-train: text only), and the summary says how much "
-                              "slower layout 1 is predicted on the real workload, term by term."));
+                              "slower layout 0 is predicted on the real workload, term by term."));
     m_comparingRuns = new QCheckBox(tr("I will compare FSDP runs against 3D runs"), questionsBox);
     for (QCheckBox* c : {m_mockData, m_comparingRuns}) {
         connect(c, &QCheckBox::toggled, this, &PlanGuidePanel::answersChanged);

@@ -4,7 +4,7 @@
 <context>
     <name>main</name>
     <message>
-        <location filename="../../app/gui/main.cpp" line="+113"/>
+        <location filename="../../app/gui/main.cpp" line="+133"/>
         <source>MoE-VLM Workbench</source>
         <translation>MoE-VLM 工作台</translation>
     </message>
@@ -65,13 +65,13 @@
     </message>
     <message>
         <location line="+4"/>
-        <source>Open a dialog at start: hosts, launch or compare (the screenshot shows it).</source>
-        <translation>启动时打开对话框：hosts（主机）、launch（启动）或 compare（比较）（截图显示该对话框）。</translation>
+        <source>Open a dialog at start: hosts, launch, import or compare (the screenshot shows it).</source>
+        <translation>启动时打开一个对话框：hosts、launch、import 或 compare（截图会显示它）。</translation>
     </message>
     <message>
         <location line="+2"/>
-        <source>Config file to fill in with --show launch.</source>
-        <translation>与 --show launch 一起使用时填入的配置文件。</translation>
+        <source>Config file to fill in with --show launch (the log with --show import).</source>
+        <translation>用 --show launch 时填入的配置文件（用 --show import 时为日志）。</translation>
     </message>
     <message>
         <location line="+3"/>
@@ -82,7 +82,22 @@
 <context>
     <name>wb::ui::CompareChartPanel</name>
     <message>
-        <location filename="../../ui/compare_chart_panel.cpp" line="+379"/>
+        <location filename="../../ui/compare_chart_panel.cpp" line="+267"/>
+        <source>Step</source>
+        <translation>步</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Wall time since the first step (s)</source>
+        <translation>自第一步起的墙钟时间（s）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Effective tokens seen</source>
+        <translation>已见有效 token</translation>
+    </message>
+    <message>
+        <location line="+113"/>
         <source> (raw)</source>
         <translation>（原始）</translation>
     </message>
@@ -100,11 +115,47 @@
 %2：%3
 %4：%5%6</translation>
     </message>
+    <message>
+        <location line="+36"/>
+        <source>Step time</source>
+        <translation>步耗时</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Throughput (effective tokens)</source>
+        <translation>吞吐量（有效 token）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <location line="+1"/>
+        <source>Loss</source>
+        <translation>损失</translation>
+    </message>
+    <message>
+        <location line="-1"/>
+        <source>Peak memory per GPU</source>
+        <translation>每 GPU 峰值显存</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Step time (ms)</source>
+        <translation>步耗时（ms）</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Tokens/s/GPU</source>
+        <translation>token/s/GPU</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Memory (GiB)</source>
+        <translation>显存（GiB）</translation>
+    </message>
 </context>
 <context>
     <name>wb::ui::CompareView</name>
     <message>
-        <location filename="../../ui/compare_view.cpp" line="+69"/>
+        <location filename="../../ui/compare_view.cpp" line="+102"/>
         <source>Compare runs</source>
         <translation>比较运行</translation>
     </message>
@@ -280,12 +331,12 @@
     </message>
     <message>
         <location line="+10"/>
-        <location line="+83"/>
+        <location line="+85"/>
         <source>unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location line="-58"/>
+        <location line="-60"/>
         <source>(absent)</source>
         <translation>（无）</translation>
     </message>
@@ -295,7 +346,12 @@
         <translation>%2 个配置键中有 %1 个不同（不比较运行名称）</translation>
     </message>
     <message>
-        <location line="+21"/>
+        <location line="+20"/>
+        <source>peak memory</source>
+        <translation>峰值显存</translation>
+    </message>
+    <message>
+        <location line="+3"/>
         <source>step time (ms)</source>
         <translation>步耗时（ms）</translation>
     </message>
@@ -373,7 +429,72 @@
         <translation>导出失败</translation>
     </message>
     <message>
-        <location line="-561"/>
+        <location line="-669"/>
+        <source>effective tokens/s/GPU</source>
+        <translation>有效 token/s/GPU</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>GPU-ms per 1k eff. tokens</source>
+        <translation>每 1k 有效 token 的 GPU 毫秒</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>TFLOP/s/GPU</source>
+        <translation>TFLOP/s/GPU</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>MFU</source>
+        <translation>MFU</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>step time</source>
+        <translation>步耗时</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>time: data wait</source>
+        <translation>时间：等待数据</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>time: vision encoder fwd</source>
+        <translation>时间：视觉编码器前向</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>time: projector fwd</source>
+        <translation>时间：投影器前向</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>time: decoder fwd + loss</source>
+        <translation>时间：解码器前向 + 损失</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>time: backward</source>
+        <translation>时间：反向</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>time: optimizer</source>
+        <translation>时间：优化器</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>effective tokens/step</source>
+        <translation>每步有效 token</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>peak memory, whole run</source>
+        <translation>峰值显存（整个运行）</translation>
+    </message>
+    <message>
+        <location line="+94"/>
         <source>The comparison report: warnings, figures with deltas, predicted vs measured, config diff and the charts</source>
         <translation>比较报告：警告、带差值的统计数字、预测与实测对比、配置差异和图表</translation>
     </message>
@@ -388,7 +509,7 @@
         <translation>Markdown 报告（含图表图片的文件夹）…</translation>
     </message>
     <message>
-        <location line="+560"/>
+        <location line="+562"/>
         <source>Exported</source>
         <translation>已导出</translation>
     </message>
@@ -728,9 +849,152 @@
     </message>
 </context>
 <context>
+    <name>wb::ui::ImportRunDialog</name>
+    <message>
+        <location filename="../../ui/import_run_dialog.cpp" line="+22"/>
+        <source>Import Megatron-Bridge run</source>
+        <translation>导入 Megatron-Bridge 运行</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>A finished Megatron-Bridge (or Megatron-LM) job into the run store: its log (the Slurm output file, or where its stdout went) and, when the job saved it, the resolved config (logger.save_config_filepath). With the model and the GPU, the planner&apos;s prediction for its layout is stored beside what it measured.</source>
+        <translation>把一个已完成的 Megatron-Bridge（或 Megatron-LM）作业导入运行库：它的日志（Slurm 输出文件，或其 stdout 的去处），以及作业保存时的解析后配置（logger.save_config_filepath）。给出模型和 GPU 后，规划器对其布局的预测会与实测值一起保存。</translation>
+    </message>
+    <message>
+        <location line="+13"/>
+        <source>Browse…</source>
+        <translation>浏览…</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>&amp;Log:</source>
+        <translation>日志(&amp;L)：</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>slurm-1234.out, train.log …</source>
+        <translation>slurm-1234.out、train.log …</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>The job&apos;s log</source>
+        <translation>作业的日志</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Logs (*.out *.log *.txt *.err);;All files (*)</source>
+        <translation>日志 (*.out *.log *.txt *.err);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>&amp;Config (optional):</source>
+        <translation>配置（可选）(&amp;C)：</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>the resolved ConfigContainer YAML</source>
+        <translation>解析后的 ConfigContainer YAML</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>The job&apos;s resolved config</source>
+        <translation>作业的解析后配置</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>YAML (*.yaml *.yml);;All files (*)</source>
+        <translation>YAML (*.yaml *.yml);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>&amp;TensorBoard (optional):</source>
+        <translation>TensorBoard（可选）(&amp;T)：</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>logger.tensorboard_dir</source>
+        <translation>logger.tensorboard_dir</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>The job&apos;s TensorBoard folder</source>
+        <translation>作业的 TensorBoard 文件夹</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>the log&apos;s file name</source>
+        <translation>日志的文件名</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>&amp;Name:</source>
+        <translation>名称(&amp;N)：</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>(not known: no prediction)</source>
+        <translation>（未知：没有预测）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>(not known: no MFU, no prediction)</source>
+        <translation>（未知：没有 MFU，没有预测）</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>&amp;Model:</source>
+        <translation>模型(&amp;M)：</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>&amp;GPU:</source>
+        <translation>GPU(&amp;G)：</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>from the log</source>
+        <translation>取自日志</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>The world size. Megatron-LM logs it; Bridge does not, then the highest rank prefix (srun -l, torchrun) is used and the import says so.</source>
+        <translation>world size。Megatron-LM 会记录它；Bridge 不记录，此时使用最高的 rank 前缀（srun -l、torchrun），导入时会说明。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>GP&amp;Us:</source>
+        <translation>GPU 数(&amp;U)：</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>&amp;Import</source>
+        <translation>导入(&amp;I)</translation>
+    </message>
+    <message>
+        <location line="+49"/>
+        <source>Choose the job&apos;s log.</source>
+        <translation>请选择作业的日志。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>No file %1: choose the log the job wrote.</source>
+        <translation>没有文件 %1：请选择作业写出的日志。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>No file %1: choose the YAML the job saved, or leave the config empty.</source>
+        <translation>没有文件 %1：请选择作业保存的 YAML，或将配置留空。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>No folder %1: choose the run&apos;s logger.tensorboard_dir, or leave it empty.</source>
+        <translation>没有文件夹 %1：请选择该运行的 logger.tensorboard_dir，或将其留空。</translation>
+    </message>
+</context>
+<context>
     <name>wb::ui::LaunchDialog</name>
     <message>
-        <location filename="../../ui/launch_dialog.cpp" line="+51"/>
+        <location filename="../../ui/launch_dialog.cpp" line="+53"/>
         <source>Launch a run</source>
         <translation>启动运行</translation>
     </message>
@@ -765,7 +1029,7 @@
         <translation>配置的 JSON 显示在这里；启动前可以编辑。</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+13"/>
         <source>the config&apos;s name</source>
         <translation>配置中的名称</translation>
     </message>
@@ -785,7 +1049,7 @@
         <translation>配置：</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+3"/>
         <source>Run name:</source>
         <translation>运行名称：</translation>
     </message>
@@ -820,7 +1084,7 @@
         <translation>启动(&amp;L)</translation>
     </message>
     <message>
-        <location line="+36"/>
+        <location line="+37"/>
         <source>The registered hosts cannot be read: %1</source>
         <translation>无法读取已注册的主机：%1</translation>
     </message>
@@ -840,7 +1104,24 @@
         <translation>规划的预测（随运行一起保存）：每步 %1 ms，每 GPU %2 token/s，MFU %3%，负载最重的 GPU 上 %4 GiB</translation>
     </message>
     <message>
-        <location line="+16"/>
+        <location line="+36"/>
+        <source>This plan is for %1 × %2, but the target “local” is this machine (%3). The run will not be what the plan predicts, if it starts at all: launch it on an SSH host or a Slurm cluster with those GPUs.</source>
+        <translation>该计划针对 %1 × %2，但目标“local”是本机（%3）。运行不会符合计划的预测，甚至可能无法启动：请在拥有这些 GPU 的 SSH 主机或 Slurm 集群上启动。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>no NVIDIA GPU</source>
+        <translation>没有 NVIDIA GPU</translation>
+    </message>
+    <message numerus="yes">
+        <location line="+0"/>
+        <source>%n NVIDIA GPU(s)</source>
+        <translation>
+            <numerusform>%n 块 NVIDIA GPU</numerusform>
+        </translation>
+    </message>
+    <message>
+        <location line="+8"/>
         <source>Cannot read %1: %2</source>
         <translation>无法读取 %1：%2</translation>
     </message>
@@ -907,7 +1188,7 @@
 <context>
     <name>wb::ui::MainWindow</name>
     <message>
-        <location filename="../../ui/main_window.cpp" line="+40"/>
+        <location filename="../../ui/main_window.cpp" line="+46"/>
         <source>MoE-VLM Workbench</source>
         <translation>MoE-VLM 工作台</translation>
     </message>
@@ -932,12 +1213,82 @@
         <translation>停止所选运行（其整个进程组）</translation>
     </message>
     <message>
+        <location line="+272"/>
+        <source>Rename run</source>
+        <translation>重命名运行</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>New name for run %1:</source>
+        <translation>运行 %1 的新名称：</translation>
+    </message>
+    <message>
+        <location line="+17"/>
+        <source>Delete run</source>
+        <translation>删除运行</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Delete run “%1” (%2) from the run store?</source>
+        <translation>从运行库中删除运行“%1”（%2）？</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Its steps, events, config and prediction are removed; this cannot be undone.</source>
+        <translation>它的步、事件、配置和预测都会被删除；此操作无法撤销。</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Also delete its run directory %1</source>
+        <translation>同时删除其运行目录 %1</translation>
+    </message>
+    <message>
+        <location line="+15"/>
+        <source>Export the steps of run %1 as CSV</source>
+        <translation>将运行 %1 的各步导出为 CSV</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>CSV files (*.csv)</source>
+        <translation>CSV 文件 (*.csv)</translation>
+    </message>
+    <message>
+        <location line="+20"/>
+        <source>Cancel run</source>
+        <translation>取消运行</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Cancel run “%1” (%2) on %3?</source>
+        <translation>取消 %3 上的运行“%1”（%2）？</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Every process of the run is stopped (SIGTERM, then SIGKILL after the grace period). Its stored steps stay; it can be resumed from its last checkpoint.</source>
+        <translation>该运行的每个进程都会被停止（SIGTERM，宽限期后 SIGKILL）。已保存的步会保留；可以从最后一个检查点恢复。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Cancel the run</source>
+        <translation>取消运行</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Keep it running</source>
+        <translation>继续运行</translation>
+    </message>
+    <message>
         <location line="+5"/>
         <source>Cancelling run %1…</source>
         <translation>正在取消运行 %1…</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location line="-345"/>
         <source>&amp;Launch run…</source>
         <translation>启动运行(&amp;L)…</translation>
     </message>
@@ -948,6 +1299,16 @@
     </message>
     <message>
         <location line="+4"/>
+        <source>&amp;Import Megatron-Bridge run…</source>
+        <translation>导入 Megatron-Bridge 运行(&amp;I)…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Bring a finished Megatron-Bridge job (its log and config) into the run store</source>
+        <translation>把一个已完成的 Megatron-Bridge 作业（其日志和配置）导入运行库</translation>
+    </message>
+    <message>
+        <location line="+3"/>
         <source>SSH &amp;hosts…</source>
         <translation>SSH 主机(&amp;H)…</translation>
     </message>
@@ -988,12 +1349,17 @@
     </message>
     <message>
         <location line="+58"/>
-        <location line="+82"/>
+        <location line="+98"/>
         <source>Run %1 started; streaming its metrics.</source>
         <translation>运行 %1 已启动；正在接收其指标。</translation>
     </message>
     <message>
-        <location line="-65"/>
+        <location line="-72"/>
+        <source>Importing %1…</source>
+        <translation>正在导入 %1…</translation>
+    </message>
+    <message>
+        <location line="+6"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
@@ -1003,7 +1369,7 @@
         <translation>运行(&amp;R)</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+8"/>
         <source>Co&amp;mpare runs…</source>
         <translation>比较运行(&amp;M)…</translation>
     </message>
@@ -1069,6 +1435,27 @@
     </message>
     <message>
         <location line="+3"/>
+        <location line="+2"/>
+        <source>Imported run %1.</source>
+        <translation>已导入运行 %1。</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Run imported</source>
+        <translation>运行已导入</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Its steps are in the charts; compare it with other runs under Run → Compare runs.</source>
+        <translation>它的步已显示在图表中；可在 运行 → 比较运行 中与其他运行比较。</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Cannot import the run</source>
+        <translation>无法导入运行</translation>
+    </message>
+    <message>
+        <location line="+2"/>
         <source>Cannot start the run</source>
         <translation>无法启动运行</translation>
     </message>
@@ -1086,7 +1473,7 @@
 <context>
     <name>wb::ui::MetricChartView</name>
     <message>
-        <location filename="../../ui/metric_chart_view.cpp" line="+135"/>
+        <location filename="../../ui/metric_chart_view.cpp" line="+162"/>
         <source>Step</source>
         <translation>步</translation>
     </message>
@@ -1127,7 +1514,7 @@
 <context>
     <name>wb::ui::PlanGuidePanel</name>
     <message>
-        <location filename="../../ui/plan_guide_panel.cpp" line="+38"/>
+        <location filename="../../ui/plan_guide_panel.cpp" line="+39"/>
         <source>Is this the first launch of this VLM?</source>
         <translation>这是该视觉语言模型的首次启动吗？</translation>
     </message>
@@ -1208,11 +1595,16 @@
     </message>
     <message>
         <location line="+24"/>
-        <source>Throughput will be measured on mock data (no images)</source>
-        <translation>将使用模拟数据（不含图像）测量吞吐量</translation>
+        <source>Throughput will be measured on mock data</source>
+        <translation>吞吐量将在模拟数据上测量</translation>
     </message>
     <message>
         <location line="+2"/>
+        <source>The layouts are ranked for what a mock-data run trains (Megatron-Bridge: one 256×256 noise image per sample, padded, router force-balanced; moe-train: text only), and the summary says how much slower layout 0 is predicted on the real workload, term by term.</source>
+        <translation>布局按模拟数据运行实际训练的内容排序（Megatron-Bridge：每个样本一张 256×256 噪声图像、补齐、路由器强制均衡；moe-train：仅文本），摘要逐项说明布局 0 在真实工作负载上预计慢多少。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
         <source>I will compare FSDP runs against 3D runs</source>
         <translation>我将比较 FSDP 运行与 3D 并行运行</translation>
     </message>
@@ -1248,6 +1640,11 @@
     </message>
     <message>
         <location line="+10"/>
+        <source>3D needs: %1</source>
+        <translation>3D 还需要：%1</translation>
+    </message>
+    <message>
+        <location line="+9"/>
         <source>Freeze the vision module when the work is decoder-focused: a small but real throughput gain (about +5%) and less memory pressure.</source>
         <translation>酌情冻结视觉模块：如果工作重点是解码器，冻结视觉模块通常能带来小幅但实际的吞吐量提升（约 5%），并降低内存压力。</translation>
     </message>
@@ -1335,7 +1732,47 @@
         <translation>其他</translation>
     </message>
     <message>
-        <location line="+115"/>
+        <location line="+92"/>
+        <source>Most-loaded rank %1 GiB, every term modelled (none calibrated from runs):</source>
+        <translation>负载最重的 rank %1 GiB，每一项均为模型估算（均未经运行校准）：</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>FSDP-first family</source>
+        <translation>FSDP 优先系列</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>3D-parallel family</source>
+        <translation>3D 并行系列</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>FSDP with TP/CP (neither guide family)</source>
+        <translation>带 TP/CP 的 FSDP（不属于指南的任一系列）</translation>
+    </message>
+    <message>
+        <location line="+13"/>
+        <source>Guide knobs applied: %1</source>
+        <translation>已应用的指南调优项：%1</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Step %1 ms: %2</source>
+        <translation>步 %1 ms：%2</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>The layout&apos;s number, as `moe-workbench-cli plan` prints it and `generate --layout N` takes it (0 = the best)</source>
+        <translation>布局编号，与 `moe-workbench-cli plan` 打印的和 `generate --layout N` 接受的一致（0 = 最佳）</translation>
+    </message>
+    <message>
+        <location line="+4"/>
         <source>#</source>
         <translation>#</translation>
     </message>
@@ -1396,17 +1833,18 @@
 <context>
     <name>wb::ui::PlanningView</name>
     <message>
-        <location filename="../../ui/planning_view.cpp" line="+67"/>
+        <location filename="../../ui/planning_view.cpp" line="+76"/>
         <source>Plan a training run</source>
         <translation>规划训练运行</translation>
     </message>
     <message>
-        <location line="+31"/>
+        <location line="+39"/>
+        <location line="+462"/>
         <source>Cannot load the model and hardware catalog: %1</source>
         <translation>无法加载模型和硬件目录：%1</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="-448"/>
         <source>Model, cluster and workload</source>
         <translation>模型、集群与工作负载</translation>
     </message>
@@ -1490,20 +1928,25 @@
         <source>Goal</source>
         <translation>目标</translation>
     </message>
+    <message>
+        <location line="+3"/>
+        <source>Cancel search</source>
+        <translation>取消搜索</translation>
+    </message>
     <message numerus="yes">
-        <location line="+6"/>
+        <location line="+16"/>
         <source>= %n GPU(s)</source>
         <translation>
             <numerusform>= %n 个 GPU</numerusform>
         </translation>
     </message>
     <message>
-        <location line="+17"/>
+        <location line="+24"/>
         <source>Choose a model and a cluster, answer the guide&apos;s questions, then press Plan.</source>
         <translation>选择模型和集群，回答指南中的问题，然后点击“规划”。</translation>
     </message>
     <message>
-        <location line="+15"/>
+        <location line="+20"/>
         <source>Memory bar:</source>
         <translation>内存条：</translation>
     </message>
@@ -1513,7 +1956,7 @@
         <translation>（宽度 = GPU 的 HBM；虚线：预留余量上限）</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+7"/>
         <source>Lint findings for the selected layout</source>
         <translation>所选布局的检查结果</translation>
     </message>
@@ -1527,25 +1970,80 @@
         <source>Launch the selected layout as a run; its predicted step time and memory are stored with the run for comparison.</source>
         <translation>将所选布局作为一次运行启动；其预测的步耗时和内存会随运行一起保存，便于比较。</translation>
     </message>
+    <message>
+        <location line="+4"/>
+        <source>Predict a file…</source>
+        <translation>预测文件…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Predict a layout you already have — a runtime config, a Megatron-Bridge YAML or dotlist, or a perf launcher command — on the hardware and GPUs chosen here where the file does not name them: memory by term, step time by term with how sure each term is, and the lint findings.</source>
+        <translation>预测一个已有的布局——运行时配置、Megatron-Bridge YAML 或 dotlist、或 perf 启动命令——文件未指明的硬件和 GPU 取此处所选：按项列出显存、按项列出步耗时及每项的可信程度，以及 lint 结果。</translation>
+    </message>
     <message numerus="yes">
-        <location line="+110"/>
+        <location line="+119"/>
         <source>Searching layouts for %1 on %n GPU(s)…</source>
         <translation>
             <numerusform>正在为 %1 在 %n 个 GPU 上搜索布局…</numerusform>
         </translation>
     </message>
     <message>
-        <location line="+31"/>
-        <source>%1 candidates evaluated in %2 ms: %3 over memory, %4 rejected by lint, %5 ranked.</source>
-        <translation>在 %2 ms 内评估了 %1 个候选：%3 个超出内存，%4 个未通过检查，%5 个参与排名。</translation>
+        <location line="+38"/>
+        <source>Cancelling the search…</source>
+        <translation>正在取消搜索…</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+9"/>
+        <source>%1 on %2 × %3, seq %4, GBS %5</source>
+        <translation>%1，%2 × %3，seq %4，GBS %5</translation>
+    </message>
+    <message>
+        <location line="+27"/>
+        <source>These layouts are for %1; the inputs have changed since. Press Plan for the current inputs.</source>
+        <translation>这些布局是为 %1 计算的；输入已更改。请按“规划”以使用当前输入。</translation>
+    </message>
+    <message>
+        <location line="+20"/>
+        <source>%1 layouts considered in %2 ms: %3 cannot tile the GPUs (§3), %4 need more memory than the budget, %5 fail lint, %6 fit; %7 ranked below.</source>
+        <translation>共考察 %1 个布局，用时 %2 ms：%3 个无法划分 GPU（§3），%4 个超出显存预算，%5 个未通过 lint，%6 个可行；下方列出 %7 个。</translation>
+    </message>
+    <message>
+        <location line="+76"/>
+        <source>Predict a layout file</source>
+        <translation>预测布局文件</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Layout files (*.json *.yaml *.yml *.sh *.txt);;All files (*)</source>
+        <translation>布局文件 (*.json *.yaml *.yml *.sh *.txt);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location line="+47"/>
+        <source>Prediction for %1</source>
+        <translation>%1 的预测</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Predicted %1</source>
+        <translation>已预测 %1</translation>
+    </message>
+    <message>
+        <location line="-117"/>
         <source>No layout fits: %1</source>
         <translation>没有可用的布局：%1</translation>
     </message>
     <message>
-        <location line="+29"/>
+        <location line="+8"/>
+        <source>WARNING: planned for MOCK DATA (%1); row 0: %2</source>
+        <translation>警告：按模拟数据规划（%1）；第 0 行：%2</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Row 0, mock vs real: %1</source>
+        <translation>第 0 行，模拟与真实数据对比：%1</translation>
+    </message>
+    <message>
+        <location line="+28"/>
         <source>No findings: the layout passes every lint rule.</source>
         <translation>无问题：该布局通过所有检查规则。</translation>
     </message>
@@ -1732,12 +2230,12 @@
 （各部分均为 0：较旧的 moe-train 或其他训练器）</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location line="+5"/>
         <source>MFU n/a (no peak FLOP/s known for this device)</source>
         <translation>MFU 不适用（此设备的峰值 FLOP/s 未知）</translation>
     </message>
     <message>
-        <location line="+89"/>
+        <location line="+88"/>
         <source>%1
 Step time: %2 ms
 Data wait: %3 ms</source>
@@ -1915,7 +2413,7 @@ not all from the same rank, so Other is clipped at 0.</source>
 <context>
     <name>wb::ui::RunFollowWorker</name>
     <message>
-        <location filename="../../ui/run_follow_worker.cpp" line="+25"/>
+        <location filename="../../ui/run_follow_worker.cpp" line="+30"/>
         <source>%1 failed unexpectedly: %2</source>
         <translation>%1 意外失败：%2</translation>
     </message>
@@ -1925,7 +2423,7 @@ not all from the same rank, so Other is clipped at 0.</source>
         <translation>%1 意外失败。</translation>
     </message>
     <message>
-        <location line="+30"/>
+        <location line="+29"/>
         <source>Opening the run store</source>
         <translation>打开运行存储</translation>
     </message>
@@ -1940,7 +2438,7 @@ not all from the same rank, so Other is clipped at 0.</source>
         <translation>未配置运行目标；可以查看运行，但不能启动。</translation>
     </message>
     <message>
-        <location line="+29"/>
+        <location line="+24"/>
         <source>Closing the run store</source>
         <translation>关闭运行存储</translation>
     </message>
@@ -1955,7 +2453,7 @@ not all from the same rank, so Other is clipped at 0.</source>
         <translation>无法列出运行：%1</translation>
     </message>
     <message>
-        <location line="+20"/>
+        <location line="+23"/>
         <source>Starting the run</source>
         <translation>启动运行</translation>
     </message>
@@ -1985,22 +2483,28 @@ not all from the same rank, so Other is clipped at 0.</source>
     </message>
     <message>
         <location line="+5"/>
+        <location line="+136"/>
         <source>Cannot read the steps of run %1: %2</source>
         <translation>无法读取运行 %1 的步数据：%2</translation>
     </message>
     <message>
-        <location line="+10"/>
+        <location line="-126"/>
         <source>Cancelling the run</source>
         <translation>取消运行</translation>
     </message>
     <message>
         <location line="+5"/>
-        <location line="+17"/>
+        <location line="+23"/>
         <source>Cannot cancel run %1: %2</source>
         <translation>无法取消运行 %1：%2</translation>
     </message>
     <message>
-        <location line="-8"/>
+        <location line="-19"/>
+        <source>Run %1 is a %2 job read from its log; the workbench did not start it. Stop it where it runs (scancel JOBID on its cluster).</source>
+        <translation>运行 %1 是从日志读取的 %2 作业；不是工作台启动的。请在其运行处停止它（在其集群上 scancel JOBID）。</translation>
+    </message>
+    <message>
+        <location line="+11"/>
         <source>Run %1 cannot be cancelled from here (target %2): %3</source>
         <translation>无法在这里取消运行 %1（目标 %2）：%3</translation>
     </message>
@@ -2015,12 +2519,79 @@ not all from the same rank, so Other is clipped at 0.</source>
         <translation>跟踪运行</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+8"/>
+        <source>Importing the Megatron-Bridge run</source>
+        <translation>正在导入 Megatron-Bridge 运行</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The run store is not open.</source>
+        <translation>运行库未打开。</translation>
+    </message>
+    <message>
+        <location line="+33"/>
+        <source>Renaming the run</source>
+        <translation>正在重命名运行</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Cannot rename run %1: %2</source>
+        <translation>无法重命名运行 %1：%2</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Renamed run %1 to “%2”.</source>
+        <translation>已将运行 %1 重命名为“%2”。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Deleting the run</source>
+        <translation>正在删除运行</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Cannot delete run %1: %2</source>
+        <translation>无法删除运行 %1：%2</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Deleted run %1 and its run directory %2.</source>
+        <translation>已删除运行 %1 及其运行目录 %2。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Deleted run %1.</source>
+        <translation>已删除运行 %1。</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Deleted run %1 from the store; its run directory stays at %2.</source>
+        <translation>已从运行库删除运行 %1；其运行目录仍在 %2。</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Exporting the run&apos;s steps</source>
+        <translation>正在导出运行的各步</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Cannot export run %1: %2</source>
+        <translation>无法导出运行 %1：%2</translation>
+    </message>
+    <message numerus="yes">
+        <location line="+3"/>
+        <source>Exported %n step(s) of run %1 to %2.</source>
+        <translation>
+            <numerusform>已将运行 %1 的 %n 步导出到 %2。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <location line="+20"/>
         <source>Cannot follow run %1: %2</source>
         <translation>无法跟踪运行 %1：%2</translation>
     </message>
     <message>
-        <location line="+23"/>
+        <location line="+28"/>
         <source>this session only reaches %1</source>
         <translation>此会话只能访问 %1</translation>
     </message>
@@ -2048,7 +2619,7 @@ not all from the same rank, so Other is clipped at 0.</source>
 <context>
     <name>wb::ui::RunListModel</name>
     <message>
-        <location filename="../../ui/run_list_model.cpp" line="+45"/>
+        <location filename="../../ui/run_list_model.cpp" line="+49"/>
         <source>reconnecting (attempt %1)</source>
         <translation>正在重新连接（第 %1 次尝试）</translation>
     </message>
@@ -2126,7 +2697,7 @@ Malformed metric lines skipped: %1</source>
 <context>
     <name>wb::ui::RunListPanel</name>
     <message>
-        <location filename="../../ui/run_list_panel.cpp" line="+45"/>
+        <location filename="../../ui/run_list_panel.cpp" line="+60"/>
         <source>&lt;b&gt;Runs&lt;/b&gt;</source>
         <translation>&lt;b&gt;运行&lt;/b&gt;</translation>
     </message>
@@ -2138,7 +2709,42 @@ Malformed metric lines skipped: %1</source>
         </translation>
     </message>
     <message>
-        <location line="+55"/>
+        <location line="+47"/>
+        <source>&amp;Rename…</source>
+        <translation>重命名(&amp;R)…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>&amp;Delete… (cancel the run first)</source>
+        <translation>删除(&amp;D)…（请先取消运行）</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>&amp;Delete…</source>
+        <translation>删除(&amp;D)…</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>&amp;Export steps as CSV…</source>
+        <translation>将各步导出为 CSV(&amp;E)…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>&amp;Copy run id</source>
+        <translation>复制运行 ID(&amp;C)</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>&amp;Open run directory</source>
+        <translation>打开运行目录(&amp;O)</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>The run directory is on %1</source>
+        <translation>运行目录在 %1 上</translation>
+    </message>
+    <message>
+        <location line="+34"/>
         <source>No runs yet. Start one with &lt;b&gt;Start sample run&lt;/b&gt; in the toolbar.</source>
         <translation>还没有运行。用工具栏中的&lt;b&gt;启动示例运行&lt;/b&gt;启动一个。</translation>
     </message>
