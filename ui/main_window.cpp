@@ -137,6 +137,7 @@ void MainWindow::createActions()
 PlanningView* MainWindow::openPlanningView()
 {
     auto* view = new PlanningView(m_catalogDir, m_userCatalogDir, this);
+    view->setRemembersInputs(true);  // the inputs and answers of the last session
     connect(view, &PlanningView::status, this, &MainWindow::showStatus);
     // "Launch…" on a layout: the launch dialog, filled with its config and the plan's prediction.
     connect(view, &PlanningView::launchRequested, this,

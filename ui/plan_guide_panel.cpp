@@ -150,6 +150,16 @@ void PlanGuidePanel::setAnswer(int question, int value)
     box->setCurrentIndex(box->findData(value));
 }
 
+void PlanGuidePanel::setAnswers(const GuideAnswers& a)
+{
+    const std::optional<bool> values[kQuestionCount] = {a.firstLaunch,    a.stableUnderFsdp, a.cleanStageBoundaries,
+                                                        a.memoryFitFirst, a.visionFrozen,    a.timeForDeepTesting};
+    for (int i = 0; i < kQuestionCount; ++i)
+        setAnswer(i, values[i] ? (*values[i] ? 1 : 0) : -1);
+    m_mockData->setChecked(a.mockData);
+    m_comparingRuns->setChecked(a.comparingRuns);
+}
+
 QString PlanGuidePanel::pathText() const
 {
     return m_path->text();

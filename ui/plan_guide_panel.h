@@ -32,6 +32,8 @@ public:
     core::planner::GuideAnswers answers() const;
     /// Question `i` (guide order): -1 unanswered, 0 no, 1 yes.
     void setAnswer(int question, int value);
+    /// Every question and the two user facts at once (a plan file's or the saved session's).
+    void setAnswers(const core::planner::GuideAnswers& answers);
     QComboBox* questionBox(int question) const { return m_questions[size_t(question)]; }
 
     void showRecommendation(const core::planner::GuideRecommendation& recommendation);

@@ -31,13 +31,17 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSaveFile>
 #include <QScrollArea>
+#include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
 #include <QThreadPool>
 #include <QTimer>
 #include <QVBoxLayout>
+
+#include <map>
 
 namespace wb::ui {
 
@@ -101,6 +105,7 @@ PlanningView::PlanningView(const QString& catalogDir, const QString& userCatalog
     layout->addWidget(splitter);
 
     connect(m_guide, &PlanGuidePanel::answersChanged, this, &PlanningView::updateRecommendation);
+    connect(m_guide, &PlanGuidePanel::answersChanged, this, [this] { saveInputs(); });
     // The ranked rows follow the recommendation: once a search has run, a changed answer that
     // changes the path (or the mock-data fact) searches again, so rows and recommendation agree.
     connect(m_guide, &PlanGuidePanel::answersChanged, this, [this] {
@@ -198,6 +203,31 @@ QWidget* PlanningView::createInputs()
     planRow->addWidget(m_cancelButton);
     form->addRow(planRow);
     connect(m_cancelButton, &QPushButton::clicked, this, &PlanningView::cancelPlan);
+    // Plans as files (issue 18 item 9): the `plan --json` document, both ways.
+    auto* openPlanButton = new QPushButton(tr("Open plan…"), box);
+    openPlanButton->setObjectName(QStringLiteral("planOpenButton"));
+    openPlanButton->setToolTip(tr("Open a plan saved here or written by `moe-workbench-cli plan --json`: its inputs and "
+                                  "answers fill this form and it is planned again."));
+    auto* savePlanButton = new QPushButton(tr("Save plan…"), box);
+    savePlanButton->setObjectName(QStringLiteral("planSaveButton"));
+    savePlanButton->setToolTip(tr("Save the inputs, the guide's answers and the ranked layouts as a plan file (the "
+                                  "`plan --json` format: `generate --from` takes it)."));
+    auto* fileRow = new QHBoxLayout;
+    fileRow->addWidget(openPlanButton);
+    fileRow->addWidget(savePlanButton);
+    form->addRow(fileRow);
+    connect(openPlanButton, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open a plan"), QString(),
+                                                          tr("Plans (*.json);;All files (*)"));
+        if (!path.isEmpty())
+            openPlan(path);
+    });
+    connect(savePlanButton, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Save the plan"), QStringLiteral("plan.json"),
+                                                          tr("Plans (*.json)"));
+        if (!path.isEmpty())
+            savePlan(path);
+    });
 
     const auto updateWorld = [this] {
         m_worldLabel->setText(tr("= %n GPU(s)", nullptr, m_nodes->value() * m_gpusPerNode->value()));
@@ -449,8 +479,112 @@ QString describeInputs(const SearchRequest& r)
 
 }  // namespace
 
+bool PlanningView::savePlan(const QString& path)
+{
+    if (!m_request || !m_result) {
+        showStatus(tr("Nothing to save yet: press Plan first."), true);
+        return false;
+    }
+    const Candidate* chosen = m_result->ranked.empty() ? nullptr : &m_result->ranked.front();
+    const GuideAnswers answers = m_guide->answers();
+    const std::string text =
+        planToJson(*m_request, recommendForPlan(answers, *m_request, chosen), *m_result, nullptr, nullptr, &answers);
+    QSaveFile file(path);  // all or nothing: a failed write never leaves half a plan
+    if (!file.open(QIODevice::WriteOnly) || file.write(QByteArray::fromStdString(text + "\n")) < 0 || !file.commit()) {
+        showStatus(tr("Cannot save the plan to %1: %2").arg(path, file.errorString()), true);
+        return false;
+    }
+    showStatus(tr("Saved the plan to %1.").arg(path), false);
+    return true;
+}
+
+bool PlanningView::openPlan(const QString& path)
+{
+    auto text = core::readTextFile(path.toStdString(), "plan file");
+    if (!text) {
+        showStatus(QString::fromStdString(text.error().toString()), true);
+        return false;
+    }
+    auto file = parsePlanJson(*text);
+    if (!file) {
+        showStatus(tr("%1 is not a plan: %2").arg(path, QString::fromStdString(file.error().toString())), true);
+        return false;
+    }
+    if (!setModel(QString::fromStdString(file->model)) || !setHardware(QString::fromStdString(file->hardware))) {
+        showStatus(tr("%1 is for %2 on %3, which the catalog does not have; add it to your catalog folder.")
+                       .arg(path, QString::fromStdString(file->model), QString::fromStdString(file->hardware)),
+                   true);
+        return false;
+    }
+    const int nodes = std::max(1, file->nodes);
+    setCluster(nodes, std::max(1, file->gpus / nodes));
+    setWorkload(file->workload.seqLength, file->workload.imagesPerSample, file->workload.imageWidth,
+                file->workload.imageHeight, file->gbs);
+    if (auto goal = parseGoal(file->goal))
+        setGoal(*goal);
+    m_freezeVision->setChecked(file->freezeVision);
+    m_bf16Moments->setChecked(file->workload.bf16AdamMoments);
+    if (file->answers)
+        m_guide->setAnswers(*file->answers);
+    m_expectedBest = file->layouts.empty() ? QString() : QString::fromStdString(file->layouts.front().describe());
+    showStatus(tr("Opened %1; planning it again.").arg(QFileInfo(path).fileName()), false);
+    plan();
+    return true;
+}
+
+void PlanningView::setRemembersInputs(bool remember)
+{
+    m_remembersInputs = remember;
+    if (remember)
+        restoreInputs();
+}
+
+void PlanningView::saveInputs() const
+{
+    if (!m_remembersInputs)
+        return;
+    QSettings settings(QStringLiteral("moe-workbench"), QStringLiteral("moe-workbench"));  // ~/.config/moe-workbench/moe-workbench.conf
+    settings.beginGroup(QStringLiteral("planning"));
+    settings.setValue(QStringLiteral("model"), m_modelBox->currentData());
+    settings.setValue(QStringLiteral("hardware"), m_hardwareBox->currentData());
+    settings.setValue(QStringLiteral("nodes"), m_nodes->value());
+    settings.setValue(QStringLiteral("gpusPerNode"), m_gpusPerNode->value());
+    settings.setValue(QStringLiteral("seq"), m_seq->value());
+    settings.setValue(QStringLiteral("images"), m_images->value());
+    settings.setValue(QStringLiteral("imageWidth"), m_imageWidth->value());
+    settings.setValue(QStringLiteral("imageHeight"), m_imageHeight->value());
+    settings.setValue(QStringLiteral("gbs"), m_gbs->value());
+    settings.setValue(QStringLiteral("goal"), m_goal->currentData());
+    settings.setValue(QStringLiteral("freezeVision"), m_freezeVision->isChecked());
+    settings.setValue(QStringLiteral("bf16Moments"), m_bf16Moments->isChecked());
+    settings.setValue(QStringLiteral("answers"), QString::fromStdString(guideAnswersToJson(m_guide->answers())));
+}
+
+void PlanningView::restoreInputs()
+{
+    QSettings settings(QStringLiteral("moe-workbench"), QStringLiteral("moe-workbench"));  // ~/.config/moe-workbench/moe-workbench.conf
+    settings.beginGroup(QStringLiteral("planning"));
+    if (!settings.contains(QStringLiteral("model")))
+        return;  // the first time: the defaults
+    const bool remember = m_remembersInputs;
+    m_remembersInputs = false;  // the restore itself must not save half-restored inputs
+    setModel(settings.value(QStringLiteral("model")).toString());
+    setHardware(settings.value(QStringLiteral("hardware")).toString());
+    setCluster(settings.value(QStringLiteral("nodes"), 1).toInt(), settings.value(QStringLiteral("gpusPerNode"), 8).toInt());
+    setWorkload(settings.value(QStringLiteral("seq"), 4096).toInt(), settings.value(QStringLiteral("images"), 1).toInt(),
+                settings.value(QStringLiteral("imageWidth"), 448).toInt(),
+                settings.value(QStringLiteral("imageHeight"), 448).toInt(), settings.value(QStringLiteral("gbs"), 512).toInt());
+    m_goal->setCurrentIndex(std::max(0, m_goal->findData(settings.value(QStringLiteral("goal")))));
+    m_freezeVision->setChecked(settings.value(QStringLiteral("freezeVision"), false).toBool());
+    m_bf16Moments->setChecked(settings.value(QStringLiteral("bf16Moments"), false).toBool());
+    if (auto answers = parseGuideAnswers(settings.value(QStringLiteral("answers")).toString().toStdString()))
+        m_guide->setAnswers(*answers);  // a damaged value keeps the defaults
+    m_remembersInputs = remember;
+}
+
 void PlanningView::updateStale()
 {
+    saveInputs();
     if (!m_request || !m_result) {
         m_stale->setVisible(false);
         return;
@@ -510,6 +644,16 @@ void PlanningView::showResult(const SearchRequest& request, SearchResult result)
     }
     m_summary->setText(summary);
     updateStale();
+    if (!m_expectedBest.isEmpty()) {
+        const QString now = m_result->ranked.empty() ? tr("no layout")
+                                                     : QString::fromStdString(m_result->ranked.front().layout.describe());
+        if (now != m_expectedBest)
+            showStatus(tr("The file ranked %1 first; the planner now ranks %2 first (it has changed since the file "
+                          "was written).")
+                           .arg(m_expectedBest, now),
+                       false);
+        m_expectedBest.clear();
+    }
     if (!m_result->ranked.empty())
         selectLayout(0);
     else
@@ -541,7 +685,7 @@ void PlanningView::showLayoutDetails(int row)
     }
     const core::RunConfig config = runConfigForLayout(m_request->model, c->layout, m_request->workload, "manifest.jsonl");
     std::vector<std::string> runtimeNotes;
-    const core::RunConfig forTrainer = configForMoeTrain(config, runtimeNotes);
+    (void)configForMoeTrain(config, runtimeNotes);  // what run.json changes, said in the lint list
     for (const std::string& note : runtimeNotes)
         new QListWidgetItem(tr("run.json: %1").arg(QString::fromStdString(note)), m_lint);
     GeneratorTarget target;
@@ -550,13 +694,31 @@ void PlanningView::showLayoutDetails(int row)
     target.gpusPerNode = m_request->gpus / std::max(1, m_request->nodes);
     target.modelName = m_request->model.name;
     target.overlapMoeExpertParallelComm = c->layout.overlapMoeExpertParallelComm;
-    const auto overrides = bridgeOverrides(config, target);
-    m_preview->setDocuments({
-        {tr("Runtime JSON"), QStringLiteral("run.json"), QString::fromStdString(core::runConfigToJson(forTrainer))},
-        {tr("Megatron-Bridge YAML"), QStringLiteral("overrides.yaml"), QString::fromStdString(bridgeYaml(overrides))},
-        {tr("Megatron-Bridge dotlist"), QStringLiteral("overrides.dotlist"), QString::fromStdString(bridgeDotlist(overrides))},
-        {tr("sbatch"), QStringLiteral("launch.sbatch.sh"), QString::fromStdString(slurmScript(forTrainer, target))},
-    });
+    // Every file `generate` writes for this layout, made by the same function (issue 18 item 9):
+    // what is shown here is what `generate --from plan.json --layout N --format F` writes.
+    std::map<std::string, std::string> files;
+    for (const char* format : {"runtime", "megatron-bridge", "slurm", "ssh"})
+        if (auto bundle = generateFormat(format, config, target))
+            for (const GeneratedFile& f : bundle->files)
+                files.emplace(f.name, f.content);
+    const auto doc = [&files](const QString& title, const char* name) {
+        return PlanConfigPreview::Document{title, QString::fromLatin1(name), QString::fromStdString(files[name])};
+    };
+    QList<PlanConfigPreview::Document> documents = {
+        doc(tr("Runtime JSON"), "run.json"),
+        doc(tr("Megatron-Bridge YAML"), "overrides.yaml"),
+        doc(tr("Megatron-Bridge dotlist"), "overrides.dotlist"),
+        doc(tr("sbatch"), "run.sbatch"),
+        doc(QStringLiteral("perf_launch.sh"), "perf_launch.sh"),
+        doc(QStringLiteral("env.sh"), "env.sh"),
+        doc(QStringLiteral("env.slurm.sh"), "env.slurm.sh"),
+        doc(QStringLiteral("launch_ssh.sh"), "launch_ssh.sh"),
+    };
+    // A format that refuses the layout (moe-train has no CP) has no file: its tab is left out.
+    documents.erase(std::remove_if(documents.begin(), documents.end(),
+                                   [](const PlanConfigPreview::Document& d) { return d.text.isEmpty(); }),
+                    documents.end());
+    m_preview->setDocuments(documents);
     updateRecommendation();
 }
 

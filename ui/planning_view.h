@@ -78,6 +78,20 @@ public:
     /// predicted (the text then says why and what to change).
     QString predictFile(const QString& path, bool* ok = nullptr);
 
+    /// The shown plan as `plan --json` writes it (request with the guide's answers, the ranked
+    /// layouts, the search counts), written atomically. False (and the status line says why) when
+    /// there is no plan yet or the file cannot be written.
+    bool savePlan(const QString& path);
+    /// A `plan --json` file (or one saved here): its inputs and answers fill the form and the plan
+    /// is searched again (the planner may have changed since); the status line says when its best
+    /// layout is not the file's. False, with the reason in the status line, for a file that is
+    /// not a plan or names a model or hardware the catalog lacks.
+    bool openPlan(const QString& path);
+    /// Keep the inputs and answers across restarts (~/.config/moe-workbench/moe-workbench.conf,
+    /// group "planning"): restores them
+    /// now, saves them on every change. Off by default (tests construct many views).
+    void setRemembersInputs(bool remember);
+
 public slots:
     /// Starts the search; planned() follows (with an empty error on success).
     void plan();
@@ -102,6 +116,8 @@ private:
     void hardwareChanged();
     /// Compares the form with the inputs of the shown layouts; shows or hides the stale line.
     void updateStale();
+    void saveInputs() const;
+    void restoreInputs();
     void showStatus(const QString& message, bool isError);
     void requestLaunch();
     void choosePredictFile();
@@ -112,6 +128,8 @@ private:
     std::optional<core::planner::SearchResult> m_result;
     int m_generation = 0;  // bumped by each plan(); stale results are dropped
     bool m_running = false;
+    bool m_remembersInputs = false;
+    QString m_expectedBest;  // an opened plan's best layout (describe()), compared after the search
     std::shared_ptr<std::atomic<bool>> m_cancel;  // of the running search; set by cancelPlan
 
     QComboBox* m_modelBox = nullptr;

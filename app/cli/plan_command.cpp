@@ -30,46 +30,20 @@ constexpr const char* kSynopsis =
     "       (--calibrate: a step-time factor from >= 3 stored runs on this hardware; --calibrate-run: each group\n"
     "       of terms from one stored moe-train run's time split; both read the store: the default one or --db)";
 
-// The guide's answers file: {"first_launch": true, ...}; every key optional, unknown keys refused.
+// The guide's answers file: {"first_launch": true, ...}; every key optional, unknown keys refused
+// (core's parseGuideAnswers: the same as a plan file's request.answers).
 core::Result<GuideAnswers> readAnswers(const std::string& path)
 {
     auto text = core::readTextFile(path, "answers file");
     if (!text)
         return text.error();
-    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-        return core::makeError(core::ErrorCode::InvalidArgument, "expected a JSON object of true/false answers", path);
-    GuideAnswers a;
-    const std::pair<const char*, std::optional<bool>*> questions[] = {
-        {"first_launch", &a.firstLaunch},         {"stable_under_fsdp", &a.stableUnderFsdp},
-        {"clean_stage_boundaries", &a.cleanStageBoundaries}, {"memory_fit_first", &a.memoryFitFirst},
-        {"vision_frozen", &a.visionFrozen},       {"time_for_deep_testing", &a.timeForDeepTesting}};
-    const std::pair<const char*, bool*> facts[] = {{"mock_data", &a.mockData}, {"comparing_runs", &a.comparingRuns}};
-    std::string known;
-    for (const auto& [key, _] : questions)
-        known += std::string(known.empty() ? "" : ", ") + key;
-    for (const auto& [key, _] : facts)
-        known += std::string(", ") + key;
-    for (auto it = j.begin(); it != j.end(); ++it) {
-        // null: not answered (the same as leaving the key out).
-        if (!it->is_boolean() && !it->is_null())
-            return core::makeError(core::ErrorCode::InvalidArgument,
-                                   "\"" + it.key() + "\" must be true, false or null (not answered)", path);
-        bool matched = false;
-        for (const auto& [key, slot] : questions)
-            if (it.key() == key) {
-                *slot = it->is_null() ? std::nullopt : std::optional<bool>(it->get<bool>());
-                matched = true;
-            }
-        for (const auto& [key, slot] : facts)
-            if (it.key() == key) {
-                *slot = it->is_boolean() && it->get<bool>();
-                matched = true;
-            }
-        if (!matched)
-            return core::makeError(core::ErrorCode::InvalidArgument, "unknown answer \"" + it.key() + "\"; known: " + known, path);
+    auto answers = parseGuideAnswers(*text);
+    if (!answers) {
+        core::Error error = answers.error();
+        error.context = path;
+        return error;
     }
-    return a;
+    return answers;
 }
 
 std::string fixed(double v, int digits)
@@ -322,7 +296,7 @@ int planCommand(const CliContext& context, Args args)
 
     if (json) {
         std::printf("%s\n", planToJson(req, rec, *result, calibration ? &*calibration : nullptr,
-                                        termCalibration.applied() ? &termCalibration : nullptr).c_str());
+                                        termCalibration.applied() ? &termCalibration : nullptr, &answers).c_str());
     } else {
         if (calibration) {
             std::printf("Calibration (%s): %s\n", storePath.c_str(), calibration->describe().c_str());

@@ -7,6 +7,8 @@
 // stray 3D answer outweigh an unanswered guide.
 #include "core/planner/decision_guide.h"
 
+#include <nlohmann/json.hpp>
+
 namespace wb::core::planner {
 namespace {
 
@@ -155,6 +157,67 @@ GuideRecommendation recommend(const GuideAnswers& a)
     rec.workflow = "1. first reliable run with FSDP; 2. stabilize real-data input, recompute and memory behaviour; "
                    "3. move to 3D parallel only if the throughput headroom is worth it.";
     return rec;
+}
+
+
+namespace {
+
+struct AnswerKeys {
+    std::pair<const char*, std::optional<bool> GuideAnswers::*> questions[6] = {
+        {"first_launch", &GuideAnswers::firstLaunch},
+        {"stable_under_fsdp", &GuideAnswers::stableUnderFsdp},
+        {"clean_stage_boundaries", &GuideAnswers::cleanStageBoundaries},
+        {"memory_fit_first", &GuideAnswers::memoryFitFirst},
+        {"vision_frozen", &GuideAnswers::visionFrozen},
+        {"time_for_deep_testing", &GuideAnswers::timeForDeepTesting}};
+    std::pair<const char*, bool GuideAnswers::*> facts[2] = {{"mock_data", &GuideAnswers::mockData},
+                                                             {"comparing_runs", &GuideAnswers::comparingRuns}};
+};
+
+}  // namespace
+
+std::string guideAnswersToJson(const GuideAnswers& a)
+{
+    const AnswerKeys keys;
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    for (const auto& [key, member] : keys.questions)
+        j[key] = (a.*member) ? nlohmann::ordered_json(*(a.*member)) : nlohmann::ordered_json(nullptr);
+    for (const auto& [key, member] : keys.facts)
+        j[key] = a.*member;
+    return j.dump();
+}
+
+Result<GuideAnswers> parseGuideAnswers(std::string_view text)
+{
+    const nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        return makeError(ErrorCode::InvalidArgument, "expected a JSON object of true/false answers");
+    const AnswerKeys keys;
+    std::string known;
+    for (const auto& [key, _] : keys.questions)
+        known += std::string(known.empty() ? "" : ", ") + key;
+    for (const auto& [key, _] : keys.facts)
+        known += std::string(", ") + key;
+    GuideAnswers a;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        // null: not answered (the same as leaving the key out).
+        if (!it->is_boolean() && !it->is_null())
+            return makeError(ErrorCode::InvalidArgument, "\"" + it.key() + "\" must be true, false or null (not answered)");
+        bool matched = false;
+        for (const auto& [key, member] : keys.questions)
+            if (it.key() == key) {
+                a.*member = it->is_null() ? std::nullopt : std::optional<bool>(it->get<bool>());
+                matched = true;
+            }
+        for (const auto& [key, member] : keys.facts)
+            if (it.key() == key) {
+                a.*member = it->is_boolean() && it->get<bool>();
+                matched = true;
+            }
+        if (!matched)
+            return makeError(ErrorCode::InvalidArgument, "unknown answer \"" + it.key() + "\"; known: " + known);
+    }
+    return a;
 }
 
 }  // namespace wb::core::planner

@@ -5,8 +5,11 @@
 // call recommend() with the answers as given. Pure; any thread.
 #pragma once
 
+#include "core/result.h"
+
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace wb::core::planner {
@@ -71,6 +74,13 @@ const std::vector<GuideRule>& guideRules();
 /// The guide's decision: 3D parallel only when every "choose 3D" condition holds and no "choose
 /// FSDP" condition does; otherwise FSDP first (its workflow starts there).
 GuideRecommendation recommend(const GuideAnswers& answers);
+
+/// The answers as `plan --answers FILE` reads them: {"first_launch": true|false|null, ...} for the
+/// six questions (null = not answered) and the two facts mock_data, comparing_runs (compact JSON).
+std::string guideAnswersToJson(const GuideAnswers& answers);
+/// The inverse; every key optional, an unknown key or a value other than true/false/null is
+/// InvalidArgument naming it (and the known keys).
+Result<GuideAnswers> parseGuideAnswers(std::string_view json);
 
 /// "Choose FSDP: it is the first launch of a new VLM (answered yes: ...)": a rule's text with
 /// what was answered.

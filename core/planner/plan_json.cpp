@@ -78,7 +78,8 @@ std::string layoutToJson(const Candidate& candidate)
 }
 
 std::string planToJson(const SearchRequest& req, const GuideRecommendation& rec, const SearchResult& result,
-                       const Calibration* calibration, const TermCalibration* termCalibration)
+                       const Calibration* calibration, const TermCalibration* termCalibration,
+                       const GuideAnswers* answers)
 {
     OrderedJson root;
     root["schema"] = kPlanSchemaVersion;
@@ -94,6 +95,10 @@ std::string planToJson(const SearchRequest& req, const GuideRecommendation& rec,
     if (req.workload.bf16AdamMoments)  // absent = false: plans written before the option read the same
         root["request"]["bf16_adam_moments"] = true;
     root["request"]["for"] = trainingRuntimeName(req.throughput.runtime);
+    if (req.freezeVision)
+        root["request"]["freeze_vision"] = true;
+    if (answers)
+        root["request"]["answers"] = OrderedJson::parse(guideAnswersToJson(*answers));
     root["request"]["data"] = req.workload.mock ? "mock" : "real";
     // Mock against real data for layout 0, term by term (the guide's caution 1, issue 15 item 5).
     if (!result.ranked.empty()) {
@@ -217,6 +222,19 @@ Result<PlanFile> parsePlanJson(std::string_view text)
         plan.runtime = req.value("for", std::string("megatron-bridge"));
         if (plan.runtime != "megatron-bridge" && plan.runtime != "moe-train")
             throw std::runtime_error("not megatron-bridge or moe-train");
+        field = "request.goal";
+        plan.goal = req.value("goal", std::string("throughput"));
+        if (!parseGoal(plan.goal))
+            throw std::runtime_error("not first-run, throughput or memory");
+        field = "request.freeze_vision";
+        plan.freezeVision = req.value("freeze_vision", false);
+        if (req.contains("answers")) {
+            field = "request.answers";
+            auto answers = parseGuideAnswers(req.at("answers").dump());
+            if (!answers)
+                throw std::runtime_error(answers.error().message);
+            plan.answers = *answers;
+        }
         const Json& layouts = j.at("layouts");
         for (size_t i = 0; i < layouts.size(); ++i) {
             const Json& o = layouts.at(i);

@@ -9,6 +9,7 @@
 #include "core/planner/decision_guide.h"
 #include "core/planner/layout_search.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,8 +20,11 @@ inline constexpr int kPlanSchemaVersion = 1;
 
 /// {"schema", "request", "recommendation", "layouts", "search", "calibration"} — see docs/cli.md
 /// "plan". "calibration" is null unless one is given (`plan --calibrate`).
+/// With `answers`, request.answers records them (the `--answers` shape), so the plan can be opened
+/// again with the guide as it was answered.
 std::string planToJson(const SearchRequest& request, const GuideRecommendation& recommendation, const SearchResult& result,
-                       const Calibration* calibration = nullptr, const TermCalibration* termCalibration = nullptr);
+                       const Calibration* calibration = nullptr, const TermCalibration* termCalibration = nullptr,
+                       const GuideAnswers* answers = nullptr);
 
 /// One layout object of that document (compact JSON), as `plan --json` writes it.
 std::string layoutToJson(const Candidate& candidate);
@@ -39,6 +43,9 @@ struct PlanFile {
     std::string calibration;      ///< its description; "" when not calibrated
     TermCalibration termCalibration;  ///< `plan --calibrate-run`: per-term factors from one run
     std::string runtime = "megatron-bridge";  ///< what its predictions are for (request.for)
+    std::string goal = "throughput";          ///< request.goal
+    bool freezeVision = false;                ///< request.freeze_vision (absent: false)
+    std::optional<GuideAnswers> answers;      ///< request.answers, when the plan recorded them
 };
 
 /// True when the text looks like a plan (an object with "layouts"), not a runtime config.

@@ -1213,7 +1213,7 @@
         <translation>停止所选运行（其整个进程组）</translation>
     </message>
     <message>
-        <location line="+272"/>
+        <location line="+273"/>
         <source>Rename run</source>
         <translation>重命名运行</translation>
     </message>
@@ -1288,7 +1288,7 @@
         <translation>正在取消运行 %1…</translation>
     </message>
     <message>
-        <location line="-345"/>
+        <location line="-346"/>
         <source>&amp;Launch run…</source>
         <translation>启动运行(&amp;L)…</translation>
     </message>
@@ -1348,7 +1348,7 @@
         <translation>运行</translation>
     </message>
     <message>
-        <location line="+58"/>
+        <location line="+59"/>
         <location line="+98"/>
         <source>Run %1 started; streaming its metrics.</source>
         <translation>运行 %1 已启动；正在接收其指标。</translation>
@@ -1629,7 +1629,7 @@
         <translation>注意事项：</translation>
     </message>
     <message>
-        <location line="+37"/>
+        <location line="+47"/>
         <source>FSDP first</source>
         <translation>先用 FSDP</translation>
     </message>
@@ -1833,18 +1833,18 @@
 <context>
     <name>wb::ui::PlanningView</name>
     <message>
-        <location filename="../../ui/planning_view.cpp" line="+76"/>
+        <location filename="../../ui/planning_view.cpp" line="+80"/>
         <source>Plan a training run</source>
         <translation>规划训练运行</translation>
     </message>
     <message>
-        <location line="+39"/>
-        <location line="+462"/>
+        <location line="+40"/>
+        <location line="+619"/>
         <source>Cannot load the model and hardware catalog: %1</source>
         <translation>无法加载模型和硬件目录：%1</translation>
     </message>
     <message>
-        <location line="-448"/>
+        <location line="-605"/>
         <source>Model, cluster and workload</source>
         <translation>模型、集群与工作负载</translation>
     </message>
@@ -1933,8 +1933,48 @@
         <source>Cancel search</source>
         <translation>取消搜索</translation>
     </message>
+    <message>
+        <location line="+15"/>
+        <source>Open plan…</source>
+        <translation>打开计划…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Open a plan saved here or written by `moe-workbench-cli plan --json`: its inputs and answers fill this form and it is planned again.</source>
+        <translation>打开在此保存的或由 `moe-workbench-cli plan --json` 写出的计划：其输入和回答填入此表单，并重新规划。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Save plan…</source>
+        <translation>保存计划…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Save the inputs, the guide&apos;s answers and the ranked layouts as a plan file (the `plan --json` format: `generate --from` takes it).</source>
+        <translation>将输入、指南的回答和排好序的布局保存为计划文件（`plan --json` 格式：`generate --from` 可直接使用）。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Open a plan</source>
+        <translation>打开计划</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Plans (*.json);;All files (*)</source>
+        <translation>计划 (*.json);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Save the plan</source>
+        <translation>保存计划</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Plans (*.json)</source>
+        <translation>计划 (*.json)</translation>
+    </message>
     <message numerus="yes">
-        <location line="+16"/>
+        <location line="+6"/>
         <source>= %n GPU(s)</source>
         <translation>
             <numerusform>= %n 个 GPU</numerusform>
@@ -1998,7 +2038,37 @@
         <translation>%1，%2 × %3，seq %4，GBS %5</translation>
     </message>
     <message>
-        <location line="+27"/>
+        <location line="+13"/>
+        <source>Nothing to save yet: press Plan first.</source>
+        <translation>还没有可保存的内容：请先按“规划”。</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Cannot save the plan to %1: %2</source>
+        <translation>无法将计划保存到 %1：%2</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Saved the plan to %1.</source>
+        <translation>已将计划保存到 %1。</translation>
+    </message>
+    <message>
+        <location line="+13"/>
+        <source>%1 is not a plan: %2</source>
+        <translation>%1 不是计划：%2</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>%1 is for %2 on %3, which the catalog does not have; add it to your catalog folder.</source>
+        <translation>%1 针对 %3 上的 %2，目录中没有它；请将其添加到你的目录文件夹。</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>Opened %1; planning it again.</source>
+        <translation>已打开 %1；正在重新规划。</translation>
+    </message>
+    <message>
+        <location line="+73"/>
         <source>These layouts are for %1; the inputs have changed since. Press Plan for the current inputs.</source>
         <translation>这些布局是为 %1 计算的；输入已更改。请按“规划”以使用当前输入。</translation>
     </message>
@@ -2006,6 +2076,16 @@
         <location line="+20"/>
         <source>%1 layouts considered in %2 ms: %3 cannot tile the GPUs (§3), %4 need more memory than the budget, %5 fail lint, %6 fit; %7 ranked below.</source>
         <translation>共考察 %1 个布局，用时 %2 ms：%3 个无法划分 GPU（§3），%4 个超出显存预算，%5 个未通过 lint，%6 个可行；下方列出 %7 个。</translation>
+    </message>
+    <message>
+        <location line="+25"/>
+        <source>no layout</source>
+        <translation>没有布局</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The file ranked %1 first; the planner now ranks %2 first (it has changed since the file was written).</source>
+        <translation>文件中排第一的是 %1；规划器现在排第一的是 %2（文件写出后规划器有所变化）。</translation>
     </message>
     <message>
         <location line="+76"/>
@@ -2028,7 +2108,7 @@
         <translation>已预测 %1</translation>
     </message>
     <message>
-        <location line="-117"/>
+        <location line="-145"/>
         <source>No layout fits: %1</source>
         <translation>没有可用的布局：%1</translation>
     </message>
@@ -2043,7 +2123,7 @@
         <translation>第 0 行，模拟与真实数据对比：%1</translation>
     </message>
     <message>
-        <location line="+28"/>
+        <location line="+38"/>
         <source>No findings: the layout passes every lint rule.</source>
         <translation>无问题：该布局通过所有检查规则。</translation>
     </message>
@@ -2053,7 +2133,7 @@
         <translation>run.json：%1</translation>
     </message>
     <message>
-        <location line="+9"/>
+        <location line="+18"/>
         <source>Runtime JSON</source>
         <translation>运行时 JSON</translation>
     </message>

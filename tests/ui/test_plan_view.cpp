@@ -169,6 +169,69 @@ private slots:
         QVERIFY2(view.statusLabel()->text().startsWith(QStringLiteral("Copied")), qPrintable(view.statusLabel()->text()));
     }
 
+    void plansAreFilesAndInputsSurviveARestart()
+    {
+        // Issue 18 item 9: save a plan, open it in a fresh view (its inputs and answers come back
+        // and it is planned again to the same best row), open what `plan --json` writes, refuse a
+        // file that is not a plan; and the inputs and answers of a remembering view survive it.
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("plan.json"));
+        QString best;
+        {
+            PlanningView view(kCatalog);
+            QVERIFY(!view.savePlan(path));  // nothing planned yet: says so
+            QVERIFY(view.statusLabel()->text().contains(QStringLiteral("Plan first")));
+            view.guidePanel()->setAnswer(0, 0);  // first launch: no
+            view.guidePanel()->setAnswer(1, 1);  // stable under FSDP: yes
+            child<QSpinBox>(view, "planSeq")->setValue(8192);
+            planThrough(view, QStringLiteral("qwen3-vl-30b-a3b"), QStringLiteral("h100"), 2, 8);
+            best = QString::fromStdString(view.layoutModel()->candidate(0)->layout.describe());
+            QVERIFY(view.savePlan(path));
+            QVERIFY(view.statusLabel()->text().contains(QStringLiteral("Saved the plan")));
+        }
+        QFile saved(path);
+        QVERIFY(saved.open(QIODevice::ReadOnly));
+        const QJsonObject request = QJsonDocument::fromJson(saved.readAll()).object().value(QStringLiteral("request")).toObject();
+        QCOMPARE(request.value(QStringLiteral("answers")).toObject().value(QStringLiteral("stable_under_fsdp")).toBool(), true);
+
+        PlanningView reopened(kCatalog);
+        QSignalSpy spy(&reopened, &PlanningView::planned);
+        QVERIFY(reopened.openPlan(path));
+        QVERIFY(spy.wait(30000));
+        QCOMPARE(child<QSpinBox>(reopened, "planSeq")->value(), 8192);
+        QCOMPARE(child<QSpinBox>(reopened, "planNodes")->value(), 2);
+        QCOMPARE(reopened.guidePanel()->answers().stableUnderFsdp, std::optional<bool>(true));
+        QCOMPARE(reopened.guidePanel()->answers().firstLaunch, std::optional<bool>(false));
+        QCOMPARE(QString::fromStdString(reopened.layoutModel()->candidate(0)->layout.describe()), best);
+        QVERIFY(!reopened.staleLabel()->isVisible());
+
+        // Not a plan: the status says why, the form stays.
+        const QString bad = dir.filePath(QStringLiteral("bad.json"));
+        QFile badFile(bad);
+        QVERIFY(badFile.open(QIODevice::WriteOnly));
+        badFile.write("{\"train\": {}}");
+        badFile.close();
+        QVERIFY(!reopened.openPlan(bad));
+        QVERIFY2(reopened.statusLabel()->text().contains(QStringLiteral("is not a plan")), qPrintable(reopened.statusLabel()->text()));
+        QCOMPARE(child<QSpinBox>(reopened, "planSeq")->value(), 8192);
+
+        // A remembering view saves every change; a new one starts where it was left.
+        {
+            PlanningView first(kCatalog);
+            first.setRemembersInputs(true);
+            choose(child<QComboBox>(first, "planHardware"), QStringLiteral("b200"));
+            child<QSpinBox>(first, "planGbs")->setValue(1024);
+            first.guidePanel()->setAnswer(4, 1);  // vision frozen: yes
+        }
+        PlanningView second(kCatalog);
+        second.setRemembersInputs(true);
+        QCOMPARE(child<QComboBox>(second, "planHardware")->currentData().toString(), QStringLiteral("b200"));
+        QCOMPARE(child<QSpinBox>(second, "planGbs")->value(), 1024);
+        QCOMPARE(second.guidePanel()->answers().visionFrozen, std::optional<bool>(true));
+        PlanningView forgetful(kCatalog);  // not remembering: the defaults
+        QCOMPARE(child<QSpinBox>(forgetful, "planGbs")->value(), 512);
+    }
+
     void slowSearchShowsProgressAndCancels()
     {
         // Issue 18 item 4: a 999,999-token sequence searched for seconds with no feedback.
@@ -315,8 +378,12 @@ private slots:
         planThrough(view, QStringLiteral("qwen3-vl-235b-a22b"), QStringLiteral("h100"), 32, 8);
         PlanConfigPreview* preview = view.preview();
         QTabWidget* tabs = preview->tabs();
-        QCOMPARE(tabs->count(), 4);
+        // Every file generate writes (issue 18 item 9), made by generateFormat as the CLI does.
+        QCOMPARE(tabs->count(), 8);
         QCOMPARE(tabs->tabText(1), QStringLiteral("Megatron-Bridge YAML"));
+        QCOMPARE(tabs->tabText(4), QStringLiteral("perf_launch.sh"));
+        QCOMPARE(tabs->tabText(5), QStringLiteral("env.sh"));
+        QVERIFY2(preview->text(4).contains(QStringLiteral("setup_experiment.py")), qPrintable(preview->text(4)));
         const QString yaml = preview->text(1);
         for (const char* key : {"tensor_model_parallel_size", "pipeline_model_parallel_size",
                                 "expert_model_parallel_size", "expert_tensor_parallel_size", "micro_batch_size",
