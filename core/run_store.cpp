@@ -842,56 +842,49 @@ Result<std::optional<RunPrediction>> RunStore::prediction(const std::string& id)
     return std::optional<RunPrediction>(std::move(p));
 }
 
-Result<void> RunStore::setStatus(const std::string& id, std::string_view state, int exitCode)
+namespace {
+
+// One UPDATE of one run's row (?1 = the id, the rest bound by `bind`); NotFound when no row has
+// the id. `what` names the step in an SQLite error.
+template <class Bind>
+Result<void> updateRun(StoreDb& db, const char* sql, const std::string& id, const char* what, Bind bind)
 {
-    auto stmt = m_impl->prepare("UPDATE runs SET status = ?2, exit_code = ?3 WHERE id = ?1");
+    auto stmt = db.prepare(sql);
     if (!stmt)
         return stmt.error();
-    (*stmt)->bind(1, std::string_view(id)).bind(2, state).bind(3, exitCode);
-    if (auto r = m_impl->stepDone(**stmt, "updating the run status"); !r)
+    (*stmt)->bind(1, std::string_view(id));
+    bind(**stmt);
+    if (auto r = db.stepDone(**stmt, what); !r)
         return r;
-    if (sqlite3_changes(m_impl->db.get()) == 0)
-        return makeError(ErrorCode::NotFound, "no such run in the store", id);
+    if (sqlite3_changes(db.db.get()) == 0)
+        return makeError(ErrorCode::NotFound, "no such run in the store; `runs` lists them", id);
     return {};
+}
+
+}  // namespace
+
+Result<void> RunStore::setStatus(const std::string& id, std::string_view state, int exitCode)
+{
+    return updateRun(*m_impl, "UPDATE runs SET status = ?2, exit_code = ?3 WHERE id = ?1", id, "updating the run status",
+                     [&](Statement& s) { s.bind(2, state).bind(3, exitCode); });
 }
 
 Result<void> RunStore::setRunDir(const std::string& id, const std::string& runDir)
 {
-    auto stmt = m_impl->prepare("UPDATE runs SET run_dir = ?2 WHERE id = ?1");
-    if (!stmt)
-        return stmt.error();
-    (*stmt)->bind(1, std::string_view(id)).bind(2, std::string_view(runDir));
-    if (auto r = m_impl->stepDone(**stmt, "updating the run directory"); !r)
-        return r;
-    if (sqlite3_changes(m_impl->db.get()) == 0)
-        return makeError(ErrorCode::NotFound, "no such run in the store", id);
-    return {};
+    return updateRun(*m_impl, "UPDATE runs SET run_dir = ?2 WHERE id = ?1", id, "updating the run directory",
+                     [&](Statement& s) { s.bind(2, std::string_view(runDir)); });
 }
 
 Result<void> RunStore::markSynced(const std::string& id, double unixSeconds)
 {
-    auto stmt = m_impl->prepare("UPDATE runs SET synced_at = ?2 WHERE id = ?1");
-    if (!stmt)
-        return stmt.error();
-    (*stmt)->bind(1, std::string_view(id)).bind(2, unixSeconds);
-    if (auto r = m_impl->stepDone(**stmt, "recording when the run was synced"); !r)
-        return r;
-    if (sqlite3_changes(m_impl->db.get()) == 0)
-        return makeError(ErrorCode::NotFound, "no such run in the store", id);
-    return {};
+    return updateRun(*m_impl, "UPDATE runs SET synced_at = ?2 WHERE id = ?1", id, "recording when the run was synced",
+                     [&](Statement& s) { s.bind(2, unixSeconds); });
 }
 
 Result<void> RunStore::renameRun(const std::string& id, const std::string& name)
 {
-    auto stmt = m_impl->prepare("UPDATE runs SET name = ?2 WHERE id = ?1");
-    if (!stmt)
-        return stmt.error();
-    (*stmt)->bind(1, std::string_view(id)).bind(2, std::string_view(name));
-    if (auto r = m_impl->stepDone(**stmt, "renaming the run"); !r)
-        return r;
-    if (sqlite3_changes(m_impl->db.get()) == 0)
-        return makeError(ErrorCode::NotFound, "no such run in the store; `runs` lists them", id);
-    return {};
+    return updateRun(*m_impl, "UPDATE runs SET name = ?2 WHERE id = ?1", id, "renaming the run",
+                     [&](Statement& s) { s.bind(2, std::string_view(name)); });
 }
 
 Result<void> RunStore::deleteRun(const std::string& id)

@@ -5,6 +5,7 @@
 #include "core/run_management.h"
 #include "core/terminal_text.h"
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <ctime>
 
@@ -77,20 +78,31 @@ ordered_json stepJson(const core::StepRecord& s)
 
 }  // namespace
 
+// Opens the store, resolves RUN (an id or a unique prefix) and runs `body` on them; the exit code
+// of the first failure otherwise.
+int withRun(const CliContext& context, const std::string& run,
+            const std::function<int(core::RunStore& store, const std::string& id)>& body)
+{
+    auto store = context.openStore();
+    if (!store)
+        return reportError(store.error());
+    auto id = (*store)->resolveRunId(run);
+    if (!id)
+        return reportError(id.error());
+    return body(**store, *id);
+}
+
 int renameRunCommand(const CliContext& context, Args args)
 {
     if (!args.unknownOption().empty() || args.rest().size() != 2)
         return reportUsage("runs rename takes a RUN id (or prefix) and the new NAME", kRunsSynopsis);
-    auto store = context.openStore();
-    if (!store)
-        return reportError(store.error());
-    auto id = (*store)->resolveRunId(args.rest()[0]);
-    if (!id)
-        return reportError(id.error());
-    if (auto r = (*store)->renameRun(*id, args.rest()[1]); !r)
-        return reportError(r.error());
-    std::fprintf(stderr, "renamed run %s to \"%s\"\n", id->c_str(), core::terminalSafe(args.rest()[1]).c_str());
-    return kExitOk;
+    const std::string name = args.rest()[1];
+    return withRun(context, args.rest()[0], [&](core::RunStore& store, const std::string& id) {
+        if (auto r = store.renameRun(id, name); !r)
+            return reportError(r.error());
+        std::fprintf(stderr, "renamed run %s to \"%s\"\n", id.c_str(), core::terminalSafe(name).c_str());
+        return kExitOk;
+    });
 }
 
 int deleteRunCommand(const CliContext& context, Args args)
@@ -100,24 +112,21 @@ int deleteRunCommand(const CliContext& context, Args args)
     request.force = args.takeFlag("--force");
     if (!args.unknownOption().empty() || args.rest().size() != 1)
         return reportUsage("runs delete takes one RUN id (or prefix)", kRunsSynopsis);
-    auto store = context.openStore();
-    if (!store)
-        return reportError(store.error());
-    auto id = (*store)->resolveRunId(args.rest()[0]);
-    if (!id)
-        return reportError(id.error());
-    request.runId = *id;
-    catchUpRuns(context, **store, {*id});  // a run that ended unwatched is not "live" any more
-    auto deleted = core::deleteRun(**store, request);
-    if (!deleted)
-        return reportError(deleted.error());
-    if (deleted->filesRemoved)
-        std::fprintf(stderr, "deleted run %s and its run directory %s (%llu files)\n", id->c_str(),
-                     core::terminalSafe(deleted->runDir).c_str(), static_cast<unsigned long long>(deleted->removedEntries));
-    else
-        std::fprintf(stderr, "deleted run %s from the store%s\n", id->c_str(),
-                     deleted->runDir.empty() ? "" : ("; its run directory stays at " + core::terminalSafe(deleted->runDir)).c_str());
-    return kExitOk;
+    return withRun(context, args.rest()[0], [&](core::RunStore& store, const std::string& id) {
+        request.runId = id;
+        catchUpRuns(context, store, {id});  // a run that ended unwatched is not "live" any more
+        auto deleted = core::deleteRun(store, request);
+        if (!deleted)
+            return reportError(deleted.error());
+        if (deleted->filesRemoved)
+            std::fprintf(stderr, "deleted run %s and its run directory %s (%llu files)\n", id.c_str(),
+                         core::terminalSafe(deleted->runDir).c_str(),
+                         static_cast<unsigned long long>(deleted->removedEntries));
+        else
+            std::fprintf(stderr, "deleted run %s from the store%s\n", id.c_str(),
+                         deleted->runDir.empty() ? "" : ("; its run directory stays at " + core::terminalSafe(deleted->runDir)).c_str());
+        return kExitOk;
+    });
 }
 
 int runsCommand(const CliContext& context, Args args)
