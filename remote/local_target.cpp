@@ -7,6 +7,8 @@
 // trainer's pid and, if exec fails, its errno; the pipe closing without an error means exec worked.
 #include "remote/local_target.h"
 
+#include "core/atomic_file.h"
+
 #include "core/log.h"
 #include "remote/process_group.h"
 #include "remote/subprocess.h"
@@ -64,31 +66,6 @@ private:
 };
 
 std::string errnoText(int err) { return std::strerror(err); }
-
-// Write to a temp file in the same folder, fsync, rename: readers see the old or the new file,
-// never half of one.
-Result<void> writeFileAtomically(const std::string& path, std::string_view content)
-{
-    const std::string tmp = path + ".tmp";
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!fd)
-        return makeError(ErrorCode::IoError, "cannot create: " + errnoText(errno), tmp);
-    size_t done = 0;
-    while (done < content.size()) {
-        const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return makeError(ErrorCode::IoError, "cannot write: " + errnoText(errno), tmp);
-        done += static_cast<size_t>(n);
-    }
-    if (::fsync(fd.get()) != 0)
-        return makeError(ErrorCode::IoError, "cannot sync: " + errnoText(errno), tmp);
-    fd.reset();
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-        return makeError(ErrorCode::IoError, "cannot rename into place: " + errnoText(errno), path);
-    return {};
-}
 
 std::optional<std::string> readSmallFile(const std::string& path)
 {
@@ -235,7 +212,7 @@ Result<core::LaunchedRun> LocalTarget::launch(const core::LaunchRequest& request
                          runDir);
     }
     const std::string configPath = runDir + "/run.json";
-    if (auto r = writeFileAtomically(configPath, request.configJson); !r)
+    if (auto r = core::writeFileAtomically(configPath, request.configJson); !r)
         return r.error();
 
     Fd devNull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -298,7 +275,7 @@ Result<core::LaunchedRun> LocalTarget::launch(const core::LaunchRequest& request
                              " failed: " + errnoText(childErrno),
                          m_moeTrainPath);
 
-    if (auto r = writeFileAtomically(runDir + "/pid", std::to_string(trainerPid) + "\n"); !r)
+    if (auto r = core::writeFileAtomically(runDir + "/pid", std::to_string(trainerPid) + "\n"); !r)
         return r.error();
     log->info("launched run {} as pid {} in {}", request.runId, trainerPid, runDir);
     return core::LaunchedRun{request.runId, name(), runDir, trainerPid};

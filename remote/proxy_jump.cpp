@@ -2,7 +2,7 @@
 #include "remote/proxy_jump.h"
 
 #include "core/log.h"
-#include "remote/ssh_session.h"  // shellQuote
+#include "core/shell_quote.h"
 
 #include <libssh/libssh.h>
 
@@ -40,7 +40,7 @@ std::string readTail(const std::string& path, size_t maxBytes)
 std::string proxyCommandWord(const std::string& word)
 {
     std::string escaped;
-    for (char c : shellQuote(word)) {
+    for (char c : core::shellQuote(word)) {
         escaped += c;
         if (c == '%')
             escaped += '%';
@@ -54,7 +54,7 @@ std::string readableWord(const std::string& word)
     const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("@%+=:,./_-", c) != nullptr;
     });
-    return plain ? word : shellQuote(word);
+    return plain ? word : core::shellQuote(word);
 }
 
 // One ProxyJump hop, [user@]host[:port], IPv6 hosts in brackets as in ssh_config(5).

@@ -518,26 +518,4 @@ Result<RemoteChunk> SshSession::readFile(const std::string& path, int64_t offset
     return chunk;
 }
 
-std::string shellQuote(const std::string& word)
-{
-    std::string quoted = "'";
-    for (char c : word) {
-        if (c == '\'')
-            quoted += "'\\''";
-        else
-            quoted += c;
-    }
-    quoted += '\'';
-    return quoted;
-}
-
-std::string shellQuotePath(const std::string& path)
-{
-    if (path == "~")
-        return "\"$HOME\"";
-    if (path.rfind("~/", 0) == 0)
-        return "\"$HOME\"/" + shellQuote(path.substr(2));
-    return shellQuote(path);
-}
-
 }  // namespace wb::remote

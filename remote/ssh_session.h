@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/result.h"
+#include "core/shell_quote.h"
 
 #include <chrono>
 #include <cstdint>
@@ -119,13 +120,9 @@ private:
     bool m_broken = false;  // a transport error happened: reconnect rather than reuse
 };
 
-/// POSIX shell quoting: `word` wrapped in single quotes, each embedded ' written as '\''.
-/// The result is one word to sh/bash/zsh/dash whatever `word` holds (spaces, quotes, $(),
-/// backticks, newlines, globs). An empty word becomes ''.
-std::string shellQuote(const std::string& word);
-
-/// A path that may start with "~/": that prefix becomes "$HOME"/ (unquoted, so the remote shell
-/// expands it) and the rest is quoted. Any other path is quoted whole.
-std::string shellQuotePath(const std::string& path);
+// Commands sent to a remote shell quote with core/shell_quote.h (one rule for every script and
+// command the workbench writes).
+using core::shellQuote;
+using core::shellQuotePath;
 
 }  // namespace wb::remote

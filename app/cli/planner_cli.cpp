@@ -2,6 +2,8 @@
 // option parsing, atomic file writes. Main thread only.
 #include "app/cli/planner_cli.h"
 
+#include "core/atomic_file.h"
+
 #include "core/planner/prediction.h"
 #include "core/run_store.h"
 
@@ -44,27 +46,7 @@ std::optional<int> parsePositive(const std::string& text)
 
 core::Result<void> writeFileAtomically(const std::string& path, const std::string& content, bool executable)
 {
-    // Same folder, so the rename is atomic; a reader sees the old file or the whole new one.
-    std::string tmp = path + ".tmp-XXXXXX";
-    const int fd = ::mkstemp(tmp.data());
-    if (fd < 0)
-        return core::makeError(core::ErrorCode::IoError, "cannot create a temporary file beside it", path);
-    size_t written = 0;
-    while (written < content.size()) {
-        const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
-        if (n <= 0) {
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            return core::makeError(core::ErrorCode::IoError, "write failed (disk full?)", path);
-        }
-        written += static_cast<size_t>(n);
-    }
-    const mode_t mode = executable ? 0755 : 0644;
-    if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-        ::unlink(tmp.c_str());
-        return core::makeError(core::ErrorCode::IoError, "cannot write the file", path);
-    }
-    return {};
+    return core::writeFileAtomically(path, content, executable ? core::FileMode::Executable : core::FileMode::Regular);
 }
 
 core::Result<core::planner::TermCalibration> termCalibrationFromRun(const CliContext& context, const std::string& run,

@@ -1,5 +1,7 @@
 #include "core/compare/compare_report.h"
 
+#include "core/atomic_file.h"
+
 #include "core/compare/smoothing.h"
 
 #include <algorithm>
@@ -613,33 +615,6 @@ std::string comparisonToMarkdown(const Comparison& c, const std::vector<std::str
             md += "![" + std::filesystem::path(file).stem().string() + "](" + file + ")\n\n";
     }
     return md;
-}
-
-Result<void> writeFileAtomically(const std::string& path, const std::string& contents)
-{
-    const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-    struct FileCloser {
-        void operator()(std::FILE* f) const { std::fclose(f); }
-    };
-    auto fail = [&](const char* what) {
-        const std::string reason = std::strerror(errno);
-        std::remove(temp.c_str());
-        return makeError(ErrorCode::IoError,
-                         std::string(what) + ": " + reason + "; check that the folder exists and is writable", path);
-    };
-    {
-        std::unique_ptr<std::FILE, FileCloser> file(std::fopen(temp.c_str(), "wb"));
-        if (!file)
-            return fail("cannot create the file");
-        if (std::fwrite(contents.data(), 1, contents.size(), file.get()) != contents.size() ||
-            std::fflush(file.get()) != 0 || ::fsync(::fileno(file.get())) != 0)
-            return fail("cannot write the file");
-        if (std::fclose(file.release()) != 0)
-            return fail("cannot write the file");
-    }
-    if (std::rename(temp.c_str(), path.c_str()) != 0)
-        return fail("cannot replace the file");
-    return {};
 }
 
 Result<std::vector<std::string>> writeComparisonReport(const Comparison& comparison, const std::string& directory,

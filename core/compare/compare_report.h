@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/compare/run_comparison.h"
+#include "core/atomic_file.h"  // writeFileAtomically, used with the reports
 #include "core/result.h"
 
 #include <algorithm>
@@ -66,7 +67,6 @@ std::string comparisonToMarkdown(const Comparison& comparison, const std::vector
 Result<std::vector<std::string>> writeComparisonReport(const Comparison& comparison, const std::string& directory,
                                                        const ReportOptions& options = {});
 
-/// Writes `contents` to `path` atomically (temporary file beside it, flushed, renamed over it).
-Result<void> writeFileAtomically(const std::string& path, const std::string& contents);
+
 
 }  // namespace wb::core

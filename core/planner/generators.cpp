@@ -229,24 +229,6 @@ std::string bridgePerfRecipe(const std::string& modelName)
     return {};
 }
 
-std::string shellQuote(const std::string& value)
-{
-    const bool safe = !value.empty() && std::all_of(value.begin(), value.end(), [](char ch) {
-        return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-               std::string_view("_-.,/:=+@%").find(ch) != std::string_view::npos;
-    });
-    if (safe)
-        return value;
-    std::string out = "'";
-    for (char ch : value) {
-        if (ch == '\'')
-            out += "'\\''";
-        else
-            out += ch;
-    }
-    return out + "'";
-}
-
 std::string bridgePerfCommand(const RunConfig& c, const GeneratorTarget& t, std::vector<std::string>& warnings)
 {
     const ParallelConfig& p = c.parallel;

@@ -9,6 +9,7 @@
 #include "core/planner/catalog.h"
 #include "core/result.h"
 #include "core/run_config.h"
+#include "core/shell_quote.h"
 
 #include <string>
 #include <utility>
@@ -79,9 +80,9 @@ std::string bridgePerfRecipe(const std::string& modelName);
 /// where it needs it). Warnings (no recipe for the model or the GPU) go to `warnings`.
 std::string bridgePerfCommand(const RunConfig& config, const GeneratorTarget& target, std::vector<std::string>& warnings);
 
-/// POSIX single-quoting: the value survives any POSIX shell unchanged ("it's" → 'it'\''s').
-/// Words made only of safe characters are returned as they are.
-std::string shellQuote(const std::string& value);
+/// The generated scripts' quoting: core::shellWord (a safe word bare, anything else single-quoted;
+/// core/shell_quote.h, shared with remote/).
+inline std::string shellQuote(const std::string& value) { return core::shellWord(value); }
 
 /// A multi-node SSH launcher for moe-train: per node, write run.json into the run directory and
 /// start one detached `moe-train --nproc-per-node G` with the torchrun environment.
