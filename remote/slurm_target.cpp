@@ -11,6 +11,7 @@
 // the environment sbatch exports to the job. Nothing secret passes through here; commands are logged
 // at debug level by SshSession, their output never.
 #include "remote/slurm_target.h"
+#include "remote/run_dir_protocol.h"
 
 #include "remote/run_dir_claim.h"
 
@@ -375,7 +376,7 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
         "cd " + dir + " || exit 1\n"
         "outcome() {\n"
         "  [ -s slurm_job_id ] && { cat slurm_job_id; exit 0; }\n"
-        "  [ -s sbatch.rc ] && { cat sbatch.err >&2; exit 50; }\n"
+        "  [ -s sbatch.rc ] && { cat sbatch.err >&2; " + exitWith(kExitSubmitRefused) + "; }\n"
         "  return 0\n"
         "}\n"
         "if ! mkdir .submitted 2>/dev/null; then\n"
@@ -398,7 +399,7 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
         "RUN_ID=" + shellQuote(request.runId) + " RUNS_ROOT=" + shellQuote(*root) +
         " sbatch --parsable --comment=" + shellQuote(comment) + " --chdir=" + dir + " run.sbatch > sbatch.out 2> sbatch.err\n"
         "rc=$?\n"
-        "if [ $rc -ne 0 ]; then echo $rc > sbatch.rc; cat sbatch.err >&2; exit 50; fi\n"
+        "if [ $rc -ne 0 ]; then echo $rc > sbatch.rc; cat sbatch.err >&2; " + exitWith(kExitSubmitRefused) + "; fi\n"
         "job=$(head -n 1 sbatch.out | cut -d ';' -f 1)\n"
         "printf '%s\\n' \"$job\" > slurm_job_id.tmp && mv slurm_job_id.tmp slurm_job_id\n"
         "rm -f sbatch.out sbatch.err\n"
@@ -429,7 +430,7 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
                          "the run directory already exists on the cluster (another run uses this id); "
                          "launch again for a new id",
                          name() + ":" + runDir);
-    if (submitted->exitStatus == 50)
+    if (submitted->exitStatus == kExitSubmitRefused)
         return makeError(ErrorCode::Failed,
                          "sbatch refused the job: " + trimmed(submitted->err) + "\n(the script is " + runDir +
                              "/run.sbatch; check partition, account and time in slurm.json)",
@@ -452,10 +453,10 @@ Result<core::MetricsChunk> SlurmTarget::readMetrics(const std::string& runDir, i
 
 Result<std::string> SlurmTarget::jobId(const std::string& runDir)
 {
-    auto result = runScript(readJobScript(runDir) + "[ -n \"$job\" ] || exit 44\nprintf '%s' \"$job\"\n", m_ssh.commandTimeout());
+    auto result = runScript(readJobScript(runDir) + "[ -n \"$job\" ] || " + exitWith(kExitNoRunData) + "\nprintf '%s' \"$job\"\n", m_ssh.commandTimeout());
     if (!result)
         return result.error();
-    if (result->exitStatus == 44)
+    if (result->exitStatus == kExitNoRunData)
         return makeError(ErrorCode::NotFound, "no Slurm job id in the run directory (the job was never submitted)",
                          name() + ":" + runDir);
     if (result->exitStatus != 0)
@@ -473,7 +474,7 @@ Result<core::RunStatus> SlurmTarget::status(const std::string& runDir)
     // One round trip: "job=", then "queue=" (squeue) or, once it left the queue, "sacct=" or
     // "scontrol=", then "---" and status.json verbatim.
     const std::string script =
-        "[ -d " + shellQuote(runDir) + " ] || exit 44\n" + readJobScript(runDir) + kQueueFunction +
+        "[ -d " + shellQuote(runDir) + " ] || " + exitWith(kExitNoRunData) + "\n" + readJobScript(runDir) + kQueueFunction +
         "echo \"job=$job\"\n"
         "if [ -n \"$job\" ]; then\n"
         "  if queued; then echo \"queue=$q\"; else\n"
@@ -489,7 +490,7 @@ Result<core::RunStatus> SlurmTarget::status(const std::string& runDir)
     auto result = runScript(script, m_ssh.commandTimeout());
     if (!result)
         return result.error();
-    if (result->exitStatus == 44)
+    if (result->exitStatus == kExitNoRunData)
         return makeError(ErrorCode::NotFound, "the run directory does not exist on the cluster", name() + ":" + runDir);
     if (result->exitStatus != 0)
         return makeError(ErrorCode::Failed, "reading the run status failed: " + trimmed(result->err), name() + ":" + runDir);
@@ -506,7 +507,7 @@ Result<void> SlurmTarget::cancel(const std::string& runDir, std::chrono::millise
     // "--run-""dir" keeps this script's own command line from matching.
     const std::string script =
         "dir=" + shellQuote(runDir) + "\n" + readJobScript(runDir) + kQueueFunction +
-        "[ -n \"$job\" ] || { echo 'no Slurm job id in the run directory' >&2; exit 44; }\n"
+        "[ -n \"$job\" ] || { echo 'no Slurm job id in the run directory' >&2; " + exitWith(kExitNoRunData) + "; }\n"
         "how=gone\n"
         "if queued; then\n"
         "  how=term; scancel \"$job\" 2>/dev/null\n"
@@ -542,7 +543,7 @@ Result<void> SlurmTarget::cancel(const std::string& runDir, std::chrono::millise
     auto result = runScript(script, grace + std::chrono::seconds(90));
     if (!result)
         return result.error();
-    if (result->exitStatus == 44)
+    if (result->exitStatus == kExitNoRunData)
         return makeError(ErrorCode::NotFound, "no Slurm job id in the run directory; the job was never submitted",
                          name() + ":" + runDir);
     if (result->exitStatus == 46)

@@ -10,6 +10,7 @@
 // not setsid had to fork; nohup plus redirecting all three std streams lets the SSH channel close
 // and the connection drop without the run noticing.
 #include "remote/ssh_target.h"
+#include "remote/run_dir_protocol.h"
 
 #include "core/log.h"
 #include "remote/run_dir_claim.h"
@@ -417,7 +418,7 @@ Result<core::MetricsChunk> SshTarget::readFile(const std::string& path, int64_t 
 Result<core::RunStatus> SshTarget::status(const std::string& runDir)
 {
     // One round trip: the liveness line, then status.json verbatim.
-    const std::string script = "[ -d " + shellQuote(runDir) + " ] || exit 44\n" + readPidScript(runDir) +
+    const std::string script = "[ -d " + shellQuote(runDir) + " ] || " + exitWith(kExitNoRunData) + "\n" + readPidScript(runDir) +
                                kAliveFunction +
                                "a=0; [ \"$pid\" -gt 1 ] && alive && a=1\n"
                                // The process that wrote status.json (its "pid" line): -1 none named,
@@ -433,7 +434,7 @@ Result<core::RunStatus> SshTarget::status(const std::string& runDir)
     auto result = runScript(script, commandTimeout());
     if (!result)
         return result.error();
-    if (result->exitStatus == 44)
+    if (result->exitStatus == kExitNoRunData)
         return makeError(ErrorCode::NotFound, "the run directory does not exist on the host", name() + ":" + runDir);
     if (result->exitStatus != 0)
         return makeError(ErrorCode::Failed, "reading the run status failed: " + trimmed(result->err), name() + ":" + runDir);
@@ -463,7 +464,7 @@ Result<void> SshTarget::cancel(const std::string& runDir, std::chrono::milliseco
     // The whole dance runs on the host: signals and the waits do not depend on the connection.
     const std::string script =
         readPidScript(runDir) + kAliveFunction +
-        "[ \"$pid\" -gt 1 ] || { echo 'no readable pid file' >&2; exit 44; }\n"
+        "[ \"$pid\" -gt 1 ] || { echo 'no readable pid file' >&2; " + exitWith(kExitNoRunData) + "; }\n"
         "alive || { echo gone; exit 0; }\n"
         "kill -TERM -\"$pid\" 2>/dev/null\n"
         "i=0; while alive && [ $i -lt " + std::to_string(tenths) + " ]; do sleep 0.1; i=$((i+1)); done\n"
@@ -476,7 +477,7 @@ Result<void> SshTarget::cancel(const std::string& runDir, std::chrono::milliseco
     auto result = runScript(script, grace + std::chrono::seconds(30));
     if (!result)
         return result.error();
-    if (result->exitStatus == 44)
+    if (result->exitStatus == kExitNoRunData)
         return makeError(ErrorCode::NotFound,
                          "no readable pid file on the host; the run never started, or its directory is gone",
                          name() + ":" + runDir);

@@ -25,18 +25,7 @@ constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", 
 
 std::string xmlEscape(const std::string& text)
 {
-    std::string out;
-    out.reserve(text.size());
-    for (char c : text) {
-        switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&quot;"; break;
-        default: out += c;
-        }
-    }
-    return out;
+    return markupEscape(text);
 }
 
 std::string fmt(const char* format, double value)
@@ -615,6 +604,23 @@ std::string comparisonToMarkdown(const Comparison& c, const std::vector<std::str
             md += "![" + std::filesystem::path(file).stem().string() + "](" + file + ")\n\n";
     }
     return md;
+}
+
+std::string markupEscape(std::string_view text)
+{
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += "&quot;"; break;
+        case '\'': out += "&#39;"; break;
+        default: out += c;
+        }
+    }
+    return out;
 }
 
 Result<std::vector<std::string>> writeComparisonReport(const Comparison& comparison, const std::string& directory,

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace wb::core {
@@ -68,5 +69,9 @@ Result<std::vector<std::string>> writeComparisonReport(const Comparison& compari
                                                        const ReportOptions& options = {});
 
 
+
+/// Text for an SVG/XML or HTML document: & < > " ' as entities (one rule for the Markdown
+/// report's SVG charts and the HTML report).
+std::string markupEscape(std::string_view text);
 
 }  // namespace wb::core
