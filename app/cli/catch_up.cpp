@@ -28,17 +28,17 @@ double unixNow()
 std::string syncedAgo(double syncedAt, double now)
 {
     if (syncedAt <= 0.0)
-        return "never synced";
+        return "never";
     const double s = now - syncedAt;
     char text[64];
     if (s < 90.0)
-        std::snprintf(text, sizeof text, "last synced %.0f s ago", s < 0.0 ? 0.0 : s);
+        std::snprintf(text, sizeof text, "%.0f s ago", s < 0.0 ? 0.0 : s);
     else if (s < 90.0 * 60.0)
-        std::snprintf(text, sizeof text, "last synced %.0f min ago", s / 60.0);
+        std::snprintf(text, sizeof text, "%.0f min ago", s / 60.0);
     else if (s < 36.0 * 3600.0)
-        std::snprintf(text, sizeof text, "last synced %.1f h ago", s / 3600.0);
+        std::snprintf(text, sizeof text, "%.1f h ago", s / 3600.0);
     else
-        std::snprintf(text, sizeof text, "last synced %.1f days ago", s / 86400.0);
+        std::snprintf(text, sizeof text, "%.1f days ago", s / 86400.0);
     return text;
 }
 

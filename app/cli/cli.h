@@ -70,7 +70,7 @@ int catchUpRuns(const CliContext& context, core::RunStore& store, const std::vec
 /// The same for runs given as ids or prefixes (compare, export), on a store connection of its
 /// own; ids that do not resolve are left for the command to report.
 void catchUpNamedRuns(const CliContext& context, const std::vector<std::string>& idsOrPrefixes);
-/// "last synced 5 min ago" / "never synced" for a run's synced_at.
+/// "5 min ago" / "never" for a run's synced_at.
 std::string syncedAgo(double syncedAt, double now);
 double unixNow();
 

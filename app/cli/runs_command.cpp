@@ -174,8 +174,9 @@ int runsCommand(const CliContext& context, Args args)
     }
     const double now = unixNow();
     for (const auto* run : stale)
-        std::printf("note: %s is %s on %s as of its %s; `runs --sync` catches it up\n", run->id.c_str(),
-                    run->status.c_str(), core::terminalSafe(run->target).c_str(), syncedAgo(run->syncedAt, now).c_str());
+        std::printf("note: %s on %s: %s as far as the store knows (%s); `runs --sync` catches it up\n",
+                    run->id.c_str(), core::terminalSafe(run->target).c_str(), run->status.c_str(),
+                    run->syncedAt > 0.0 ? ("last synced " + syncedAgo(run->syncedAt, now)).c_str() : "never synced");
     return kExitOk;
 }
 

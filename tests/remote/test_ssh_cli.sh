@@ -60,6 +60,19 @@ want=$(grep -c '"type":"step"' "$runs/$id/metrics.jsonl")
 got=$(grep -c '^step ' "$tmp/watch.out")
 check '[ "$want" -eq 12 ] && [ "$got" -eq "$want" ]' "watch printed every step once ($got of $want)"
 
+# A run on the host nobody watches (issue 18 item 1): `runs` does not contact the host (a listing
+# never waits on a network) but says how old its view is; `runs --sync` catches it up.
+ids=$(wb launch --target ssh:wbtest --config "$tmp/short.json" 2>>"$tmp/launch.err")
+for _ in $(seq 600); do grep -q '"finished"' "$runs/$ids/status.json" 2>/dev/null && break; sleep 0.1; done
+wb runs >"$tmp/runs.out" 2>&1
+check 'grep -q "^$ids .* running " "$tmp/runs.out" && grep -q "note: $ids on ssh:wbtest: running as far as the store knows (never synced); .runs --sync. catches it up" "$tmp/runs.out"' "runs lists the unwatched remote run as last seen and says it was never synced"
+wb runs --sync --json >"$tmp/sync.json" 2>"$tmp/sync.err"
+check 'python3 - "$tmp/sync.json" "$ids" <<PY
+import json, sys
+runs = [r for r in json.load(open(sys.argv[1])) if r["id"] == sys.argv[2]]
+assert runs and runs[0]["status"] == "finished" and runs[0]["steps"] == 12 and runs[0]["synced_at"], runs
+PY' "runs --sync caught the remote run up: finished, 12 steps, synced_at set ($(cat "$tmp/sync.err"))"
+
 # A long outage: with a 2 s reconnect budget, sshd stopped for 8 s makes every poll fail; watch
 # keeps trying (saying so on stderr), follows on once sshd is back, and when the run is then
 # cancelled it has printed every step of metrics.jsonl exactly once.
