@@ -173,6 +173,64 @@ int main(int argc, char** argv)
             for (const TimeTerm& t : e.terms)
                 std::printf("|   | %s: %.0f ms (%.0f%%) | %s |\n", t.name.c_str(), t.ms, 100 * t.ms / e.stepMs, t.assumption.c_str());
     }
+    // The card's two ETP rows (EP8 ETP16 on 128 B200, EP8 ETP8 on 64 GB200) miss by 33× and 1.7×.
+    // Megatron's ETP all-gathers the routed tokens over the ETP group (MoEAlltoAllTokenDispatcher)
+    // and reduce-scatters the outputs, so the row as written moves ETP−1 copies of every rank's
+    // routed rows per MoE layer and pass; the card's DP = world and "EDP" in its 35B row suggest
+    // the ETP column may mean expert *data* parallelism. Both readings, with the ETP traffic's
+    // lower bound (all-gather + reduce-scatter, forward, backward and the full-recompute forward, at
+    // the full link rate; across nodes only the copies that must cross the network) against the
+    // whole step the published TFLOP/s imply.
+    std::printf("\n\nThe card's ETP rows: as written, and read as expert data parallelism (ETP 1)\n\n");
+    std::printf("| row | published TFLOP/s | as written (ETP) | ETP traffic lower bound vs the published step | as EDP (ETP 1) |\n|---|---|---|---|---|\n");
+    for (const Row& r : rows) {
+        if (r.layout.etp <= 1 || std::string(r.label).rfind("card", 0) != 0)
+            continue;
+        const auto model = catalog->model(r.model);
+        const auto hw = catalog->hardware(r.hw);
+        Workload w;
+        const ThroughputEstimate asWritten = estimateThroughput(model->model, r.layout, w, *hw, ThroughputOptions{});
+        Layout edp = r.layout;
+        edp.etp = 1;
+        const ThroughputEstimate asEdp = estimateThroughput(model->model, edp, w, *hw, ThroughputOptions{});
+        // The published step: the planner's FLOPs per step (model FLOPs do not depend on the layout)
+        // at the published rate.
+        const double publishedStepS = asWritten.stepMs * 1e-3 * asWritten.tflopsPerGpu / r.published;
+        const wb::core::DecoderConfig& d = model->model.decoder;
+        const double microBatches = double(r.layout.gbs) / (r.layout.mbs * std::max(1, r.layout.dp()));
+        // Rows a token sends: k with the all-to-all dispatcher (permuted rows), one per distinct
+        // destination EP rank with flex (HybridEP/DeepEP): E[ranks] = EP·(1 − C(E − E/EP, k)/C(E, k)).
+        double copies = d.moeRouterTopk;
+        if (r.layout.dispatcherType == "flex") {
+            const int experts = d.numMoeExperts, perRank = experts / r.layout.ep;
+            double none = 1.0;
+            for (int i = 0; i < d.moeRouterTopk; ++i)
+                none *= double(experts - perRank - i) / double(experts - i);
+            copies = r.layout.ep * (1.0 - none);
+        }
+        const double routedBytes = double(r.layout.mbs) * w.seqLength * copies * d.hiddenSize * 2.0;  // bf16 rows
+        const double passes = 3.0;  // forward, backward, full-recompute forward
+        const bool crossesNodes = r.layout.etp > hw->nvlinkDomainSize;
+        // A lower bound: across nodes only the copies from ranks outside this GPU's NVLink domain
+        // are counted (they must cross the network); inside one domain all ETP − 1 of them.
+        const int remoteCopies = crossesNodes ? r.layout.etp - hw->nvlinkDomainSize : r.layout.etp - 1;
+        const double etpBytes = routedBytes * remoteCopies * 2.0 /* gather + scatter */ * d.numLayers * passes * microBatches;
+        const double linkGBs = crossesNodes ? hw->networkGbPerS : hw->nvlinkGbPerS;
+        const double boundS = etpBytes / (linkGBs * 1e9);
+        std::printf("| %s | %.0f | %.0f (%.2f×) | %.0f GB per GPU per step (%.2f rows per token) over %s at %.0f GB/s: ≥ %.1f s vs %.1f s | %.0f (%.2f×) |\n",
+                    r.label, r.published, asWritten.tflopsPerGpu, asWritten.tflopsPerGpu / r.published, etpBytes / 1e9,
+                    copies, crossesNodes ? "the network" : "NVLink", linkGBs, boundS, publishedStepS, asEdp.tflopsPerGpu,
+                    asEdp.tflopsPerGpu / r.published);
+        // The evidence behind the B200 row's documented reason, guarded: as written it cannot run
+        // at the published rate (its ETP traffic alone takes longer than the whole step), and read
+        // as EDP it is in the card band (±25 %).
+        if (crossesNodes && (boundS <= publishedStepS || std::abs(asEdp.tflopsPerGpu / r.published - 1.0) > 0.25)) {
+            ++failures;
+            std::fprintf(stderr, "FAIL %s: the ETP bound %.1f s vs the published step %.1f s, as EDP %.2f×\n", r.label, boundS,
+                         publishedStepS, asEdp.tflopsPerGpu / r.published);
+        }
+    }
+
     // The same model and GPUs, the perf config of 26.04.01 against that of 26.08 (full-iteration
     // graphs, fused expert MLP, FP8 attention, a2a overlap): the knobs' terms against the
     // published gain, whatever the base efficiency.
