@@ -108,6 +108,24 @@ struct ToJson {
             j[f.key] = s.*f.member;
         return j;
     }
+    OrderedJson operator()(const GpuRecord& g) const
+    {
+        OrderedJson j = header("gpu");
+        j["time"] = g.time;
+        if (g.step)
+            j["step"] = *g.step;
+        OrderedJson gpus = OrderedJson::array();
+        for (const GpuSample& s : g.gpus)
+            gpus.push_back({{"index", s.index},
+                            {"util_pct", finiteOrNull(s.utilPct)},
+                            {"mem_used_gib", finiteOrNull(s.memUsedGib)},
+                            {"mem_total_gib", finiteOrNull(s.memTotalGib)},
+                            {"power_w", finiteOrNull(s.powerW)},
+                            {"temp_c", finiteOrNull(s.tempC)},
+                            {"sm_clock_mhz", finiteOrNull(s.smClockMhz)}});
+        j["gpus"] = std::move(gpus);
+        return j;
+    }
     OrderedJson operator()(const EventRecord& e) const
     {
         OrderedJson j = header("event");
@@ -474,6 +492,21 @@ std::optional<MetricsRecord> parseMetricsLine(std::string_view line)
     if (type == "end")
         return MetricsRecord(EndRecord{readDouble(j, "time"), readString(j, "status"),
                                        readIntField(j, "exit_code", -1), readOptionalInt(j, "step")});
+    if (type == "gpu") {
+        GpuRecord g{readDouble(j, "time"), readOptionalInt(j, "step"), {}};
+        const auto list = j.find("gpus");
+        if (list == j.end() || !list->is_array())
+            return std::nullopt;
+        for (const Json& o : *list) {
+            if (!o.is_object())
+                return std::nullopt;
+            const double nan = std::numeric_limits<double>::quiet_NaN();
+            g.gpus.push_back({readIntField(o, "index", 0), readDouble(o, "util_pct", nan), readDouble(o, "mem_used_gib", nan),
+                              readDouble(o, "mem_total_gib", nan), readDouble(o, "power_w", nan),
+                              readDouble(o, "temp_c", nan), readDouble(o, "sm_clock_mhz", nan)});
+        }
+        return MetricsRecord(std::move(g));
+    }
     return std::nullopt;
 }
 

@@ -3,6 +3,7 @@
 // and an incremental line reader that tolerates a torn last line. Any thread (no shared state).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -120,7 +121,28 @@ struct EndRecord {
     std::optional<int64_t> step;  ///< last completed step
 };
 
-using MetricsRecord = std::variant<MetaRecord, StepRecord, EventRecord, EndRecord>;
+/// One GPU's system metrics at a sample (NVML, sampled off the training thread): what W&B, MLflow
+/// and Aim show beside the loss, so a throttling clock or a hot GPU is seen beside a slow step.
+/// NaN / -1: the device did not report it.
+struct GpuSample {
+    int index = 0;                ///< NVML device index on the sampling node
+    double utilPct = NAN;         ///< kernel-busy share of the last sample period, %
+    double memUsedGib = NAN;
+    double memTotalGib = NAN;
+    double powerW = NAN;
+    double tempC = NAN;
+    double smClockMhz = NAN;
+};
+
+/// {"v":1,"type":"gpu","time":..,"step":..,"gpus":[{"index":0,"util_pct":..,...}]}: the node's
+/// GPUs at one sample; `step` is the last step completed when it was written.
+struct GpuRecord {
+    double time = 0.0;
+    std::optional<int64_t> step;
+    std::vector<GpuSample> gpus;
+};
+
+using MetricsRecord = std::variant<MetaRecord, StepRecord, EventRecord, EndRecord, GpuRecord>;
 
 /// Serializes one record as a single line (no trailing newline). Non-finite numbers become null.
 std::string toJsonLine(const MetricsRecord& record);

@@ -218,6 +218,8 @@ Result<FollowUpdate> RunFollower::pollTarget()
                 update.newEvents.push_back(std::move(*event));
             else if (auto* meta = std::get_if<MetaRecord>(&record))
                 update.meta = std::move(*meta);
+            else if (auto* gpu = std::get_if<GpuRecord>(&record))
+                update.newGpu.push_back(std::move(*gpu));
         }
     }
 

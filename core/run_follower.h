@@ -21,6 +21,7 @@ struct FollowUpdate {
     std::optional<MetaRecord> meta;  ///< set on the poll that ingested the meta line
     RunStatus status;
     bool finished = false;           ///< process gone and every byte ingested: stop polling
+    std::vector<GpuRecord> newGpu;   ///< GPU system samples stored by this poll
 };
 
 class RunFollower {

@@ -367,6 +367,14 @@ ALTER TABLE runs ADD COLUMN source_state TEXT NOT NULL DEFAULT '';
     R"sql(
 ALTER TABLE runs ADD COLUMN synced_at REAL NOT NULL DEFAULT 0;
 )sql",
+    // v4 -> v5: GPU system metrics (metrics.jsonl "gpu" records: NVML samples of the node's GPUs).
+    R"sql(
+CREATE TABLE gpu_samples(
+  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  time REAL NOT NULL, gpu INTEGER NOT NULL, step INTEGER,
+  util_pct REAL, mem_used_gib REAL, mem_total_gib REAL, power_w REAL, temp_c REAL, sm_clock_mhz REAL,
+  PRIMARY KEY(run_id, time, gpu)) WITHOUT ROWID;
+)sql",
 };
 
 constexpr const char* kStepColumns =
@@ -965,6 +973,25 @@ Result<void> storeEvent(StoreDb& db, const std::string& id, const EventRecord& e
     return db.stepDone(**insertEvent, "storing an event");
 }
 
+// One row per GPU of the sample; a sample stored again (the same time) replaces its rows.
+Result<int64_t> storeGpuRecord(StoreDb& db, const std::string& id, const GpuRecord& record)
+{
+    auto insert = db.prepare(
+        "INSERT OR REPLACE INTO gpu_samples(run_id, time, gpu, step, util_pct, mem_used_gib, mem_total_gib, power_w, "
+        "temp_c, sm_clock_mhz) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)");
+    if (!insert)
+        return insert.error();
+    for (const GpuSample& g : record.gpus) {
+        Statement& st = (*insert)->reset();
+        st.bind(1, std::string_view(id)).bind(2, record.time).bind(3, g.index).bind(4, record.step)
+            .bind(5, g.utilPct).bind(6, g.memUsedGib).bind(7, g.memTotalGib).bind(8, g.powerW).bind(9, g.tempC)
+            .bind(10, g.smClockMhz);
+        if (auto r = db.stepDone(st, "storing a GPU sample"); !r)
+            return r.error();
+    }
+    return static_cast<int64_t>(record.gpus.empty() ? 0 : 1);
+}
+
 Result<void> storeMeta(StoreDb& db, const std::string& id, const MetaRecord& meta)
 {
     auto upsert = db.prepare(
@@ -1098,6 +1125,11 @@ Result<IngestResult> RunStore::ingest(const std::string& id, int64_t offset, std
             result.sawMeta = true;
         } else if (const auto* end = std::get_if<EndRecord>(&record)) {
             result.end = *end;
+        } else if (const auto* gpu = std::get_if<GpuRecord>(&record)) {
+            auto stored = storeGpuRecord(*m_impl, id, *gpu);
+            if (!stored)
+                return stored.error();
+            result.gpuSamplesAdded += *stored;
         }
     }
 
@@ -1288,6 +1320,33 @@ Result<StepColumns> RunStore::stepColumns(const std::string& id, std::span<const
     }
     if (rc != SQLITE_DONE)
         return m_impl->lastError(rc, "reading steps");
+    return out;
+}
+
+Result<std::vector<GpuRecord>> RunStore::gpuRecords(const std::string& id)
+{
+    auto stmt = m_impl->prepare(
+        "SELECT time, gpu, step, util_pct, mem_used_gib, mem_total_gib, power_w, temp_c, sm_clock_mhz "
+        "FROM gpu_samples WHERE run_id = ?1 ORDER BY time, gpu");
+    if (!stmt)
+        return stmt.error();
+    (*stmt)->bind(1, std::string_view(id));
+    std::vector<GpuRecord> out;
+    int rc;
+    const auto real = [&](int column) {
+        return (*stmt)->isNull(column) ? std::numeric_limits<double>::quiet_NaN() : (*stmt)->real(column);
+    };
+    while ((rc = (*stmt)->step()) == SQLITE_ROW) {
+        const double time = (*stmt)->real(0);
+        if (out.empty() || out.back().time != time) {
+            out.push_back(GpuRecord{time, {}, {}});
+            if (!(*stmt)->isNull(2))
+                out.back().step = (*stmt)->int64(2);
+        }
+        out.back().gpus.push_back({static_cast<int>((*stmt)->int64(1)), real(3), real(4), real(5), real(6), real(7), real(8)});
+    }
+    if (rc != SQLITE_DONE)
+        return m_impl->lastError(rc, "reading the GPU samples");
     return out;
 }
 

@@ -22,7 +22,7 @@ struct sqlite3;
 
 namespace wb::core {
 
-inline constexpr int kStoreSchemaVersion = 4;
+inline constexpr int kStoreSchemaVersion = 5;
 
 /// Which trainer wrote a run: the bundled runtime (its metrics.jsonl) or a Megatron-Bridge job
 /// whose log was imported or followed (docs/bridge-import.md).
@@ -82,6 +82,7 @@ struct IngestResult {
     int64_t newOffset = 0;
     int64_t stepsAdded = 0;
     int64_t eventsAdded = 0;
+    int64_t gpuSamplesAdded = 0;  ///< "gpu" records stored
     int64_t malformedLines = 0;
     bool sawMeta = false;
     std::optional<EndRecord> end;
@@ -179,6 +180,9 @@ public:
     /// The stored prediction; std::nullopt when the run was not launched from a plan.
     Result<std::optional<RunPrediction>> prediction(const std::string& id);
     Result<std::vector<EventRecord>> events(const std::string& id);
+    /// The run's GPU system samples (metrics.jsonl "gpu" records), oldest first, one record per
+    /// sample time with every GPU of it.
+    Result<std::vector<GpuRecord>> gpuRecords(const std::string& id);
 
     const std::string& path() const { return m_path; }
 

@@ -278,6 +278,7 @@ void MainWindow::connectSession()
     });
     connect(m_session, &RunSession::stepsArrived, m_charts, &RunChartsPanel::appendSteps);
     connect(m_session, &RunSession::historyLoaded, m_charts, &RunChartsPanel::setHistory);
+    connect(m_session, &RunSession::gpuSamplesArrived, m_charts, &RunChartsPanel::setGpuSamples);
     connect(m_session, &RunSession::runStatusChanged, m_charts, &RunChartsPanel::setRunState);
     connect(m_session, &RunSession::runStarted, this, [this](const QString& runId) {
         showStatus(tr("Run %1 started; streaming its metrics.").arg(runId));

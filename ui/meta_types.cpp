@@ -9,6 +9,8 @@ void registerMetaTypes()
     qRegisterMetaType<RunRow>();
     qRegisterMetaType<StepList>();
     qRegisterMetaType<RunRowList>();
+    qRegisterMetaType<core::GpuRecord>();
+    qRegisterMetaType<GpuList>();
 }
 
 }  // namespace wb::ui

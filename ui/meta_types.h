@@ -11,12 +11,14 @@
 
 Q_DECLARE_METATYPE(wb::core::StepRecord)
 Q_DECLARE_METATYPE(wb::core::EventRecord)
+Q_DECLARE_METATYPE(wb::core::GpuRecord)
 Q_DECLARE_METATYPE(wb::ui::RunRow)
 
 namespace wb::ui {
 
 using StepList = QList<core::StepRecord>;
 using RunRowList = QList<RunRow>;
+using GpuList = QList<core::GpuRecord>;
 
 void registerMetaTypes();
 

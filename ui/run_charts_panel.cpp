@@ -14,6 +14,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <vector>
 
@@ -98,6 +99,15 @@ RunChartsPanel::RunChartsPanel(QWidget* parent) : QWidget(parent)
     grid->addWidget(m_memory, 1, 1);
     grid->addWidget(m_loss, 2, 0);
     grid->addWidget(m_gradNorm, 2, 1);
+    // GPU system metrics (NVML samples of a CUDA run): a fourth row across both columns, only for
+    // runs that have them — a CPU run keeps the three rows.
+    m_gpu = new MetricChartView(tr("GPU system"), tr("% · °C"),
+                                {{tr("Utilization (mean %)"), kBlue}, {tr("Temperature (hottest °C)"), kOrange}}, true, this);
+    m_gpu->setRightAxis(tr("W · MHz"), {{tr("Power (mean W)"), kRed, Qt::DashLine}, {tr("SM clock (slowest MHz)"), kGray, Qt::DotLine}},
+                        true);
+    m_gpu->setObjectName(QStringLiteral("gpuChart"));
+    m_gpu->setVisible(false);
+    grid->addWidget(m_gpu, 3, 0, 1, 2);
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
@@ -173,6 +183,51 @@ int RunChartsPanel::drawnPoints(Chart chart) const
     return static_cast<int>(view->seriesCount() > 0 ? view->series(0)->count() : view->stackUpper(0)->count());
 }
 
+void RunChartsPanel::setGpuSamples(const QString& runId, const GpuList& samples, bool history)
+{
+    if (runId != m_runId)
+        return;
+    if (history)
+        m_gpuSamples = samples;
+    else
+        m_gpuSamples += samples;
+    // One point per sample at the step it followed; over the node's GPUs: mean utilization and
+    // power, the hottest temperature, the slowest SM clock (a throttling GPU shows).
+    MetricChartView::SeriesPoints points;
+    points.left = {{}, {}};
+    points.right = {{}, {}};
+    for (const core::GpuRecord& r : m_gpuSamples) {
+        if (!r.step || r.gpus.empty())
+            continue;
+        double util = 0, power = 0, hottest = -1e9, slowest = 1e12;
+        int utilCount = 0, powerCount = 0;
+        for (const core::GpuSample& g : r.gpus) {
+            if (std::isfinite(g.utilPct))
+                util += g.utilPct, ++utilCount;
+            if (std::isfinite(g.powerW))
+                power += g.powerW, ++powerCount;
+            if (std::isfinite(g.tempC))
+                hottest = std::max(hottest, g.tempC);
+            if (std::isfinite(g.smClockMhz))
+                slowest = std::min(slowest, g.smClockMhz);
+        }
+        const double x = static_cast<double>(*r.step);
+        if (utilCount)
+            points.left[0].append({x, util / utilCount});
+        if (hottest > -1e9)
+            points.left[1].append({x, hottest});
+        if (powerCount)
+            points.right[0].append({x, power / powerCount});
+        if (slowest < 1e12)
+            points.right[1].append({x, slowest});
+    }
+    const bool any = !points.left[0].isEmpty() || !points.left[1].isEmpty() || !points.right[0].isEmpty() ||
+                     !points.right[1].isEmpty();
+    m_gpu->setVisible(any);
+    if (any)
+        m_gpu->setAllPoints(points);
+}
+
 void RunChartsPanel::clearRun()
 {
     m_runId.clear();
@@ -191,6 +246,9 @@ void RunChartsPanel::clearRun()
         chartView(static_cast<Chart>(c))->setXExtent(0.0);
         chartView(static_cast<Chart>(c))->clearPoints();
     }
+    m_gpuSamples.clear();
+    m_gpu->clearPoints();
+    m_gpu->setVisible(false);
     updateNotices();
     updateHeader();
 }

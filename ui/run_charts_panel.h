@@ -44,6 +44,7 @@ public:
 
     const QString& runId() const { return m_runId; }
     MetricChartView* chartView(Chart chart) const;
+    MetricChartView* gpuChart() const { return m_gpu; }
     /// Points currently drawn by the chart's first series, or for the split its bottom band's
     /// upper line (tests and the status bar read this).
     int drawnPoints(Chart chart) const;
@@ -68,6 +69,10 @@ public slots:
     void showRun(const QString& runId, const QString& title);
     void setHistory(const QString& runId, const wb::ui::StepList& steps);
     void appendSteps(const QString& runId, const wb::ui::StepList& steps);
+    /// The run's GPU system samples: all of them (`history`) or new ones. The GPU chart (below
+    /// the others, across both columns) shows once a run has any: mean utilization and the
+    /// hottest GPU's temperature on the left, mean power and the slowest SM clock on the right.
+    void setGpuSamples(const QString& runId, const wb::ui::GpuList& samples, bool history);
     void setRunState(const QString& runId, const QString& state, const QString& message);
     /// The run's target lost its connection and is on reconnect attempt `attempt` (≥ 1): the
     /// header says "reconnecting (attempt N)" and why, in place of the run state, until attempt 0
@@ -106,6 +111,8 @@ private:
     MetricChartView* m_throughput = nullptr;
     MetricChartView* m_loss = nullptr;
     MetricChartView* m_gradNorm = nullptr;
+    MetricChartView* m_gpu = nullptr;  // hidden until the shown run has GPU samples
+    GpuList m_gpuSamples;              // of m_runId
     QLabel* m_title = nullptr;
     QLabel* m_latest = nullptr;
 

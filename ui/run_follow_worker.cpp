@@ -177,6 +177,8 @@ void RunFollowWorker::loadHistory(const QString& runId)
             return;
         }
         emit historyLoaded(runId, StepList(steps->begin(), steps->end()));
+        if (auto gpu = m_store->gpuRecords(runId.toStdString()))
+            emit gpuSamplesArrived(runId, GpuList(gpu->begin(), gpu->end()), true);
     });
 }
 
@@ -423,6 +425,8 @@ void RunFollowWorker::pollOne(const std::string& runId, Followed& followed)
     }
     if (!update->newSteps.empty())
         emit stepsArrived(id, StepList(update->newSteps.begin(), update->newSteps.end()));
+    if (!update->newGpu.empty())
+        emit gpuSamplesArrived(id, GpuList(update->newGpu.begin(), update->newGpu.end()), false);
     for (const auto& event : update->newEvents)
         emit eventLogged(id, qs(event.level), qs(event.msg));
 

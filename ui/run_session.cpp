@@ -22,6 +22,7 @@ RunSession::RunSession(QString storePath, RunFollowWorker::TargetFactory targetF
     connect(m_worker, &RunFollowWorker::launchFailed, this, &RunSession::launchFailed);
     connect(m_worker, &RunFollowWorker::stepsArrived, this, &RunSession::stepsArrived);
     connect(m_worker, &RunFollowWorker::historyLoaded, this, &RunSession::historyLoaded);
+    connect(m_worker, &RunFollowWorker::gpuSamplesArrived, this, &RunSession::gpuSamplesArrived);
     connect(m_worker, &RunFollowWorker::runStatusChanged, this, &RunSession::runStatusChanged);
     connect(m_worker, &RunFollowWorker::runEnded, this, &RunSession::runEnded);
     connect(m_worker, &RunFollowWorker::eventLogged, this, &RunSession::eventLogged);
@@ -54,6 +55,7 @@ RunFollowWorker* RunSession::remoteWorker(const QString& target)
     connect(remote.thread, &QThread::finished, remote.worker, &QObject::deleteLater);
     RunFollowWorker* worker = remote.worker;
     connect(worker, &RunFollowWorker::stepsArrived, this, &RunSession::stepsArrived);
+    connect(worker, &RunFollowWorker::gpuSamplesArrived, this, &RunSession::gpuSamplesArrived);
     connect(worker, &RunFollowWorker::runStatusChanged, this, &RunSession::runStatusChanged);
     connect(worker, &RunFollowWorker::runEnded, this, &RunSession::runEnded);
     connect(worker, &RunFollowWorker::eventLogged, this, &RunSession::eventLogged);

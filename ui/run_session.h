@@ -53,6 +53,7 @@ signals:
     void launchFailed(const QString& message);
     void stepsArrived(const QString& runId, const wb::ui::StepList& steps);
     void historyLoaded(const QString& runId, const wb::ui::StepList& steps);
+    void gpuSamplesArrived(const QString& runId, const wb::ui::GpuList& samples, bool history);
     void runStatusChanged(const QString& runId, const QString& state, const QString& message);
     void runEnded(const QString& runId, const QString& state, int exitCode);
     void eventLogged(const QString& runId, const QString& level, const QString& message);

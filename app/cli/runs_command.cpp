@@ -213,6 +213,9 @@ int showCommand(const CliContext& context, Args args)
             eventList.push_back({{"time", number(e.time)}, {"level", e.level}, {"msg", e.msg},
                                  {"step", e.step ? ordered_json(*e.step) : ordered_json(nullptr)}});
         out["events"] = std::move(eventList);
+        auto gpu = (*store)->gpuRecords(*id);
+        out["gpu_samples"] = gpu ? static_cast<int64_t>(gpu->size()) : 0;
+        out["last_gpu"] = gpu && !gpu->empty() ? ordered_json::parse(core::toJsonLine(gpu->back())) : ordered_json(nullptr);
         std::printf("%s\n", out.dump(2).c_str());
         return kExitOk;
     }
@@ -252,6 +255,23 @@ int showCommand(const CliContext& context, Args args)
                         "optimizer %.1f ms\n",
                         last->dataMs, last->visionMs, last->projectorMs, last->decoderMs, last->backwardMs,
                         last->optimizerMs);
+    }
+    // The newest GPU system sample, one line per GPU (a CUDA run of moe-train samples NVML).
+    if (auto gpu = (*store)->gpuRecords(*id); gpu && !gpu->empty()) {
+        const core::GpuRecord& g = gpu->back();
+        for (const core::GpuSample& s : g.gpus) {
+            const auto value = [](double v, const char* format) {
+                char text[32];
+                if (!std::isfinite(v))
+                    return std::string("?");
+                std::snprintf(text, sizeof text, format, v);
+                return std::string(text);
+            };
+            std::printf("gpu %-5d %s %% busy · %s/%s GiB · %s W · %s °C · SM %s MHz (%zu samples; the last after step %lld)\n",
+                        s.index, value(s.utilPct, "%.0f").c_str(), value(s.memUsedGib, "%.1f").c_str(),
+                        value(s.memTotalGib, "%.1f").c_str(), value(s.powerW, "%.0f").c_str(), value(s.tempC, "%.0f").c_str(),
+                        value(s.smClockMhz, "%.0f").c_str(), gpu->size(), static_cast<long long>(g.step.value_or(0)));
+        }
     }
     if (run->malformedLines > 0)
         std::printf("warning   %lld malformed metrics line(s) were skipped\n",

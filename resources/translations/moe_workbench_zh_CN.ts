@@ -1213,7 +1213,7 @@
         <translation>停止所选运行（其整个进程组）</translation>
     </message>
     <message>
-        <location line="+273"/>
+        <location line="+274"/>
         <source>Rename run</source>
         <translation>重命名运行</translation>
     </message>
@@ -1288,7 +1288,7 @@
         <translation>正在取消运行 %1…</translation>
     </message>
     <message>
-        <location line="-346"/>
+        <location line="-347"/>
         <source>&amp;Launch run…</source>
         <translation>启动运行(&amp;L)…</translation>
     </message>
@@ -1349,12 +1349,12 @@
     </message>
     <message>
         <location line="+59"/>
-        <location line="+98"/>
+        <location line="+99"/>
         <source>Run %1 started; streaming its metrics.</source>
         <translation>运行 %1 已启动；正在接收其指标。</translation>
     </message>
     <message>
-        <location line="-72"/>
+        <location line="-73"/>
         <source>Importing %1…</source>
         <translation>正在导入 %1…</translation>
     </message>
@@ -1424,7 +1424,7 @@
         <translation>与 %1 的连接已恢复。</translation>
     </message>
     <message>
-        <location line="+14"/>
+        <location line="+15"/>
         <source>Run %1 ended: %2 (exit code %3).</source>
         <translation>运行 %1 已结束：%2（退出码 %3）。</translation>
     </message>
@@ -2156,7 +2156,7 @@
 <context>
     <name>wb::ui::RunChartsPanel</name>
     <message>
-        <location filename="../../ui/run_charts_panel.cpp" line="+112"/>
+        <location filename="../../ui/run_charts_panel.cpp" line="+122"/>
         <source>Step time</source>
         <translation>步耗时</translation>
     </message>
@@ -2171,8 +2171,8 @@
         <translation>总计</translation>
     </message>
     <message>
-        <location line="-54"/>
-        <location line="+54"/>
+        <location line="-63"/>
+        <location line="+63"/>
         <source>Data wait</source>
         <translation>数据等待</translation>
     </message>
@@ -2207,7 +2207,7 @@
         <translation>吞吐量</translation>
     </message>
     <message>
-        <location line="-69"/>
+        <location line="-78"/>
         <source>Vision</source>
         <translation>视觉编码器</translation>
     </message>
@@ -2237,7 +2237,42 @@
         <translation>其他</translation>
     </message>
     <message>
-        <location line="+49"/>
+        <location line="+38"/>
+        <source>GPU system</source>
+        <translation>GPU 系统</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>% · °C</source>
+        <translation>% · °C</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Utilization (mean %)</source>
+        <translation>利用率（平均 %）</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Temperature (hottest °C)</source>
+        <translation>温度（最高 °C）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>W · MHz</source>
+        <translation>W · MHz</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Power (mean W)</source>
+        <translation>功率（平均 W）</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>SM clock (slowest MHz)</source>
+        <translation>SM 时钟（最低 MHz）</translation>
+    </message>
+    <message>
+        <location line="+18"/>
         <source>Step time split</source>
         <translation>步耗时拆分</translation>
     </message>
@@ -2303,7 +2338,7 @@
         <translation>学习率</translation>
     </message>
     <message>
-        <location line="+182"/>
+        <location line="+230"/>
         <source>No time split in this run&apos;s stream
 (every part is 0: an older moe-train or another trainer)</source>
         <translation>此运行的指标流中没有时间拆分
@@ -2563,7 +2598,7 @@ not all from the same rank, so Other is clipped at 0.</source>
     </message>
     <message>
         <location line="+5"/>
-        <location line="+136"/>
+        <location line="+138"/>
         <source>Cannot read the steps of run %1: %2</source>
         <translation>无法读取运行 %1 的步数据：%2</translation>
     </message>

@@ -154,6 +154,8 @@ void Trainer::setUp()
         if (m_metrics->wasEmpty())  // the meta line comes first, even if the run fails right away
             writeMeta();
     }
+    if (writer())
+        startGpuMonitor();
     if (m_device.is_cuda() && m_peakTflops == 0.0)
         event("warning", "no peak bf16 rate known for '" + deviceName(m_device) +
                              "': mfu is reported as 0 (known: H100, H200, B200, GB200, GB300)");
@@ -246,6 +248,18 @@ void Trainer::writeMeta()
     if (m_env.worldSize > 1)
         meta.versions["c10d"] = m_device.is_cuda() ? "nccl" : "gloo";
     m_metrics->write(meta);
+}
+
+void Trainer::startGpuMonitor()
+{
+    // A CPU run has no GPU to sample; the stream simply has no "gpu" records (docs/metrics.md).
+    if (!m_device.is_cuda())
+        return;
+    std::string whyNot;
+    m_gpuMonitor = GpuMonitor::start(GpuMonitor::localDeviceIndices(std::max(1, m_env.localWorldSize)),
+                                     GpuMonitor::intervalFromEnvironment(), whyNot);
+    if (!m_gpuMonitor)
+        event("warning", "GPU system metrics are not sampled: " + whyNot);
 }
 
 core::StepRecord Trainer::trainStep(int64_t step)
@@ -847,6 +861,11 @@ int Trainer::run()
                     event("info", "kernel profile written to " + *trace, m_step);
             if (writer() && (m_step % m_config.train.logInterval == 0 || m_step == iters)) {
                 m_metrics->write(r);
+                if (m_gpuMonitor)
+                    if (auto gpu = m_gpuMonitor->takeNew()) {
+                        gpu->step = m_step;
+                        m_metrics->write(*gpu);
+                    }
                 std::printf("step %lld/%lld loss %.4f aux %.4f lr %.2e grad %.3f step_ms %.1f data_ms %.1f tok/s %.0f\n",
                             static_cast<long long>(m_step), static_cast<long long>(iters), r.loss, r.auxLoss, r.lr,
                             r.gradNorm, r.stepMs, r.dataMs, r.tokensPerSPerGpu);

@@ -15,6 +15,7 @@
 #include "runtime/train/optimizer.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/kernel_profile.h"
+#include "runtime/train/gpu_monitor.h"
 #include "runtime/train/metrics_writer.h"
 #include "runtime/train/recompute_runner.h"
 #include "runtime/train/status_file.h"
@@ -83,6 +84,8 @@ public:
 private:
     void setUp();
     void writeMeta();
+    /// Rank 0 of a CUDA run: samples the node's GPUs (GpuMonitor); says once why not otherwise.
+    void startGpuMonitor();
     core::StepRecord trainStep(int64_t step);
     std::optional<MicroBatch> nextMicroBatch(core::StepRecord& r, int64_t& stepEndSeq);
     /// Takes the next step's first local micro-batch from the loader and queues its upload, while
@@ -130,6 +133,9 @@ private:
         return v && std::string(v) == "dense";
     }();
     std::unique_ptr<MetricsWriter> m_metrics;
+    // The node's GPU system metrics (rank 0 of a CUDA run; NVML on a thread of its own): a "gpu"
+    // record after the step it was sampled during. Null on the CPU or without NVML (said once).
+    std::unique_ptr<GpuMonitor> m_gpuMonitor;
     VlmModel m_model{nullptr};
     std::unique_ptr<torch::optim::AdamW> m_optimizer;
     MomentDtypes m_moments;                   // train.exp_avg_dtype / exp_avg_sq_dtype

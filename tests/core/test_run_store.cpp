@@ -544,7 +544,7 @@ void TestRunStore::listRunsNewestFirst()
 
 void TestRunStore::migratesVersion1KeepingRuns()
 {
-    // A version-1 store: today's store with the v1->v2, v2->v3 and v3->v4 migrations undone (v1's
+    // A version-1 store: today's store with the v1->v2 ... v4->v5 migrations undone (v1's
     // SQL is unchanged). The old run becomes a moe-train run with no source file, never synced.
     const std::string db = path("v1.sqlite");
     {
@@ -554,7 +554,7 @@ void TestRunStore::migratesVersion1KeepingRuns()
     }
     {
         RawDb raw(db);
-        QCOMPARE(raw.exec("DROP TABLE predictions; ALTER TABLE runs DROP COLUMN kind; "
+        QCOMPARE(raw.exec("DROP TABLE gpu_samples; DROP TABLE predictions; ALTER TABLE runs DROP COLUMN kind; "
                           "ALTER TABLE runs DROP COLUMN source_path; ALTER TABLE runs DROP COLUMN source_state; "
                           "ALTER TABLE runs DROP COLUMN synced_at; PRAGMA user_version = 1;"),
                  SQLITE_OK);

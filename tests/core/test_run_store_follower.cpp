@@ -3,6 +3,7 @@
 #include "core/run_follower.h"
 
 #include <QTemporaryDir>
+#include <cmath>
 #include <ctime>
 #include <QtTest>
 
@@ -63,7 +64,38 @@ private slots:
     void overlongLineIsSkippedOnce();
     void catchUpStoresWhatIsWrittenAndTheEnd();
     void renameAndDeleteRun();
+    void gpuSamplesAreStoredAndReported();
 };
+
+// Issue 18 item 10: "gpu" records (NVML samples) are stored per GPU, reported by the poll that
+// stored them, read back per sample, and go with the run when it is deleted.
+void TestRunStoreFollower::gpuSamplesAreStoredAndReported()
+{
+    auto store = RunStore::open(m_dir.filePath(QStringLiteral("gpu.sqlite")).toStdString());
+    QVERIFY(store);
+    auto id = (*store)->createRun({"", "gpu", "scripted", "/run", "{}", ""});
+    ScriptedTarget target;
+    target.next = RunStatus{RunState::Running, -1, "running", "", true};
+    GpuRecord sample{1.7e9, 1, {{0, 97, 85.0, 140.0, 612.5, 61, 1980}, {1, 95, 84.0, 140.0, NAN, 63, 1755}}};
+    target.file = stepLine(1) + toJsonLine(sample) + "\n";
+    RunFollower follower(**store, target, *id);
+    auto u = follower.poll();
+    QVERIFY(u);
+    QCOMPARE(u->newGpu.size(), size_t(1));
+    QCOMPARE(u->newGpu[0].gpus.size(), size_t(2));
+    auto stored = (*store)->gpuRecords(*id);
+    QVERIFY(stored);
+    QCOMPARE(stored->size(), size_t(1));
+    const GpuRecord& r = stored->front();
+    QCOMPARE(r.time, 1.7e9);
+    QCOMPARE(r.step, std::optional<int64_t>(1));
+    QCOMPARE(r.gpus[0].smClockMhz, 1980.0);
+    QCOMPARE(r.gpus[1].tempC, 63.0);
+    QVERIFY(std::isnan(r.gpus[1].powerW));  // no sensor: NULL in the store, NaN back
+    QCOMPARE((*store)->run(*id)->malformedLines, int64_t(0));
+    QVERIFY((*store)->deleteRun(*id));
+    QCOMPARE((*store)->gpuRecords(*id)->size(), size_t(0));
+}
 
 // Issue 18 item 1: `runs`/`show` catch a run up before answering. Several reads' worth of steps
 // (past one poll's 4 MiB) while the process lives: all stored, not finished, synced_at set; once

@@ -546,6 +546,28 @@ def case_runs_catch_up_and_manage(env):
         env.cli("cancel", live_id)
 
 
+def case_gpu_samples(env):
+    """Issue 18 item 10: "gpu" records (the fake trainer writes them as moe-train's NVML monitor
+    does) reach the store; show prints the newest sample per GPU, --json carries it."""
+    env.env["FAKE_TRAIN_GPU"] = "1"
+    try:
+        p = env.cli("launch", "--target", "local", "--config", tiny_config(env), "--name", "gpu")
+        if not check(p.returncode == 0, "launch of the GPU-sampled run"):
+            return
+        run_id = p.stdout.strip()
+        env.cli("watch", run_id, "--interval-ms", "100")
+        s = env.cli("show", run_id)
+        check(s.returncode == 0 and "gpu 0     97 % busy · 85.1/139.8 GiB · 612 W · 61 °C · SM 1980 MHz" in s.stdout
+              and "gpu 1     95 % busy · 84.0/139.8 GiB · ? W · 64 °C · SM 1755 MHz" in s.stdout,
+              "show prints the newest GPU sample per GPU:\n" + s.stdout[-600:])
+        shown = json.loads(env.cli("show", run_id, "--json").stdout)
+        check(shown.get("gpu_samples", 0) >= 1 and shown["last_gpu"]["gpus"][1]["power_w"] is None,
+              "show --json: gpu_samples and last_gpu (a missing sensor is null): %r" % shown.get("last_gpu"))
+        check(shown.get("malformed_lines") == 0, "gpu records are not malformed lines")
+    finally:
+        env.env.pop("FAKE_TRAIN_GPU", None)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
@@ -571,6 +593,8 @@ def main():
         case_runtime_rejects(env)
         case_launch_watch(env, manifest)
         case_runs_catch_up_and_manage(env)
+        if not args.real:
+            case_gpu_samples(env)
         case_refused_stores(env)
         case_cancel(env)
         case_hostile_names(env)

@@ -38,7 +38,12 @@ mode=${FAKE_TRAIN_MODE:-finish}
 case "$mode" in
   finish)
     n=${FAKE_TRAIN_STEPS:-3}; i=1
-    while [ $i -le $n ]; do step $i; i=$((i + 1)); done
+    while [ $i -le $n ]; do
+      step $i
+      # FAKE_TRAIN_GPU=1: a GPU system sample after each step, as moe-train's NVML monitor writes.
+      [ -n "${FAKE_TRAIN_GPU:-}" ] && printf '{"v":1,"type":"gpu","time":%s,"step":%s,"gpus":[{"index":0,"util_pct":97,"mem_used_gib":85.1,"mem_total_gib":139.8,"power_w":612,"temp_c":61,"sm_clock_mhz":1980},{"index":1,"util_pct":95,"mem_used_gib":84.0,"mem_total_gib":139.8,"power_w":null,"temp_c":64,"sm_clock_mhz":1755}]}\n' "$(date +%s)" "$i" >> "$metrics"
+      i=$((i + 1))
+    done
     printf '{"v":1,"type":"end","status":"finished","exit_code":0,"step":%s}\n' "$n" >> "$metrics"
     status finished 0 "done" "$n"; exit 0 ;;
   graceful)

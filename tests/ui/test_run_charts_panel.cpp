@@ -110,6 +110,33 @@ class TestRunChartsPanel : public QObject {
     Q_OBJECT
 
 private slots:
+    void gpuChartShowsOnlyWithSamples()
+    {
+        // Issue 18 item 10: a run with NVML samples gets the GPU chart (mean utilization and power,
+        // hottest temperature, slowest SM clock per sample, at its step); a CPU run keeps three rows.
+        RunChartsPanel panel;
+        panel.resize(1000, 900);
+        feed(panel, {makeStep(1, 100.0, {}), makeStep(2, 100.0, {})});
+        MetricChartView* gpu = panel.gpuChart();
+        QVERIFY(!gpu->isVisibleTo(&panel));
+        using wb::core::GpuRecord;
+        const GpuRecord first{100.0, 1, {{0, 90, 80, 140, 600, 60, 1980}, {1, 70, 80, 140, 500, 70, 1500}}};
+        panel.setGpuSamples(kRun, {first}, true);
+        QVERIFY(gpu->isVisibleTo(&panel));
+        QCOMPARE(gpu->series(0)->points(), QList<QPointF>{QPointF(1, 80)});         // mean utilization
+        QCOMPARE(gpu->series(1)->points(), QList<QPointF>{QPointF(1, 70)});         // hottest
+        QCOMPARE(gpu->rightSeries(0)->points(), QList<QPointF>{QPointF(1, 550)});   // mean power
+        QCOMPARE(gpu->rightSeries(1)->points(), QList<QPointF>{QPointF(1, 1500)});  // slowest clock
+        const GpuRecord second{105.0, 2, {{0, 95, 80, 140, NAN, 62, 1900}}};
+        panel.setGpuSamples(kRun, {second}, false);
+        QCOMPARE(gpu->series(0)->count(), 2);
+        QCOMPARE(gpu->rightSeries(0)->count(), 1);  // no power sensor in the second sample: no point
+        panel.setGpuSamples(QStringLiteral("another-run"), {first}, false);  // not the shown run
+        QCOMPARE(gpu->series(0)->count(), 2);
+        panel.clearRun();
+        QVERIFY(!gpu->isVisibleTo(&panel));
+    }
+
     void lossAxisStaysAtOrAboveZero()
     {
         // Issue 18 item 7: losses from 6 down to 0.02 put the axis at -0.5 (5 % padding, then
