@@ -166,6 +166,27 @@ ours() {  # label [env assignments for moe-train...]
     *) row "$label" ours "failed (exit $rc): $(tail -1 "$log" | cut -c1-120 | tr '\t|' '  ')" "" ;;
   esac
   echo "-- $label: exit $rc, $(grep -c '"type":"step"' "$RESULTS/runs/$label.metrics.jsonl" 2>/dev/null || true) step records ($(elapsed))"
+  # GPU system metrics (NVML through moe-train's GpuMonitor): the newest sample, or why there is none.
+  python3 - "$RESULTS/runs/$label.metrics.jsonl" <<'PY' || true
+import json, sys
+gpu, why = None, "no gpu records and no warning about them"
+for line in open(sys.argv[1], errors="replace"):
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    if r.get("type") == "gpu":
+        gpu = r
+    elif r.get("type") == "event" and "GPU system metrics" in r.get("msg", ""):
+        why = r["msg"]
+if gpu:
+    g = gpu["gpus"][0]
+    print("   gpu samples: last after step %s: %s %% busy, %s/%s GiB, %s W, %s C, SM %s MHz" % (
+        gpu.get("step"), g.get("util_pct"), g.get("mem_used_gib"), g.get("mem_total_gib"), g.get("power_w"),
+        g.get("temp_c"), g.get("sm_clock_mhz")))
+else:
+    print("   gpu samples: none (%s)" % why)
+PY
   [ $rc = 0 ] || tail -3 "$log"
 }
 
