@@ -55,6 +55,10 @@ constexpr KeyLabel kFigureLabels[] = {
     {"optimizer_ms", QT_TRANSLATE_NOOP("wb::ui::CompareView", "time: optimizer")},
     {"effective_tokens_per_step", QT_TRANSLATE_NOOP("wb::ui::CompareView", "effective tokens/step")},
     {"peak_mem_gib", QT_TRANSLATE_NOOP("wb::ui::CompareView", "peak memory, whole run")},
+    {"gpu_util_pct", QT_TRANSLATE_NOOP("wb::ui::CompareView", "GPU utilization (mean of GPUs)")},
+    {"gpu_power_w", QT_TRANSLATE_NOOP("wb::ui::CompareView", "GPU power (mean of GPUs)")},
+    {"gpu_temp_c", QT_TRANSLATE_NOOP("wb::ui::CompareView", "GPU temperature (hottest)")},
+    {"gpu_sm_clock_mhz", QT_TRANSLATE_NOOP("wb::ui::CompareView", "SM clock (slowest GPU)")},
 };
 
 QString figureLabel(const char* key, const char* fallback)
@@ -486,7 +490,7 @@ void CompareView::fillFigures()
     const core::RunFigures& base = c.runs[c.baseline].figures;
     for (int row = 0; row < static_cast<int>(specs.size()); ++row) {
         const auto& spec = specs[static_cast<size_t>(row)];
-        rows << QStringLiteral("%1 (%2)").arg(figureLabel(spec.key, spec.label), QString::fromLatin1(spec.unit));
+        rows << QStringLiteral("%1 (%2)").arg(figureLabel(spec.key, spec.label), QString::fromUtf8(spec.unit));
         for (size_t i = 0; i < c.runs.size(); ++i) {
             const double v = spec.value(c.runs[i].figures);
             QString cell = formatNumber(v, spec.decimals);

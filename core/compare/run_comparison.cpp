@@ -101,6 +101,10 @@ Result<ComparedRun> loadRun(RunStore& store, const std::string& id, const Compar
     if (!prediction)
         return prediction.error();
     r.prediction = std::move(*prediction);
+    auto gpu = store.gpuRecords(id);
+    if (!gpu)
+        return gpu.error();
+    r.gpu = std::move(*gpu);
     const int64_t after = previous && !previous->steps().empty() ? previous->steps().step.back() : -1;
     auto columns = store.stepColumns(id, StepSeries::fields(), after);
     if (!columns)
@@ -201,6 +205,17 @@ const std::vector<FigureSpec>& figureSpecs()
          [](const RunFigures& f) { return &f.effectiveTokensPerStep; }},
         {"peak_mem_gib", "peak memory, whole run", "GiB", false, 3, [](const RunFigures& f) { return f.peakMemGib; },
          nullptr},
+        // GPU system metrics over the window (NVML samples; n/a without them). Utilization and
+        // the SM clock count higher as better; power and temperature lower.
+        {"gpu_util_pct", "GPU utilization (mean of GPUs)", "%", true, 1,
+         [](const RunFigures& f) { return medianOrNaN(f.gpuUtilPct); }, [](const RunFigures& f) { return &f.gpuUtilPct; }},
+        {"gpu_power_w", "GPU power (mean of GPUs)", "W", false, 0,
+         [](const RunFigures& f) { return medianOrNaN(f.gpuPowerW); }, [](const RunFigures& f) { return &f.gpuPowerW; }},
+        {"gpu_temp_c", "GPU temperature (hottest)", "°C", false, 0,
+         [](const RunFigures& f) { return medianOrNaN(f.gpuTempC); }, [](const RunFigures& f) { return &f.gpuTempC; }},
+        {"gpu_sm_clock_mhz", "SM clock (slowest GPU)", "MHz", true, 0,
+         [](const RunFigures& f) { return medianOrNaN(f.gpuSmClockMhz); },
+         [](const RunFigures& f) { return &f.gpuSmClockMhz; }},
     };
     static_assert(kStepPhaseCount == 6, "one phaseSpec<> per step phase");
     return kSpecs;
@@ -257,6 +272,7 @@ Result<Comparison> buildComparison(std::vector<ComparedRun> runs, size_t baselin
         }
         r.window = *w;
         r.figures = computeRunFigures(r.steps(), r.window, r.worldSize(), r.meta ? r.meta->peakTflops : 0.0);
+        addGpuFigures(r.figures, r.steps(), r.window, r.gpu);
         r.fingerprint = makeFingerprint(r.configJson, r.meta, r.steps(), r.window);
         r.predictionCheck.reset();
         if (r.prediction)

@@ -32,6 +32,8 @@ struct ComparedRun {
     std::shared_ptr<const StepSeries> stepData = std::make_shared<const StepSeries>();
     /// The planner's prediction, when the run was launched from a plan.
     std::optional<RunPrediction> prediction;
+    /// GPU system samples ("gpu" records), oldest first; empty for runs without them.
+    std::vector<GpuRecord> gpu;
     SteadyWindow window;
     RunFigures figures;
     WorkloadFingerprint fingerprint;

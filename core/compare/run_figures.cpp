@@ -90,6 +90,45 @@ RunFigures computeRunFigures(const StepSeries& steps, const SteadyWindow& window
     return f;
 }
 
+void addGpuFigures(RunFigures& figures, const StepSeries& steps, const SteadyWindow& window,
+                   const std::vector<GpuRecord>& samples)
+{
+    const size_t begin = std::min(window.begin, steps.size());
+    const size_t end = std::min(window.end, steps.size());
+    if (end <= begin)
+        return;
+    const int64_t first = steps.step[begin], last = steps.step[end - 1];
+    std::vector<double> util, power, temp, clock;
+    for (const GpuRecord& r : samples) {
+        if (!r.step || *r.step < first || *r.step > last)
+            continue;
+        double u = 0, p = 0, hottest = -INFINITY, slowest = INFINITY;
+        int un = 0, pn = 0;
+        for (const GpuSample& g : r.gpus) {
+            if (std::isfinite(g.utilPct))
+                u += g.utilPct, ++un;
+            if (std::isfinite(g.powerW))
+                p += g.powerW, ++pn;
+            if (std::isfinite(g.tempC))
+                hottest = std::max(hottest, g.tempC);
+            if (std::isfinite(g.smClockMhz))
+                slowest = std::min(slowest, g.smClockMhz);
+        }
+        if (un)
+            util.push_back(u / un);
+        if (pn)
+            power.push_back(p / pn);
+        if (std::isfinite(hottest))
+            temp.push_back(hottest);
+        if (std::isfinite(slowest))
+            clock.push_back(slowest);
+    }
+    figures.gpuUtilPct = robustStats(std::move(util));
+    figures.gpuPowerW = robustStats(std::move(power));
+    figures.gpuTempC = robustStats(std::move(temp));
+    figures.gpuSmClockMhz = robustStats(std::move(clock));
+}
+
 RunFigures computeRunFigures(const std::vector<StepRecord>& steps, const SteadyWindow& window,
                              int worldSize, double peakTflops)
 {

@@ -43,6 +43,10 @@ struct RunFigures {
     /// no part is above 0 in the window: the stream has no split (a foreign trainer, an old run).
     /// Multi-rank streams give each part as the max over ranks, so the parts can sum above step_ms.
     std::array<RobustStats, kStepPhaseCount> phaseMs;
+    /// GPU system samples ("gpu" records) taken after a step of the window, per sample over the
+    /// node's GPUs: mean utilization and power, the hottest temperature, the slowest SM clock.
+    /// Invalid (count 0) for a run without samples (a CPU run, another trainer).
+    RobustStats gpuUtilPct, gpuPowerW, gpuTempC, gpuSmClockMhz;
     double peakMemGib = 0.0;      ///< max of mem_peak_gib over the whole run (warm-up included)
     double peakReservedGib = 0.0; ///< max of mem_reserved_gib over the whole run
 };
@@ -50,6 +54,10 @@ struct RunFigures {
 /// Figures over steps[window.begin, window.end). `worldSize` < 1 counts as 1; `peakTflops` <= 0
 /// means unknown. Steps with step_ms <= 0 or no effective tokens are left out of the rates.
 RunFigures computeRunFigures(const StepSeries& steps, const SteadyWindow& window, int worldSize, double peakTflops);
+/// Adds the GPU figures of `samples` whose step lies in the window (steps[window.begin] ..
+/// steps[window.end − 1]).
+void addGpuFigures(RunFigures& figures, const StepSeries& steps, const SteadyWindow& window,
+                   const std::vector<GpuRecord>& samples);
 /// The same for records (converted first).
 RunFigures computeRunFigures(const std::vector<StepRecord>& steps, const SteadyWindow& window,
                              int worldSize, double peakTflops);

@@ -155,7 +155,7 @@
 <context>
     <name>wb::ui::CompareView</name>
     <message>
-        <location filename="../../ui/compare_view.cpp" line="+102"/>
+        <location filename="../../ui/compare_view.cpp" line="+106"/>
         <source>Compare runs</source>
         <translation>比较运行</translation>
     </message>
@@ -429,7 +429,7 @@
         <translation>导出失败</translation>
     </message>
     <message>
-        <location line="-669"/>
+        <location line="-673"/>
         <source>effective tokens/s/GPU</source>
         <translation>有效 token/s/GPU</translation>
     </message>
@@ -492,6 +492,26 @@
         <location line="+1"/>
         <source>peak memory, whole run</source>
         <translation>峰值显存（整个运行）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>GPU utilization (mean of GPUs)</source>
+        <translation>GPU 利用率（各 GPU 平均）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>GPU power (mean of GPUs)</source>
+        <translation>GPU 功率（各 GPU 平均）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>GPU temperature (hottest)</source>
+        <translation>GPU 温度（最高）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>SM clock (slowest GPU)</source>
+        <translation>SM 时钟（最慢的 GPU）</translation>
     </message>
     <message>
         <location line="+94"/>

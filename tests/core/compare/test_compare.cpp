@@ -14,6 +14,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -304,6 +305,45 @@ private slots:
         const RunFigures sampled = computeRunFigures(many, all, 1, 0.0);
         QCOMPARE(sampled.phaseMs[4].count, (many.size() + 2) / 3);  // stride ceil(16394 / 8192) = 3
         QCOMPARE(sampled.phaseMs[4].median, 60.0);
+    }
+
+    void gpuFiguresOverTheWindow()
+    {
+        // Issue 18 item 10: the GPU system samples of the steady window, per sample over the GPUs
+        // (mean utilization and power, hottest temperature, slowest SM clock); a run without
+        // samples has none (n/a), not zeros.
+        std::vector<StepRecord> records;
+        for (int i = 1; i <= 10; ++i) {
+            StepRecord r;
+            r.step = i;
+            r.stepMs = 100;
+            r.effectiveTokens = 1000;
+            records.push_back(r);
+        }
+        const StepSeries steps = StepSeries::fromRecords(records);
+        const SteadyWindow window{2, 8};  // steps 3..8
+        std::vector<GpuRecord> samples = {
+            {1.0, 1, {{0, 10, 1, 2, 100, 90, 500}}},  // warm-up: left out
+            {2.0, 4, {{0, 90, 1, 2, 600, 60, 1980}, {1, 70, 1, 2, 500, 70, 1500}}},
+            {3.0, 6, {{0, 94, 1, 2, NAN, 62, 1900}, {1, 96, 1, 2, NAN, 64, 1950}}},
+            {4.0, 9, {{0, 10, 1, 2, 100, 90, 500}}},  // after the window
+        };
+        RunFigures f = computeRunFigures(steps, window, 1, 0.0);
+        addGpuFigures(f, steps, window, samples);
+        QCOMPARE(f.gpuUtilPct.count, size_t(2));
+        QCOMPARE(f.gpuUtilPct.median, 87.5);   // (80 + 95) / 2
+        QCOMPARE(f.gpuPowerW.count, size_t(1));  // the second sample has no power sensor
+        QCOMPARE(f.gpuPowerW.median, 550.0);
+        QCOMPARE(f.gpuTempC.median, 67.0);     // (70 + 64) / 2
+        QCOMPARE(f.gpuSmClockMhz.median, 1700.0);  // (1500 + 1900) / 2
+        RunFigures none = computeRunFigures(steps, window, 1, 0.0);
+        addGpuFigures(none, steps, window, {});
+        QVERIFY(!none.gpuUtilPct.valid());
+        const auto& specs = figureSpecs();
+        const auto util = std::find_if(specs.begin(), specs.end(), [](const FigureSpec& s) { return std::string(s.key) == "gpu_util_pct"; });
+        QVERIFY(util != specs.end());
+        QVERIFY(std::isnan(util->value(none)));
+        QCOMPARE(util->value(f), 87.5);
     }
 
     void mfuUnknownIsNotZero()
