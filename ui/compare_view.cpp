@@ -15,6 +15,7 @@
 #include <QMessageBox>
 #include <QPainter>
 #include <QSaveFile>
+#include <QScrollArea>
 #include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -233,7 +234,16 @@ void CompareView::buildUi()
     body->setStretchFactor(1, 1);
 
     auto* layout = new QVBoxLayout(this);
-    layout->addWidget(m_banner);
+    // Many runs can make many warnings: the banner scrolls past six lines instead of taking the
+    // charts' height (their tick labels were elided at 1400 × 900 with five warnings).
+    m_bannerScroll = new QScrollArea(this);
+    m_bannerScroll->setObjectName(QStringLiteral("compareWarningScroll"));
+    m_bannerScroll->setWidget(m_banner);
+    m_bannerScroll->setWidgetResizable(true);
+    m_bannerScroll->setFrameShape(QFrame::NoFrame);
+    m_bannerScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    layout->addWidget(m_bannerScroll);
+
     layout->addWidget(body, 1);
 
     connect(refresh, &QPushButton::clicked, this, &CompareView::reloadRuns);
@@ -259,6 +269,7 @@ void CompareView::buildUi()
     connect(m_shadeWindow, &QCheckBox::toggled, m_charts, &CompareChartPanel::setShadeSteadyWindow);
     connect(m_exportCharts, &QPushButton::clicked, this, [this] { chooseAndExport(ExportKind::Charts); });
     m_banner->setText(tr("Pick two or more runs and press Compare."));
+    fitBanner();
     m_banner->setStyleSheet(bannerStyle(core::WarningSeverity::Info));
 }
 
@@ -448,6 +459,7 @@ void CompareView::showComparison(std::shared_ptr<const core::ChartSet> lines)
 void CompareView::showError(const QString& message)
 {
     m_banner->setText(message.toHtmlEscaped());
+    fitBanner();
     m_banner->setStyleSheet(bannerStyle(core::WarningSeverity::Warning));
     m_banner->setProperty("severity", QStringLiteral("error"));
     m_exportCharts->setEnabled((m_comparison != nullptr));
@@ -471,6 +483,7 @@ void CompareView::fillBanner()
     if (lines.isEmpty())
         lines << tr("No workload differences: the runs did the same work per step.");
     m_banner->setText(lines.join(QStringLiteral("<br>")));
+    fitBanner();
     m_banner->setStyleSheet(bannerStyle(worst));
     m_banner->setProperty("severity", worst ? QString::fromLatin1(core::severityName(*worst)) : QStringLiteral("none"));
 }
@@ -722,6 +735,21 @@ void CompareView::chooseAndExport(ExportKind kind)
     }
     QMessageBox::information(this, tr("Exported"),
                              tr("Wrote %n file(s) to %1.", nullptr, static_cast<int>(written.size())).arg(where));
+}
+
+void CompareView::fitBanner()
+{
+    // As tall as its text, up to six lines; past that it scrolls.
+    const int maxHeight = m_banner->fontMetrics().lineSpacing() * 6 + 16;
+    const int width = std::max(200, m_bannerScroll->viewport()->width());
+    const int needed = m_banner->heightForWidth(width) + 2;
+    m_bannerScroll->setFixedHeight(std::min(needed, maxHeight));
+}
+
+void CompareView::resizeEvent(QResizeEvent* event)
+{
+    QWidget::resizeEvent(event);
+    fitBanner();
 }
 
 }  // namespace wb::ui

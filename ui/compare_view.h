@@ -27,6 +27,7 @@ class QCheckBox;
 class QComboBox;
 class QPushButton;
 class QLabel;
+class QScrollArea;
 class QLineEdit;
 class QListWidget;
 class QSlider;
@@ -87,7 +88,11 @@ signals:
     /// A comparison was shown (or failed: `error` non-empty).
     void compared(const QString& error);
 
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
 private:
+    void fitBanner();
     void buildUi();
     /// What the loading thread hands back: the comparison and its chart lines, or an error.
     struct LoadResult {
@@ -114,6 +119,7 @@ private:
     std::vector<core::ComparedRun> m_loaded;
 
     QLabel* m_banner = nullptr;
+    QScrollArea* m_bannerScroll = nullptr;  // holds m_banner: up to six lines, then it scrolls
     QListWidget* m_runList = nullptr;
     QComboBox* m_baseline = nullptr;
     QLineEdit* m_window = nullptr;

@@ -542,7 +542,7 @@ void RunChartsPanel::updateHeader()
                                               : statusLabel(m_state);
     const QString message =
         reconnecting ? tr("connection lost (%1); the run keeps going on the host").arg(m_reconnectReason)
-                     : m_stateMessage;
+                     : statusDetail(m_state, m_stateMessage);  // not "finished  finished 60 steps"
     QString title = QStringLiteral("<b>%1</b> &nbsp;<span style='color:gray'>%2</span> &nbsp;"
                                    "<span style='color:%3'>● %4</span>")
                         .arg(m_runTitle.toHtmlEscaped(), m_runId.toHtmlEscaped(),

@@ -199,8 +199,10 @@ void RunListPanel::updateDetails()
                        .arg(QString::fromStdString(s.name).toHtmlEscaped(),
                             QString::fromStdString(s.id).toHtmlEscaped(),
                             statusLabel(QString::fromStdString(s.status)).toHtmlEscaped(),
-                            run->message.isEmpty() ? QString()
-                                                   : QStringLiteral(" — ") + run->message.toHtmlEscaped(),
+                            statusDetail(QString::fromStdString(s.status), run->message).isEmpty()
+                                ? QString()
+                                : QStringLiteral(" — ") +
+                                      statusDetail(QString::fromStdString(s.status), run->message).toHtmlEscaped(),
                             QString::number(s.steps),
                             run->trainIters > 0 ? tr(" of %1").arg(run->trainIters) : QString(),
                             QString::fromStdString(s.runDir).toHtmlEscaped(),

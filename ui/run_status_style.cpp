@@ -40,4 +40,13 @@ QString statusLabel(const QString& status)
     return status;
 }
 
+QString statusDetail(const QString& status, const QString& message)
+{
+    const QString trimmed = message.trimmed();
+    if (status.isEmpty() || !trimmed.startsWith(status, Qt::CaseInsensitive))
+        return trimmed;
+    const QString rest = trimmed.mid(status.size()).trimmed();
+    return trimmed.size() == status.size() || trimmed.at(status.size()).isSpace() ? rest : trimmed;
+}
+
 }  // namespace wb::ui

@@ -13,5 +13,8 @@ QColor statusColor(const QString& status);
 /// The status word as the user reads it, in the UI language ("finished" → "已完成"); unknown words
 /// are shown as they are.
 QString statusLabel(const QString& status);
+/// The run's status message without what the state already says: status.json's "finished 60 steps"
+/// beside the state "finished" reads "60 steps"; a message that is only the state word is empty.
+QString statusDetail(const QString& status, const QString& message);
 
 }  // namespace wb::ui

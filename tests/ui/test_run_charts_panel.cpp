@@ -5,6 +5,7 @@
 #include "core/metrics_schema.h"
 #include "ui/metric_chart_view.h"
 #include "ui/run_charts_panel.h"
+#include "ui/run_status_style.h"
 #include "ui/step_series_buffer.h"
 #include "ui_test_main.h"
 
@@ -135,6 +136,22 @@ private slots:
         QCOMPARE(gpu->series(0)->count(), 2);
         panel.clearRun();
         QVERIFY(!gpu->isVisibleTo(&panel));
+    }
+
+    void headerSaysTheStateOnce()
+    {
+        // Issue 18 item 7: "finished  finished 60 steps" — the message without the state word.
+        RunChartsPanel panel;
+        feed(panel, {makeStep(1, 100.0, {})});
+        panel.setRunState(kRun, QStringLiteral("finished"), QStringLiteral("finished 60 steps"));
+        QVERIFY2(panel.headerText().count(QStringLiteral("finished")) == 1 && panel.headerText().contains(QStringLiteral("60 steps")),
+                 qPrintable(panel.headerText()));
+        panel.setRunState(kRun, QStringLiteral("running"), QStringLiteral("training"));
+        QVERIFY2(panel.headerText().contains(QStringLiteral("running")) && panel.headerText().contains(QStringLiteral("training")),
+                 qPrintable(panel.headerText()));
+        QCOMPARE(wb::ui::statusDetail(QStringLiteral("finished"), QStringLiteral("finished")), QString());
+        QCOMPARE(wb::ui::statusDetail(QStringLiteral("failed"), QStringLiteral("failedover to node 2")),
+                 QStringLiteral("failedover to node 2"));  // only the whole word
     }
 
     void lossAxisStaysAtOrAboveZero()
