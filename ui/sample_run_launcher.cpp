@@ -48,11 +48,23 @@ void SampleRunLauncher::start()
         emit progress(tr("The sample image set is still being built…"));
         return;
     }
-    if (QFileInfo::exists(manifestPath())) {
+    // A mock-data config trains on noise images: no sample set to build or check (issue 18 item
+    // 13: a mock run's status bar said the image set was being built, or was missing).
+    if (QFileInfo::exists(manifestPath()) || configIsMock()) {
         emitConfig();
         return;
     }
     buildSampleSet();
+}
+
+bool SampleRunLauncher::configIsMock() const
+{
+    QFile file(m_options.configResource);
+    if (!file.open(QIODevice::ReadOnly))
+        return false;  // emitConfig reports the missing file
+    const QByteArray json = file.readAll();
+    const auto parsed = core::parseRunConfig(std::string_view(json.constData(), static_cast<size_t>(json.size())));
+    return parsed.config.data.source == "mock";
 }
 
 void SampleRunLauncher::buildSampleSet()
@@ -132,7 +144,8 @@ void SampleRunLauncher::emitConfig()
                              QString::fromStdString(core::formatProblems(parsed.problems))));
         return;
     }
-    parsed.config.data.manifest = manifestPath().toStdString();
+    if (parsed.config.data.source != "mock")
+        parsed.config.data.manifest = manifestPath().toStdString();
     if (m_options.trainIters) {
         parsed.config.train.trainIters = *m_options.trainIters;
         parsed.config.train.lrWarmupIters = std::min(parsed.config.train.lrWarmupIters, *m_options.trainIters);

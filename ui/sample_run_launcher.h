@@ -37,6 +37,8 @@ public:
     bool isBusy() const { return m_process != nullptr; }
     const SampleRunOptions& options() const { return m_options; }
     QString manifestPath() const;
+    /// The sample config trains on mock data (no image set needed).
+    bool configIsMock() const;
 
 public slots:
     /// Prepares the sample run; ends in exactly one of readyToLaunch / failed.

@@ -13,6 +13,7 @@
 #include "ui/run_charts_panel.h"
 #include "ui/run_list_model.h"
 #include "ui/run_list_panel.h"
+#include "ui/sample_run_launcher.h"
 #include "ui_test_main.h"
 
 #include <QAction>
@@ -31,6 +32,7 @@
 #include <QLineEdit>
 #include <QLineSeries>
 #include <QMessageBox>
+#include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
@@ -167,6 +169,30 @@ private slots:
         QVERIFY(status && !status->text().isEmpty());
         box->close();
         QCOMPARE(window.runListPanel()->model()->rowCount(), 0);  // nothing half-created
+    }
+
+    void mockSampleConfigNeedsNoImageSet()
+    {
+        // Issue 18 item 13: a mock-data sample config (--sample-config) built or asked for the
+        // image set and said so in the status bar. It needs none: straight to launch, no manifest.
+        QTemporaryDir dir;
+        wb::ui::SampleRunOptions options;
+        options.configResource = QStringLiteral(WB_SOURCE_DIR "/resources/configs/sample-mock.json");
+        options.samplesDir = dir.filePath(QStringLiteral("samples"));  // missing
+        options.sampleSetTool = dir.filePath(QStringLiteral("no-such-moe-sample-set"));
+        wb::ui::SampleRunLauncher launcher(options);
+        QVERIFY(launcher.configIsMock());
+        QSignalSpy ready(&launcher, &wb::ui::SampleRunLauncher::readyToLaunch);
+        QSignalSpy failed(&launcher, &wb::ui::SampleRunLauncher::failed);
+        QSignalSpy progress(&launcher, &wb::ui::SampleRunLauncher::progress);
+        launcher.start();
+        QCOMPARE(failed.count(), 0);
+        QCOMPARE(progress.count(), 0);  // nothing about an image set
+        QCOMPARE(ready.count(), 1);
+        auto parsed = wb::core::parseRunConfig(ready.first().at(1).toString().toStdString());
+        QCOMPARE(parsed.config.data.source, std::string("mock"));
+        QVERIFY(parsed.config.data.manifest != launcher.manifestPath().toStdString());  // the config's own, untouched
+        QVERIFY(!QFileInfo::exists(options.samplesDir));
     }
 
     void sampleRunStreamsIntoChartsAndRunList()
