@@ -1,5 +1,6 @@
 // RunTarget: where a run executes (this machine, SSH hosts, a Slurm cluster). Declared in core so
-// ui/ and the CLI can drive any target; remote/ implements it (LocalTarget, later SSH and Slurm);
+// ui/ and the CLI can drive any target; remote/ implements it (LocalTarget, SshTarget,
+// MultiSshTarget, SlurmTarget);
 // app/ injects the real one. The run directory contract is DESIGN.md §3.3.
 // Threading: an implementation may block (process spawn, network); never call from the GUI thread.
 // One instance is used from one thread at a time unless the implementation says otherwise.

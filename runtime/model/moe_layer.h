@@ -1,6 +1,7 @@
 // Top-k routed Mixture-of-Experts MLP of SwiGLU experts. Shapes: T tokens (flattened, padding
 // already removed), D model width, E experts, K active experts per token, F expert FFN width,
-// A = T·K token-expert assignments. One training thread.
+// A = T·K token-expert assignments, N rows handed to one expert kernel call (an expert's slice of
+// the sorted assignments, or all of them for the grouped GEMM). One training thread.
 //
 // Router: router.h (fp32 or fp64 softmax over E, top-K renormalized, Switch load-balancing loss),
 // one autograd node with a hand-written backward; CUDA graphs replay it when installed from
@@ -8,8 +9,9 @@
 //
 // Experts: the weights are stacked ([E, D, 2F] gate|up and [E, F, D] down), the layout a grouped
 // GEMM (at::_grouped_mm on LibTorch ≥ 2.8 / CUDA) consumes. expertsForward sorts the assignments by
-// expert, runs the experts over contiguous slices, and scatter-adds back weighted by the router;
-// only the per-expert loop in runExpertsLoop is to be replaced by the grouped-GEMM call.
+// expert, runs the experts over contiguous slices, and scatter-adds back weighted by the router:
+// one grouped GEMM per projection on CUDA (ExpertKernel::Grouped), the per-expert loop
+// (runExpertsLoop) on the CPU and as the reference.
 #pragma once
 
 #include "runtime/model/router.h"
