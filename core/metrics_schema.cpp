@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -508,6 +509,28 @@ std::optional<MetricsRecord> parseMetricsLine(std::string_view line)
         return MetricsRecord(std::move(g));
     }
     return std::nullopt;
+}
+
+GpuSummary summarizeGpus(const GpuRecord& record)
+{
+    GpuSummary out;
+    double util = 0, power = 0;
+    int utilCount = 0, powerCount = 0;
+    for (const GpuSample& g : record.gpus) {
+        if (std::isfinite(g.utilPct))
+            util += g.utilPct, ++utilCount;
+        if (std::isfinite(g.powerW))
+            power += g.powerW, ++powerCount;
+        if (std::isfinite(g.tempC))
+            out.tempC = std::isnan(out.tempC) ? g.tempC : std::max(out.tempC, g.tempC);
+        if (std::isfinite(g.smClockMhz))
+            out.smClockMhz = std::isnan(out.smClockMhz) ? g.smClockMhz : std::min(out.smClockMhz, g.smClockMhz);
+    }
+    if (utilCount)
+        out.utilPct = util / utilCount;
+    if (powerCount)
+        out.powerW = power / powerCount;
+    return out;
 }
 
 MetricsLineReader::Chunk MetricsLineReader::feed(std::string_view bytes)

@@ -144,6 +144,14 @@ struct GpuRecord {
 
 using MetricsRecord = std::variant<MetaRecord, StepRecord, EventRecord, EndRecord, GpuRecord>;
 
+/// One sample over the node's GPUs, as the chart and compare show it: mean utilization and
+/// power, the hottest temperature, the slowest SM clock (a throttling GPU shows). NaN where no GPU
+/// reported that sensor.
+struct GpuSummary {
+    double utilPct = NAN, powerW = NAN, tempC = NAN, smClockMhz = NAN;
+};
+GpuSummary summarizeGpus(const GpuRecord& record);
+
 /// Serializes one record as a single line (no trailing newline). Non-finite numbers become null.
 std::string toJsonLine(const MetricsRecord& record);
 

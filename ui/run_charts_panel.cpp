@@ -199,27 +199,12 @@ void RunChartsPanel::setGpuSamples(const QString& runId, const GpuList& samples,
     for (const core::GpuRecord& r : m_gpuSamples) {
         if (!r.step || r.gpus.empty())
             continue;
-        double util = 0, power = 0, hottest = -1e9, slowest = 1e12;
-        int utilCount = 0, powerCount = 0;
-        for (const core::GpuSample& g : r.gpus) {
-            if (std::isfinite(g.utilPct))
-                util += g.utilPct, ++utilCount;
-            if (std::isfinite(g.powerW))
-                power += g.powerW, ++powerCount;
-            if (std::isfinite(g.tempC))
-                hottest = std::max(hottest, g.tempC);
-            if (std::isfinite(g.smClockMhz))
-                slowest = std::min(slowest, g.smClockMhz);
-        }
+        const core::GpuSummary g = core::summarizeGpus(r);
         const double x = static_cast<double>(*r.step);
-        if (utilCount)
-            points.left[0].append({x, util / utilCount});
-        if (hottest > -1e9)
-            points.left[1].append({x, hottest});
-        if (powerCount)
-            points.right[0].append({x, power / powerCount});
-        if (slowest < 1e12)
-            points.right[1].append({x, slowest});
+        for (auto [value, line] : {std::pair{g.utilPct, &points.left[0]}, {g.tempC, &points.left[1]},
+                                   {g.powerW, &points.right[0]}, {g.smClockMhz, &points.right[1]}})
+            if (std::isfinite(value))
+                line->append({x, value});
     }
     const bool any = !points.left[0].isEmpty() || !points.left[1].isEmpty() || !points.right[0].isEmpty() ||
                      !points.right[1].isEmpty();

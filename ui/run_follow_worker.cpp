@@ -327,11 +327,11 @@ void RunFollowWorker::followLiveRuns(const std::vector<core::RunSummary>& runs)
     for (const auto& run : runs) {
         const bool ours = m_target && run.target == m_target->name();
         if (core::isFollowable(run) && (ours || m_resolver || isElsewhere(run.target)))
-            follow(run.id, /*automatic=*/true);
+            follow(run, /*automatic=*/true);  // the listing's summary: no store query per poll
     }
 }
 
-void RunFollowWorker::follow(const std::string& runId, bool automatic)
+void RunFollowWorker::follow(const std::string& runId)
 {
     if (m_followed.count(runId) || !m_store)
         return;
@@ -340,6 +340,15 @@ void RunFollowWorker::follow(const std::string& runId, bool automatic)
         reportError(tr("Cannot follow run %1: %2").arg(qs(runId), qs(run.error().toString())));
         return;
     }
+    follow(*run, /*automatic=*/false);
+}
+
+void RunFollowWorker::follow(const core::RunSummary& summary, bool automatic)
+{
+    const std::string& runId = summary.id;
+    if (m_followed.count(runId) || !m_store)
+        return;
+    const core::RunSummary* run = &summary;
     if (isElsewhere(run->target)) {
         // Handed over once (and again now and then while it stays live): the other worker keeps it.
         if (auto it = m_routedElsewhere.find(runId);

@@ -122,9 +122,11 @@ private:
 
     void poll();
     void pollOne(const std::string& runId, Followed& followed);
+    /// Follows the run (asked for: the launch dialog, start-up).
+    void follow(const std::string& runId);
     /// `automatic`: found live in a listing, not asked for; a run on another target is then handed
     /// to its worker at most every kRerouteAfterMs.
-    void follow(const std::string& runId, bool automatic = false);
+    void follow(const core::RunSummary& run, bool automatic);
     /// Follows every followable run of `runs` that this worker (or another target's) can reach.
     void followLiveRuns(const std::vector<core::RunSummary>& runs);
     /// The default target when `name` is its name, else one made by the resolver (kept for the

@@ -102,26 +102,10 @@ void addGpuFigures(RunFigures& figures, const StepSeries& steps, const SteadyWin
     for (const GpuRecord& r : samples) {
         if (!r.step || *r.step < first || *r.step > last)
             continue;
-        double u = 0, p = 0, hottest = -INFINITY, slowest = INFINITY;
-        int un = 0, pn = 0;
-        for (const GpuSample& g : r.gpus) {
-            if (std::isfinite(g.utilPct))
-                u += g.utilPct, ++un;
-            if (std::isfinite(g.powerW))
-                p += g.powerW, ++pn;
-            if (std::isfinite(g.tempC))
-                hottest = std::max(hottest, g.tempC);
-            if (std::isfinite(g.smClockMhz))
-                slowest = std::min(slowest, g.smClockMhz);
-        }
-        if (un)
-            util.push_back(u / un);
-        if (pn)
-            power.push_back(p / pn);
-        if (std::isfinite(hottest))
-            temp.push_back(hottest);
-        if (std::isfinite(slowest))
-            clock.push_back(slowest);
+        const GpuSummary g = summarizeGpus(r);
+        for (auto [value, into] : {std::pair{g.utilPct, &util}, {g.powerW, &power}, {g.tempC, &temp}, {g.smClockMhz, &clock}})
+            if (std::isfinite(value))
+                into->push_back(value);
     }
     figures.gpuUtilPct = robustStats(std::move(util));
     figures.gpuPowerW = robustStats(std::move(power));
