@@ -127,6 +127,9 @@ variant("real-mbs1-dense", mbs(1))
 # Megatron's precision-aware optimizer: moments stored in bf16 (20 instead of 28 bytes per element
 # of the fused AdamW pass, 4 instead of 8 bytes of state per parameter).
 variant("real-bf16-moments", lambda v: v["train"].update(exp_avg_dtype="bf16", exp_avg_sq_dtype="bf16"))
+# The optimizer step in series after the backward (train.overlap_optimizer false): the baseline of
+# the overlapped step (runtime/train/optimizer_overlap.h), same update, same losses.
+variant("real-serial-optimizer", lambda v: v["train"].update(overlap_optimizer=False))
 PY
 
 # WB_ROUND_ROWS: is this row (or the dump an eager row of it needs) selected?
@@ -200,8 +203,8 @@ dump() {  # label: the micro-batches our run of that label trained on
     >"$RESULTS/runs/dump-$label.log" 2>&1
 }
 
-eager() {  # label dump-of experts pair
-  local label=$1 from=$2 experts=$3 pair=$4 log="$RESULTS/runs/$1.log" rc=0 why
+eager() {  # label dump-of experts pair [extra flags of qwen3vl_eager.py]
+  local label=$1 from=$2 experts=$3 pair=$4 extra=${5:-} log="$RESULTS/runs/$1.log" rc=0 why
   selected "$label" || return 0
   [ "${WB_ROUND_EAGER:-1}" != 0 ] || return 0
   if [ ! -f "$RESULTS/dump-$from/index.json" ]; then
@@ -219,7 +222,7 @@ eager() {  # label dump-of experts pair
     return 0
   fi
   PYTHONUNBUFFERED=1 timeout "$limit" "$PY" "$ROOT/benchmarks/eager/qwen3vl_eager.py" --dump "$RESULTS/dump-$from" \
-    --steps "$STEPS" --warmup 3 --experts "$experts" --label "$label" \
+    --steps "$STEPS" --warmup 3 --experts "$experts" --label "$label" $extra \
     --metrics "$RESULTS/runs/$label.metrics.jsonl" >"$log" 2>&1 || rc=$?
   if [ $rc = 0 ]; then row "$label" eager ok "$RESULTS/runs/$label.metrics.jsonl" "$pair"
   elif [ $rc = 4 ]; then row "$label" eager "n/a: $(tail -1 "$log" | sed 's/^eager: //' | cut -c1-120)" "" "$pair"
@@ -227,7 +230,7 @@ eager() {  # label dump-of experts pair
   elif [ $rc = 124 ]; then row "$label" eager "timed out after $limit s" "$RESULTS/runs/$label.metrics.jsonl" "$pair"
   else row "$label" eager "failed (exit $rc): $(grep -v '^ ' "$log" | tail -1 | cut -c1-120 | tr '\t|' '  ')" "" "$pair"; fi
   echo "-- $label: exit $rc ($(elapsed))"
-  grep -E '^eager: (attention|medians)' "$log" || tail -3 "$log"
+  grep -E '^eager: (attention|medians|torch.compile)' "$log" || tail -3 "$log"
 }
 
 # Whatever happens after this point (an unexpected error under set -e included), the rows measured
@@ -254,12 +257,35 @@ trap finish EXIT
 # Order = priority: if the budget runs out, the rows behind the issue's targets are already measured.
 echo "== ours, real and mock: $STEPS steps per row, $ROW_TIMEOUT s at most each"
 ours real
+ours real-serial-optimizer
+# The overlapped optimizer changes when the weights are written, not what: the losses of the two
+# rows agree to bf16 tolerance step by step (the same micro-batches in the same order).
+python3 - "$RESULTS/runs/real.metrics.jsonl" "$RESULTS/runs/real-serial-optimizer.metrics.jsonl" <<'PY' || true
+import json, sys
+def losses(path):
+    out = {}
+    try:
+        for line in open(path, errors="replace"):
+            r = json.loads(line)
+            if r.get("type") == "step":
+                out[r["step"]] = r["loss"]
+    except (OSError, ValueError):
+        pass
+    return out
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+common = sorted(set(a) & set(b))
+if common:
+    worst = max(abs(a[s] - b[s]) / abs(b[s]) for s in common)
+    print("   losses, overlapped vs serial optimizer over %d steps: max rel. difference %.2e (%s)" % (
+        len(common), worst, "same to bf16 tolerance" if worst < 2e-2 else "DIFFERENT"))
+PY
 ours mock
 echo "== PyTorch eager on the same micro-batches ($PY)"
 dump real || echo "dump of real failed: $(tail -1 "$RESULTS/runs/dump-real.log")"
 dump mock || echo "dump of mock failed: $(tail -1 "$RESULTS/runs/dump-mock.log")"
 eager eager-real-loop real loop real
 eager eager-real-grouped real grouped real
+EAGER_TIMEOUT=${WB_ROUND_COMPILE_TIMEOUT:-300} eager eager-real-compile real grouped real --compile
 eager eager-mock-loop mock loop mock
 echo "== ours, the guide's knobs"
 ours real-mbs1

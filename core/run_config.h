@@ -102,6 +102,9 @@ struct TrainConfig {
     /// on store. Independent of `precision`, as in Megatron.
     std::string expAvgDtype = "fp32";
     std::string expAvgSqDtype = "fp32";
+    /// moe-train, CUDA, not FSDP: each part's AdamW update on a side stream in forward order, the
+    /// next forward waiting only for the part it runs (the same update, written later).
+    bool overlapOptimizer = true;
     int64_t checkpointInterval = 0;       ///< steps between checkpoints; 0 = only on SIGTERM
     int64_t logInterval = 1;              ///< steps between metrics lines
 };

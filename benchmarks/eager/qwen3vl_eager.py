@@ -1,14 +1,24 @@
 #!/usr/bin/env python3
 """The moe-train model written plainly in PyTorch eager: the baseline of the GPU benchmark.
 
-usage: qwen3vl_eager.py --dump DIR [--steps S] [--warmup W] [--experts loop|grouped]
+usage: qwen3vl_eager.py --dump DIR [--steps S] [--warmup W] [--experts loop|grouped] [--compile]
                         [--attention auto|varlen|sdpa|explicit] [--load-weights CKPT]
                         [--first-batch K] [--metrics FILE] [--device cpu|cuda]
 
 It trains the model of runtime/model/ (same architecture, same parameter names and layouts) on the
 micro-batches that `moe-train --config RUN.json --dump-batches DIR --dump-count N` wrote, cycling
 over them, with the run config stored in the dump. Written the way a PyTorch user would write it:
-nn.Modules, no torch.compile, no CUDA graphs, no custom kernels.
+nn.Modules, no CUDA graphs, no custom kernels; torch.compile only with --compile.
+
+  --compile torch.compile (default mode) of every vision block and decoder layer, each on its own as
+            torchtitan compiles per block; the attention core stays outside the graphs
+            (torch.compiler.disable: its segment lists are Python lists that change every
+            micro-batch, and the varlen kernel is already one fused call), so each block compiles
+            into the part before and the part after it. Warm-up steps run until a step compiles no
+            new graph (at most 20), then the measured steps start from the first dumped batch
+            again (the weights have trained through the warm-up: losses are not comparable with
+            the eager rows'). The log says how many graphs were compiled, in how many warm-up
+            steps, and the graph breaks by reason.
 
   vision    ViT over all patches of the micro-batch, 2-D RoPE (patch row, column), attention
             block-diagonal per image; 2x2 merger + deepstack projectors (LayerNorm, Linear, GELU).
@@ -569,6 +579,21 @@ class Qwen3VLEager(nn.Module):
 
 # ----------------------------------------------------------------------------- training
 
+def compile_blocks(model, attention):
+    """torch.compile (default mode) of each vision block and decoder layer, the attention core
+    left out of the graphs (see --compile)."""
+    import torch._dynamo
+    for name in ("recompile_limit", "cache_size_limit"):  # one entry per block and shape family
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 64)
+    if hasattr(torch._dynamo.config, "accumulated_cache_size_limit"):
+        torch._dynamo.config.accumulated_cache_size_limit = 1024
+    attention.vision = torch.compiler.disable(attention.vision)
+    attention.decoder = torch.compiler.disable(attention.decoder)
+    for block in list(model.vision.blocks) + list(model.decoder.layers):
+        block.compile()
+
+
 def learning_rate(t, step):
     """runtime/train/lr_schedule.cpp: linear warm-up, then cosine / linear / constant decay."""
     warmup = t.get("lr_warmup_iters", 0)
@@ -624,6 +649,7 @@ def main(argv):
     ap.add_argument("--warmup", type=int, default=3, help="steps left out of the medians")
     ap.add_argument("--experts", choices=["loop", "grouped"], default="loop")
     ap.add_argument("--attention", choices=["auto", "varlen", "sdpa", "explicit"], default="auto")
+    ap.add_argument("--compile", action="store_true", help="torch.compile each vision block and decoder layer")
     ap.add_argument("--device", choices=["cpu", "cuda"], help="default: the config's runtime.device")
     ap.add_argument("--load-weights", help="moe-train checkpoint (RUN/ckpt/latest.pt) to start from")
     ap.add_argument("--first-batch", type=int, default=0, help="index of the first dumped micro-batch to train on")
@@ -669,6 +695,11 @@ def main(argv):
         model.deepstack_projectors.requires_grad_(False)
     if model_config.get("freeze_language_model"):
         model.decoder.requires_grad_(False)
+    if args.compile:
+        if device.type != "cuda" or not hasattr(torch, "compile"):
+            print(f"eager: --compile needs CUDA and torch.compile (torch {torch.__version__})", file=sys.stderr)
+            return EXIT_UNSUPPORTED
+        compile_blocks(model, attention)
     optimizer, optimizer_kind = make_optimizer(model, t, device)
     params = [p for p in model.parameters() if p.requires_grad]
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
@@ -677,7 +708,7 @@ def main(argv):
     log(f"{config['name']}: {sum(p.numel() for p in model.parameters()) / 1e9:.3f} G parameters, {steps} steps, "
         f"{len(batches)} dumped micro-batches ({num_micro} per step), data {source}, device {name}, torch "
         f"{torch.__version__}, experts {args.experts}, attention {attention.kind}, AdamW {optimizer_kind}, "
-        f"{'bf16 autocast' if bf16 else 'fp32'}")
+        f"{'bf16 autocast' if bf16 else 'fp32'}{', torch.compile per block' if args.compile else ''}")
 
     metrics = open(args.metrics, "w") if args.metrics else None
     write = lambda rec: (metrics.write(json.dumps(rec) + "\n"), metrics.flush()) if metrics else None
@@ -686,9 +717,37 @@ def main(argv):
            "seq_length": t["seq_length"], "micro_batch_size": t["micro_batch_size"],
            "global_batch_size": t["global_batch_size"],
            "versions": {"torch": torch.__version__, "cuda": str(torch.version.cuda),
-                        "eager": f"experts {args.experts}, attention {attention.kind}, AdamW {optimizer_kind}"}})
+                        "eager": f"experts {args.experts}, attention {attention.kind}, AdamW {optimizer_kind}"
+                                 + (", torch.compile per block" if args.compile else "")}})
     records = []
     cursor = args.first_batch
+    warm = 0
+    if args.compile:
+        from torch._dynamo.utils import counters
+        graphs = lambda: counters["stats"]["unique_graphs"]
+        compile_start, before = time.perf_counter(), graphs()
+        while warm < 20:
+            compiled = graphs()
+            for _ in range(num_micro):
+                b = to_device(batches[cursor % len(batches)], device)
+                cursor += 1
+                with torch.autocast(device_type="cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
+                    lm, aux = model(b, attention)
+                ((lm + aux) / num_micro).backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            torch.cuda.synchronize(device)
+            warm += 1
+            new = graphs() - compiled
+            log(f"compile warm-up step {warm}: {new} new graph(s)")
+            if new == 0 and warm >= 2:
+                break
+        breaks = sorted(counters["graph_break"].items(), key=lambda kv: -kv[1])
+        log(f"torch.compile: {graphs() - before} graphs compiled in {warm} warm-up steps "
+            f"({time.perf_counter() - compile_start:.0f} s); graph breaks: "
+            + ("; ".join(f"{n}x {reason.splitlines()[0][:90]}" for reason, n in breaks[:4]) or "none"))
+        cursor = args.first_batch
+        graphs_after_warmup = graphs()
     for step in range(1, steps + 1):
         lr = learning_rate(t, step)
         for group in optimizer.param_groups:
@@ -747,6 +806,11 @@ def main(argv):
         if not math.isfinite(rec["loss"]):
             print(f"eager: the loss is not finite at step {step}", file=sys.stderr)
             return 1
+    if args.compile:
+        from torch._dynamo.utils import counters
+        late = counters["stats"]["unique_graphs"] - graphs_after_warmup
+        log(f"torch.compile: {late} graph(s) compiled during the measured steps"
+            + (" (they count in the step times)" if late else ""))
     used = records[args.warmup:] if len(records) > args.warmup else records
     med = lambda k: statistics.median(r[k] for r in used)
     mfu = f"{100 * med('mfu'):.1f} %" if peak > 0 else "n/a (no peak known for this device)"

@@ -106,6 +106,7 @@ VisionOutput VlmModelImpl::encodeImages(const VlmBatch& batch)
     std::optional<torch::NoGradGuard> noGrad;
     if (m_config.freezeVisionModel)
         noGrad.emplace();
+    fence(ParameterUse::VisionInput);
     return m_vision(batch.patches_PC, batch.patchImage_P, batch.patchRow_P, batch.patchCol_P, batch.images);
 }
 
@@ -117,6 +118,7 @@ void VlmModelImpl::project(const VisionOutput& vision, VlmBatch& batch)
     std::optional<torch::NoGradGuard> noGrad;
     if (m_config.freezeVisionModel && m_config.freezeVisionProjection)
         noGrad.emplace();
+    fence(ParameterUse::Projectors);
     batch.decoder.imageEmbeds_ID = m_projector(vision.hidden_PD);
     batch.decoder.deepstack_ID.clear();
     for (size_t i = 0; i < vision.deepstack_PD.size(); ++i)
@@ -126,6 +128,7 @@ void VlmModelImpl::project(const VisionOutput& vision, VlmBatch& batch)
 
 DecoderOutput VlmModelImpl::decode(const VlmBatch& batch)
 {
+    fence(ParameterUse::DecoderInput);
     return m_decoder(batch.decoder);
 }
 
@@ -137,6 +140,7 @@ DecoderOutput VlmModelImpl::forward(VlmBatch& batch)
 
 torch::Tensor VlmModelImpl::embed(const VlmBatch& batch)
 {
+    fence(ParameterUse::DecoderInput);
     return m_decoder->embed(batch.decoder);
 }
 

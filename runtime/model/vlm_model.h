@@ -6,6 +6,7 @@
 #include "core/run_config.h"
 #include "runtime/data/micro_batch.h"
 #include "runtime/model/moe_decoder.h"
+#include "runtime/model/parameter_fence.h"
 #include "runtime/model/projector.h"
 #include "runtime/model/vision_encoder.h"
 
@@ -64,13 +65,24 @@ public:
     /// Runs every vision and decoder layer through `runner` (not owned; null = directly). How
     /// recompute and FSDP are applied from outside (layer_runner.h).
     void setLayerRunner(LayerRunner* runner);
+    /// Called before the forward reads the parameters outside the layers (not owned; null = none):
+    /// how an optimizer that is still updating them makes the forward wait (parameter_fence.h).
+    void setParameterFence(ParameterFence* fence) { m_fence = fence; }
 
 private:
+    void fence(ParameterUse use)
+    {
+        if (m_fence)
+            m_fence->beforeUse(use);
+    }
+
+
     core::ModelConfig m_config;
     VisionEncoder m_vision{nullptr};
     Projector m_projector{nullptr};
     torch::nn::ModuleList m_deepstackProjectors;
     MoeDecoder m_decoder{nullptr};
+    ParameterFence* m_fence = nullptr;
 };
 TORCH_MODULE(VlmModel);
 

@@ -14,7 +14,8 @@ bool fusedAdamWAvailable()
     return WB_HAVE_FUSED_ADAMW;
 }
 
-void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, const torch::Tensor& gradScale)
+void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, const torch::Tensor& gradScale,
+                    const ParameterSubset* only)
 {
 #if WB_HAVE_FUSED_ADAMW
     torch::NoGradGuard noGrad;
@@ -27,7 +28,7 @@ void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, 
         int64_t step = -1;
         const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
         for (auto& p : group.params()) {
-            if (!p.grad().defined())
+            if (!p.grad().defined() || !inSubset(only, p))
                 continue;
             auto& s = adamWState(optimizer, p, dtypes);
             s.step(s.step() + 1);
@@ -75,6 +76,7 @@ void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, 
     (void)optimizer;
     (void)dtypes;
     (void)gradScale;
+    (void)only;
     TORCH_CHECK(false, "the fused AdamW step needs a CUDA build of moe-train on LibTorch >= 2.1");
 #endif
 }

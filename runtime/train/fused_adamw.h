@@ -20,7 +20,9 @@ bool fusedAdamWAvailable();
 /// a tensor it cannot take). Throws when unavailable or when the optimizer uses amsgrad. `gradScale` (a 0-d fp32 tensor on the device, may be
 /// undefined): every gradient is divided by it inside the kernel — how gradient clipping is
 /// folded into the step instead of a separate read-modify-write pass over all gradients.
-void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, const torch::Tensor& gradScale = {});
+/// With `only`, just those parameters. Kernels go to the current stream.
+void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, const torch::Tensor& gradScale = {},
+                    const ParameterSubset* only = nullptr);
 
 /// The global L2 norm of `grads` (fp32, on their device) with multi-tensor kernels where this
 /// LibTorch has them (_foreach_norm), else one norm per tensor.

@@ -105,14 +105,14 @@ void adamWUpdateAten(const torch::Tensor& p, const torch::Tensor& g, const torch
     v.copy_(v32);
 }
 
-void adamWStepAten(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes)
+void adamWStepAten(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, const ParameterSubset* only)
 {
     torch::NoGradGuard noGrad;
     for (auto& group : optimizer.param_groups()) {
         auto& options = static_cast<torch::optim::AdamWOptions&>(group.options());
         TORCH_CHECK(!options.amsgrad(), "adamWStepAten: amsgrad is not supported");
         for (auto& p : group.params()) {
-            if (!p.grad().defined())
+            if (!p.grad().defined() || !inSubset(only, p))
                 continue;
             auto& s = adamWState(optimizer, p, dtypes);
             s.step(s.step() + 1);

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_set>
 
 namespace wb::rt {
 
@@ -19,6 +20,15 @@ std::unique_ptr<torch::optim::AdamW> makeOptimizer(torch::nn::Module& model, con
 std::unique_ptr<torch::optim::AdamW> makeOptimizer(const std::vector<torch::Tensor>& decay,
                                                    const std::vector<torch::Tensor>& noDecay,
                                                    const core::TrainConfig& train);
+
+/// A set of parameters (by their TensorImpl) a step is limited to: how the overlapped optimizer
+/// (optimizer_overlap.h) steps one layer's parameters at a time. Null = every parameter.
+using ParameterSubset = std::unordered_set<const c10::TensorImpl*>;
+
+inline bool inSubset(const ParameterSubset* only, const torch::Tensor& p)
+{
+    return !only || only->count(p.unsafeGetTensorImpl()) > 0;
+}
 
 /// The storage dtypes of AdamW's two moments.
 struct MomentDtypes {
@@ -40,7 +50,8 @@ torch::optim::AdamWParamState& adamWState(torch::optim::AdamW& optimizer, const 
 /// for every parameter with a gradient, on any device through ATen ops: the moments are read in
 /// their stored dtype, updated in fp32 and rounded back on store. With fp32 moments it equals
 /// AdamW::step. The CPU path of bf16 moments, and the reference the CUDA kernel is tested against.
-void adamWStepAten(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes);
+/// With `only`, just those parameters (each parameter's update depends on nothing else).
+void adamWStepAten(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, const ParameterSubset* only = nullptr);
 
 /// One parameter's update in fp32: p, g fp32; m, v in their stored dtype (updated in place).
 /// `step` is the count after this update (1 for the first).

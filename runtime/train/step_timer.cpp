@@ -58,7 +58,12 @@ void StepTimer::finish()
 {
 #if WB_WITH_CUDA
     if (m_cuda) {
-        torch::cuda::synchronize();
+        // The current stream only: work on other streams that it does not wait for (the
+        // overlapped optimizer's updates, optimizer_overlap.h) goes on into the next step.
+        if (m_events->events.empty())
+            torch::cuda::synchronize();
+        else
+            m_events->events.back().synchronize();
         for (const auto& [phase, from, to] : m_events->intervals)
             m_ms[static_cast<size_t>(phase)] += m_events->events[static_cast<size_t>(from)].elapsed_time(
                 m_events->events[static_cast<size_t>(to)]);

@@ -1,6 +1,7 @@
 // Per-step phase timing for the metrics. CPU: the host clock at each boundary (ops are
 // synchronous). CUDA: an event recorded on the current stream at each boundary, no host sync;
-// finish() synchronizes once at the end of the step and sums the event intervals per phase.
+// finish() waits once at the end of the step for the current stream and sums the event
+// intervals per phase.
 // Training thread only.
 #pragma once
 

@@ -212,6 +212,7 @@ void Trainer::setUp()
     // moments are then sharded in their configured dtype too.
     m_optimizer = makeOptimizer(m_parallel->optimizedParameters(true), m_parallel->optimizedParameters(false),
                                 m_config.train);
+    installOptimizerOverlap();
 
     const int64_t startSeq = m_options.resume ? resumeFromCheckpoint() : 0;
     LoaderOptions loaderOptions = LoaderOptions::fromConfig(m_config);
@@ -531,6 +532,10 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
         torch::Tensor divisor;
         if (clip > 0.0 && !grads.empty())
             divisor = ((total + 1e-6) / clip).clamp_min(1.0);
+        if (m_overlap) {  // the same update, group by group behind the next forward
+            m_overlap->step(*m_optimizer, m_moments, divisor, [this] { m_parallel->afterOptimizerStep(); });
+            return total;
+        }
         fusedAdamWStep(*m_optimizer, m_moments, divisor);
         m_optimizer->zero_grad();
         m_parallel->afterOptimizerStep();  // FSDP: updated shards into the parameters
@@ -552,6 +557,8 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
 
 void Trainer::saveCheckpointNow(const std::string& why)
 {
+    if (m_overlap)  // the weights and moments are read once their last update is written
+        m_overlap->waitAll();
     if (shardedCheckpoints()) {
         saveShardedCheckpoint(why);
         return;
@@ -700,6 +707,23 @@ void Trainer::installRecompute()
 {
     // Installed by ParallelTraining::attach, directly or inside the FSDP runner.
     m_recompute = makeRecomputeRunner(m_config.recompute);
+}
+
+// train.overlap_optimizer (optimizer_overlap.h): CUDA with the fused AdamW step, and not under
+// FSDP, whose step ends with the all-gather of the updated shards. Replaces the layer runner
+// attach() installed (the recompute runner, or none) with itself around it.
+void Trainer::installOptimizerOverlap()
+{
+    if (!m_config.train.overlapOptimizer || !m_device.is_cuda() || !fusedAdamWAvailable() ||
+        m_parallel->fullySharded())
+        return;
+    std::vector<torch::Tensor> optimized;
+    for (bool decay : {true, false})
+        for (auto& p : m_parallel->optimizedParameters(decay))
+            optimized.push_back(p);
+    m_overlap = std::make_unique<OptimizerOverlap>(forwardOrderGroups(*m_model, optimized), m_recompute.get());
+    m_model->setLayerRunner(m_overlap.get());
+    m_model->setParameterFence(m_overlap.get());
 }
 
 // CUDA graphs over the router (cuda_graph impl "local", scope "moe_router"; router_graphs.h), from

@@ -13,6 +13,7 @@
 #include "runtime/parallel/pipeline.h"
 #include "runtime/parallel/process_group.h"
 #include "runtime/train/optimizer.h"
+#include "runtime/train/optimizer_overlap.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/kernel_profile.h"
 #include "runtime/train/gpu_monitor.h"
@@ -111,6 +112,7 @@ private:
     /// True when `ok` holds on every rank (one small allreduce; just `ok` on one rank).
     bool allRanksOk(bool ok);
     void installRecompute();
+    void installOptimizerOverlap();
     void installRouterGraphs();
     void routerGraphsBeforeStep();
     void routerGraphsAfterStep();
@@ -145,6 +147,9 @@ private:
     std::unique_ptr<Pipeline> m_pipeline;     // PP > 1 only: this rank's stage and its groups
     std::unique_ptr<ParallelTraining> m_parallel;  // DP / EP / FSDP layout (runtime/parallel)
     std::unique_ptr<RecomputeRunner> m_recompute;  // null for recompute.granularity "none"
+    // train.overlap_optimizer on CUDA (not FSDP): the layer runner around m_recompute and the
+    // model's parameter fence; null = the serial step.
+    std::unique_ptr<OptimizerOverlap> m_overlap;
     std::shared_ptr<RouterGraphs> m_routerGraphs;  // cuda_graph scope moe_router only; shared by the MoE layers
     int64_t m_stepsThisProcess = 0;                // steps run since start (the graphs' warm-up counts these)
     int m_routerGraphsLogged = 0;                  // graphs built when last reported

@@ -7,7 +7,11 @@
 //  - a tiny VLM: CUDA fp32 loss equals the CPU loss;
 //  - the fused AdamW step equals LibTorch's AdamW::step over three steps (two param groups,
 //    weight decay on one, a parameter without a gradient in one step);
-//  - the hand-written kernels (RoPE, SwiGLU) against the ATen formulas in fp64.
+//  - the hand-written kernels (RoPE, SwiGLU) against the ATen formulas in fp64;
+//  - the overlapped optimizer (train.overlap_optimizer): four steps of a tiny VLM with the updates
+//    on the side stream, delayed there by ~50 ms of matmuls, give the serial step's losses and
+//    weights; the same run without the model's waits gives other losses (the delay makes a
+//    missing wait visible: the check can fail).
 // Errors are ‖fast − ref‖ / ‖ref‖; bf16 operands land between 1e-3 and 1e-2.
 #include "check.h"
 
@@ -21,6 +25,7 @@
 #include "runtime/model/vlm_model.h"
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/optimizer.h"
+#include "runtime/train/optimizer_overlap.h"
 
 #include <torch/torch.h>
 
@@ -138,9 +143,8 @@ static void testVarlenVision()
     std::cout << "vision varlen vs dense: y " << relErr(fast, ref) << ", dx " << relErr(gFast, gRef) << std::endl;
 }
 
-static void testTinyModelCudaMatchesCpu()
+static core::ModelConfig tinyVlm()
 {
-    torch::manual_seed(9);
     core::ModelConfig m;
     m.vision.numLayers = 1; m.vision.hiddenSize = 16; m.vision.ffnHiddenSize = 32; m.vision.numAttentionHeads = 2;
     m.vision.patchSize = 4; m.vision.spatialMergeSize = 2; m.vision.deepstackLayers = {0};
@@ -148,6 +152,11 @@ static void testTinyModelCudaMatchesCpu()
     m.decoder.kvChannels = 8; m.decoder.numMoeExperts = 4; m.decoder.moeRouterTopk = 2; m.decoder.moeFfnHiddenSize = 16;
     m.decoder.vocabSize = 300; m.decoder.mropeSection = {2, 1, 1};
     m.vision.temporalPatchSize = 2;  // the still frame repeated on the device (toTensors)
+    return m;
+}
+
+static rt::MicroBatch tinyVlmBatch()
+{
     rt::SamplePacker packer(2, 48, 2, rt::patchDim(4, 2));
     for (int i = 0; i < 4; ++i) {
         rt::PreparedSample s;
@@ -160,7 +169,14 @@ static void testTinyModelCudaMatchesCpu()
         s.caption = rt::tokenize("sample number " + std::to_string(i), 64);
         WB_CHECK(packer.tryAdd(s));
     }
-    rt::MicroBatch batch = packer.take(4);
+    return packer.take(4);
+}
+
+static void testTinyModelCudaMatchesCpu()
+{
+    torch::manual_seed(9);
+    const core::ModelConfig m = tinyVlm();
+    rt::MicroBatch batch = tinyVlmBatch();
     rt::VlmModel model(m);
     auto cpuBatch = rt::toTensors(batch, torch::kCPU, torch::kFloat32);
     {
@@ -414,6 +430,91 @@ static void testFusedCrossEntropy()
     }
 }
 
+// Four steps of the tiny VLM on CUDA: serial fused step, or the overlapped one (with or without
+// the model's waits), the updates delayed on their stream by `delayMatmuls` 2048³ matmuls.
+struct OverlapRun {
+    std::vector<double> losses;
+    std::vector<torch::Tensor> params;
+    int64_t waits = 0;
+};
+static OverlapRun runOverlap(bool overlapped, bool fenced, int delayMatmuls)
+{
+    torch::manual_seed(21);
+    rt::VlmModel model(tinyVlm());
+    model->to(torch::kCUDA);
+    core::TrainConfig t;
+    t.lr = 1e-2;  // large: one update moves the loss far beyond the comparison's tolerance
+    t.weightDecay = 0.1;
+    auto optimizer = rt::makeOptimizer(*model, t);
+    std::unique_ptr<rt::OptimizerOverlap> overlap;
+    if (overlapped) {
+        overlap = std::make_unique<rt::OptimizerOverlap>(rt::forwardOrderGroups(*model, model->parameters()), nullptr);
+        const auto big = torch::randn({2048, 2048}, torch::TensorOptions().device(torch::kCUDA));
+        overlap->setBeforeUpdates([big, delayMatmuls] {
+            torch::NoGradGuard noGrad;
+            torch::Tensor x = big;
+            for (int i = 0; i < delayMatmuls; ++i)
+                x = torch::mm(x, big).div_(2048.0);
+        });
+        if (fenced) {
+            model->setLayerRunner(overlap.get());
+            model->setParameterFence(overlap.get());
+        }
+    }
+    const rt::MicroBatch batch = tinyVlmBatch();
+    OverlapRun run;
+    for (int step = 0; step < 4; ++step) {
+        auto tensors = rt::toTensors(batch, torch::kCUDA, torch::kFloat32);
+        rt::DecoderOutput out = model->forward(tensors);
+        const torch::Tensor loss = out.lmLoss + out.auxLoss;
+        loss.backward();
+        run.losses.push_back(loss.item<double>());  // waits for the training stream only
+        std::vector<torch::Tensor> grads;
+        for (const auto& p : model->parameters())
+            if (p.grad().defined())
+                grads.push_back(p.grad());
+        const torch::Tensor divisor = ((rt::globalGradNorm(grads) + 1e-6) / 0.5).clamp_min(1.0);
+        if (overlap)
+            overlap->step(*optimizer, rt::MomentDtypes{}, divisor);
+        else {
+            rt::fusedAdamWStep(*optimizer, rt::MomentDtypes{}, divisor);
+            optimizer->zero_grad();
+        }
+    }
+    if (overlap) {
+        overlap->waitAll();
+        run.waits = overlap->waits();
+    }
+    for (const auto& p : model->parameters())
+        run.params.push_back(p.detach().clone());
+    torch::cuda::synchronize();
+    return run;
+}
+
+static void testOverlappedOptimizer()
+{
+    if (!rt::fusedAdamWAvailable())
+        return;
+    const OverlapRun serial = runOverlap(false, false, 0);
+    const OverlapRun overlapped = runOverlap(true, true, 200);
+    const OverlapRun unfenced = runOverlap(true, false, 200);
+    double worstLoss = 0.0, worstParam = 0.0, unfencedLoss = 0.0;
+    for (size_t i = 0; i < serial.losses.size(); ++i) {
+        worstLoss = std::max(worstLoss, std::abs(overlapped.losses[i] - serial.losses[i]) / std::abs(serial.losses[i]));
+        unfencedLoss = std::max(unfencedLoss, std::abs(unfenced.losses[i] - serial.losses[i]) / std::abs(serial.losses[i]));
+    }
+    for (size_t i = 0; i < serial.params.size(); ++i)
+        worstParam = std::max(worstParam, relErr(overlapped.params[i], serial.params[i]));
+    WB_CHECK_MSG(worstLoss < 1e-5, "overlapped optimizer: loss rel err " << worstLoss << " vs the serial step");
+    WB_CHECK_MSG(worstParam < 1e-5, "overlapped optimizer: weights rel err " << worstParam << " vs the serial step");
+    WB_CHECK_MSG(overlapped.waits > 0, "the model never waited for an update");
+    WB_CHECK_MSG(unfencedLoss > 1e-3, "without the waits the losses still match (" << unfencedLoss
+                                          << "): the delay does not expose a missing wait, the check proves nothing");
+    std::cout << "overlapped optimizer: losses within " << worstLoss << ", weights within " << worstParam
+              << " of the serial step (" << overlapped.waits << " waits); without the waits the losses move by "
+              << unfencedLoss << std::endl;
+}
+
 int main()
 {
     if (!torch::cuda::is_available()) {
@@ -426,6 +527,7 @@ int main()
     testTinyModelCudaMatchesCpu();
     testFusedAdamW();
     testFusedAdamWBf16Moments();
+    testOverlappedOptimizer();
     testFusedKernels();
     testFusedCombine();
     testWidenToFloat();
