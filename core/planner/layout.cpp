@@ -106,6 +106,7 @@ void applyLayout(const Layout& l, RunConfig& c)
     p.useMegatronFsdp = l.useMegatronFsdp;
     p.dataParallelShardingStrategy = l.fsdpStrategy;
     p.overlapGradReduce = l.overlapGradReduce;
+    c.train.overlapOptimizer = l.overlapOptimizer;
     p.gradReduceInFp32 = l.gradReduceInFp32;
     p.fsdpReshardAfterForward = l.fsdpReshardAfterForward;
     c.recompute.granularity = l.recomputeGranularity;
@@ -139,6 +140,7 @@ Layout layoutFromRunConfig(const RunConfig& c, int worldSize)
     l.useMegatronFsdp = p.useMegatronFsdp;
     l.fsdpStrategy = p.dataParallelShardingStrategy;
     l.overlapGradReduce = p.overlapGradReduce;
+    l.overlapOptimizer = c.train.overlapOptimizer;
     l.gradReduceInFp32 = p.gradReduceInFp32;
     l.fsdpReshardAfterForward = p.fsdpReshardAfterForward;
     l.recomputeGranularity = c.recompute.granularity;

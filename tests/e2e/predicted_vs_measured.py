@@ -101,6 +101,7 @@ def main():
             throughput = {}  # row -> (predicted, measured) effective tokens/s/GPU
             for row in data["rows"]:
                 config = json.loads(json.dumps(base))
+                merge(config, data.get("base_edit", {}))  # what the round ran then (e.g. the serial optimizer)
                 merge(config, row["edit"])
                 config["data"]["manifest"] = os.path.join(scratch, "manifest.jsonl")
                 cfg = os.path.join(scratch, row["name"] + ".json")

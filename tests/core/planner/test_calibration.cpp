@@ -182,6 +182,8 @@ private slots:
         std::vector<Row> rows;
         for (const nlohmann::json& r : measured["rows"]) {
             nlohmann::json config = base;
+            if (measured.contains("base_edit"))  // what the round ran then (the serial optimizer)
+                config.merge_patch(measured["base_edit"]);
             config.merge_patch(r["edit"]);
             config["data"]["manifest"] = "manifest.jsonl";
             const RunConfigParse parsed = parseRunConfig(config.dump());

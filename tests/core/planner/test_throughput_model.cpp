@@ -60,6 +60,7 @@ private slots:
         const HardwareSpec h200 = *catalog().hardware("h200");
         Layout l;
         l.worldSize = 1, l.mbs = 4, l.gbs = 4;
+        l.overlapOptimizer = false;  // the serial step: the whole update is a term of its own
         auto basisOf = [](const ThroughputEstimate& e, const std::string& name) {
             for (const TimeTerm& t : e.terms)
                 if (t.name == name)
@@ -405,6 +406,48 @@ private slots:
         QCOMPARE(em.effectiveTokensPerStep, 2.0 * 1200);
     }
 
+    // train.overlap_optimizer: the update runs part by part behind the next step's first forward;
+    // what stays exposed is less than the serial step, more when the forward has less to hide it
+    // behind (the vision encoder frozen is a longer forward-only stretch: less), and nothing changes
+    // under FSDP (moe-train keeps the serial step there). Worked case: the exposed time is the
+    // recurrence over the parts, at least the first part's update (vision + projectors) wait.
+    void moeTrainOverlapsTheOptimizer()
+    {
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b-slice")->model;
+        const HardwareSpec hw = *catalog().hardware("h200");
+        const ThroughputOptions o = moeTrainOn("h200");
+        Layout serial;
+        serial.worldSize = 1, serial.mbs = 4, serial.gbs = 4, serial.useDistributedOptimizer = false;
+        serial.overlapOptimizer = false;
+        Layout overlapped = serial;
+        overlapped.overlapOptimizer = true;
+        const ThroughputEstimate s = estimateThroughput(m, serial, Workload{}, hw, o);
+        const ThroughputEstimate e = estimateThroughput(m, overlapped, Workload{}, hw, o);
+        const double whole = termMs(s, "optimizer step"), exposed = termMs(e, "optimizer step");
+        QVERIFY2(whole > 20.0, QByteArray::number(whole));
+        QVERIFY2(exposed < whole, QByteArray::number(exposed) + " of " + QByteArray::number(whole));
+        QVERIFY(std::abs((s.stepMs - e.stepMs) - (whole - exposed)) < 1e-6 * s.stepMs);
+        // The first part's update is never hidden: the forward waits for it (minus the host gap it
+        // runs during).
+        const ParameterCounts counts = countParameters(m);
+        const double firstPart = (counts.visionEncoder + counts.projector) * 28.0 / (o.rates.optimizerGbPerS * 1e9) * 1e3;
+        QVERIFY2(exposed >= firstPart - o.rates.stepGapMs - 1e-9,
+                 QByteArray::number(exposed) + " < " + QByteArray::number(firstPart) + " − gap");
+        // Several micro-batches: only the first forward hides updates; the same exposed time.
+        Layout accumulate = overlapped;
+        accumulate.gbs = 8;
+        QVERIFY(std::abs(termMs(estimateThroughput(m, accumulate, Workload{}, hw, o), "optimizer step") - exposed) < 1e-9);
+        // FSDP: the serial step.
+        Layout fsdp = overlapped;
+        fsdp.worldSize = 2, fsdp.gbs = 8, fsdp.useMegatronFsdp = true, fsdp.fsdpStrategy = "optim";
+        Layout fsdpSerial = fsdp;
+        fsdpSerial.overlapOptimizer = false;
+        QCOMPARE(termMs(estimateThroughput(m, fsdp, Workload{}, hw, o), "optimizer step"),
+                 termMs(estimateThroughput(m, fsdpSerial, Workload{}, hw, o), "optimizer step"));
+        // Megatron-Bridge has no such step: the flag changes nothing there.
+        QCOMPARE(estimateThroughput(m, overlapped, Workload{}, hw).stepMs, estimateThroughput(m, serial, Workload{}, hw).stepMs);
+    }
+
     // moe-train's own passes: casts per micro-batch, one norm pass, the fused AdamW over every
     // trainable parameter (28 B, 20 B with bf16 moments), a host gap; each at its measured rate.
     void moeTrainHasItsOwnPasses()
@@ -413,6 +456,7 @@ private slots:
         const HardwareSpec hw = *catalog().hardware("h200");
         Layout l;
         l.worldSize = 1, l.mbs = 1, l.gbs = 2, l.useDistributedOptimizer = false;
+        l.overlapOptimizer = false;  // the serial step (the overlapped one: moeTrainOverlapsTheOptimizer)
         ThroughputOptions o = moeTrainOn("h200");
         QVERIFY2(!o.rates.source.empty(), "the catalog has no moe-train profile for h200");
         const ThroughputEstimate e = estimateThroughput(m, l, Workload{}, hw, o);
@@ -586,6 +630,7 @@ private slots:
         // The optimizer steps the rank's shard only.
         Layout ddp = zero1;
         ddp.useMegatronFsdp = false, ddp.fsdpStrategy = "no_shard";
+        ddp.overlapOptimizer = false;  // the serial step, as FSDP's
         QVERIFY(near(termMs(e1, "optimizer step") * 2, termMs(estimateThroughput(m, ddp, Workload{}, hw, o), "optimizer step")));
 
         Layout zero3 = zero1;
