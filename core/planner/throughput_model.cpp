@@ -370,8 +370,10 @@ StageTime stageTime(const Context& c, int stage, int layers)
     // labelled tokens only (its fused cross-entropy gathers them), Megatron's over every position.
     const double headTokens = c.moeTrain() ? c.seq.labelled : c.seq.positions;
     t.expert = b * c.split.experts * c.seq.positions * frac / shard * imbalance / (gemmPeak * groupedEff);
-    t.dense = b * (c.split.projections * c.seq.positions * frac + (last ? c.split.logits * headTokens : 0.0)) / shard /
-              (gemmPeak * e.denseGemm);
+    // Megatron's output layer is a plain ColumnParallelLinear, not a TransformerEngine module: its
+    // logits GEMMs stay bf16 under an FP8 recipe.
+    t.dense = b * c.split.projections * c.seq.positions * frac / shard / (gemmPeak * e.denseGemm) +
+              (last ? b * c.split.logits * headTokens / shard / (peak * e.denseGemm) : 0.0);
     const bool fp8Attention = c.o.fp8 && l.fp8DotProductAttention && !c.moeTrain();
     if (const AttentionKernelRate* k = c.decoderKernel()) {
         // moe-train's varlen flash attention, tile by tile at the kernel's measured rates: every
@@ -429,7 +431,19 @@ StageTime stageTime(const Context& c, int stage, int layers)
                                          : e.routedBytesPerFfn * width +
                                                (c.o.fp8 ? e.fp8QuantBytesPerHidden * d.hiddenSize + e.fp8QuantBytesPerFfn * width : 0.0));
     const bool moeReforward = full || (selective && contains(mods, "moe"));
-    t.elementwise += layers * pairs * routedBytes * (moeReforward ? 4.0 / 3.0 : 1.0) / (c.hw.hbmTbPerS * 1e12 * e.hbmEfficiency);
+    const double fp8Routed = c.o.fp8 && !fusedMlp ? e.fp8QuantBytesPerHidden * d.hiddenSize + e.fp8QuantBytesPerFfn * width : 0.0;
+    t.elementwise += layers * pairs * (routedBytes - fp8Routed) * (moeReforward ? 4.0 / 3.0 : 1.0) /
+                     (c.hw.hbmTbPerS * 1e12 * e.hbmEfficiency);
+    // FP8 quantize kernels at their own (lower) bandwidth: the experts' GEMM inputs and the
+    // attention projections' (QKV input h and its gradient q + 2·kv wide, the output projection's
+    // input q and gradient h wide, per token, over TP).
+    if (c.o.fp8 && !c.moeTrain()) {
+        const double q = double(d.numAttentionHeads) * d.kvChannels, kv = double(d.numQueryGroups) * d.kvChannels;
+        const double projectionElements = (2.0 * d.hiddenSize + 2.0 * q + 2.0 * kv) / std::max(1, l.tp);
+        const double quantBytes = layers * (pairs * fp8Routed * (moeReforward ? 4.0 / 3.0 : 1.0) +
+                                            tokensRank * projectionElements * e.fp8QuantBytesPerElement * (full ? 4.0 / 3.0 : 1.0));
+        t.elementwise += quantBytes / (c.hw.hbmTbPerS * 1e12 * e.fp8QuantHbmEfficiency);
+    }
     // full_iteration: the whole step is one graph replay, no per-layer launches from the host.
     const bool wholeStep = l.cudaGraphImpl == "full_iteration";
     const bool graphed = l.cudaGraphImpl != "none" && contains(l.cudaGraphScope, "moe_router");
@@ -609,12 +623,12 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
     auto measuredIf = [](bool measured) { return measured ? TermBasis::Measured : TermBasis::Assumed; };
 #define WB_TERM(name, seconds, basis, why) termLazy(name, seconds, basis, [&] { return std::string(why); })
     const std::string per = " × " + fmt(micro, 0) + " micro-batches";
-    // Confidence: on Blackwell with MXFP8 the published Bridge rows run slower than this model
-    // (docs/planner.md "Published rows"); said where it applies, not corrected.
+    // Confidence: on Blackwell the published Megatron rows run slower than this model, in MXFP8
+    // and in BF16 alike (docs/planner.md "Published rows"); said where it applies, not corrected.
     const std::string blackwellFp8 =
-        o.fp8 && hw.smMajor() >= 10 && !c.moeTrain()
-            ? "; NOT validated on Blackwell with MXFP8: Megatron-Bridge's published Qwen3 rows measure 0.55–0.77× of "
-              "this model's throughput (H100 FP8 rows: 0.96–1.3×)"
+        hw.smMajor() >= 10 && !c.moeTrain()
+            ? "; NOT validated on Blackwell: Megatron's published Qwen3 rows measure 0.58–0.82× of this model's "
+              "throughput in MXFP8 and 0.55–0.58× in BF16 (Qwen3-30B-A3B, 16×GB200; H100 rows: 0.99–1.3×)"
             : "";
     WB_TERM("expert GEMMs", micro * slowest.expert, B::Assumed,
             "grouped GEMM at " + fmt(o.eff.groupedGemm) + " × saturation in tokens per expert" + per + blackwellFp8);

@@ -67,6 +67,14 @@ struct EfficiencyFactors {
     /// fc1 input h and fc2 input f forward, their gradients and transposed copies backward.
     double fp8QuantBytesPerHidden = 9;
     double fp8QuantBytesPerFfn = 15;
+    /// FP8/MXFP8: the attention projections' quantization, bytes per element of each GEMM input
+    /// (forward: x; backward: dY), rowwise and columnwise copies with their scales: read 2 B,
+    /// write 2 × (1 + 1/32) B, plus the scale swizzle ≈ 4.5 B (TransformerEngine's MXFP8 recipe).
+    double fp8QuantBytesPerElement = 4.5;
+    /// Achieved / peak HBM bandwidth of the FP8 quantize kernels. Published on B200: TE's MXFP8
+    /// cast of an 8192² bf16 tensor 5.2–5.8 TB/s, torchao's 5.4–6.0 TB/s (0.64–0.75 of 8 TB/s);
+    /// below the streaming kernels' 0.80.
+    double fp8QuantHbmEfficiency = 0.70;
 };
 
 /// Which training runtime the prediction is for: Megatron-Bridge (what users run on their
