@@ -501,7 +501,16 @@ Result<void> migrate(StoreDb& impl, int fromVersion)
 
 }  // namespace
 
+// RunStore::Impl is defined in this file only, so a base in the anonymous namespace is safe; GCC
+// warns because the enclosing class has external linkage.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsubobject-linkage"
+#endif
 struct RunStore::Impl : StoreDb {};
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 // ---- open -------------------------------------------------------------------------------------
 

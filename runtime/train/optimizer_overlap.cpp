@@ -6,6 +6,7 @@
 #if WB_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #endif
 
@@ -107,6 +108,21 @@ std::vector<UpdateGroup> forwardOrderGroups(torch::nn::Module& model, const std:
         for (const auto& p : group.params)
             group.subset.insert(p.unsafeGetTensorImpl());
     return groups;
+}
+
+void preferTrainingStream(torch::Device device)
+{
+#if WB_WITH_CUDA
+    if (!device.is_cuda())
+        return;
+    const c10::DeviceIndex index = device.has_index() ? device.index() : c10::cuda::current_device();
+    // Work queued on the old stream (the weights' copies) must be done before the new one, which
+    // does not wait for it, reads them.
+    c10::cuda::device_synchronize();
+    c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromPool(/*isHighPriority=*/true, index));
+#else
+    (void)device;
+#endif
 }
 
 struct OptimizerOverlap::Device {

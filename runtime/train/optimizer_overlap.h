@@ -41,6 +41,13 @@ struct UpdateGroup {
 /// one group; empty groups are left out.
 std::vector<UpdateGroup> forwardOrderGroups(torch::nn::Module& model, const std::vector<torch::Tensor>& optimized);
 
+/// CUDA: makes a high-priority stream the calling thread's current stream (after the device's work
+/// so far is done). The update stream has the default, lowest priority, so whenever SMs free up
+/// while both streams have work queued, the training stream's blocks go first and the updates fill
+/// the gaps — without it the forward's kernels queue behind the updates' (measured on one H200: the
+/// first forward waited ≈ 29 of the updates' 32 ms). No-op on the CPU.
+void preferTrainingStream(torch::Device device);
+
 class OptimizerOverlap final : public LayerRunner, public ParameterFence {
 public:
     /// `inner`: the runner each layer goes on to (recompute; not owned, may be null).

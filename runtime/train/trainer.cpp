@@ -722,6 +722,7 @@ void Trainer::installOptimizerOverlap()
         for (auto& p : m_parallel->optimizedParameters(decay))
             optimized.push_back(p);
     m_overlap = std::make_unique<OptimizerOverlap>(forwardOrderGroups(*m_model, optimized), m_recompute.get());
+    preferTrainingStream(m_device);
     m_model->setLayerRunner(m_overlap.get());
     m_model->setParameterFence(m_overlap.get());
 }

@@ -64,7 +64,7 @@ private slots:
     {
         QFETCH(QByteArray, word);
         const std::string w(word.constData(), static_cast<size_t>(word.size()));
-        for (const QString shell : {QStringLiteral("/bin/sh"), QStringLiteral("bash")}) {
+        for (const QString& shell : {QStringLiteral("/bin/sh"), QStringLiteral("bash")}) {
             QCOMPARE(echoThrough(shell, shellQuote(w)), word);
             QCOMPARE(echoThrough(shell, shellWord(w)), word);
             if (w.rfind('~', 0) != 0)  // a leading ~ is shellQuotePath's to expand (below)
