@@ -1,7 +1,8 @@
 // Tool (not a test; not registered with ctest): renders the run view's charts (RunChartsPanel) for
 // a metrics.jsonl stream and saves a PNG — the user guide's chart screenshot of a GPU-like stream
 // (tests/ui/data/h200-latest-round.metrics.jsonl) is made with it. The whole stream is fed as the
-// run's history, as when a finished run is selected in the window.
+// run's history (steps, and GPU samples when it has any), as when a finished run is selected in
+// the window.
 // Usage: QT_QPA_PLATFORM=offscreen render_run_charts METRICS.jsonl OUT.png [width=1000] [height=820] [lang]
 // (lang, e.g. zh_CN: the UI translation from translations/ beside this executable, as the GUI loads it)
 #include "core/metrics_schema.h"
@@ -49,6 +50,7 @@ int main(int argc, char** argv)
     QString title = QStringLiteral("run");
     QString state = QStringLiteral("running");
     wb::ui::StepList steps;
+    wb::ui::GpuList gpus;  // NVML samples (moe-train on GPUs): the fourth row of charts
     for (const auto& record : chunk.records) {
         if (const auto* meta = std::get_if<wb::core::MetaRecord>(&record))
             title = QString::fromStdString(meta->name);
@@ -56,6 +58,8 @@ int main(int argc, char** argv)
             steps.append(*step);
         else if (const auto* end = std::get_if<wb::core::EndRecord>(&record))
             state = QString::fromStdString(end->status);
+        else if (const auto* gpu = std::get_if<wb::core::GpuRecord>(&record))
+            gpus.append(*gpu);
     }
     if (steps.isEmpty()) {
         std::fprintf(stderr, "%s has no step lines: nothing to draw\n", argv[1]);
@@ -71,6 +75,8 @@ int main(int argc, char** argv)
     panel.setRunState(run, state, {});
     panel.setPlannedSteps(steps.back().step);
     panel.setHistory(run, steps);
+    if (!gpus.isEmpty())
+        panel.setGpuSamples(run, gpus, /*history=*/true);
     // The buffer's coalesced redraw comes a timer tick later, then one chart per event-loop turn.
     for (int waited = 0; (panel.drawnPoints(wb::ui::RunChartsPanel::Chart::Loss) == 0 || panel.redrawPending()) &&
                          waited < 5000;
