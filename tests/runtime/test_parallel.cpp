@@ -9,7 +9,9 @@
 //             encoder (fsdp-frozen-vision); tensor parallel layouts (tp2-sp, tp2, tp2-etp1-sp on 2
 //             ranks, tp2ep2-sp and tp2dp2-sp on 4); the meta line names the layout.
 //             Pipeline: pp2, pp2-uneven (1 + 3 layers, deepstack sent, full recompute), pp4 (middle
-//             stages, a deepstack feature passed through), pp2dp2, pp2ep2. Tensor × pipeline:
+//             stages, a deepstack feature passed through), pp2dp2, pp2ep2. Interleaved 1F1B
+//             (virtual stages): pp2-vpp2 (also its idle share against plain 1F1B), pp4-vpp2,
+//             pp4-vpp2-m8, pp2-vpp2dp2. Tensor × pipeline:
 //             tp2pp2-sp (1 + 3 layers, deepstack sent), tp2pp2, tp2pp2ep2-sp (ETP 1) on 4 ranks,
 //             tp2pp2ep2dp2-sp (ETP 2) on 8. FSDP × TP on 4 ranks: tp2dp2-sp-fsdp-optim_grads_params,
 //             tp2dp2-fsdp-optim, tp2dp2-sp-fsdp-optim_grads (bf16 moments), tp2ep2-sp-fsdp-optim_grads_params.
@@ -44,6 +46,7 @@
 #include <cmath>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -320,6 +323,8 @@ std::optional<LayoutSpec> tensorFsdpSpec(const std::string& name)
 
 // FSDP and/or expert parallelism on 4 ranks, pipeline parallel, tensor parallel; nullopt for an
 // unknown name.
+LayoutSpec virtualPipelineSpec(const std::string& name);
+
 std::optional<LayoutSpec> layoutSpec(const std::string& name)
 {
     LayoutSpec spec;
@@ -380,6 +385,8 @@ std::optional<LayoutSpec> layoutSpec(const std::string& name)
         spec.parallel = {{"pipeline_model_parallel_size", 4}};
         spec.common = {{"model", {{"decoder", {{"num_layers", 4}}}, {"vision", {{"num_layers", 3}, {"deepstack_layers", {0, 1, 2}}}}}}};
         spec.layout = "pp4 cp1 ep1 etp1 dp1 pp_layers:1,1,1,1";
+    } else if (name.find("vpp") != std::string::npos) {
+        return virtualPipelineSpec(name);
     } else if (name == "pp2dp2") {  // stages {0,1} and {2,3}, pipelines {0,2} and {1,3}
         spec.parallel = {{"pipeline_model_parallel_size", 2}};
         spec.layout = "pp2 cp1 ep1 etp1 dp2 pp_layers:1,1";
@@ -396,6 +403,75 @@ std::optional<LayoutSpec> layoutSpec(const std::string& name)
         return std::nullopt;
     }
     return spec;
+}
+
+// Interleaved 1F1B (virtual pipeline stages, one decoder layer per model chunk; three deepstack
+// features, so the feature of layer 2 travels with the hidden states from the last stage's chunk
+// 0 back to stage 0's chunk 1, and its gradient the other way):
+//  - pp2-vpp2: 2 ranks, 4 layers (stage 0: layers 0 and 2, stage 1: 1 and 3), M = 4;
+//  - pp4-vpp2: 4 ranks, 8 layers, M = 4 = P (Megatron's every-forward-first case);
+//  - pp4-vpp2-m8: the same with M = 8 (warm-up, steady state and cool-down on 4 stages);
+//  - pp2-vpp2dp2: PP 2 × DP 2 on 4 ranks, M = 4 per data-parallel rank (GBS 8).
+LayoutSpec virtualPipelineSpec(const std::string& name)
+{
+    const bool four = name.rfind("pp4", 0) == 0;
+    LayoutSpec spec;
+    spec.parallel = {{"pipeline_model_parallel_size", four ? 4 : 2}, {"virtual_pipeline_model_parallel_size", 2}};
+    spec.common = {{"model", {{"decoder", {{"num_layers", four ? 8 : 4}}}, {"vision", {{"num_layers", 3}, {"deepstack_layers", {0, 1, 2}}}}}}};
+    spec.layout = four ? "pp4 cp1 ep1 etp1 dp1 vpp2 pp_layers:1,1,1,1,1,1,1,1" : "pp2 cp1 ep1 etp1 dp1 vpp2 pp_layers:1,1,1,1";
+    spec.ranks = four ? 4 : 2;
+    if (name == "pp4-vpp2-m8")
+        spec.common["train"] = {{"global_batch_size", 8}};
+    if (name == "pp2-vpp2dp2") {
+        spec.common["train"] = {{"global_batch_size", 8}};
+        spec.layout = "pp2 cp1 ep1 etp1 dp2 vpp2 pp_layers:1,1,1,1";
+        spec.ranks = 4;
+    }
+    return spec;
+}
+
+// Mean over ranks and steps 2.. of the "pipeline idle … (fraction F" lines in the ranks' logs of
+// `runDir` (step 1 pays one-time allocations, unevenly over the stages); -1 when there are none.
+double meanIdleFraction(const fs::path& runDir, int ranks)
+{
+    double sum = 0.0;
+    int n = 0;
+    for (int k = 0; k < ranks; ++k) {
+        std::istringstream log(test::readFile(runDir / ("rank" + std::to_string(k) + ".log")));
+        for (std::string line; std::getline(log, line);) {
+            const auto at = line.find(" pipeline idle "), frac = line.find("(fraction ");
+            const auto stepAt = line.find(": step ");
+            if (at == std::string::npos || frac == std::string::npos || stepAt == std::string::npos)
+                continue;
+            if (std::atoi(line.c_str() + stepAt + 7) < 2)
+                continue;
+            sum += std::atof(line.c_str() + frac + 10);
+            ++n;
+        }
+    }
+    return n > 0 ? sum / n : -1.0;
+}
+
+// The bubble: the same model and micro-batches under plain 1F1B (pp_layers 2,2) and interleaved
+// (2 chunks of one layer per stage). Megatron's estimate of the idle share of the step falls from
+// (P − 1) / (M + P − 1) = 0.2 to (P − 1) / (v·M + P − 1) ≈ 0.11 for P 2, M 4, v 2 with balanced
+// stages; here stage 0 also runs the vision encoder, and the CPU's 2 cores are shared, so only the
+// order is checked: interleaving must not idle more than plain 1F1B does (the numbers are printed).
+void checkInterleavedBubble(const fs::path& dir, const LayoutSpec& spec)
+{
+    json plain = spec.parallel;
+    plain["virtual_pipeline_model_parallel_size"] = 1;
+    const fs::path config = writeConfig(dir, spec.steps, plain, "-plain", spec.common);
+    const fs::path runDir = dir / "plain";
+    const int rc = test::runProcess({MOE_TRAIN_PATH, "--config", config.string(), "--run-dir", runDir.string(), "--nproc-per-node",
+                                     std::to_string(spec.ranks), "--comm-timeout", "60"},
+                                    (dir / "plain.log").string(), 300);
+    WB_CHECK_MSG(rc == 0, "plain 1F1B rc " << rc << "\n" << test::readFile(runDir / "rank0.log"));
+    const double interleaved = meanIdleFraction(dir / "multi", spec.ranks), oneF1B = meanIdleFraction(runDir, spec.ranks);
+    std::cout << "pipeline idle share of the schedule (mean over ranks, steps 2-" << spec.steps << "): interleaved "
+              << interleaved << ", plain 1F1B " << oneF1B << std::endl;
+    WB_CHECK_MSG(interleaved >= 0.0 && oneF1B >= 0.0, "no pipeline idle lines in the ranks' logs");
+    WB_CHECK_MSG(interleaved < oneF1B, "interleaved idles " << interleaved << " of the schedule, plain 1F1B " << oneF1B);
 }
 
 // FSDP × TP memory (each rank's `per rank` line): a 1-step run of the same TP 2 × DP 2 layout
@@ -503,6 +579,13 @@ void testLayout(const fs::path& dir, const std::string& name)
         checkStagesHoldTheModelOnce(dir, spec->ranks);
     if (name.rfind("tp2pp2", 0) == 0)
         checkTensorPipelineStages(dir, spec->ranks, 2);
+    if (name == "pp2-vpp2") {
+        // Megatron's chunk placement: stage s holds chunks s and s + P.
+        WB_CHECK_MSG(log0.find("pp2 vpp2 stage 0: decoder layers [0, 1), [2, 3) + vision encoder") != std::string::npos, log0);
+        const std::string log1 = test::readFile(dir / "multi" / "rank1.log");
+        WB_CHECK_MSG(log1.find("pp2 vpp2 stage 1: decoder layers [1, 2), [3, 4) + final norm") != std::string::npos, log1);
+        checkInterleavedBubble(dir, *spec);
+    }
 }
 
 // Waits until `file` contains `needle` (e.g. a step of the metrics stream) or 120 s pass.
@@ -629,9 +712,10 @@ void testHang(const fs::path& dir)
                  status.dump());
 }
 
-// --validate of pipeline layouts: PP 2 (and PP 2 × DP 2) accepted; FSDP with PP, virtual stages,
-// fewer micro-batches than stages and a layer split that does not add up are rejected naming the
-// field.
+// --validate of pipeline layouts: PP 2 (and PP 2 × DP 2, and PP 2 with 2 virtual stages) accepted;
+// FSDP with PP, virtual stages the layers do not fill, virtual stages with micro-batches not a
+// multiple of the stages, with an uneven first stage or on CUDA, fewer micro-batches than stages
+// and a layer split that does not add up are rejected naming the field.
 void testValidatePipeline(const fs::path& dir, const fs::path& config)
 {
     const std::string log = (dir / "validate-pp.log").string();
@@ -647,6 +731,10 @@ void testValidatePipeline(const fs::path& dir, const fs::path& config)
     WB_CHECK_MSG(rc == 0, "pp2 rc " << rc << "\n" << test::readFile(log));
     rc = validate(pp, 4, "pp2dp2");
     WB_CHECK_MSG(rc == 0, "pp2 dp2 rc " << rc << "\n" << test::readFile(log));
+    json vpp = pp;  // interleaved: 2 stages × 2 chunks of one layer, M = 4
+    vpp.merge_patch({{"parallel", {{"virtual_pipeline_model_parallel_size", 2}}}, {"model", {{"decoder", {{"num_layers", 4}}}}}});
+    rc = validate(vpp, 2, "pp2-vpp2");
+    WB_CHECK_MSG(rc == 0, "pp2 vpp2 rc " << rc << "\n" << test::readFile(log));
     struct Bad {
         const char* name;
         json patch;
@@ -656,7 +744,19 @@ void testValidatePipeline(const fs::path& dir, const fs::path& config)
     const Bad bad[] = {
         {"pp-fsdp", {{"parallel", {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", "optim_grads_params"}}}}, 2,
          "parallel.use_megatron_fsdp: FSDP together with pipeline parallelism"},
+        // 2 layers do not make 2 stages × 2 chunks.
         {"pp-vpp", {{"parallel", {{"virtual_pipeline_model_parallel_size", 2}}}}, 2, "parallel.virtual_pipeline_model_parallel_size"},
+        // Megatron's rule: micro-batches a multiple of the pipeline size (5 on 2 stages).
+        {"pp-vpp-micro", {{"parallel", {{"virtual_pipeline_model_parallel_size", 2}}}, {"model", {{"decoder", {{"num_layers", 4}}}}},
+                          {"train", {{"global_batch_size", 5}}}}, 2,
+         "train.global_batch_size: the interleaved schedule (virtual_pipeline_model_parallel_size 2) needs the micro-batches per "
+         "step and data-parallel rank to be a multiple of pipeline_model_parallel_size 2; global_batch_size 5 / (micro_batch_size 1 × DP 1) gives 5"},
+        {"pp-vpp-uneven", {{"parallel", {{"virtual_pipeline_model_parallel_size", 2}, {"num_layers_in_first_pipeline_stage", 2}}},
+                           {"model", {{"decoder", {{"num_layers", 4}}}}}}, 2,
+         "parallel.num_layers_in_first_pipeline_stage: uneven first/last stages"},
+        {"pp-vpp-cuda", {{"parallel", {{"virtual_pipeline_model_parallel_size", 2}}}, {"model", {{"decoder", {{"num_layers", 4}}}}},
+                         {"runtime", {{"device", "cuda"}}}}, 2,
+         "the interleaved schedule on the CPU (Gloo) only"},
         {"pp-gbs", {{"train", {{"global_batch_size", 2}}}}, 4, "train.global_batch_size: 1F1B needs at least"},
         {"pp-split", {{"parallel", {{"num_layers_in_first_pipeline_stage", 3}}}}, 2, "do not split evenly"},
     };
