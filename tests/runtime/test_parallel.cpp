@@ -42,6 +42,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fstream>
@@ -430,48 +431,63 @@ LayoutSpec virtualPipelineSpec(const std::string& name)
     return spec;
 }
 
-// Mean over ranks and steps 2.. of the "pipeline idle … (fraction F" lines in the ranks' logs of
-// `runDir` (step 1 pays one-time allocations, unevenly over the stages); -1 when there are none.
+// Mean over ranks of the median over steps 2.. of the "pipeline idle … (fraction F" lines in the
+// ranks' logs of `runDir` (step 1 pays one-time allocations, unevenly over the stages; the median
+// drops a step where the 2 cores were busy with something else); -1 when there are none.
 double meanIdleFraction(const fs::path& runDir, int ranks)
 {
     double sum = 0.0;
     int n = 0;
     for (int k = 0; k < ranks; ++k) {
+        std::vector<double> fractions;
         std::istringstream log(test::readFile(runDir / ("rank" + std::to_string(k) + ".log")));
         for (std::string line; std::getline(log, line);) {
             const auto at = line.find(" pipeline idle "), frac = line.find("(fraction ");
             const auto stepAt = line.find(": step ");
             if (at == std::string::npos || frac == std::string::npos || stepAt == std::string::npos)
                 continue;
-            if (std::atoi(line.c_str() + stepAt + 7) < 2)
-                continue;
-            sum += std::atof(line.c_str() + frac + 10);
-            ++n;
+            if (std::atoi(line.c_str() + stepAt + 7) >= 2)
+                fractions.push_back(std::atof(line.c_str() + frac + 10));
         }
+        if (fractions.empty())
+            return -1.0;
+        std::sort(fractions.begin(), fractions.end());
+        sum += fractions[fractions.size() / 2];
+        ++n;
     }
     return n > 0 ? sum / n : -1.0;
 }
 
-// The bubble: the same model and micro-batches under plain 1F1B (pp_layers 2,2) and interleaved
-// (2 chunks of one layer per stage). Megatron's estimate of the idle share of the step falls from
-// (P − 1) / (M + P − 1) = 0.2 to (P − 1) / (v·M + P − 1) ≈ 0.11 for P 2, M 4, v 2 with balanced
-// stages; here stage 0 also runs the vision encoder, and the CPU's 2 cores are shared, so only the
-// order is checked: interleaving must not idle more than plain 1F1B does (the numbers are printed).
-void checkInterleavedBubble(const fs::path& dir, const LayoutSpec& spec)
+// The bubble: the same model and micro-batches under plain 1F1B (4 layers per stage) and
+// interleaved (2 chunks of 2 layers per stage), P 2, M 4, 10 steps. Megatron's estimate of the
+// idle share of the schedule falls from (P − 1) / (M + P − 1) = 0.2 to (P − 1) / (v·M + P − 1)
+// ≈ 0.11 with balanced stages. Balanced here: text only (no vision encoder on stage 0) and a
+// decoder wide enough (hidden 512) that compute, not the messages' fixed cost, fills the step
+// (with sample-mock's own 128-wide layers and images the two shares were within the noise).
+// Measured on 2 idle cores: 0.14 against 0.09 (median over steps, mean over ranks; three runs
+// each within ±0.01). Only the order is checked; the numbers are printed.
+void checkInterleavedBubble(const fs::path& dir)
 {
-    json plain = spec.parallel;
-    plain["virtual_pipeline_model_parallel_size"] = 1;
-    const fs::path config = writeConfig(dir, spec.steps, plain, "-plain", spec.common);
-    const fs::path runDir = dir / "plain";
-    const int rc = test::runProcess({MOE_TRAIN_PATH, "--config", config.string(), "--run-dir", runDir.string(), "--nproc-per-node",
-                                     std::to_string(spec.ranks), "--comm-timeout", "60"},
-                                    (dir / "plain.log").string(), 300);
-    WB_CHECK_MSG(rc == 0, "plain 1F1B rc " << rc << "\n" << test::readFile(runDir / "rank0.log"));
-    const double interleaved = meanIdleFraction(dir / "multi", spec.ranks), oneF1B = meanIdleFraction(runDir, spec.ranks);
-    std::cout << "pipeline idle share of the schedule (mean over ranks, steps 2-" << spec.steps << "): interleaved "
-              << interleaved << ", plain 1F1B " << oneF1B << std::endl;
-    WB_CHECK_MSG(interleaved >= 0.0 && oneF1B >= 0.0, "no pipeline idle lines in the ranks' logs");
-    WB_CHECK_MSG(interleaved < oneF1B, "interleaved idles " << interleaved << " of the schedule, plain 1F1B " << oneF1B);
+    const json common = {{"data", {{"mock_image_size", 0}}},
+                         {"model", {{"decoder", {{"num_layers", 8}, {"hidden_size", 512}, {"num_attention_heads", 16},
+                                                 {"kv_channels", 32}, {"moe_ffn_hidden_size", 512}}}}}};
+    double share[2] = {-1.0, -1.0};
+    for (int v : {1, 2}) {
+        const json parallel = {{"pipeline_model_parallel_size", 2}, {"virtual_pipeline_model_parallel_size", v}};
+        const std::string tag = "-bubble-vpp" + std::to_string(v);
+        const fs::path config = writeConfig(dir, 10, parallel, tag, common);
+        const fs::path runDir = dir / ("bubble-vpp" + std::to_string(v));
+        const int rc = test::runProcess({MOE_TRAIN_PATH, "--config", config.string(), "--run-dir", runDir.string(),
+                                         "--nproc-per-node", "2", "--comm-timeout", "60"},
+                                        (dir / (tag + ".log")).string(), 300);
+        WB_CHECK_MSG(rc == 0, "vpp " << v << " rc " << rc << "\n" << test::readFile(runDir / "rank0.log"));
+        share[v - 1] = meanIdleFraction(runDir, 2);
+    }
+    std::cout << "pipeline idle share of the schedule (P 2, M 4, median over steps 2-10, mean over ranks): plain 1F1B "
+              << share[0] << ", interleaved (v 2) " << share[1] << "; Megatron's estimate for balanced stages 0.2 and "
+              << 1.0 / 9.0 << std::endl;
+    WB_CHECK_MSG(share[0] >= 0.0 && share[1] >= 0.0, "no pipeline idle lines in the ranks' logs");
+    WB_CHECK_MSG(share[1] < share[0], "interleaved idles " << share[1] << " of the schedule, plain 1F1B " << share[0]);
 }
 
 // FSDP × TP memory (each rank's `per rank` line): a 1-step run of the same TP 2 × DP 2 layout
@@ -584,7 +600,7 @@ void testLayout(const fs::path& dir, const std::string& name)
         WB_CHECK_MSG(log0.find("pp2 vpp2 stage 0: decoder layers [0, 1), [2, 3) + vision encoder") != std::string::npos, log0);
         const std::string log1 = test::readFile(dir / "multi" / "rank1.log");
         WB_CHECK_MSG(log1.find("pp2 vpp2 stage 1: decoder layers [1, 2), [3, 4) + final norm") != std::string::npos, log1);
-        checkInterleavedBubble(dir, *spec);
+        checkInterleavedBubble(dir);
     }
 }
 
