@@ -375,15 +375,24 @@ void dispatcherForMoeTrain(ParallelConfig& p, std::vector<std::string>& warnings
                                  "The step-time prediction assumed " + was + ".");
 }
 
-// Virtual pipeline stages (interleaved 1F1B) cut the bubble; the layers each rank computes and the
-// losses are those of plain 1F1B over the same stages, which is what moe-train runs.
-void pipelineForMoeTrain(ParallelConfig& p, std::vector<std::string>& warnings)
+// Virtual pipeline stages (interleaved 1F1B) cut the bubble. moe-train runs them on the CPU
+// (Gloo) with equal model chunks, so they are kept there. On CUDA (its schedule orders messages
+// per tag, and NCCL pairs them by order: runtime_checks.cpp) and with uneven first/last stages it
+// runs plain 1F1B over the same stages instead: the same layers per rank and the same losses.
+void pipelineForMoeTrain(const RunConfig& c, ParallelConfig& p, std::vector<std::string>& warnings)
 {
     if (p.virtualPipelineModelParallelSize <= 1)
         return;
-    warnings.push_back("virtual_pipeline_model_parallel_size " + std::to_string(p.virtualPipelineModelParallelSize) +
-                       ": moe-train runs plain 1F1B over the " + std::to_string(p.pipelineModelParallelSize) +
-                       " stages (no interleaving); written as 1 — same layers per rank and same losses, a larger "
+    std::string why;
+    if (c.runtime.device == "cuda")
+        why = "moe-train runs the interleaved schedule on the CPU (Gloo) only so far";
+    else if (p.numLayersInFirstPipelineStage > 0 || p.numLayersInLastPipelineStage > 0)
+        why = "moe-train does not combine virtual stages with uneven first/last pipeline stages";
+    if (why.empty())
+        return;  // moe-train runs interleaved 1F1B
+    warnings.push_back("virtual_pipeline_model_parallel_size " + std::to_string(p.virtualPipelineModelParallelSize) + ": " +
+                       why + "; it runs plain 1F1B over the " + std::to_string(p.pipelineModelParallelSize) +
+                       " stages (no interleaving), written as 1 — same layers per rank and same losses, a larger "
                        "pipeline bubble. The step-time prediction assumed the interleaved schedule.");
     p.virtualPipelineModelParallelSize = 1;
 }
@@ -392,13 +401,13 @@ void pipelineForMoeTrain(ParallelConfig& p, std::vector<std::string>& warnings)
 
 // The formats that start moe-train get what it can run, and say what changed, so a generated config
 // is never one moe-train refuses for an implementation choice it does not have (CUDA graphs, the
-// dispatcher's kernels, the interleaved schedule). Megatron-Bridge keeps the layout as planned.
+// dispatcher's kernels, the interleaved schedule on CUDA). Megatron-Bridge keeps the layout as planned.
 RunConfig configForMoeTrain(const RunConfig& config, std::vector<std::string>& warnings)
 {
     RunConfig out = config;
     cudaGraphsForMoeTrain(out.cudaGraph, warnings);
     dispatcherForMoeTrain(out.parallel, warnings);
-    pipelineForMoeTrain(out.parallel, warnings);
+    pipelineForMoeTrain(out, out.parallel, warnings);
     return out;
 }
 

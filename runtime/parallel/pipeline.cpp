@@ -3,6 +3,7 @@
 
 #include "runtime/model/vlm_model.h"
 
+#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 
@@ -60,15 +61,42 @@ std::vector<std::pair<int, int>> pipelineStageLayers(int numLayers, int stages, 
     return out;
 }
 
+std::vector<std::pair<int, int>> pipelineChunkLayers(int numLayers, int stages, int chunks, int first, int last)
+{
+    if (chunks < 1)
+        throw std::invalid_argument("parallel.virtual_pipeline_model_parallel_size " + str(chunks) + " must be at least 1");
+    if (chunks == 1)
+        return pipelineStageLayers(numLayers, stages, first, last);
+    // Megatron-Core also places uneven first/last stages with virtual stages (a layout of its
+    // own per chunk); moe-train does not, and says so rather than guess one.
+    if (first > 0 || last > 0)
+        throw std::invalid_argument(
+            "parallel.num_layers_in_first_pipeline_stage / num_layers_in_last_pipeline_stage (" + str(first) + ", " +
+            str(last) + ") are not supported together with parallel.virtual_pipeline_model_parallel_size " + str(chunks) +
+            " by moe-train; set both to 0 (even chunks) or virtual_pipeline_model_parallel_size to 1");
+    const int total = stages * chunks;
+    if (stages < 2 || numLayers % total != 0)
+        throw std::invalid_argument(str(numLayers) + " decoder layers do not split into pipeline_model_parallel_size " +
+                                    str(stages) + " × virtual_pipeline_model_parallel_size " + str(chunks) + " = " +
+                                    str(total) + " equal model chunks; change model.decoder.num_layers or "
+                                    "parallel.virtual_pipeline_model_parallel_size");
+    const int each = numLayers / total;
+    std::vector<std::pair<int, int>> out;
+    for (int c = 0; c < total; ++c)
+        out.emplace_back(c * each, (c + 1) * each);
+    return out;
+}
+
 std::string pipelineLayerSplit(const core::RunConfig& config)
 {
     const auto& p = config.parallel;
     if (p.pipelineModelParallelSize < 2)
         return {};
     try {
-        const auto layers = pipelineStageLayers(config.model.decoder.numLayers, p.pipelineModelParallelSize,
+        const int chunks = p.virtualPipelineModelParallelSize;
+        const auto layers = pipelineChunkLayers(config.model.decoder.numLayers, p.pipelineModelParallelSize, chunks,
                                                 p.numLayersInFirstPipelineStage, p.numLayersInLastPipelineStage);
-        std::string text = "pp_layers:";
+        std::string text = (chunks > 1 ? "vpp" + str(chunks) + " " : std::string()) + "pp_layers:";
         for (size_t s = 0; s < layers.size(); ++s) {
             if (s > 0)
                 text += ',';
@@ -88,13 +116,8 @@ Pipeline::Pipeline(const core::RunConfig& config, ProcessGroup& world)
     if (m_stages < 2 || n % m_stages != 0)
         throw std::invalid_argument("pipeline_model_parallel_size " + str(m_stages) + " must be > 1 and divide the " +
                                     str(n) + " ranks");
-    if (p.virtualPipelineModelParallelSize > 1)
-        // moe-train --validate refuses this first (runtime_checks.cpp); kept for callers that skip it.
-        throw std::invalid_argument("parallel.virtual_pipeline_model_parallel_size " +
-                                    str(p.virtualPipelineModelParallelSize) +
-                                    ": moe-train runs plain 1F1B only, without virtual (interleaved) stages "
-                                    "(docs/parallel.md \"Not done\"); set it to 1");
-    m_layers = pipelineStageLayers(config.model.decoder.numLayers, m_stages, p.numLayersInFirstPipelineStage,
+    m_chunks = p.virtualPipelineModelParallelSize;
+    m_layers = pipelineChunkLayers(config.model.decoder.numLayers, m_stages, m_chunks, p.numLayersInFirstPipelineStage,
                                    p.numLayersInLastPipelineStage);
     const int perStage = n / m_stages;
     m_stage = r / perStage;
@@ -119,7 +142,10 @@ bool Pipeline::owns(const std::string& name) const
     const std::string layers = "decoder.layers.";
     if (startsWith(name, layers)) {
         const int layer = std::stoi(name.substr(layers.size()));
-        return layerBegin() <= layer && layer < layerEnd();
+        for (int c = 0; c < m_chunks; ++c)
+            if (layerBegin(c) <= layer && layer < layerEnd(c))
+                return true;
+        return false;
     }
     throw std::logic_error("pipeline: no stage owns parameter '" + name +
                            "' (a model part runtime/parallel/pipeline.cpp does not know; add it to Pipeline::owns)");
@@ -143,8 +169,10 @@ std::string Pipeline::describe(const VlmModelImpl& model) const
     int64_t bytes = 0;
     for (const auto& p : model.parameters())
         bytes += p.numel() * static_cast<int64_t>(p.element_size());
-    std::string text = "pp" + str(m_stages) + " stage " + str(m_stage) + ": decoder layers [" + str(layerBegin()) + ", " +
-                       str(layerEnd()) + ")";
+    std::string text = "pp" + str(m_stages) + (m_chunks > 1 ? " vpp" + str(m_chunks) : std::string()) + " stage " +
+                       str(m_stage) + ": decoder layers ";
+    for (int c = 0; c < m_chunks; ++c)
+        text += (c > 0 ? ", [" : "[") + str(layerBegin(c)) + ", " + str(layerEnd(c)) + ")";
     if (isFirst())
         text += " + vision encoder, projectors, embedding";
     if (isLast())
@@ -165,6 +193,7 @@ std::vector<torch::Tensor> Pipeline::exchange(int peerStage, const std::vector<t
                                               const std::vector<TensorSpec>& recvSpecs, int sendTag, int recvTag,
                                               torch::Device device)
 {
+    const auto start = std::chrono::steady_clock::now();
     std::vector<torch::Tensor> received;
     std::vector<torch::Tensor> sent;  // contiguous copies stay alive until the sends are done
     std::vector<std::unique_ptr<CommWork>> works;
@@ -189,7 +218,49 @@ std::vector<torch::Tensor> Pipeline::exchange(int peerStage, const std::vector<t
     }
     for (auto& w : works)
         w->wait();
+    m_waitMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return received;
+}
+
+void Pipeline::postSends(int peerStage, const std::vector<torch::Tensor>& tensors, int tag)
+{
+    for (const auto& t : tensors) {
+        m_sent.push_back(t.detach().contiguous());
+        m_sends.push_back(m_pipeGroup->sendAsync(m_sent.back(), peerStage, tag));
+    }
+}
+
+void Pipeline::waitSends()
+{
+    const auto start = std::chrono::steady_clock::now();
+    for (auto& w : m_sends)
+        w->wait();
+    m_sends.clear();
+    m_sent.clear();
+    m_waitMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::vector<torch::Tensor> Pipeline::receive(int peerStage, const std::vector<TensorSpec>& specs, int tag,
+                                             torch::Device device)
+{
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<torch::Tensor> received;
+    std::vector<std::unique_ptr<CommWork>> works;
+    for (const auto& spec : specs) {
+        received.push_back(torch::empty(spec.shape, torch::TensorOptions().dtype(spec.dtype).device(device)));
+        works.push_back(m_pipeGroup->recvAsync(received.back(), peerStage, tag));
+    }
+    for (auto& w : works)
+        w->wait();
+    m_waitMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return received;
+}
+
+double Pipeline::takeWaitMs()
+{
+    const double ms = m_waitMs;
+    m_waitMs = 0.0;
+    return ms;
 }
 
 }  // namespace wb::rt

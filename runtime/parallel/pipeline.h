@@ -14,6 +14,14 @@
 //
 // Layer split (Megatron's num_layers_in_first/last_pipeline_stage): an uneven first and/or last
 // stage takes the given number of layers; the remaining layers split evenly over the others.
+//
+// Virtual stages (Megatron's virtual_pipeline_model_parallel_size v > 1, the interleaved
+// schedule): the L layers split into P·v model chunks of L / (P·v) layers in model order, and
+// stage s holds chunks s, s + P, s + 2P, … (its model chunk c is global chunk c·P + s). Stage 0's
+// chunk 0 also runs the vision encoder, projectors and embedding, stage P − 1's chunk v − 1 the
+// final norm, output layer and loss. Activations of chunk c go from stage s to stage s + 1 and
+// from stage P − 1 to chunk c + 1 of stage 0 (gradients the reverse way). Uneven first/last
+// stages are not combined with v > 1 (refused naming the fields).
 // Training thread only.
 #pragma once
 
@@ -36,8 +44,15 @@ class VlmModelImpl;
 /// naming the fields when the numbers do not add up.
 std::vector<std::pair<int, int>> pipelineStageLayers(int numLayers, int stages, int first, int last);
 
-/// For the meta line's layout: "pp_layers:1,3" (decoder layers per stage); empty for PP 1 or a
-/// split that does not add up.
+/// [begin, end) decoder layers of each of the `stages`·`chunks` model chunks, in model order
+/// (stage s's chunk c is entry c·stages + s). `chunks` 1 is pipelineStageLayers. Throws
+/// std::invalid_argument naming the fields when the layers do not split into equal chunks or
+/// `first` / `last` are set together with `chunks` > 1.
+std::vector<std::pair<int, int>> pipelineChunkLayers(int numLayers, int stages, int chunks, int first, int last);
+
+/// For the meta line's layout: "pp_layers:1,3" (decoder layers per stage), with virtual stages
+/// "vpp2 pp_layers:1,1,1,1" (layers per model chunk, in model order); empty for PP 1 or a split
+/// that does not add up.
 std::string pipelineLayerSplit(const core::RunConfig& config);
 
 /// Shape and dtype of one tensor of a message between stages.
@@ -55,11 +70,17 @@ public:
 
     int stage() const { return m_stage; }
     int stages() const { return m_stages; }
+    /// Model chunks per stage (virtual_pipeline_model_parallel_size; 1 = plain 1F1B).
+    int chunks() const { return m_chunks; }
     bool isFirst() const { return m_stage == 0; }
     bool isLast() const { return m_stage == m_stages - 1; }
-    /// This stage's decoder layers [layerBegin, layerEnd).
-    int layerBegin() const { return m_layers[static_cast<size_t>(m_stage)].first; }
-    int layerEnd() const { return m_layers[static_cast<size_t>(m_stage)].second; }
+    /// Chunk `chunk` of this stage runs the vision side (stage 0's chunk 0) / the head (the last
+    /// stage's last chunk).
+    bool isFirstChunk(int chunk) const { return isFirst() && chunk == 0; }
+    bool isLastChunk(int chunk) const { return isLast() && chunk == m_chunks - 1; }
+    /// Decoder layers [layerBegin, layerEnd) of this stage's model chunk `chunk`.
+    int layerBegin(int chunk = 0) const { return m_layers[chunkIndex(chunk)].first; }
+    int layerEnd(int chunk = 0) const { return m_layers[chunkIndex(chunk)].second; }
     /// The ranks of this stage (TP, DP and EP are made inside it).
     ProcessGroup& dataGroup() { return *m_dataGroup; }
     /// One rank per stage; group rank = stage.
@@ -86,14 +107,31 @@ public:
                                         const std::vector<TensorSpec>& recvSpecs, int sendTag, int recvTag,
                                         torch::Device device);
 
+    /// Posts sends of `tensors` to stage `peerStage` without waiting (the interleaved schedule:
+    /// Gloo pairs a send with the peer's receive of the same tag in order). waitSends() ends them.
+    void postSends(int peerStage, const std::vector<torch::Tensor>& tensors, int tag);
+    /// Waits for every posted send (their copies are freed). Throws CommError.
+    void waitSends();
+    /// Receives tensors of `specs` from stage `peerStage`, blocking. Throws CommError.
+    std::vector<torch::Tensor> receive(int peerStage, const std::vector<TensorSpec>& specs, int tag, torch::Device device);
+
+    /// Milliseconds this rank spent blocked in exchange / receive / waitSends since the last
+    /// call: the pipeline bubble plus the transfers (resets the count).
+    double takeWaitMs();
+
     static constexpr int kForwardTag = 1;   ///< activations, stage s → s + 1
     static constexpr int kBackwardTag = 2;  ///< their gradients, stage s + 1 → s
 
 private:
     bool owns(const std::string& parameterName) const;
+    size_t chunkIndex(int chunk) const { return static_cast<size_t>(chunk * m_stages + m_stage); }
 
     int m_stage = 0;
     int m_stages = 1;
+    int m_chunks = 1;
+    double m_waitMs = 0.0;
+    std::vector<torch::Tensor> m_sent;                 // posted sends' contiguous copies
+    std::vector<std::unique_ptr<CommWork>> m_sends;    // their works, ended by waitSends
     std::vector<std::pair<int, int>> m_layers;
     std::unique_ptr<ProcessGroup> m_dataGroup;
     std::unique_ptr<ProcessGroup> m_pipeGroup;

@@ -147,6 +147,43 @@ void cudaGraphProblems(const core::RunConfig& c, std::vector<core::ConfigProblem
     }
 }
 
+// Virtual pipeline stages (interleaved 1F1B, pipeline_schedule.h) with `micro` micro-batches per
+// step and data-parallel rank. core's validateRunConfig checks that the layers split into equal
+// chunks and that PP > 1.
+namespace {
+void virtualPipelineProblems(const core::RunConfig& c, int micro, int dp, std::vector<core::ConfigProblem>& out)
+{
+    const auto s = [](int64_t v) { return std::to_string(v); };
+    const auto& p = c.parallel;
+    const int vpp = p.virtualPipelineModelParallelSize, pp = p.pipelineModelParallelSize;
+    if (vpp <= 1)
+        return;
+    if (p.numLayersInFirstPipelineStage > 0 || p.numLayersInLastPipelineStage > 0)
+        out.push_back({"parallel.num_layers_in_first_pipeline_stage",
+                       "uneven first/last stages (num_layers_in_first_pipeline_stage " + s(p.numLayersInFirstPipelineStage) +
+                           ", num_layers_in_last_pipeline_stage " + s(p.numLayersInLastPipelineStage) +
+                           ") are not supported together with virtual_pipeline_model_parallel_size " + s(vpp) + " by moe-train",
+                       "set both to 0 (equal model chunks), or virtual_pipeline_model_parallel_size 1"});
+    // Megatron's rule for its interleaved schedule: the micro-batches go in groups of PP per chunk.
+    if (micro >= pp && micro % pp != 0)
+        out.push_back({"train.global_batch_size",
+                       "the interleaved schedule (virtual_pipeline_model_parallel_size " + s(vpp) +
+                           ") needs the micro-batches per step and data-parallel rank to be a multiple of "
+                           "pipeline_model_parallel_size " + s(pp) + "; global_batch_size " + s(c.train.globalBatchSize) +
+                           " / (micro_batch_size " + s(c.train.microBatchSize) + " × DP " + s(dp) +
+                           ") gives " + s(micro),
+                       "make global_batch_size / (micro_batch_size × DP) a multiple of " + s(pp) +
+                           ", or set virtual_pipeline_model_parallel_size 1"});
+    // NCCL pairs a send with the peer's receive by order, not by tag; the schedule's messages
+    // are ordered per tag only (pipeline_schedule.h).
+    if (c.runtime.device == "cuda")
+        out.push_back({"parallel.virtual_pipeline_model_parallel_size",
+                       s(vpp) + ": moe-train runs the interleaved schedule on the CPU (Gloo) only; on CUDA it would need "
+                                "Megatron's batched send/recv rounds, which it does not have yet",
+                       "set it to 1 on CUDA (plain 1F1B: same layers per rank and losses, a larger bubble)"});
+}
+}  // namespace
+
 std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int worldSize)
 {
     std::vector<core::ConfigProblem> out;
@@ -157,18 +194,15 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
                        s(c.model.decoder.vocabSize) + " is too small for moe-train's byte tokenizer (256 bytes + pad, bos, eos, image = 260 ids)",
                        "set vocab_size >= 260"});
     const auto& p = c.parallel;
-    const std::pair<const char*, int> sizes[] = {
-        {"parallel.virtual_pipeline_model_parallel_size", p.virtualPipelineModelParallelSize},
-        {"parallel.context_parallel_size", p.contextParallelSize}};
-    for (const auto& [path, size] : sizes)
-        if (size > 1)
-            out.push_back({path, s(size) + " > 1 is not supported by this build of moe-train yet", "set it to 1 (" + later + ")"});
+    if (p.contextParallelSize > 1)
+        out.push_back({"parallel.context_parallel_size", s(p.contextParallelSize) + " > 1 is not supported by this build of moe-train yet",
+                       "set it to 1 (" + later + ")"});
     for (core::ConfigProblem& p : core::moeTrainModelProblems(c.model.decoder))
         out.push_back(std::move(p));
     tensorParallelProblems(c, out);
     // Data, tensor, expert, FSDP and pipeline parallel run (runtime/parallel), TP × PP × DP (× EP)
-    // together, FSDP with TP and/or EP; CP and virtual pipeline stages are rejected above, FSDP with
-    // PP below.
+    // together, FSDP with TP and/or EP, virtual pipeline stages on the CPU; CP is rejected above,
+    // FSDP with PP below.
     const int ep = p.expertModelParallelSize;
     const int pp = p.pipelineModelParallelSize;
     if (ep > 1 && worldSize % (ep * pp) != 0)
@@ -193,6 +227,7 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
                            "1F1B needs at least pipeline_model_parallel_size = " + s(pp) + " micro-batches per step and data-parallel rank; GBS " +
                                s(c.train.globalBatchSize) + " / (MBS " + s(c.train.microBatchSize) + " × DP " + s(dp) + ") = " + s(micro),
                            "raise global_batch_size to at least " + s(int64_t{pp} * c.train.microBatchSize * dp)});
+        virtualPipelineProblems(c, micro, dp, out);
     }
     const torch::Device device(c.runtime.device == "cuda" ? torch::kCUDA : torch::kCPU);
     if (worldSize > 1 && !multiRankSupported(device))

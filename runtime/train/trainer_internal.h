@@ -95,6 +95,8 @@ private:
     double countMicroBatch(const MicroBatch& b, core::StepRecord& r) const;
     void pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer& timer, double& flops, torch::Tensor& lmSum,
                               torch::Tensor& auxSum, int64_t& stepEndSeq);
+    /// Rank log line of a logged step: the time this stage waited during the pipeline schedule.
+    void logPipelineIdle(int64_t step, int micros, double scheduleMs);
     void reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor& lmSum, torch::Tensor& auxSum);
     void event(const std::string& level, const std::string& message, int64_t step = -1);
     /// status.json (rank 0); false when it could not be written (m_status.lastError()).

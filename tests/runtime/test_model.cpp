@@ -1,7 +1,8 @@
 // Model pieces on CPU against values the test computes independently: router renormalization
 // and aux loss, expert gather/scatter vs a dense per-token loop, block-diagonal attention vs
 // per-sample attention (decoder and vision), projector merge order, loss masked to captions,
-// the pipeline-stage parts composing to forward() and the stage layer split.
+// the pipeline-stage parts composing to forward() and the stage layer split, the interleaved
+// schedule's order (virtual stages) against Megatron's rules and a simulation of its messages.
 // Shapes: T tokens, E experts, K top-k, D width, P patches.
 #include "check.h"
 
@@ -14,8 +15,15 @@
 #include "runtime/model/vision_encoder.h"
 #include "runtime/model/vlm_model.h"
 #include "runtime/parallel/pipeline.h"
+#include "runtime/parallel/pipeline_schedule.h"
 
 #include <torch/torch.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <tuple>
 
 // One suite of test_runtime_suites (runtime_suites.cpp runs it by name).
 namespace wb::test::suite_model {
@@ -295,6 +303,116 @@ static void testPipelinePartsEqualForward()
     WB_CHECK(threw);
 }
 
+// Virtual stages: the model chunks of each stage (Megatron: stage s holds chunks s, s + P, …) and
+// the refusals that name the fields.
+static void testPipelineChunkLayers()
+{
+    using Split = std::vector<std::pair<int, int>>;
+    WB_CHECK((rt::pipelineChunkLayers(4, 2, 1, 1, 3) == Split{{0, 1}, {1, 4}}));  // v 1 = the stage split
+    WB_CHECK((rt::pipelineChunkLayers(4, 2, 2, 0, 0) == Split{{0, 1}, {1, 2}, {2, 3}, {3, 4}}));
+    WB_CHECK((rt::pipelineChunkLayers(12, 2, 3, 0, 0) == Split{{0, 2}, {2, 4}, {4, 6}, {6, 8}, {8, 10}, {10, 12}}));
+    auto refusal = [](int layers, int stages, int chunks, int first, int last) {
+        try {
+            rt::pipelineChunkLayers(layers, stages, chunks, first, last);
+        } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    WB_CHECK(refusal(6, 2, 2, 0, 0).find("virtual_pipeline_model_parallel_size") != std::string::npos);
+    WB_CHECK(refusal(6, 2, 2, 2, 0).find("num_layers_in_first_pipeline_stage") != std::string::npos);
+}
+
+// Megatron's interleaved order on every stage, and a run of all stages together: each stage
+// executes its steps in order, a step starting once its own stage is free and the tensor it
+// receives was produced (forward 1 time unit, backward 2, divided by v: a chunk holds 1/v of the
+// stage's layers). Checked: every (chunk, micro-batch) once forward and once backward, backwards
+// of a chunk in its forwards' order (the schedule pops the oldest), Megatron's warm-up count and
+// chunk ids, no stage waiting forever (the send/recv order cannot deadlock), and the step time
+// M·(f + b) + (P − 1)·(f + b) / v: the bubble shrinks v-fold against 1F1B.
+static void testInterleavedOrder()
+{
+    using Step = rt::PipelineStep;
+    // P 2, v 2, M 4 on stage 0: warm-up (2 − 0 − 1)·2 + (2 − 1)·2 = 4 forwards.
+    const std::vector<Step> stage0 = rt::interleavedOrder(2, 0, 2, 4);
+    const std::vector<Step> expected0 = {
+        {true, 0, 0}, {true, 0, 1}, {true, 1, 0}, {true, 1, 1},  // warm-up
+        {true, 0, 2}, {false, 1, 0}, {true, 0, 3}, {false, 1, 1}, {true, 1, 2}, {false, 0, 0}, {true, 1, 3}, {false, 0, 1},
+        {false, 1, 2}, {false, 1, 3}, {false, 0, 2}, {false, 0, 3}};  // cool-down
+    WB_CHECK(stage0 == expected0);
+    bool threw = false;
+    try {
+        rt::interleavedOrder(2, 0, 2, 3);
+    } catch (const std::invalid_argument& e) {
+        threw = std::string(e.what()).find("train.global_batch_size") != std::string::npos;
+    }
+    WB_CHECK_MSG(threw, "M = 3 on 2 stages must be refused");
+
+    for (int P : {2, 3, 4, 8})
+        for (int v : {1, 2, 3, 4})
+            for (int M : {P, 2 * P, 3 * P}) {
+                std::vector<std::vector<Step>> orders;
+                for (int s = 0; s < P; ++s) {
+                    orders.push_back(rt::interleavedOrder(P, s, v, M));
+                    const auto& o = orders.back();
+                    WB_CHECK(o.size() == static_cast<size_t>(2 * M * v));
+                    int warmup = 0;
+                    while (warmup < static_cast<int>(o.size()) && o[static_cast<size_t>(warmup)].forward)
+                        ++warmup;
+                    const int megatron = M == P ? M * v : std::min(M * v, (P - s - 1) * 2 + (v - 1) * P);
+                    // The steady state starts with a forward: it counts as warm-up here.
+                    WB_CHECK_MSG(warmup == std::min(M * v, megatron + 1), "P " << P << " v " << v << " M " << M << " stage " << s
+                                                                               << ": " << warmup << " leading forwards");
+                    std::vector<std::vector<int>> forwards(static_cast<size_t>(v)), backwards(static_cast<size_t>(v));
+                    int f = 0;
+                    for (const Step& st : o) {
+                        (st.forward ? forwards : backwards)[static_cast<size_t>(st.chunk)].push_back(st.micro);
+                        if (st.forward) {  // the k-th forward's chunk is (k mod P·v) / P
+                            WB_CHECK(st.chunk == (f % (P * v)) / P);
+                            ++f;
+                        }
+                    }
+                    for (int c = 0; c < v; ++c) {
+                        std::vector<int> all(static_cast<size_t>(M));
+                        std::iota(all.begin(), all.end(), 0);
+                        WB_CHECK_MSG(forwards[static_cast<size_t>(c)] == all && backwards[static_cast<size_t>(c)] == all,
+                                     "P " << P << " v " << v << " M " << M << " chunk " << c);
+                    }
+                }
+                // Run all stages: key (kind, stage, chunk, micro) → time produced.
+                std::map<std::tuple<bool, int, int, int>, double> produced;
+                std::vector<size_t> at(static_cast<size_t>(P), 0);
+                std::vector<double> freeAt(static_cast<size_t>(P), 0.0);
+                for (bool progress = true; progress;) {
+                    progress = false;
+                    for (int s = 0; s < P; ++s) {
+                        const auto& o = orders[static_cast<size_t>(s)];
+                        if (at[static_cast<size_t>(s)] == o.size())
+                            continue;
+                        const Step st = o[at[static_cast<size_t>(s)]];
+                        std::optional<std::tuple<bool, int, int, int>> need;
+                        if (st.forward && !(s == 0 && st.chunk == 0))
+                            need = s > 0 ? std::tuple{true, s - 1, st.chunk, st.micro} : std::tuple{true, P - 1, st.chunk - 1, st.micro};
+                        if (!st.forward && !(s == P - 1 && st.chunk == v - 1))
+                            need = s < P - 1 ? std::tuple{false, s + 1, st.chunk, st.micro} : std::tuple{false, 0, st.chunk + 1, st.micro};
+                        if (need && !produced.count(*need))
+                            continue;
+                        double& t = freeAt[static_cast<size_t>(s)];
+                        t = std::max(t, need ? produced[*need] : 0.0) + (st.forward ? 1.0 : 2.0) / v;
+                        produced[{st.forward, s, st.chunk, st.micro}] = t;
+                        ++at[static_cast<size_t>(s)];
+                        progress = true;
+                    }
+                }
+                bool finished = true;
+                for (int s = 0; s < P; ++s)
+                    finished = finished && at[static_cast<size_t>(s)] == orders[static_cast<size_t>(s)].size();
+                WB_CHECK_MSG(finished, "P " << P << " v " << v << " M " << M << ": a stage waits forever");
+                const double makespan = *std::max_element(freeAt.begin(), freeAt.end());
+                WB_CHECK_CLOSE(makespan, M * 3.0 + (P - 1) * 3.0 / v, 1e-9);
+            }
+}
+
 // The host-side lists toTensors hands the GPU fast paths: varlen segments (documents and each
 // row's padding tail; one per image) and the index lists that replace nonzero() in the forward.
 static void testPackedSegmentsAndIndexLists()
@@ -371,6 +489,8 @@ int run(int, char**)
     testLossMaskedToCaptions();
     testPackedSegmentsAndIndexLists();
     testPipelinePartsEqualForward();
+    testPipelineChunkLayers();
+    testInterleavedOrder();
     testPatchUploadMatchesReference();
     return test::checkExitCode("test_runtime_model");
 }

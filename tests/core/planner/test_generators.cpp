@@ -165,7 +165,7 @@ private slots:
     void slurmRefusesUnsafeDirectives();
     void runtimeFormatsRefuseContextParallel();
     void runtimeFormatsKeepTheGraphsMoeTrainRuns();
-    void runtimeFormatsDispatchByAllToAll();  // and plain 1F1B for virtual stages
+    void runtimeFormatsDispatchByAllToAll();  // and virtual stages: kept on the CPU, plain 1F1B on CUDA
     void planJsonRoundTrips();
     void bridgeImportChecksMomentDtypes();
     void bridgeImportReadsFusedConfigKnobs();
@@ -1055,8 +1055,10 @@ void TestGenerators::runtimeFormatsDispatchByAllToAll()
     const auto [bridge, yaml] = run("megatron-bridge");
     QVERIFY(yaml.find("hybridep") != std::string::npos);
 
-    // Interleaved 1F1B becomes plain 1F1B over the same stages, with a warning; Bridge keeps it.
+    // Interleaved 1F1B on CUDA becomes plain 1F1B over the same stages, with a warning (moe-train
+    // runs it on the CPU only); Bridge keeps it.
     RunConfig vpp = qwen30b();
+    QCOMPARE(vpp.runtime.device, std::string("cuda"));
     vpp.parallel.pipelineModelParallelSize = 2;
     vpp.parallel.virtualPipelineModelParallelSize = 2;
     auto interleaved = generateFormat("runtime", vpp, t);
@@ -1076,6 +1078,30 @@ void TestGenerators::runtimeFormatsDispatchByAllToAll()
     for (const auto& f : bridgeVpp->files)
         keeps = keeps || f.content.find("virtual_pipeline_model_parallel_size: 2") != std::string::npos;
     QVERIFY(keeps);
+    // On the CPU moe-train runs interleaved 1F1B: every moe-train format keeps the virtual stages,
+    // silently; with an uneven first stage it cannot, and says so.
+    RunConfig cpuVpp = vpp;
+    cpuVpp.runtime.device = "cpu";
+    for (const char* format : {"runtime", "ssh", "slurm"}) {
+        auto kept = generateFormat(format, cpuVpp, t);
+        QVERIFY2(kept.ok(), format);
+        bool sawConfig = false;
+        for (const auto& f : kept->files)
+            if (f.name == "run.json") {
+                const auto parsed = parseRunConfig(f.content);
+                QVERIFY2(parsed.ok(), format);
+                QCOMPARE(parsed.config.parallel.virtualPipelineModelParallelSize, 2);
+                sawConfig = true;
+            }
+        QVERIFY2(sawConfig, format);
+        QVERIFY2(std::none_of(kept->warnings.begin(), kept->warnings.end(),
+                              [](const std::string& w) { return w.find("virtual_pipeline") != std::string::npos; }),
+                 format);
+    }
+    cpuVpp.parallel.numLayersInFirstPipelineStage = 2;
+    std::vector<std::string> notes;
+    QCOMPARE(configForMoeTrain(cpuVpp, notes).parallel.virtualPipelineModelParallelSize, 1);
+    QVERIFY(std::any_of(notes.begin(), notes.end(), [](const std::string& w) { return w.find("uneven first/last") != std::string::npos; }));
 
     // Without EP the dispatcher does nothing: rewritten silently.
     c.parallel.expertModelParallelSize = 1;
