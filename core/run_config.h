@@ -103,8 +103,9 @@ struct TrainConfig {
     std::string expAvgDtype = "fp32";
     std::string expAvgSqDtype = "fp32";
     /// moe-train, CUDA, not FSDP: each part's AdamW update on a side stream in forward order, the
-    /// next forward waiting only for the part it runs (the same update, written later).
-    bool overlapOptimizer = true;
+    /// next forward waiting only for the part it runs (the same update, written later). Off by
+    /// default: measured on one H200 it hides only the host gap (docs/runtime.md says why).
+    bool overlapOptimizer = false;
     int64_t checkpointInterval = 0;       ///< steps between checkpoints; 0 = only on SIGTERM
     int64_t logInterval = 1;              ///< steps between metrics lines
 };

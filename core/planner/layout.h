@@ -34,7 +34,7 @@ struct Layout {
     std::string fsdpStrategy = "no_shard";     ///< no_shard | optim | optim_grads | optim_grads_params
     bool freezeVision = false;                  ///< vision encoder and projection frozen
     bool overlapGradReduce = true;              ///< ddp.overlap_grad_reduce (parallel.overlap_grad_reduce); not FSDP
-    bool overlapOptimizer = true;               ///< moe-train's train.overlap_optimizer (CUDA, not FSDP)
+    bool overlapOptimizer = false;              ///< moe-train's train.overlap_optimizer (CUDA, not FSDP)
     bool gradReduceInFp32 = true;               ///< ddp.grad_reduce_in_fp32 (parallel.grad_reduce_in_fp32)
     bool fsdpReshardAfterForward = true;        ///< ZeRO-3: free a layer after its forward (moe-train's knob)
 

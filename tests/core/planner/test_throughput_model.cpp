@@ -406,11 +406,11 @@ private slots:
         QCOMPARE(em.effectiveTokensPerStep, 2.0 * 1200);
     }
 
-    // train.overlap_optimizer: the update runs part by part behind the next step's first forward;
-    // what stays exposed is less than the serial step, more when the forward has less to hide it
-    // behind (the vision encoder frozen is a longer forward-only stretch: less), and nothing changes
-    // under FSDP (moe-train keeps the serial step there). Worked case: the exposed time is the
-    // recurrence over the parts, at least the first part's update (vision + projectors) wait.
+    // train.overlap_optimizer: the update runs on a side stream while the host queues the next
+    // step; its kernels hold every SM until done, so the host gap is what it hides (measured on one
+    // H200, docs/benchmarks.md 2026-12-05): exposed = update − gap, never below 0; the same with
+    // several micro-batches; nothing changes under FSDP (moe-train keeps the serial step there) or
+    // for Megatron-Bridge (no such step).
     void moeTrainOverlapsTheOptimizer()
     {
         const ModelConfig m = catalog().model("qwen3-vl-30b-a3b-slice")->model;
@@ -425,26 +425,18 @@ private slots:
         const ThroughputEstimate e = estimateThroughput(m, overlapped, Workload{}, hw, o);
         const double whole = termMs(s, "optimizer step"), exposed = termMs(e, "optimizer step");
         QVERIFY2(whole > 20.0, QByteArray::number(whole));
-        QVERIFY2(exposed < whole, QByteArray::number(exposed) + " of " + QByteArray::number(whole));
-        QVERIFY(std::abs((s.stepMs - e.stepMs) - (whole - exposed)) < 1e-6 * s.stepMs);
-        // The first part's update is never hidden: the forward waits for it (minus the host gap it
-        // runs during).
-        const ParameterCounts counts = countParameters(m);
-        const double firstPart = (counts.visionEncoder + counts.projector) * 28.0 / (o.rates.optimizerGbPerS * 1e9) * 1e3;
-        QVERIFY2(exposed >= firstPart - o.rates.stepGapMs - 1e-9,
-                 QByteArray::number(exposed) + " < " + QByteArray::number(firstPart) + " − gap");
-        // Several micro-batches: only the first forward hides updates; the same exposed time.
+        QVERIFY2(std::abs(exposed - (whole - o.rates.stepGapMs)) < 1e-6 * whole,
+                 QByteArray::number(exposed) + " vs " + QByteArray::number(whole) + " − " + QByteArray::number(o.rates.stepGapMs));
+        QVERIFY(std::abs((s.stepMs - e.stepMs) - o.rates.stepGapMs) < 1e-6 * s.stepMs);
         Layout accumulate = overlapped;
         accumulate.gbs = 8;
         QVERIFY(std::abs(termMs(estimateThroughput(m, accumulate, Workload{}, hw, o), "optimizer step") - exposed) < 1e-9);
-        // FSDP: the serial step.
         Layout fsdp = overlapped;
         fsdp.worldSize = 2, fsdp.gbs = 8, fsdp.useMegatronFsdp = true, fsdp.fsdpStrategy = "optim";
         Layout fsdpSerial = fsdp;
         fsdpSerial.overlapOptimizer = false;
         QCOMPARE(termMs(estimateThroughput(m, fsdp, Workload{}, hw, o), "optimizer step"),
                  termMs(estimateThroughput(m, fsdpSerial, Workload{}, hw, o), "optimizer step"));
-        // Megatron-Bridge has no such step: the flag changes nothing there.
         QCOMPARE(estimateThroughput(m, overlapped, Workload{}, hw).stepMs, estimateThroughput(m, serial, Workload{}, hw).stepMs);
     }
 
