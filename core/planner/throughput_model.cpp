@@ -415,18 +415,14 @@ StageTime stageTime(const Context& c, int stage, int layers)
     // runs the expert MLP as fused kernels: the SwiGLU and the FP8 quantization of the GEMM inputs
     // happen inside the GEMMs' prologue/epilogue, so only the permute/unpermute rows stay.
     const bool fusedMlp = l.teOpFuser && !c.moeTrain();
-    const double routedBytes = e.routedBytesPerHidden * d.hiddenSize +
-                               (fusedMlp ? 0.0
-                                         : e.routedBytesPerFfn * width +
-                                               (c.o.fp8 ? e.fp8QuantBytesPerHidden * d.hiddenSize + e.fp8QuantBytesPerFfn * width : 0.0));
+    const double routedBytes = e.routedBytesPerHidden * d.hiddenSize + (fusedMlp ? 0.0 : e.routedBytesPerFfn * width);
     const bool moeReforward = full || (selective && contains(mods, "moe"));
-    const double fp8Routed = c.o.fp8 && !fusedMlp ? e.fp8QuantBytesPerHidden * d.hiddenSize + e.fp8QuantBytesPerFfn * width : 0.0;
-    t.elementwise += layers * pairs * (routedBytes - fp8Routed) * (moeReforward ? 4.0 / 3.0 : 1.0) /
-                     (c.hw.hbmTbPerS * 1e12 * e.hbmEfficiency);
-    // FP8 quantize kernels at their own (lower) bandwidth: the experts' GEMM inputs and the
-    // attention projections' (QKV input h and its gradient q + 2·kv wide, the output projection's
-    // input q and gradient h wide, per token, over TP).
+    t.elementwise += layers * pairs * routedBytes * (moeReforward ? 4.0 / 3.0 : 1.0) / (c.hw.hbmTbPerS * 1e12 * e.hbmEfficiency);
+    // FP8 quantize kernels at their own (lower) bandwidth: the experts' GEMM inputs (unless fused
+    // into the GEMMs) and the attention projections' (QKV input h and its gradient q + 2·kv wide,
+    // the output projection's input q and gradient h wide, per token, over TP).
     if (c.o.fp8 && !c.moeTrain()) {
+        const double fp8Routed = fusedMlp ? 0.0 : e.fp8QuantBytesPerHidden * d.hiddenSize + e.fp8QuantBytesPerFfn * width;
         const double q = double(d.numAttentionHeads) * d.kvChannels, kv = double(d.numQueryGroups) * d.kvChannels;
         const double projectionElements = (2.0 * d.hiddenSize + 2.0 * q + 2.0 * kv) / std::max(1, l.tp);
         const double quantBytes = layers * (pairs * fp8Routed * (moeReforward ? 4.0 / 3.0 : 1.0) +

@@ -512,10 +512,9 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
     torch::NoGradGuard noGrad;
     // The parameters the optimizer updates (FSDP: this rank's shards); the norm is over all ranks.
     std::vector<torch::Tensor> grads;
-    for (bool decay : {true, false})
-        for (auto& p : m_parallel->optimizedParameters(decay))
-            if (p.grad().defined())
-                grads.push_back(p.grad());
+    for (const auto& p : optimizedParameters())
+        if (p.grad().defined())
+            grads.push_back(p.grad());
     // One rank, nothing sharded: the multi-tensor norm; otherwise the layout's (reduced over ranks).
     torch::Tensor total = m_group->size() == 1 && !m_parallel->sharded() ? globalGradNorm(grads)
                                                                           : m_parallel->gradNorm();
@@ -581,9 +580,7 @@ RankTensors Trainer::rankTensors()
 {
     RankTensors tensors;
     tensors.model = m_model.get();
-    for (bool decay : {true, false})  // the optimizer's order (makeOptimizer)
-        for (auto& p : m_parallel->optimizedParameters(decay))
-            tensors.optimized.push_back(p);
+    tensors.optimized = optimizedParameters();
     // FSDP: the trainable parameters are gathered from the shards (and ZeRO-3's are freed);
     // EP, TP, PP: the model's (sliced) parameters are what the optimizer updates.
     tensors.trainableHeld = !m_parallel->fullySharded();
@@ -709,6 +706,15 @@ void Trainer::installRecompute()
     m_recompute = makeRecomputeRunner(m_config.recompute);
 }
 
+// Every tensor the optimizer updates, in its order (makeOptimizer: matrices, then the rest).
+std::vector<torch::Tensor> Trainer::optimizedParameters() const
+{
+    std::vector<torch::Tensor> out = m_parallel->optimizedParameters(true);
+    for (auto& p : m_parallel->optimizedParameters(false))
+        out.push_back(p);
+    return out;
+}
+
 // train.overlap_optimizer (optimizer_overlap.h): CUDA with the fused AdamW step, and not under
 // FSDP, whose step ends with the all-gather of the updated shards. Replaces the layer runner
 // attach() installed (the recompute runner, or none) with itself around it.
@@ -717,11 +723,7 @@ void Trainer::installOptimizerOverlap()
     if (!m_config.train.overlapOptimizer || !m_device.is_cuda() || !fusedAdamWAvailable() ||
         m_parallel->fullySharded())
         return;
-    std::vector<torch::Tensor> optimized;
-    for (bool decay : {true, false})
-        for (auto& p : m_parallel->optimizedParameters(decay))
-            optimized.push_back(p);
-    m_overlap = std::make_unique<OptimizerOverlap>(forwardOrderGroups(*m_model, optimized), m_recompute.get());
+    m_overlap = std::make_unique<OptimizerOverlap>(forwardOrderGroups(*m_model, optimizedParameters()), m_recompute.get());
     preferTrainingStream(m_device);
     m_model->setLayerRunner(m_overlap.get());
     m_model->setParameterFence(m_overlap.get());

@@ -115,6 +115,7 @@ private:
     bool allRanksOk(bool ok);
     void installRecompute();
     void installOptimizerOverlap();
+    std::vector<torch::Tensor> optimizedParameters() const;
     void installRouterGraphs();
     void routerGraphsBeforeStep();
     void routerGraphsAfterStep();
