@@ -130,6 +130,9 @@ variant("real-bf16-moments", lambda v: v["train"].update(exp_avg_dtype="bf16", e
 # The optimizer step on a side stream behind the next step (train.overlap_optimizer, off by
 # default; runtime/train/optimizer_overlap.h) against "real", the serial step: same update, same losses.
 variant("real-overlap-optimizer", lambda v: v["train"].update(overlap_optimizer=True))
+# The weights cast to bf16 by autocast in every forward, as before train.bf16_weight_copies (on by
+# default: runtime/model/bf16_weights.h) — against "real": same values, so the same losses.
+variant("real-casting", lambda v: v["train"].update(bf16_weight_copies=False))
 PY
 
 # WB_ROUND_ROWS: is this row (or the dump an eager row of it needs) selected?
@@ -257,10 +260,10 @@ trap finish EXIT
 # Order = priority: if the budget runs out, the rows behind the issue's targets are already measured.
 echo "== ours, real and mock: $STEPS steps per row, $ROW_TIMEOUT s at most each"
 ours real
-ours real-overlap-optimizer
-# The overlapped optimizer changes when the weights are written, not what: the losses of the two
-# rows agree to bf16 tolerance step by step (the same micro-batches in the same order).
-python3 - "$RESULTS/runs/real-overlap-optimizer.metrics.jsonl" "$RESULTS/runs/real.metrics.jsonl" <<'PY' || true
+# Rows that change when or where the weights are written, not what: their losses agree with
+# "real" to bf16 tolerance step by step (the same micro-batches in the same order).
+same_losses() {  # label reference what
+  python3 - "$RESULTS/runs/$1.metrics.jsonl" "$RESULTS/runs/$2.metrics.jsonl" "$3" <<'PY' || true
 import json, sys
 def losses(path):
     out = {}
@@ -276,9 +279,14 @@ a, b = losses(sys.argv[1]), losses(sys.argv[2])
 common = sorted(set(a) & set(b))
 if common:
     worst = max(abs(a[s] - b[s]) / abs(b[s]) for s in common)
-    print("   losses, overlapped vs serial optimizer over %d steps: max rel. difference %.2e (%s)" % (
-        len(common), worst, "same to bf16 tolerance" if worst < 2e-2 else "DIFFERENT"))
+    print("   losses, %s over %d steps: max rel. difference %.2e (%s)" % (
+        sys.argv[3], len(common), worst, "same to bf16 tolerance" if worst < 2e-2 else "DIFFERENT"))
 PY
+}
+ours real-casting
+same_losses real-casting real "autocast casts vs kept bf16 copies"
+ours real-overlap-optimizer
+same_losses real-overlap-optimizer real "overlapped vs serial optimizer"
 ours mock
 echo "== PyTorch eager on the same micro-batches ($PY)"
 dump real || echo "dump of real failed: $(tail -1 "$RESULTS/runs/dump-real.log")"

@@ -106,6 +106,10 @@ struct TrainConfig {
     /// next forward waiting only for the part it runs (the same update, written later). Off by
     /// default: measured on one H200 it hides only the host gap (docs/runtime.md says why).
     bool overlapOptimizer = false;
+    /// moe-train, CUDA bf16, not FSDP: bf16 copies of the weights kept between steps, written by
+    /// the AdamW pass, read by the forward instead of autocast's per-forward casts (same values;
+    /// 2 B per weight more memory between steps). runtime/model/bf16_weights.h.
+    bool bf16WeightCopies = true;
     int64_t checkpointInterval = 0;       ///< steps between checkpoints; 0 = only on SIGTERM
     int64_t logInterval = 1;              ///< steps between metrics lines
 };

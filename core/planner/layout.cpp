@@ -107,6 +107,7 @@ void applyLayout(const Layout& l, RunConfig& c)
     p.dataParallelShardingStrategy = l.fsdpStrategy;
     p.overlapGradReduce = l.overlapGradReduce;
     c.train.overlapOptimizer = l.overlapOptimizer;
+    c.train.bf16WeightCopies = l.bf16WeightCopies;
     p.gradReduceInFp32 = l.gradReduceInFp32;
     p.fsdpReshardAfterForward = l.fsdpReshardAfterForward;
     c.recompute.granularity = l.recomputeGranularity;
@@ -141,6 +142,7 @@ Layout layoutFromRunConfig(const RunConfig& c, int worldSize)
     l.fsdpStrategy = p.dataParallelShardingStrategy;
     l.overlapGradReduce = p.overlapGradReduce;
     l.overlapOptimizer = c.train.overlapOptimizer;
+    l.bf16WeightCopies = c.train.bf16WeightCopies;
     l.gradReduceInFp32 = p.gradReduceInFp32;
     l.fsdpReshardAfterForward = p.fsdpReshardAfterForward;
     l.recomputeGranularity = c.recompute.granularity;

@@ -180,23 +180,23 @@ torch::Tensor GqaAttentionImpl::forward(const torch::Tensor& x_BTD, const torch:
         // writes q and k contiguous in it (no transposes, no copies before the kernel).
         const int64_t N = B * T;
         auto angle_N1F = angle_BTF.reshape({N, 1, angle_BTF.size(-1)});
-        auto qLinear_NHd = m_q(x_BTD).view({N, numHeads, m_headDim});
-        auto kLinear_NGd = m_k(x_BTD).view({N, numGroups, m_headDim});
+        auto qLinear_NHd = applyLinear(m_q, x_BTD).view({N, numHeads, m_headDim});
+        auto kLinear_NGd = applyLinear(m_k, x_BTD).view({N, numGroups, m_headDim});
         const auto dtype = qLinear_NHd.scalar_type();  // bf16 under autocast
         auto cos_N1F = angle_N1F.cos().to(dtype), sin_N1F = angle_N1F.sin().to(dtype);
         auto q_NHd = rotateHalf(qLinear_NHd, cos_N1F, sin_N1F);
         auto k_NGd = rotateHalf(kLinear_NGd, cos_N1F, sin_N1F);
-        auto v_NGd = m_v(x_BTD).view({N, numGroups, m_headDim});
+        auto v_NGd = applyLinear(m_v, x_BTD).view({N, numGroups, m_headDim});
         // The attention core (selective recompute "core_attn": only q, k, v are kept).
         const LayerFn core = [segments](const std::vector<torch::Tensor>& x) {
             return std::vector<torch::Tensor>{varlenAttention(x[0], x[1], x[2], segments, /*causal=*/true)};
         };
         auto y_NHd = maybeRecompute(RecomputeModule::CoreAttn, core, {q_NHd, k_NGd, v_NGd})[0];
-        return m_out(y_NHd.reshape({B, T, numHeads * m_headDim}));
+        return applyLinear(m_out, y_NHd.reshape({B, T, numHeads * m_headDim}));
     }
-    auto q_BHTd = m_q(x_BTD).view({B, T, numHeads, m_headDim}).transpose(1, 2);
-    auto k_BGTd = m_k(x_BTD).view({B, T, numGroups, m_headDim}).transpose(1, 2);
-    auto v_BGTd = m_v(x_BTD).view({B, T, numGroups, m_headDim}).transpose(1, 2);
+    auto q_BHTd = applyLinear(m_q, x_BTD).view({B, T, numHeads, m_headDim}).transpose(1, 2);
+    auto k_BGTd = applyLinear(m_k, x_BTD).view({B, T, numGroups, m_headDim}).transpose(1, 2);
+    auto v_BGTd = applyLinear(m_v, x_BTD).view({B, T, numGroups, m_headDim}).transpose(1, 2);
     q_BHTd = applyRope(q_BHTd, angle_BTF);
     k_BGTd = applyRope(k_BGTd, angle_BTF);
     // The attention core (selective recompute "core_attn": only q, k, v are kept, not the
@@ -208,7 +208,7 @@ torch::Tensor GqaAttentionImpl::forward(const torch::Tensor& x_BTD, const torch:
         return std::vector<torch::Tensor>{maskedAttention(x[0], k_BHTd, v_BHTd, allowed_BTT)};
     };
     auto y_BHTd = maybeRecompute(RecomputeModule::CoreAttn, core, {q_BHTd, k_BGTd, v_BGTd})[0];
-    return m_out(y_BHTd.transpose(1, 2).reshape({B, T, numHeads * m_headDim}));
+    return applyLinear(m_out, y_BHTd.transpose(1, 2).reshape({B, T, numHeads * m_headDim}));
 }
 
 RmsNormImpl::RmsNormImpl(int dim, double eps) : m_eps(eps)

@@ -14,6 +14,8 @@
 //    public SDPA, and the mask is exact, so it is the reference the GPU test compares against.
 #pragma once
 
+#include "runtime/model/bf16_weights.h"
+
 #include <torch/torch.h>
 
 #include <vector>
@@ -74,7 +76,7 @@ torch::Tensor documentCausalMask(const torch::Tensor& docIds_BT);
 
 /// Decoder self-attention: GQA with RoPE on q and k. Parameters q, k, v (column-parallel under
 /// TP: rows = this rank's heads) and out (row-parallel: its output is then a partial sum).
-class GqaAttentionImpl : public torch::nn::Module {
+class GqaAttentionImpl : public torch::nn::Module, public UsesBf16Weights {
 public:
     GqaAttentionImpl(int hiddenSize, int numHeads, int numGroups, int headDim);
     /// x_BTD, angle_BTF, allowed_BTT → y_BTD. With `segments` defined, the varlen flash core

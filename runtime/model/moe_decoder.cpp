@@ -200,7 +200,7 @@ DecoderOutput MoeDecoderImpl::head(const DecoderInputs& in, const torch::Tensor&
                                      : torch::zeros({}, hidden_ND.options().dtype(torch::kFloat32));
         return out;
     }
-    auto logits_NV = m_output(hidden_ND);
+    auto logits_NV = applyLinear(m_output, hidden_ND);
     if (out.targets == 0)
         out.lmLoss = torch::zeros({}, logits_NV.options().dtype(torch::kFloat32));
     else if (cuda::crossEntropySupports(logits_NV, labels_N))
@@ -241,7 +241,7 @@ torch::Tensor MoeDecoderImpl::embedTokens(const torch::Tensor& tokenIds_BT)
 // partial per vocabulary slice, is summed in backward). Returns the mean over the N targets.
 torch::Tensor MoeDecoderImpl::vocabParallelLoss(const torch::Tensor& hidden_ND, const torch::Tensor& labels_N)
 {
-    auto logits_NVl = m_output(m_vocabTp->enter(hidden_ND)).to(torch::kFloat32);
+    auto logits_NVl = applyLinear(m_output, m_vocabTp->enter(hidden_ND)).to(torch::kFloat32);
     const int64_t rows = logits_NVl.size(1);
     auto max_N1 = m_vocabTp->maxOverShards(std::get<0>(logits_NVl.detach().max(1, /*keepdim=*/true)));
     auto shifted_NVl = logits_NVl - max_N1;

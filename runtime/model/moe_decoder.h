@@ -62,7 +62,7 @@ private:
 };
 TORCH_MODULE(DecoderLayer);
 
-class MoeDecoderImpl : public torch::nn::Module {
+class MoeDecoderImpl : public torch::nn::Module, public UsesBf16Weights {
 public:
     explicit MoeDecoderImpl(const core::DecoderConfig& config, torch::Device initDevice = torch::kCPU);
 

@@ -144,30 +144,6 @@ public:
 };
 
 #if WB_HAVE_GROUPED_MM
-// An fp32 master weight as a bf16 GEMM operand. The forward is the cast autocast would make; the
-// backward widens the bf16 weight gradient with cuda::widenToFloat where ATen's copy would use its
-// generic unrolled kernel: on one H200 the experts' gradient casts took 10.5 ms of a 267 ms step
-// of the benchmark slice (3.6 G values, 2 TB/s) — the fp32 → bf16 direction is already vectorized.
-class MasterToBf16 : public torch::autograd::Function<MasterToBf16> {
-public:
-    static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& w)
-    {
-        return w.to(torch::kBFloat16).contiguous();
-    }
-    static torch::autograd::tensor_list backward(torch::autograd::AutogradContext*, torch::autograd::tensor_list grads)
-    {
-        auto g = grads[0].contiguous();
-        return {cuda::widenSupports(g) ? cuda::widenToFloat(g) : g.to(torch::kFloat32)};
-    }
-};
-
-torch::Tensor bf16Operand(const torch::Tensor& w)
-{
-    if (w.scalar_type() == torch::kFloat32 && w.is_cuda() && w.requires_grad() && cuda::fusedKernelsAvailable())
-        return MasterToBf16::apply(w);
-    return w.to(torch::kBFloat16).contiguous();
-}
-
 // One grouped GEMM per projection. Operands in bf16: A = xSorted [A, D] row-major (ragged over
 // experts by offs), B = [E, D, 2F] / [E, F, D] row-major; every non-unit stride is a multiple of
 // 8 elements (16 bytes) when D and F are multiples of 8, which the caller checks.
@@ -261,9 +237,12 @@ std::pair<torch::Tensor, torch::Tensor> MoeLayerImpl::forward(const torch::Tenso
 // The experts-runner hook (expert parallelism dispatches from here; see ExpertsRunner).
 torch::Tensor MoeLayerImpl::runExperts(const torch::Tensor& x_TD, const RouterOutput& route)
 {
+    // With kept bf16 copies (bf16_weights.h) the experts get them; else their fp32 masters, cast
+    // by the grouped GEMM's bf16Operand.
+    const auto gateUp_EDF2 = weightOperand(m_gateUp_EDF2), down_EFD = weightOperand(m_down_EFD);
     if (m_expertsRunner)
-        return m_expertsRunner->run(x_TD, route, m_gateUp_EDF2, m_down_EFD, m_numExperts);
-    return expertsForward(x_TD, route.weights_TK, route.expertIds_TK, m_gateUp_EDF2, m_down_EFD);
+        return m_expertsRunner->run(x_TD, route, gateUp_EDF2, down_EFD, m_numExperts);
+    return expertsForward(x_TD, route.weights_TK, route.expertIds_TK, gateUp_EDF2, down_EFD);
 }
 
 }  // namespace wb::rt

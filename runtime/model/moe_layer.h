@@ -14,6 +14,7 @@
 // (runExpertsLoop) on the CPU and as the reference.
 #pragma once
 
+#include "runtime/model/bf16_weights.h"
 #include "runtime/model/router.h"
 
 #include <torch/torch.h>
@@ -52,7 +53,7 @@ public:
                               const torch::Tensor& down_EFD, int numExperts) = 0;
 };
 
-class MoeLayerImpl : public torch::nn::Module {
+class MoeLayerImpl : public torch::nn::Module, public UsesBf16Weights {
 public:
     /// `initDevice`: where the (large) expert weights are drawn; the CPU by default.
     MoeLayerImpl(int hiddenSize, int numExperts, int topK, int ffnHiddenSize, double auxLossCoeff,

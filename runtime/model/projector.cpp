@@ -21,7 +21,7 @@ ProjectorImpl::ProjectorImpl(int visionHidden, int mergeSize, int outHidden) : m
 
 torch::Tensor ProjectorImpl::forward(const torch::Tensor& hidden_PD)
 {
-    return m_fc2(torch::gelu(m_fc1(m_norm(mergePatchGroups(hidden_PD, m_mergeSize)))));
+    return applyLinear(m_fc2, torch::gelu(applyLinear(m_fc1, m_norm(mergePatchGroups(hidden_PD, m_mergeSize)))));
 }
 
 }  // namespace wb::rt

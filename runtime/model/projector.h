@@ -4,6 +4,8 @@
 // m merge size, N = P/m² merged tokens, Do output (decoder) width. One training thread.
 #pragma once
 
+#include "runtime/model/bf16_weights.h"
+
 #include <torch/torch.h>
 
 namespace wb::rt {
@@ -11,7 +13,7 @@ namespace wb::rt {
 /// hidden_PD → groups_N(m²Dv): row n is the concatenation of patches n·m² … n·m² + m² − 1.
 torch::Tensor mergePatchGroups(const torch::Tensor& hidden_PD, int mergeSize);
 
-class ProjectorImpl : public torch::nn::Module {
+class ProjectorImpl : public torch::nn::Module, public UsesBf16Weights {
 public:
     ProjectorImpl(int visionHidden, int mergeSize, int outHidden);
     torch::Tensor forward(const torch::Tensor& hidden_PD);  ///< → tokens_NDo

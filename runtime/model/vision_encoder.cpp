@@ -40,7 +40,7 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
     };
     // RoPE writes q and k contiguous as [P, heads, Dh] (the varlen kernel's layout); the core
     // sees them as [1, heads, P, Dh] views of that memory, so the kernel call copies nothing.
-    auto qkv_P3Hd = m_qkv(enterRegion(m_tp, layerNorm(m_norm1, x_PD))).view({P, 3, H, Dh});
+    auto qkv_P3Hd = applyLinear(m_qkv, enterRegion(m_tp, layerNorm(m_norm1, x_PD))).view({P, 3, H, Dh});
     const auto dtype = qkv_P3Hd.scalar_type();  // bf16 under autocast
     auto angle_P1F = angle_1PF.squeeze(0).unsqueeze(1);
     auto cos_P1F = angle_P1F.cos().to(dtype), sin_P1F = angle_P1F.sin().to(dtype);
@@ -84,9 +84,9 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
     };
     auto y_PD = maybeRecompute(RecomputeModule::CoreAttn, core, {q_1HPd, k_1HPd, v_1HPd})[0];
     if (!m_tp) {
-        auto h_PD = x_PD + m_proj(y_PD);
-        const LayerFn mlp = [fc1 = m_fc1.ptr(), fc2 = m_fc2.ptr()](const std::vector<torch::Tensor>& in) {
-            return std::vector<torch::Tensor>{fc2->forward(torch::gelu(fc1->forward(in[0])))};
+        auto h_PD = x_PD + applyLinear(m_proj, y_PD);
+        const LayerFn mlp = [this](const std::vector<torch::Tensor>& in) {
+            return std::vector<torch::Tensor>{applyLinear(m_fc2, torch::gelu(applyLinear(m_fc1, in[0])))};
         };
         return h_PD + maybeRecompute(RecomputeModule::Mlp, mlp, {layerNorm(m_norm2, h_PD)})[0];
     }
@@ -95,10 +95,10 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
     namespace F = torch::nn::functional;
     // (The bias in the product's dtype: under bf16 autocast a bf16 + fp32 add would promote the
     // residual stream to fp32, which the unsplit linear does not.)
-    auto attn_PD = leaveRegion(m_tp, F::linear(y_PD, m_proj->weight));
+    auto attn_PD = leaveRegion(m_tp, F::linear(y_PD, weightOperand(m_proj->weight)));
     auto h_PD = x_PD + attn_PD + m_proj->bias.to(attn_PD.scalar_type());
-    const LayerFn mlp = [fc1 = m_fc1.ptr(), fc2 = m_fc2.ptr()](const std::vector<torch::Tensor>& in) {
-        return std::vector<torch::Tensor>{F::linear(torch::gelu(fc1->forward(in[0])), fc2->weight)};
+    const LayerFn mlp = [this](const std::vector<torch::Tensor>& in) {
+        return std::vector<torch::Tensor>{F::linear(torch::gelu(applyLinear(m_fc1, in[0])), weightOperand(m_fc2->weight))};
     };
     auto partial_PD = maybeRecompute(RecomputeModule::Mlp, mlp, {enterRegion(m_tp, layerNorm(m_norm2, h_PD))})[0];
     auto mlp_PD = leaveRegion(m_tp, partial_PD);
@@ -139,7 +139,7 @@ VisionOutput VisionEncoderImpl::forward(const torch::Tensor& patches_PC, const t
     } else if (!images.defined()) {
         allowed_1PP = (patchImage_P.unsqueeze(1) == patchImage_P.unsqueeze(0)).unsqueeze(0);
     }
-    auto x_PD = m_patchEmbed(patches_PC);
+    auto x_PD = applyLinear(m_patchEmbed, patches_PC);
     const int numLayers = static_cast<int>(m_blocks->size());
     for (int layer = 0; layer < numLayers; ++layer) {
         auto* block = m_blocks->ptr<VisionBlockImpl>(layer).get();

@@ -22,7 +22,7 @@ struct VisionOutput {
 
 /// Pre-norm block: x + attn(LN(x)); x + MLP(LN(x)) with GELU MLP. Under tensor parallelism
 /// (installed from outside) qkv and fc1 are column-parallel, proj and fc2 row-parallel.
-class VisionBlockImpl : public torch::nn::Module {
+class VisionBlockImpl : public torch::nn::Module, public UsesBf16Weights {
 public:
     VisionBlockImpl(int hiddenSize, int numHeads, int ffnHiddenSize);
     /// With `images` defined (one segment per image) the varlen flash core runs; else with
@@ -43,7 +43,7 @@ private:
 };
 TORCH_MODULE(VisionBlock);
 
-class VisionEncoderImpl : public torch::nn::Module {
+class VisionEncoderImpl : public torch::nn::Module, public UsesBf16Weights {
 public:
     explicit VisionEncoderImpl(const core::VisionConfig& config);
     /// patches_PC, patchImage_P (image index), patchRow_P / patchCol_P (grid position).

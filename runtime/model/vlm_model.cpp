@@ -160,6 +160,13 @@ int VlmModelImpl::numDecoderLayers() const
     return m_decoder->numLayers();
 }
 
+void VlmModelImpl::setBf16Weights(Bf16Weights* weights)
+{
+    for (const auto& module : modules(/*include_self=*/false))
+        if (auto* user = dynamic_cast<UsesBf16Weights*>(module.get()))
+            user->setBf16Weights(weights);
+}
+
 void VlmModelImpl::setLayerRunner(LayerRunner* runner)
 {
     m_vision->setLayerRunner(runner);

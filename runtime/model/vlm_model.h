@@ -5,6 +5,7 @@
 
 #include "core/run_config.h"
 #include "runtime/data/micro_batch.h"
+#include "runtime/model/bf16_weights.h"
 #include "runtime/model/moe_decoder.h"
 #include "runtime/model/parameter_fence.h"
 #include "runtime/model/projector.h"
@@ -68,6 +69,9 @@ public:
     /// Called before the forward reads the parameters outside the layers (not owned; null = none):
     /// how an optimizer that is still updating them makes the forward wait (parameter_fence.h).
     void setParameterFence(ParameterFence* fence) { m_fence = fence; }
+    /// Makes every module that multiplies by weights take their kept bf16 copies from `weights`
+    /// (not owned; null = autocast casts them): train.bf16_weight_copies, bf16_weights.h.
+    void setBf16Weights(Bf16Weights* weights);
 
 private:
     void fence(ParameterUse use)

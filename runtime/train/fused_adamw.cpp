@@ -15,7 +15,7 @@ bool fusedAdamWAvailable()
 }
 
 void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, const torch::Tensor& gradScale,
-                    const ParameterSubset* only)
+                    const FusedAdamWOptions& launch)
 {
 #if WB_HAVE_FUSED_ADAMW
     torch::NoGradGuard noGrad;
@@ -28,16 +28,23 @@ void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, 
         int64_t step = -1;
         const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
         for (auto& p : group.params()) {
-            if (!p.grad().defined() || !inSubset(only, p))
+            if (!p.grad().defined() || !inSubset(launch.only, p))
                 continue;
             auto& s = adamWState(optimizer, p, dtypes);
             s.step(s.step() + 1);
             // Our kernel (cuda/fused_kernels.h): one pass of 28 bytes per element (20 with bf16
             // moments), where ATen's multi-tensor kernel also writes the unscaled gradient back
             // (measured on one H200: 45.8 ms for the benchmark slice's 4.4 B parameters).
+            // A parameter with a kept bf16 copy gets it written in the same pass (2 B more).
             if (cuda::adamwSupports(p, p.grad(), s.exp_avg(), s.exp_avg_sq())) {
+                torch::Tensor copy = launch.copies ? launch.copies->copyOf(p) : torch::Tensor();
+                if (copy.defined() && !cuda::adamwCopySupports(p, copy)) {
+                    launch.copies->forget(p);  // the raw write below would leave it behind unseen
+                    copy = torch::Tensor();
+                }
                 cuda::adamwStep(p, p.grad(), s.exp_avg(), s.exp_avg_sq(), options.lr(), beta1, beta2, options.eps(),
-                                options.weight_decay(), s.step(), scale ? *scale : torch::Tensor());
+                                options.weight_decay(), s.step(), scale ? *scale : torch::Tensor(), copy,
+                                launch.onePassGrid);
                 continue;
             }
             // ATen's fused kernel wants all four tensors in one dtype: bf16 moments the kernel
@@ -76,7 +83,7 @@ void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, 
     (void)optimizer;
     (void)dtypes;
     (void)gradScale;
-    (void)only;
+    (void)launch;
     TORCH_CHECK(false, "the fused AdamW step needs a CUDA build of moe-train on LibTorch >= 2.1");
 #endif
 }

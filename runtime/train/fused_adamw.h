@@ -5,6 +5,7 @@
 // checkpoints see no difference. Training thread only.
 #pragma once
 
+#include "runtime/model/bf16_weights.h"
 #include "runtime/train/optimizer.h"
 
 #include <torch/torch.h>
@@ -20,9 +21,18 @@ bool fusedAdamWAvailable();
 /// a tensor it cannot take). Throws when unavailable or when the optimizer uses amsgrad. `gradScale` (a 0-d fp32 tensor on the device, may be
 /// undefined): every gradient is divided by it inside the kernel — how gradient clipping is
 /// folded into the step instead of a separate read-modify-write pass over all gradients.
-/// With `only`, just those parameters. Kernels go to the current stream.
+/// Kernels go to the current stream.
+struct FusedAdamWOptions {
+    const ParameterSubset* only = nullptr;  ///< just these parameters (null = all)
+    /// Kept bf16 copies (bf16_weights.h): a parameter with a current copy gets it written in the
+    /// same pass; a stale one stays stale (the next forward casts again). Null = none.
+    Bf16Weights* copies = nullptr;
+    /// Short blocks for an update that shares the GPU with a higher-priority stream
+    /// (cuda::adamwStep's onePassGrid).
+    bool onePassGrid = false;
+};
 void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, const torch::Tensor& gradScale = {},
-                    const ParameterSubset* only = nullptr);
+                    const FusedAdamWOptions& options = {});
 
 /// The global L2 norm of `grads` (fp32, on their device) with multi-tensor kernels where this
 /// LibTorch has them (_foreach_norm), else one norm per tensor.

@@ -247,7 +247,8 @@ void OptimizerOverlap::step(torch::optim::AdamW& optimizer, const MomentDtypes& 
         if (m_beforeUpdates)
             m_beforeUpdates();
         for (size_t g = 0; g < m_groups.size(); ++g) {
-            fusedAdamWStep(optimizer, dtypes, gradScale, &m_groups[g].subset);
+            // Short blocks: the training stream's kernels get SMs as soon as any block retires.
+            fusedAdamWStep(optimizer, dtypes, gradScale, {&m_groups[g].subset, m_bf16Weights, /*onePassGrid=*/true});
             if (g + 1 < m_groups.size())
                 m_device->done[g].record(updates);
         }

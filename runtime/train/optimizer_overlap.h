@@ -14,6 +14,7 @@
 // updated shards, which the forward needs whole). Training thread only.
 #pragma once
 
+#include "runtime/model/bf16_weights.h"
 #include "runtime/model/layer_runner.h"
 #include "runtime/model/parameter_fence.h"
 #include "runtime/train/optimizer.h"
@@ -77,6 +78,8 @@ public:
     /// For tests: work enqueued on the update stream before each step's first update (a delay
     /// that makes a missing wait visible as stale weights in the next forward).
     void setBeforeUpdates(std::function<void()> work) { m_beforeUpdates = std::move(work); }
+    /// The kept bf16 copies the updates write beside the weights (not owned; null = none).
+    void setBf16Weights(Bf16Weights* weights) { m_bf16Weights = weights; }
 
     const std::vector<UpdateGroup>& groups() const { return m_groups; }
     /// Device waits enqueued since construction (a test's evidence that the fences are reached).
@@ -95,6 +98,7 @@ private:
     bool m_pending = false;  // a step() was enqueued on the update stream
     int64_t m_waits = 0;
     std::function<void()> m_beforeUpdates;
+    Bf16Weights* m_bf16Weights = nullptr;
     std::unique_ptr<Device> m_device;
 };
 

@@ -213,6 +213,7 @@ void Trainer::setUp()
     m_optimizer = makeOptimizer(m_parallel->optimizedParameters(true), m_parallel->optimizedParameters(false),
                                 m_config.train);
     installOptimizerOverlap();
+    installBf16WeightCopies();
 
     const int64_t startSeq = m_options.resume ? resumeFromCheckpoint() : 0;
     LoaderOptions loaderOptions = LoaderOptions::fromConfig(m_config);
@@ -535,7 +536,7 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
             m_overlap->step(*m_optimizer, m_moments, divisor, [this] { m_parallel->afterOptimizerStep(); });
             return total;
         }
-        fusedAdamWStep(*m_optimizer, m_moments, divisor);
+        fusedAdamWStep(*m_optimizer, m_moments, divisor, {nullptr, m_bf16Weights.get()});
         m_optimizer->zero_grad();
         m_parallel->afterOptimizerStep();  // FSDP: updated shards into the parameters
         return total;
@@ -727,6 +728,19 @@ void Trainer::installOptimizerOverlap()
     preferTrainingStream(m_device);
     m_model->setLayerRunner(m_overlap.get());
     m_model->setParameterFence(m_overlap.get());
+}
+
+// train.bf16_weight_copies (bf16_weights.h): with the fused AdamW step under bf16 autocast on
+// CUDA, not under FSDP (whose layer runner all-gathers the weights every forward anyway).
+void Trainer::installBf16WeightCopies()
+{
+    if (!m_config.train.bf16WeightCopies || !m_bf16Autocast || !fusedAdamWAvailable() || m_parallel->fullySharded())
+        return;
+    m_bf16Weights = std::make_unique<Bf16Weights>();
+    m_model->setBf16Weights(m_bf16Weights.get());
+    if (m_overlap)
+        m_overlap->setBf16Weights(m_bf16Weights.get());
+    event("info", "bf16 weight copies kept between steps, written by the AdamW pass (train.bf16_weight_copies)");
 }
 
 // CUDA graphs over the router (cuda_graph impl "local", scope "moe_router"; router_graphs.h), from

@@ -115,6 +115,7 @@ private:
     bool allRanksOk(bool ok);
     void installRecompute();
     void installOptimizerOverlap();
+    void installBf16WeightCopies();
     std::vector<torch::Tensor> optimizedParameters() const;
     void installRouterGraphs();
     void routerGraphsBeforeStep();
@@ -153,6 +154,9 @@ private:
     // train.overlap_optimizer on CUDA (not FSDP): the layer runner around m_recompute and the
     // model's parameter fence; null = the serial step.
     std::unique_ptr<OptimizerOverlap> m_overlap;
+    // train.bf16_weight_copies on CUDA bf16 (not FSDP): the weights' bf16 copies that the AdamW
+    // pass writes and the forward reads; null = autocast casts every forward.
+    std::unique_ptr<Bf16Weights> m_bf16Weights;
     std::shared_ptr<RouterGraphs> m_routerGraphs;  // cuda_graph scope moe_router only; shared by the MoE layers
     int64_t m_stepsThisProcess = 0;                // steps run since start (the graphs' warm-up counts these)
     int m_routerGraphsLogged = 0;                  // graphs built when last reported

@@ -12,6 +12,9 @@
 //    on the side stream, delayed there by ~50 ms of matmuls, give the serial step's losses and
 //    weights; the same run without the model's waits gives other losses (the delay makes a
 //    missing wait visible: the check can fail).
+//  - kept bf16 weight copies (train.bf16_weight_copies) under bf16 autocast, serial and overlapped:
+//    the losses and weights of the casting run, every copy equal to its master's cast after the
+//    steps, and written in place by the AdamW pass (never cast again after the first forward).
 // Errors are ‖fast − ref‖ / ‖ref‖; bf16 operands land between 1e-3 and 1e-2.
 #include "check.h"
 
@@ -19,15 +22,18 @@
 #include "runtime/data/sample_packer.h"
 #include "runtime/data/tokenizer.h"
 #include "runtime/model/attention.h"
+#include "runtime/model/bf16_weights.h"
 #include "runtime/model/cuda/fused_kernels.h"
 #include "runtime/model/moe_layer.h"
 #include "runtime/model/vision_encoder.h"
+#include "runtime/model/torch_compat.h"
 #include "runtime/model/vlm_model.h"
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/optimizer_overlap.h"
 
 #include <torch/torch.h>
+#include <map>
 
 using namespace wb;
 
@@ -432,16 +438,52 @@ static void testFusedCrossEntropy()
 
 // Four steps of the tiny VLM on CUDA: serial fused step, or the overlapped one (with or without
 // the model's waits), the updates delayed on their stream by `delayMatmuls` 2048³ matmuls.
+// With `copies`: under bf16 autocast, with kept bf16 weight copies when `copies` is "on".
 struct OverlapRun {
     std::vector<double> losses;
     std::vector<torch::Tensor> params;
     int64_t waits = 0;
+    size_t copies = 0;             // kept copies after the steps
+    int copiesMismatched = 0;      // copies that differ from their master's cast
+    int copiesMadeAgain = 0;       // copies not written in place by the AdamW pass
 };
-static OverlapRun runOverlap(bool overlapped, bool fenced, int delayMatmuls)
+
+// bf16 autocast on CUDA for one scope (as moe-train's AutocastScope).
+class Bf16Autocast {
+public:
+    explicit Bf16Autocast(bool on) : m_on(on)
+    {
+#if WB_TORCH_AT_LEAST(2, 4)
+        if (m_on) {
+            at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+            at::autocast::set_autocast_enabled(at::kCUDA, true);
+        }
+#endif
+    }
+    ~Bf16Autocast()
+    {
+#if WB_TORCH_AT_LEAST(2, 4)
+        if (m_on) {
+            at::autocast::set_autocast_enabled(at::kCUDA, false);
+            at::autocast::clear_cache();
+        }
+#endif
+    }
+
+private:
+    bool m_on;
+};
+
+enum class Copies { None, Autocast, Kept };  // fp32; bf16 autocast casting; bf16 with kept copies
+
+static OverlapRun runOverlap(bool overlapped, bool fenced, int delayMatmuls, Copies copies = Copies::None)
 {
     torch::manual_seed(21);
     rt::VlmModel model(tinyVlm());
     model->to(torch::kCUDA);
+    rt::Bf16Weights kept;
+    if (copies == Copies::Kept)
+        model->setBf16Weights(&kept);
     core::TrainConfig t;
     t.lr = 1e-2;  // large: one update moves the loss far beyond the comparison's tolerance
     t.weightDecay = 0.1;
@@ -460,14 +502,25 @@ static OverlapRun runOverlap(bool overlapped, bool fenced, int delayMatmuls)
             model->setLayerRunner(overlap.get());
             model->setParameterFence(overlap.get());
         }
+        if (copies == Copies::Kept)
+            overlap->setBf16Weights(&kept);
     }
     const rt::MicroBatch batch = tinyVlmBatch();
     OverlapRun run;
+    std::map<const c10::TensorImpl*, const void*> firstCopy;  // master → its copy's storage after step 1
     for (int step = 0; step < 4; ++step) {
         auto tensors = rt::toTensors(batch, torch::kCUDA, torch::kFloat32);
-        rt::DecoderOutput out = model->forward(tensors);
-        const torch::Tensor loss = out.lmLoss + out.auxLoss;
+        torch::Tensor loss;
+        {
+            Bf16Autocast autocast(copies != Copies::None);
+            rt::DecoderOutput out = model->forward(tensors);
+            loss = out.lmLoss + out.auxLoss;
+        }
         loss.backward();
+        if (step == 0)
+            for (const auto& p : model->parameters())
+                if (auto c = kept.copyOf(p); c.defined())
+                    firstCopy[p.unsafeGetTensorImpl()] = c.data_ptr();
         run.losses.push_back(loss.item<double>());  // waits for the training stream only
         std::vector<torch::Tensor> grads;
         for (const auto& p : model->parameters())
@@ -477,13 +530,22 @@ static OverlapRun runOverlap(bool overlapped, bool fenced, int delayMatmuls)
         if (overlap)
             overlap->step(*optimizer, rt::MomentDtypes{}, divisor);
         else {
-            rt::fusedAdamWStep(*optimizer, rt::MomentDtypes{}, divisor);
+            rt::fusedAdamWStep(*optimizer, rt::MomentDtypes{}, divisor, {nullptr, &kept});
             optimizer->zero_grad();
         }
     }
     if (overlap) {
         overlap->waitAll();
         run.waits = overlap->waits();
+    }
+    run.copies = kept.size();
+    for (const auto& p : model->parameters()) {
+        const auto c = kept.copyOf(p);
+        if (!c.defined())
+            continue;
+        run.copiesMismatched += !torch::equal(c, p.detach().to(torch::kBFloat16));
+        const auto first = firstCopy.find(p.unsafeGetTensorImpl());
+        run.copiesMadeAgain += first == firstCopy.end() || first->second != c.data_ptr();
     }
     for (const auto& p : model->parameters())
         run.params.push_back(p.detach().clone());
@@ -515,6 +577,33 @@ static void testOverlappedOptimizer()
               << unfencedLoss << std::endl;
 }
 
+// train.bf16_weight_copies: the AdamW pass writes each weight's bf16 copy and the forward reads
+// it — the same values autocast's casts give, so the run is the casting run's, serial and
+// overlapped (whose updates also use the short-block grid).
+static void testBf16WeightCopies()
+{
+    if (!rt::fusedAdamWAvailable() || !WB_TORCH_AT_LEAST(2, 4))
+        return;
+    const OverlapRun casting = runOverlap(false, false, 0, Copies::Autocast);
+    const OverlapRun kept = runOverlap(false, false, 0, Copies::Kept);
+    const OverlapRun keptOverlapped = runOverlap(true, true, 200, Copies::Kept);
+    double worstLoss = 0.0, worstParam = 0.0;
+    for (const OverlapRun* run : {&kept, &keptOverlapped}) {
+        for (size_t i = 0; i < casting.losses.size(); ++i)
+            worstLoss = std::max(worstLoss, std::abs(run->losses[i] - casting.losses[i]) / std::abs(casting.losses[i]));
+        for (size_t i = 0; i < casting.params.size(); ++i)
+            worstParam = std::max(worstParam, relErr(run->params[i], casting.params[i]));
+        WB_CHECK_MSG(run->copies >= 10, "only " << run->copies << " kept copies");
+        WB_CHECK_MSG(run->copiesMismatched == 0, run->copiesMismatched << " copies differ from their master's cast");
+        WB_CHECK_MSG(run->copiesMadeAgain == 0, run->copiesMadeAgain << " copies were cast again, not written by AdamW");
+    }
+    WB_CHECK_MSG(worstLoss < 1e-5, "bf16 weight copies: loss rel err " << worstLoss << " vs the casting run");
+    WB_CHECK_MSG(worstParam < 1e-5, "bf16 weight copies: weights rel err " << worstParam << " vs the casting run");
+    std::cout << "bf16 weight copies: " << kept.copies << " copies, losses within " << worstLoss << ", weights within "
+              << worstParam << " of the casting run (serial and overlapped, " << keptOverlapped.waits << " waits)"
+              << std::endl;
+}
+
 int main()
 {
     if (!torch::cuda::is_available()) {
@@ -528,6 +617,7 @@ int main()
     testFusedAdamW();
     testFusedAdamWBf16Moments();
     testOverlappedOptimizer();
+    testBf16WeightCopies();
     testFusedKernels();
     testFusedCombine();
     testWidenToFloat();

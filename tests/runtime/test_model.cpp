@@ -10,6 +10,7 @@
 #include "runtime/data/sample_packer.h"
 #include "runtime/data/tokenizer.h"
 #include "runtime/model/attention.h"
+#include "runtime/model/bf16_weights.h"
 #include "runtime/model/moe_layer.h"
 #include "runtime/model/projector.h"
 #include "runtime/model/vision_encoder.h"
@@ -478,6 +479,68 @@ static void testPatchUploadMatchesReference()
     WB_CHECK_CLOSE(patches[0][0].item<double>(), batch.patchPixels[0] / 127.5 - 1.0, 1e-7);
 }
 
+// Kept bf16 copies (bf16_weights.h): the operand is the cast the forward would make, made once and
+// then reused; the gradient reaches the fp32 master exactly as through the cast; an in-place
+// change of the master (a checkpoint load, the unfused optimizer) makes the next forward cast again.
+static void testBf16WeightCopies()
+{
+    namespace F = torch::nn::functional;
+    torch::manual_seed(5);
+    auto master = torch::randn({16, 8}).requires_grad_();
+    auto x = torch::randn({4, 8}).to(torch::kBFloat16);
+    rt::Bf16Weights weights;
+    WB_CHECK(!weights.copyOf(master).defined());
+    auto operand = weights.operand(master);
+    WB_CHECK(operand.scalar_type() == torch::kBFloat16);
+    WB_CHECK(torch::equal(operand, master.detach().to(torch::kBFloat16)));
+    WB_CHECK(operand.requires_grad());  // in the master's graph
+    const void* first = weights.copyOf(master).data_ptr();
+    WB_CHECK(weights.operand(master).data_ptr() == first);  // reused, not cast again
+    WB_CHECK(weights.size() == 1 && weights.bytes() == 16 * 8 * 2);
+
+    // The gradient: as through autocast's cast of the master.
+    F::linear(x, weights.operand(master)).to(torch::kFloat32).square().sum().backward();
+    auto reference = master.detach().clone().requires_grad_();
+    F::linear(x, reference.to(torch::kBFloat16)).to(torch::kFloat32).square().sum().backward();
+    WB_CHECK(master.grad().scalar_type() == torch::kFloat32);
+    WB_CHECK(torch::equal(master.grad(), reference.grad()));
+
+    // An in-place change of the master: the copy is stale, the next operand a new cast.
+    {
+        torch::NoGradGuard noGrad;
+        master.add_(1.0);
+    }
+    WB_CHECK(!weights.copyOf(master).defined());
+    auto recast = weights.operand(master);
+    WB_CHECK(torch::equal(recast, master.detach().to(torch::kBFloat16)));
+    WB_CHECK(recast.data_ptr() != first);  // a new tensor: a pending graph may hold the old one
+    WB_CHECK(weights.copyOf(master).defined());
+    weights.forget(master);
+    WB_CHECK(!weights.copyOf(master).defined());
+
+    // A frozen master: the copy itself, outside any graph; a non-fp32 one as it is.
+    auto frozen = torch::randn({3, 8});
+    auto frozenOperand = weights.operand(frozen);
+    WB_CHECK(!frozenOperand.requires_grad() && frozenOperand.scalar_type() == torch::kBFloat16);
+    WB_CHECK(weights.operand(x).data_ptr() == x.data_ptr());
+}
+
+// VlmModelImpl::setBf16Weights reaches every module that multiplies by weights (attention, MoE,
+// vision blocks and patch embedding, projectors, the decoder's output layer).
+static void testBf16WeightsReachEveryModule()
+{
+    rt::VlmModel model(tinyModel());
+    rt::Bf16Weights weights;
+    model->setBf16Weights(&weights);
+    int users = 0;
+    for (const auto& module : model->modules(/*include_self=*/false))
+        users += dynamic_cast<rt::UsesBf16Weights*>(module.get()) != nullptr;
+    const core::ModelConfig c = tinyModel();
+    const int expected = c.decoder.numLayers * 2 + c.vision.numLayers + 1 /*encoder*/ + 1 /*decoder*/ +
+                         1 + static_cast<int>(c.vision.deepstackLayers.size()) /*projectors*/;
+    WB_CHECK_MSG(users == expected, "modules taking bf16 copies: " << users << ", expected " << expected);
+}
+
 int run(int, char**)
 {
     torch::set_num_threads(1);
@@ -492,6 +555,8 @@ int run(int, char**)
     testPipelineChunkLayers();
     testInterleavedOrder();
     testPatchUploadMatchesReference();
+    testBf16WeightCopies();
+    testBf16WeightsReachEveryModule();
     return test::checkExitCode("test_runtime_model");
 }
 

@@ -6,6 +6,9 @@
 // AdamW::step formulas, write p, m, v. Bytes per element: 28 with fp32 moments, 20 with bf16
 // moments (Megatron's precision-aware optimizer: exp_avg_dtype / exp_avg_sq_dtype bf16). A bf16
 // moment is widened exactly on load and rounded to nearest even on store, once per step.
+// With a bf16 copy of the weight (train.bf16_weight_copies, runtime/model/bf16_weights.h) the
+// pass also writes the updated weight rounded to nearest even, the cast the next forward would
+// make (2 B more per element).
 // Any thread; the launch goes on the stream given.
 #pragma once
 
@@ -71,7 +74,7 @@ template <typename M, typename V>
 __global__ void adamwKernel4(float4* __restrict__ p, const float4* __restrict__ g,
                              typename MomentStorage<M>::Vec4* __restrict__ m,
                              typename MomentStorage<V>::Vec4* __restrict__ v, int64_t n4, AdamWParams a,
-                             const float* __restrict__ scale)
+                             const float* __restrict__ scale, Bf16x4* __restrict__ copy)
 {
     using MS = MomentStorage<M>;
     using VS = MomentStorage<V>;
@@ -85,12 +88,14 @@ __global__ void adamwKernel4(float4* __restrict__ p, const float4* __restrict__ 
         p[i] = pp;
         m[i] = MS::store4(mm);
         v[i] = VS::store4(vv);
+        if (copy)
+            copy[i] = MomentStorage<__nv_bfloat16>::store4(pp);
     }
 }
 
 template <typename M, typename V>
 __global__ void adamwKernel(float* __restrict__ p, const float* __restrict__ g, M* __restrict__ m, V* __restrict__ v,
-                            int64_t n, AdamWParams a, const float* __restrict__ scale)
+                            int64_t n, AdamWParams a, const float* __restrict__ scale, __nv_bfloat16* __restrict__ copy)
 {
     using MS = MomentStorage<M>;
     using VS = MomentStorage<V>;
@@ -101,6 +106,8 @@ __global__ void adamwKernel(float* __restrict__ p, const float* __restrict__ g, 
         p[i] = pp;
         m[i] = MS::store(mm);
         v[i] = VS::store(vv);
+        if (copy)
+            copy[i] = __float2bfloat16_rn(pp);
     }
 }
 
@@ -111,25 +118,26 @@ inline bool adamwAligned(const void* ptr, int64_t bytes)
 
 // Launches the step over n elements: the vector kernel over the largest multiple of four when
 // every operand allows its vector access, the scalar kernel over the rest. `blocksFor` maps a work
-// size to a grid size (the caller knows the device). Returns cudaGetLastError() of the launches.
+// size to a grid size (the caller knows the device). `copy` (may be null): the weight's bf16 copy
+// to write. Returns cudaGetLastError() of the launches.
 template <typename M, typename V, typename BlocksFor>
 cudaError_t launchAdamW(float* p, const float* g, M* m, V* v, int64_t n, const AdamWParams& a, const float* scale,
-                        int threads, BlocksFor blocksFor, cudaStream_t stream)
+                        __nv_bfloat16* copy, int threads, BlocksFor blocksFor, cudaStream_t stream)
 {
     int64_t done = 0;
     if (adamwAligned(p, 16) && adamwAligned(g, 16) && adamwAligned(m, sizeof(typename MomentStorage<M>::Vec4)) &&
-        adamwAligned(v, sizeof(typename MomentStorage<V>::Vec4))) {
+        adamwAligned(v, sizeof(typename MomentStorage<V>::Vec4)) && (!copy || adamwAligned(copy, sizeof(Bf16x4)))) {
         const int64_t n4 = n / 4;
         if (n4 > 0)
             adamwKernel4<M, V><<<blocksFor(n4), threads, 0, stream>>>(
                 reinterpret_cast<float4*>(p), reinterpret_cast<const float4*>(g),
                 reinterpret_cast<typename MomentStorage<M>::Vec4*>(m),
-                reinterpret_cast<typename MomentStorage<V>::Vec4*>(v), n4, a, scale);
+                reinterpret_cast<typename MomentStorage<V>::Vec4*>(v), n4, a, scale, reinterpret_cast<Bf16x4*>(copy));
         done = n4 * 4;
     }
     if (done < n)
         adamwKernel<M, V><<<blocksFor(n - done), threads, 0, stream>>>(p + done, g + done, m + done, v + done, n - done,
-                                                                      a, scale);
+                                                                      a, scale, copy ? copy + done : nullptr);
     return cudaGetLastError();
 }
 

@@ -7,6 +7,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -328,23 +329,42 @@ M* momentPtr(const torch::Tensor& t)
         return reinterpret_cast<M*>(t.data_ptr<at::BFloat16>());
 }
 
+// A grid of one pass: every block does its 256 threads' elements once and retires.
+int onePassBlocks(int64_t work)
+{
+    return static_cast<int>(std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1, int64_t{0x7fffffff}));
+}
+
 template <typename M, typename V>
 void launchAdamWFor(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v,
-                    const kernels::AdamWParams& a, const float* scale)
+                    const kernels::AdamWParams& a, const float* scale, const torch::Tensor& copy, bool onePassGrid)
 {
-    C10_CUDA_CHECK(kernels::launchAdamW(p.data_ptr<float>(), g.data_ptr<float>(), momentPtr<M>(m), momentPtr<V>(v),
-                                        p.numel(), a, scale, kThreads, blocksFor,
-                                        at::cuda::getCurrentCUDAStream().stream()));
+    auto* copyPtr = copy.defined() ? reinterpret_cast<__nv_bfloat16*>(copy.data_ptr<at::BFloat16>()) : nullptr;
+    const auto stream = at::cuda::getCurrentCUDAStream().stream();
+    C10_CUDA_CHECK(onePassGrid ? kernels::launchAdamW(p.data_ptr<float>(), g.data_ptr<float>(), momentPtr<M>(m),
+                                                      momentPtr<V>(v), p.numel(), a, scale, copyPtr, kThreads,
+                                                      onePassBlocks, stream)
+                               : kernels::launchAdamW(p.data_ptr<float>(), g.data_ptr<float>(), momentPtr<M>(m),
+                                                      momentPtr<V>(v), p.numel(), a, scale, copyPtr, kThreads,
+                                                      blocksFor, stream));
 }
 
 }  // namespace
 
+bool adamwCopySupports(const torch::Tensor& p, const torch::Tensor& copy)
+{
+    return copy.defined() && copy.is_cuda() && copy.scalar_type() == torch::kBFloat16 && copy.is_contiguous() &&
+           copy.numel() == p.numel() && copy.device() == p.device();
+}
+
 void adamwStep(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v,
                double lr, double beta1, double beta2, double eps, double weightDecay, int64_t step,
-               const torch::Tensor& gradScale)
+               const torch::Tensor& gradScale, const torch::Tensor& bf16Copy, bool onePassGrid)
 {
     TORCH_CHECK(adamwSupports(p, g, m, v),
                 "adamwStep: p, g must be contiguous fp32 CUDA tensors, m, v contiguous fp32 or bf16, all of one size");
+    TORCH_CHECK(!bf16Copy.defined() || adamwCopySupports(p, bf16Copy),
+                "adamwStep: bf16Copy must be a contiguous bf16 CUDA tensor of p's size");
     TORCH_CHECK(step >= 1, "adamwStep: step counts from 1");
     TORCH_CHECK(!gradScale.defined() || (gradScale.is_cuda() && gradScale.scalar_type() == torch::kFloat32 &&
                                          gradScale.numel() == 1),
@@ -363,13 +383,13 @@ void adamwStep(const torch::Tensor& p, const torch::Tensor& g, const torch::Tens
     const float* scale = gradScale.defined() ? gradScale.data_ptr<float>() : nullptr;
     const bool mBf16 = m.scalar_type() == torch::kBFloat16, vBf16 = v.scalar_type() == torch::kBFloat16;
     if (!mBf16 && !vBf16)
-        launchAdamWFor<float, float>(p, g, m, v, a, scale);
+        launchAdamWFor<float, float>(p, g, m, v, a, scale, bf16Copy, onePassGrid);
     else if (mBf16 && vBf16)
-        launchAdamWFor<__nv_bfloat16, __nv_bfloat16>(p, g, m, v, a, scale);
+        launchAdamWFor<__nv_bfloat16, __nv_bfloat16>(p, g, m, v, a, scale, bf16Copy, onePassGrid);
     else if (mBf16)
-        launchAdamWFor<__nv_bfloat16, float>(p, g, m, v, a, scale);
+        launchAdamWFor<__nv_bfloat16, float>(p, g, m, v, a, scale, bf16Copy, onePassGrid);
     else
-        launchAdamWFor<float, __nv_bfloat16>(p, g, m, v, a, scale);
+        launchAdamWFor<float, __nv_bfloat16>(p, g, m, v, a, scale, bf16Copy, onePassGrid);
 }
 
 bool fusedKernelsAvailable()

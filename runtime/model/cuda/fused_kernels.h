@@ -46,11 +46,18 @@ bool combineSupports(const torch::Tensor& rows, const torch::Tensor& weights, co
 /// p, g, m, v and writes p, m, v (28 bytes per element; float4 accesses when aligned). Gradients
 /// are divided by `gradScale` (a 0-d fp32 device tensor, may be undefined) inside the kernel.
 /// `step` is the step count after this update (1 for the first).
+/// `bf16Copy` (may be undefined): a contiguous bf16 tensor of p's size that the same pass writes
+/// with the updated weight rounded to nearest even (2 B more per element; bf16_weights.h).
+/// `onePassGrid`: one block per 1024 elements instead of a grid-stride loop over a grid capped at
+/// 32 blocks per SM, so that every block is short and the SMs free up between blocks for the
+/// kernels of a higher-priority stream (the optimizer behind the next forward, optimizer_overlap.h).
 void adamwStep(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v,
                double lr, double beta1, double beta2, double eps, double weightDecay, int64_t step,
-               const torch::Tensor& gradScale);
+               const torch::Tensor& gradScale, const torch::Tensor& bf16Copy = {}, bool onePassGrid = false);
 /// True when adamwStep can take these operands.
 bool adamwSupports(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v);
+/// True when `copy` can be adamwStep's bf16Copy of p.
+bool adamwCopySupports(const torch::Tensor& p, const torch::Tensor& copy);
 
 /// x (bf16 or fp16, contiguous CUDA) widened to a new fp32 tensor of its shape, exactly as
 /// x.to(kFloat32), in one vectorized pass (16-byte loads): ATen's copy for this cast is its generic

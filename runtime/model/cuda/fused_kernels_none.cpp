@@ -39,8 +39,13 @@ bool adamwSupports(const torch::Tensor&, const torch::Tensor&, const torch::Tens
     return false;
 }
 
+bool adamwCopySupports(const torch::Tensor&, const torch::Tensor&)
+{
+    return false;
+}
+
 void adamwStep(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double, double,
-               double, double, double, int64_t, const torch::Tensor&)
+               double, double, double, int64_t, const torch::Tensor&, const torch::Tensor&, bool)
 {
     TORCH_CHECK(false, "adamwStep: this build has no CUDA kernels (built without nvcc)");
 }

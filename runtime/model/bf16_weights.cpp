@@ -1,0 +1,104 @@
+// Bf16 copies of the fp32 master weights (see bf16_weights.h).
+#include "runtime/model/bf16_weights.h"
+
+#include "runtime/model/cuda/fused_kernels.h"
+
+namespace wb::rt {
+namespace {
+
+// The gradient of a bf16 operand, back in the master's fp32. ATen's copy for bf16 → fp32 is its
+// generic unrolled kernel (~2 TB/s on an H200: the experts' gradient casts took 10.5 ms of a 267 ms
+// step of the benchmark slice, 3.6 G values); cuda::widenToFloat is one vectorized pass.
+torch::Tensor widenGradient(const torch::Tensor& grad)
+{
+    auto g = grad.contiguous();
+    return cuda::widenSupports(g) ? cuda::widenToFloat(g) : g.to(torch::kFloat32);
+}
+
+// The kept copy as the operand of `master` in the graph: forward hands out the copy (a new
+// TensorImpl on its storage, so that the graph's bookkeeping never lands on the kept tensor),
+// backward widens the gradient for the master.
+class CopyOperand : public torch::autograd::Function<CopyOperand> {
+public:
+    static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& /*master*/,
+                                 const torch::Tensor& copy)
+    {
+        return copy.detach();
+    }
+    static torch::autograd::tensor_list backward(torch::autograd::AutogradContext*, torch::autograd::tensor_list grads)
+    {
+        return {widenGradient(grads[0]), torch::Tensor()};
+    }
+};
+
+// No kept copy: the cast autocast would make, with the same backward.
+class CastOperand : public torch::autograd::Function<CastOperand> {
+public:
+    static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& w)
+    {
+        return w.to(torch::kBFloat16).contiguous();
+    }
+    static torch::autograd::tensor_list backward(torch::autograd::AutogradContext*, torch::autograd::tensor_list grads)
+    {
+        return {widenGradient(grads[0])};
+    }
+};
+
+}  // namespace
+
+bool Bf16Weights::current(const Copy& c) const
+{
+    return c.master._version() == c.version && c.master.data_ptr() == c.data;
+}
+
+torch::Tensor Bf16Weights::operand(const torch::Tensor& master)
+{
+    if (master.scalar_type() != torch::kFloat32)
+        return master;
+    auto it = m_copies.find(master.unsafeGetTensorImpl());
+    if (it == m_copies.end() || !current(it->second)) {
+        // A new tensor, never the old one written over: a graph may still hold the old copy.
+        torch::Tensor bf16;
+        {
+            torch::NoGradGuard noGrad;
+            bf16 = master.detach().to(torch::kBFloat16).contiguous();
+        }
+        Copy c{master, bf16, master._version(), master.data_ptr()};
+        it = m_copies.insert_or_assign(master.unsafeGetTensorImpl(), std::move(c)).first;
+    }
+    const torch::Tensor& copy = it->second.bf16;
+    if (master.requires_grad() && torch::GradMode::is_enabled())
+        return CopyOperand::apply(master, copy);
+    return copy.detach();
+}
+
+torch::Tensor Bf16Weights::copyOf(const torch::Tensor& master) const
+{
+    const auto it = m_copies.find(master.unsafeGetTensorImpl());
+    if (it == m_copies.end() || !current(it->second))
+        return {};
+    return it->second.bf16;
+}
+
+int64_t Bf16Weights::bytes() const
+{
+    int64_t total = 0;
+    for (const auto& [impl, c] : m_copies)
+        total += c.bf16.numel() * static_cast<int64_t>(c.bf16.element_size());
+    return total;
+}
+
+torch::Tensor UsesBf16Weights::applyLinear(const torch::nn::Linear& l, const torch::Tensor& x) const
+{
+    // LinearImpl::forward is this linear with the weight as it is.
+    return torch::nn::functional::linear(x, weightOperand(l->weight), l->bias);
+}
+
+torch::Tensor bf16Operand(const torch::Tensor& w)
+{
+    if (w.scalar_type() == torch::kFloat32 && w.is_cuda() && w.requires_grad() && torch::GradMode::is_enabled())
+        return CastOperand::apply(w);
+    return w.to(torch::kBFloat16).contiguous();
+}
+
+}  // namespace wb::rt
