@@ -39,10 +39,11 @@ import json, sys
 src, manifest, steps, g, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 base = json.load(open(src))
 base["train"].update(train_iters=steps, micro_batch_size=1, global_batch_size=g)
-# The serial optimizer step: the layout table measures the collectives of each layout, comparable
-# with the rounds before train.overlap_optimizer; gpu_round.sh measures the overlap (real against
-# real-serial-optimizer).
+# The serial optimizer step and autocast's weight casts: the layout table measures the collectives
+# of each layout, comparable with the committed 2-GPU rows (measured before train.overlap_optimizer
+# and train.bf16_weight_copies); gpu_round.sh measures both (real-overlap-optimizer, real-casting).
 base["train"]["overlap_optimizer"] = False
+base["train"]["bf16_weight_copies"] = False
 base["data"]["manifest"] = manifest
 layouts = {"ref": {}, "dp": {},
            "fsdp-optim": {"use_megatron_fsdp": True, "data_parallel_sharding_strategy": "optim"},

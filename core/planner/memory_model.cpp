@@ -221,12 +221,19 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
     double runtimeGrads = 0;  // fp32 gradients of the trainable parameters
     double runtimeFp32 = 0;   // the fp32 parameters
     double runtimeHeldGrads = 0;  // of those gradients, the ones that exist during the forward
+    double runtimeCopies = 0;     // bf16 copies of the weights
+    // train.bf16_weight_copies: the copies live from one step to the next (also through the
+    // optimizer step, which writes them); without it autocast makes them in the forward.
+    const bool keptCopies = runtimeState && l.bf16WeightCopies;
     for (const Group& g : groups) {
         if (runtimeState) {
             const std::string base = o.explain ? fmtCount(g.params) + " params (" + g.where + "); " : std::string();
             WB_ADD(std::string(g.name) + " weights", "weights", g.params * 4.0, base + "fp32 parameters, also the master copy (moe-train)");
             WB_ADD(std::string(g.name) + " bf16 copies", "weights", g.params * 2.0,
-                base + "bf16 casts made by autocast in the forward and saved for backward (moe-train)");
+                base + (keptCopies ? "bf16 copies kept between steps, written by the AdamW pass (moe-train, "
+                                     "train.bf16_weight_copies)"
+                                   : "bf16 casts made by autocast in the forward and saved for backward (moe-train)"));
+            runtimeCopies += g.params * 2.0;
             if (g.trainable) {
                 WB_ADD(std::string(g.name) + " optimizer", "optimizer", g.params * (w.bf16AdamMoments ? 4.0 : 8.0),
                     base + (w.bf16AdamMoments ? "bf16 Adam m, v = 4 B (no separate master: the parameters are fp32)"
@@ -352,14 +359,15 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
         // overlapped reducer's bucket views on a data-parallel group) add to the forward/backward
         // peak. The others are allocated as the backward frees activations: the peak is then the
         // larger of that phase and the optimizer step (fp32 weights + all gradients + moments;
-        // the bf16 copies and the activations gone).
+        // the activations gone; the bf16 copies gone too unless they are kept).
         WB_ADD("gradients held through the forward", "grads", runtimeHeldGrads,
             "fp32 gradients of accumulated micro-batches or of the reducer's buckets (DP groups with overlap_grad_reduce)");
         const double forwardPeak = est.total();
-        const double optimizerStep = runtimeFp32 + est.category("optimizer") + runtimeGrads;
+        const double optimizerStep = runtimeFp32 + est.category("optimizer") + runtimeGrads + (keptCopies ? runtimeCopies : 0.0);
         WB_ADD("gradients beyond the forward/backward peak", "grads", std::max(0.0, optimizerStep - forwardPeak),
             "the optimizer step holds fp32 weights + gradients (" + fmt(MemoryEstimate::gib(runtimeGrads), 1) +
-                " GiB) + moments; the backward allocates the other gradients as it frees activations");
+                " GiB) + moments" + (keptCopies ? std::string(" + the kept bf16 copies") : std::string()) +
+                "; the backward allocates the other gradients as it frees activations");
         return est;
     }
     WB_ADD("CUDA context + NCCL", "other", o.contextAndNcclGib * 1073741824.0,

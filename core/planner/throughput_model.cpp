@@ -162,6 +162,7 @@ struct RankParameters {
     // Trainable parameters whose gradients the backward produces last: the first stage's
     // embedding and vision encoder (the output layer's come first).
     double lastReady = 0;
+    double embedding = 0;  // the token embedding (a gather: never a GEMM operand, so never cast)
     double denseTrainable() const { return std::max(0.0, trainable - expertTrainable); }
 };
 
@@ -184,6 +185,7 @@ RankParameters rankParameters(const ModelConfig& m, const Layout& l)
         if (s == 0) {
             const double vision = (counts.visionEncoder + counts.projector) / t;
             p.all += counts.embedding / t + vision;
+            p.embedding = counts.embedding / t;
             p.trainable += language * counts.embedding / t + (l.freezeVision ? 0.0 : vision);
             p.visionTrainable = l.freezeVision ? 0.0 : vision;
             p.lastReady = language * counts.embedding / t + p.visionTrainable;
@@ -750,13 +752,19 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
         // through their own MasterToBf16 pass), 4 + 2 B; backward widens each trainable weight's
         // bf16 gradient back to fp32, 2 + 4 B. A re-forward (full recompute; selective "moe")
         // casts its layers' weights again.
+        // With train.bf16_weight_copies (bf16_weights.h; not FSDP) the forward casts nothing: the
+        // AdamW pass writes each updated weight's bf16 copy (2 B more per value, below).
+        const bool kept = l.bf16WeightCopies && !l.useMegatronFsdp;
         const bool full = l.recomputeGranularity == "full";
         const bool moeAgain = l.recomputeGranularity == "selective" && contains(l.recomputeModules, "moe");
         const double recast = full ? p.layerWeights : moeAgain ? p.expertWeights : 0.0;
-        WB_TERM("weight casts (autocast)", micro * (6.0 * (p.all + recast) + 6.0 * p.trainable) / (castRate * 1e9), measuredIf(measured),
-                "fp32 → bf16 weight copies per forward (" + fmtCount(p.all + recast) + " values) and bf16 → fp32 "
-                "gradients per backward (" + fmtCount(p.trainable) + "), 6 B each, at " + fmt(castRate, 0) + " GB/s" +
-                    rateWhy + per);
+        const double castValues = kept ? 0.0 : p.all + recast;
+        WB_TERM(kept ? "gradient widening" : "weight casts (autocast)",
+                micro * (6.0 * castValues + 6.0 * p.trainable) / (castRate * 1e9), measuredIf(measured),
+                (kept ? std::string("no weight casts in the forward (bf16 copies kept by train.bf16_weight_copies); ")
+                      : "fp32 → bf16 weight copies per forward (" + fmtCount(castValues) + " values) and ") +
+                    "bf16 → fp32 gradients per backward (" + fmtCount(p.trainable) + "), 6 B each, at " +
+                    fmt(castRate, 0) + " GB/s" + rateWhy + per);
         // clip_grad: one pass reading every fp32 gradient for the global norm before the step.
         WB_TERM("gradient-norm pass", p.trainable * 4.0 / (normRate * 1e9), measuredIf(measured),
                 "reads 4 B per trainable parameter at " + fmt(normRate, 0) + " GB/s" + rateWhy);
@@ -765,10 +773,13 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
         const double owned = l.useMegatronFsdp ? p.denseTrainable() / std::max(1, dpN) + p.expertTrainable / std::max(1, edpN)
                                                : p.trainable;
         const double adamBytes = w.bf16AdamMoments ? 20.0 : 28.0;
-        const double adamSeconds = owned * adamBytes / (adamRate * 1e9);
+        // The kept copies of the trainable GEMM weights (all but the embedding) are written too.
+        const double copied = kept ? std::max(0.0, p.trainable - (m.freezeLanguageModel ? 0.0 : p.embedding)) : 0.0;
+        const double adamSeconds = (owned * adamBytes + copied * 2.0) / (adamRate * 1e9);
         const std::string adamWhy = fmt(adamBytes, 0) + " B per trainable parameter (fp32 param and grad, " +
-                                    std::string(w.bf16AdamMoments ? "bf16" : "fp32") + " m and v) in one fused pass at " +
-                                    fmt(adamRate, 0) + " GB/s" + rateWhy;
+                                    std::string(w.bf16AdamMoments ? "bf16" : "fp32") + " m and v)" +
+                                    (kept ? " + 2 B per kept bf16 copy (" + fmtCount(copied) + ")" : std::string()) +
+                                    " in one fused pass at " + fmt(adamRate, 0) + " GB/s" + rateWhy;
         if (l.overlapOptimizer && !l.useMegatronFsdp) {
             const double exposed = overlappedOptimizerSeconds(adamSeconds, gapMs * 1e-3);
             WB_TERM("optimizer step", exposed, measuredIf(measured),

@@ -442,6 +442,50 @@ private slots:
 
     // moe-train's own passes: casts per micro-batch, one norm pass, the fused AdamW over every
     // trainable parameter (28 B, 20 B with bf16 moments), a host gap; each at its measured rate.
+    // train.bf16_weight_copies: the forward casts nothing (not even a re-forward), the backward still
+    // widens every trainable weight's gradient, and the AdamW pass writes 2 B more for each trainable
+    // weight with a copy (all but the embedding); a frozen encoder costs nothing per step. Memory: the
+    // copies outlive the backward, so they also weigh on the optimizer step's peak.
+    void moeTrainKeptCopiesCastNothing()
+    {
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        const HardwareSpec hw = *catalog().hardware("h200");
+        const ThroughputOptions o = moeTrainOn("h200");
+        Layout casting;
+        casting.worldSize = 1, casting.mbs = 1, casting.gbs = 2, casting.useDistributedOptimizer = false;
+        casting.overlapOptimizer = false, casting.bf16WeightCopies = false;
+        casting.recomputeGranularity = "full";  // a re-forward casts again without copies
+        Layout kept = casting;
+        kept.bf16WeightCopies = true;
+        const ThroughputEstimate c = estimateThroughput(m, casting, Workload{}, hw, o);
+        const ThroughputEstimate k = estimateThroughput(m, kept, Workload{}, hw, o);
+        const ParameterCounts counts = countParameters(m);
+        const double params = counts.total();
+        const auto near = [](double a, double b) { return std::abs(a - b) <= 1e-4 * std::abs(b); };
+        QCOMPARE(termMs(k, "weight casts (autocast)"), 0.0);
+        // Two micro-batches, 6 B backward per trainable parameter, nothing forward.
+        QVERIFY(near(termMs(k, "gradient widening"), 2 * 6.0 * params / (o.rates.castGbPerS * 1e9) * 1e3));
+        QVERIFY(termMs(c, "weight casts (autocast)") > 2.0 * termMs(k, "gradient widening"));  // forward + re-forward
+        QVERIFY(near(termMs(k, "optimizer step") - termMs(c, "optimizer step"),
+                     2.0 * (params - counts.embedding) / (o.rates.optimizerGbPerS * 1e9) * 1e3));
+        QVERIFY(k.stepMs < c.stepMs);
+        // FSDP keeps no copies: the same terms as casting.
+        Layout fsdp = kept, fsdpCasting = casting;
+        fsdp.useMegatronFsdp = fsdpCasting.useMegatronFsdp = true;
+        fsdp.fsdpStrategy = fsdpCasting.fsdpStrategy = "optim_grads_params";
+        QCOMPARE(estimateThroughput(m, fsdp, Workload{}, hw, o).stepMs,
+                 estimateThroughput(m, fsdpCasting, Workload{}, hw, o).stepMs);
+
+        MemoryOptions mo;
+        mo.moeTrain = true;
+        // One micro-batch under full recompute: the optimizer step is the peak, and the kept copies
+        // are in it (the measured real-mbs1 and real-recompute-full rows: +7.6 GiB with copies).
+        Layout oneCasting = casting, oneKept = kept;
+        oneCasting.gbs = oneKept.gbs = 1;
+        const double extra = estimateMemory(m, oneKept, Workload{}, mo).total() - estimateMemory(m, oneCasting, Workload{}, mo).total();
+        QVERIFY2(std::abs(extra - 2.0 * params) < 0.05 * 2.0 * params, std::to_string(extra / params).c_str());
+    }
+
     void moeTrainHasItsOwnPasses()
     {
         const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
@@ -449,6 +493,7 @@ private slots:
         Layout l;
         l.worldSize = 1, l.mbs = 1, l.gbs = 2, l.useDistributedOptimizer = false;
         l.overlapOptimizer = false;  // the serial step (the overlapped one: moeTrainOverlapsTheOptimizer)
+        l.bf16WeightCopies = false;  // autocast's casts (the kept copies: moeTrainKeptCopiesCastNothing)
         ThroughputOptions o = moeTrainOn("h200");
         QVERIFY2(!o.rates.source.empty(), "the catalog has no moe-train profile for h200");
         const ThroughputEstimate e = estimateThroughput(m, l, Workload{}, hw, o);
@@ -623,6 +668,7 @@ private slots:
         Layout ddp = zero1;
         ddp.useMegatronFsdp = false, ddp.fsdpStrategy = "no_shard";
         ddp.overlapOptimizer = false;  // the serial step, as FSDP's
+        ddp.bf16WeightCopies = false;  // no copies to write, as under FSDP
         QVERIFY(near(termMs(e1, "optimizer step") * 2, termMs(estimateThroughput(m, ddp, Workload{}, hw, o), "optimizer step")));
 
         Layout zero3 = zero1;
