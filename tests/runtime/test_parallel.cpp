@@ -765,6 +765,29 @@ void testHang(const fs::path& dir)
                  status.dump());
 }
 
+// A config `base` patched by `patch` that --validate on `ranks` ranks must refuse (exit 2) with
+// `field` (the field and as much of the message as the case pins) in its output.
+struct RefusedCase {
+    const char* name;
+    json patch;
+    int ranks;
+    const char* field;
+};
+
+void checkRefused(const fs::path& dir, const json& base, const std::vector<RefusedCase>& cases, const std::string& log)
+{
+    for (const RefusedCase& b : cases) {
+        json c = base;
+        c.merge_patch(b.patch);
+        const fs::path path = dir / (std::string(b.name) + ".json");
+        std::ofstream(path) << c.dump(2);
+        const int rc = test::runProcess({MOE_TRAIN_PATH, "--validate", path.string(), "--nproc-per-node", std::to_string(b.ranks)},
+                                        log, 60);
+        const std::string text = test::readFile(log);
+        WB_CHECK_MSG(rc == 2 && text.find(b.field) != std::string::npos, b.name << " rc " << rc << "\n" << text);
+    }
+}
+
 // --validate of pipeline layouts: PP 2 (and PP 2 × DP 2, and PP 2 with 2 virtual stages) accepted;
 // FSDP with PP, virtual stages the layers do not fill, virtual stages with micro-batches not a
 // multiple of the stages, with an uneven first stage or on CUDA, fewer micro-batches than stages
@@ -788,13 +811,7 @@ void testValidatePipeline(const fs::path& dir, const fs::path& config)
     vpp.merge_patch({{"parallel", {{"virtual_pipeline_model_parallel_size", 2}}}, {"model", {{"decoder", {{"num_layers", 4}}}}}});
     rc = validate(vpp, 2, "pp2-vpp2");
     WB_CHECK_MSG(rc == 0, "pp2 vpp2 rc " << rc << "\n" << test::readFile(log));
-    struct Bad {
-        const char* name;
-        json patch;
-        int ranks;
-        const char* field;
-    };
-    const Bad bad[] = {
+    checkRefused(dir, pp, {
         {"pp-fsdp", {{"parallel", {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", "optim_grads_params"}}}}, 2,
          "parallel.use_megatron_fsdp: FSDP together with pipeline parallelism"},
         // 2 layers do not make 2 stages × 2 chunks.
@@ -812,14 +829,7 @@ void testValidatePipeline(const fs::path& dir, const fs::path& config)
          "the interleaved schedule on the CPU (Gloo) only"},
         {"pp-gbs", {{"train", {{"global_batch_size", 2}}}}, 4, "train.global_batch_size: 1F1B needs at least"},
         {"pp-split", {{"parallel", {{"num_layers_in_first_pipeline_stage", 3}}}}, 2, "do not split evenly"},
-    };
-    for (const Bad& b : bad) {
-        json c = pp;
-        c.merge_patch(b.patch);
-        rc = validate(c, b.ranks, b.name);
-        const std::string text = test::readFile(log);
-        WB_CHECK_MSG(rc == 2 && text.find(b.field) != std::string::npos, b.name << " rc " << rc << "\n" << text);
-    }
+    }, log);
 }
 
 // --validate of tensor parallel layouts: TP 2 × EP 2 (ETP 2, SP) accepted on 4 ranks, TP with
@@ -904,14 +914,7 @@ void testValidateTensorParallel(const fs::path& dir, const fs::path& config)
 // rank's tokens per row do not split over TP.
 void testValidateContextParallel(const fs::path& dir, const json& cp)
 {
-    const std::string log = (dir / "validate-cp.log").string();
-    struct Bad {
-        const char* name;
-        json patch;
-        int ranks;
-        const char* field;
-    };
-    const Bad bad[] = {
+    checkRefused(dir, cp, {
         {"cp-cuda", {{"runtime", {{"device", "cuda"}}}}, 4,
          "parallel.context_parallel_size: 2: moe-train runs context parallelism on the CPU (Gloo) only"},
         {"cp-pp", {{"parallel", {{"pipeline_model_parallel_size", 2}}}}, 4,
@@ -923,17 +926,7 @@ void testValidateContextParallel(const fs::path& dir, const json& cp)
                                  {"expert_tensor_parallel_size", 1}}},
                    {"train", {{"seq_length", 260}}}}, 8,
          "train.seq_length: 260 tokens give each of context_parallel_size 2 ranks 130 per row"},
-    };
-    for (const Bad& b : bad) {
-        json c = cp;
-        c.merge_patch(b.patch);
-        std::ofstream(dir / (std::string(b.name) + ".json")) << c.dump(2);
-        const int rc = test::runProcess({MOE_TRAIN_PATH, "--validate", (dir / (std::string(b.name) + ".json")).string(),
-                                         "--nproc-per-node", std::to_string(b.ranks)},
-                                        log, 60);
-        const std::string text = test::readFile(log);
-        WB_CHECK_MSG(rc == 2 && text.find(b.field) != std::string::npos, b.name << " rc " << rc << "\n" << text);
-    }
+    }, (dir / "validate-cp.log").string());
 }
 
 // --validate for N ranks: DP, EP, TP, FSDP and CP are accepted; bad combinations are rejected
