@@ -714,7 +714,7 @@ void PlanningView::showLayoutDetails(int row)
         doc(QStringLiteral("env.slurm.sh"), "env.slurm.sh"),
         doc(QStringLiteral("launch_ssh.sh"), "launch_ssh.sh"),
     };
-    // A format that refuses the layout (moe-train has no CP) has no file: its tab is left out.
+    // A format that refuses the layout (moe-train has no CP on CUDA) has no file: its tab is left out.
     documents.erase(std::remove_if(documents.begin(), documents.end(),
                                    [](const PlanConfigPreview::Document& d) { return d.text.isEmpty(); }),
                     documents.end());

@@ -415,13 +415,16 @@ Result<GeneratedBundle> generateFormat(const std::string& format, const RunConfi
 {
     if (target.nodes < 1 || target.gpusPerNode < 1)
         return makeError(ErrorCode::InvalidArgument, "nodes and GPUs per node must be at least 1", format);
-    // The runtime, SSH and Slurm formats start moe-train, which has no context parallelism
-    // (docs/parallel.md); Megatron-Bridge runs CP, so its overrides are still written.
-    if (config.parallel.contextParallelSize > 1 && (format == "runtime" || format == "ssh" || format == "slurm"))
+    // The runtime, SSH and Slurm formats start moe-train, which runs context parallelism on the
+    // CPU (Gloo) only (docs/parallel.md): a CUDA layout with CP cannot be rewritten without
+    // changing DP (the world is TP × CP × DP × PP), so it is refused; Megatron-Bridge runs CP, so
+    // its overrides are still written.
+    if (config.parallel.contextParallelSize > 1 && config.runtime.device == "cuda" &&
+        (format == "runtime" || format == "ssh" || format == "slurm"))
         return makeError(ErrorCode::InvalidArgument,
                          "parallel.context_parallel_size " + std::to_string(config.parallel.contextParallelSize) +
-                             ": context parallelism is planner-only, moe-train does not run it; pick a layout with "
-                             "context_parallel_size 1, or generate --format megatron-bridge",
+                             ": moe-train runs context parallelism on the CPU only, not on CUDA yet; pick a layout "
+                             "with context_parallel_size 1, or generate --format megatron-bridge",
                          format);
     GeneratedBundle bundle;
     // What moe-train's formats change (its dispatcher, its graphs): said only where moe-train runs

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 namespace wb::rt {
 
@@ -176,6 +177,7 @@ torch::Tensor GqaAttentionImpl::forward(const torch::Tensor& x_BTD, const torch:
     // (runtime/parallel/tensor_parallel.h), so H and G here are the local counts.
     const int64_t numHeads = m_q->weight.size(0) / m_headDim, numGroups = m_k->weight.size(0) / m_headDim;
     if (segments.defined()) {
+        TORCH_CHECK(m_cp == nullptr, "context parallelism runs on the dense attention core only, not the varlen flash core");
         // Flattened rows: N = B·T tokens in [N, heads, Dh], the layout the kernel reads, so RoPE
         // writes q and k contiguous in it (no transposes, no copies before the kernel).
         const int64_t N = B * T;
@@ -199,6 +201,10 @@ torch::Tensor GqaAttentionImpl::forward(const torch::Tensor& x_BTD, const torch:
     auto v_BGTd = applyLinear(m_v, x_BTD).view({B, T, numGroups, m_headDim}).transpose(1, 2);
     q_BHTd = applyRope(q_BHTd, angle_BTF);
     k_BGTd = applyRope(k_BGTd, angle_BTF);
+    // Context parallelism: every rank's keys and values (each rotated at its full-sequence
+    // positions); the queries stay this rank's. The mask's columns follow the gathered order.
+    if (m_cp)
+        std::tie(k_BGTd, v_BGTd) = m_cp->gatherKeysValues(k_BGTd, v_BGTd);
     // The attention core (selective recompute "core_attn": only q, k, v are kept, not the
     // B·H·T² scores and probabilities). GQA: each KV group serves H/G consecutive query heads.
     const int64_t repeat = numHeads / numGroups;

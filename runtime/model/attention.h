@@ -15,6 +15,7 @@
 #pragma once
 
 #include "runtime/model/bf16_weights.h"
+#include "runtime/model/context_parallel_hook.h"
 
 #include <torch/torch.h>
 
@@ -81,10 +82,16 @@ public:
     GqaAttentionImpl(int hiddenSize, int numHeads, int numGroups, int headDim);
     /// x_BTD, angle_BTF, allowed_BTT → y_BTD. With `segments` defined, the varlen flash core
     /// runs over the B·T flattened tokens (causal per segment) and allowed_BTT is not read.
+    /// Under context parallelism x_BTD holds this rank's tokens of each row and allowed_BTT is
+    /// [B, T, CP·T]: its queries against the keys of every CP rank (context_parallel_hook.h).
     torch::Tensor forward(const torch::Tensor& x_BTD, const torch::Tensor& angle_BTF,
                           const torch::Tensor& allowed_BTT, const PackedSegments& segments = {});
+    /// Not owned; null = no context parallelism. The dense core only (the varlen flash core has
+    /// no CP path: moe-train refuses CP on CUDA).
+    void setContextParallel(ContextParallelHook* hook) { m_cp = hook; }
 
 private:
+    ContextParallelHook* m_cp = nullptr;
     int m_headDim;  // head counts come from the q/k weight rows (local heads under TP)
     torch::nn::Linear m_q{nullptr}, m_k{nullptr}, m_v{nullptr}, m_out{nullptr};
 };

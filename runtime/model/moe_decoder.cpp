@@ -142,8 +142,8 @@ torch::Tensor MoeDecoderImpl::runLayerRange(const DecoderInputs& in, torch::Tens
     auto angle_BTF = m_config.mropeSection.empty()
         ? ropeAngles1d(in.pos1d_BT, m_config.kvChannels, m_config.rotaryBase)
         : ropeAnglesMrope(in.pos3_3BT, m_config.kvChannels, m_config.rotaryBase, m_config.mropeSection);
-    torch::Tensor allowed_BTT;  // B·T² bools: only built when the flash core is not used
-    if (!in.documents.defined())
+    torch::Tensor allowed_BTT = in.allowed_BTT;  // B·T² bools: only built when the flash core is not used
+    if (!allowed_BTT.defined() && !in.documents.defined())
         allowed_BTT = documentCausalMask(in.docIds_BT);
     auto validIndex_N = in.validIndex_N.defined() ? in.validIndex_N : (in.docIds_BT >= 0).flatten().nonzero().squeeze(1);
     torch::Tensor validIndex_M = validIndex_N;
@@ -198,15 +198,23 @@ DecoderOutput MoeDecoderImpl::head(const DecoderInputs& in, const torch::Tensor&
     if (m_vocabTp) {
         out.lmLoss = out.targets > 0 ? vocabParallelLoss(hidden_ND, labels_N)
                                      : torch::zeros({}, hidden_ND.options().dtype(torch::kFloat32));
-        return out;
+    } else {
+        auto logits_NV = applyLinear(m_output, hidden_ND);
+        if (out.targets == 0)
+            out.lmLoss = torch::zeros({}, logits_NV.options().dtype(torch::kFloat32));
+        else if (cuda::crossEntropySupports(logits_NV, labels_N))
+            out.lmLoss = FusedCrossEntropy::apply(logits_NV, labels_N).mean();
+        else
+            out.lmLoss = torch::nn::functional::cross_entropy(logits_NV.to(torch::kFloat32), labels_N);
     }
-    auto logits_NV = applyLinear(m_output, hidden_ND);
-    if (out.targets == 0)
-        out.lmLoss = torch::zeros({}, logits_NV.options().dtype(torch::kFloat32));
-    else if (cuda::crossEntropySupports(logits_NV, labels_N))
-        out.lmLoss = FusedCrossEntropy::apply(logits_NV, labels_N).mean();
-    else
-        out.lmLoss = torch::nn::functional::cross_entropy(logits_NV.to(torch::kFloat32), labels_N);
+    if (in.lossTargets > 0) {
+        // A share of the micro-batch's targets (context parallelism): the shares add up to the
+        // mean over all of them. A share without targets still hangs off every layer (× 0), so
+        // its backward runs the collectives the other shares' backwards wait for.
+        out.lmLoss = out.targets > 0
+            ? out.lmLoss * (static_cast<double>(out.targets) / static_cast<double>(in.lossTargets))
+            : h_BTD.sum().to(torch::kFloat32) * 0.0;
+    }
     return out;
 }
 

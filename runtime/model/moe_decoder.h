@@ -33,6 +33,13 @@ struct DecoderInputs {
     /// Documents (and each row's padding tail) as varlen segments: defined → flash core, causal
     /// per document; undefined → the dense document-causal mask.
     PackedSegments documents;
+    /// Context parallelism (runtime/parallel/context_parallel.h): the rows hold this rank's share
+    /// of each row's tokens, with their full-sequence positions. allowed_BTT is then the mask of
+    /// these queries against every CP rank's keys in gathered order ([B, T, CP·T]); undefined =
+    /// the document-causal mask of docIds_BT. lossTargets: the micro-batch's targets over all
+    /// shares, so the shares' losses add up to its mean; 0 = this rank's own (the mean).
+    torch::Tensor allowed_BTT;
+    int64_t lossTargets = 0;
 };
 
 struct DecoderOutput {

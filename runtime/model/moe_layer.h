@@ -64,6 +64,7 @@ public:
     void setExpertsRunner(ExpertsRunner* runner) { m_expertsRunner = runner; }
     /// Sequence parallelism (set from outside): see routeTopK. Empty = all tokens are here.
     void setShareSum(ShareSum sum) { m_shareSum = std::move(sum); }
+    const ShareSum& shareSum() const { return m_shareSum; }
     /// CUDA graphs for the router (set from outside: cuda_graph scope "moe_router"); shared by
     /// every layer. Null = the router runs eagerly (the same node, the same math).
     void setRouterGraphs(std::shared_ptr<RouterGraphs> graphs) { m_routerGraphs = std::move(graphs); }

@@ -50,6 +50,8 @@ ParallelTraining::ParallelTraining(const core::RunConfig& config, ProcessGroup& 
     const auto& p = config.parallel;
     if (p.tensorModelParallelSize > 1)
         m_tensorParallel = std::make_unique<TensorParallel>(world, p);
+    if (p.contextParallelSize > 1)
+        m_contextParallel = std::make_unique<ContextParallel>(world, p.contextParallelSize, p.tensorModelParallelSize);
     if (p.expertModelParallelSize > 1)
         m_expertParallel = std::make_unique<ExpertParallel>(world, p.expertModelParallelSize,
                                                             m_tensorParallel ? p.expertTensorParallelSize : 1);
@@ -60,14 +62,20 @@ ParallelTraining::ParallelTraining(const core::RunConfig& config, ProcessGroup& 
         m_experts = std::make_unique<DataParallel>(p.expertTensorParallelSize > 1 ? m_tensorParallel->dataGroup() : world);
 }
 
+// Megatron's order tp-cp-dp: rank = tp + TP·(cp + CP·dp).
 int ParallelTraining::dataParallelSize() const
 {
-    return m_tensorParallel ? m_world.size() / m_tensorParallel->size() : m_world.size();
+    return m_world.size() / modelParallelBlock();
 }
 
 int ParallelTraining::dataParallelRank() const
 {
-    return m_tensorParallel ? m_world.rank() / m_tensorParallel->size() : m_world.rank();
+    return m_world.rank() / modelParallelBlock();
+}
+
+int ParallelTraining::modelParallelBlock() const
+{
+    return (m_tensorParallel ? m_tensorParallel->size() : 1) * (m_contextParallel ? m_contextParallel->size() : 1);
 }
 
 ParallelTraining::~ParallelTraining()
@@ -86,6 +94,8 @@ void ParallelTraining::attach(VlmModelImpl& model, LayerRunner* inner)
         m_expertParallel->install(model);
     if (m_tensorParallel)
         m_tensorParallel->install(model, m_config.model, m_expertParallel.get());
+    if (m_contextParallel)  // after TP: its aux-statistics sum wraps TP's
+        m_contextParallel->install(model);
     const auto& p = m_config.parallel;
     // no_shard is Megatron's DDP: plain data parallelism below.
     const auto strategy = parseShardingStrategy(p.dataParallelShardingStrategy);
@@ -117,7 +127,7 @@ void ParallelTraining::makeGradientReducer()
         r.parameter = p;
         const bool expert = tp ? tp->isExpert(p) : m_expertParallel && m_expertParallel->isExpertParameter(p);
         r.group = expert ? &m_experts->group() : &m_dense->group();
-        r.divisor = tp ? (expert ? dp * duplicates : dp) : m_world.size();
+        r.divisor = tp ? (expert ? dp * duplicates : dp) : dp;
         if (tp)
             for (const torch::Tensor& q : tp->partialParameters())
                 r.deferred = r.deferred || q.unsafeGetTensorImpl() == p.unsafeGetTensorImpl();
@@ -169,6 +179,12 @@ void ParallelTraining::beginMicroBatch(bool hasImages)
         m_fsdp->beginMicroBatch(hasImages);
 }
 
+void ParallelTraining::shardSequence(VlmBatch& batch) const
+{
+    if (m_contextParallel)
+        m_contextParallel->shard(batch.decoder);
+}
+
 void ParallelTraining::beforeLastBackward()
 {
     if (m_reducer)
@@ -198,19 +214,22 @@ void ParallelTraining::finishGradients()
         finishTensorParallelGradients();
         return;
     }
+    // Divided by the data-parallel ranks (world / CP): the CP ranks' gradients are shares of
+    // their micro-batches', summed like the rest.
+    const int dp = dataParallelSize();
     const auto params = m_model->parameters();
     if (!m_expertParallel) {
-        m_dense->averageGradients(params);
+        m_dense->averageGradients(params, dp);
         return;
     }
     torch::NoGradGuard noGrad;
     std::vector<torch::Tensor> dense, experts;
     for (const torch::Tensor& p : gradientsPresentAnywhere(m_world, params))
         (m_expertParallel->isExpertParameter(p) ? experts : dense).push_back(p);
-    m_dense->averageGradients(dense);
+    m_dense->averageGradients(dense, dp);
     // Summed over the ranks that hold the same experts, divided by all data-parallel ranks: each
     // rank's loss was scaled for its own micro-batches, as for the dense gradients.
-    m_experts->averageGradients(experts, m_world.size());
+    m_experts->averageGradients(experts, dp);
 }
 
 torch::Tensor ParallelTraining::gradNorm() const
@@ -257,10 +276,12 @@ void ParallelTraining::afterOptimizerStep()
 std::string ParallelTraining::memorySummary(int64_t momentBytesPerValue) const
 {
     int64_t params = 0, grads = 0, optimizer = 0;
-    std::string layout = "dp" + std::to_string(m_world.size());
+    std::string layout = "dp" + std::to_string(dataParallelSize());
     if (m_tensorParallel)
         layout = "tp" + std::to_string(m_tensorParallel->size()) + (m_tensorParallel->sequenceParallel() ? " sp" : "") +
                  " etp" + std::to_string(m_tensorParallel->expertTensorSize()) + " dp" + std::to_string(dataParallelSize());
+    if (m_contextParallel)
+        layout += " cp" + std::to_string(m_contextParallel->size());
     if (m_expertParallel)
         layout += " ep" + std::to_string(m_expertParallel->size()) + " (edp" +
                   std::to_string(m_expertParallel->expertDataGroup().size()) + ")";

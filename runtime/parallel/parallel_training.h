@@ -1,5 +1,5 @@
 // The trainer's one entry point to multi-rank training: builds the layout a RunConfig asks for
-// (data parallel, tensor parallel and expert parallel groups, FSDP strategy) over the world group and
+// (data parallel, tensor parallel, context parallel and expert parallel groups, FSDP strategy) over the world group and
 // applies it to the model from outside (torchtitan style). The trainer asks it for the tensors
 // the optimizer updates, the global gradient norm, and calls it around backward and the step.
 // Training thread only.
@@ -7,6 +7,7 @@
 
 #include "core/run_config.h"
 #include "runtime/model/layer_runner.h"
+#include "runtime/parallel/context_parallel.h"
 #include "runtime/parallel/data_parallel.h"
 #include "runtime/parallel/expert_parallel.h"
 #include "runtime/parallel/fsdp.h"
@@ -23,6 +24,7 @@
 namespace wb::rt {
 
 class VlmModelImpl;
+struct VlmBatch;
 
 class ParallelTraining {
 public:
@@ -42,6 +44,9 @@ public:
     std::vector<torch::Tensor> optimizedParameters(bool decay) const;
 
     void beginMicroBatch(bool hasImages);
+    /// After project(), before the decoder: context parallelism keeps this rank's share of the
+    /// micro-batch's tokens (ContextParallel::shard); nothing otherwise.
+    void shardSequence(VlmBatch& batch) const;
     /// Before the step's last backward on this rank: with parallel.overlap_grad_reduce (not
     /// FSDP) its gradient buckets are reduced while it runs. Earlier backwards only accumulate.
     void beforeLastBackward();
@@ -60,14 +65,18 @@ public:
     /// FSDP: the optimizer updates shards; the trainable parameters are gathered from them.
     bool fullySharded() const { return m_fsdp != nullptr; }
 
-    // Tensor parallelism (tensor_parallel.h): the TP ranks of a DP rank train on the same
-    // micro-batches, so the trainer splits the step over DP, not over the world.
-    /// world / TP (the world without TP).
+    // Tensor and context parallelism (tensor_parallel.h, context_parallel.h): the TP and CP ranks
+    // of a DP rank train on the same micro-batches, so the trainer splits the step over DP, not
+    // over the world.
+    /// world / (TP · CP).
     int dataParallelSize() const;
     int dataParallelRank() const;
-    /// False on TP ranks other than the first: their loss, tokens and FLOPs repeat the first's
-    /// and are left out of the step's sums over ranks.
-    bool countsStepTotals() const { return !m_tensorParallel || m_tensorParallel->rank() == 0; }
+    /// False on TP ranks other than the first and on CP ranks other than the first: their tokens
+    /// and FLOPs repeat the first's and are left out of the step's sums over ranks.
+    bool countsStepTotals() const { return countsLoss() && (!m_contextParallel || m_contextParallel->rank() == 0); }
+    /// False on TP ranks other than the first: their LM loss repeats the first's. (Each CP rank's
+    /// loss is its share of the micro-batch's: all of them count.)
+    bool countsLoss() const { return !m_tensorParallel || m_tensorParallel->rank() == 0; }
     /// True when each TP rank's aux loss is its share of the micro-batch's (sequence parallel):
     /// the aux loss is then summed over all ranks, TP included.
     bool auxLossIsShared() const { return m_tensorParallel && m_tensorParallel->sequenceParallel(); }
@@ -85,11 +94,13 @@ private:
     void finishTensorParallelGradients();
     void sumPartialShardGradients();
     torch::Tensor tensorParallelGradNorm() const;
+    int modelParallelBlock() const;  ///< TP · CP: the ranks that share a data-parallel rank's micro-batches
 
     const core::RunConfig& m_config;
     ProcessGroup& m_world;
     VlmModelImpl* m_model = nullptr;
-    std::unique_ptr<TensorParallel> m_tensorParallel;  // TP > 1 (before EP: group creation order)
+    std::unique_ptr<TensorParallel> m_tensorParallel;  // TP > 1 (before CP and EP: group creation order)
+    std::unique_ptr<ContextParallel> m_contextParallel;  // CP > 1
     std::unique_ptr<ExpertParallel> m_expertParallel;
     std::unique_ptr<Fsdp> m_fsdp;
     std::unique_ptr<DataParallel> m_dense;    // all ranks (with TP: the DP group)

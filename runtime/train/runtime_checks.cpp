@@ -184,25 +184,58 @@ void virtualPipelineProblems(const core::RunConfig& c, int micro, int dp, std::v
 }
 }  // namespace
 
+// Context parallelism (runtime/parallel/context_parallel.h): core checks seq_length % (2·CP).
+namespace {
+void contextParallelProblems(const core::RunConfig& c, std::vector<core::ConfigProblem>& out)
+{
+    const auto s = [](int64_t v) { return std::to_string(v); };
+    const auto& p = c.parallel;
+    const int cp = p.contextParallelSize, tp = p.tensorModelParallelSize;
+    if (cp <= 1)
+        return;
+    // The flash varlen core would need each local query chunk's causal mask aligned bottom-right
+    // against the gathered keys per packed sample; only the dense core has the CP path.
+    if (c.runtime.device == "cuda")
+        out.push_back({"parallel.context_parallel_size",
+                       s(cp) + ": moe-train runs context parallelism on the CPU (Gloo) only; on CUDA its varlen flash "
+                               "attention has no context-parallel path yet",
+                       "set context_parallel_size 1 on CUDA (or generate --format megatron-bridge, which runs CP)"});
+    if (p.pipelineModelParallelSize > 1)
+        out.push_back({"parallel.context_parallel_size",
+                       s(cp) + " together with pipeline_model_parallel_size " + s(p.pipelineModelParallelSize) +
+                           " is not supported by moe-train yet",
+                       "set context_parallel_size 1 or pipeline_model_parallel_size 1 (CP runs with TP, EP and DP)"});
+    if (p.useMegatronFsdp && p.dataParallelShardingStrategy != "no_shard")
+        out.push_back({"parallel.use_megatron_fsdp",
+                       "FSDP (" + p.dataParallelShardingStrategy + ") together with context_parallel_size " + s(cp) +
+                           " is not supported by moe-train yet",
+                       "set use_megatron_fsdp false (or data_parallel_sharding_strategy \"no_shard\"), or context_parallel_size 1"});
+    // Sequence parallelism splits each CP rank's seq_length / CP tokens per row over TP.
+    if (tp > 1 && p.sequenceParallel && c.train.seqLength % (2 * cp) == 0 && (c.train.seqLength / cp) % tp != 0)
+        out.push_back({"train.seq_length",
+                       s(c.train.seqLength) + " tokens give each of context_parallel_size " + s(cp) + " ranks " +
+                           s(c.train.seqLength / cp) + " per row, which do not split over tensor_model_parallel_size " + s(tp) +
+                           " (sequence parallelism)",
+                       "make seq_length a multiple of 2 × CP × TP = " + s(2 * cp * tp) + ", or set sequence_parallel false"});
+}
+}  // namespace
+
 std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int worldSize)
 {
     std::vector<core::ConfigProblem> out;
-    const std::string later = "this build of moe-train runs data, tensor (+ sequence), expert, fully sharded data and pipeline parallelism only (docs/parallel.md)";
     const auto s = [](int64_t v) { return std::to_string(v); };
     if (c.model.decoder.vocabSize < kMinVocabSize)
         out.push_back({"model.decoder.vocab_size",
                        s(c.model.decoder.vocabSize) + " is too small for moe-train's byte tokenizer (256 bytes + pad, bos, eos, image = 260 ids)",
                        "set vocab_size >= 260"});
     const auto& p = c.parallel;
-    if (p.contextParallelSize > 1)
-        out.push_back({"parallel.context_parallel_size", s(p.contextParallelSize) + " > 1 is not supported by this build of moe-train yet",
-                       "set it to 1 (" + later + ")"});
+    contextParallelProblems(c, out);
     for (core::ConfigProblem& p : core::moeTrainModelProblems(c.model.decoder))
         out.push_back(std::move(p));
     tensorParallelProblems(c, out);
     // Data, tensor, expert, FSDP and pipeline parallel run (runtime/parallel), TP × PP × DP (× EP)
-    // together, FSDP with TP and/or EP, virtual pipeline stages on the CPU; CP is rejected above,
-    // FSDP with PP below.
+    // together, FSDP with TP and/or EP, virtual pipeline stages and CP (× TP × EP × DP) on the CPU;
+    // CP with PP or FSDP is rejected above, FSDP with PP below.
     const int ep = p.expertModelParallelSize;
     const int pp = p.pipelineModelParallelSize;
     if (ep > 1 && worldSize % (ep * pp) != 0)

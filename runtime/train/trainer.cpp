@@ -326,6 +326,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
             timer.end(StepTimer::Vision);
             m_model->project(vision, tensors);
             timer.end(StepTimer::Projector);
+            m_parallel->shardSequence(tensors);  // context parallelism: this rank's tokens
             out = m_model->decode(tensors);
             timer.end(StepTimer::Decoder);
         }
@@ -458,9 +459,13 @@ void Trainer::reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor&
     }
     // Tensor parallel: the TP ranks of a DP rank repeat its loss, tokens and FLOPs; only the first
     // counts them (the aux loss under sequence parallelism is each rank's share: all count it).
+    // Context parallel: each CP rank's losses are its share of the micro-batch's (all count
+    // them), its tokens and FLOPs the micro-batch's (only the first counts them).
     if (!m_parallel->countsStepTotals()) {
-        const double aux = m_parallel->auxLossIsShared() ? sums[0][1].item<double>() : 0.0;
+        const double lm = m_parallel->countsLoss() ? sums[0][0].item<double>() : 0.0;
+        const double aux = m_parallel->countsLoss() || m_parallel->auxLossIsShared() ? sums[0][1].item<double>() : 0.0;
         sums[0].zero_();
+        sums[0][0] = lm;
         sums[0][1] = aux;
     }
     m_group->allreduce(sums, ReduceOp::Sum);

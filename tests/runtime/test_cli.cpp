@@ -50,7 +50,7 @@ int main()
 
     json bad = sampleConfig();
     bad["model"]["decoder"]["vocab_size"] = 100;                   // runtime: byte tokenizer needs 260
-    bad["parallel"]["context_parallel_size"] = 2;                  // runtime: no CP in this build
+    bad["parallel"]["context_parallel_size"] = 2;                  // runtime: no CP on CUDA
     bad["runtime"]["device"] = "cuda";                             // runtime: no CUDA here
     bad["train"]["micro_batch_size"] = 3;                          // core: GBS 2 not divisible by 3
     bad["train"]["no_such_key"] = 1;                               // core: unknown key
@@ -59,7 +59,7 @@ int main()
     const std::string out = test::readFile(log);
     WB_CHECK_MSG(rc == 2, "rc " << rc);
     for (const char* expected : {"model.decoder.vocab_size", "260", "parallel.context_parallel_size",
-                                 "not supported", "runtime.device", "train.global_batch_size", "no_such_key"})
+                                 "on the CPU (Gloo) only", "runtime.device", "train.global_batch_size", "no_such_key"})
         WB_CHECK_MSG(out.find(expected) != std::string::npos, "missing \"" << expected << "\" in:\n" << out);
 
     // The planner-only hybrid fields (Qwen3.5 / 3.6): moe-train refuses each, naming Megatron-Bridge.

@@ -15,12 +15,14 @@
 #include "runtime/model/projector.h"
 #include "runtime/model/vision_encoder.h"
 #include "runtime/model/vlm_model.h"
+#include "runtime/parallel/context_parallel.h"
 #include "runtime/parallel/pipeline.h"
 #include "runtime/parallel/pipeline_schedule.h"
 
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -416,6 +418,40 @@ static void testInterleavedOrder()
 
 // The host-side lists toTensors hands the GPU fast paths: varlen segments (documents and each
 // row's padding tail; one per image) and the index lists that replace nonzero() in the forward.
+// Megatron's load-balanced causal split: CP rank r holds chunks r and 2·CP−1−r of a row; the
+// ranks together hold every position once, and each has the same causal work (Σ over its
+// queries of the keys they see, t + 1 for position t).
+static void testContextParallelSplit()
+{
+    WB_CHECK((rt::contextParallelPositions(8, 2, 0) == std::vector<int64_t>{0, 1, 6, 7}));
+    WB_CHECK((rt::contextParallelPositions(8, 2, 1) == std::vector<int64_t>{2, 3, 4, 5}));
+    for (int cp : {1, 2, 4}) {
+        const int64_t T = 256;
+        std::vector<int> seen(T, 0);
+        std::vector<int64_t> work;
+        for (int r = 0; r < cp; ++r) {
+            const auto mine = rt::contextParallelPositions(T, cp, r);
+            WB_CHECK(static_cast<int64_t>(mine.size()) == T / cp);
+            WB_CHECK(std::is_sorted(mine.begin(), mine.end()));
+            int64_t keys = 0;
+            for (int64_t t : mine) {
+                ++seen[static_cast<size_t>(t)];
+                keys += t + 1;
+            }
+            work.push_back(keys);
+        }
+        WB_CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+        WB_CHECK_MSG(std::adjacent_find(work.begin(), work.end(), std::not_equal_to<>()) == work.end(), "cp " << cp);
+    }
+    bool threw = false;
+    try {
+        rt::contextParallelPositions(10, 2, 0);  // 10 tokens are not 4 chunks
+    } catch (const c10::Error&) {
+        threw = true;
+    }
+    WB_CHECK(threw);
+}
+
 static void testPackedSegmentsAndIndexLists()
 {
     rt::SamplePacker packer(2, 16, 2, rt::patchDim(4, 1));
@@ -554,6 +590,7 @@ int run(int, char**)
     testPipelinePartsEqualForward();
     testPipelineChunkLayers();
     testInterleavedOrder();
+    testContextParallelSplit();
     testPatchUploadMatchesReference();
     testBf16WeightCopies();
     testBf16WeightsReachEveryModule();

@@ -15,7 +15,8 @@
 //             tp2pp2-sp (1 + 3 layers, deepstack sent), tp2pp2, tp2pp2ep2-sp (ETP 1) on 4 ranks,
 //             tp2pp2ep2dp2-sp (ETP 2) on 8. FSDP × TP on 4 ranks: tp2dp2-sp-fsdp-optim_grads_params,
 //             tp2dp2-fsdp-optim, tp2dp2-sp-fsdp-optim_grads (bf16 moments), tp2ep2-sp-fsdp-optim_grads_params.
-//   overlap L: overlap_grad_reduce with small buckets on layout L (dp2, ep2dp2, tp2dp2-sp, pp2dp2,
+//             Context parallel: cp2, cp4, tp2cp2-sp, cp2ep2, cp2dp2, cp2-recompute.
+//   overlap L: overlap_grad_reduce with small buckets on layout L (dp2, ep2dp2, tp2dp2-sp, pp2dp2, cp2ep2,
 //             dp2-recompute-frozen, ep2dp2-missing) against one rank and against the synchronous
 //             reduction; the ranks' logs show the buckets launched inside backward (testOverlap).
 //   resume L: checkpoints of layout L (fsdp-optim_grads_params, ep2dp2, pp2, tp2-sp, tp2pp2-sp,
@@ -29,8 +30,8 @@
 //             Then the same through --nproc-per-node: the parent exits 1 and status.json names rank 1.
 //   kill-pp, kill-tp2pp2: the torchrun-style kill with PP 2 (2 ranks), and TP 2 × PP 2 (4 ranks,
 //             rank 3 killed: ranks 0, 1 and 2 exit 4).
-//   validate: --validate with --nproc-per-node: DP, EP and TP layouts accepted, CP and bad TP
-//             combinations rejected naming the field.
+//   validate: --validate with --nproc-per-node: DP, EP, TP and CP layouts accepted; bad TP
+//             and CP combinations rejected naming the field.
 //   hang    : --nproc-per-node 2, rank 1 SIGSTOPped: rank 0 times out in a collective and exits 4,
 //             the parent continues and ends the stopped rank and exits 4, all within the timeout
 //             plus the grace.
@@ -149,7 +150,7 @@ void testEqual(const fs::path& dir, int ranks, int steps = kSteps, const json& p
     if (!multiRecords.empty()) {
         WB_CHECK(multiRecords.front().value("world_size", 0) == ranks);
         const int dp = ranks / (parallel.value("pipeline_model_parallel_size", 1) *
-                                parallel.value("tensor_model_parallel_size", 1));
+                                parallel.value("tensor_model_parallel_size", 1) * parallel.value("context_parallel_size", 1));
         WB_CHECK_MSG(multiRecords.front().value("layout", "").find("dp" + std::to_string(dp)) != std::string::npos,
                      multiRecords.front().dump());
         WB_CHECK_MSG(multiRecords.front().value("layout", "").find(layout) != std::string::npos, multiRecords.front().dump());
@@ -240,6 +241,40 @@ LayoutSpec tensorParallelSpec(const std::string& name)
     // Full recompute runs every layer again in backward, its TP collectives included.
     if (name.find("recompute") != std::string::npos)
         spec.common = {{"recompute", {{"granularity", "full"}, {"method", "uniform"}, {"recompute_num_layers", 1}}}};
+    return spec;
+}
+
+// Context parallel layouts (docs/parallel.md "Context parallelism"): each row of 256 tokens (several
+// packed samples, image tokens and a deepstack feature) in 2·CP chunks, rank = tp + TP·(cp + CP·dp):
+//  - cp2: CP 2 on 2 ranks (rank 0: chunks 0 and 3, rank 1: chunks 1 and 2);
+//  - cp4: CP 4 on 4 ranks (8 chunks);
+//  - tp2cp2-sp: TP 2 + SP × CP 2 on 4 ranks (CP groups {0,2} {1,3}; each CP share of 128 tokens
+//    per row split again over TP, the aux statistics summed over both);
+//  - cp2ep2: EP 2 over the two CP ranks (Megatron's expert grid ignores CP: the EP group is the CP
+//    group, and the experts' tokens are the two shares of one micro-batch);
+//  - cp2dp2: CP 2 × DP 2 on 4 ranks (CP groups {0,1} {2,3}; gradients reduced over all 4, divided
+//    by DP 2);
+//  - cp2-recompute: CP 2 with full recompute (each layer's K/V all-gather runs again in backward).
+LayoutSpec contextParallelSpec(const std::string& name)
+{
+    LayoutSpec spec;
+    const int cp = name.rfind("cp4", 0) == 0 ? 4 : 2;
+    spec.parallel = {{"context_parallel_size", cp}};
+    spec.ranks = cp;
+    spec.layout = "tp1 pp1 cp" + std::to_string(cp) + " ep1 etp1 dp1";
+    if (name == "tp2cp2-sp") {
+        spec.parallel.update({{"tensor_model_parallel_size", 2}, {"sequence_parallel", true}, {"expert_tensor_parallel_size", 2}});
+        spec.ranks = 4;
+        spec.layout = "tp2 pp1 cp2 ep1 sp etp2 dp1";
+    } else if (name == "cp2ep2") {
+        spec.parallel["expert_model_parallel_size"] = 2;
+        spec.layout = "tp1 pp1 cp2 ep2 etp1 dp1";
+    } else if (name == "cp2dp2") {
+        spec.ranks = 4;
+        spec.layout = "tp1 pp1 cp2 ep1 etp1 dp2";
+    } else if (name == "cp2-recompute") {
+        spec.common = {{"recompute", {{"granularity", "full"}, {"method", "uniform"}, {"recompute_num_layers", 1}}}};
+    }
     return spec;
 }
 
@@ -394,6 +429,8 @@ std::optional<LayoutSpec> layoutSpec(const std::string& name)
     } else if (name == "pp2ep2") {  // EP 2 inside each stage (its two ranks), DP 2 for dense
         spec.parallel = {{"pipeline_model_parallel_size", 2}, {"expert_model_parallel_size", 2}};
         spec.layout = "pp2 cp1 ep2 etp1 dp2 pp_layers:1,1";
+    } else if (name.find("cp") != std::string::npos) {
+        return contextParallelSpec(name);
     } else if (name.rfind("tp2", 0) == 0 && name.find("-fsdp-") != std::string::npos) {
         return tensorFsdpSpec(name);
     } else if (name.rfind("tp2pp2", 0) == 0) {
@@ -728,6 +765,29 @@ void testHang(const fs::path& dir)
                  status.dump());
 }
 
+// A config `base` patched by `patch` that --validate on `ranks` ranks must refuse (exit 2) with
+// `field` (the field and as much of the message as the case pins) in its output.
+struct RefusedCase {
+    const char* name;
+    json patch;
+    int ranks;
+    const char* field;
+};
+
+void checkRefused(const fs::path& dir, const json& base, const std::vector<RefusedCase>& cases, const std::string& log)
+{
+    for (const RefusedCase& b : cases) {
+        json c = base;
+        c.merge_patch(b.patch);
+        const fs::path path = dir / (std::string(b.name) + ".json");
+        std::ofstream(path) << c.dump(2);
+        const int rc = test::runProcess({MOE_TRAIN_PATH, "--validate", path.string(), "--nproc-per-node", std::to_string(b.ranks)},
+                                        log, 60);
+        const std::string text = test::readFile(log);
+        WB_CHECK_MSG(rc == 2 && text.find(b.field) != std::string::npos, b.name << " rc " << rc << "\n" << text);
+    }
+}
+
 // --validate of pipeline layouts: PP 2 (and PP 2 × DP 2, and PP 2 with 2 virtual stages) accepted;
 // FSDP with PP, virtual stages the layers do not fill, virtual stages with micro-batches not a
 // multiple of the stages, with an uneven first stage or on CUDA, fewer micro-batches than stages
@@ -751,13 +811,7 @@ void testValidatePipeline(const fs::path& dir, const fs::path& config)
     vpp.merge_patch({{"parallel", {{"virtual_pipeline_model_parallel_size", 2}}}, {"model", {{"decoder", {{"num_layers", 4}}}}}});
     rc = validate(vpp, 2, "pp2-vpp2");
     WB_CHECK_MSG(rc == 0, "pp2 vpp2 rc " << rc << "\n" << test::readFile(log));
-    struct Bad {
-        const char* name;
-        json patch;
-        int ranks;
-        const char* field;
-    };
-    const Bad bad[] = {
+    checkRefused(dir, pp, {
         {"pp-fsdp", {{"parallel", {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", "optim_grads_params"}}}}, 2,
          "parallel.use_megatron_fsdp: FSDP together with pipeline parallelism"},
         // 2 layers do not make 2 stages × 2 chunks.
@@ -775,14 +829,7 @@ void testValidatePipeline(const fs::path& dir, const fs::path& config)
          "the interleaved schedule on the CPU (Gloo) only"},
         {"pp-gbs", {{"train", {{"global_batch_size", 2}}}}, 4, "train.global_batch_size: 1F1B needs at least"},
         {"pp-split", {{"parallel", {{"num_layers_in_first_pipeline_stage", 3}}}}, 2, "do not split evenly"},
-    };
-    for (const Bad& b : bad) {
-        json c = pp;
-        c.merge_patch(b.patch);
-        rc = validate(c, b.ranks, b.name);
-        const std::string text = test::readFile(log);
-        WB_CHECK_MSG(rc == 2 && text.find(b.field) != std::string::npos, b.name << " rc " << rc << "\n" << text);
-    }
+    }, log);
 }
 
 // --validate of tensor parallel layouts: TP 2 × EP 2 (ETP 2, SP) accepted on 4 ranks, TP with
@@ -862,8 +909,28 @@ void testValidateTensorParallel(const fs::path& dir, const fs::path& config)
     WB_CHECK_MSG(rc == 0, "tp2 ep2 with checkpoint_interval rc " << rc << "\n" << test::readFile(log));
 }
 
-// --validate for N ranks: DP, EP, TP and FSDP are accepted; CP is still rejected with a
-// message that names the field.
+// --validate of context parallel layouts (`cp`: CP 2 × EP 2 on the CPU, accepted on 4 ranks):
+// rejected naming the field and the fix: on CUDA, with PP, with FSDP, and with SP when a CP
+// rank's tokens per row do not split over TP.
+void testValidateContextParallel(const fs::path& dir, const json& cp)
+{
+    checkRefused(dir, cp, {
+        {"cp-cuda", {{"runtime", {{"device", "cuda"}}}}, 4,
+         "parallel.context_parallel_size: 2: moe-train runs context parallelism on the CPU (Gloo) only"},
+        {"cp-pp", {{"parallel", {{"pipeline_model_parallel_size", 2}}}}, 4,
+         "parallel.context_parallel_size: 2 together with pipeline_model_parallel_size 2 is not supported"},
+        {"cp-fsdp", {{"parallel", {{"use_megatron_fsdp", true}, {"data_parallel_sharding_strategy", "optim_grads_params"}}}}, 4,
+         "parallel.use_megatron_fsdp: FSDP (optim_grads_params) together with context_parallel_size 2"},
+        // 260 tokens: 130 per CP rank and row, which TP 4 does not divide.
+        {"cp-sp", {{"parallel", {{"tensor_model_parallel_size", 4}, {"sequence_parallel", true}, {"expert_model_parallel_size", 1},
+                                 {"expert_tensor_parallel_size", 1}}},
+                   {"train", {{"seq_length", 260}}}}, 8,
+         "train.seq_length: 260 tokens give each of context_parallel_size 2 ranks 130 per row"},
+    }, (dir / "validate-cp.log").string());
+}
+
+// --validate for N ranks: DP, EP, TP, FSDP and CP are accepted; bad combinations are rejected
+// with a message that names the field.
 void testValidate(const fs::path& dir)
 {
     const fs::path config = writeConfig(dir, kSteps);
@@ -876,11 +943,8 @@ void testValidate(const fs::path& dir)
     tp["train"]["global_batch_size"] = 4;
     std::ofstream(dir / "tp.json") << tp.dump(2);
     rc = test::runProcess({MOE_TRAIN_PATH, "--validate", (dir / "tp.json").string(), "--nproc-per-node", "4"}, log, 60);
-    const std::string text = test::readFile(log);
-    WB_CHECK_MSG(rc == 2, "cp2 rc " << rc << "\n" << text);
-    WB_CHECK_MSG(text.find("parallel.context_parallel_size: 2 > 1 is not supported") != std::string::npos, text);
-    WB_CHECK_MSG(text.find("parallel.expert_model_parallel_size") == std::string::npos, text);  // EP runs now
-    WB_CHECK_MSG(text.find("multi-rank") == std::string::npos, text);
+    WB_CHECK_MSG(rc == 0, "cp2 ep2 dp2 rc " << rc << "\n" << test::readFile(log));  // CP runs on the CPU now
+    testValidateContextParallel(dir, tp);
     // EP 2 × DP 2 with FSDP is accepted, with a checkpoint interval too (per-rank checkpoints);
     // EP 3 on 4 ranks is rejected naming the field.
     json fsdp = json::parse(test::readFile(config));
@@ -1058,6 +1122,8 @@ ReducerCounts reducerCounts(const std::string& log)
 //  - tp2dp2-sp: TP 2 × DP 2 + SP: the partial (sequence-parallel) gradients deferred until
 //    summed over TP, dense and expert slices over the DP pair;
 //  - pp2dp2: the last 1F1B backward of each stage reduces over the stage's DP pair;
+//  - cp2ep2: CP 2 with EP 2 over the same two ranks: dense gradients summed over the CP pair and
+//    divided by DP 1, experts over their EDP group of one;
 //  - dp2-recompute-frozen: full recompute (each layer's forward runs again inside backward and
 //    its parameters accumulate in that inner backward) with a frozen vision encoder;
 //  - ep2dp2-missing: text only, 16 experts, top-1, 8-token rows: some EP rank gets no token for
@@ -1095,7 +1161,8 @@ void testOverlap(const fs::path& dir, const std::string& name)
                        {"train", {{"seq_length", 8}}},
                        {"model", {{"decoder", {{"num_moe_experts", 16}, {"moe_router_topk", 1}}}}}};
         exact = false;
-    } else if (auto known = layoutSpec(name); known && (name == "ep2dp2" || name == "tp2dp2-sp" || name == "pp2dp2")) {
+    } else if (auto known = layoutSpec(name);
+               known && (name == "ep2dp2" || name == "tp2dp2-sp" || name == "pp2dp2" || name == "cp2ep2")) {
         spec = *known;
         exact = name != "ep2dp2";
     } else {

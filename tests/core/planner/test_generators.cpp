@@ -130,6 +130,29 @@ QString runBash(const QStringList& args, const QString& workDir = {}, const QPro
            (p.exitCode() == 0 ? QString() : QStringLiteral("[exit %1]").arg(p.exitCode()));
 }
 
+// Every format that starts moe-train (runtime, ssh, slurm) writes `c` with `size(parsed run.json)`
+// == `expected`, and says nothing about `knob` in its warnings: a layout moe-train runs as planned.
+void checkMoeTrainFormatsKeep(const RunConfig& c, const GeneratorTarget& t, int (*size)(const RunConfig&), int expected,
+                              const char* knob)
+{
+    for (const char* format : {"runtime", "ssh", "slurm"}) {
+        auto kept = generateFormat(format, c, t);
+        QVERIFY2(kept.ok(), format);
+        bool sawConfig = false;
+        for (const auto& f : kept->files)
+            if (f.name == "run.json") {
+                const auto parsed = parseRunConfig(f.content);
+                QVERIFY2(parsed.ok(), format);
+                QCOMPARE(size(parsed.config), expected);
+                sawConfig = true;
+            }
+        QVERIFY2(sawConfig, format);
+        QVERIFY2(std::none_of(kept->warnings.begin(), kept->warnings.end(),
+                              [knob](const std::string& w) { return w.find(knob) != std::string::npos; }),
+                 format);
+    }
+}
+
 void writeFile(const QString& path, const std::string& content, bool executable)
 {
     QFile f(path);
@@ -163,7 +186,7 @@ private slots:
     void sshScriptStartsOneTrainerPerNode();
     void slurmScriptStartsOneTrainerPerRank();
     void slurmRefusesUnsafeDirectives();
-    void runtimeFormatsRefuseContextParallel();
+    void runtimeFormatsContextParallel();
     void runtimeFormatsKeepTheGraphsMoeTrainRuns();
     void runtimeFormatsDispatchByAllToAll();  // and virtual stages: kept on the CPU, plain 1F1B on CUDA
     void planJsonRoundTrips();
@@ -943,9 +966,10 @@ void TestGenerators::slurmRefusesUnsafeDirectives()
     QVERIFY(!generateFormat("pdf", qwen30b(), t).ok());
 }
 
-// Context parallelism is planner-only: the formats that start moe-train refuse a CP > 1 layout,
-// naming the knob; Megatron-Bridge's overrides are still written.
-void TestGenerators::runtimeFormatsRefuseContextParallel()
+// moe-train runs context parallelism on the CPU only: the formats that start it refuse a CUDA
+// layout with CP > 1, naming the knob (CP cannot be rewritten away without changing DP), and keep
+// CP in a CPU config, silently; Megatron-Bridge's overrides are written either way.
+void TestGenerators::runtimeFormatsContextParallel()
 {
     RunConfig c = qwen30b();
     c.parallel.contextParallelSize = 2;
@@ -954,8 +978,12 @@ void TestGenerators::runtimeFormatsRefuseContextParallel()
         auto bundle = generateFormat(format, c, t);
         QVERIFY2(!bundle.ok(), format);
         QVERIFY2(bundle.error().message.find("context_parallel_size 2") != std::string::npos, bundle.error().message.c_str());
+        QVERIFY2(bundle.error().message.find("CPU only") != std::string::npos, bundle.error().message.c_str());
     }
     QVERIFY(generateFormat("megatron-bridge", c, t).ok());
+    RunConfig cpu = c;
+    cpu.runtime.device = "cpu";
+    checkMoeTrainFormatsKeep(cpu, t, [](const RunConfig& r) { return r.parallel.contextParallelSize; }, 2, "context_parallel");
     c.parallel.contextParallelSize = 1;
     QVERIFY(generateFormat("runtime", c, t).ok());
 
@@ -1082,22 +1110,8 @@ void TestGenerators::runtimeFormatsDispatchByAllToAll()
     // silently; with an uneven first stage it cannot, and says so.
     RunConfig cpuVpp = vpp;
     cpuVpp.runtime.device = "cpu";
-    for (const char* format : {"runtime", "ssh", "slurm"}) {
-        auto kept = generateFormat(format, cpuVpp, t);
-        QVERIFY2(kept.ok(), format);
-        bool sawConfig = false;
-        for (const auto& f : kept->files)
-            if (f.name == "run.json") {
-                const auto parsed = parseRunConfig(f.content);
-                QVERIFY2(parsed.ok(), format);
-                QCOMPARE(parsed.config.parallel.virtualPipelineModelParallelSize, 2);
-                sawConfig = true;
-            }
-        QVERIFY2(sawConfig, format);
-        QVERIFY2(std::none_of(kept->warnings.begin(), kept->warnings.end(),
-                              [](const std::string& w) { return w.find("virtual_pipeline") != std::string::npos; }),
-                 format);
-    }
+    checkMoeTrainFormatsKeep(cpuVpp, t, [](const RunConfig& r) { return r.parallel.virtualPipelineModelParallelSize; }, 2,
+                             "virtual_pipeline");
     cpuVpp.parallel.numLayersInFirstPipelineStage = 2;
     std::vector<std::string> notes;
     QCOMPARE(configForMoeTrain(cpuVpp, notes).parallel.virtualPipelineModelParallelSize, 1);
