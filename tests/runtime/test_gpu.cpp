@@ -345,6 +345,23 @@ static void testFusedKernels()
         auto g64 = gateUp.to(torch::kFloat64).detach().requires_grad_(true);
         auto y64 = torch::silu(g64.slice(-1, 0, 96)) * g64.slice(-1, 96);
         y64.backward(dy.to(torch::kFloat64));
+        // RMSNorm: forward, dx and dw against the fp64 formula, widths above and below the block.
+        for (int64_t D : {int64_t{2048}, int64_t{100}}) {
+            auto x = torch::randn({333, D}, cudaF).to(dtype);
+            auto w = (torch::rand({D}, cudaF) + 0.5);
+            auto dyN = torch::randn({333, D}, cudaF).to(dtype);
+            auto x64 = x.to(torch::kFloat64).requires_grad_(true), w64 = w.to(torch::kFloat64).requires_grad_(true);
+            auto y64n = x64 * torch::rsqrt(x64.pow(2).mean(-1, true) + 1e-6) * w64;
+            y64n.backward(dyN.to(torch::kFloat64));
+            auto [yN, rstd] = rt::cuda::rmsNormForward(x, w, 1e-6);
+            auto [dxN, dwN] = rt::cuda::rmsNormBackward(x, w, rstd, dyN);
+            const double eF = relErr(yN, y64n.detach()), eX = relErr(dxN, x64.grad()), eW = relErr(dwN, w64.grad());
+            const double tolN = dtype == torch::kFloat32 ? 1e-5 : 8e-3;
+            WB_CHECK_MSG(yN.scalar_type() == dtype && eF < tolN && eX < tolN && eW < tolN,
+                         "rmsnorm " << c10::toString(dtype) << " D " << D << ": forward " << eF << " dx " << eX << " dw " << eW);
+            std::cout << "fused rmsnorm " << c10::toString(dtype) << " D " << D << ": forward rel err " << eF << ", dx "
+                      << eX << ", dw " << eW << std::endl;
+        }
         const double errF = relErr(rt::cuda::swigluForward(gateUp), y64.detach());
         const double errB = relErr(rt::cuda::swigluBackward(gateUp, dy), g64.grad());
         const double tol = dtype == torch::kFloat32 ? 1e-5 : 8e-3;

@@ -545,4 +545,154 @@ torch::Tensor swigluBackward(const torch::Tensor& gateUp, const torch::Tensor& d
     return dGateUp;
 }
 
+
+// RMSNorm: one block per row (grid-stride over rows), fp32 math, the formula of RmsNormImpl's
+// ATen path: y = (x · rstd) · w with rstd = 1/sqrt(mean(x²) + eps). Backward with x̂ = x · rstd,
+// g = dy · w: dx = rstd · (g − x̂ · mean(g · x̂)), dw = Σ_rows dy · x̂ — each block sums its rows'
+// dw in shared memory (a thread owns its columns: no atomics) and writes one partial row; the
+// partials are summed by ATen (deterministic for a given device).
+namespace {
+
+constexpr int kNormThreads = 256;
+constexpr int64_t kNormMaxWidth = 8192;  // the backward's shared dw row: 32 KiB
+
+template <typename T>
+__device__ __forceinline__ float normLoad(T v)
+{
+    return static_cast<float>(v);
+}
+
+__device__ float blockSum(float v, float* shared)
+{
+    for (int offset = 16; offset > 0; offset >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, offset);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0)
+        shared[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < static_cast<int>(blockDim.x >> 5) ? shared[lane] : 0.0f;
+        for (int offset = 16; offset > 0; offset >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, offset);
+        if (lane == 0)
+            shared[32] = v;
+    }
+    __syncthreads();
+    v = shared[32];
+    __syncthreads();  // shared[] is reused by the next call
+    return v;
+}
+
+template <typename T>
+__global__ void rmsNormForwardKernel(const T* __restrict__ x, const float* __restrict__ w, T* __restrict__ y,
+                                     float* __restrict__ rstd, int64_t N, int64_t D, float eps)
+{
+    __shared__ float shared[33];
+    for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+        const T* xr = x + r * D;
+        T* yr = y + r * D;
+        float squares = 0.0f;
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
+            const float v = normLoad(xr[j]);
+            squares += v * v;
+        }
+        const float rs = rsqrtf(blockSum(squares, shared) / static_cast<float>(D) + eps);
+        if (threadIdx.x == 0)
+            rstd[r] = rs;
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x)
+            yr[j] = static_cast<T>(normLoad(xr[j]) * rs * w[j]);
+    }
+}
+
+template <typename T>
+__global__ void rmsNormBackwardKernel(const T* __restrict__ x, const float* __restrict__ w,
+                                      const float* __restrict__ rstd, const T* __restrict__ dy, T* __restrict__ dx,
+                                      float* __restrict__ dwPartial, int64_t N, int64_t D)
+{
+    extern __shared__ float dwRow[];  // D values; column j belongs to thread j % blockDim.x
+    __shared__ float shared[33];
+    for (int64_t j = threadIdx.x; j < D; j += blockDim.x)
+        dwRow[j] = 0.0f;
+    for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+        const T* xr = x + r * D;
+        const T* dyr = dy + r * D;
+        T* dxr = dx + r * D;
+        const float rs = rstd[r];
+        float dot = 0.0f;
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
+            const float xh = normLoad(xr[j]) * rs, d = normLoad(dyr[j]);
+            dot += d * w[j] * xh;
+            dwRow[j] += d * xh;
+        }
+        const float meanDot = blockSum(dot, shared) / static_cast<float>(D);
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
+            const float xh = normLoad(xr[j]) * rs;
+            dxr[j] = static_cast<T>(rs * (normLoad(dyr[j]) * w[j] - xh * meanDot));
+        }
+    }
+    for (int64_t j = threadIdx.x; j < D; j += blockDim.x)
+        dwPartial[blockIdx.x * D + j] = dwRow[j];
+}
+
+int normBlocks(int64_t rows, int perSm)
+{
+    const int64_t cap = int64_t{at::cuda::getCurrentDeviceProperties()->multiProcessorCount} * perSm;
+    return static_cast<int>(std::max<int64_t>(1, std::min(rows, cap)));
+}
+
+}  // namespace
+
+bool rmsNormSupports(const torch::Tensor& x, const torch::Tensor& weight)
+{
+    const auto type = x.scalar_type();
+    return x.is_cuda() && x.dim() >= 1 && x.is_contiguous() && (type == torch::kFloat32 || type == torch::kBFloat16) &&
+           weight.is_cuda() && weight.dim() == 1 && weight.is_contiguous() && weight.scalar_type() == torch::kFloat32 &&
+           weight.size(0) == x.size(-1) && x.size(-1) > 0 && x.size(-1) <= kNormMaxWidth && weight.device() == x.device();
+}
+
+std::pair<torch::Tensor, torch::Tensor> rmsNormForward(const torch::Tensor& x, const torch::Tensor& weight, double eps)
+{
+    TORCH_CHECK(rmsNormSupports(x, weight), "rmsNormForward: unsupported operands");
+    const c10::cuda::CUDAGuard guard(x.device());
+    const int64_t D = x.size(-1), N = x.numel() / D;
+    auto y = torch::empty_like(x);
+    auto rstd = torch::empty({N}, x.options().dtype(torch::kFloat32));
+    if (N == 0)
+        return {y, rstd};
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, x.scalar_type(), "rmsNormForward", [&] {
+        rmsNormForwardKernel<scalar_t><<<normBlocks(N, 8), kNormThreads, 0, stream>>>(
+            x.data_ptr<scalar_t>(), weight.data_ptr<float>(), y.data_ptr<scalar_t>(), rstd.data_ptr<float>(), N, D,
+            static_cast<float>(eps));
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return {y, rstd};
+}
+
+std::pair<torch::Tensor, torch::Tensor> rmsNormBackward(const torch::Tensor& x, const torch::Tensor& weight,
+                                                        const torch::Tensor& rstd, const torch::Tensor& dy)
+{
+    TORCH_CHECK(rmsNormSupports(x, weight), "rmsNormBackward: unsupported operands");
+    const c10::cuda::CUDAGuard guard(x.device());
+    const int64_t D = x.size(-1), N = x.numel() / D;
+    auto g = dy.to(x.scalar_type()).contiguous();
+    TORCH_CHECK(g.sizes() == x.sizes() && rstd.is_contiguous() && rstd.scalar_type() == torch::kFloat32 &&
+                    rstd.numel() == N,
+                "rmsNormBackward: dy must have x's shape and rstd one fp32 value per row");
+    auto dx = torch::empty_like(x);
+    if (N == 0)
+        return {dx, torch::zeros_like(weight)};
+    const int blocks = normBlocks(N, 2);
+    auto partial = torch::empty({blocks, D}, weight.options());
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    const size_t sharedBytes = static_cast<size_t>(D) * sizeof(float);
+    AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, x.scalar_type(), "rmsNormBackward", [&] {
+        rmsNormBackwardKernel<scalar_t><<<blocks, kNormThreads, sharedBytes, stream>>>(
+            x.data_ptr<scalar_t>(), weight.data_ptr<float>(), rstd.data_ptr<float>(), g.data_ptr<scalar_t>(),
+            dx.data_ptr<scalar_t>(), partial.data_ptr<float>(), N, D);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return {dx, partial.sum(0)};
+}
+
 }  // namespace wb::rt::cuda

@@ -78,4 +78,16 @@ torch::Tensor crossEntropyBackward(const torch::Tensor& logits, const torch::Ten
 /// True when the cross-entropy kernels can take these operands.
 bool crossEntropySupports(const torch::Tensor& logits, const torch::Tensor& labels);
 
+/// RMSNorm over the last dim of x (fp32 or bf16, contiguous CUDA; width ≤ 8192) with an fp32 weight
+/// of that width: y = (x · rstd) · w, rstd = 1/sqrt(mean(x²) + eps), fp32 math, one rounding per
+/// output (RmsNormImpl's formula in one pass instead of ~7 ATen kernels and an fp32 copy).
+/// Returns {y (x's shape and dtype), rstd [rows] fp32}.
+std::pair<torch::Tensor, torch::Tensor> rmsNormForward(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+/// Its backward in one pass over the rows (x̂ = x · rstd, g = dy · w): dx = rstd · (g − x̂ · mean(g · x̂))
+/// in x's dtype, dw = Σ_rows dy · x̂ in fp32 (per-block partial rows summed by ATen: no atomics).
+std::pair<torch::Tensor, torch::Tensor> rmsNormBackward(const torch::Tensor& x, const torch::Tensor& weight,
+                                                        const torch::Tensor& rstd, const torch::Tensor& dy);
+/// True when the RMSNorm kernels can take these operands.
+bool rmsNormSupports(const torch::Tensor& x, const torch::Tensor& weight);
+
 }  // namespace wb::rt::cuda

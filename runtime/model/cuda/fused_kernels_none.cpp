@@ -92,4 +92,20 @@ torch::Tensor crossEntropyBackward(const torch::Tensor&, const torch::Tensor&, c
     TORCH_CHECK(false, "crossEntropyBackward: this build has no CUDA kernels (built without nvcc)");
 }
 
+bool rmsNormSupports(const torch::Tensor&, const torch::Tensor&)
+{
+    return false;
+}
+
+std::pair<torch::Tensor, torch::Tensor> rmsNormForward(const torch::Tensor&, const torch::Tensor&, double)
+{
+    TORCH_CHECK(false, "rmsNormForward: this build has no CUDA kernels (built without nvcc)");
+}
+
+std::pair<torch::Tensor, torch::Tensor> rmsNormBackward(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                                        const torch::Tensor&)
+{
+    TORCH_CHECK(false, "rmsNormBackward: this build has no CUDA kernels (built without nvcc)");
+}
+
 }  // namespace wb::rt::cuda
