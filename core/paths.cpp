@@ -2,7 +2,7 @@
 // following the XDG base
 // directory spec (XDG_DATA_HOME, XDG_CACHE_HOME, falling back to $HOME, then the passwd entry).
 // Any thread (reads the environment only).
-#include "core/run_store.h"
+#include "core/paths.h"
 
 #include <pwd.h>
 #include <unistd.h>

@@ -4,6 +4,7 @@
 // thread that holds no locks other threads need (the child only calls async-signal-safe code).
 #pragma once
 
+#include "core/paths.h"
 #include "core/run_target.h"
 
 #include <string>

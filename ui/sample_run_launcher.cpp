@@ -1,6 +1,7 @@
 #include "ui/sample_run_launcher.h"
 
 #include "core/log.h"
+#include "core/paths.h"
 #include "core/run_config.h"
 #include "core/run_store.h"
 

@@ -2,6 +2,7 @@
 #include "app/cli/cli.h"
 
 #include "core/log.h"
+#include "core/paths.h"
 #include "remote/ssh_hosts.h"
 #include "remote/target_factory.h"
 

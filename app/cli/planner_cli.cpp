@@ -4,6 +4,7 @@
 
 #include "core/atomic_file.h"
 
+#include "core/paths.h"
 #include "core/planner/prediction.h"
 #include "core/run_store.h"
 

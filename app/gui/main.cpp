@@ -4,6 +4,7 @@
 // the store) into the main window, and optionally screenshots it or one of its dialogs.
 // GUI thread only.
 #include "core/log.h"
+#include "core/paths.h"
 #include "core/run_store.h"
 #include "remote/ssh_hosts.h"
 #include "remote/target_factory.h"
