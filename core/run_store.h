@@ -193,6 +193,10 @@ private:
     std::string m_path;
 };
 
+/// A new run id ("20261129-153012-a1b2": local time and 16 random bits), as createRun makes one
+/// when NewRun::id is empty; for a run whose directory must be known before it is recorded.
+std::string newRunId();
+
 /// Default store path: $XDG_DATA_HOME/moe-workbench/runs.sqlite (~/.local/share/...).
 std::string defaultStorePath();
 /// Default folder for run directories of the local target: ~/.cache/moe-workbench/runs.
