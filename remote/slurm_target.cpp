@@ -372,18 +372,11 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
     // 3. The run directory, its files, and the submission (submitOnce: safe to repeat).
     reportProgress({"start", host, -1.0, "submitting to Slurm"});
     const std::string token = launchTokenOr(request.launchToken);
-    const std::string runDir = *root + "/" + request.runId;
     const std::string writeFiles =
         "printf '%s\\n' " + shellQuote(request.configJson) + " > run.json.tmp && mv run.json.tmp run.json || exit 1\n"
         "printf '%s' " + shellQuote(sbatchScript) + " > run.sbatch.tmp && mv run.sbatch.tmp run.sbatch || exit 1\n";
     const std::string environment = "RUN_ID=" + shellQuote(request.runId) + " RUNS_ROOT=" + shellQuote(*root);
-    auto submitted = submitOnce(*root, request.runId, token, writeFiles, environment, "", "run.sbatch");
-    if (!submitted)
-        return submitted.error();
-    const std::string& job = *submitted;
-    reportProgress({"start", host, 1.0, "submitted as Slurm job " + job});
-    wb::log::get("remote")->info("run {} submitted on {} as Slurm job {} in {}", request.runId, name(), job, runDir);
-    return core::LaunchedRun{request.runId, name() + " job " + job, runDir, 0};
+    return submitOnce(*root, request.runId, token, writeFiles, environment, "", "run.sbatch");
 }
 
 Result<std::string> SlurmTarget::prepareBridgeLaunch(const std::string& runId)
@@ -461,13 +454,7 @@ Result<core::LaunchedRun> SlurmTarget::launchBridge(const core::BridgeJobRequest
             arguments += " " + std::string(option) + shellQuote(value);
     const std::string environment = "BRIDGE_PYTHON=" + shellQuote(slurm.bridgePython) + " RUN_ID=" +
                                     shellQuote(request.runId) + " RUNS_ROOT=" + shellQuote(*root);
-    auto submitted = submitOnce(*root, request.runId, token, writeFiles, environment, arguments, request.script);
-    if (!submitted)
-        return submitted.error();
-    const std::string& job = *submitted;
-    reportProgress({"start", host, 1.0, "submitted as Slurm job " + job});
-    wb::log::get("remote")->info("Megatron-Bridge run {} submitted on {} as Slurm job {} in {}", request.runId, name(), job, runDir);
-    return core::LaunchedRun{request.runId, name() + " job " + job, runDir, 0};
+    return submitOnce(*root, request.runId, token, writeFiles, environment, arguments, request.script);
 }
 
 // The submission, safe to repeat. A timed-out or dropped submit may have run, so the script
@@ -476,7 +463,7 @@ Result<core::LaunchedRun> SlurmTarget::launchBridge(const core::BridgeJobRequest
 // sbatch's refusal) instead of submitting a second job. The submitter records its pid; if it died
 // without an answer, the job is looked up in the queue by the token (sbatch --comment) before
 // anything is submitted again.
-Result<std::string> SlurmTarget::submitOnce(const std::string& root, const std::string& runId, const std::string& token,
+Result<core::LaunchedRun> SlurmTarget::submitOnce(const std::string& root, const std::string& runId, const std::string& token,
                                             const std::string& writeFiles, const std::string& environment,
                                             const std::string& sbatchArguments, const std::string& scriptName)
 {
@@ -557,7 +544,9 @@ Result<std::string> SlurmTarget::submitOnce(const std::string& root, const std::
     const std::string job = trimmed(submitted->out);
     if (job.empty() || !std::all_of(job.begin(), job.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '_'; }))
         return makeError(ErrorCode::Corrupt, "sbatch answered '" + job + "' instead of a job id", name() + ":" + runDir);
-    return job;
+    reportProgress({"start", host, 1.0, "submitted as Slurm job " + job});
+    wb::log::get("remote")->info("run {} ({}) submitted on {} as Slurm job {} in {}", runId, scriptName, name(), job, runDir);
+    return core::LaunchedRun{runId, name() + " job " + job, runDir, 0};
 }
 
 Result<core::MetricsChunk> SlurmTarget::readMetrics(const std::string& runDir, int64_t offset, int64_t maxBytes)

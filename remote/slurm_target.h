@@ -102,8 +102,8 @@ private:
     /// directory), then `environment sbatch --parsable --comment=wb-launch:TOKEN --chdir=DIR
     /// sbatchArguments scriptName` under the .submitted lock, so that a repeat of a submission
     /// whose answer was lost finds the first job (by its comment) instead of submitting a second.
-    /// Returns the job id.
-    core::Result<std::string> submitOnce(const std::string& root, const std::string& runId, const std::string& token,
+    /// Reports "submitted as Slurm job N"; the LaunchedRun's target is "slurm:HOST job N".
+    core::Result<core::LaunchedRun> submitOnce(const std::string& root, const std::string& runId, const std::string& token,
                                          const std::string& writeFiles, const std::string& environment,
                                          const std::string& sbatchArguments, const std::string& scriptName);
     /// Ranks per node for this config (gpusPerNode, or 1 for cpu); InvalidArgument if unknown.

@@ -58,6 +58,16 @@ void readFollowState(const std::string& text, LogState& reader, FollowFacts& f)
             f.meta = std::get<MetaRecord>(*record);
 }
 
+// The run's stored follower state (empty before the first poll: every field at its default).
+Result<void> loadFollowState(RunStore& store, const std::string& runId, LogState& reader, FollowFacts& facts)
+{
+    auto text = store.sourceState(runId);
+    if (!text)
+        return text.error();
+    readFollowState(*text, reader, facts);
+    return {};
+}
+
 std::optional<int> positiveInt(const std::map<std::string, std::string>& values, const char* key)
 {
     auto it = values.find(key);
@@ -152,12 +162,10 @@ Result<bool> launchedByWorkbench(RunStore& store, const RunSummary& run)
 {
     if (run.kind != kRunKindBridge)
         return false;
-    auto stateText = store.sourceState(run.id);
-    if (!stateText)
-        return stateText.error();
     LogState state;
     FollowFacts facts;
-    readFollowState(*stateText, state, facts);
+    if (auto read = loadFollowState(store, run.id, state, facts); !read)
+        return read.error();
     return facts.launched;
 }
 
@@ -168,12 +176,10 @@ Result<FollowUpdate> pollBridgeLog(RunStore& store, RunTarget& target, const Run
     update.status.processAlive = true;  // unknown: a log does not say; the run is over at train_iters
     if (run.sourcePath.empty())
         return makeError(ErrorCode::InvalidArgument, "this Megatron-Bridge run has no log to follow", run.id);
-    auto stateText = store.sourceState(run.id);
-    if (!stateText)
-        return stateText.error();
     LogState state;
     FollowFacts facts;
-    readFollowState(*stateText, state, facts);
+    if (auto read = loadFollowState(store, run.id, state, facts); !read)
+        return read.error();
     // A cancelled job of ours still has its last lines to read (cancel records the state first).
     const bool cancelled = run.status == runStateName(RunState::Cancelled);
     if (run.status != runStateName(RunState::Running) && run.status != runStateName(RunState::Pending) &&

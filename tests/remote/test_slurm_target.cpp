@@ -148,6 +148,18 @@ private:
         return opts;
     }
 
+    // Polls status until Slurm no longer has the job (120 s at most); nullopt when it never left.
+    static std::optional<core::RunStatus> waitForJobEnd(remote::SlurmTarget& target, const std::string& runDir)
+    {
+        core::RunStatus status;
+        const bool ended = waitFor([&] {
+            auto s = target.status(runDir);
+            status = s ? *s : core::RunStatus{};
+            return s && !s->processAlive;
+        }, 120000);
+        return ended ? std::optional(status) : std::nullopt;
+    }
+
     // How many jobs Slurm knows with this launch token's comment (ended ones stay for MinJobAge).
     static int jobsWithToken(const std::string& token)
     {
@@ -563,13 +575,9 @@ private slots:
         QCOMPARE(launched->target, "slurm:wbtest job " + *job);
         QCOMPARE(wbtest::readAll(launched->runDir + "/.launch"), token + "\n");
 
-        core::RunStatus status;
-        QVERIFY(waitFor([&] {
-            auto s = target.status(launched->runDir);
-            status = s ? *s : core::RunStatus{};
-            return s && !s->processAlive;
-        }, 120000));
-        QCOMPARE(core::runStateName(status.state), "finished");
+        const auto status = waitForJobEnd(target, launched->runDir);
+        QVERIFY2(status, "the job did not end in 120 s");
+        QCOMPARE(core::runStateName(status->state), "finished");
         QCOMPARE(fileSteps(launched->runDir).size(), size_t(20));
     }
 
@@ -596,13 +604,9 @@ private slots:
         QCOMPARE(jobsWithToken(job.launchToken), 1);
         QCOMPARE(wbtest::readAll(first->runDir + "/overrides.dotlist"), std::string("train.train_iters=1\n"));
 
-        core::RunStatus status;
-        QVERIFY(waitFor([&] {
-            auto s = target.status(first->runDir);
-            status = s ? *s : core::RunStatus{};
-            return s && !s->processAlive;
-        }, 120000));
-        QCOMPARE(core::runStateName(status.state), "finished");
+        const auto status = waitForJobEnd(target, first->runDir);
+        QVERIFY2(status, "the job did not end in 120 s");
+        QCOMPARE(core::runStateName(status->state), "finished");
         QVERIFY2(wbtest::readAll(first->runDir + "/" + core::kBridgeJobLog).find("python=python") != std::string::npos,
                  "the job's output goes to stdout.log, with BRIDGE_PYTHON from slurm.json");
     }
