@@ -120,11 +120,12 @@ Result<BridgeLaunchFolder> readBridgeLaunchFolder(const std::string& dir)
         folder.prediction = std::move(*prediction);
     }
     // The folder's regular files go to the run directory: the script's overrides and environment
-    // files sit beside it as they do here. Sorted, so a repeated launch sends the same bytes.
+    // files sit beside it as they do here (hidden files, an editor's swap files, stay). Sorted, so
+    // a repeated launch sends the same bytes.
     std::uintmax_t total = 0;
     std::vector<fs::path> paths;
     for (const auto& entry : fs::directory_iterator(dir, ec))
-        if (entry.is_regular_file(ec))
+        if (entry.is_regular_file(ec) && entry.path().filename().string().front() != '.')
             paths.push_back(entry.path());
     std::sort(paths.begin(), paths.end());
     for (const fs::path& p : paths) {
