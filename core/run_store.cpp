@@ -87,7 +87,7 @@ double nowUnix()
     return duration<double>(system_clock::now().time_since_epoch()).count();
 }
 
-std::string generateRunId()
+std::string generateRunIdText()
 {
     const std::time_t now = std::time(nullptr);
     std::tm local{};
@@ -692,7 +692,7 @@ Result<std::string> RunStore::createRun(const NewRun& run)
     // bits; retry a few times rather than fail.
     for (int attempt = 0;; ++attempt) {
         if (run.id.empty())
-            id = generateRunId();
+            id = newRunId();
         Statement& s = (*insertRun)->reset();
         s.bind(1, std::string_view(id)).bind(2, std::string_view(run.name))
             .bind(3, std::string_view(run.target)).bind(4, std::string_view(run.runDir))
@@ -1381,5 +1381,7 @@ Result<std::vector<EventRecord>> RunStore::events(const std::string& id)
         return m_impl->lastError(rc, "reading events");
     return out;
 }
+
+std::string newRunId() { return generateRunIdText(); }
 
 }  // namespace wb::core

@@ -193,4 +193,8 @@ private:
     std::string m_path;
 };
 
+/// A new run id ("20261129-153012-a1b2": local time and 16 random bits), as createRun makes one
+/// when NewRun::id is empty; for a run whose directory must be known before it is recorded.
+std::string newRunId();
+
 }  // namespace wb::core

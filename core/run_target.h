@@ -13,6 +13,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace wb::core {
 
@@ -32,6 +34,20 @@ struct LaunchRequest {
 
 /// 32 hex digits from the OS's random source: unique per launch. Any thread.
 std::string newLaunchToken();
+
+/// A Megatron-Bridge batch job the workbench submits (`launch --bridge DIR`): the generated folder's
+/// files go into the run directory, `script` is submitted there, and the job's output goes to
+/// DIR/kBridgeJobLog, which the Bridge log follower reads.
+struct BridgeJobRequest {
+    std::string runId;
+    std::string name;
+    std::vector<std::pair<std::string, std::string>> files;  ///< file name (no '/') → content
+    std::string script = "bridge.sbatch";                      ///< one of `files`: what is submitted
+    std::string launchToken;                                   ///< as LaunchRequest::launchToken
+};
+
+/// The file in a Bridge job's run directory that its stdout and stderr go to.
+inline constexpr const char* kBridgeJobLog = "stdout.log";
 
 struct LaunchedRun {
     std::string runId;
@@ -111,6 +127,23 @@ public:
     /// Creates the run directory, writes run.json and starts moe-train detached in its own process
     /// group. Returns once the process exists (not once it has trained anything).
     virtual Result<LaunchedRun> launch(const LaunchRequest& request) = 0;
+
+    /// Before a Bridge job is recorded: checks that the target can run one (its batch system, and
+    /// that the cluster's python imports megatron.bridge) and returns the run directory the job
+    /// `runId` will use. Errors name what is missing and the fix. Default: not supported.
+    virtual Result<std::string> prepareBridgeLaunch(const std::string& runId)
+    {
+        return makeError(ErrorCode::InvalidArgument,
+                         "Megatron-Bridge jobs are launched on a Slurm cluster only; use --target slurm:HOST", runId);
+    }
+
+    /// Submits a Bridge job (after prepareBridgeLaunch). Safe to repeat with the same launch token:
+    /// a retry finds the first attempt's job instead of submitting a second. Default: not supported.
+    virtual Result<LaunchedRun> launchBridge(const BridgeJobRequest& request)
+    {
+        return makeError(ErrorCode::InvalidArgument,
+                         "Megatron-Bridge jobs are launched on a Slurm cluster only; use --target slurm:HOST", request.runId);
+    }
 
     /// Reads metrics.jsonl from `offset` (at most `maxBytes`). A missing file is an empty chunk.
     virtual Result<MetricsChunk> readMetrics(const std::string& runDir, int64_t offset,

@@ -9,6 +9,8 @@ namespace wb::remote {
 
 /// The run directory, its pid file or its Slurm job id is not there: nothing of the run to act on.
 inline constexpr int kExitNoRunData = 44;
+/// The login node's python for Megatron-Bridge cannot `import megatron.bridge` (its last lines follow).
+inline constexpr int kExitNoBridge = 47;
 /// sbatch refused the job (its stderr is passed on; the answer file records the refusal).
 inline constexpr int kExitSubmitRefused = 50;
 

@@ -118,6 +118,7 @@ struct StatusAnswer {
     std::string slurmState;  ///< after the queue: COMPLETED, CANCELLED, TIMEOUT, ... ("" = unknown)
     std::string slurmExit;   ///< "exit:signal"
     std::string statusJson;
+    bool bridge = false;     ///< a Megatron-Bridge job (DIR/trainer): no status.json comes, Slurm's state is the run's
 };
 
 StatusAnswer parseStatusAnswer(const std::string& out)
@@ -129,6 +130,8 @@ StatusAnswer parseStatusAnswer(const std::string& out)
         auto value = [&](std::string_view key) { return line.substr(key.size()); };
         if (line.rfind("job=", 0) == 0) {
             answer.job = value("job=");
+        } else if (line == "trainer=megatron-bridge") {
+            answer.bridge = true;
         } else if (line.rfind("queue=", 0) == 0) {
             answer.queue = trimmed(value("queue="));
             answer.inQueue = true;
@@ -186,13 +189,17 @@ core::RunStatus statusFromAnswer(const StatusAnswer& answer, const std::string& 
     // (cancelled while pending, killed at the time limit, node failure).
     if (status.status.empty() || status.status == "running") {
         const std::string& state = answer.slurmState;
+        const std::string output = runDir + (answer.bridge ? std::string("/") + core::kBridgeJobLog : "/slurm-" + job + ".out");
         if (state == "CANCELLED") {
             status.status = "stopped";
             status.message = "Slurm job " + job + " was cancelled";
+        } else if (state == "COMPLETED" && answer.bridge) {
+            // Bridge writes no status.json: the batch script's exit 0 is the run's end.
+            status.status = "finished";
+            status.message = "Slurm job " + job + " completed";
         } else if (!state.empty() && state != "COMPLETED") {
             status.status = lowercase(state);
-            status.message = "Slurm job " + job + " ended " + state + " (exit " + answer.slurmExit + "); see " +
-                             runDir + "/slurm-" + job + ".out";
+            status.message = "Slurm job " + job + " ended " + state + " (exit " + answer.slurmExit + "); see " + output;
         } else if (state.empty() && status.message.empty()) {
             status.message = "Slurm no longer knows job " + job + " (no accounting, and it aged out of scontrol)";
         }
@@ -276,17 +283,15 @@ Result<void> SlurmTarget::validateConfig(const std::string& configJson)
                      name());
 }
 
-Result<std::string> SlurmTarget::checkLoginNode()
+Result<CommandResult> SlurmTarget::checkSlurmClient(const std::string& trainerCheck)
 {
-    const std::string moe = shellQuotePath(m_options.ssh.moeTrainPath);
     // A slurm_conf that is not there: sbatch would first try a configless DNS lookup of the
     // controller (about a minute) and then fail without naming the file.
     const std::string conf = m_options.slurm.slurmConf.empty()
                                  ? std::string()
                                  : "[ -f \"$SLURM_CONF\" ] || exit 125\n";
     auto checked = runScript("for c in sbatch squeue scancel scontrol; do command -v \"$c\" >/dev/null 2>&1 || "
-                             "{ echo \"$c\"; exit 126; }; done\n" + conf +
-                             "[ -x " + moe + " ] || exit 127\n"
+                             "{ echo \"$c\"; exit 126; }; done\n" + conf + trainerCheck +
                              "printf '%s' \"$HOME\"\n",
                              m_ssh.commandTimeout());
     if (!checked)
@@ -301,6 +306,15 @@ Result<std::string> SlurmTarget::checkLoginNode()
                          "slurm.json sets slurm_conf for this host, but the login node has no such file; correct "
                          "the path (`hosts slurm NAME --slurm-conf PATH`) or remove it to use the login node's default",
                          name() + ":" + m_options.slurm.slurmConf);
+    return checked;
+}
+
+Result<std::string> SlurmTarget::checkLoginNode()
+{
+    const std::string moe = shellQuotePath(m_options.ssh.moeTrainPath);
+    auto checked = checkSlurmClient("[ -x " + moe + " ] || exit 127\n");
+    if (!checked)
+        return checked.error();
     if (checked->exitStatus == 127)
         return makeError(ErrorCode::NotFound,
                          "moe-train is missing or not executable on the login node; build the runtime on the "
@@ -355,15 +369,106 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
     generator.moeTrain = *moeTrain;
     const std::string sbatchScript = core::planner::slurmScript(parsed.config, generator);
 
-    // 3. The run directory, its files, and the submission, in one script. A timed-out or dropped
-    // submit may have run, so the script is safe to repeat under the launch token: the directory
-    // is claimed with it (claimRunDirScript), and the .submitted lock makes a repeat wait for the
-    // first attempt's outcome (its job id, or sbatch's refusal) instead of submitting a second
-    // job. The submitter records its pid; if it died without an answer, the job is looked up in
-    // the queue by the token (sbatch --comment) before anything is submitted again.
+    // 3. The run directory, its files, and the submission (submitOnce: safe to repeat).
     reportProgress({"start", host, -1.0, "submitting to Slurm"});
     const std::string token = launchTokenOr(request.launchToken);
+    const std::string writeFiles =
+        "printf '%s\\n' " + shellQuote(request.configJson) + " > run.json.tmp && mv run.json.tmp run.json || exit 1\n"
+        "printf '%s' " + shellQuote(sbatchScript) + " > run.sbatch.tmp && mv run.sbatch.tmp run.sbatch || exit 1\n";
+    const std::string environment = "RUN_ID=" + shellQuote(request.runId) + " RUNS_ROOT=" + shellQuote(*root);
+    return submitOnce(*root, request.runId, token, writeFiles, environment, "", "run.sbatch");
+}
+
+Result<std::string> SlurmTarget::prepareBridgeLaunch(const std::string& runId)
+{
+    if (!core::validRunId(runId))
+        return makeError(ErrorCode::InvalidArgument, "a run id may hold only letters, digits, '-', '_' and '.'", runId);
+    const std::string host = m_options.ssh.host.host;
+    const std::string& python = m_options.slurm.bridgePython;
+    reportProgress({"check", host, 0.0, "looking for sbatch and Megatron-Bridge (" + python + ")"});
+    auto root = m_ssh.remoteRunsRoot();
+    if (!root)
+        return root.error();
+    // On the login node, with the python the job is given: clusters keep their training
+    // environment on the filesystem the nodes share, so what imports here imports there. The
+    // import's own last lines say why it failed (no module, a broken install, a CUDA library).
+    auto checked = checkSlurmClient("py=" + shellQuotePath(python) + "\n"
+                                    "command -v \"$py\" >/dev/null 2>&1 || exit 127\n"
+                                    "out=$(\"$py\" -c 'import megatron.bridge' 2>&1) || { printf '%s\\n' \"$out\" | tail -n 4 >&2; " +
+                                    exitWith(kExitNoBridge) + "; }\n");
+    if (!checked)
+        return checked.error();
+    const std::string fix = "; give the python that has Megatron-Bridge (a venv or conda env on the cluster's shared "
+                            "filesystem) with `hosts slurm " + m_options.name + " --bridge-python PATH`";
+    if (checked->exitStatus == 127)
+        return makeError(ErrorCode::NotFound,
+                         "bridge_python '" + python + "' is not on the login node's PATH for non-interactive SSH commands" + fix,
+                         name() + ":bridge_python");
+    if (checked->exitStatus == kExitNoBridge)
+        return makeError(ErrorCode::NotFound,
+                         "`" + python + " -c \"import megatron.bridge\"` fails on the login node, so the job would fail "
+                         "the same way:\n" + trimmed(checked->err) + "\nInstall Megatron-Bridge into that python (pip "
+                         "install megatron-bridge)" + fix,
+                         name() + ":bridge_python");
+    if (checked->exitStatus != 0)
+        return makeError(ErrorCode::Failed,
+                         "checking the login node failed (exit " + std::to_string(checked->exitStatus) + "): " + trimmed(checked->err),
+                         name());
+    reportProgress({"check", host, 1.0, "sbatch and Megatron-Bridge found"});
+    return *root + "/" + runId;
+}
+
+Result<core::LaunchedRun> SlurmTarget::launchBridge(const core::BridgeJobRequest& request)
+{
+    if (!core::validRunId(request.runId))
+        return makeError(ErrorCode::InvalidArgument, "a run id may hold only letters, digits, '-', '_' and '.'",
+                         request.runId);
+    const auto named = [&](const std::string& file) { return file == request.script; };
+    if (std::none_of(request.files.begin(), request.files.end(), [&](const auto& f) { return named(f.first); }))
+        return makeError(ErrorCode::InvalidArgument, "the job's files do not hold its script", request.script);
+    const std::string host = m_options.ssh.host.host;
+    auto root = m_ssh.remoteRunsRoot();
+    if (!root)
+        return root.error();
+    reportProgress({"start", host, -1.0, "submitting the Megatron-Bridge job to Slurm"});
+    const std::string token = launchTokenOr(request.launchToken);
     const std::string runDir = *root + "/" + request.runId;
+    // Each file through a temp name, so a repeat never sees half a file; `trainer` tells status
+    // that no status.json is coming (Slurm's own end state is the run's).
+    std::string writeFiles = "printf 'megatron-bridge\\n' > trainer || exit 1\n";
+    for (const auto& [file, content] : request.files) {
+        if (file.empty() || file.find('/') != std::string::npos || file.front() == '.')
+            return makeError(ErrorCode::InvalidArgument, "a job file needs a plain name", file);
+        const std::string to = shellQuote(file);
+        writeFiles += "printf '%s' " + shellQuote(content) + " > " + shellQuote(file + ".tmp") + " && mv " +
+                      shellQuote(file + ".tmp") + " " + to + " || exit 1\n";
+    }
+    writeFiles += "chmod +x " + shellQuote(request.script) + "\n";
+    const std::string log = shellQuote(runDir + "/" + core::kBridgeJobLog);
+    const SlurmSettings& slurm = m_options.slurm;
+    std::string arguments = "--job-name=" + shellQuote("wb-" + request.runId) + " --output=" + log + " --error=" + log +
+                            " --open-mode=append";
+    for (const auto& [option, value] : {std::pair{"--partition=", slurm.partition}, {"--account=", slurm.account},
+                                        {"--time=", slurm.timeLimit}})
+        if (!value.empty())
+            arguments += " " + std::string(option) + shellQuote(value);
+    const std::string environment = "BRIDGE_PYTHON=" + shellQuote(slurm.bridgePython) + " RUN_ID=" +
+                                    shellQuote(request.runId) + " RUNS_ROOT=" + shellQuote(*root);
+    return submitOnce(*root, request.runId, token, writeFiles, environment, arguments, request.script);
+}
+
+// The submission, safe to repeat. A timed-out or dropped submit may have run, so the script
+// is safe to repeat under the launch token: the directory is claimed with it (claimRunDirScript),
+// and the .submitted lock makes a repeat wait for the first attempt's outcome (its job id, or
+// sbatch's refusal) instead of submitting a second job. The submitter records its pid; if it died
+// without an answer, the job is looked up in the queue by the token (sbatch --comment) before
+// anything is submitted again.
+Result<core::LaunchedRun> SlurmTarget::submitOnce(const std::string& root, const std::string& runId, const std::string& token,
+                                            const std::string& writeFiles, const std::string& environment,
+                                            const std::string& sbatchArguments, const std::string& scriptName)
+{
+    const std::string host = m_options.ssh.host.host;
+    const std::string runDir = root + "/" + runId;
     const std::string dir = shellQuote(runDir);
     const std::string comment = "wb-launch:" + token;
     // A repeat waits for the first attempt for most of one command's time, then answers 75 (still
@@ -372,7 +477,7 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
     // than 0.1 s per turn, and the repeat must answer well inside the command timeout.
     const long waitSeconds = std::max<long>(1, static_cast<long>(m_ssh.commandTimeout().count() / 2000));
     const std::string script =
-        claimRunDirScript(*root, runDir, token) +
+        claimRunDirScript(root, runDir, token) +
         "cd " + dir + " || exit 1\n"
         "outcome() {\n"
         "  [ -s slurm_job_id ] && { cat slurm_job_id; exit 0; }\n"
@@ -394,10 +499,8 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
         "  if [ -n \"$job\" ]; then printf '%s\\n' \"$job\" > slurm_job_id.tmp && mv slurm_job_id.tmp slurm_job_id; cat slurm_job_id; exit 0; fi\n"
         "fi\n"
         "echo $$ > .submitted/pid\n"
-        "printf '%s\\n' " + shellQuote(request.configJson) + " > run.json.tmp && mv run.json.tmp run.json || exit 1\n"
-        "printf '%s' " + shellQuote(sbatchScript) + " > run.sbatch.tmp && mv run.sbatch.tmp run.sbatch || exit 1\n"
-        "RUN_ID=" + shellQuote(request.runId) + " RUNS_ROOT=" + shellQuote(*root) +
-        " sbatch --parsable --comment=" + shellQuote(comment) + " --chdir=" + dir + " run.sbatch > sbatch.out 2> sbatch.err\n"
+        + writeFiles + environment + " sbatch --parsable --comment=" + shellQuote(comment) + " --chdir=" + dir + " " +
+        sbatchArguments + " " + shellQuote(scriptName) + " > sbatch.out 2> sbatch.err\n"
         "rc=$?\n"
         "if [ $rc -ne 0 ]; then echo $rc > sbatch.rc; cat sbatch.err >&2; " + exitWith(kExitSubmitRefused) + "; fi\n"
         "job=$(head -n 1 sbatch.out | cut -d ';' -f 1)\n"
@@ -432,8 +535,8 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
                          name() + ":" + runDir);
     if (submitted->exitStatus == kExitSubmitRefused)
         return makeError(ErrorCode::Failed,
-                         "sbatch refused the job: " + trimmed(submitted->err) + "\n(the script is " + runDir +
-                             "/run.sbatch; check partition, account and time in slurm.json)",
+                         "sbatch refused the job: " + trimmed(submitted->err) + "\n(the script is " + runDir + "/" +
+                             scriptName + "; check partition, account and time in slurm.json)",
                          name());
     if (submitted->exitStatus != 0)
         return makeError(ErrorCode::Failed, "preparing the run directory failed: " + trimmed(submitted->err),
@@ -442,8 +545,8 @@ Result<core::LaunchedRun> SlurmTarget::launch(const core::LaunchRequest& request
     if (job.empty() || !std::all_of(job.begin(), job.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '_'; }))
         return makeError(ErrorCode::Corrupt, "sbatch answered '" + job + "' instead of a job id", name() + ":" + runDir);
     reportProgress({"start", host, 1.0, "submitted as Slurm job " + job});
-    wb::log::get("remote")->info("run {} submitted on {} as Slurm job {} in {}", request.runId, name(), job, runDir);
-    return core::LaunchedRun{request.runId, name() + " job " + job, runDir, 0};
+    wb::log::get("remote")->info("run {} ({}) submitted on {} as Slurm job {} in {}", runId, scriptName, name(), job, runDir);
+    return core::LaunchedRun{runId, name() + " job " + job, runDir, 0};
 }
 
 Result<core::MetricsChunk> SlurmTarget::readMetrics(const std::string& runDir, int64_t offset, int64_t maxBytes)
@@ -476,6 +579,7 @@ Result<core::RunStatus> SlurmTarget::status(const std::string& runDir)
     const std::string script =
         "[ -d " + shellQuote(runDir) + " ] || " + exitWith(kExitNoRunData) + "\n" + readJobScript(runDir) + kQueueFunction +
         "echo \"job=$job\"\n"
+        "echo \"trainer=$(head -n 1 " + shellQuote(runDir + "/trainer") + " 2>/dev/null)\"\n"
         "if [ -n \"$job\" ]; then\n"
         "  if queued; then echo \"queue=$q\"; else\n"
         "    a=$(sacct -j \"$job\" -n -P -X -o State,ExitCode 2>/dev/null | head -n 1)\n"
@@ -632,6 +736,8 @@ Result<void> saveSlurmSettings(const std::string& path, const std::string& name,
                                      {"time", settings.timeLimit}, {"slurm_conf", settings.slurmConf}})
         if (!value.empty())
             entry[key] = value;
+    if (settings.bridgePython != defaults.bridgePython)
+        entry["bridge_python"] = settings.bridgePython;
     for (const auto& [key, value, fallback] :
          {std::tuple{"nodes", settings.nodes, defaults.nodes}, {"gpus_per_node", settings.gpusPerNode, defaults.gpusPerNode},
           {"cpu_ranks_per_node", settings.cpuRanksPerNode, defaults.cpuRanksPerNode},
@@ -714,6 +820,8 @@ Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::stri
             r = text(settings.timeLimit);
         else if (key == "slurm_conf")
             r = text(settings.slurmConf);
+        else if (key == "bridge_python")
+            r = text(settings.bridgePython);
         else if (key == "nodes")
             r = number(settings.nodes, 1, 100000);
         else if (key == "gpus_per_node")
@@ -726,7 +834,7 @@ Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::stri
             r = makeError(ErrorCode::InvalidArgument,
                           "unknown key \"" + key +
                               "\"; use partition, account, time, nodes, gpus_per_node, cpu_ranks_per_node, "
-                              "master_port, slurm_conf",
+                              "master_port, slurm_conf, bridge_python",
                           where);
         if (!r)
             return r.error();
@@ -738,6 +846,10 @@ Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::stri
                              std::string("\"") + key + "\" '" + value +
                                  "' has characters an #SBATCH line cannot carry; use letters, digits and . _ : , -",
                              where);
+    if (settings.bridgePython.empty())
+        return makeError(ErrorCode::InvalidArgument,
+                         "\"bridge_python\" is empty; give the python that runs Megatron-Bridge (or remove the key: python)",
+                         where);
     return settings;
 }
 

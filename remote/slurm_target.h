@@ -38,6 +38,10 @@ struct SlurmSettings {
     int cpuRanksPerNode = 1;
     int masterPort = 29500;
     std::string slurmConf;    ///< exported as SLURM_CONF for every Slurm command; empty = the host's
+    /// The python a Megatron-Bridge job runs (a venv or conda env on the shared filesystem): the
+    /// node check runs `BRIDGE_PYTHON -c "import megatron.bridge"` with it on the login node, and
+    /// the job gets it as $BRIDGE_PYTHON (the generated bridge.sbatch runs "${BRIDGE_PYTHON:-python}").
+    std::string bridgePython = "python";
 };
 
 struct SlurmTargetOptions {
@@ -60,6 +64,14 @@ public:
     /// (sbatch refused the job: its message, and DIR/run.sbatch stays for a look).
     /// LaunchedRun.pid is 0 (Slurm owns the processes); target is "slurm:HOST job ID".
     core::Result<core::LaunchedRun> launch(const core::LaunchRequest& request) override;
+    /// The node check for a Bridge job: the Slurm commands, slurm_conf, and bridgePython importing
+    /// megatron.bridge on the login node (NotFound naming what failed and the fix). Returns
+    /// RUNS_ROOT/runId.
+    core::Result<std::string> prepareBridgeLaunch(const std::string& runId) override;
+    /// Writes the folder's files and a `trainer` marker into the run directory and submits the
+    /// script there with sbatch --output/--error DIR/stdout.log (appended: a requeued job goes on
+    /// in the same file) and BRIDGE_PYTHON in its environment; idempotent as launch() is.
+    core::Result<core::LaunchedRun> launchBridge(const core::BridgeJobRequest& request) override;
     core::Result<core::MetricsChunk> readMetrics(const std::string& runDir, int64_t offset,
                                                  int64_t maxBytes) override;
     core::Result<core::MetricsChunk> readFile(const std::string& path, int64_t offset, int64_t maxBytes) override;
@@ -83,6 +95,17 @@ private:
     /// sbatch, squeue, scancel, scontrol and moe-train on the login node; moe-train's path with
     /// "~/" expanded. NotFound naming what is missing.
     core::Result<std::string> checkLoginNode();
+    /// The Slurm commands and slurm_conf, then `trainerCheck` (sh lines with their own exit
+    /// codes, handed back to the caller), then $HOME printed. NotFound for the Slurm part.
+    core::Result<CommandResult> checkSlurmClient(const std::string& trainerCheck);
+    /// Claims RUNS_ROOT/runId with `token`, runs `writeFiles` there (sh lines, in the run
+    /// directory), then `environment sbatch --parsable --comment=wb-launch:TOKEN --chdir=DIR
+    /// sbatchArguments scriptName` under the .submitted lock, so that a repeat of a submission
+    /// whose answer was lost finds the first job (by its comment) instead of submitting a second.
+    /// Reports "submitted as Slurm job N"; the LaunchedRun's target is "slurm:HOST job N".
+    core::Result<core::LaunchedRun> submitOnce(const std::string& root, const std::string& runId, const std::string& token,
+                                         const std::string& writeFiles, const std::string& environment,
+                                         const std::string& sbatchArguments, const std::string& scriptName);
     /// Ranks per node for this config (gpusPerNode, or 1 for cpu); InvalidArgument if unknown.
     core::Result<int> ranksPerNode(const std::string& device) const;
 

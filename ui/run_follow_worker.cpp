@@ -1,5 +1,6 @@
 #include "ui/run_follow_worker.h"
 
+#include "core/bridge/bridge_follow.h"
 #include "core/bridge/bridge_run_import.h"
 #include "core/log.h"
 #include "core/planner/catalog.h"
@@ -192,7 +193,9 @@ void RunFollowWorker::cancelRun(const QString& runId)
             reportError(tr("Cannot cancel run %1: %2").arg(runId, qs(run.error().toString())));
             return;
         }
-        if (run->kind != core::kRunKindMoeTrain) {
+        // A Bridge run is ours to stop only when the workbench submitted its job (launch --bridge).
+        auto ours = core::bridge::launchedByWorkbench(*m_store, *run);
+        if (run->kind != core::kRunKindMoeTrain && !(ours && *ours)) {
             reportError(tr("Run %1 is a %2 job read from its log; the workbench did not start it. Stop it where "
                            "it runs (scancel JOBID on its cluster).")
                             .arg(runId, qs(run->kind)));

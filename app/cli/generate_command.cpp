@@ -207,14 +207,17 @@ int generateCommand(const CliContext&, Args args)
         if (packed)
             workload.packed = *packed;
         Layout layout = layoutFromRunConfig(config, gpus);
-        // This prediction is for moe-train, which has no distributed optimizer: without FSDP every
-        // rank holds and steps the whole optimizer state (the planner's Megatron default shards it).
-        layout.useDistributedOptimizer = false;
         MemoryOptions memory;
-        memory.moeTrain = true;  // the runtime's own state layout and allocator peak
         ThroughputOptions options;
-        options.runtime = TrainingRuntime::MoeTrain;  // and its own passes, at its measured rates
-        options.rates = catalog->runtimeRates("moe-train", target.hardware.name);
+        // Every format but megatron-bridge runs moe-train; Megatron's prediction is the planner's default.
+        if (*format != "megatron-bridge") {
+            // moe-train has no distributed optimizer: without FSDP every rank holds and steps the
+            // whole optimizer state (the planner's Megatron default shards it).
+            layout.useDistributedOptimizer = false;
+            memory.moeTrain = true;  // the runtime's own state layout and allocator peak
+            options.runtime = TrainingRuntime::MoeTrain;  // and its own passes, at its measured rates
+            options.rates = catalog->runtimeRates("moe-train", target.hardware.name);
+        }
         prediction = predictionForCandidate(evaluateLayout(spec, layout, workload, target.hardware, options, memory),
                                             target.hardware);
     }
@@ -270,7 +273,8 @@ int generateCommand(const CliContext&, Args args)
     // prediction, an older prediction.json there would be stored with the wrong run: it goes too
     // (with --force; otherwise the overwrite check below refuses, naming it).
     bool removeStalePrediction = false;
-    if (*format == "runtime") {
+    // launch --bridge DIR takes it from the Bridge folder the same way.
+    if (*format == "runtime" || *format == "megatron-bridge") {
         if (prediction)
             bundle->files.push_back(GeneratedFile{"prediction.json", core::predictionToJson(*prediction), false});
         else

@@ -15,6 +15,7 @@ namespace {
 constexpr const char* kSynopsis =
     "hosts slurm NAME [--partition P] [--account A] [--time HH:MM:SS] [--nodes N]\n"
     "                 [--gpus-per-node G] [--cpu-ranks-per-node R] [--master-port N] [--slurm-conf FILE]\n"
+    "                 [--bridge-python PATH]   (the python with Megatron-Bridge that launch --bridge checks and uses)\n"
     "       moe-workbench-cli hosts slurm NAME --remove";
 
 void printSettings(const std::string& name, const remote::SlurmSettings& s)
@@ -34,6 +35,7 @@ void printSettings(const std::string& name, const remote::SlurmSettings& s)
     std::printf("  cpu ranks per node: %d\n", s.cpuRanksPerNode);
     std::printf("  master port:        %d\n", s.masterPort);
     std::printf("  slurm.conf:         %s\n", orDefault(s.slurmConf, "(the login node's default)").c_str());
+    std::printf("  bridge python:      %s\n", s.bridgePython.c_str());
 }
 
 // "--x N" within [low, high]; false (after the usage message) when it is not.
@@ -69,6 +71,7 @@ int hostsSlurmCommand(const CliContext& context, Args args)
     const auto account = args.takeOption("--account", missing);
     const auto time = args.takeOption("--time", missing);
     const auto slurmConf = args.takeOption("--slurm-conf", missing);
+    const auto bridgePython = args.takeOption("--bridge-python", missing);
     int nodes = 0, gpus = 0, cpuRanks = 0, port = 0, exitCode = kExitUsage;
     if (!takeNumber(args, "--nodes", 1, 100000, missing, nodes, exitCode) ||
         !takeNumber(args, "--gpus-per-node", 1, 1024, missing, gpus, exitCode) ||
@@ -95,7 +98,7 @@ int hostsSlurmCommand(const CliContext& context, Args args)
     auto settings = remote::loadSlurmSettings(path, name);
     if (!settings)
         return reportError(settings.error());
-    const bool changes = partition || account || time || slurmConf || nodes || gpus || cpuRanks || port;
+    const bool changes = partition || account || time || slurmConf || bridgePython || nodes || gpus || cpuRanks || port;
     if (changes) {
         if (partition)
             settings->partition = *partition;
@@ -105,6 +108,8 @@ int hostsSlurmCommand(const CliContext& context, Args args)
             settings->timeLimit = *time;
         if (slurmConf)
             settings->slurmConf = *slurmConf;
+        if (bridgePython)
+            settings->bridgePython = *bridgePython;
         if (nodes)
             settings->nodes = nodes;
         if (gpus)

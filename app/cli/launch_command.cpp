@@ -2,9 +2,13 @@
 // record the run in the store (with the plan's prediction when given, or when the generator's
 // prediction.json sits beside the config), start moe-train detached, print the run id (alone, on
 // stdout). Progress phases of remote targets go to stderr.
+// `launch --target slurm:HOST --bridge DIR [--name NAME] [--detach]`: a Megatron-Bridge job from
+// the folder generate --format megatron-bridge wrote (core/bridge/bridge_launch.h): node check,
+// record, submit, print the run id, then follow its output like `watch` until the job ends.
 #include "app/cli/cli.h"
 #include "app/cli/planner_cli.h"
 
+#include "core/bridge/bridge_launch.h"
 #include "core/run_config.h"
 #include "core/run_launch.h"
 #include "core/run_prediction.h"
@@ -21,7 +25,59 @@ constexpr const char* kSynopsis =
     "launch --target local|ssh:HOST|ssh:HOST1,HOST2,...|slurm:HOST --config FILE [--name NAME] [--steps N]\n"
     "       [--manifest PATH] [--prediction FILE|--no-prediction]\n"
     "       (--steps N: train N steps instead of train.train_iters; --manifest: train on this image set\n"
-    "        instead of the config's data.manifest, e.g. the one moe-sample-set built)";
+    "        instead of the config's data.manifest, e.g. the one moe-sample-set built)\n"
+    "       launch --target slurm:HOST --bridge DIR [--name NAME] [--detach] [--interval-ms N] [--catalog DIR]\n"
+    "       (DIR: written by generate --format megatron-bridge; follows the job's output until it ends\n"
+    "        unless --detach)";
+
+void printProgress(const core::LaunchProgress& p)
+{
+    std::fprintf(stderr, "%s%s%s: %s%s\n", p.phase.c_str(), p.node.empty() ? "" : " on ", p.node.c_str(),
+                 p.detail.c_str(), p.fraction >= 0 ? (" (" + std::to_string(int(100 * p.fraction)) + "%)").c_str() : "");
+}
+
+int launchBridge(const CliContext& context, const std::string& targetName, const std::string& dir,
+                 const std::optional<std::string>& name, bool detach, const std::optional<std::string>& interval,
+                 const std::optional<std::string>& catalogDir)
+{
+    if (targetName.rfind("slurm:", 0) != 0)
+        return reportUsage("--bridge needs --target slurm:HOST (a registered login node): Megatron-Bridge jobs are "
+                           "submitted with sbatch",
+                           kSynopsis);
+    // The folder first: a wrong folder never reaches the cluster or the store.
+    auto folder = core::bridge::readBridgeLaunchFolder(dir);
+    if (!folder)
+        return reportError(folder.error());
+    auto catalog = loadCliCatalog(catalogDir.value_or(""));
+    if (!catalog)
+        return reportError(catalog.error());
+    auto target = context.target(targetName);
+    if (!target)
+        return reportError(target.error());
+    auto store = context.openStore();
+    if (!store)
+        return reportError(store.error());
+    if (folder->prediction)
+        std::fprintf(stderr, "prediction from %s/prediction.json: %.0f ms/step, %.1f GiB, MFU %.1f%% (%s, %d GPUs)\n",
+                     dir.c_str(), folder->prediction->stepMs, folder->prediction->memoryGib,
+                     100.0 * folder->prediction->mfu, folder->prediction->hardware.c_str(), folder->prediction->gpus);
+    (*target)->setProgressCallback(printProgress);
+    std::vector<std::string> notes;
+    auto started = core::bridge::startBridgeLaunch(**store, *catalog, **target, *folder, name.value_or(""), &notes);
+    if (!started)
+        return reportError(started.error());
+    std::printf("%s\n", started->id.c_str());
+    for (const std::string& note : notes)
+        std::fprintf(stderr, "note: %s\n", note.c_str());
+    std::fflush(stdout);
+    if (detach)
+        return kExitOk;
+    std::vector<std::string> watchArgs = {started->id};
+    if (interval)
+        watchArgs.insert(watchArgs.end(), {"--interval-ms", *interval});
+    store->reset();  // watch opens its own
+    return watchCommand(context, Args(std::move(watchArgs)));
+}
 
 }  // namespace
 
@@ -35,8 +91,23 @@ int launchCommand(const CliContext& context, Args args)
     const bool noPrediction = args.takeFlag("--no-prediction");
     const auto stepsText = args.takeOption("--steps", missing);
     const auto manifest = args.takeOption("--manifest", missing);
+    const auto bridgeDir = args.takeOption("--bridge", missing);
+    const bool detach = args.takeFlag("--detach");
+    const auto interval = args.takeOption("--interval-ms", missing);
+    const auto catalogDir = args.takeOption("--catalog", missing);
     if (auto usage = rejectLeftovers(args, missing, kSynopsis))
         return *usage;
+    if (bridgeDir) {
+        if (configPath || stepsText || manifest || predictionPath || noPrediction)
+            return reportUsage("--bridge DIR takes the job, its config and its prediction from DIR: leave out --config, "
+                               "--steps, --manifest and --prediction",
+                               kSynopsis);
+        if (!targetName)
+            return reportUsage("--bridge needs --target slurm:HOST", kSynopsis);
+        return launchBridge(context, *targetName, *bridgeDir, name, detach, interval, catalogDir);
+    }
+    if (detach || interval || catalogDir)
+        return reportUsage("--detach, --interval-ms and --catalog go with --bridge (launch --config never follows)", kSynopsis);
     std::optional<int> steps;
     if (stepsText) {
         steps = parsePositive(*stepsText);
@@ -95,11 +166,7 @@ int launchCommand(const CliContext& context, Args args)
     auto store = context.openStore();
     if (!store)
         return reportError(store.error());
-    (*target)->setProgressCallback([](const core::LaunchProgress& p) {
-        std::fprintf(stderr, "%s%s%s: %s%s\n", p.phase.c_str(), p.node.empty() ? "" : " on ",
-                     p.node.c_str(), p.detail.c_str(),
-                     p.fraction >= 0 ? (" (" + std::to_string(int(100 * p.fraction)) + "%)").c_str() : "");
-    });
+    (*target)->setProgressCallback(printProgress);
     auto started = core::startRun(**store, **target, *config, name.value_or(config->name),
                                   prediction ? &*prediction : nullptr);
     if (!started) {

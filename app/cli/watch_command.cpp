@@ -1,6 +1,7 @@
 // `watch RUN` follows a run until it ends, one line per step; `cancel RUN` stops one.
 #include "app/cli/cli.h"
 
+#include "core/bridge/bridge_follow.h"
 #include "core/run_follower.h"
 #include "core/terminal_text.h"
 
@@ -214,7 +215,11 @@ int cancelCommand(const CliContext& context, Args args)
     if (!opened)
         return reportError(opened.error());
     auto& [store, target, summary] = *opened;
-    if (summary.kind != core::kRunKindMoeTrain)
+    // A Bridge run is ours to stop only when the workbench submitted its job (launch --bridge).
+    auto ours = core::bridge::launchedByWorkbench(*store, summary);
+    if (!ours)
+        return reportError(ours.error());
+    if (summary.kind != core::kRunKindMoeTrain && !*ours)
         return reportError(core::makeError(core::ErrorCode::InvalidArgument,
                                            "this is a " + summary.kind + " run read from its log, not one the workbench "
                                            "started: stop the job where it runs (scancel JOBID on its cluster)",

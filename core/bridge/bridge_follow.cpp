@@ -21,6 +21,7 @@ struct FollowFacts {
     int seqFromConfig = 0;
     int gbsFromConfig = 0;
     double peakTflops = 0.0;
+    bool launched = false;  ///< the workbench submitted the job (FollowedRunPlace::launched)
     MetaRecord meta;     ///< as last stored
 };
 
@@ -30,6 +31,7 @@ std::string followStateJson(const LogState& reader, const FollowFacts& f)
                              {"seq_from_config", f.seqFromConfig},
                              {"gbs_from_config", f.gbsFromConfig},
                              {"peak_tflops", f.peakTflops},
+                             {"launched", f.launched},
                              {"meta", nlohmann::json::parse(toJsonLine(f.meta), nullptr, false)}};
     return nlohmann::json{{"reader", nlohmann::json::parse(toJson(reader))}, {"follow", follow}}.dump(
         -1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -50,9 +52,20 @@ void readFollowState(const std::string& text, LogState& reader, FollowFacts& f)
     f.seqFromConfig = static_cast<int>(num("seq_from_config"));
     f.gbsFromConfig = static_cast<int>(num("gbs_from_config"));
     f.peakTflops = num("peak_tflops");
+    f.launched = o.contains("launched") && o["launched"].is_boolean() && o["launched"].get<bool>();
     if (o.contains("meta") && o["meta"].is_object())
         if (auto record = parseMetricsLine(o["meta"].dump()); record && std::holds_alternative<MetaRecord>(*record))
             f.meta = std::get<MetaRecord>(*record);
+}
+
+// The run's stored follower state (empty before the first poll: every field at its default).
+Result<void> loadFollowState(RunStore& store, const std::string& runId, LogState& reader, FollowFacts& facts)
+{
+    auto text = store.sourceState(runId);
+    if (!text)
+        return text.error();
+    readFollowState(*text, reader, facts);
+    return {};
 }
 
 std::optional<int> positiveInt(const std::map<std::string, std::string>& values, const char* key)
@@ -93,7 +106,7 @@ StepContext contextNow(const FollowFacts& f, const LogState& s, const std::vecto
 }  // namespace
 
 Result<std::string> startBridgeFollow(RunStore& store, const planner::Catalog& catalog,
-                                      const BridgeImportRequest& request, const std::string& targetName,
+                                      const BridgeImportRequest& request, const FollowedRunPlace& place,
                                       std::vector<std::string>* notes)
 {
     std::string configText;
@@ -103,7 +116,8 @@ Result<std::string> startBridgeFollow(RunStore& store, const planner::Catalog& c
             return text.error();
         configText = std::move(*text);
     }
-    auto setup = resolveBridgeRun(catalog, request, configText, LogState{}, {}, /*predict=*/true);
+    // The plan's own prediction, when there is one, is the one the run is measured against.
+    auto setup = resolveBridgeRun(catalog, request, configText, LogState{}, {}, /*predict=*/!place.prediction);
     if (!setup)
         return setup.error();
     FollowFacts facts;
@@ -111,12 +125,14 @@ Result<std::string> startBridgeFollow(RunStore& store, const planner::Catalog& c
     facts.seqFromConfig = setup->context.seqLength;
     facts.gbsFromConfig = setup->context.globalBatchSize;
     facts.peakTflops = setup->context.peakTflops;
+    facts.launched = place.launched;
     facts.meta = setup->meta;
 
     NewRun run;
+    run.id = place.id;
     run.name = setup->meta.name;
-    run.target = targetName;
-    run.runDir = std::filesystem::path(request.logPath).parent_path().string();
+    run.target = place.targetName;
+    run.runDir = place.runDir.empty() ? std::filesystem::path(request.logPath).parent_path().string() : place.runDir;
     run.kind = kRunKindBridge;
     run.sourcePath = request.logPath;  // a path on the target, read there
     run.configJson = setup->haveLayout ? setup->configJson : "{}";
@@ -124,12 +140,33 @@ Result<std::string> startBridgeFollow(RunStore& store, const planner::Catalog& c
     ParsedChunk start;  // nothing read yet: the meta and the follower's memory
     start.meta = setup->meta;
     start.sourceState = followStateJson(LogState{}, facts);
-    auto id = store.importRun(run, start, setup->prediction, runStateName(RunState::Running), -1);
+    auto id = store.importRun(run, start, place.prediction ? place.prediction : setup->prediction,
+                              runStateName(place.state), -1);
     if (!id)
         return id.error();
     if (notes)
         *notes = setup->notes;
     return id;
+}
+
+Result<std::string> startBridgeFollow(RunStore& store, const planner::Catalog& catalog,
+                                      const BridgeImportRequest& request, const std::string& targetName,
+                                      std::vector<std::string>* notes)
+{
+    FollowedRunPlace place;
+    place.targetName = targetName;
+    return startBridgeFollow(store, catalog, request, place, notes);
+}
+
+Result<bool> launchedByWorkbench(RunStore& store, const RunSummary& run)
+{
+    if (run.kind != kRunKindBridge)
+        return false;
+    LogState state;
+    FollowFacts facts;
+    if (auto read = loadFollowState(store, run.id, state, facts); !read)
+        return read.error();
+    return facts.launched;
 }
 
 Result<FollowUpdate> pollBridgeLog(RunStore& store, RunTarget& target, const RunSummary& run, int64_t maxBytes)
@@ -139,24 +176,38 @@ Result<FollowUpdate> pollBridgeLog(RunStore& store, RunTarget& target, const Run
     update.status.processAlive = true;  // unknown: a log does not say; the run is over at train_iters
     if (run.sourcePath.empty())
         return makeError(ErrorCode::InvalidArgument, "this Megatron-Bridge run has no log to follow", run.id);
-    if (run.status != runStateName(RunState::Running) && run.status != runStateName(RunState::Pending)) {
+    LogState state;
+    FollowFacts facts;
+    if (auto read = loadFollowState(store, run.id, state, facts); !read)
+        return read.error();
+    // A cancelled job of ours still has its last lines to read (cancel records the state first).
+    const bool cancelled = run.status == runStateName(RunState::Cancelled);
+    if (run.status != runStateName(RunState::Running) && run.status != runStateName(RunState::Pending) &&
+        !(facts.launched && cancelled)) {
         update.finished = true;
         update.status.state = runStateFromName(run.status);
         update.status.exitCode = run.exitCode;
         return update;
     }
-    auto stateText = store.sourceState(run.id);
-    if (!stateText)
-        return stateText.error();
-    LogState state;
-    FollowFacts facts;
-    readFollowState(*stateText, state, facts);
+    // Our own job: its state is asked BEFORE the read, so a job seen gone has written its last
+    // byte before that read began, and reading to the end then stores the whole log.
+    std::optional<RunStatus> job;
+    if (facts.launched) {
+        auto now = target.status(run.runDir);
+        if (!now)
+            return now.error();
+        job = *now;
+        update.status = *now;
+    }
+    const bool jobGone = job && !job->processAlive;
 
     auto chunk = target.readFile(run.sourcePath, run.streamOffset, maxBytes);
     if (!chunk)
         return chunk.error();
     const int64_t lineBefore = state.counts.lines;
-    const LogChunk read = parseLogChunk(chunk->bytes, state, /*atEnd=*/false, lineBefore + 1);
+    // Once the job is gone nothing more comes: a last line without its newline is read or counted torn.
+    const bool chunkToEnd = chunk->offset + static_cast<int64_t>(chunk->bytes.size()) >= chunk->fileSize;
+    const LogChunk read = parseLogChunk(chunk->bytes, state, /*atEnd=*/jobGone && chunkToEnd, lineBefore + 1);
     const bool readToEnd = chunk->offset + read.consumedBytes >= chunk->fileSize;
 
     const StepContext context = contextNow(facts, state, read.iterations);
@@ -194,7 +245,14 @@ Result<FollowUpdate> pollBridgeLog(RunStore& store, RunTarget& target, const Run
     }
     if (run.status == runStateName(RunState::Pending))
         (void)store.setStatus(run.id, runStateName(RunState::Running), -1);
-    if (state.trainIters > 0 && state.maxIteration >= state.trainIters && readToEnd) {
+    if (jobGone && readToEnd) {
+        // The job's end, as Slurm (or the target) tells it; a cancel we recorded stays a cancel.
+        update.finished = true;
+        if (cancelled)
+            update.status.state = RunState::Cancelled;
+        if (auto r = store.setStatus(run.id, runStateName(update.status.state), update.status.exitCode); !r)
+            return r.error();
+    } else if (!facts.launched && state.trainIters > 0 && state.maxIteration >= state.trainIters && readToEnd) {
         update.finished = true;
         update.status.state = RunState::Finished;
         update.status.exitCode = 0;

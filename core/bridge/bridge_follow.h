@@ -15,17 +15,39 @@
 
 namespace wb::core::bridge {
 
-/// Creates a followed Bridge run (status running) for the log at `request.logPath` on the target
-/// named `targetName` ("local", "ssh:HOST"); the config file, when given, is read here. Returns the
-/// run id; `notes` (may be null) get what is not known yet.
+/// Where a followed run lives and who started its job.
+struct FollowedRunPlace {
+    std::string id;          ///< "" = the store makes one
+    std::string targetName;  ///< "local", "ssh:HOST", "slurm:HOST"
+    std::string runDir;      ///< "" = the log's folder
+    /// The workbench submitted the job (launch --bridge): the run ends when the target says the
+    /// job ended (after the rest of the log is read), and `cancel` may stop it. Otherwise the run
+    /// ends at train_iters and the workbench never touches the job.
+    bool launched = false;
+    std::optional<RunPrediction> prediction;  ///< the plan's; replaces the one from the config
+    RunState state = RunState::Running;
+};
+
+/// Creates a followed Bridge run (status `place.state`) for the log at `request.logPath` on the
+/// target; the config file, when given, is read here. Returns the run id; `notes` (may be null)
+/// get what is not known yet.
+Result<std::string> startBridgeFollow(RunStore& store, const planner::Catalog& catalog,
+                                      const BridgeImportRequest& request, const FollowedRunPlace& place,
+                                      std::vector<std::string>* notes);
+/// The same, on target `targetName`, in the log's folder, not launched by the workbench.
 Result<std::string> startBridgeFollow(RunStore& store, const planner::Catalog& catalog,
                                       const BridgeImportRequest& request, const std::string& targetName,
                                       std::vector<std::string>* notes);
 
+/// Whether the workbench submitted this Bridge run's job (FollowedRunPlace::launched).
+Result<bool> launchedByWorkbench(RunStore& store, const RunSummary& run);
+
 /// One round for a megatron-bridge run: reads up to `maxBytes` of its log at the stored offset,
-/// stores the complete lines, reports the new steps and events. Finished (status finished) once
-/// the log reached train_iters and every byte is read; until then the state stays running (a log
-/// says nothing of the process: a job that died is seen by its missing lines, `watch --idle-exit-s`).
+/// stores the complete lines, reports the new steps and events. A job the workbench launched: the
+/// target's job state is asked first, and once the job has left the queue and every byte of the
+/// log is read, the run ends in the job's state (finished, failed, cancelled). Any other: finished
+/// once the log reached train_iters and every byte is read; until then the state stays running (a
+/// log says nothing of the process: a job that died is seen by its missing lines, `watch --idle-exit-s`).
 Result<FollowUpdate> pollBridgeLog(RunStore& store, RunTarget& target, const RunSummary& run, int64_t maxBytes);
 
 }  // namespace wb::core::bridge

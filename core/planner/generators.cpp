@@ -6,6 +6,8 @@
 // with the Bridge recipe (the recipe already has them right, and a second copy could only drift).
 #include "core/planner/generators.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -310,6 +312,17 @@ std::string bridgePerfCommand(const RunConfig& c, const GeneratorTarget& t, std:
     return out + "\n";
 }
 
+std::string bridgeJobManifest(const GeneratorTarget& target)
+{
+    nlohmann::ordered_json j = {{"version", 1}, {"script", "bridge.sbatch"}, {"config", "overrides.yaml"}};
+    if (!target.modelName.empty())
+        j["model"] = target.modelName;
+    if (!target.hardware.name.empty())
+        j["hardware"] = target.hardware.name;
+    j["gpus"] = target.worldSize();
+    return j.dump(2) + "\n";
+}
+
 const std::vector<std::string>& generatorFormats()
 {
     static const std::vector<std::string> formats = {"runtime", "megatron-bridge", "slurm", "ssh"};
@@ -447,6 +460,8 @@ Result<GeneratedBundle> generateFormat(const std::string& format, const RunConfi
                            "# that prints the sbatch script).\nset -euo pipefail\n";
         perf += bridgePerfCommand(config, target, bundle.warnings);
         bundle.files.push_back({"perf_launch.sh", perf, true});
+        bundle.files.push_back({"bridge.sbatch", bridgeSlurmScript(config, target), true});
+        bundle.files.push_back({"bridge_job.json", bridgeJobManifest(target)});
     } else if (format == "slurm") {
         auto bad = [](const std::string& v) {
             return !std::all_of(v.begin(), v.end(), [](char ch) {

@@ -92,6 +92,14 @@ std::string sshLaunchScript(const RunConfig& config, const GeneratorTarget& targ
 /// each moe-train with the torchrun environment from Slurm's SLURM_PROCID/LOCALID/NTASKS.
 std::string slurmScript(const RunConfig& config, const GeneratorTarget& target);
 
+/// An sbatch script for Megatron-Bridge: one srun task per node running torchrun over
+/// run_recipe.py with the recipe and the overrides.dotlist and env.slurm.sh beside it; the python
+/// is $BRIDGE_PYTHON (the workbench's bridge_python setting when it submits).
+std::string bridgeSlurmScript(const RunConfig& config, const GeneratorTarget& target);
+
+/// bridge_job.json: what makes a folder one `launch --bridge` takes (core/bridge/bridge_launch.h).
+std::string bridgeJobManifest(const GeneratorTarget& target);
+
 struct GeneratedFile {
     std::string name;     ///< relative file name ("run.json", "overrides.yaml", ...)
     std::string content;

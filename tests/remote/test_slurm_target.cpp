@@ -129,6 +129,51 @@ private:
         return options;
     }
 
+    // The login node behind the fault sshd (fault_shell.sh as ForceCommand), with `action` on the
+    // submit command of run `id` and a 6 s command timeout; the server starts on first use.
+    core::Result<remote::SlurmTargetOptions> faultOptions(const std::string& id, const std::string& action)
+    {
+        if (!m_faultServer) {
+            m_faults = std::make_unique<wbtest::FaultRules>(m_scratch.filePath(QStringLiteral("faults")).toStdString());
+            m_faultServer = std::make_unique<wbtest::SshServer>();
+            if (const std::string why = m_faultServer->start("host_key", m_faults->sshdConfig()); !why.empty())
+                return core::makeError(core::ErrorCode::Failed, why);
+            if (auto connected = remote::SshSession::connect(m_faultServer->spec(/*acceptNew=*/true)); !connected)
+                return connected.error();
+        }
+        m_faults->add(id, action, "sbatch --parsable --comment");
+        auto opts = options();
+        opts.ssh.host = m_faultServer->spec();
+        opts.ssh.commandTimeout = std::chrono::seconds(6);
+        return opts;
+    }
+
+    // Polls status until Slurm no longer has the job (120 s at most); nullopt when it never left.
+    static std::optional<core::RunStatus> waitForJobEnd(remote::SlurmTarget& target, const std::string& runDir)
+    {
+        core::RunStatus status;
+        const bool ended = waitFor([&] {
+            auto s = target.status(runDir);
+            status = s ? *s : core::RunStatus{};
+            return s && !s->processAlive;
+        }, 120000);
+        return ended ? std::optional(status) : std::nullopt;
+    }
+
+    // How many jobs Slurm knows with this launch token's comment (ended ones stay for MinJobAge).
+    static int jobsWithToken(const std::string& token)
+    {
+        QProcess jobs;
+        jobs.start(QStringLiteral("scontrol"), {QStringLiteral("-o"), QStringLiteral("show"), QStringLiteral("job")});
+        jobs.waitForFinished(30000);
+        const std::string all = jobs.readAllStandardOutput().toStdString();
+        int withToken = 0;
+        for (size_t at = all.find("Comment=wb-launch:" + token); at != std::string::npos;
+             at = all.find("Comment=wb-launch:" + token, at + 1))
+            ++withToken;
+        return withToken;
+    }
+
     // Submits `script` by hand the way launch does (the run directory made, the script written
     // there, `sbatch` run in it after `beforeSbatch`) and waits up to 90 s for the job to end;
     // returns "" or what went wrong, and the job's last status in `status`.
@@ -507,19 +552,10 @@ private slots:
     void lostSubmitAnswerSubmitsOneJob()
     {
         QFETCH(QString, action);
-        if (!m_faultServer) {
-            m_faults = std::make_unique<wbtest::FaultRules>(m_scratch.filePath(QStringLiteral("faults")).toStdString());
-            m_faultServer = std::make_unique<wbtest::SshServer>();
-            const std::string why = m_faultServer->start("host_key", m_faults->sshdConfig());
-            QVERIFY2(why.empty(), why.c_str());
-            QVERIFY(remote::SshSession::connect(m_faultServer->spec(/*acceptNew=*/true)));
-        }
         const std::string id = "slurm-retry-" + std::to_string(++m_faultRows);
-        m_faults->add(id, action.toStdString(), "sbatch --parsable --comment");
-        auto opts = options();
-        opts.ssh.host = m_faultServer->spec();
-        opts.ssh.commandTimeout = std::chrono::seconds(6);
-        remote::SlurmTarget target(opts);
+        auto opts = faultOptions(id, action.toStdString());
+        QVERIFY2(opts, opts ? "" : opts.error().toString().c_str());
+        remote::SlurmTarget target(*opts);
         const std::string token = core::newLaunchToken();
         auto launched = target.launch({id, "x", tinyConfig(20, "retry"), token});
         QVERIFY2(launched, launched ? "" : launched.error().toString().c_str());
@@ -533,28 +569,68 @@ private slots:
                  m_faults->fired().c_str());
 
         // One job carries this launch's token (Slurm keeps ended jobs for MinJobAge).
-        QProcess jobs;
-        jobs.start(QStringLiteral("scontrol"), {QStringLiteral("-o"), QStringLiteral("show"), QStringLiteral("job")});
-        jobs.waitForFinished(30000);
-        const std::string all = jobs.readAllStandardOutput().toStdString();
-        int withToken = 0;
-        for (size_t at = all.find("Comment=wb-launch:" + token); at != std::string::npos;
-             at = all.find("Comment=wb-launch:" + token, at + 1))
-            ++withToken;
-        QCOMPARE(withToken, 1);
+        QCOMPARE(jobsWithToken(token), 1);
         auto job = target.jobId(launched->runDir);
         QVERIFY(job);
         QCOMPARE(launched->target, "slurm:wbtest job " + *job);
         QCOMPARE(wbtest::readAll(launched->runDir + "/.launch"), token + "\n");
 
-        core::RunStatus status;
-        QVERIFY(waitFor([&] {
-            auto s = target.status(launched->runDir);
-            status = s ? *s : core::RunStatus{};
-            return s && !s->processAlive;
-        }, 120000));
-        QCOMPARE(core::runStateName(status.state), "finished");
+        const auto status = waitForJobEnd(target, launched->runDir);
+        QVERIFY2(status, "the job did not end in 120 s");
+        QCOMPARE(core::runStateName(status->state), "finished");
         QCOMPARE(fileSteps(launched->runDir).size(), size_t(20));
+    }
+
+    // A Bridge job's submit whose answer is lost (the connection killed after sbatch ran), then
+    // the whole launchBridge call repeated with the same token, as a retrying caller would:
+    // one job, and it ends finished from Slurm's own state (a Bridge job writes no status.json).
+    void bridgeSubmitIsIdempotent()
+    {
+        const std::string id = "bridge-retry";
+        auto opts = faultOptions(id, "drop");
+        QVERIFY2(opts, opts ? "" : opts.error().toString().c_str());
+        remote::SlurmTarget target(*opts);
+        core::BridgeJobRequest job;
+        job.runId = id;
+        job.name = "x";
+        job.files = {{"bridge.sbatch", "#!/bin/bash\n#SBATCH --ntasks=1\necho \"python=$BRIDGE_PYTHON\"\n"},
+                     {"overrides.dotlist", "train.train_iters=1\n"}};
+        job.launchToken = core::newLaunchToken();
+        auto first = target.launchBridge(job);
+        QVERIFY2(first, first ? "" : first.error().toString().c_str());
+        auto again = target.launchBridge(job);
+        QVERIFY2(again, again ? "" : again.error().toString().c_str());
+        QCOMPARE(again->target, first->target);
+        QCOMPARE(jobsWithToken(job.launchToken), 1);
+        QCOMPARE(wbtest::readAll(first->runDir + "/overrides.dotlist"), std::string("train.train_iters=1\n"));
+
+        const auto status = waitForJobEnd(target, first->runDir);
+        QVERIFY2(status, "the job did not end in 120 s");
+        QCOMPARE(core::runStateName(status->state), "finished");
+        QVERIFY2(wbtest::readAll(first->runDir + "/" + core::kBridgeJobLog).find("python=python") != std::string::npos,
+                 "the job's output goes to stdout.log, with BRIDGE_PYTHON from slurm.json");
+    }
+
+    // The node check runs the configured python on the login node: one without megatron.bridge
+    // stops the launch naming the import and the setting that fixes it.
+    void bridgeNodeCheck()
+    {
+        auto opts = options();
+        opts.slurm.bridgePython = "python3";
+        remote::SlurmTarget missing(opts);
+        auto refused = missing.prepareBridgeLaunch("bridge-check");
+        QVERIFY(!refused);
+        QCOMPARE(refused.error().code, core::ErrorCode::NotFound);
+        QVERIFY2(refused.error().message.find("import megatron.bridge") != std::string::npos &&
+                     refused.error().message.find("--bridge-python") != std::string::npos,
+                 refused.error().message.c_str());
+        opts.slurm.bridgePython = "no-such-python-here";
+        remote::SlurmTarget absent(opts);
+        auto notThere = absent.prepareBridgeLaunch("bridge-check");
+        QVERIFY(!notThere);
+        QVERIFY2(notThere.error().message.find("not on the login node's PATH") != std::string::npos,
+                 notThere.error().message.c_str());
+        QVERIFY(!std::filesystem::exists(runsRoot() + "/bridge-check"));
     }
 
     void settingsFile()
