@@ -226,7 +226,8 @@ Result<TermCalibration> calibrateTermsFromStore(RunStore& store, const std::stri
     if (m.stepMs <= 0 || m.optimizerMs <= 0)
         return makeError(ErrorCode::InvalidArgument,
                          "its metrics have no time split (vision_ms, optimizer_ms): a per-term calibration needs a "
-                         "moe-train run",
+                         "moe-train run; a run without one (a Megatron-Bridge run) calibrates the step time with "
+                         "plan --calibrate, from >= 3 runs of this hardware",
                          runId);
     const bool frozen = detail.value("freeze_vision", false);
     return calibrateTerms(predicted, m, frozen, "run " + runId);

@@ -464,6 +464,46 @@ def main():
                   abs(p2["detail"]["uncalibrated_step_ms"] - p2["step_ms"] / cal["step_time_factor"]) < 1e-2 * p2["step_ms"],
                   f"calibrated prediction.json: {p2['calibration']} {p2['step_ms']}")
 
+        # 10. Megatron-Bridge runs calibrate Megatron-Bridge plans (issue 16 item 4): three imported
+        # logs (30 iterations each, Megatron's exact line format) with the fixture's resolved
+        # config get the planner's prediction on import; `plan --calibrate` then scales by their
+        # median measured/predicted step time. A per-term calibration needs moe-train's time split
+        # and says to use --calibrate instead.
+        bridge_env = dict(env, XDG_DATA_HOME=os.path.join(tmp, "bridge-data"))
+        fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "core", "fixtures", "bridge",
+                               "qwen3_vl_30b_a3b_config.yaml")
+        imported = []
+        for n, ms in enumerate((6200.0, 6500.0, 6000.0)):
+            log = os.path.join(tmp, f"bridge{n}.log")
+            with open(log, "w") as f:
+                for it in range(1, 31):
+                    f.write(f" [2026-11-20 10:01:10] iteration {it:8d}/      30 | consumed samples: {it * 128:12d} | "
+                            f"elapsed time per iteration (ms): {ms + (it % 3):.1f} | throughput per GPU (TFLOP/s/GPU): "
+                            "301.0 | learning rate: 1.666667E-06 | global batch size:   128 | lm loss: 2.400000E+00 | "
+                            "loss scale: 1.0 | grad norm: 1.210 | number of skipped iterations:   0 | "
+                            "number of nan iterations:   0 |\n")
+            r = subprocess.run([args.cli, "import", "--bridge", log, "--config", fixture, "--name", f"bridge{n}",
+                                "--model", "qwen3-vl-30b-a3b", "--hardware", "h200", "--gpus", "16", "--json"],
+                               env=bridge_env, cwd=tmp, capture_output=True, text=True, timeout=120)
+            check(r.returncode == 0, f"import --bridge {n}: {r.stderr}")
+            if r.returncode == 0:
+                imported.append(json.loads(r.stdout))
+        r = subprocess.run([args.cli, "plan", "--model", "qwen3-vl-30b-a3b", "--hardware", "h200", "--gpus", "16",
+                            "--max-results", "1", "--calibrate", "--json"],
+                           env=bridge_env, cwd=tmp, capture_output=True, text=True, timeout=120)
+        cal = json.loads(r.stdout)["calibration"] if r.returncode == 0 else None
+        check(cal is not None and cal["applied"] and len(cal["runs"]) == 3,
+              f"plan --calibrate from three imported Bridge runs: {r.stdout[:400]}{r.stderr}")
+        if cal and cal["applied"]:
+            ratios = sorted(run["measured_step_ms"] / run["predicted_step_ms"] for run in cal["runs"])
+            check(abs(cal["step_time_factor"] - ratios[1]) < 2e-3, f"Bridge calibration = median ratio: {cal}")
+        if imported:
+            run_id = imported[0].get("id") or imported[0].get("run_id")
+            r = subprocess.run([args.cli, "plan", "--model", "qwen3-vl-30b-a3b", "--hardware", "h200", "--gpus", "16",
+                                "--calibrate-run", str(run_id)],
+                               env=bridge_env, cwd=tmp, capture_output=True, text=True, timeout=120)
+            check(r.returncode == 2 and "plan --calibrate" in r.stderr, f"--calibrate-run on a Bridge run: {r.stderr}")
+
     if failures:
         print(f"{len(failures)} check(s) failed", file=sys.stderr)
         return 1
