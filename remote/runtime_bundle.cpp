@@ -248,17 +248,19 @@ Result<RuntimeBundle> collectRuntimeBundle(const std::string& rootText, const st
     for (const auto& entry : fs::directory_iterator(root / "core", ec))
         if (entry.is_regular_file(ec) && entry.path().extension() == ".h")
             paths.insert("core/" + entry.path().filename().string());
-    // The core sources the runtime compiles itself, as its CMakeLists names them.
-    const std::string cmakeText = readFile(runtimeCmake);
-    static const std::regex coreSource(R"(\$\{WB_REPO_ROOT\}/(core/[A-Za-z0-9_/]+\.(cpp|h)))");
-    for (auto it = std::sregex_iterator(cmakeText.begin(), cmakeText.end(), coreSource); it != std::sregex_iterator(); ++it)
+    // The core sources the runtime compiles itself: the core/ lines of cmake/WbCoreSchema.cmake,
+    // the one list runtime/CMakeLists.txt builds them from (a tree without it compiles none).
+    const fs::path schemaList = root / "cmake" / "WbCoreSchema.cmake";
+    const std::string listText = fs::is_regular_file(schemaList, ec) ? readFile(schemaList) : std::string();
+    static const std::regex coreSource(R"((?:^|\s)(core/[A-Za-z0-9_/]+\.(cpp|h))(?=\s|\)|$))");
+    for (auto it = std::sregex_iterator(listText.begin(), listText.end(), coreSource); it != std::sregex_iterator(); ++it)
         paths.insert(it->str(1));
 
     RuntimeBundle bundle;
     for (const auto& path : paths) {
         const fs::path full = root / path;
         if (!fs::is_regular_file(full, ec))
-            return makeError(ErrorCode::NotFound, "runtime/CMakeLists.txt names a file that is not there",
+            return makeError(ErrorCode::NotFound, "the runtime sources name a file that is not there (cmake/WbCoreSchema.cmake)",
                              full.string());
         RuntimeBundle::File file;
         file.path = path;

@@ -74,7 +74,8 @@ private slots:
         QCOMPARE(a->hash.size(), size_t(64));
         QVERIFY(has(*a, "runtime/CMakeLists.txt"));
         QVERIFY(has(*a, "runtime/main.cpp"));
-        QVERIFY(has(*a, "core/run_config.cpp"));  // named by runtime/CMakeLists.txt
+        QVERIFY(has(*a, "core/run_config.cpp"));  // named by cmake/WbCoreSchema.cmake
+        QVERIFY(has(*a, "cmake/WbCoreSchema.cmake"));  // which runtime/CMakeLists.txt includes
         QVERIFY(has(*a, "core/result.h"));
         QVERIFY(has(*a, "cmake/WbCompileOptions.cmake"));
         QVERIFY(!has(*a, "core/run_store.cpp"));  // the runtime never compiles the store
