@@ -34,7 +34,7 @@
 #include "runtime/parallel/pipeline.h"
 #include "runtime/parallel/pipeline_schedule.h"
 #include "runtime/parallel/process_group.h"
-#include "runtime/train/checkpoint.h"
+#include "runtime/train/checkpointer.h"
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/gpu_info.h"
 #include "runtime/train/kernel_profile.h"
@@ -96,19 +96,6 @@ std::string layoutString(const core::RunConfig& c, int world)
            std::to_string(p.expertTensorParallelSize) + " dp" + std::to_string(dp) +
            (p.useMegatronFsdp ? " fsdp:" + p.dataParallelShardingStrategy : std::string()) +
            (p.pipelineModelParallelSize > 1 ? " " + pipelineLayerSplit(c) : std::string());
-}
-
-// Exit 2 on --resume when the checkpoint in the run directory was written by another layout.
-std::string layoutMismatch(const std::string& runDir, const std::string& saved, const std::string& current, int savedWorld)
-{
-    return "--resume: the checkpoint in " + runDir + "/ckpt was written by " + saved + ", but this run is " + current +
-           "; resume with the same number of ranks (--nproc-per-node " + std::to_string(std::max(1, savedWorld)) +
-           ") and the same parallel settings, or start a new run directory without --resume";
-}
-
-std::string layoutText(int world, const std::string& layout)
-{
-    return std::to_string(world) + (world == 1 ? " rank" : " ranks") + " with layout \"" + layout + "\"";
 }
 
 }  // namespace
@@ -214,10 +201,12 @@ void Trainer::setUp()
                                 m_config.train);
     installOptimizerOverlap();
     installBf16WeightCopies();
+    makeCheckpointer();
 
-    const int64_t startSeq = m_options.resume ? resumeFromCheckpoint() : 0;
+    if (m_options.resume)
+        m_checkpointer->load(m_step, m_stepEndSeq);  // left at 0 when there is no checkpoint
     LoaderOptions loaderOptions = LoaderOptions::fromConfig(m_config);
-    loaderOptions.startSampleSeq = startSeq;
+    loaderOptions.startSampleSeq = m_stepEndSeq;
     m_loader = std::make_unique<BatchLoader>(std::move(entries), loaderOptions);
 }
 
@@ -560,151 +549,6 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
     return total;
 }
 
-void Trainer::saveCheckpointNow(const std::string& why)
-{
-    if (m_overlap)  // the weights and moments are read once their last update is written
-        m_overlap->waitAll();
-    if (shardedCheckpoints()) {
-        saveShardedCheckpoint(why);
-        return;
-    }
-    if (!writer())
-        return;  // the weights and optimizer state are the same on every rank; rank 0 saves them
-    CheckpointState state;
-    state.step = m_step;
-    state.nextSampleSeq = m_stepEndSeq;
-    state.dataSeed = static_cast<int64_t>(m_config.train.seed);
-    captureRngState(state, m_device);
-    auto saved = saveCheckpoint(m_options.runDir, *m_model, *m_optimizer, state);
-    if (saved)
-        m_metrics->event("info", "checkpoint saved (" + why + "): " + *saved, m_step);
-    else
-        throw RunFailure{1, saved.error().toString()};
-}
-
-RankTensors Trainer::rankTensors()
-{
-    RankTensors tensors;
-    tensors.model = m_model.get();
-    tensors.optimized = optimizedParameters();
-    // FSDP: the trainable parameters are gathered from the shards (and ZeRO-3's are freed);
-    // EP, TP, PP: the model's (sliced) parameters are what the optimizer updates.
-    tensors.trainableHeld = !m_parallel->fullySharded();
-    return tensors;
-}
-
-bool Trainer::allRanksOk(bool ok)
-{
-    if (m_group->size() == 1)
-        return ok;
-    std::vector<torch::Tensor> failed{torch::tensor({ok ? 0.0 : 1.0}, torch::TensorOptions().dtype(torch::kFloat64))};
-    if (m_device.is_cuda())  // NCCL reduces device tensors
-        failed[0] = failed[0].to(m_device);
-    m_group->allreduce(failed, ReduceOp::Max);
-    return failed[0].cpu().item<double>() == 0.0;
-}
-
-// Every rank writes its file; once all have (agreed by an allreduce), rank 0 commits layout.json,
-// which makes the checkpoint complete and removes the previous one.
-void Trainer::saveShardedCheckpoint(const std::string& why)
-{
-    if (m_checkpointStep == m_step)
-        return;  // saved at this step already (an interval save right before a stop)
-    CheckpointState state;
-    state.step = m_step;
-    state.nextSampleSeq = m_stepEndSeq;
-    state.dataSeed = static_cast<int64_t>(m_config.train.seed);
-    captureRngState(state, m_device);
-    auto saved = saveRankCheckpoint(m_options.runDir, m_env.rank, m_env.worldSize, rankTensors(), *m_optimizer, state,
-                                    m_env.localWorldSize);
-    if (!allRanksOk(saved.ok()))
-        throw RunFailure{1, saved ? std::string("another rank could not save its checkpoint file (its log says why)")
-                                  : saved.error().toString()};
-    core::Result<void> committed;
-    if (writer()) {
-        CheckpointLayout layout;
-        layout.worldSize = m_env.worldSize;
-        layout.layout = layoutString(m_config, m_env.worldSize);
-        layout.step = m_step;
-        for (int k = 0; k < m_env.worldSize; ++k)
-            layout.files.push_back(rankCheckpointFile(m_step, k));
-        committed = commitCheckpointLayout(m_options.runDir, layout);
-    }
-    if (!allRanksOk(committed.ok()))
-        throw RunFailure{1, committed ? std::string("rank 0 could not write the checkpoint layout (its log says why)")
-                                      : committed.error().toString()};
-    m_checkpointStep = m_step;
-    if (writer())
-        m_metrics->event("info", "checkpoint saved (" + why + "): " + m_options.runDir + "/ckpt/" + "step" +
-                                     std::to_string(m_step) + " (" + std::to_string(m_env.worldSize) +
-                                     " rank files) + " + checkpointLayoutPath(m_options.runDir), m_step);
-}
-
-int64_t Trainer::resumeFromCheckpoint()
-{
-    if (shardedCheckpoints())
-        return resumeSharded();
-    auto state = loadCheckpoint(m_options.runDir, *m_model, *m_optimizer);
-    if (state) {
-        restoreFromCheckpoint(*state, checkpointPath(m_options.runDir));
-        return m_stepEndSeq;
-    }
-    if (state.error().code != core::ErrorCode::NotFound)
-        throw RunFailure{1, state.error().toString()};
-    // A sharded layout's checkpoint cannot be read by this unsharded layout.
-    if (auto layout = readCheckpointLayout(m_options.runDir))
-        throw RunFailure{2, layoutMismatch(m_options.runDir, layoutText(layout->worldSize, layout->layout),
-                                           layoutText(m_env.worldSize, layoutString(m_config, m_env.worldSize)),
-                                           layout->worldSize)};
-    event("warning", "--resume: " + state.error().toString() + "; starting at step 0");
-    return 0;
-}
-
-// Every rank reads layout.json (the run directory is shared), checks that it names this layout,
-// loads its own file into what the layout has already sliced or sharded, and FSDP gathers the
-// whole parameters from the restored shards.
-int64_t Trainer::resumeSharded()
-{
-    const std::string current = layoutText(m_env.worldSize, layoutString(m_config, m_env.worldSize));
-    auto layout = readCheckpointLayout(m_options.runDir);
-    // All ranks must see the same checkpoint (a run directory not shared between nodes would have
-    // layout.json on node 0 only): agreed before any rank may leave, so none is left waiting.
-    const double seen = layout ? static_cast<double>(layout->step) : layout.error().code == core::ErrorCode::NotFound ? -1.0 : -2.0;
-    if (m_group->size() > 1) {
-        std::vector<torch::Tensor> range{torch::tensor({seen, -seen}, torch::TensorOptions().dtype(torch::kFloat64))};
-        if (m_device.is_cuda())
-            range[0] = range[0].to(m_device);
-        m_group->allreduce(range, ReduceOp::Max);
-        const auto r = range[0].cpu();
-        const double highest = r[0].item<double>(), lowest = -r[1].item<double>();
-        const auto text = [](double v) { return v >= 0 ? "step " + std::to_string(static_cast<int64_t>(v)) : std::string(v == -1.0 ? "none" : "an unreadable one"); };
-        if (highest != lowest)
-            throw RunFailure{2, "--resume: the ranks see different checkpoints in " + m_options.runDir + "/ckpt (" + text(lowest) +
-                                    " on some, " + text(highest) + " on others); the run directory must be shared by all "
-                                    "nodes, or copy its ckpt folder to every node before --resume"};
-    }
-    if (!layout) {
-        if (layout.error().code != core::ErrorCode::NotFound)
-            throw RunFailure{1, layout.error().toString()};
-        if (std::filesystem::exists(checkpointPath(m_options.runDir)))
-            throw RunFailure{2, layoutMismatch(m_options.runDir, "an unsharded layout (ckpt/latest.pt: one rank or plain data parallel)",
-                                               current, 1)};
-        event("warning", "--resume: " + layout.error().toString() + "; starting at step 0");
-        return 0;
-    }
-    if (layout->worldSize != m_env.worldSize || layout->layout != layoutString(m_config, m_env.worldSize))
-        throw RunFailure{2, layoutMismatch(m_options.runDir, layoutText(layout->worldSize, layout->layout), current,
-                                           layout->worldSize)};
-    auto state = loadRankCheckpoint(m_options.runDir, *layout, m_env.rank, rankTensors(), *m_optimizer);
-    if (!allRanksOk(state.ok()))
-        throw RunFailure{1, state ? std::string("another rank could not load its checkpoint file (its log says why)")
-                                  : state.error().toString()};
-    m_parallel->afterOptimizerStep();  // FSDP: the whole parameters from the restored shards
-    restoreFromCheckpoint(*state, m_options.runDir + "/ckpt/step" + std::to_string(layout->step));
-    m_checkpointStep = m_step;
-    return m_stepEndSeq;
-}
-
 // Activation recompute from outside the model (recompute_runner.h): one runner for both stacks.
 void Trainer::installRecompute()
 {
@@ -746,6 +590,32 @@ void Trainer::installBf16WeightCopies()
     if (m_overlap)
         m_overlap->setBf16Weights(m_bf16Weights.get());
     event("info", "bf16 weight copies kept between steps, written by the AdamW pass (train.bf16_weight_copies)");
+}
+
+// What a checkpoint holds is fixed once the layout, the optimizer and the overlap are installed.
+void Trainer::makeCheckpointer()
+{
+    Checkpointer::Run run;
+    run.runDir = m_options.runDir;
+    run.env = m_env;
+    run.layout = layoutString(m_config, m_env.worldSize);
+    // Sharded layouts (FSDP, EP, TP, PP): every rank saves/loads its own file (checkpoint.h).
+    run.sharded = m_parallel->sharded() || m_pipeline != nullptr;
+    run.seed = m_config.train.seed;
+    run.device = m_device;
+    Checkpointer::Parts parts;
+    parts.tensors.model = m_model.get();
+    parts.tensors.optimized = optimizedParameters();
+    // FSDP: the trainable parameters are gathered from the shards (and ZeRO-3's are freed);
+    // EP, TP, PP: the model's (sliced) parameters are what the optimizer updates.
+    parts.tensors.trainableHeld = !m_parallel->fullySharded();
+    parts.optimizer = m_optimizer.get();
+    parts.moments = m_moments;
+    parts.group = m_group.get();
+    parts.overlap = m_overlap.get();
+    parts.afterShardedLoad = [this] { m_parallel->afterOptimizerStep(); };
+    parts.event = eventSink();
+    m_checkpointer = std::make_unique<Checkpointer>(std::move(run), std::move(parts));
 }
 
 // CUDA graphs over the router (cuda_graph impl "local", scope "moe_router"; router_graphs.h), from
@@ -793,29 +663,6 @@ void Trainer::routerGraphsAfterStep()
     const std::string what = "cuda graphs: " + m_routerGraphs->describe();
     event("info", what, m_step);
     std::printf("moe-train: rank %d: %s\n", m_env.rank, what.c_str());
-}
-
-// Resume: everything a continued run needs to produce the same losses as an uninterrupted one —
-// weights and optimizer state (loaded by loadCheckpoint), step (the LR schedule is a function of
-// it), the loader's stream position (its order is a function of the seed and the position) and
-// the RNG states. The model draws no random numbers after initialization today (no dropout; mock
-// images are seeded per sample), so the generators matter for future random ops, not for now.
-void Trainer::restoreFromCheckpoint(const CheckpointState& state, const std::string& from)
-{
-    m_step = state.step;
-    m_stepEndSeq = state.nextSampleSeq;
-    restoreRngState(state, m_device);
-    event("info", "resumed from " + from + " at step " + std::to_string(m_step), m_step);
-    // A checkpoint written with the other moment dtype is converted, not refused: the moments are
-    // a running average that one rounding barely moves, and refusing would strand the run.
-    if (const std::string converted = convertMoments(*m_optimizer, m_moments); !converted.empty())
-        event("warning", converted, m_step);
-    if (state.dataSeed >= 0 && state.dataSeed != static_cast<int64_t>(m_config.train.seed))
-        event("warning", "train.seed changed from " + std::to_string(state.dataSeed) + " to " +
-                             std::to_string(m_config.train.seed) + " since the checkpoint: the data order differs from an uninterrupted run",
-              m_step);
-    if (!state.rngCpu.defined())
-        event("warning", "the checkpoint has no RNG state (written by an older moe-train)", m_step);
 }
 
 // The message for exit 3: the failed request and where the memory went (memory_report.h).
@@ -927,7 +774,7 @@ int Trainer::run()
             if (writer() && !m_status.heartbeat(m_step))
                 throw RunFailure{1, m_status.lastError() + "; the run stopped at step " + std::to_string(m_step)};
             if (m_config.train.checkpointInterval > 0 && m_step % m_config.train.checkpointInterval == 0)
-                saveCheckpointNow("interval");
+                m_checkpointer->save(m_step, m_stepEndSeq, "interval");
             const bool stop = m_group->size() == 1 ? stopRequestedFlag().load() : m_stopAgreed;
             if (stop && m_step < iters)
                 throw RunFailure{5, "stopped by signal"};
@@ -938,10 +785,10 @@ int Trainer::run()
     } catch (const RunFailure& failure) {
         if (m_loader)
             m_loader->stop();
-        if (failure.exitCode == 5 && m_optimizer && m_step > 0) {  // nothing trained yet: nothing to save
+        if (failure.exitCode == 5 && m_checkpointer && m_step > 0) {  // nothing trained yet: nothing to save
             try {
                 m_optimizer->zero_grad();  // a half-accumulated step is dropped, not saved
-                saveCheckpointNow("signal");
+                m_checkpointer->save(m_step, m_stepEndSeq, "signal");
             } catch (const RunFailure& saveFailure) {
                 return finish(1, "stopped by signal, but " + saveFailure.message);
             } catch (const MetricsWriteError& e) {
