@@ -46,6 +46,7 @@
 #include "runtime/train/recompute_runner.h"
 #include "runtime/train/runtime_checks.h"
 #include "runtime/train/status_file.h"
+#include "runtime/train/step_reducer.h"
 #include "runtime/train/step_timer.h"
 
 #include <torch/torch.h>
@@ -156,6 +157,7 @@ void Trainer::setUp()
     if (m_config.parallel.pipelineModelParallelSize > 1)
         m_pipeline = std::make_unique<Pipeline>(m_config, *m_group);
     m_parallel = std::make_unique<ParallelTraining>(m_config, m_pipeline ? m_pipeline->dataGroup() : *m_group);
+    m_reducer = std::make_unique<StepReducer>(*m_group, *m_parallel, m_device);
     if (m_config.runtime.numThreads > 0)
         torch::set_num_threads(m_config.runtime.numThreads);
     limitBlasThreads(torch::get_num_threads());
@@ -277,7 +279,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
     if (m_pipeline)  // 1F1B over this stage's micro-batches instead of the loop below
         pipelineMicroBatches(step, r, timer, flops, lmSum, auxSum, stepEndSeq);
     for (int micro = 0; !m_pipeline && micro < numMicro; ++micro) {
-        // With several ranks a stop is agreed at the step's end instead (reduceOverRanks): a rank
+        // With several ranks a stop is agreed at the step's end instead (StepReducer): a rank
         // leaving mid-step would strand the others in the gradient allreduce.
         if (m_group->size() == 1 && stopRequestedFlag())
             throw RunFailure{5, "stopped by signal"};
@@ -348,7 +350,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
     r.memAllocGib = memory.allocatedGib;
     r.memReservedGib = memory.reservedGib;
     r.memPeakGib = memory.peakGib;
-    reduceOverRanks(r, flops, lmSum, auxSum);
+    m_reducer->reduce(r, flops, lmSum, auxSum, stopRequestedFlag());
 
     const double lm = lmSum.item<double>() / numMicro, aux = auxSum.item<double>() / numMicro;
     r.gradNorm = gradNorm.item<double>();
@@ -425,63 +427,6 @@ double Trainer::countMicroBatch(const MicroBatch& b, core::StepRecord& r) const
         flops += core::visionFlops(m_config.model.vision, m_config.model.decoder.hiddenSize,
                                    int64_t{b.imageGridH[i]} * b.imageGridW[i]);
     return flops;
-}
-
-// DESIGN.md §3.2: times and memory are the max over ranks, tokens, images, FLOPs and loss sums
-// are summed. Two allreduces of a few doubles per step; they also carry the stop flag, so every
-// rank learns at the same step that one of them was asked to stop.
-void Trainer::reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor& lmSum, torch::Tensor& auxSum)
-{
-    m_stopAgreed = stopRequestedFlag();
-    if (m_group->size() == 1)
-        return;
-    const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
-    std::vector<torch::Tensor> sums{torch::tensor(
-        {lmSum.item<double>(), auxSum.item<double>(), double(r.images), double(r.imageTokens), double(r.textTokens),
-         double(r.padTokens), double(r.skippedImages), flops}, f64)};
-    std::vector<torch::Tensor> maxima{torch::tensor(
-        {r.stepMs, r.dataMs, r.visionMs, r.projectorMs, r.decoderMs, r.backwardMs, r.optimizerMs, r.memAllocGib,
-         r.memReservedGib, r.memPeakGib, m_stopAgreed ? 1.0 : 0.0}, f64)};
-    if (m_device.is_cuda()) {  // NCCL reduces device tensors
-        sums[0] = sums[0].to(m_device);
-        maxima[0] = maxima[0].to(m_device);
-    }
-    // Tensor parallel: the TP ranks of a DP rank repeat its loss, tokens and FLOPs; only the first
-    // counts them (the aux loss under sequence parallelism is each rank's share: all count it).
-    // Context parallel: each CP rank's losses are its share of the micro-batch's (all count
-    // them), its tokens and FLOPs the micro-batch's (only the first counts them).
-    if (!m_parallel->countsStepTotals()) {
-        const double lm = m_parallel->countsLoss() ? sums[0][0].item<double>() : 0.0;
-        const double aux = m_parallel->countsLoss() || m_parallel->auxLossIsShared() ? sums[0][1].item<double>() : 0.0;
-        sums[0].zero_();
-        sums[0][0] = lm;
-        sums[0][1] = aux;
-    }
-    m_group->allreduce(sums, ReduceOp::Sum);
-    m_group->allreduce(maxima, ReduceOp::Max);
-    const auto s = sums[0].cpu();
-    const auto m = maxima[0].cpu();
-    const auto sa = s.accessor<double, 1>();
-    const auto ma = m.accessor<double, 1>();
-    lmSum = s[0];
-    auxSum = s[1];
-    r.images = static_cast<int64_t>(sa[2]);
-    r.imageTokens = static_cast<int64_t>(sa[3]);
-    r.textTokens = static_cast<int64_t>(sa[4]);
-    r.padTokens = static_cast<int64_t>(sa[5]);
-    r.skippedImages = static_cast<int64_t>(sa[6]);
-    flops = sa[7];
-    r.stepMs = ma[0];
-    r.dataMs = ma[1];
-    r.visionMs = ma[2];
-    r.projectorMs = ma[3];
-    r.decoderMs = ma[4];
-    r.backwardMs = ma[5];
-    r.optimizerMs = ma[6];
-    r.memAllocGib = ma[7];
-    r.memReservedGib = ma[8];
-    r.memPeakGib = ma[9];
-    m_stopAgreed = ma[10] > 0.0;
 }
 
 void Trainer::event(const std::string& level, const std::string& message, int64_t step)
@@ -739,7 +684,7 @@ int Trainer::run()
         std::fflush(stdout);
         std::unique_ptr<KernelProfile> profile = makeKernelProfile();
         // A SIGTERM during start-up (model, process group, checkpoint load) ends the run before its
-        // first step; with several ranks they stop together after a step (m_stopAgreed).
+        // first step; with several ranks they stop together after a step (StepReducer::stopAgreed).
         if (m_group->size() == 1 && stopRequestedFlag().load())
             throw RunFailure{5, "stopped by signal during start-up"};
         while (m_step < iters) {
@@ -775,7 +720,7 @@ int Trainer::run()
                 throw RunFailure{1, m_status.lastError() + "; the run stopped at step " + std::to_string(m_step)};
             if (m_config.train.checkpointInterval > 0 && m_step % m_config.train.checkpointInterval == 0)
                 m_checkpointer->save(m_step, m_stepEndSeq, "interval");
-            const bool stop = m_group->size() == 1 ? stopRequestedFlag().load() : m_stopAgreed;
+            const bool stop = m_group->size() == 1 ? stopRequestedFlag().load() : m_reducer->stopAgreed();
             if (stop && m_step < iters)
                 throw RunFailure{5, "stopped by signal"};
         }

@@ -21,6 +21,7 @@
 #include "runtime/train/recompute_runner.h"
 #include "runtime/train/run_reporting.h"
 #include "runtime/train/status_file.h"
+#include "runtime/train/step_reducer.h"
 #include "runtime/train/step_timer.h"
 #include "runtime/train/trainer.h"
 
@@ -92,7 +93,6 @@ private:
                               torch::Tensor& auxSum, int64_t& stepEndSeq);
     /// Rank log line of a logged step: the time this stage waited during the pipeline schedule.
     void logPipelineIdle(int64_t step, int micros, double scheduleMs);
-    void reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor& lmSum, torch::Tensor& auxSum);
     void event(const std::string& level, const std::string& message, int64_t step = -1);
     /// event() for the parts that report through it (checkpointer, runners).
     EventSink eventSink()
@@ -140,6 +140,7 @@ private:
     std::unique_ptr<ProcessGroup> m_group;    // single-process group for one rank
     std::unique_ptr<Pipeline> m_pipeline;     // PP > 1 only: this rank's stage and its groups
     std::unique_ptr<ParallelTraining> m_parallel;  // DP / EP / FSDP layout (runtime/parallel)
+    std::unique_ptr<StepReducer> m_reducer;        // the step's statistics and stop flag over all ranks
     std::unique_ptr<RecomputeRunner> m_recompute;  // null for recompute.granularity "none"
     // train.overlap_optimizer on CUDA (not FSDP): the layer runner around m_recompute and the
     // model's parameter fence; null = the serial step.
@@ -151,7 +152,6 @@ private:
     std::shared_ptr<RouterGraphs> m_routerGraphs;  // cuda_graph scope moe_router only; shared by the MoE layers
     int64_t m_stepsThisProcess = 0;                // steps run since start (the graphs' warm-up counts these)
     int m_routerGraphsLogged = 0;                  // graphs built when last reported
-    bool m_stopAgreed = false;                // some rank was asked to stop (reduced at each step)
     int64_t m_step = 0;             // last completed optimizer step
     int64_t m_stepEndSeq = 0;       // loader position after the last completed step
     int64_t m_warningsEmitted = 0;
