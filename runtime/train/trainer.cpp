@@ -27,7 +27,6 @@
 #include "runtime/data/batch_loader.h"
 #include "runtime/data/manifest.h"
 #include "runtime/data/tokenizer.h"
-#include "runtime/model/cuda/cuda_graph.h"
 #include "runtime/model/vlm_model.h"
 #include "runtime/model/torch_compat.h"
 #include "runtime/parallel/parallel_training.h"
@@ -37,13 +36,14 @@
 #include "runtime/train/checkpointer.h"
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/gpu_info.h"
-#include "runtime/train/kernel_profile.h"
+#include "runtime/train/kernel_profiler.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/memory_report.h"
 #include "runtime/train/metrics_writer.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/process_stats.h"
 #include "runtime/train/recompute_runner.h"
+#include "runtime/train/router_graphs_runner.h"
 #include "runtime/train/runtime_checks.h"
 #include "runtime/train/status_file.h"
 #include "runtime/train/step_reducer.h"
@@ -190,7 +190,8 @@ void Trainer::setUp()
     // the activation-recompute runner, when there is one, goes in as the inner runner.
     installRecompute();
     m_parallel->attach(*m_model, m_recompute.get());
-    installRouterGraphs();
+    // CUDA graphs over the router, from outside the model like recompute (cuda_graph scope moe_router).
+    m_routerGraphs = RouterGraphsRunner::install(m_config, *m_model, m_env.rank, eventSink());
     m_moments = momentDtypes(m_config.train);
     {
         const std::string memory = m_parallel->memorySummary(m_moments.bytesPerValue());
@@ -563,53 +564,6 @@ void Trainer::makeCheckpointer()
     m_checkpointer = std::make_unique<Checkpointer>(std::move(run), std::move(parts));
 }
 
-// CUDA graphs over the router (cuda_graph impl "local", scope "moe_router"; router_graphs.h), from
-// outside the model like recompute: one RouterGraphs shared by every MoE layer of this rank. Its
-// capacity is the most tokens a micro-batch can hold; runtime_checks refuses every other scope.
-void Trainer::installRouterGraphs()
-{
-    const auto& g = m_config.cudaGraph;
-    if (g.impl != "local" || std::find(g.scope.begin(), g.scope.end(), "moe_router") == g.scope.end())
-        return;
-    std::unique_ptr<GraphCapturer> capturer;
-    try {
-        capturer = cuda::makeCudaGraphCapturer();
-    } catch (const std::runtime_error& e) {
-        throw RunFailure{2, std::string("cuda_graph.impl: ") + e.what()};
-    }
-    const int64_t capacity = int64_t{m_config.train.microBatchSize} * m_config.train.seqLength;
-    m_routerGraphs = std::make_shared<RouterGraphs>(capacity, RouterGraphs::kBucketTokens, std::move(capturer));
-    int layers = 0;
-    for (const auto& module : m_model->modules(/*include_self=*/false))
-        if (auto moe = std::dynamic_pointer_cast<MoeLayerImpl>(module)) {
-            moe->setRouterGraphs(m_routerGraphs);
-            ++layers;
-        }
-    event("info", "cuda graphs: scope moe_router on " + std::to_string(layers) + " MoE layers, token buckets of " +
-                      std::to_string(RouterGraphs::kBucketTokens) + " up to " + std::to_string(capacity) +
-                      ", used after this process's first " + std::to_string(g.warmupSteps) + " steps (warmup_steps)");
-}
-
-// cuda_graph.warmup_steps: the first steps of this process run the same router node eagerly, so
-// the caching allocator and the kernels' lazy set-up settle before anything is captured.
-void Trainer::routerGraphsBeforeStep()
-{
-    if (m_routerGraphs)
-        m_routerGraphs->setEnabled(m_stepsThisProcess >= m_config.cudaGraph.warmupSteps);
-    ++m_stepsThisProcess;
-}
-
-// Says so whenever new graphs were built (a new token bucket), with the running total.
-void Trainer::routerGraphsAfterStep()
-{
-    if (!m_routerGraphs || m_routerGraphs->graphsBuilt() == m_routerGraphsLogged)
-        return;
-    m_routerGraphsLogged = m_routerGraphs->graphsBuilt();
-    const std::string what = "cuda graphs: " + m_routerGraphs->describe();
-    event("info", what, m_step);
-    std::printf("moe-train: rank %d: %s\n", m_env.rank, what.c_str());
-}
-
 // The message for exit 3: the failed request and where the memory went (memory_report.h).
 std::string Trainer::outOfMemoryReport(const std::string& what)
 {
@@ -654,25 +608,6 @@ int Trainer::finish(int exitCode, const std::string& message)
     return exitCode;
 }
 
-// WB_PROFILE_STEPS (kernel_profile.h): every rank profiles the window into its own trace file.
-std::unique_ptr<KernelProfile> Trainer::makeKernelProfile()
-{
-    std::optional<KernelProfile::Window> window;
-    try {
-        window = KernelProfile::windowFromEnvironment();
-    } catch (const std::invalid_argument& e) {
-        throw RunFailure{2, e.what()};
-    }
-    if (!window)
-        return nullptr;
-    if (!KernelProfile::available()) {
-        event("warning", "WB_PROFILE_STEPS is set, but this build has no kernel profiler (a CUDA build on LibTorch >= 2.0 has it); not profiling", m_step);
-        return nullptr;
-    }
-    const std::string name = m_env.rank == 0 ? "kernel_trace.json" : "kernel_trace.rank" + std::to_string(m_env.rank) + ".json";
-    return std::make_unique<KernelProfile>(*window, (std::filesystem::path(m_options.runDir) / name).string());
-}
-
 int Trainer::run()
 {
     try {
@@ -682,21 +617,22 @@ int Trainer::run()
                     m_config.name.c_str(), static_cast<long long>(iters), static_cast<long long>(m_step),
                     m_config.data.source.c_str(), deviceName(m_device).c_str(), torch::get_num_threads());
         std::fflush(stdout);
-        std::unique_ptr<KernelProfile> profile = makeKernelProfile();
+        std::unique_ptr<KernelProfiler> profiler = KernelProfiler::fromEnvironment(m_options.runDir, m_env.rank, m_step, eventSink());
         // A SIGTERM during start-up (model, process group, checkpoint load) ends the run before its
         // first step; with several ranks they stop together after a step (StepReducer::stopAgreed).
         if (m_group->size() == 1 && stopRequestedFlag().load())
             throw RunFailure{5, "stopped by signal during start-up"};
         while (m_step < iters) {
-            if (profile)
-                profile->beforeStep(m_step + 1);
-            routerGraphsBeforeStep();
+            if (profiler)
+                profiler->beforeStep(m_step + 1);
+            if (m_routerGraphs)
+                m_routerGraphs->beforeStep();
             core::StepRecord r = trainStep(m_step + 1);
             m_step = r.step;
-            routerGraphsAfterStep();
-            if (profile)
-                if (auto trace = profile->afterStep(m_step))
-                    event("info", "kernel profile written to " + *trace, m_step);
+            if (m_routerGraphs)
+                m_routerGraphs->afterStep(m_step);
+            if (profiler)
+                profiler->afterStep(m_step);
             if (writer() && (m_step % m_config.train.logInterval == 0 || m_step == iters)) {
                 m_metrics->write(r);
                 if (m_gpuMonitor)

@@ -6,7 +6,6 @@
 #include "core/metrics_schema.h"
 #include "core/run_config.h"
 #include "runtime/data/batch_loader.h"
-#include "runtime/model/router_graphs.h"
 #include "runtime/model/torch_compat.h"
 #include "runtime/model/vlm_model.h"
 #include "runtime/parallel/parallel_training.h"
@@ -15,10 +14,10 @@
 #include "runtime/train/optimizer.h"
 #include "runtime/train/optimizer_overlap.h"
 #include "runtime/train/checkpointer.h"
-#include "runtime/train/kernel_profile.h"
 #include "runtime/train/gpu_monitor.h"
 #include "runtime/train/metrics_writer.h"
 #include "runtime/train/recompute_runner.h"
+#include "runtime/train/router_graphs_runner.h"
 #include "runtime/train/run_reporting.h"
 #include "runtime/train/status_file.h"
 #include "runtime/train/step_reducer.h"
@@ -108,10 +107,6 @@ private:
     void installBf16WeightCopies();
     void makeCheckpointer();
     std::vector<torch::Tensor> optimizedParameters() const;
-    void installRouterGraphs();
-    void routerGraphsBeforeStep();
-    void routerGraphsAfterStep();
-    std::unique_ptr<KernelProfile> makeKernelProfile();
     std::string outOfMemoryReport(const std::string& what);
     int finish(int exitCode, const std::string& message);
 
@@ -149,9 +144,7 @@ private:
     // pass writes and the forward reads; null = autocast casts every forward.
     std::unique_ptr<Bf16Weights> m_bf16Weights;
     std::unique_ptr<Checkpointer> m_checkpointer;  // save and resume (checkpointer.h), made after the optimizer
-    std::shared_ptr<RouterGraphs> m_routerGraphs;  // cuda_graph scope moe_router only; shared by the MoE layers
-    int64_t m_stepsThisProcess = 0;                // steps run since start (the graphs' warm-up counts these)
-    int m_routerGraphsLogged = 0;                  // graphs built when last reported
+    std::unique_ptr<RouterGraphsRunner> m_routerGraphs;  // cuda_graph scope moe_router only
     int64_t m_step = 0;             // last completed optimizer step
     int64_t m_stepEndSeq = 0;       // loader position after the last completed step
     int64_t m_warningsEmitted = 0;
