@@ -1,4 +1,11 @@
-// The training loop (see trainer.h). Timing: StepTimer (host clock on CPU; CUDA events on the GPU,
+// The training loop (see trainer.h), in the order a run goes: setUp (its steps in
+// trainer_setup.cpp), run (the loop over steps: train the step, record it, heartbeat, checkpoint,
+// stop checks; failures become exit codes), trainStep (the micro-batches' data, forward and
+// backward, the gradients' reduction, clipping and the optimizer, the statistics over ranks:
+// StepReducer), then the step's helpers and the reporting. The parts with state of their own are
+// called at clear points: Checkpointer (save/resume), RouterGraphsRunner, KernelProfiler.
+//
+// Timing: StepTimer (host clock on CPU; CUDA events on the GPU,
 // read after one synchronize at the end of the step). On CUDA nothing in the step reads a device
 // value back before that synchronize (losses, grad norm and clipping stay on the device), except
 // the loop expert path's group sizes when the grouped GEMM is unavailable.
@@ -14,7 +21,8 @@
 // clipping, so the update equals the single-rank one up to reduction order. Rank 0 alone writes
 // metrics.jsonl and status.json; values are reduced over ranks first (DESIGN.md §3.2). Checkpoints:
 // rank 0 writes ckpt/latest.pt when every rank holds the same weights (one rank, plain DP); under
-// FSDP, EP, TP and PP every rank writes its part and rank 0 commits ckpt/layout.json (checkpoint.h).
+// FSDP, EP, TP and PP every rank writes its part and rank 0 commits ckpt/layout.json
+// (checkpointer.h).
 //
 // Pipeline parallel (PP > 1, docs/parallel.md): each rank keeps its stage's part of the model and
 // runs the step's micro-batches of its data-parallel slice through the 1F1B schedule
@@ -85,18 +93,6 @@ void limitBlasThreads(int threads)
     using SetThreads = void (*)(int);
     if (auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
         set(std::max(1, threads));
-}
-
-std::string layoutString(const core::RunConfig& c, int world)
-{
-    const auto& p = c.parallel;
-    const int dp = core::dataParallelSize(c, world);
-    return "tp" + std::to_string(p.tensorModelParallelSize) + " pp" + std::to_string(p.pipelineModelParallelSize) +
-           " cp" + std::to_string(p.contextParallelSize) + " ep" + std::to_string(p.expertModelParallelSize) +
-           (p.tensorModelParallelSize > 1 && p.sequenceParallel ? " sp" : "") + " etp" +
-           std::to_string(p.expertTensorParallelSize) + " dp" + std::to_string(dp) +
-           (p.useMegatronFsdp ? " fsdp:" + p.dataParallelShardingStrategy : std::string()) +
-           (p.pipelineModelParallelSize > 1 ? " " + pipelineLayerSplit(c) : std::string());
 }
 
 }  // namespace
@@ -213,47 +209,106 @@ void Trainer::setUp()
     m_loader = std::make_unique<BatchLoader>(std::move(entries), loaderOptions);
 }
 
-void Trainer::writeMeta()
+int Trainer::run()
 {
-    core::MetaRecord meta;
-    meta.runId = std::filesystem::absolute(m_options.runDir).lexically_normal().filename().string();
-    if (meta.runId.empty())
-        meta.runId = std::filesystem::absolute(m_options.runDir).lexically_normal().parent_path().filename().string();
-    meta.configHash = core::runConfigHash(m_config);
-    meta.name = m_config.name;
-    meta.worldSize = m_env.worldSize;
-    meta.layout = layoutString(m_config, m_env.worldSize);
-    meta.device = deviceName(m_device);
-    meta.dataSource = m_config.data.source;
-    meta.peakTflops = m_peakTflops;
-    const auto& v = m_config.model.vision;
-    const int64_t unit = int64_t{v.patchSize} * v.spatialMergeSize;
-    int64_t patches = m_config.data.maxPixels / (unit * unit) * v.spatialMergeSize * v.spatialMergeSize;
-    if (m_config.data.source == "mock")
-        patches = int64_t{m_config.data.mockImageSize / v.patchSize} * (m_config.data.mockImageSize / v.patchSize);
-    meta.modelFlopsPerSample = core::sampleFlops(m_config.model, patches, m_config.data.captionMaxTokens + 1);
-    meta.seqLength = m_config.train.seqLength;
-    meta.microBatchSize = m_config.train.microBatchSize;
-    meta.globalBatchSize = m_config.train.globalBatchSize;
-    meta.versions["moe-train"] = WB_RUNTIME_VERSION;
-    meta.versions["libtorch"] = TORCH_VERSION;
-    for (auto& [name, version] : acceleratorVersions())
-        meta.versions[name] = version;
-    if (m_env.worldSize > 1)
-        meta.versions["c10d"] = m_device.is_cuda() ? "nccl" : "gloo";
-    m_metrics->write(meta);
-}
-
-void Trainer::startGpuMonitor()
-{
-    // A CPU run has no GPU to sample; the stream simply has no "gpu" records (docs/metrics.md).
-    if (!m_device.is_cuda())
-        return;
-    std::string whyNot;
-    m_gpuMonitor = GpuMonitor::start(GpuMonitor::localDeviceIndices(std::max(1, m_env.localWorldSize)),
-                                     GpuMonitor::intervalFromEnvironment(), whyNot);
-    if (!m_gpuMonitor)
-        event("warning", "GPU system metrics are not sampled: " + whyNot);
+    try {
+        setUp();
+        const int64_t iters = m_config.train.trainIters;
+        std::printf("moe-train: %s, %lld steps from step %lld, data %s, device %s, %d threads\n",
+                    m_config.name.c_str(), static_cast<long long>(iters), static_cast<long long>(m_step),
+                    m_config.data.source.c_str(), deviceName(m_device).c_str(), torch::get_num_threads());
+        std::fflush(stdout);
+        std::unique_ptr<KernelProfiler> profiler = KernelProfiler::fromEnvironment(m_options.runDir, m_env.rank, m_step, eventSink());
+        // A SIGTERM during start-up (model, process group, checkpoint load) ends the run before its
+        // first step; with several ranks they stop together after a step (StepReducer::stopAgreed).
+        if (m_group->size() == 1 && stopRequestedFlag().load())
+            throw RunFailure{5, "stopped by signal during start-up"};
+        while (m_step < iters) {
+            if (profiler)
+                profiler->beforeStep(m_step + 1);
+            if (m_routerGraphs)
+                m_routerGraphs->beforeStep();
+            core::StepRecord r = trainStep(m_step + 1);
+            m_step = r.step;
+            if (m_routerGraphs)
+                m_routerGraphs->afterStep(m_step);
+            if (profiler)
+                profiler->afterStep(m_step);
+            if (writer() && (m_step % m_config.train.logInterval == 0 || m_step == iters)) {
+                m_metrics->write(r);
+                if (m_gpuMonitor)
+                    if (auto gpu = m_gpuMonitor->takeNew()) {
+                        gpu->step = m_step;
+                        m_metrics->write(*gpu);
+                    }
+                std::printf("step %lld/%lld loss %.4f aux %.4f lr %.2e grad %.3f step_ms %.1f data_ms %.1f tok/s %.0f\n",
+                            static_cast<long long>(m_step), static_cast<long long>(iters), r.loss, r.auxLoss, r.lr,
+                            r.gradNorm, r.stepMs, r.dataMs, r.tokensPerSPerGpu);
+                std::fflush(stdout);
+            }
+            if (m_step == 1 || m_step == iters)
+                if (const std::string s = m_parallel->gradientReductionSummary(); !s.empty()) {
+                    std::printf("moe-train: rank %d: %s\n", m_env.rank, s.c_str());
+                    std::fflush(stdout);
+                }
+            // A status.json that cannot be written stops the run: the workbench would read a run
+            // that never moves (issue 20 item 8), and the disk is what the checkpoint needs next.
+            if (writer() && !m_status.heartbeat(m_step))
+                throw RunFailure{1, m_status.lastError() + "; the run stopped at step " + std::to_string(m_step)};
+            if (m_config.train.checkpointInterval > 0 && m_step % m_config.train.checkpointInterval == 0)
+                m_checkpointer->save(m_step, m_stepEndSeq, "interval");
+            const bool stop = m_group->size() == 1 ? stopRequestedFlag().load() : m_reducer->stopAgreed();
+            if (stop && m_step < iters)
+                throw RunFailure{5, "stopped by signal"};
+        }
+        m_loader.reset();
+        m_group->barrier();  // no rank reports success while another may still fail
+        return finish(0, "finished " + std::to_string(m_step) + " steps");
+    } catch (const RunFailure& failure) {
+        if (m_loader)
+            m_loader->stop();
+        if (failure.exitCode == 5 && m_checkpointer && m_step > 0) {  // nothing trained yet: nothing to save
+            try {
+                m_optimizer->zero_grad();  // a half-accumulated step is dropped, not saved
+                m_checkpointer->save(m_step, m_stepEndSeq, "signal");
+            } catch (const RunFailure& saveFailure) {
+                return finish(1, "stopped by signal, but " + saveFailure.message);
+            } catch (const MetricsWriteError& e) {
+                return finish(1, std::string("stopped by signal, but ") + e.what());
+            }
+        }
+        return finish(failure.exitCode, failure.message);
+    } catch (const CommError& e) {
+        if (m_loader)
+            m_loader->stop();
+        return finish(4, e.what());
+    } catch (const c10::Error& e) {
+        const std::string what = e.what_without_backtrace();
+        if (m_loader)
+            m_loader->stop();
+        if (isOutOfMemoryMessage(what))
+            return finish(3, outOfMemoryReport(what));
+        return finish(1, "LibTorch error: " + what);
+    } catch (const MetricsWriteError& e) {
+        // metrics.jsonl is the run's record: a step that cannot be recorded ends the run.
+        if (m_loader)
+            m_loader->stop();
+        return finish(1, std::string(e.what()) + "; the run stopped at step " + std::to_string(m_step));
+    } catch (const LoaderError& e) {
+        // The loader's threads have stopped; its host memory is not the model's, so the message
+        // names the data knobs rather than the model-memory report.
+        return finish(e.outOfMemory ? 3 : e.badData ? 2 : 1, e.what());
+    } catch (const std::bad_alloc&) {
+        if (m_loader)
+            m_loader->stop();
+        return finish(3, outOfMemoryReport("host memory: std::bad_alloc"));
+    } catch (const std::exception& e) {
+        if (m_loader)
+            m_loader->stop();
+        if (isOutOfMemoryMessage(e.what()))
+            return finish(3, outOfMemoryReport(e.what()));
+        return finish(1, std::string("error: ") + e.what());
+    }
 }
 
 core::StepRecord Trainer::trainStep(int64_t step)
@@ -430,19 +485,6 @@ double Trainer::countMicroBatch(const MicroBatch& b, core::StepRecord& r) const
     return flops;
 }
 
-void Trainer::event(const std::string& level, const std::string& message, int64_t step)
-{
-    if (m_metrics)  // step -1: an event outside any step (start-up), written without "step"
-        m_metrics->event(level, message, step >= 0 ? std::optional<int64_t>(step) : std::nullopt);
-    else if (level != "info")  // ranks > 0: their own log
-        std::cerr << "moe-train: rank " << m_env.rank << ": " << level << ": " << message << std::endl;
-}
-
-bool Trainer::writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message)
-{
-    return !writer() || m_status.write(status, exitCode, message, m_step);
-}
-
 torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
 {
     r.lr = learningRate(m_config.train, step);
@@ -495,13 +537,6 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
     return total;
 }
 
-// Activation recompute from outside the model (recompute_runner.h): one runner for both stacks.
-void Trainer::installRecompute()
-{
-    // Installed by ParallelTraining::attach, directly or inside the FSDP runner.
-    m_recompute = makeRecomputeRunner(m_config.recompute);
-}
-
 // Every tensor the optimizer updates, in its order (makeOptimizer: matrices, then the rest).
 std::vector<torch::Tensor> Trainer::optimizedParameters() const
 {
@@ -511,57 +546,17 @@ std::vector<torch::Tensor> Trainer::optimizedParameters() const
     return out;
 }
 
-// train.overlap_optimizer (optimizer_overlap.h): CUDA with the fused AdamW step, and not under
-// FSDP, whose step ends with the all-gather of the updated shards. Replaces the layer runner
-// attach() installed (the recompute runner, or none) with itself around it.
-void Trainer::installOptimizerOverlap()
+void Trainer::event(const std::string& level, const std::string& message, int64_t step)
 {
-    if (!m_config.train.overlapOptimizer || !m_device.is_cuda() || !fusedAdamWAvailable() ||
-        m_parallel->fullySharded())
-        return;
-    m_overlap = std::make_unique<OptimizerOverlap>(forwardOrderGroups(*m_model, optimizedParameters()), m_recompute.get());
-    preferTrainingStream(m_device);
-    m_model->setLayerRunner(m_overlap.get());
-    m_model->setParameterFence(m_overlap.get());
+    if (m_metrics)  // step -1: an event outside any step (start-up), written without "step"
+        m_metrics->event(level, message, step >= 0 ? std::optional<int64_t>(step) : std::nullopt);
+    else if (level != "info")  // ranks > 0: their own log
+        std::cerr << "moe-train: rank " << m_env.rank << ": " << level << ": " << message << std::endl;
 }
 
-// train.bf16_weight_copies (bf16_weights.h): with the fused AdamW step under bf16 autocast on
-// CUDA, not under FSDP (whose layer runner all-gathers the weights every forward anyway).
-void Trainer::installBf16WeightCopies()
+bool Trainer::writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message)
 {
-    if (!m_config.train.bf16WeightCopies || !m_bf16Autocast || !fusedAdamWAvailable() || m_parallel->fullySharded())
-        return;
-    m_bf16Weights = std::make_unique<Bf16Weights>();
-    m_model->setBf16Weights(m_bf16Weights.get());
-    if (m_overlap)
-        m_overlap->setBf16Weights(m_bf16Weights.get());
-    event("info", "bf16 weight copies kept between steps, written by the AdamW pass (train.bf16_weight_copies)");
-}
-
-// What a checkpoint holds is fixed once the layout, the optimizer and the overlap are installed.
-void Trainer::makeCheckpointer()
-{
-    Checkpointer::Run run;
-    run.runDir = m_options.runDir;
-    run.env = m_env;
-    run.layout = layoutString(m_config, m_env.worldSize);
-    // Sharded layouts (FSDP, EP, TP, PP): every rank saves/loads its own file (checkpoint.h).
-    run.sharded = m_parallel->sharded() || m_pipeline != nullptr;
-    run.seed = m_config.train.seed;
-    run.device = m_device;
-    Checkpointer::Parts parts;
-    parts.tensors.model = m_model.get();
-    parts.tensors.optimized = optimizedParameters();
-    // FSDP: the trainable parameters are gathered from the shards (and ZeRO-3's are freed);
-    // EP, TP, PP: the model's (sliced) parameters are what the optimizer updates.
-    parts.tensors.trainableHeld = !m_parallel->fullySharded();
-    parts.optimizer = m_optimizer.get();
-    parts.moments = m_moments;
-    parts.group = m_group.get();
-    parts.overlap = m_overlap.get();
-    parts.afterShardedLoad = [this] { m_parallel->afterOptimizerStep(); };
-    parts.event = eventSink();
-    m_checkpointer = std::make_unique<Checkpointer>(std::move(run), std::move(parts));
+    return !writer() || m_status.write(status, exitCode, message, m_step);
 }
 
 // The message for exit 3: the failed request and where the memory went (memory_report.h).
@@ -606,108 +601,6 @@ int Trainer::finish(int exitCode, const std::string& message)
     (exitCode == 0 ? std::cout : std::cerr) << "moe-train: " << who << status << " (exit " << exitCode << ") at step "
                                             << m_step << ": " << message << std::endl;
     return exitCode;
-}
-
-int Trainer::run()
-{
-    try {
-        setUp();
-        const int64_t iters = m_config.train.trainIters;
-        std::printf("moe-train: %s, %lld steps from step %lld, data %s, device %s, %d threads\n",
-                    m_config.name.c_str(), static_cast<long long>(iters), static_cast<long long>(m_step),
-                    m_config.data.source.c_str(), deviceName(m_device).c_str(), torch::get_num_threads());
-        std::fflush(stdout);
-        std::unique_ptr<KernelProfiler> profiler = KernelProfiler::fromEnvironment(m_options.runDir, m_env.rank, m_step, eventSink());
-        // A SIGTERM during start-up (model, process group, checkpoint load) ends the run before its
-        // first step; with several ranks they stop together after a step (StepReducer::stopAgreed).
-        if (m_group->size() == 1 && stopRequestedFlag().load())
-            throw RunFailure{5, "stopped by signal during start-up"};
-        while (m_step < iters) {
-            if (profiler)
-                profiler->beforeStep(m_step + 1);
-            if (m_routerGraphs)
-                m_routerGraphs->beforeStep();
-            core::StepRecord r = trainStep(m_step + 1);
-            m_step = r.step;
-            if (m_routerGraphs)
-                m_routerGraphs->afterStep(m_step);
-            if (profiler)
-                profiler->afterStep(m_step);
-            if (writer() && (m_step % m_config.train.logInterval == 0 || m_step == iters)) {
-                m_metrics->write(r);
-                if (m_gpuMonitor)
-                    if (auto gpu = m_gpuMonitor->takeNew()) {
-                        gpu->step = m_step;
-                        m_metrics->write(*gpu);
-                    }
-                std::printf("step %lld/%lld loss %.4f aux %.4f lr %.2e grad %.3f step_ms %.1f data_ms %.1f tok/s %.0f\n",
-                            static_cast<long long>(m_step), static_cast<long long>(iters), r.loss, r.auxLoss, r.lr,
-                            r.gradNorm, r.stepMs, r.dataMs, r.tokensPerSPerGpu);
-                std::fflush(stdout);
-            }
-            if (m_step == 1 || m_step == iters)
-                if (const std::string s = m_parallel->gradientReductionSummary(); !s.empty()) {
-                    std::printf("moe-train: rank %d: %s\n", m_env.rank, s.c_str());
-                    std::fflush(stdout);
-                }
-            // A status.json that cannot be written stops the run: the workbench would read a run
-            // that never moves (issue 20 item 8), and the disk is what the checkpoint needs next.
-            if (writer() && !m_status.heartbeat(m_step))
-                throw RunFailure{1, m_status.lastError() + "; the run stopped at step " + std::to_string(m_step)};
-            if (m_config.train.checkpointInterval > 0 && m_step % m_config.train.checkpointInterval == 0)
-                m_checkpointer->save(m_step, m_stepEndSeq, "interval");
-            const bool stop = m_group->size() == 1 ? stopRequestedFlag().load() : m_reducer->stopAgreed();
-            if (stop && m_step < iters)
-                throw RunFailure{5, "stopped by signal"};
-        }
-        m_loader.reset();
-        m_group->barrier();  // no rank reports success while another may still fail
-        return finish(0, "finished " + std::to_string(m_step) + " steps");
-    } catch (const RunFailure& failure) {
-        if (m_loader)
-            m_loader->stop();
-        if (failure.exitCode == 5 && m_checkpointer && m_step > 0) {  // nothing trained yet: nothing to save
-            try {
-                m_optimizer->zero_grad();  // a half-accumulated step is dropped, not saved
-                m_checkpointer->save(m_step, m_stepEndSeq, "signal");
-            } catch (const RunFailure& saveFailure) {
-                return finish(1, "stopped by signal, but " + saveFailure.message);
-            } catch (const MetricsWriteError& e) {
-                return finish(1, std::string("stopped by signal, but ") + e.what());
-            }
-        }
-        return finish(failure.exitCode, failure.message);
-    } catch (const CommError& e) {
-        if (m_loader)
-            m_loader->stop();
-        return finish(4, e.what());
-    } catch (const c10::Error& e) {
-        const std::string what = e.what_without_backtrace();
-        if (m_loader)
-            m_loader->stop();
-        if (isOutOfMemoryMessage(what))
-            return finish(3, outOfMemoryReport(what));
-        return finish(1, "LibTorch error: " + what);
-    } catch (const MetricsWriteError& e) {
-        // metrics.jsonl is the run's record: a step that cannot be recorded ends the run.
-        if (m_loader)
-            m_loader->stop();
-        return finish(1, std::string(e.what()) + "; the run stopped at step " + std::to_string(m_step));
-    } catch (const LoaderError& e) {
-        // The loader's threads have stopped; its host memory is not the model's, so the message
-        // names the data knobs rather than the model-memory report.
-        return finish(e.outOfMemory ? 3 : e.badData ? 2 : 1, e.what());
-    } catch (const std::bad_alloc&) {
-        if (m_loader)
-            m_loader->stop();
-        return finish(3, outOfMemoryReport("host memory: std::bad_alloc"));
-    } catch (const std::exception& e) {
-        if (m_loader)
-            m_loader->stop();
-        if (isOutOfMemoryMessage(e.what()))
-            return finish(3, outOfMemoryReport(e.what()));
-        return finish(1, std::string("error: ") + e.what());
-    }
 }
 
 }  // namespace train_detail

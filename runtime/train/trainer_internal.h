@@ -1,6 +1,9 @@
-// The trainer's class, shared by trainer.cpp (set-up, the single-stage step, metrics, checkpoints,
-// the run loop) and trainer_pipeline.cpp (the pipelined step, PP > 1). Internal to runtime/train:
-// the public entry point is runTraining (trainer.h). Training thread only.
+// The trainer's class, shared by trainer.cpp (set-up, the run loop, the single-stage step, the
+// optimizer step, reporting), trainer_setup.cpp (setUp's steps: meta line, GPU monitor, the
+// runners installed into the model, the checkpointer) and trainer_pipeline.cpp (the pipelined
+// step, PP > 1). What has state of its own lives in its own class: Checkpointer, StepReducer,
+// RouterGraphsRunner, KernelProfiler. Internal to runtime/train: the public entry point is
+// runTraining (trainer.h). Training thread only.
 #pragma once
 
 #include "core/metrics_schema.h"
