@@ -1,4 +1,11 @@
-// The training loop (see trainer.h). Timing: StepTimer (host clock on CPU; CUDA events on the GPU,
+// The training loop (see trainer.h), in the order a run goes: setUp (its steps in
+// trainer_setup.cpp), run (the loop over steps: train the step, record it, heartbeat, checkpoint,
+// stop checks; failures become exit codes), trainStep (the micro-batches' data, forward and
+// backward, the gradients' reduction, clipping and the optimizer, the statistics over ranks:
+// StepReducer), then the step's helpers and the reporting. The parts with state of their own are
+// called at clear points: Checkpointer (save/resume), RouterGraphsRunner, KernelProfiler.
+//
+// Timing: StepTimer (host clock on CPU; CUDA events on the GPU,
 // read after one synchronize at the end of the step). On CUDA nothing in the step reads a device
 // value back before that synchronize (losses, grad norm and clipping stay on the device), except
 // the loop expert path's group sizes when the grouped GEMM is unavailable.
@@ -14,7 +21,8 @@
 // clipping, so the update equals the single-rank one up to reduction order. Rank 0 alone writes
 // metrics.jsonl and status.json; values are reduced over ranks first (DESIGN.md §3.2). Checkpoints:
 // rank 0 writes ckpt/latest.pt when every rank holds the same weights (one rank, plain DP); under
-// FSDP, EP, TP and PP every rank writes its part and rank 0 commits ckpt/layout.json (checkpoint.h).
+// FSDP, EP, TP and PP every rank writes its part and rank 0 commits ckpt/layout.json
+// (checkpointer.h).
 //
 // Pipeline parallel (PP > 1, docs/parallel.md): each rank keeps its stage's part of the model and
 // runs the step's micro-batches of its data-parallel slice through the 1F1B schedule
@@ -27,25 +35,26 @@
 #include "runtime/data/batch_loader.h"
 #include "runtime/data/manifest.h"
 #include "runtime/data/tokenizer.h"
-#include "runtime/model/cuda/cuda_graph.h"
 #include "runtime/model/vlm_model.h"
 #include "runtime/model/torch_compat.h"
 #include "runtime/parallel/parallel_training.h"
 #include "runtime/parallel/pipeline.h"
 #include "runtime/parallel/pipeline_schedule.h"
 #include "runtime/parallel/process_group.h"
-#include "runtime/train/checkpoint.h"
+#include "runtime/train/checkpointer.h"
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/gpu_info.h"
-#include "runtime/train/kernel_profile.h"
+#include "runtime/train/kernel_profiler.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/memory_report.h"
 #include "runtime/train/metrics_writer.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/process_stats.h"
 #include "runtime/train/recompute_runner.h"
+#include "runtime/train/router_graphs_runner.h"
 #include "runtime/train/runtime_checks.h"
 #include "runtime/train/status_file.h"
+#include "runtime/train/step_reducer.h"
 #include "runtime/train/step_timer.h"
 
 #include <torch/torch.h>
@@ -84,31 +93,6 @@ void limitBlasThreads(int threads)
     using SetThreads = void (*)(int);
     if (auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
         set(std::max(1, threads));
-}
-
-std::string layoutString(const core::RunConfig& c, int world)
-{
-    const auto& p = c.parallel;
-    const int dp = core::dataParallelSize(c, world);
-    return "tp" + std::to_string(p.tensorModelParallelSize) + " pp" + std::to_string(p.pipelineModelParallelSize) +
-           " cp" + std::to_string(p.contextParallelSize) + " ep" + std::to_string(p.expertModelParallelSize) +
-           (p.tensorModelParallelSize > 1 && p.sequenceParallel ? " sp" : "") + " etp" +
-           std::to_string(p.expertTensorParallelSize) + " dp" + std::to_string(dp) +
-           (p.useMegatronFsdp ? " fsdp:" + p.dataParallelShardingStrategy : std::string()) +
-           (p.pipelineModelParallelSize > 1 ? " " + pipelineLayerSplit(c) : std::string());
-}
-
-// Exit 2 on --resume when the checkpoint in the run directory was written by another layout.
-std::string layoutMismatch(const std::string& runDir, const std::string& saved, const std::string& current, int savedWorld)
-{
-    return "--resume: the checkpoint in " + runDir + "/ckpt was written by " + saved + ", but this run is " + current +
-           "; resume with the same number of ranks (--nproc-per-node " + std::to_string(std::max(1, savedWorld)) +
-           ") and the same parallel settings, or start a new run directory without --resume";
-}
-
-std::string layoutText(int world, const std::string& layout)
-{
-    return std::to_string(world) + (world == 1 ? " rank" : " ranks") + " with layout \"" + layout + "\"";
 }
 
 }  // namespace
@@ -169,6 +153,7 @@ void Trainer::setUp()
     if (m_config.parallel.pipelineModelParallelSize > 1)
         m_pipeline = std::make_unique<Pipeline>(m_config, *m_group);
     m_parallel = std::make_unique<ParallelTraining>(m_config, m_pipeline ? m_pipeline->dataGroup() : *m_group);
+    m_reducer = std::make_unique<StepReducer>(*m_group, *m_parallel, m_device);
     if (m_config.runtime.numThreads > 0)
         torch::set_num_threads(m_config.runtime.numThreads);
     limitBlasThreads(torch::get_num_threads());
@@ -201,7 +186,8 @@ void Trainer::setUp()
     // the activation-recompute runner, when there is one, goes in as the inner runner.
     installRecompute();
     m_parallel->attach(*m_model, m_recompute.get());
-    installRouterGraphs();
+    // CUDA graphs over the router, from outside the model like recompute (cuda_graph scope moe_router).
+    m_routerGraphs = RouterGraphsRunner::install(m_config, *m_model, m_env.rank, eventSink());
     m_moments = momentDtypes(m_config.train);
     {
         const std::string memory = m_parallel->memorySummary(m_moments.bytesPerValue());
@@ -214,54 +200,115 @@ void Trainer::setUp()
                                 m_config.train);
     installOptimizerOverlap();
     installBf16WeightCopies();
+    makeCheckpointer();
 
-    const int64_t startSeq = m_options.resume ? resumeFromCheckpoint() : 0;
+    if (m_options.resume)
+        m_checkpointer->load(m_step, m_stepEndSeq);  // left at 0 when there is no checkpoint
     LoaderOptions loaderOptions = LoaderOptions::fromConfig(m_config);
-    loaderOptions.startSampleSeq = startSeq;
+    loaderOptions.startSampleSeq = m_stepEndSeq;
     m_loader = std::make_unique<BatchLoader>(std::move(entries), loaderOptions);
 }
 
-void Trainer::writeMeta()
+int Trainer::run()
 {
-    core::MetaRecord meta;
-    meta.runId = std::filesystem::absolute(m_options.runDir).lexically_normal().filename().string();
-    if (meta.runId.empty())
-        meta.runId = std::filesystem::absolute(m_options.runDir).lexically_normal().parent_path().filename().string();
-    meta.configHash = core::runConfigHash(m_config);
-    meta.name = m_config.name;
-    meta.worldSize = m_env.worldSize;
-    meta.layout = layoutString(m_config, m_env.worldSize);
-    meta.device = deviceName(m_device);
-    meta.dataSource = m_config.data.source;
-    meta.peakTflops = m_peakTflops;
-    const auto& v = m_config.model.vision;
-    const int64_t unit = int64_t{v.patchSize} * v.spatialMergeSize;
-    int64_t patches = m_config.data.maxPixels / (unit * unit) * v.spatialMergeSize * v.spatialMergeSize;
-    if (m_config.data.source == "mock")
-        patches = int64_t{m_config.data.mockImageSize / v.patchSize} * (m_config.data.mockImageSize / v.patchSize);
-    meta.modelFlopsPerSample = core::sampleFlops(m_config.model, patches, m_config.data.captionMaxTokens + 1);
-    meta.seqLength = m_config.train.seqLength;
-    meta.microBatchSize = m_config.train.microBatchSize;
-    meta.globalBatchSize = m_config.train.globalBatchSize;
-    meta.versions["moe-train"] = WB_RUNTIME_VERSION;
-    meta.versions["libtorch"] = TORCH_VERSION;
-    for (auto& [name, version] : acceleratorVersions())
-        meta.versions[name] = version;
-    if (m_env.worldSize > 1)
-        meta.versions["c10d"] = m_device.is_cuda() ? "nccl" : "gloo";
-    m_metrics->write(meta);
-}
-
-void Trainer::startGpuMonitor()
-{
-    // A CPU run has no GPU to sample; the stream simply has no "gpu" records (docs/metrics.md).
-    if (!m_device.is_cuda())
-        return;
-    std::string whyNot;
-    m_gpuMonitor = GpuMonitor::start(GpuMonitor::localDeviceIndices(std::max(1, m_env.localWorldSize)),
-                                     GpuMonitor::intervalFromEnvironment(), whyNot);
-    if (!m_gpuMonitor)
-        event("warning", "GPU system metrics are not sampled: " + whyNot);
+    try {
+        setUp();
+        const int64_t iters = m_config.train.trainIters;
+        std::printf("moe-train: %s, %lld steps from step %lld, data %s, device %s, %d threads\n",
+                    m_config.name.c_str(), static_cast<long long>(iters), static_cast<long long>(m_step),
+                    m_config.data.source.c_str(), deviceName(m_device).c_str(), torch::get_num_threads());
+        std::fflush(stdout);
+        std::unique_ptr<KernelProfiler> profiler = KernelProfiler::fromEnvironment(m_options.runDir, m_env.rank, m_step, eventSink());
+        // A SIGTERM during start-up (model, process group, checkpoint load) ends the run before its
+        // first step; with several ranks they stop together after a step (StepReducer::stopAgreed).
+        if (m_group->size() == 1 && stopRequestedFlag().load())
+            throw RunFailure{5, "stopped by signal during start-up"};
+        while (m_step < iters) {
+            if (profiler)
+                profiler->beforeStep(m_step + 1);
+            if (m_routerGraphs)
+                m_routerGraphs->beforeStep();
+            core::StepRecord r = trainStep(m_step + 1);
+            m_step = r.step;
+            if (m_routerGraphs)
+                m_routerGraphs->afterStep(m_step);
+            if (profiler)
+                profiler->afterStep(m_step);
+            if (writer() && (m_step % m_config.train.logInterval == 0 || m_step == iters)) {
+                m_metrics->write(r);
+                if (m_gpuMonitor)
+                    if (auto gpu = m_gpuMonitor->takeNew()) {
+                        gpu->step = m_step;
+                        m_metrics->write(*gpu);
+                    }
+                std::printf("step %lld/%lld loss %.4f aux %.4f lr %.2e grad %.3f step_ms %.1f data_ms %.1f tok/s %.0f\n",
+                            static_cast<long long>(m_step), static_cast<long long>(iters), r.loss, r.auxLoss, r.lr,
+                            r.gradNorm, r.stepMs, r.dataMs, r.tokensPerSPerGpu);
+                std::fflush(stdout);
+            }
+            if (m_step == 1 || m_step == iters)
+                if (const std::string s = m_parallel->gradientReductionSummary(); !s.empty()) {
+                    std::printf("moe-train: rank %d: %s\n", m_env.rank, s.c_str());
+                    std::fflush(stdout);
+                }
+            // A status.json that cannot be written stops the run: the workbench would read a run
+            // that never moves (issue 20 item 8), and the disk is what the checkpoint needs next.
+            if (writer() && !m_status.heartbeat(m_step))
+                throw RunFailure{1, m_status.lastError() + "; the run stopped at step " + std::to_string(m_step)};
+            if (m_config.train.checkpointInterval > 0 && m_step % m_config.train.checkpointInterval == 0)
+                m_checkpointer->save(m_step, m_stepEndSeq, "interval");
+            const bool stop = m_group->size() == 1 ? stopRequestedFlag().load() : m_reducer->stopAgreed();
+            if (stop && m_step < iters)
+                throw RunFailure{5, "stopped by signal"};
+        }
+        m_loader.reset();
+        m_group->barrier();  // no rank reports success while another may still fail
+        return finish(0, "finished " + std::to_string(m_step) + " steps");
+    } catch (const RunFailure& failure) {
+        if (m_loader)
+            m_loader->stop();
+        if (failure.exitCode == 5 && m_checkpointer && m_step > 0) {  // nothing trained yet: nothing to save
+            try {
+                m_optimizer->zero_grad();  // a half-accumulated step is dropped, not saved
+                m_checkpointer->save(m_step, m_stepEndSeq, "signal");
+            } catch (const RunFailure& saveFailure) {
+                return finish(1, "stopped by signal, but " + saveFailure.message);
+            } catch (const MetricsWriteError& e) {
+                return finish(1, std::string("stopped by signal, but ") + e.what());
+            }
+        }
+        return finish(failure.exitCode, failure.message);
+    } catch (const CommError& e) {
+        if (m_loader)
+            m_loader->stop();
+        return finish(4, e.what());
+    } catch (const c10::Error& e) {
+        const std::string what = e.what_without_backtrace();
+        if (m_loader)
+            m_loader->stop();
+        if (isOutOfMemoryMessage(what))
+            return finish(3, outOfMemoryReport(what));
+        return finish(1, "LibTorch error: " + what);
+    } catch (const MetricsWriteError& e) {
+        // metrics.jsonl is the run's record: a step that cannot be recorded ends the run.
+        if (m_loader)
+            m_loader->stop();
+        return finish(1, std::string(e.what()) + "; the run stopped at step " + std::to_string(m_step));
+    } catch (const LoaderError& e) {
+        // The loader's threads have stopped; its host memory is not the model's, so the message
+        // names the data knobs rather than the model-memory report.
+        return finish(e.outOfMemory ? 3 : e.badData ? 2 : 1, e.what());
+    } catch (const std::bad_alloc&) {
+        if (m_loader)
+            m_loader->stop();
+        return finish(3, outOfMemoryReport("host memory: std::bad_alloc"));
+    } catch (const std::exception& e) {
+        if (m_loader)
+            m_loader->stop();
+        if (isOutOfMemoryMessage(e.what()))
+            return finish(3, outOfMemoryReport(e.what()));
+        return finish(1, std::string("error: ") + e.what());
+    }
 }
 
 core::StepRecord Trainer::trainStep(int64_t step)
@@ -288,7 +335,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
     if (m_pipeline)  // 1F1B over this stage's micro-batches instead of the loop below
         pipelineMicroBatches(step, r, timer, flops, lmSum, auxSum, stepEndSeq);
     for (int micro = 0; !m_pipeline && micro < numMicro; ++micro) {
-        // With several ranks a stop is agreed at the step's end instead (reduceOverRanks): a rank
+        // With several ranks a stop is agreed at the step's end instead (StepReducer): a rank
         // leaving mid-step would strand the others in the gradient allreduce.
         if (m_group->size() == 1 && stopRequestedFlag())
             throw RunFailure{5, "stopped by signal"};
@@ -359,7 +406,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
     r.memAllocGib = memory.allocatedGib;
     r.memReservedGib = memory.reservedGib;
     r.memPeakGib = memory.peakGib;
-    reduceOverRanks(r, flops, lmSum, auxSum);
+    m_reducer->reduce(r, flops, lmSum, auxSum, stopRequestedFlag());
 
     const double lm = lmSum.item<double>() / numMicro, aux = auxSum.item<double>() / numMicro;
     r.gradNorm = gradNorm.item<double>();
@@ -438,76 +485,6 @@ double Trainer::countMicroBatch(const MicroBatch& b, core::StepRecord& r) const
     return flops;
 }
 
-// DESIGN.md §3.2: times and memory are the max over ranks, tokens, images, FLOPs and loss sums
-// are summed. Two allreduces of a few doubles per step; they also carry the stop flag, so every
-// rank learns at the same step that one of them was asked to stop.
-void Trainer::reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor& lmSum, torch::Tensor& auxSum)
-{
-    m_stopAgreed = stopRequestedFlag();
-    if (m_group->size() == 1)
-        return;
-    const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
-    std::vector<torch::Tensor> sums{torch::tensor(
-        {lmSum.item<double>(), auxSum.item<double>(), double(r.images), double(r.imageTokens), double(r.textTokens),
-         double(r.padTokens), double(r.skippedImages), flops}, f64)};
-    std::vector<torch::Tensor> maxima{torch::tensor(
-        {r.stepMs, r.dataMs, r.visionMs, r.projectorMs, r.decoderMs, r.backwardMs, r.optimizerMs, r.memAllocGib,
-         r.memReservedGib, r.memPeakGib, m_stopAgreed ? 1.0 : 0.0}, f64)};
-    if (m_device.is_cuda()) {  // NCCL reduces device tensors
-        sums[0] = sums[0].to(m_device);
-        maxima[0] = maxima[0].to(m_device);
-    }
-    // Tensor parallel: the TP ranks of a DP rank repeat its loss, tokens and FLOPs; only the first
-    // counts them (the aux loss under sequence parallelism is each rank's share: all count it).
-    // Context parallel: each CP rank's losses are its share of the micro-batch's (all count
-    // them), its tokens and FLOPs the micro-batch's (only the first counts them).
-    if (!m_parallel->countsStepTotals()) {
-        const double lm = m_parallel->countsLoss() ? sums[0][0].item<double>() : 0.0;
-        const double aux = m_parallel->countsLoss() || m_parallel->auxLossIsShared() ? sums[0][1].item<double>() : 0.0;
-        sums[0].zero_();
-        sums[0][0] = lm;
-        sums[0][1] = aux;
-    }
-    m_group->allreduce(sums, ReduceOp::Sum);
-    m_group->allreduce(maxima, ReduceOp::Max);
-    const auto s = sums[0].cpu();
-    const auto m = maxima[0].cpu();
-    const auto sa = s.accessor<double, 1>();
-    const auto ma = m.accessor<double, 1>();
-    lmSum = s[0];
-    auxSum = s[1];
-    r.images = static_cast<int64_t>(sa[2]);
-    r.imageTokens = static_cast<int64_t>(sa[3]);
-    r.textTokens = static_cast<int64_t>(sa[4]);
-    r.padTokens = static_cast<int64_t>(sa[5]);
-    r.skippedImages = static_cast<int64_t>(sa[6]);
-    flops = sa[7];
-    r.stepMs = ma[0];
-    r.dataMs = ma[1];
-    r.visionMs = ma[2];
-    r.projectorMs = ma[3];
-    r.decoderMs = ma[4];
-    r.backwardMs = ma[5];
-    r.optimizerMs = ma[6];
-    r.memAllocGib = ma[7];
-    r.memReservedGib = ma[8];
-    r.memPeakGib = ma[9];
-    m_stopAgreed = ma[10] > 0.0;
-}
-
-void Trainer::event(const std::string& level, const std::string& message, int64_t step)
-{
-    if (m_metrics)  // step -1: an event outside any step (start-up), written without "step"
-        m_metrics->event(level, message, step >= 0 ? std::optional<int64_t>(step) : std::nullopt);
-    else if (level != "info")  // ranks > 0: their own log
-        std::cerr << "moe-train: rank " << m_env.rank << ": " << level << ": " << message << std::endl;
-}
-
-bool Trainer::writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message)
-{
-    return !writer() || m_status.write(status, exitCode, message, m_step);
-}
-
 torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
 {
     r.lr = learningRate(m_config.train, step);
@@ -560,158 +537,6 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
     return total;
 }
 
-void Trainer::saveCheckpointNow(const std::string& why)
-{
-    if (m_overlap)  // the weights and moments are read once their last update is written
-        m_overlap->waitAll();
-    if (shardedCheckpoints()) {
-        saveShardedCheckpoint(why);
-        return;
-    }
-    if (!writer())
-        return;  // the weights and optimizer state are the same on every rank; rank 0 saves them
-    CheckpointState state;
-    state.step = m_step;
-    state.nextSampleSeq = m_stepEndSeq;
-    state.dataSeed = static_cast<int64_t>(m_config.train.seed);
-    captureRngState(state, m_device);
-    auto saved = saveCheckpoint(m_options.runDir, *m_model, *m_optimizer, state);
-    if (saved)
-        m_metrics->event("info", "checkpoint saved (" + why + "): " + *saved, m_step);
-    else
-        throw RunFailure{1, saved.error().toString()};
-}
-
-RankTensors Trainer::rankTensors()
-{
-    RankTensors tensors;
-    tensors.model = m_model.get();
-    tensors.optimized = optimizedParameters();
-    // FSDP: the trainable parameters are gathered from the shards (and ZeRO-3's are freed);
-    // EP, TP, PP: the model's (sliced) parameters are what the optimizer updates.
-    tensors.trainableHeld = !m_parallel->fullySharded();
-    return tensors;
-}
-
-bool Trainer::allRanksOk(bool ok)
-{
-    if (m_group->size() == 1)
-        return ok;
-    std::vector<torch::Tensor> failed{torch::tensor({ok ? 0.0 : 1.0}, torch::TensorOptions().dtype(torch::kFloat64))};
-    if (m_device.is_cuda())  // NCCL reduces device tensors
-        failed[0] = failed[0].to(m_device);
-    m_group->allreduce(failed, ReduceOp::Max);
-    return failed[0].cpu().item<double>() == 0.0;
-}
-
-// Every rank writes its file; once all have (agreed by an allreduce), rank 0 commits layout.json,
-// which makes the checkpoint complete and removes the previous one.
-void Trainer::saveShardedCheckpoint(const std::string& why)
-{
-    if (m_checkpointStep == m_step)
-        return;  // saved at this step already (an interval save right before a stop)
-    CheckpointState state;
-    state.step = m_step;
-    state.nextSampleSeq = m_stepEndSeq;
-    state.dataSeed = static_cast<int64_t>(m_config.train.seed);
-    captureRngState(state, m_device);
-    auto saved = saveRankCheckpoint(m_options.runDir, m_env.rank, m_env.worldSize, rankTensors(), *m_optimizer, state,
-                                    m_env.localWorldSize);
-    if (!allRanksOk(saved.ok()))
-        throw RunFailure{1, saved ? std::string("another rank could not save its checkpoint file (its log says why)")
-                                  : saved.error().toString()};
-    core::Result<void> committed;
-    if (writer()) {
-        CheckpointLayout layout;
-        layout.worldSize = m_env.worldSize;
-        layout.layout = layoutString(m_config, m_env.worldSize);
-        layout.step = m_step;
-        for (int k = 0; k < m_env.worldSize; ++k)
-            layout.files.push_back(rankCheckpointFile(m_step, k));
-        committed = commitCheckpointLayout(m_options.runDir, layout);
-    }
-    if (!allRanksOk(committed.ok()))
-        throw RunFailure{1, committed ? std::string("rank 0 could not write the checkpoint layout (its log says why)")
-                                      : committed.error().toString()};
-    m_checkpointStep = m_step;
-    if (writer())
-        m_metrics->event("info", "checkpoint saved (" + why + "): " + m_options.runDir + "/ckpt/" + "step" +
-                                     std::to_string(m_step) + " (" + std::to_string(m_env.worldSize) +
-                                     " rank files) + " + checkpointLayoutPath(m_options.runDir), m_step);
-}
-
-int64_t Trainer::resumeFromCheckpoint()
-{
-    if (shardedCheckpoints())
-        return resumeSharded();
-    auto state = loadCheckpoint(m_options.runDir, *m_model, *m_optimizer);
-    if (state) {
-        restoreFromCheckpoint(*state, checkpointPath(m_options.runDir));
-        return m_stepEndSeq;
-    }
-    if (state.error().code != core::ErrorCode::NotFound)
-        throw RunFailure{1, state.error().toString()};
-    // A sharded layout's checkpoint cannot be read by this unsharded layout.
-    if (auto layout = readCheckpointLayout(m_options.runDir))
-        throw RunFailure{2, layoutMismatch(m_options.runDir, layoutText(layout->worldSize, layout->layout),
-                                           layoutText(m_env.worldSize, layoutString(m_config, m_env.worldSize)),
-                                           layout->worldSize)};
-    event("warning", "--resume: " + state.error().toString() + "; starting at step 0");
-    return 0;
-}
-
-// Every rank reads layout.json (the run directory is shared), checks that it names this layout,
-// loads its own file into what the layout has already sliced or sharded, and FSDP gathers the
-// whole parameters from the restored shards.
-int64_t Trainer::resumeSharded()
-{
-    const std::string current = layoutText(m_env.worldSize, layoutString(m_config, m_env.worldSize));
-    auto layout = readCheckpointLayout(m_options.runDir);
-    // All ranks must see the same checkpoint (a run directory not shared between nodes would have
-    // layout.json on node 0 only): agreed before any rank may leave, so none is left waiting.
-    const double seen = layout ? static_cast<double>(layout->step) : layout.error().code == core::ErrorCode::NotFound ? -1.0 : -2.0;
-    if (m_group->size() > 1) {
-        std::vector<torch::Tensor> range{torch::tensor({seen, -seen}, torch::TensorOptions().dtype(torch::kFloat64))};
-        if (m_device.is_cuda())
-            range[0] = range[0].to(m_device);
-        m_group->allreduce(range, ReduceOp::Max);
-        const auto r = range[0].cpu();
-        const double highest = r[0].item<double>(), lowest = -r[1].item<double>();
-        const auto text = [](double v) { return v >= 0 ? "step " + std::to_string(static_cast<int64_t>(v)) : std::string(v == -1.0 ? "none" : "an unreadable one"); };
-        if (highest != lowest)
-            throw RunFailure{2, "--resume: the ranks see different checkpoints in " + m_options.runDir + "/ckpt (" + text(lowest) +
-                                    " on some, " + text(highest) + " on others); the run directory must be shared by all "
-                                    "nodes, or copy its ckpt folder to every node before --resume"};
-    }
-    if (!layout) {
-        if (layout.error().code != core::ErrorCode::NotFound)
-            throw RunFailure{1, layout.error().toString()};
-        if (std::filesystem::exists(checkpointPath(m_options.runDir)))
-            throw RunFailure{2, layoutMismatch(m_options.runDir, "an unsharded layout (ckpt/latest.pt: one rank or plain data parallel)",
-                                               current, 1)};
-        event("warning", "--resume: " + layout.error().toString() + "; starting at step 0");
-        return 0;
-    }
-    if (layout->worldSize != m_env.worldSize || layout->layout != layoutString(m_config, m_env.worldSize))
-        throw RunFailure{2, layoutMismatch(m_options.runDir, layoutText(layout->worldSize, layout->layout), current,
-                                           layout->worldSize)};
-    auto state = loadRankCheckpoint(m_options.runDir, *layout, m_env.rank, rankTensors(), *m_optimizer);
-    if (!allRanksOk(state.ok()))
-        throw RunFailure{1, state ? std::string("another rank could not load its checkpoint file (its log says why)")
-                                  : state.error().toString()};
-    m_parallel->afterOptimizerStep();  // FSDP: the whole parameters from the restored shards
-    restoreFromCheckpoint(*state, m_options.runDir + "/ckpt/step" + std::to_string(layout->step));
-    m_checkpointStep = m_step;
-    return m_stepEndSeq;
-}
-
-// Activation recompute from outside the model (recompute_runner.h): one runner for both stacks.
-void Trainer::installRecompute()
-{
-    // Installed by ParallelTraining::attach, directly or inside the FSDP runner.
-    m_recompute = makeRecomputeRunner(m_config.recompute);
-}
-
 // Every tensor the optimizer updates, in its order (makeOptimizer: matrices, then the rest).
 std::vector<torch::Tensor> Trainer::optimizedParameters() const
 {
@@ -721,101 +546,17 @@ std::vector<torch::Tensor> Trainer::optimizedParameters() const
     return out;
 }
 
-// train.overlap_optimizer (optimizer_overlap.h): CUDA with the fused AdamW step, and not under
-// FSDP, whose step ends with the all-gather of the updated shards. Replaces the layer runner
-// attach() installed (the recompute runner, or none) with itself around it.
-void Trainer::installOptimizerOverlap()
+void Trainer::event(const std::string& level, const std::string& message, int64_t step)
 {
-    if (!m_config.train.overlapOptimizer || !m_device.is_cuda() || !fusedAdamWAvailable() ||
-        m_parallel->fullySharded())
-        return;
-    m_overlap = std::make_unique<OptimizerOverlap>(forwardOrderGroups(*m_model, optimizedParameters()), m_recompute.get());
-    preferTrainingStream(m_device);
-    m_model->setLayerRunner(m_overlap.get());
-    m_model->setParameterFence(m_overlap.get());
+    if (m_metrics)  // step -1: an event outside any step (start-up), written without "step"
+        m_metrics->event(level, message, step >= 0 ? std::optional<int64_t>(step) : std::nullopt);
+    else if (level != "info")  // ranks > 0: their own log
+        std::cerr << "moe-train: rank " << m_env.rank << ": " << level << ": " << message << std::endl;
 }
 
-// train.bf16_weight_copies (bf16_weights.h): with the fused AdamW step under bf16 autocast on
-// CUDA, not under FSDP (whose layer runner all-gathers the weights every forward anyway).
-void Trainer::installBf16WeightCopies()
+bool Trainer::writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message)
 {
-    if (!m_config.train.bf16WeightCopies || !m_bf16Autocast || !fusedAdamWAvailable() || m_parallel->fullySharded())
-        return;
-    m_bf16Weights = std::make_unique<Bf16Weights>();
-    m_model->setBf16Weights(m_bf16Weights.get());
-    if (m_overlap)
-        m_overlap->setBf16Weights(m_bf16Weights.get());
-    event("info", "bf16 weight copies kept between steps, written by the AdamW pass (train.bf16_weight_copies)");
-}
-
-// CUDA graphs over the router (cuda_graph impl "local", scope "moe_router"; router_graphs.h), from
-// outside the model like recompute: one RouterGraphs shared by every MoE layer of this rank. Its
-// capacity is the most tokens a micro-batch can hold; runtime_checks refuses every other scope.
-void Trainer::installRouterGraphs()
-{
-    const auto& g = m_config.cudaGraph;
-    if (g.impl != "local" || std::find(g.scope.begin(), g.scope.end(), "moe_router") == g.scope.end())
-        return;
-    std::unique_ptr<GraphCapturer> capturer;
-    try {
-        capturer = cuda::makeCudaGraphCapturer();
-    } catch (const std::runtime_error& e) {
-        throw RunFailure{2, std::string("cuda_graph.impl: ") + e.what()};
-    }
-    const int64_t capacity = int64_t{m_config.train.microBatchSize} * m_config.train.seqLength;
-    m_routerGraphs = std::make_shared<RouterGraphs>(capacity, RouterGraphs::kBucketTokens, std::move(capturer));
-    int layers = 0;
-    for (const auto& module : m_model->modules(/*include_self=*/false))
-        if (auto moe = std::dynamic_pointer_cast<MoeLayerImpl>(module)) {
-            moe->setRouterGraphs(m_routerGraphs);
-            ++layers;
-        }
-    event("info", "cuda graphs: scope moe_router on " + std::to_string(layers) + " MoE layers, token buckets of " +
-                      std::to_string(RouterGraphs::kBucketTokens) + " up to " + std::to_string(capacity) +
-                      ", used after this process's first " + std::to_string(g.warmupSteps) + " steps (warmup_steps)");
-}
-
-// cuda_graph.warmup_steps: the first steps of this process run the same router node eagerly, so
-// the caching allocator and the kernels' lazy set-up settle before anything is captured.
-void Trainer::routerGraphsBeforeStep()
-{
-    if (m_routerGraphs)
-        m_routerGraphs->setEnabled(m_stepsThisProcess >= m_config.cudaGraph.warmupSteps);
-    ++m_stepsThisProcess;
-}
-
-// Says so whenever new graphs were built (a new token bucket), with the running total.
-void Trainer::routerGraphsAfterStep()
-{
-    if (!m_routerGraphs || m_routerGraphs->graphsBuilt() == m_routerGraphsLogged)
-        return;
-    m_routerGraphsLogged = m_routerGraphs->graphsBuilt();
-    const std::string what = "cuda graphs: " + m_routerGraphs->describe();
-    event("info", what, m_step);
-    std::printf("moe-train: rank %d: %s\n", m_env.rank, what.c_str());
-}
-
-// Resume: everything a continued run needs to produce the same losses as an uninterrupted one —
-// weights and optimizer state (loaded by loadCheckpoint), step (the LR schedule is a function of
-// it), the loader's stream position (its order is a function of the seed and the position) and
-// the RNG states. The model draws no random numbers after initialization today (no dropout; mock
-// images are seeded per sample), so the generators matter for future random ops, not for now.
-void Trainer::restoreFromCheckpoint(const CheckpointState& state, const std::string& from)
-{
-    m_step = state.step;
-    m_stepEndSeq = state.nextSampleSeq;
-    restoreRngState(state, m_device);
-    event("info", "resumed from " + from + " at step " + std::to_string(m_step), m_step);
-    // A checkpoint written with the other moment dtype is converted, not refused: the moments are
-    // a running average that one rounding barely moves, and refusing would strand the run.
-    if (const std::string converted = convertMoments(*m_optimizer, m_moments); !converted.empty())
-        event("warning", converted, m_step);
-    if (state.dataSeed >= 0 && state.dataSeed != static_cast<int64_t>(m_config.train.seed))
-        event("warning", "train.seed changed from " + std::to_string(state.dataSeed) + " to " +
-                             std::to_string(m_config.train.seed) + " since the checkpoint: the data order differs from an uninterrupted run",
-              m_step);
-    if (!state.rngCpu.defined())
-        event("warning", "the checkpoint has no RNG state (written by an older moe-train)", m_step);
+    return !writer() || m_status.write(status, exitCode, message, m_step);
 }
 
 // The message for exit 3: the failed request and where the memory went (memory_report.h).
@@ -860,126 +601,6 @@ int Trainer::finish(int exitCode, const std::string& message)
     (exitCode == 0 ? std::cout : std::cerr) << "moe-train: " << who << status << " (exit " << exitCode << ") at step "
                                             << m_step << ": " << message << std::endl;
     return exitCode;
-}
-
-// WB_PROFILE_STEPS (kernel_profile.h): every rank profiles the window into its own trace file.
-std::unique_ptr<KernelProfile> Trainer::makeKernelProfile()
-{
-    std::optional<KernelProfile::Window> window;
-    try {
-        window = KernelProfile::windowFromEnvironment();
-    } catch (const std::invalid_argument& e) {
-        throw RunFailure{2, e.what()};
-    }
-    if (!window)
-        return nullptr;
-    if (!KernelProfile::available()) {
-        event("warning", "WB_PROFILE_STEPS is set, but this build has no kernel profiler (a CUDA build on LibTorch >= 2.0 has it); not profiling", m_step);
-        return nullptr;
-    }
-    const std::string name = m_env.rank == 0 ? "kernel_trace.json" : "kernel_trace.rank" + std::to_string(m_env.rank) + ".json";
-    return std::make_unique<KernelProfile>(*window, (std::filesystem::path(m_options.runDir) / name).string());
-}
-
-int Trainer::run()
-{
-    try {
-        setUp();
-        const int64_t iters = m_config.train.trainIters;
-        std::printf("moe-train: %s, %lld steps from step %lld, data %s, device %s, %d threads\n",
-                    m_config.name.c_str(), static_cast<long long>(iters), static_cast<long long>(m_step),
-                    m_config.data.source.c_str(), deviceName(m_device).c_str(), torch::get_num_threads());
-        std::fflush(stdout);
-        std::unique_ptr<KernelProfile> profile = makeKernelProfile();
-        // A SIGTERM during start-up (model, process group, checkpoint load) ends the run before its
-        // first step; with several ranks they stop together after a step (m_stopAgreed).
-        if (m_group->size() == 1 && stopRequestedFlag().load())
-            throw RunFailure{5, "stopped by signal during start-up"};
-        while (m_step < iters) {
-            if (profile)
-                profile->beforeStep(m_step + 1);
-            routerGraphsBeforeStep();
-            core::StepRecord r = trainStep(m_step + 1);
-            m_step = r.step;
-            routerGraphsAfterStep();
-            if (profile)
-                if (auto trace = profile->afterStep(m_step))
-                    event("info", "kernel profile written to " + *trace, m_step);
-            if (writer() && (m_step % m_config.train.logInterval == 0 || m_step == iters)) {
-                m_metrics->write(r);
-                if (m_gpuMonitor)
-                    if (auto gpu = m_gpuMonitor->takeNew()) {
-                        gpu->step = m_step;
-                        m_metrics->write(*gpu);
-                    }
-                std::printf("step %lld/%lld loss %.4f aux %.4f lr %.2e grad %.3f step_ms %.1f data_ms %.1f tok/s %.0f\n",
-                            static_cast<long long>(m_step), static_cast<long long>(iters), r.loss, r.auxLoss, r.lr,
-                            r.gradNorm, r.stepMs, r.dataMs, r.tokensPerSPerGpu);
-                std::fflush(stdout);
-            }
-            if (m_step == 1 || m_step == iters)
-                if (const std::string s = m_parallel->gradientReductionSummary(); !s.empty()) {
-                    std::printf("moe-train: rank %d: %s\n", m_env.rank, s.c_str());
-                    std::fflush(stdout);
-                }
-            // A status.json that cannot be written stops the run: the workbench would read a run
-            // that never moves (issue 20 item 8), and the disk is what the checkpoint needs next.
-            if (writer() && !m_status.heartbeat(m_step))
-                throw RunFailure{1, m_status.lastError() + "; the run stopped at step " + std::to_string(m_step)};
-            if (m_config.train.checkpointInterval > 0 && m_step % m_config.train.checkpointInterval == 0)
-                saveCheckpointNow("interval");
-            const bool stop = m_group->size() == 1 ? stopRequestedFlag().load() : m_stopAgreed;
-            if (stop && m_step < iters)
-                throw RunFailure{5, "stopped by signal"};
-        }
-        m_loader.reset();
-        m_group->barrier();  // no rank reports success while another may still fail
-        return finish(0, "finished " + std::to_string(m_step) + " steps");
-    } catch (const RunFailure& failure) {
-        if (m_loader)
-            m_loader->stop();
-        if (failure.exitCode == 5 && m_optimizer && m_step > 0) {  // nothing trained yet: nothing to save
-            try {
-                m_optimizer->zero_grad();  // a half-accumulated step is dropped, not saved
-                saveCheckpointNow("signal");
-            } catch (const RunFailure& saveFailure) {
-                return finish(1, "stopped by signal, but " + saveFailure.message);
-            } catch (const MetricsWriteError& e) {
-                return finish(1, std::string("stopped by signal, but ") + e.what());
-            }
-        }
-        return finish(failure.exitCode, failure.message);
-    } catch (const CommError& e) {
-        if (m_loader)
-            m_loader->stop();
-        return finish(4, e.what());
-    } catch (const c10::Error& e) {
-        const std::string what = e.what_without_backtrace();
-        if (m_loader)
-            m_loader->stop();
-        if (isOutOfMemoryMessage(what))
-            return finish(3, outOfMemoryReport(what));
-        return finish(1, "LibTorch error: " + what);
-    } catch (const MetricsWriteError& e) {
-        // metrics.jsonl is the run's record: a step that cannot be recorded ends the run.
-        if (m_loader)
-            m_loader->stop();
-        return finish(1, std::string(e.what()) + "; the run stopped at step " + std::to_string(m_step));
-    } catch (const LoaderError& e) {
-        // The loader's threads have stopped; its host memory is not the model's, so the message
-        // names the data knobs rather than the model-memory report.
-        return finish(e.outOfMemory ? 3 : e.badData ? 2 : 1, e.what());
-    } catch (const std::bad_alloc&) {
-        if (m_loader)
-            m_loader->stop();
-        return finish(3, outOfMemoryReport("host memory: std::bad_alloc"));
-    } catch (const std::exception& e) {
-        if (m_loader)
-            m_loader->stop();
-        if (isOutOfMemoryMessage(e.what()))
-            return finish(3, outOfMemoryReport(e.what()));
-        return finish(1, std::string("error: ") + e.what());
-    }
 }
 
 }  // namespace train_detail

@@ -1,12 +1,14 @@
-// The trainer's class, shared by trainer.cpp (set-up, the single-stage step, metrics, checkpoints,
-// the run loop) and trainer_pipeline.cpp (the pipelined step, PP > 1). Internal to runtime/train:
-// the public entry point is runTraining (trainer.h). Training thread only.
+// The trainer's class, shared by trainer.cpp (set-up, the run loop, the single-stage step, the
+// optimizer step, reporting), trainer_setup.cpp (setUp's steps: meta line, GPU monitor, the
+// runners installed into the model, the checkpointer) and trainer_pipeline.cpp (the pipelined
+// step, PP > 1). What has state of its own lives in its own class: Checkpointer, StepReducer,
+// RouterGraphsRunner, KernelProfiler. Internal to runtime/train: the public entry point is
+// runTraining (trainer.h). Training thread only.
 #pragma once
 
 #include "core/metrics_schema.h"
 #include "core/run_config.h"
 #include "runtime/data/batch_loader.h"
-#include "runtime/model/router_graphs.h"
 #include "runtime/model/torch_compat.h"
 #include "runtime/model/vlm_model.h"
 #include "runtime/parallel/parallel_training.h"
@@ -14,12 +16,14 @@
 #include "runtime/parallel/process_group.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/optimizer_overlap.h"
-#include "runtime/train/checkpoint.h"
-#include "runtime/train/kernel_profile.h"
+#include "runtime/train/checkpointer.h"
 #include "runtime/train/gpu_monitor.h"
 #include "runtime/train/metrics_writer.h"
 #include "runtime/train/recompute_runner.h"
+#include "runtime/train/router_graphs_runner.h"
+#include "runtime/train/run_reporting.h"
 #include "runtime/train/status_file.h"
+#include "runtime/train/step_reducer.h"
 #include "runtime/train/step_timer.h"
 #include "runtime/train/trainer.h"
 
@@ -35,12 +39,6 @@
 #include <string>
 
 namespace wb::rt::train_detail {
-
-// A failure that carries its exit code out of the loop.
-struct RunFailure {
-    int exitCode;
-    std::string message;
-};
 
 // bf16 autocast on CUDA for the forward of one micro-batch (RAII). Leaving it clears the cache
 // of bf16 weight copies, as Python's autocast does on exit; autograd keeps what backward needs.
@@ -97,31 +95,21 @@ private:
                               torch::Tensor& auxSum, int64_t& stepEndSeq);
     /// Rank log line of a logged step: the time this stage waited during the pipeline schedule.
     void logPipelineIdle(int64_t step, int micros, double scheduleMs);
-    void reduceOverRanks(core::StepRecord& r, double& flops, torch::Tensor& lmSum, torch::Tensor& auxSum);
     void event(const std::string& level, const std::string& message, int64_t step = -1);
+    /// event() for the parts that report through it (checkpointer, runners).
+    EventSink eventSink()
+    {
+        return [this](const std::string& level, const std::string& message, int64_t step) { event(level, message, step); };
+    }
     /// status.json (rank 0); false when it could not be written (m_status.lastError()).
     bool writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message);
     bool writer() const { return m_env.rank == 0; }
     torch::Tensor optimizerStep(int64_t step, core::StepRecord& record);
-    void saveCheckpointNow(const std::string& why);
-    // Sharded layouts (FSDP, EP, TP, PP): every rank saves/loads its own file (checkpoint.h).
-    bool shardedCheckpoints() const { return (m_parallel && m_parallel->sharded()) || m_pipeline != nullptr; }
-    RankTensors rankTensors();
-    void saveShardedCheckpoint(const std::string& why);
-    /// --resume: loads the checkpoint of this layout, if there is one; returns the loader position.
-    int64_t resumeFromCheckpoint();
-    int64_t resumeSharded();
-    /// True when `ok` holds on every rank (one small allreduce; just `ok` on one rank).
-    bool allRanksOk(bool ok);
     void installRecompute();
     void installOptimizerOverlap();
     void installBf16WeightCopies();
+    void makeCheckpointer();
     std::vector<torch::Tensor> optimizedParameters() const;
-    void installRouterGraphs();
-    void routerGraphsBeforeStep();
-    void routerGraphsAfterStep();
-    std::unique_ptr<KernelProfile> makeKernelProfile();
-    void restoreFromCheckpoint(const CheckpointState& state, const std::string& from);
     std::string outOfMemoryReport(const std::string& what);
     int finish(int exitCode, const std::string& message);
 
@@ -150,6 +138,7 @@ private:
     std::unique_ptr<ProcessGroup> m_group;    // single-process group for one rank
     std::unique_ptr<Pipeline> m_pipeline;     // PP > 1 only: this rank's stage and its groups
     std::unique_ptr<ParallelTraining> m_parallel;  // DP / EP / FSDP layout (runtime/parallel)
+    std::unique_ptr<StepReducer> m_reducer;        // the step's statistics and stop flag over all ranks
     std::unique_ptr<RecomputeRunner> m_recompute;  // null for recompute.granularity "none"
     // train.overlap_optimizer on CUDA (not FSDP): the layer runner around m_recompute and the
     // model's parameter fence; null = the serial step.
@@ -157,13 +146,10 @@ private:
     // train.bf16_weight_copies on CUDA bf16 (not FSDP): the weights' bf16 copies that the AdamW
     // pass writes and the forward reads; null = autocast casts every forward.
     std::unique_ptr<Bf16Weights> m_bf16Weights;
-    std::shared_ptr<RouterGraphs> m_routerGraphs;  // cuda_graph scope moe_router only; shared by the MoE layers
-    int64_t m_stepsThisProcess = 0;                // steps run since start (the graphs' warm-up counts these)
-    int m_routerGraphsLogged = 0;                  // graphs built when last reported
-    bool m_stopAgreed = false;                // some rank was asked to stop (reduced at each step)
+    std::unique_ptr<Checkpointer> m_checkpointer;  // save and resume (checkpointer.h), made after the optimizer
+    std::unique_ptr<RouterGraphsRunner> m_routerGraphs;  // cuda_graph scope moe_router only
     int64_t m_step = 0;             // last completed optimizer step
     int64_t m_stepEndSeq = 0;       // loader position after the last completed step
-    int64_t m_checkpointStep = -1;  // step of the last sharded checkpoint this run saved
     int64_t m_warningsEmitted = 0;
     // The next step's first local micro-batch, loaded and uploaded at the end of the previous step
     // between queueing the optimizer and the step's synchronize: the host work of a batch (loader

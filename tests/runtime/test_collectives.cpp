@@ -2,7 +2,9 @@
 // output (blocking and async), async allreduce, the overlapped gradient reducer, reduce-scatter, all-to-all with variable split sizes (some zero)
 // after the count exchange, sub-groups made through a prefixed store (EP- and EDP-shaped), the
 // differentiable all-to-all's backward, point-to-point send/recv (world and a strided sub-group),
-// and a CommError naming the rank and the operation (bad group, send to itself, recv timeout).
+// and a CommError naming the rank and the operation (bad group, send to itself, recv timeout);
+// the step's statistics over ranks (StepReducer: sums, maxima, what TP ranks count once, the stop
+// flag that one rank raised reaching every rank).
 // `test_runtime_suites collectives N` forks N ranks of itself (before any LibTorch
 // thread exists) and fails when any rank's checks fail or a rank does not finish in time.
 // `test_runtime_suites collectives recv-timeout`: 2 ranks, a recv that is never matched times out.
@@ -13,6 +15,7 @@
 #include "runtime/parallel/gradient_reducer.h"
 #include "runtime/train/memory_report.h"
 #include "runtime/parallel/process_group.h"
+#include "runtime/train/step_reducer.h"
 
 #include <thread>
 
@@ -385,6 +388,48 @@ void checkSubgroups(ProcessGroup& world)
     WB_CHECK(threw);
 }
 
+// Rank r reports k·(r + 1) for the k-th summed value and 10 r + k for the k-th maximum (so a
+// value read from another's slot shows), and only the last rank was asked to stop. Plain data
+// parallel: sums and maxima over all ranks. TP 2: the loss, tokens and FLOPs that the TP ranks of
+// a DP rank repeat count once (their TP rank 0's); the times are still the max.
+void checkStepReducer(ProcessGroup& world, int tensorParallel)
+{
+    const int n = world.size(), r = world.rank();
+    if (n % tensorParallel != 0)
+        return;
+    core::RunConfig config;
+    config.parallel.tensorModelParallelSize = tensorParallel;
+    ParallelTraining parallel(config, world);
+    StepReducer reducer(world, parallel, torch::kCPU);
+    core::StepRecord rec;
+    rec.images = r + 1;
+    rec.imageTokens = 2 * (r + 1);
+    rec.textTokens = 3 * (r + 1);
+    rec.padTokens = 4 * (r + 1);
+    rec.skippedImages = 5 * (r + 1);
+    double flops = 6 * (r + 1);
+    torch::Tensor lmSum = torch::tensor(7.0 * (r + 1)), auxSum = torch::tensor(8.0 * (r + 1));
+    const double times[] = {10.0 * r + 1, 10.0 * r + 2, 10.0 * r + 3, 10.0 * r + 4, 10.0 * r + 5,
+                            10.0 * r + 6, 10.0 * r + 7, 10.0 * r + 8, 10.0 * r + 9, 10.0 * r + 10};
+    double* fields[] = {&rec.stepMs, &rec.dataMs, &rec.visionMs, &rec.projectorMs, &rec.decoderMs,
+                        &rec.backwardMs, &rec.optimizerMs, &rec.memAllocGib, &rec.memReservedGib, &rec.memPeakGib};
+    for (size_t k = 0; k < std::size(fields); ++k)
+        *fields[k] = times[k];
+    reducer.reduce(rec, flops, lmSum, auxSum, r == n - 1);
+    int64_t c = 0;  // the sum of r + 1 over the ranks that count
+    for (int k = 0; k < n; k += tensorParallel)
+        c += k + 1;
+    WB_CHECK_MSG(rec.images == c && rec.imageTokens == 2 * c && rec.textTokens == 3 * c && rec.padTokens == 4 * c &&
+                     rec.skippedImages == 5 * c && flops == 6.0 * c,
+                 "TP " << tensorParallel << ": images " << rec.images << ", flops " << flops << ", expected " << c);
+    WB_CHECK(lmSum.item<double>() == 7.0 * c && auxSum.item<double>() == 8.0 * c);
+    for (size_t k = 0; k < std::size(fields); ++k)
+        WB_CHECK_MSG(*fields[k] == 10.0 * (n - 1) + k + 1, "maximum " << k << ": " << *fields[k]);
+    WB_CHECK_MSG(reducer.stopAgreed(), "rank " << r << " did not learn that rank " << n - 1 << " was asked to stop");
+    reducer.reduce(rec, flops, lmSum, auxSum, false);
+    WB_CHECK(!reducer.stopAgreed());
+}
+
 int runRank(int rank, int ranks, int port)
 {
     return test::runOnLoopbackGroup(rank, ranks, port, std::chrono::seconds(30), [](ProcessGroup& world) {
@@ -397,6 +442,8 @@ int runRank(int rank, int ranks, int port)
         checkAllToAll(world);
         checkPointToPoint(world);
         checkSubgroups(world);
+        checkStepReducer(world, 1);
+        checkStepReducer(world, 2);
     });
 }
 

@@ -8,11 +8,16 @@
 //    trainable model parameters not saved, frozen ones saved) round-trips; layout.json commits the
 //    step and removes other steps' files; a shape or step mismatch and an unreadable or missing
 //    layout.json are errors that say so;
+//  - the Checkpointer without a Trainer: which files a dense and a sharded layout write, the state
+//    and events a resume restores, a save repeated at one step, and the refusals of another
+//    layout's checkpoint (exit 2) both ways;
 //  - the out-of-memory report's parsing and knob ranking (memory_report.h).
 #include "check.h"
 #include "tiny_run.h"
 
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/checkpointer.h"
+#include "runtime/train/run_reporting.h"
 
 #include <filesystem>
 #include <fstream>
@@ -244,6 +249,156 @@ void testRankCheckpoints()
     fs::remove_all(dir);
 }
 
+// One rank's model and optimizer, every parameter trained (what an unsharded layout holds).
+struct SmallRank {
+    torch::nn::Sequential model{torch::nn::Linear(4, 3)};
+    std::unique_ptr<torch::optim::AdamW> optimizer =
+        std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(1e-2));
+
+    void step()
+    {
+        for (auto& p : model->parameters())
+            p.mutable_grad() = torch::randn_like(p);
+        optimizer->step();
+    }
+};
+
+// A Checkpointer over a SmallRank on one rank, recording its events as "level step: message".
+struct CheckpointerUnderTest {
+    std::unique_ptr<rt::ProcessGroup> group = rt::makeSingleProcessGroup();
+    std::vector<std::string> events;
+    int shardedLoads = 0;
+    std::unique_ptr<rt::Checkpointer> checkpointer;
+
+    CheckpointerUnderTest(const std::string& runDir, SmallRank& rank, bool sharded, const std::string& layout = "tp1 pp2",
+                          uint64_t seed = 1234)
+    {
+        rt::Checkpointer::Run run;
+        run.runDir = runDir;
+        run.layout = layout;
+        run.sharded = sharded;
+        run.seed = seed;
+        rt::Checkpointer::Parts parts;
+        parts.tensors = {rank.model.ptr().get(), rank.model->parameters(), true};
+        parts.optimizer = rank.optimizer.get();
+        parts.group = group.get();
+        parts.afterShardedLoad = [this] { ++shardedLoads; };
+        parts.event = [this](const std::string& level, const std::string& message, int64_t step) {
+            events.push_back(level + " " + std::to_string(step) + ": " + message);
+        };
+        checkpointer = std::make_unique<rt::Checkpointer>(std::move(run), std::move(parts));
+    }
+    // The RunFailure a load throws ({-1, ""} when it throws none).
+    rt::RunFailure loadFailure()
+    {
+        int64_t step = 0, seq = 0;
+        try {
+            checkpointer->load(step, seq);
+        } catch (const rt::RunFailure& failure) {
+            return failure;
+        }
+        return {-1, ""};
+    }
+};
+
+bool sameParameters(SmallRank& a, SmallRank& b)
+{
+    auto pa = a.model->parameters(), pb = b.model->parameters();
+    bool same = pa.size() == pb.size();
+    for (size_t i = 0; same && i < pa.size(); ++i)
+        same = torch::equal(pa[i], pb[i]);
+    return same;
+}
+
+// The trainer calls save(step, seq, why) and load(step, seq) and knows nothing of the files: this
+// checks what it used to spell out itself, without a Trainer.
+void testCheckpointer()
+{
+    namespace fs = std::filesystem;
+    const fs::path dir = test::makeTempDir("wb-runtime-checkpointer");
+    const std::string dense = (dir / "dense").string(), sharded = (dir / "sharded").string();
+    fs::create_directories(dense);  // the trainer makes the run directory first
+    fs::create_directories(sharded);
+    torch::manual_seed(11);
+    SmallRank trained;
+    trained.step();
+
+    // Nothing to resume from: a warning, and the position stays where it was.
+    {
+        SmallRank fresh;
+        CheckpointerUnderTest t(dense, fresh, false);
+        int64_t step = 0, seq = 0;
+        t.checkpointer->load(step, seq);
+        WB_CHECK(step == 0 && seq == 0 && t.events.size() == 1);
+        WB_CHECK_MSG(!t.events.empty() && t.events[0].rfind("warning -1: --resume: ", 0) == 0 &&
+                         t.events[0].find("; starting at step 0") != std::string::npos,
+                     (t.events.empty() ? "no event" : t.events[0]));
+    }
+
+    // Dense (one rank, plain DP): rank 0 writes ckpt/latest.pt; a resume brings back the weights,
+    // the optimizer state, the step and the loader position.
+    {
+        CheckpointerUnderTest t(dense, trained, false);
+        t.checkpointer->save(3, 24, "interval");
+        WB_CHECK(fs::exists(rt::checkpointPath(dense)) && !fs::exists(rt::checkpointLayoutPath(dense)));
+        WB_CHECK_MSG(t.events == std::vector<std::string>{"info 3: checkpoint saved (interval): " + rt::checkpointPath(dense)},
+                     (t.events.empty() ? "no event" : t.events[0]));
+        SmallRank fresh;
+        CheckpointerUnderTest u(dense, fresh, false, "tp1 pp2", 99);
+        int64_t step = 0, seq = 0;
+        u.checkpointer->load(step, seq);
+        WB_CHECK(step == 3 && seq == 24 && sameParameters(fresh, trained) && u.shardedLoads == 0);
+        WB_CHECK_MSG(u.events.size() == 2 && u.events[0] == "info 3: resumed from " + rt::checkpointPath(dense) + " at step 3" &&
+                         u.events[1].rfind("warning 3: train.seed changed from 1234 to 99", 0) == 0,
+                     (u.events.empty() ? "no event" : u.events.back()));
+        torch::manual_seed(12);
+        trained.step();
+        torch::manual_seed(12);
+        fresh.step();
+        WB_CHECK_MSG(sameParameters(fresh, trained), "the AdamW state came back: the next step is the same");
+        // A sharded layout cannot read it.
+        SmallRank other;
+        const rt::RunFailure refused = CheckpointerUnderTest(dense, other, true).loadFailure();
+        WB_CHECK_MSG(refused.exitCode == 2 && refused.message.find("was written by an unsharded layout") != std::string::npos,
+                     refused.exitCode << " " << refused.message);
+    }
+
+    // Sharded (FSDP, EP, TP, PP): this rank's file under ckpt/step<S>/, committed by layout.json;
+    // a second save at the same step (an interval save right before a stop) writes nothing.
+    {
+        CheckpointerUnderTest t(sharded, trained, true);
+        t.checkpointer->save(5, 40, "interval");
+        t.checkpointer->save(5, 40, "signal");
+        WB_CHECK(fs::exists(fs::path(sharded) / "ckpt" / rt::rankCheckpointFile(5, 0)) && !fs::exists(rt::checkpointPath(sharded)));
+        auto layout = rt::readCheckpointLayout(sharded);
+        WB_CHECK(layout.ok() && layout->step == 5 && layout->worldSize == 1 && layout->layout == "tp1 pp2");
+        WB_CHECK_MSG(t.events == std::vector<std::string>{"info 5: checkpoint saved (interval): " + sharded + "/ckpt/step5 (1 rank files) + " +
+                                                          rt::checkpointLayoutPath(sharded)},
+                     (t.events.empty() ? "no event" : t.events.back()));
+        SmallRank fresh;
+        CheckpointerUnderTest u(sharded, fresh, true);
+        int64_t step = 0, seq = 0;
+        u.checkpointer->load(step, seq);
+        WB_CHECK(step == 5 && seq == 40 && sameParameters(fresh, trained) && u.shardedLoads == 1);
+        WB_CHECK(u.events == std::vector<std::string>{"info 5: resumed from " + sharded + "/ckpt/step5 at step 5"});
+        // Resumed at step 5: saving step 5 again is skipped, as after a save.
+        fs::remove_all(fs::path(sharded) / "ckpt" / "step5");
+        u.checkpointer->save(5, 40, "signal");
+        WB_CHECK(!fs::exists(fs::path(sharded) / "ckpt" / "step5"));
+        // Another layout, or an unsharded one, is refused with exit 2.
+        SmallRank other;
+        const rt::RunFailure otherLayout = CheckpointerUnderTest(sharded, other, true, "tp2 pp1").loadFailure();
+        WB_CHECK_MSG(otherLayout.exitCode == 2 &&
+                         otherLayout.message.find("was written by 1 rank with layout \"tp1 pp2\", but this run is 1 rank with layout \"tp2 pp1\"") !=
+                             std::string::npos,
+                     otherLayout.exitCode << " " << otherLayout.message);
+        const rt::RunFailure unsharded = CheckpointerUnderTest(sharded, other, false).loadFailure();
+        WB_CHECK_MSG(unsharded.exitCode == 2 && unsharded.message.find("was written by 1 rank with layout \"tp1 pp2\"") != std::string::npos,
+                     unsharded.exitCode << " " << unsharded.message);
+    }
+    fs::remove_all(dir);
+}
+
 // The OOM message ranks the knobs by the bytes each addresses, and reads the failed request from
 // both LibTorch wordings.
 void testOutOfMemoryRanking()
@@ -284,6 +439,7 @@ int run(int, char**)
     testFrozenVision();
     testCheckpointRoundTrip();
     testRankCheckpoints();
+    testCheckpointer();
     testOutOfMemoryRanking();
     return test::checkExitCode("test_runtime_state");
 }

@@ -1,0 +1,136 @@
+// The Trainer's set-up steps that setUp (trainer.cpp) calls in order: the meta line, the GPU
+// monitor, the runners installed into the model from outside (recompute, the overlapped optimizer
+// step, the kept bf16 weight copies) and the checkpointer. Part of the Trainer
+// (trainer_internal.h); training thread only.
+#include "runtime/train/trainer_internal.h"
+
+#include "core/model_flops.h"
+#include "runtime/parallel/pipeline.h"
+#include "runtime/train/fused_adamw.h"
+#include "runtime/train/gpu_info.h"
+
+#include <filesystem>
+#include <utility>
+
+namespace wb::rt::train_detail {
+
+namespace {
+
+std::string layoutString(const core::RunConfig& c, int world)
+{
+    const auto& p = c.parallel;
+    const int dp = core::dataParallelSize(c, world);
+    return "tp" + std::to_string(p.tensorModelParallelSize) + " pp" + std::to_string(p.pipelineModelParallelSize) +
+           " cp" + std::to_string(p.contextParallelSize) + " ep" + std::to_string(p.expertModelParallelSize) +
+           (p.tensorModelParallelSize > 1 && p.sequenceParallel ? " sp" : "") + " etp" +
+           std::to_string(p.expertTensorParallelSize) + " dp" + std::to_string(dp) +
+           (p.useMegatronFsdp ? " fsdp:" + p.dataParallelShardingStrategy : std::string()) +
+           (p.pipelineModelParallelSize > 1 ? " " + pipelineLayerSplit(c) : std::string());
+}
+
+}  // namespace
+
+void Trainer::writeMeta()
+{
+    core::MetaRecord meta;
+    meta.runId = std::filesystem::absolute(m_options.runDir).lexically_normal().filename().string();
+    if (meta.runId.empty())
+        meta.runId = std::filesystem::absolute(m_options.runDir).lexically_normal().parent_path().filename().string();
+    meta.configHash = core::runConfigHash(m_config);
+    meta.name = m_config.name;
+    meta.worldSize = m_env.worldSize;
+    meta.layout = layoutString(m_config, m_env.worldSize);
+    meta.device = deviceName(m_device);
+    meta.dataSource = m_config.data.source;
+    meta.peakTflops = m_peakTflops;
+    const auto& v = m_config.model.vision;
+    const int64_t unit = int64_t{v.patchSize} * v.spatialMergeSize;
+    int64_t patches = m_config.data.maxPixels / (unit * unit) * v.spatialMergeSize * v.spatialMergeSize;
+    if (m_config.data.source == "mock")
+        patches = int64_t{m_config.data.mockImageSize / v.patchSize} * (m_config.data.mockImageSize / v.patchSize);
+    meta.modelFlopsPerSample = core::sampleFlops(m_config.model, patches, m_config.data.captionMaxTokens + 1);
+    meta.seqLength = m_config.train.seqLength;
+    meta.microBatchSize = m_config.train.microBatchSize;
+    meta.globalBatchSize = m_config.train.globalBatchSize;
+    meta.versions["moe-train"] = WB_RUNTIME_VERSION;
+    meta.versions["libtorch"] = TORCH_VERSION;
+    for (auto& [name, version] : acceleratorVersions())
+        meta.versions[name] = version;
+    if (m_env.worldSize > 1)
+        meta.versions["c10d"] = m_device.is_cuda() ? "nccl" : "gloo";
+    m_metrics->write(meta);
+}
+
+void Trainer::startGpuMonitor()
+{
+    // A CPU run has no GPU to sample; the stream simply has no "gpu" records (docs/metrics.md).
+    if (!m_device.is_cuda())
+        return;
+    std::string whyNot;
+    m_gpuMonitor = GpuMonitor::start(GpuMonitor::localDeviceIndices(std::max(1, m_env.localWorldSize)),
+                                     GpuMonitor::intervalFromEnvironment(), whyNot);
+    if (!m_gpuMonitor)
+        event("warning", "GPU system metrics are not sampled: " + whyNot);
+}
+
+// Activation recompute from outside the model (recompute_runner.h): one runner for both stacks.
+void Trainer::installRecompute()
+{
+    // Installed by ParallelTraining::attach, directly or inside the FSDP runner.
+    m_recompute = makeRecomputeRunner(m_config.recompute);
+}
+
+// train.overlap_optimizer (optimizer_overlap.h): CUDA with the fused AdamW step, and not under
+// FSDP, whose step ends with the all-gather of the updated shards. Replaces the layer runner
+// attach() installed (the recompute runner, or none) with itself around it.
+void Trainer::installOptimizerOverlap()
+{
+    if (!m_config.train.overlapOptimizer || !m_device.is_cuda() || !fusedAdamWAvailable() ||
+        m_parallel->fullySharded())
+        return;
+    m_overlap = std::make_unique<OptimizerOverlap>(forwardOrderGroups(*m_model, optimizedParameters()), m_recompute.get());
+    preferTrainingStream(m_device);
+    m_model->setLayerRunner(m_overlap.get());
+    m_model->setParameterFence(m_overlap.get());
+}
+
+// train.bf16_weight_copies (bf16_weights.h): with the fused AdamW step under bf16 autocast on
+// CUDA, not under FSDP (whose layer runner all-gathers the weights every forward anyway).
+void Trainer::installBf16WeightCopies()
+{
+    if (!m_config.train.bf16WeightCopies || !m_bf16Autocast || !fusedAdamWAvailable() || m_parallel->fullySharded())
+        return;
+    m_bf16Weights = std::make_unique<Bf16Weights>();
+    m_model->setBf16Weights(m_bf16Weights.get());
+    if (m_overlap)
+        m_overlap->setBf16Weights(m_bf16Weights.get());
+    event("info", "bf16 weight copies kept between steps, written by the AdamW pass (train.bf16_weight_copies)");
+}
+
+// What a checkpoint holds is fixed once the layout, the optimizer and the overlap are installed.
+void Trainer::makeCheckpointer()
+{
+    Checkpointer::Run run;
+    run.runDir = m_options.runDir;
+    run.env = m_env;
+    run.layout = layoutString(m_config, m_env.worldSize);
+    // Sharded layouts (FSDP, EP, TP, PP): every rank saves/loads its own file (checkpoint.h).
+    run.sharded = m_parallel->sharded() || m_pipeline != nullptr;
+    run.seed = m_config.train.seed;
+    run.device = m_device;
+    Checkpointer::Parts parts;
+    parts.tensors.model = m_model.get();
+    parts.tensors.optimized = optimizedParameters();
+    // FSDP: the trainable parameters are gathered from the shards (and ZeRO-3's are freed);
+    // EP, TP, PP: the model's (sliced) parameters are what the optimizer updates.
+    parts.tensors.trainableHeld = !m_parallel->fullySharded();
+    parts.optimizer = m_optimizer.get();
+    parts.moments = m_moments;
+    parts.group = m_group.get();
+    parts.overlap = m_overlap.get();
+    parts.afterShardedLoad = [this] { m_parallel->afterOptimizerStep(); };
+    parts.event = eventSink();
+    m_checkpointer = std::make_unique<Checkpointer>(std::move(run), std::move(parts));
+}
+
+}  // namespace wb::rt::train_detail
