@@ -79,7 +79,7 @@ Result<FollowUpdate> RunFollower::poll()
 
 bool isLive(const RunSummary& run)
 {
-    return run.status == runStateName(RunState::Running) || run.status == runStateName(RunState::Pending);
+    return isLive(run.status);
 }
 
 bool isFollowable(const RunSummary& run)
@@ -225,8 +225,8 @@ Result<FollowUpdate> RunFollower::pollTarget()
 
     noteReported(update);
     if (status->processAlive) {
-        if (summary->status == runStateName(RunState::Pending))
-            (void)m_store.setStatus(m_runId, runStateName(RunState::Running), -1);
+        if (summary->status == RunState::Pending)
+            (void)m_store.setStatus(m_runId, RunState::Running, -1);
         return update;
     }
     // Dead: done once everything up to the end of the file is read. A torn last line from a
@@ -240,12 +240,12 @@ Result<FollowUpdate> RunFollower::pollTarget()
     if (exitCode < 0 && end)
         exitCode = end->exitCode;
     // A cancel that had to SIGKILL leaves status.json at "running"; the user's intent wins.
-    if (summary->status == runStateName(RunState::Cancelled) && final.state == RunState::Failed)
+    if (summary->status == RunState::Cancelled && final.state == RunState::Failed)
         final.state = RunState::Cancelled;
     update.status.state = final.state;
     update.status.exitCode = exitCode;
     update.status.message = final.message;
-    if (auto r = m_store.setStatus(m_runId, runStateName(final.state), exitCode); !r)
+    if (auto r = m_store.setStatus(m_runId, final.state, exitCode); !r)
         return r.error();
     wb::log::get("core")->debug("run {} ended: {} (exit {}) {}", m_runId,
                                 runStateName(final.state), exitCode, final.message);

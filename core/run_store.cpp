@@ -447,7 +447,7 @@ RunSummary readSummary(const Statement& s)
     r.name = s.text(1);
     r.target = s.text(2);
     r.runDir = s.text(3);
-    r.status = s.text(4);
+    r.status = runStateFromName(s.text(4));
     r.exitCode = static_cast<int>(s.int64(5));
     r.createdAt = s.real(6);
     r.streamOffset = s.int64(7);
@@ -880,10 +880,11 @@ Result<void> updateRun(StoreDb& db, const char* sql, const std::string& id, cons
 
 }  // namespace
 
-Result<void> RunStore::setStatus(const std::string& id, std::string_view state, int exitCode)
+Result<void> RunStore::setStatus(const std::string& id, RunState state, int exitCode)
 {
+    // The column keeps the words of every earlier version: a store stays readable both ways.
     return updateRun(*m_impl, "UPDATE runs SET status = ?2, exit_code = ?3 WHERE id = ?1", id, "updating the run status",
-                     [&](Statement& s) { s.bind(2, state).bind(3, exitCode); });
+                     [&](Statement& s) { s.bind(2, std::string_view(runStateName(state))).bind(3, exitCode); });
 }
 
 Result<void> RunStore::setRunDir(const std::string& id, const std::string& runDir)
@@ -1182,7 +1183,7 @@ Result<std::string> RunStore::sourceState(const std::string& id)
 
 Result<std::string> RunStore::importRun(const NewRun& run, const ParsedChunk& chunk,
                                         const std::optional<RunPrediction>& prediction,
-                                        std::string_view finalState, int exitCode)
+                                        RunState finalState, int exitCode)
 {
     Transaction tx(m_impl.get());
     if (auto r = tx.begin(); !r)

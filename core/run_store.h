@@ -9,6 +9,7 @@
 #include "core/metrics_schema.h"
 #include "core/result.h"
 #include "core/run_prediction.h"
+#include "core/run_state.h"
 
 #include <cstdint>
 #include <memory>
@@ -45,7 +46,9 @@ struct RunSummary {
     std::string name;
     std::string target;
     std::string runDir;
-    std::string status;       ///< runStateName(): pending, running, finished, failed, cancelled
+    /// Stored as runStateName()'s word (the schema is text); a word the store does not know reads
+    /// as Unknown.
+    RunState status = RunState::Pending;
     int exitCode = -1;
     double createdAt = 0.0;   ///< unix seconds
     int64_t steps = 0;        ///< step rows stored
@@ -133,7 +136,7 @@ public:
     Result<std::string> configJson(const std::string& id);
     Result<MetaRecord> meta(const std::string& id);    ///< NotFound until the meta line arrived
 
-    Result<void> setStatus(const std::string& id, std::string_view state, int exitCode);
+    Result<void> setStatus(const std::string& id, RunState state, int exitCode);
     Result<void> setRunDir(const std::string& id, const std::string& runDir);
     /// Records that the run's target was just read successfully (a follower's poll): `runs` and
     /// `show` say how old the store's view of a run nobody follows is. NotFound: no such run.
@@ -162,7 +165,7 @@ public:
     /// its config, the chunk, the prediction and the final status. Nothing is stored on failure.
     Result<std::string> importRun(const NewRun& run, const ParsedChunk& chunk,
                                   const std::optional<RunPrediction>& prediction,
-                                  std::string_view finalState, int exitCode);
+                                  RunState finalState, int exitCode);
 
     /// Every column of the steps after `afterStep`, by step (the CSV export; a few runs).
     Result<std::vector<StepRecord>> steps(const std::string& id, int64_t afterStep = -1);

@@ -16,6 +16,8 @@
 
 using namespace wb::core;
 
+Q_DECLARE_METATYPE(wb::core::RunState)
+
 namespace {
 
 std::string readAll(const std::string& path)
@@ -167,6 +169,9 @@ private slots:
     void predictionRoundTrip();
     void badPredictionNamesTheProblem_data();
     void badPredictionNamesTheProblem();
+    void runStateRoundTrip_data();
+    void runStateRoundTrip();
+    void unknownStatusTextReadsAsUnknown();
 };
 
 void TestRunStore::ingestResumesFromAnyOffset_data()
@@ -528,7 +533,7 @@ void TestRunStore::listRunsNewestFirst()
              ErrorCode::InvalidArgument);
     const Stream stream = makeStream(10);
     QVERIFY(store->ingest(ids[1], 0, stream.bytes));
-    QVERIFY(store->setStatus(ids[1], "finished", 0));
+    QVERIFY(store->setStatus(ids[1], RunState::Finished, 0));
     auto runs = store->listRuns();
     QVERIFY(runs);
     QCOMPARE(runs->size(), size_t(3));
@@ -536,10 +541,10 @@ void TestRunStore::listRunsNewestFirst()
     QCOMPARE((*runs)[1].id, ids[1]);
     QCOMPARE((*runs)[2].id, ids[0]);
     QCOMPARE((*runs)[1].steps, int64_t(10));
-    QCOMPARE((*runs)[1].status, std::string("finished"));
+    QCOMPARE((*runs)[1].status, RunState::Finished);
     QCOMPARE(*(*runs)[1].lastLoss, stream.steps.back().loss);
     QVERIFY(!(*runs)[0].lastLoss);
-    QCOMPARE(store->setStatus("nope", "failed", 1).error().code, ErrorCode::NotFound);
+    QCOMPARE(store->setStatus("nope", RunState::Failed, 1).error().code, ErrorCode::NotFound);
 }
 
 void TestRunStore::migratesVersion1KeepingRuns()
@@ -631,6 +636,71 @@ void TestRunStore::badPredictionNamesTheProblem()
     QVERIFY(!p);
     QVERIFY2(QString::fromStdString(p.error().message).contains(mentions),
              p.error().message.c_str());
+}
+
+// RunSummary::status is a RunState; the column keeps the words it always had (stores written by
+// earlier versions read the same, and they can read ours). Every state, with its word spelt out
+// here rather than taken from runStateName, so a renamed word fails.
+void TestRunStore::runStateRoundTrip_data()
+{
+    QTest::addColumn<RunState>("state");
+    QTest::addColumn<QString>("word");
+    QTest::newRow("pending") << RunState::Pending << "pending";
+    QTest::newRow("running") << RunState::Running << "running";
+    QTest::newRow("finished") << RunState::Finished << "finished";
+    QTest::newRow("failed") << RunState::Failed << "failed";
+    QTest::newRow("cancelled") << RunState::Cancelled << "cancelled";
+    QTest::newRow("unknown") << RunState::Unknown << "unknown";
+}
+
+void TestRunStore::runStateRoundTrip()
+{
+    QFETCH(RunState, state);
+    QFETCH(QString, word);
+    const std::string db = path("state-") + QTest::currentDataTag() + ".sqlite";
+    auto store = openOrFail(db);
+    QVERIFY(store);
+    auto id = store->createRun({"", "s", "local", "", "{}", ""});
+    QVERIFY(id);
+    QCOMPARE(store->run(*id)->status, RunState::Pending);  // the schema's default word
+    QVERIFY(store->setStatus(*id, state, 7));
+    QCOMPARE(store->run(*id)->status, state);
+    QCOMPARE(store->listRuns()->front().status, state);
+    QCOMPARE(QString::fromUtf8(runStateName(state)), word);
+    QCOMPARE(runStateFromName(word.toStdString()), state);
+    QCOMPARE(isLive(state), state == RunState::Pending || state == RunState::Running);
+
+    RawDb raw(db);
+    sqlite3_stmt* stmt = nullptr;
+    QCOMPARE(sqlite3_prepare_v2(raw.db, "SELECT status, exit_code FROM runs", -1, &stmt, nullptr), SQLITE_OK);
+    QCOMPARE(sqlite3_step(stmt), SQLITE_ROW);
+    QCOMPARE(QString::fromUtf8(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))), word);
+    QCOMPARE(sqlite3_column_int(stmt, 1), 7);
+    sqlite3_finalize(stmt);
+}
+
+// A word this version does not know (a store another program wrote to, or a later version) is
+// read as Unknown, not taken for any state; the row itself is left as it is.
+void TestRunStore::unknownStatusTextReadsAsUnknown()
+{
+    const std::string db = path("alien-status.sqlite");
+    auto store = openOrFail(db);
+    QVERIFY(store);
+    auto id = store->createRun({"", "s", "local", "", "{}", ""});
+    QVERIFY(id);
+    {
+        RawDb raw(db);
+        QCOMPARE(raw.exec("UPDATE runs SET status = 'Running ' WHERE id = '" + *id + "'"), SQLITE_OK);
+    }
+    QCOMPARE(store->run(*id)->status, RunState::Unknown);
+    QVERIFY(!isLive(store->run(*id)->status));
+    QCOMPARE(store->listRuns()->front().status, RunState::Unknown);
+    RawDb raw(db);
+    sqlite3_stmt* stmt = nullptr;
+    QCOMPARE(sqlite3_prepare_v2(raw.db, "SELECT status FROM runs", -1, &stmt, nullptr), SQLITE_OK);
+    QCOMPARE(sqlite3_step(stmt), SQLITE_ROW);
+    QCOMPARE(QByteArray(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))), QByteArray("Running "));
+    sqlite3_finalize(stmt);
 }
 
 QTEST_GUILESS_MAIN(TestRunStore)
