@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
+#include <vector>
 
 namespace wb::core {
 
@@ -45,6 +47,15 @@ FinalState finalStateOf(const RunStatus& status)
         return {RunState::Failed,
                 "the process vanished while status.json still said running (killed?)"};
     return {RunState::Failed, status.message.empty() ? status.status : status.message};
+}
+
+template <typename T>
+void appendMoved(std::vector<T>& to, std::vector<T>& from)
+{
+    if (to.empty())
+        to = std::move(from);
+    else
+        to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
 }
 
 }  // namespace
@@ -207,20 +218,13 @@ Result<FollowUpdate> RunFollower::pollTarget()
         m_seenOffset = ingested->newOffset;
         if (ingested->newOffset == offset && static_cast<int64_t>(chunk->bytes.size()) >= kMaxBytesPerPoll)
             m_overlong = OverlongLine{offset, offset + static_cast<int64_t>(chunk->bytes.size())};
-        // Report exactly what was stored: re-read the consumed prefix. Parsing twice is cheaper
-        // than widening the store's API, and a watch round is small.
-        const auto consumed = static_cast<size_t>(ingested->newOffset - offset);
-        MetricsLineReader reader;
-        for (auto& record : reader.feed(std::string_view(chunk->bytes).substr(0, consumed)).records) {
-            if (auto* step = std::get_if<StepRecord>(&record))
-                update.newSteps.push_back(std::move(*step));
-            else if (auto* event = std::get_if<EventRecord>(&record))
-                update.newEvents.push_back(std::move(*event));
-            else if (auto* meta = std::get_if<MetaRecord>(&record))
-                update.meta = std::move(*meta);
-            else if (auto* gpu = std::get_if<GpuRecord>(&record))
-                update.newGpu.push_back(std::move(*gpu));
-        }
+        // Report exactly what was stored: the records ingest read from the bytes it consumed
+        // (after what another follower stored, already in `update`).
+        appendMoved(update.newSteps, ingested->steps);
+        appendMoved(update.newEvents, ingested->events);
+        appendMoved(update.newGpu, ingested->gpu);
+        if (ingested->meta)
+            update.meta = std::move(ingested->meta);
     }
 
     noteReported(update);

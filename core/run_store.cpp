@@ -1118,28 +1118,34 @@ Result<IngestResult> RunStore::ingest(const std::string& id, int64_t offset, std
         return insertStep.error();
     std::optional<int64_t> nextSeq;
 
-    for (const MetricsRecord& record : chunk.records) {
-        if (const auto* step = std::get_if<StepRecord>(&record)) {
+    // Each record moves into the result once stored: the caller gets what these bytes held
+    // without a second parse (RunFollower reports them).
+    for (MetricsRecord& record : chunk.records) {
+        if (auto* step = std::get_if<StepRecord>(&record)) {
             Statement& s = (*insertStep)->reset();
             bindStep(s, id, *step);
             if (auto r = m_impl->stepDone(s, "storing a step"); !r)
                 return r.error();
             result.stepsAdded += sqlite3_changes(m_impl->db.get());
-        } else if (const auto* event = std::get_if<EventRecord>(&record)) {
+            result.steps.push_back(std::move(*step));
+        } else if (auto* event = std::get_if<EventRecord>(&record)) {
             if (auto r = storeEvent(*m_impl, id, *event, nextSeq); !r)
                 return r.error();
             ++result.eventsAdded;
-        } else if (const auto* meta = std::get_if<MetaRecord>(&record)) {
+            result.events.push_back(std::move(*event));
+        } else if (auto* meta = std::get_if<MetaRecord>(&record)) {
             if (auto r = storeMeta(*m_impl, id, *meta); !r)
                 return r.error();
             result.sawMeta = true;
+            result.meta = std::move(*meta);
         } else if (const auto* end = std::get_if<EndRecord>(&record)) {
             result.end = *end;
-        } else if (const auto* gpu = std::get_if<GpuRecord>(&record)) {
+        } else if (auto* gpu = std::get_if<GpuRecord>(&record)) {
             auto stored = storeGpuRecord(*m_impl, id, *gpu);
             if (!stored)
                 return stored.error();
             result.gpuSamplesAdded += *stored;
+            result.gpu.push_back(std::move(*gpu));
         }
     }
 

@@ -89,6 +89,14 @@ struct IngestResult {
     int64_t malformedLines = 0;
     bool sawMeta = false;
     std::optional<EndRecord> end;
+    /// ingest() only (ingestParsed's caller holds its records already): the records of the bytes
+    /// it consumed, [offset, newOffset), in stream order per kind — what a follower reports, so it
+    /// never parses the bytes a second time. A step line whose step is already stored is here too,
+    /// though its row keeps the first values (`stepsAdded` counts rows actually added).
+    std::vector<StepRecord> steps;
+    std::vector<EventRecord> events;
+    std::optional<MetaRecord> meta;  ///< the last meta line, if any
+    std::vector<GpuRecord> gpu;
 };
 
 /// One stored step column (every StepRecord field but `step`), for column-subset reads.
@@ -149,7 +157,7 @@ public:
 
     /// `bytes` must start at the stored offset (`run(id).streamOffset`); otherwise InvalidArgument
     /// and nothing changes. Complete lines are stored, the offset advances past them, all in one
-    /// transaction; a torn tail is left for the next call.
+    /// transaction; a torn tail is left for the next call. Returns the records of those lines.
     Result<IngestResult> ingest(const std::string& id, int64_t offset, std::string_view bytes);
     /// A line too long to ingest (RunFollower: no newline within a read of its size): the offset
     /// moves from `offset` (which must be the stored one: Busy when another follower moved it,

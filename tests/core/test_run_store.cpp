@@ -209,6 +209,8 @@ void TestRunStore::ingestResumesFromAnyOffset()
     size_t written = minGrowth == maxGrowth ? stream.bytes.size() : 0;
     int round = 0;
     int64_t stepsAdded = 0;
+    std::vector<StepRecord> returned;  // what each ingest said it stored, in order
+    int64_t eventsReturned = 0;
     while (true) {
         written = std::min(stream.bytes.size(), written + static_cast<size_t>(growth(rng)));
         if (++round % reopenEvery == 0) {
@@ -224,6 +226,11 @@ void TestRunStore::ingestResumesFromAnyOffset()
                                     std::string_view(stream.bytes).substr(offset, written - offset));
         QVERIFY2(result, result ? "" : result.error().toString().c_str());
         stepsAdded += result->stepsAdded;
+        QCOMPARE(static_cast<int64_t>(result->steps.size()), result->stepsAdded);
+        QCOMPARE(static_cast<int64_t>(result->events.size()), result->eventsAdded);
+        QCOMPARE(result->meta.has_value(), result->sawMeta);
+        returned.insert(returned.end(), result->steps.begin(), result->steps.end());
+        eventsReturned += static_cast<int64_t>(result->events.size());
         QVERIFY(result->newOffset <= static_cast<int64_t>(written));
         // The offset only ever lands just after a newline.
         QVERIFY(result->newOffset == 0 || stream.bytes[result->newOffset - 1] == '\n');
@@ -237,9 +244,15 @@ void TestRunStore::ingestResumesFromAnyOffset()
     QCOMPARE(stepsAdded, static_cast<int64_t>(stream.steps.size()));
     for (size_t i = 0; i < stored->size(); ++i)
         QVERIFY2(sameStep((*stored)[i], stream.steps[i]), qPrintable(QString::number(i)));
+    // ingest's records (what RunFollower reports) are exactly the stored rows: none from a torn
+    // tail, none twice across chunk boundaries.
+    QCOMPARE(returned.size(), stored->size());
+    for (size_t i = 0; i < returned.size(); ++i)
+        QVERIFY2(sameStep(returned[i], (*stored)[i]), qPrintable(QString::number(i)));
     auto events = store->events(*id);
     QVERIFY(events);
     QCOMPARE(static_cast<int64_t>(events->size()), stream.events);
+    QCOMPARE(eventsReturned, stream.events);
     auto run = store->run(*id);
     QCOMPARE(run->malformedLines, stream.malformed);
     QCOMPARE(run->streamOffset, static_cast<int64_t>(stream.bytes.size()));
