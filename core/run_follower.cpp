@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
+#include <vector>
 
 namespace wb::core {
 
@@ -47,6 +49,15 @@ FinalState finalStateOf(const RunStatus& status)
     return {RunState::Failed, status.message.empty() ? status.status : status.message};
 }
 
+template <typename T>
+void appendMoved(std::vector<T>& to, std::vector<T>& from)
+{
+    if (to.empty())
+        to = std::move(from);
+    else
+        to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+}
+
 }  // namespace
 
 RunFollower::RunFollower(RunStore& store, RunTarget& target, std::string runId)
@@ -79,7 +90,7 @@ Result<FollowUpdate> RunFollower::poll()
 
 bool isLive(const RunSummary& run)
 {
-    return run.status == runStateName(RunState::Running) || run.status == runStateName(RunState::Pending);
+    return isLive(run.status);
 }
 
 bool isFollowable(const RunSummary& run)
@@ -207,26 +218,19 @@ Result<FollowUpdate> RunFollower::pollTarget()
         m_seenOffset = ingested->newOffset;
         if (ingested->newOffset == offset && static_cast<int64_t>(chunk->bytes.size()) >= kMaxBytesPerPoll)
             m_overlong = OverlongLine{offset, offset + static_cast<int64_t>(chunk->bytes.size())};
-        // Report exactly what was stored: re-read the consumed prefix. Parsing twice is cheaper
-        // than widening the store's API, and a watch round is small.
-        const auto consumed = static_cast<size_t>(ingested->newOffset - offset);
-        MetricsLineReader reader;
-        for (auto& record : reader.feed(std::string_view(chunk->bytes).substr(0, consumed)).records) {
-            if (auto* step = std::get_if<StepRecord>(&record))
-                update.newSteps.push_back(std::move(*step));
-            else if (auto* event = std::get_if<EventRecord>(&record))
-                update.newEvents.push_back(std::move(*event));
-            else if (auto* meta = std::get_if<MetaRecord>(&record))
-                update.meta = std::move(*meta);
-            else if (auto* gpu = std::get_if<GpuRecord>(&record))
-                update.newGpu.push_back(std::move(*gpu));
-        }
+        // Report exactly what was stored: the records ingest read from the bytes it consumed
+        // (after what another follower stored, already in `update`).
+        appendMoved(update.newSteps, ingested->steps);
+        appendMoved(update.newEvents, ingested->events);
+        appendMoved(update.newGpu, ingested->gpu);
+        if (ingested->meta)
+            update.meta = std::move(ingested->meta);
     }
 
     noteReported(update);
     if (status->processAlive) {
-        if (summary->status == runStateName(RunState::Pending))
-            (void)m_store.setStatus(m_runId, runStateName(RunState::Running), -1);
+        if (summary->status == RunState::Pending)
+            (void)m_store.setStatus(m_runId, RunState::Running, -1);
         return update;
     }
     // Dead: done once everything up to the end of the file is read. A torn last line from a
@@ -240,12 +244,12 @@ Result<FollowUpdate> RunFollower::pollTarget()
     if (exitCode < 0 && end)
         exitCode = end->exitCode;
     // A cancel that had to SIGKILL leaves status.json at "running"; the user's intent wins.
-    if (summary->status == runStateName(RunState::Cancelled) && final.state == RunState::Failed)
+    if (summary->status == RunState::Cancelled && final.state == RunState::Failed)
         final.state = RunState::Cancelled;
     update.status.state = final.state;
     update.status.exitCode = exitCode;
     update.status.message = final.message;
-    if (auto r = m_store.setStatus(m_runId, runStateName(final.state), exitCode); !r)
+    if (auto r = m_store.setStatus(m_runId, final.state, exitCode); !r)
         return r.error();
     wb::log::get("core")->debug("run {} ended: {} (exit {}) {}", m_runId,
                                 runStateName(final.state), exitCode, final.message);

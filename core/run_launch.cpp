@@ -29,21 +29,21 @@ Result<StartedRun> startRun(RunStore& store, RunTarget& target, const RunConfig&
         return id.error();
     if (prediction) {
         if (auto r = store.setPrediction(*id, *prediction); !r) {
-            (void)store.setStatus(*id, runStateName(RunState::Failed), -1);
+            (void)store.setStatus(*id, RunState::Failed, -1);
             return r.error();
         }
     }
 
     auto launched = target.launch({*id, newRun.name, canonical, newLaunchToken()});
     if (!launched) {
-        (void)store.setStatus(*id, runStateName(RunState::Failed), -1);
+        (void)store.setStatus(*id, RunState::Failed, -1);
         Error error = launched.error();
         error.message += " (run " + *id + " is recorded as failed)";
         return error;
     }
     if (auto r = store.setRunDir(*id, launched->runDir); !r)
         return r.error();
-    if (auto r = store.setStatus(*id, runStateName(RunState::Running), -1); !r)
+    if (auto r = store.setStatus(*id, RunState::Running, -1); !r)
         return r.error();
     wb::log::get("core")->info("started run {} on {} in {} (pid {})", *id, launched->target,
                                launched->runDir, launched->pid);

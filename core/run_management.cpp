@@ -30,7 +30,7 @@ Result<DeletedRun> deleteRun(RunStore& store, const DeleteRunRequest& request)
         return run.error();
     if (isLive(*run) && !request.force)
         return makeError(ErrorCode::InvalidArgument,
-                         "the run is still " + run->status + " on " + run->target +
+                         "the run is still " + std::string(runStateName(run->status)) + " on " + run->target +
                              "; nothing was deleted. Cancel it first, or force the delete to forget it in "
                              "the store (its process is not stopped)",
                          request.runId);

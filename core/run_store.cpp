@@ -447,7 +447,7 @@ RunSummary readSummary(const Statement& s)
     r.name = s.text(1);
     r.target = s.text(2);
     r.runDir = s.text(3);
-    r.status = s.text(4);
+    r.status = runStateFromName(s.text(4));
     r.exitCode = static_cast<int>(s.int64(5));
     r.createdAt = s.real(6);
     r.streamOffset = s.int64(7);
@@ -880,10 +880,11 @@ Result<void> updateRun(StoreDb& db, const char* sql, const std::string& id, cons
 
 }  // namespace
 
-Result<void> RunStore::setStatus(const std::string& id, std::string_view state, int exitCode)
+Result<void> RunStore::setStatus(const std::string& id, RunState state, int exitCode)
 {
+    // The column keeps the words of every earlier version: a store stays readable both ways.
     return updateRun(*m_impl, "UPDATE runs SET status = ?2, exit_code = ?3 WHERE id = ?1", id, "updating the run status",
-                     [&](Statement& s) { s.bind(2, state).bind(3, exitCode); });
+                     [&](Statement& s) { s.bind(2, std::string_view(runStateName(state))).bind(3, exitCode); });
 }
 
 Result<void> RunStore::setRunDir(const std::string& id, const std::string& runDir)
@@ -1117,28 +1118,34 @@ Result<IngestResult> RunStore::ingest(const std::string& id, int64_t offset, std
         return insertStep.error();
     std::optional<int64_t> nextSeq;
 
-    for (const MetricsRecord& record : chunk.records) {
-        if (const auto* step = std::get_if<StepRecord>(&record)) {
+    // Each record moves into the result once stored: the caller gets what these bytes held
+    // without a second parse (RunFollower reports them).
+    for (MetricsRecord& record : chunk.records) {
+        if (auto* step = std::get_if<StepRecord>(&record)) {
             Statement& s = (*insertStep)->reset();
             bindStep(s, id, *step);
             if (auto r = m_impl->stepDone(s, "storing a step"); !r)
                 return r.error();
             result.stepsAdded += sqlite3_changes(m_impl->db.get());
-        } else if (const auto* event = std::get_if<EventRecord>(&record)) {
+            result.steps.push_back(std::move(*step));
+        } else if (auto* event = std::get_if<EventRecord>(&record)) {
             if (auto r = storeEvent(*m_impl, id, *event, nextSeq); !r)
                 return r.error();
             ++result.eventsAdded;
-        } else if (const auto* meta = std::get_if<MetaRecord>(&record)) {
+            result.events.push_back(std::move(*event));
+        } else if (auto* meta = std::get_if<MetaRecord>(&record)) {
             if (auto r = storeMeta(*m_impl, id, *meta); !r)
                 return r.error();
             result.sawMeta = true;
+            result.meta = std::move(*meta);
         } else if (const auto* end = std::get_if<EndRecord>(&record)) {
             result.end = *end;
-        } else if (const auto* gpu = std::get_if<GpuRecord>(&record)) {
+        } else if (auto* gpu = std::get_if<GpuRecord>(&record)) {
             auto stored = storeGpuRecord(*m_impl, id, *gpu);
             if (!stored)
                 return stored.error();
             result.gpuSamplesAdded += *stored;
+            result.gpu.push_back(std::move(*gpu));
         }
     }
 
@@ -1182,7 +1189,7 @@ Result<std::string> RunStore::sourceState(const std::string& id)
 
 Result<std::string> RunStore::importRun(const NewRun& run, const ParsedChunk& chunk,
                                         const std::optional<RunPrediction>& prediction,
-                                        std::string_view finalState, int exitCode)
+                                        RunState finalState, int exitCode)
 {
     Transaction tx(m_impl.get());
     if (auto r = tx.begin(); !r)

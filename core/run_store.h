@@ -9,6 +9,7 @@
 #include "core/metrics_schema.h"
 #include "core/result.h"
 #include "core/run_prediction.h"
+#include "core/run_state.h"
 
 #include <cstdint>
 #include <memory>
@@ -45,7 +46,9 @@ struct RunSummary {
     std::string name;
     std::string target;
     std::string runDir;
-    std::string status;       ///< runStateName(): pending, running, finished, failed, cancelled
+    /// Stored as runStateName()'s word (the schema is text); a word the store does not know reads
+    /// as Unknown.
+    RunState status = RunState::Pending;
     int exitCode = -1;
     double createdAt = 0.0;   ///< unix seconds
     int64_t steps = 0;        ///< step rows stored
@@ -86,6 +89,14 @@ struct IngestResult {
     int64_t malformedLines = 0;
     bool sawMeta = false;
     std::optional<EndRecord> end;
+    /// ingest() only (ingestParsed's caller holds its records already): the records of the bytes
+    /// it consumed, [offset, newOffset), in stream order per kind — what a follower reports, so it
+    /// never parses the bytes a second time. A step line whose step is already stored is here too,
+    /// though its row keeps the first values (`stepsAdded` counts rows actually added).
+    std::vector<StepRecord> steps;
+    std::vector<EventRecord> events;
+    std::optional<MetaRecord> meta;  ///< the last meta line, if any
+    std::vector<GpuRecord> gpu;
 };
 
 /// One stored step column (every StepRecord field but `step`), for column-subset reads.
@@ -133,7 +144,7 @@ public:
     Result<std::string> configJson(const std::string& id);
     Result<MetaRecord> meta(const std::string& id);    ///< NotFound until the meta line arrived
 
-    Result<void> setStatus(const std::string& id, std::string_view state, int exitCode);
+    Result<void> setStatus(const std::string& id, RunState state, int exitCode);
     Result<void> setRunDir(const std::string& id, const std::string& runDir);
     /// Records that the run's target was just read successfully (a follower's poll): `runs` and
     /// `show` say how old the store's view of a run nobody follows is. NotFound: no such run.
@@ -146,7 +157,7 @@ public:
 
     /// `bytes` must start at the stored offset (`run(id).streamOffset`); otherwise InvalidArgument
     /// and nothing changes. Complete lines are stored, the offset advances past them, all in one
-    /// transaction; a torn tail is left for the next call.
+    /// transaction; a torn tail is left for the next call. Returns the records of those lines.
     Result<IngestResult> ingest(const std::string& id, int64_t offset, std::string_view bytes);
     /// A line too long to ingest (RunFollower: no newline within a read of its size): the offset
     /// moves from `offset` (which must be the stored one: Busy when another follower moved it,
@@ -162,7 +173,7 @@ public:
     /// its config, the chunk, the prediction and the final status. Nothing is stored on failure.
     Result<std::string> importRun(const NewRun& run, const ParsedChunk& chunk,
                                   const std::optional<RunPrediction>& prediction,
-                                  std::string_view finalState, int exitCode);
+                                  RunState finalState, int exitCode);
 
     /// Every column of the steps after `afterStep`, by step (the CSV export; a few runs).
     Result<std::vector<StepRecord>> steps(const std::string& id, int64_t afterStep = -1);

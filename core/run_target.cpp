@@ -1,5 +1,4 @@
-// RunState names: the words stored in runs.status and printed by the CLI; the state of a run from
-// what a target sees of it (status.json, its processes). Any thread.
+// The state of a run from what a target sees of it (status.json, its processes). Any thread.
 #include "core/run_target.h"
 
 #include "core/json_number.h"
@@ -8,41 +7,10 @@
 
 #include <cctype>
 
-#include <array>
 #include <limits>
 #include <random>
-#include <utility>
 
 namespace wb::core {
-
-namespace {
-
-constexpr std::array<std::pair<RunState, const char*>, 6> kStateNames = {{
-    {RunState::Pending, "pending"},
-    {RunState::Running, "running"},
-    {RunState::Finished, "finished"},
-    {RunState::Failed, "failed"},
-    {RunState::Cancelled, "cancelled"},
-    {RunState::Unknown, "unknown"},
-}};
-
-}  // namespace
-
-const char* runStateName(RunState state)
-{
-    for (const auto& [value, name] : kStateNames)
-        if (value == state)
-            return name;
-    return "unknown";
-}
-
-RunState runStateFromName(std::string_view name)
-{
-    for (const auto& [value, word] : kStateNames)
-        if (name == word)
-            return value;
-    return RunState::Unknown;
-}
 
 StatusFileFields parseStatusFile(std::string_view text)
 {

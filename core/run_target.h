@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/result.h"
+#include "core/run_state.h"
 
 #include <chrono>
 #include <cstdint>
@@ -55,11 +56,6 @@ struct LaunchedRun {
     std::string runDir;      ///< absolute on the target
     int64_t pid = 0;         ///< process-group leader on the target
 };
-
-enum class RunState { Pending, Running, Finished, Failed, Cancelled, Unknown };
-
-const char* runStateName(RunState state);  ///< "pending", "running", ...
-RunState runStateFromName(std::string_view name);
 
 struct RunStatus {
     RunState state = RunState::Unknown;

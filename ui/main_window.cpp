@@ -284,8 +284,9 @@ void MainWindow::connectSession()
         showStatus(tr("Run %1 started; streaming its metrics.").arg(runId));
         m_runList->selectRun(runId);
     });
-    connect(m_session, &RunSession::runEnded, this, [this](const QString& runId, const QString& state, int exitCode) {
-        showStatus(tr("Run %1 ended: %2 (exit code %3).").arg(runId, statusLabel(state)).arg(exitCode), state != u"finished");
+    connect(m_session, &RunSession::runEnded, this, [this](const QString& runId, core::RunState state, int exitCode) {
+        showStatus(tr("Run %1 ended: %2 (exit code %3).").arg(runId, statusLabel(state)).arg(exitCode),
+                   state != core::RunState::Finished);
     });
     connect(m_session, &RunSession::eventLogged, this,
             [this](const QString& runId, const QString& level, const QString& message) {
@@ -347,7 +348,7 @@ void MainWindow::syncSelectedRunState()
     // The store's view of the selected run (also for runs nobody is following, e.g. finished ones).
     const QString id = m_runList->selectedRunId();
     if (const RunRow* run = m_runList->model()->runById(id)) {
-        m_charts->setRunState(id, QString::fromStdString(run->summary.status), run->message);
+        m_charts->setRunState(id, run->summary.status, run->message);
         m_charts->setReconnecting(id, m_runList->model()->reconnectAttempt(*run),
                                   m_runList->model()->reconnectReason(*run));
     }
@@ -452,7 +453,7 @@ void MainWindow::startSampleRun()
 void MainWindow::updateActions()
 {
     const RunRow* run = m_runList->model()->runById(m_runList->selectedRunId());
-    const bool live = run && (run->summary.status == "running" || run->summary.status == "pending");
+    const bool live = run && core::isLive(run->summary.status);
     // A followed Megatron-Bridge job is not the workbench's to stop (the worker would refuse too).
     m_cancelRun->setEnabled(live && run->summary.kind == core::kRunKindMoeTrain);
 }

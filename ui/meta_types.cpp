@@ -11,6 +11,7 @@ void registerMetaTypes()
     qRegisterMetaType<RunRowList>();
     qRegisterMetaType<core::GpuRecord>();
     qRegisterMetaType<GpuList>();
+    qRegisterMetaType<core::RunState>();
 }
 
 }  // namespace wb::ui

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/metrics_schema.h"
+#include "core/run_state.h"
 #include "ui/run_row.h"
 
 #include <QList>
@@ -12,6 +13,7 @@
 Q_DECLARE_METATYPE(wb::core::StepRecord)
 Q_DECLARE_METATYPE(wb::core::EventRecord)
 Q_DECLARE_METATYPE(wb::core::GpuRecord)
+Q_DECLARE_METATYPE(wb::core::RunState)
 Q_DECLARE_METATYPE(wb::ui::RunRow)
 
 namespace wb::ui {

@@ -217,7 +217,7 @@ void RunChartsPanel::clearRun()
 {
     m_runId.clear();
     m_runTitle.clear();
-    m_state.clear();
+    m_state.reset();
     m_stateMessage.clear();
     m_reconnectAttempt = 0;
     m_reconnectReason.clear();
@@ -270,7 +270,7 @@ void RunChartsPanel::appendSteps(const QString& runId, const StepList& steps)
     addSteps(steps);
 }
 
-void RunChartsPanel::setRunState(const QString& runId, const QString& state, const QString& message)
+void RunChartsPanel::setRunState(const QString& runId, core::RunState state, const QString& message)
 {
     if (runId != m_runId)
         return;
@@ -522,16 +522,17 @@ void RunChartsPanel::updateHeader()
     // While the target reconnects the run goes on on the host: say so rather than "running"
     // (stale) or "failed" (wrong), as the run list does.
     const bool reconnecting = m_reconnectAttempt > 0;
-    const QString state = reconnecting      ? tr("reconnecting (attempt %1)").arg(m_reconnectAttempt)
-                          : m_state.isEmpty() ? tr("waiting for status")
-                                              : statusLabel(m_state);
+    const QString word = m_state ? stateWord(*m_state) : QString();
+    const QString state = reconnecting    ? tr("reconnecting (attempt %1)").arg(m_reconnectAttempt)
+                          : word.isEmpty() ? tr("waiting for status")
+                                           : statusLabel(word);
     const QString message =
         reconnecting ? tr("connection lost (%1); the run keeps going on the host").arg(m_reconnectReason)
-                     : statusDetail(m_state, m_stateMessage);  // not "finished  finished 60 steps"
+                     : statusDetail(word, m_stateMessage);  // not "finished  finished 60 steps"
     QString title = QStringLiteral("<b>%1</b> &nbsp;<span style='color:gray'>%2</span> &nbsp;"
                                    "<span style='color:%3'>● %4</span>")
                         .arg(m_runTitle.toHtmlEscaped(), m_runId.toHtmlEscaped(),
-                             statusColor(reconnecting ? QStringLiteral("reconnecting") : m_state).name(),
+                             statusColor(reconnecting ? QStringLiteral("reconnecting") : word).name(),
                              state.toHtmlEscaped());
     if (!message.isEmpty())
         title += QStringLiteral(" &nbsp;<span style='color:gray'>%1</span>").arg(message.toHtmlEscaped());

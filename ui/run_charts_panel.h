@@ -73,7 +73,7 @@ public slots:
     /// the others, across both columns) shows once a run has any: mean utilization and the
     /// hottest GPU's temperature on the left, mean power and the slowest SM clock on the right.
     void setGpuSamples(const QString& runId, const wb::ui::GpuList& samples, bool history);
-    void setRunState(const QString& runId, const QString& state, const QString& message);
+    void setRunState(const QString& runId, wb::core::RunState state, const QString& message);
     /// The run's target lost its connection and is on reconnect attempt `attempt` (≥ 1): the
     /// header says "reconnecting (attempt N)" and why, in place of the run state, until attempt 0
     /// (connected again) brings the run state back. Ignored for another run than the shown one.
@@ -118,7 +118,7 @@ private:
 
     QString m_runId;
     QString m_runTitle;
-    QString m_state;
+    std::optional<core::RunState> m_state;  // none: no status heard yet for m_runId
     QString m_stateMessage;
     int m_reconnectAttempt = 0;  // 0 = connected (or not a remote run)
     QString m_reconnectReason;

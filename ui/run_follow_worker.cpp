@@ -442,7 +442,7 @@ void RunFollowWorker::pollOne(const std::string& runId, Followed& followed)
     for (const auto& event : update->newEvents)
         emit eventLogged(id, qs(event.level), qs(event.msg));
 
-    const QString state = QString::fromLatin1(core::runStateName(update->status.state));
+    const core::RunState state = update->status.state;
     const QString message = qs(update->status.message);
     if (state != followed.lastState || message != followed.lastMessage) {
         followed.lastState = state;

@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace wb::ui {
@@ -94,8 +95,8 @@ signals:
     /// GPU system samples ("gpu" records): new ones as they are stored, or all of a run with its
     /// history (`history` true).
     void gpuSamplesArrived(const QString& runId, const wb::ui::GpuList& samples, bool history);
-    void runStatusChanged(const QString& runId, const QString& state, const QString& message);
-    void runEnded(const QString& runId, const QString& state, int exitCode);
+    void runStatusChanged(const QString& runId, wb::core::RunState state, const QString& message);
+    void runEnded(const QString& runId, wb::core::RunState state, int exitCode);
     void eventLogged(const QString& runId, const QString& level, const QString& message);
     void errorOccurred(const QString& message);
     void runImported(const QString& runId, const QString& report);
@@ -115,7 +116,7 @@ private:
     struct Followed {
         std::unique_ptr<core::RunFollower> follower;
         std::string targetName;
-        QString lastState;
+        std::optional<core::RunState> lastState;  // none before the first poll: that one reports
         QString lastMessage;
         QString lastError;  // so a failing poll reports once, not three times a second
     };

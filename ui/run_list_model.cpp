@@ -33,7 +33,6 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
     if (!row)
         return {};
     const auto& s = row->summary;
-    const QString status = QString::fromStdString(s.status);
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
@@ -47,16 +46,16 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
         case Status:
             if (const int attempt = reconnectAttempt(*row))
                 return tr("reconnecting (attempt %1)").arg(attempt);
-            if (s.exitCode > 0 && status != u"running")
-                return tr("%1 (exit %2)").arg(statusLabel(status)).arg(s.exitCode);
-            return statusLabel(status);
+            if (s.exitCode > 0 && s.status != core::RunState::Running)
+                return tr("%1 (exit %2)").arg(statusLabel(s.status)).arg(s.exitCode);
+            return statusLabel(s.status);
         case Steps: return stepsText(*row);
         case LastLoss: return s.lastLoss ? QLocale().toString(*s.lastLoss, 'f', 4) : QStringLiteral("—");
         }
         break;
     case Qt::ForegroundRole:
         if (index.column() == Status)
-            return statusColor(reconnectAttempt(*row) ? QStringLiteral("reconnecting") : status);
+            return statusColor(reconnectAttempt(*row) ? QStringLiteral("reconnecting") : stateWord(s.status));
         break;
     case Qt::FontRole:
         if (index.column() == Status && reconnectAttempt(*row)) {
@@ -141,8 +140,7 @@ QString RunListModel::reconnectReason(const RunRow& row) const
 
 int RunListModel::reconnectAttempt(const RunRow& row) const
 {
-    const auto& status = row.summary.status;
-    if (status != "running" && status != "pending")
+    if (!core::isLive(row.summary.status))
         return 0;
     return m_reconnecting.value(QString::fromStdString(row.summary.target)).attempt;
 }

@@ -115,7 +115,7 @@ void RunListPanel::fitColumns()
         const int width = m_view->fontMetrics().horizontalAdvance(sample) + 16;
         m_view->setColumnWidth(column, std::max(m_view->columnWidth(column), width));
     };
-    atLeast(RunListModel::Status, statusLabel(QStringLiteral("cancelled")));
+    atLeast(RunListModel::Status, statusLabel(core::RunState::Cancelled));
     // Room for the longest "steps / planned" these runs reach, not a fixed 4-digit guess: at the
     // default window size the last column was cut (issue 18 item 7).
     int64_t planned = 0;
@@ -132,7 +132,7 @@ QMenu* RunListPanel::contextMenuFor(const QString& runId)
     if (!run)
         return nullptr;
     const auto& s = run->summary;
-    const bool live = s.status == "running" || s.status == "pending";
+    const bool live = core::isLive(s.status);
     auto* menu = new QMenu(this);
     menu->setObjectName(QStringLiteral("runContextMenu"));
     const auto add = [menu](const QString& text, const char* name, auto&& slot) {
@@ -198,11 +198,10 @@ void RunListPanel::updateDetails()
                       "<br>Run directory: %7")
                        .arg(QString::fromStdString(s.name).toHtmlEscaped(),
                             QString::fromStdString(s.id).toHtmlEscaped(),
-                            statusLabel(QString::fromStdString(s.status)).toHtmlEscaped(),
-                            statusDetail(QString::fromStdString(s.status), run->message).isEmpty()
+                            statusLabel(s.status).toHtmlEscaped(),
+                            statusDetail(s.status, run->message).isEmpty()
                                 ? QString()
-                                : QStringLiteral(" — ") +
-                                      statusDetail(QString::fromStdString(s.status), run->message).toHtmlEscaped(),
+                                : QStringLiteral(" — ") + statusDetail(s.status, run->message).toHtmlEscaped(),
                             QString::number(s.steps),
                             run->trainIters > 0 ? tr(" of %1").arg(run->trainIters) : QString(),
                             QString::fromStdString(s.runDir).toHtmlEscaped(),

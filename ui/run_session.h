@@ -54,8 +54,8 @@ signals:
     void stepsArrived(const QString& runId, const wb::ui::StepList& steps);
     void historyLoaded(const QString& runId, const wb::ui::StepList& steps);
     void gpuSamplesArrived(const QString& runId, const wb::ui::GpuList& samples, bool history);
-    void runStatusChanged(const QString& runId, const QString& state, const QString& message);
-    void runEnded(const QString& runId, const QString& state, int exitCode);
+    void runStatusChanged(const QString& runId, wb::core::RunState state, const QString& message);
+    void runEnded(const QString& runId, wb::core::RunState state, int exitCode);
     void eventLogged(const QString& runId, const QString& level, const QString& message);
     void errorOccurred(const QString& message);
     void runImported(const QString& runId, const QString& report);

@@ -49,4 +49,24 @@ QString statusDetail(const QString& status, const QString& message)
     return trimmed.size() == status.size() || trimmed.at(status.size()).isSpace() ? rest : trimmed;
 }
 
+QString stateWord(core::RunState state)
+{
+    return QString::fromLatin1(core::runStateName(state));
+}
+
+QColor statusColor(core::RunState state)
+{
+    return statusColor(stateWord(state));
+}
+
+QString statusLabel(core::RunState state)
+{
+    return statusLabel(stateWord(state));
+}
+
+QString statusDetail(core::RunState state, const QString& message)
+{
+    return statusDetail(stateWord(state), message);
+}
+
 }  // namespace wb::ui

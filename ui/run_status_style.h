@@ -2,6 +2,8 @@
 // header so both say the same thing the same way. Any thread (pure).
 #pragma once
 
+#include "core/run_state.h"
+
 #include <QColor>
 #include <QString>
 
@@ -16,5 +18,11 @@ QString statusLabel(const QString& status);
 /// The run's status message without what the state already says: status.json's "finished 60 steps"
 /// beside the state "finished" reads "60 steps"; a message that is only the state word is empty.
 QString statusDetail(const QString& status, const QString& message);
+
+/// A store state as its word (core::runStateName): the words above are the store's and status.json's.
+QString stateWord(core::RunState state);
+QColor statusColor(core::RunState state);
+QString statusLabel(core::RunState state);
+QString statusDetail(core::RunState state, const QString& message);
 
 }  // namespace wb::ui

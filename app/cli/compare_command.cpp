@@ -130,7 +130,7 @@ void printFigures(const core::Comparison& c)
     add("images, image tokens per sample", [](const auto& r) {
         return format(r.fingerprint.imagesPerSample, 2) + ", " + format(r.fingerprint.imageTokensPerSample.median, 1);
     });
-    add("status", [](const auto& r) { return r.summary.status + " (" + std::to_string(r.steps().size()) + " steps)"; });
+    add("status", [](const auto& r) { return core::runStateName(r.summary.status) + std::string(" (") + std::to_string(r.steps().size()) + " steps)"; });
     printTable(rows);
     std::printf("\n");
 }

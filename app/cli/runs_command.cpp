@@ -45,7 +45,7 @@ ordered_json summaryJson(const core::RunSummary& r)
         {"target", r.target},
         {"kind", r.kind},
         {"source_path", r.sourcePath},
-        {"status", r.status},
+        {"status", core::runStateName(r.status)},
         {"exit_code", r.exitCode},
         {"created_at", r.createdAt},
         {"steps", r.steps},
@@ -167,7 +167,7 @@ int runsCommand(const CliContext& context, Args args)
         // the terminal (issue 20 item 12).
         std::printf("%-22s %-20.20s %-10s %7lld %10s  %s\n", core::terminalSafe(run.id).c_str(),
                     core::terminalSafe(run.name).c_str(),
-                    run.status.c_str(), static_cast<long long>(run.steps), loss,
+                    core::runStateName(run.status), static_cast<long long>(run.steps), loss,
                     localTime(run.createdAt).c_str());
         if (core::isFollowable(run) && run.target != "local" && !sync)
             stale.push_back(&run);
@@ -175,7 +175,7 @@ int runsCommand(const CliContext& context, Args args)
     const double now = unixNow();
     for (const auto* run : stale)
         std::printf("note: %s on %s: %s as far as the store knows (%s); `runs --sync` catches it up\n",
-                    run->id.c_str(), core::terminalSafe(run->target).c_str(), run->status.c_str(),
+                    run->id.c_str(), core::terminalSafe(run->target).c_str(), core::runStateName(run->status),
                     run->syncedAt > 0.0 ? ("last synced " + syncedAgo(run->syncedAt, now)).c_str() : "never synced");
     return kExitOk;
 }
@@ -222,7 +222,7 @@ int showCommand(const CliContext& context, Args args)
 
     std::printf("run       %s\nname      %s\nstatus    %s (exit %d)\ntarget    %s\nrun dir   %s\n"
                 "created   %s\nsteps     %lld\nconfig    %s\n",
-                core::terminalSafe(run->id).c_str(), core::terminalSafe(run->name).c_str(), run->status.c_str(),
+                core::terminalSafe(run->id).c_str(), core::terminalSafe(run->name).c_str(), core::runStateName(run->status),
                 run->exitCode, core::terminalSafe(run->target).c_str(), core::terminalSafe(run->runDir).c_str(),
                 localTime(run->createdAt).c_str(),
                 static_cast<long long>(run->steps), run->configHash.c_str());

@@ -243,9 +243,7 @@ int cancelCommand(const CliContext& context, Args args)
                 summary.id));
     }
     // Recorded first: a follower that sees the group die must not call this a failure.
-    if (auto r = store->setStatus(summary.id, core::runStateName(core::RunState::Cancelled),
-                                  summary.exitCode);
-        !r)
+    if (auto r = store->setStatus(summary.id, core::RunState::Cancelled, summary.exitCode); !r)
         return reportError(r.error());
     const auto grace = std::chrono::milliseconds(static_cast<int64_t>(graceS * 1000));
     if (auto r = target->cancel(summary.runDir, grace); !r)

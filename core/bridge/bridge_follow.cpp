@@ -141,7 +141,7 @@ Result<std::string> startBridgeFollow(RunStore& store, const planner::Catalog& c
     start.meta = setup->meta;
     start.sourceState = followStateJson(LogState{}, facts);
     auto id = store.importRun(run, start, place.prediction ? place.prediction : setup->prediction,
-                              runStateName(place.state), -1);
+                              place.state, -1);
     if (!id)
         return id.error();
     if (notes)
@@ -181,11 +181,10 @@ Result<FollowUpdate> pollBridgeLog(RunStore& store, RunTarget& target, const Run
     if (auto read = loadFollowState(store, run.id, state, facts); !read)
         return read.error();
     // A cancelled job of ours still has its last lines to read (cancel records the state first).
-    const bool cancelled = run.status == runStateName(RunState::Cancelled);
-    if (run.status != runStateName(RunState::Running) && run.status != runStateName(RunState::Pending) &&
-        !(facts.launched && cancelled)) {
+    const bool cancelled = run.status == RunState::Cancelled;
+    if (!isLive(run.status) && !(facts.launched && cancelled)) {
         update.finished = true;
-        update.status.state = runStateFromName(run.status);
+        update.status.state = run.status;
         update.status.exitCode = run.exitCode;
         return update;
     }
@@ -243,14 +242,14 @@ Result<FollowUpdate> pollBridgeLog(RunStore& store, RunTarget& target, const Run
         update.newSteps = parsed.steps;
         update.newEvents = parsed.events;
     }
-    if (run.status == runStateName(RunState::Pending))
-        (void)store.setStatus(run.id, runStateName(RunState::Running), -1);
+    if (run.status == RunState::Pending)
+        (void)store.setStatus(run.id, RunState::Running, -1);
     if (jobGone && readToEnd) {
         // The job's end, as Slurm (or the target) tells it; a cancel we recorded stays a cancel.
         update.finished = true;
         if (cancelled)
             update.status.state = RunState::Cancelled;
-        if (auto r = store.setStatus(run.id, runStateName(update.status.state), update.status.exitCode); !r)
+        if (auto r = store.setStatus(run.id, update.status.state, update.status.exitCode); !r)
             return r.error();
     } else if (!facts.launched && state.trainIters > 0 && state.maxIteration >= state.trainIters && readToEnd) {
         update.finished = true;
@@ -259,7 +258,7 @@ Result<FollowUpdate> pollBridgeLog(RunStore& store, RunTarget& target, const Run
         update.status.processAlive = false;
         update.status.message = "the log reached iteration " + std::to_string(state.maxIteration) + " of " +
                                 std::to_string(state.trainIters);
-        if (auto r = store.setStatus(run.id, runStateName(RunState::Finished), 0); !r)
+        if (auto r = store.setStatus(run.id, RunState::Finished, 0); !r)
             return r.error();
     }
     return update;

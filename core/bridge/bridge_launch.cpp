@@ -186,12 +186,12 @@ Result<StartedRun> startBridgeLaunch(RunStore& store, const planner::Catalog& ca
     job.launchToken = newLaunchToken();
     auto launched = target.launchBridge(job);
     if (!launched) {
-        (void)store.setStatus(id, runStateName(RunState::Failed), -1);
+        (void)store.setStatus(id, RunState::Failed, -1);
         Error error = launched.error();
         error.message += " (run " + id + " is recorded as failed)";
         return error;
     }
-    if (auto r = store.setStatus(id, runStateName(RunState::Running), -1); !r)
+    if (auto r = store.setStatus(id, RunState::Running, -1); !r)
         return r.error();
     wb::log::get("core")->info("submitted Megatron-Bridge run {} on {} in {}", id, launched->target, launched->runDir);
     return StartedRun{id, std::move(*launched)};

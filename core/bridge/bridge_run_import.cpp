@@ -446,7 +446,7 @@ Result<BridgeImportSummary> importBridgeRun(RunStore& store, const planner::Cata
     run.sourcePath = std::filesystem::absolute(request.logPath).string();
     run.configJson = resolved->haveLayout ? resolved->configJson : "{}";
     run.configHash = resolved->configHash;
-    auto id = store.importRun(run, parsed, summary.prediction, runStateName(RunState::Finished), 0);
+    auto id = store.importRun(run, parsed, summary.prediction, RunState::Finished, 0);
     if (!id)
         return id.error();
     summary.runId = *id;

@@ -568,7 +568,7 @@ std::string comparisonToMarkdown(const Comparison& c, const std::vector<std::str
     row("images, image tokens per sample", [](const ComparedRun& r) {
         return number(r.fingerprint.imagesPerSample, 2) + ", " + number(r.fingerprint.imageTokensPerSample.median, 1);
     });
-    row("status (steps)", [](const ComparedRun& r) { return r.summary.status + " (" + std::to_string(r.steps().size()) + ")"; });
+    row("status (steps)", [](const ComparedRun& r) { return runStateName(r.summary.status) + std::string(" (") + std::to_string(r.steps().size()) + ")"; });
     row("run id", [](const ComparedRun& r) { return r.summary.id; });
     md += "\n";
 

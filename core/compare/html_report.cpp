@@ -132,7 +132,7 @@ void figures(std::string& h, const Comparison& c)
         return std::to_string(r.fingerprint.seqLength) + " / " + std::to_string(r.fingerprint.microBatchSize) + " / " +
                std::to_string(r.fingerprint.globalBatchSize);
     });
-    row("status (steps)", [](const ComparedRun& r) { return r.summary.status + " (" + std::to_string(r.steps().size()) + ")"; });
+    row("status (steps)", [](const ComparedRun& r) { return runStateName(r.summary.status) + std::string(" (") + std::to_string(r.steps().size()) + ")"; });
     row("run id", [](const ComparedRun& r) { return r.summary.id; });
     h += "</table>\n";
 }

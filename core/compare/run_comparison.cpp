@@ -358,7 +358,7 @@ std::string comparisonToJson(const Comparison& c)
         OrderedJson run;
         run["id"] = r.summary.id;
         run["name"] = r.summary.name;
-        run["status"] = r.summary.status;
+        run["status"] = runStateName(r.summary.status);
         run["steps"] = r.steps().size();
         run["window"] = {
             {"first_step", r.window.size() ? OrderedJson(r.steps().step[r.window.begin]) : OrderedJson(nullptr)},

@@ -275,7 +275,7 @@ private slots:
         auto run = (*store)->run(imported->runId);
         QVERIFY(run);
         QCOMPARE(run->kind, std::string(kRunKindBridge));
-        QCOMPARE(run->status, std::string("finished"));
+        QCOMPARE(run->status, RunState::Finished);
         QCOMPARE(run->steps, int64_t(6));
         auto steps = (*store)->steps(imported->runId);
         QVERIFY(steps);

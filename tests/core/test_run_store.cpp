@@ -16,6 +16,8 @@
 
 using namespace wb::core;
 
+Q_DECLARE_METATYPE(wb::core::RunState)
+
 namespace {
 
 std::string readAll(const std::string& path)
@@ -167,6 +169,9 @@ private slots:
     void predictionRoundTrip();
     void badPredictionNamesTheProblem_data();
     void badPredictionNamesTheProblem();
+    void runStateRoundTrip_data();
+    void runStateRoundTrip();
+    void unknownStatusTextReadsAsUnknown();
 };
 
 void TestRunStore::ingestResumesFromAnyOffset_data()
@@ -204,6 +209,8 @@ void TestRunStore::ingestResumesFromAnyOffset()
     size_t written = minGrowth == maxGrowth ? stream.bytes.size() : 0;
     int round = 0;
     int64_t stepsAdded = 0;
+    std::vector<StepRecord> returned;  // what each ingest said it stored, in order
+    int64_t eventsReturned = 0;
     while (true) {
         written = std::min(stream.bytes.size(), written + static_cast<size_t>(growth(rng)));
         if (++round % reopenEvery == 0) {
@@ -219,6 +226,11 @@ void TestRunStore::ingestResumesFromAnyOffset()
                                     std::string_view(stream.bytes).substr(offset, written - offset));
         QVERIFY2(result, result ? "" : result.error().toString().c_str());
         stepsAdded += result->stepsAdded;
+        QCOMPARE(static_cast<int64_t>(result->steps.size()), result->stepsAdded);
+        QCOMPARE(static_cast<int64_t>(result->events.size()), result->eventsAdded);
+        QCOMPARE(result->meta.has_value(), result->sawMeta);
+        returned.insert(returned.end(), result->steps.begin(), result->steps.end());
+        eventsReturned += static_cast<int64_t>(result->events.size());
         QVERIFY(result->newOffset <= static_cast<int64_t>(written));
         // The offset only ever lands just after a newline.
         QVERIFY(result->newOffset == 0 || stream.bytes[result->newOffset - 1] == '\n');
@@ -232,9 +244,15 @@ void TestRunStore::ingestResumesFromAnyOffset()
     QCOMPARE(stepsAdded, static_cast<int64_t>(stream.steps.size()));
     for (size_t i = 0; i < stored->size(); ++i)
         QVERIFY2(sameStep((*stored)[i], stream.steps[i]), qPrintable(QString::number(i)));
+    // ingest's records (what RunFollower reports) are exactly the stored rows: none from a torn
+    // tail, none twice across chunk boundaries.
+    QCOMPARE(returned.size(), stored->size());
+    for (size_t i = 0; i < returned.size(); ++i)
+        QVERIFY2(sameStep(returned[i], (*stored)[i]), qPrintable(QString::number(i)));
     auto events = store->events(*id);
     QVERIFY(events);
     QCOMPARE(static_cast<int64_t>(events->size()), stream.events);
+    QCOMPARE(eventsReturned, stream.events);
     auto run = store->run(*id);
     QCOMPARE(run->malformedLines, stream.malformed);
     QCOMPARE(run->streamOffset, static_cast<int64_t>(stream.bytes.size()));
@@ -528,7 +546,7 @@ void TestRunStore::listRunsNewestFirst()
              ErrorCode::InvalidArgument);
     const Stream stream = makeStream(10);
     QVERIFY(store->ingest(ids[1], 0, stream.bytes));
-    QVERIFY(store->setStatus(ids[1], "finished", 0));
+    QVERIFY(store->setStatus(ids[1], RunState::Finished, 0));
     auto runs = store->listRuns();
     QVERIFY(runs);
     QCOMPARE(runs->size(), size_t(3));
@@ -536,10 +554,10 @@ void TestRunStore::listRunsNewestFirst()
     QCOMPARE((*runs)[1].id, ids[1]);
     QCOMPARE((*runs)[2].id, ids[0]);
     QCOMPARE((*runs)[1].steps, int64_t(10));
-    QCOMPARE((*runs)[1].status, std::string("finished"));
+    QCOMPARE((*runs)[1].status, RunState::Finished);
     QCOMPARE(*(*runs)[1].lastLoss, stream.steps.back().loss);
     QVERIFY(!(*runs)[0].lastLoss);
-    QCOMPARE(store->setStatus("nope", "failed", 1).error().code, ErrorCode::NotFound);
+    QCOMPARE(store->setStatus("nope", RunState::Failed, 1).error().code, ErrorCode::NotFound);
 }
 
 void TestRunStore::migratesVersion1KeepingRuns()
@@ -631,6 +649,71 @@ void TestRunStore::badPredictionNamesTheProblem()
     QVERIFY(!p);
     QVERIFY2(QString::fromStdString(p.error().message).contains(mentions),
              p.error().message.c_str());
+}
+
+// RunSummary::status is a RunState; the column keeps the words it always had (stores written by
+// earlier versions read the same, and they can read ours). Every state, with its word spelt out
+// here rather than taken from runStateName, so a renamed word fails.
+void TestRunStore::runStateRoundTrip_data()
+{
+    QTest::addColumn<RunState>("state");
+    QTest::addColumn<QString>("word");
+    QTest::newRow("pending") << RunState::Pending << "pending";
+    QTest::newRow("running") << RunState::Running << "running";
+    QTest::newRow("finished") << RunState::Finished << "finished";
+    QTest::newRow("failed") << RunState::Failed << "failed";
+    QTest::newRow("cancelled") << RunState::Cancelled << "cancelled";
+    QTest::newRow("unknown") << RunState::Unknown << "unknown";
+}
+
+void TestRunStore::runStateRoundTrip()
+{
+    QFETCH(RunState, state);
+    QFETCH(QString, word);
+    const std::string db = path("state-") + QTest::currentDataTag() + ".sqlite";
+    auto store = openOrFail(db);
+    QVERIFY(store);
+    auto id = store->createRun({"", "s", "local", "", "{}", ""});
+    QVERIFY(id);
+    QCOMPARE(store->run(*id)->status, RunState::Pending);  // the schema's default word
+    QVERIFY(store->setStatus(*id, state, 7));
+    QCOMPARE(store->run(*id)->status, state);
+    QCOMPARE(store->listRuns()->front().status, state);
+    QCOMPARE(QString::fromUtf8(runStateName(state)), word);
+    QCOMPARE(runStateFromName(word.toStdString()), state);
+    QCOMPARE(isLive(state), state == RunState::Pending || state == RunState::Running);
+
+    RawDb raw(db);
+    sqlite3_stmt* stmt = nullptr;
+    QCOMPARE(sqlite3_prepare_v2(raw.db, "SELECT status, exit_code FROM runs", -1, &stmt, nullptr), SQLITE_OK);
+    QCOMPARE(sqlite3_step(stmt), SQLITE_ROW);
+    QCOMPARE(QString::fromUtf8(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))), word);
+    QCOMPARE(sqlite3_column_int(stmt, 1), 7);
+    sqlite3_finalize(stmt);
+}
+
+// A word this version does not know (a store another program wrote to, or a later version) is
+// read as Unknown, not taken for any state; the row itself is left as it is.
+void TestRunStore::unknownStatusTextReadsAsUnknown()
+{
+    const std::string db = path("alien-status.sqlite");
+    auto store = openOrFail(db);
+    QVERIFY(store);
+    auto id = store->createRun({"", "s", "local", "", "{}", ""});
+    QVERIFY(id);
+    {
+        RawDb raw(db);
+        QCOMPARE(raw.exec("UPDATE runs SET status = 'Running ' WHERE id = '" + *id + "'"), SQLITE_OK);
+    }
+    QCOMPARE(store->run(*id)->status, RunState::Unknown);
+    QVERIFY(!isLive(store->run(*id)->status));
+    QCOMPARE(store->listRuns()->front().status, RunState::Unknown);
+    RawDb raw(db);
+    sqlite3_stmt* stmt = nullptr;
+    QCOMPARE(sqlite3_prepare_v2(raw.db, "SELECT status FROM runs", -1, &stmt, nullptr), SQLITE_OK);
+    QCOMPARE(sqlite3_step(stmt), SQLITE_ROW);
+    QCOMPARE(QByteArray(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))), QByteArray("Running "));
+    sqlite3_finalize(stmt);
 }
 
 QTEST_GUILESS_MAIN(TestRunStore)

@@ -65,7 +65,59 @@ private slots:
     void catchUpStoresWhatIsWrittenAndTheEnd();
     void renameAndDeleteRun();
     void gpuSamplesAreStoredAndReported();
+    void reportsExactlyWhatIngestStored();
 };
+
+// Issue 19 item 4: the follower reports the records ingest returns instead of parsing the bytes a
+// second time. Whatever it reports is what the store now holds: every kind of record, nothing of a
+// malformed line or a torn tail, and the torn line once it completes.
+void TestRunStoreFollower::reportsExactlyWhatIngestStored()
+{
+    auto store = RunStore::open(m_dir.filePath(QStringLiteral("same.sqlite")).toStdString());
+    QVERIFY(store);
+    auto id = (*store)->createRun({"", "same", "scripted", "/run", "{}", ""});
+    ScriptedTarget target;
+    target.next = RunStatus{RunState::Running, -1, "running", "", true};
+    MetaRecord meta;
+    meta.runId = "same";
+    meta.dataSource = "mock";
+    meta.worldSize = 2;
+    const GpuRecord sample{1.7e9, 2, {{0, 97, 85.0, 140.0, NAN, 61, 1980}}};
+    const std::string torn = stepLine(4);
+    target.file = toJsonLine(meta) + "\n" + stepLine(1) + "{\"v\":1,\"type\":\"step\",\"step\": no\n" + stepLine(2) +
+                  toJsonLine(EventRecord{1.7e9, "warning", "slow loader", 2}) + "\n" + toJsonLine(sample) + "\n" +
+                  stepLine(3) + torn.substr(0, 12);
+    RunFollower follower(**store, target, *id);
+    const auto jsonLines = [](const auto& records) {
+        std::vector<std::string> lines;
+        for (const auto& r : records)
+            lines.push_back(toJsonLine(r));
+        return lines;
+    };
+
+    auto u = follower.poll();
+    QVERIFY2(u, u ? "" : u.error().toString().c_str());
+    QCOMPARE(u->newSteps.size(), size_t(3));
+    QCOMPARE(jsonLines(u->newSteps), jsonLines(*(*store)->steps(*id)));
+    QCOMPARE(jsonLines(u->newEvents), jsonLines(*(*store)->events(*id)));
+    QCOMPARE(u->newEvents.size(), size_t(1));
+    QCOMPARE(jsonLines(u->newGpu), jsonLines(*(*store)->gpuRecords(*id)));
+    QCOMPARE(u->newGpu.size(), size_t(1));
+    QVERIFY(u->meta);
+    QCOMPARE(toJsonLine(*u->meta), toJsonLine(*(*store)->meta(*id)));
+    QCOMPARE((*store)->run(*id)->malformedLines, int64_t(1));
+    QCOMPARE((*store)->run(*id)->streamOffset, int64_t(target.file.size() - 12));
+
+    // The torn line completes: reported once, as stored; nothing earlier again.
+    target.file += torn.substr(12);
+    u = follower.poll();
+    QVERIFY(u);
+    QVERIFY(!u->meta);
+    QVERIFY(u->newEvents.empty() && u->newGpu.empty());
+    QCOMPARE(u->newSteps.size(), size_t(1));
+    QCOMPARE(jsonLines(u->newSteps), jsonLines(*(*store)->steps(*id, 3)));
+    QCOMPARE((*store)->run(*id)->streamOffset, int64_t(target.file.size()));
+}
 
 // Issue 18 item 10: "gpu" records (NVML samples) are stored per GPU, reported by the poll that
 // stored them, read back per sample, and go with the run when it is deleted.
@@ -128,7 +180,7 @@ void TestRunStoreFollower::catchUpStoresWhatIsWrittenAndTheEnd()
     QVERIFY(!caught->finished);
     auto run = (*store)->run(*id);
     QCOMPARE(run->steps, int64_t(600));
-    QCOMPARE(run->status, std::string("running"));
+    QCOMPARE(run->status, RunState::Running);
     QCOMPARE(run->streamOffset, int64_t(target.file.size()));
     QVERIFY2(run->syncedAt >= before, std::to_string(run->syncedAt).c_str());
 
@@ -146,7 +198,7 @@ void TestRunStoreFollower::catchUpStoresWhatIsWrittenAndTheEnd()
     QVERIFY(caught);
     QCOMPARE(caught->stepsAdded, int64_t(2));
     QVERIFY(caught->finished);
-    QCOMPARE((*store)->run(*id)->status, std::string("finished"));
+    QCOMPARE((*store)->run(*id)->status, RunState::Finished);
     QCOMPARE((*store)->run(*id)->exitCode, 0);
     QVERIFY(!isLive(*(*store)->run(*id)));
 
@@ -155,9 +207,9 @@ void TestRunStoreFollower::catchUpStoresWhatIsWrittenAndTheEnd()
     class Unreachable : public ScriptedTarget {
         Result<RunStatus> status(const std::string&) override { return makeError(ErrorCode::IoError, "host down"); }
     } down;
-    (void)(*store)->setStatus(*other, "running", -1);
+    (void)(*store)->setStatus(*other, RunState::Running, -1);
     QVERIFY(!catchUpRun(**store, down, *other));
-    QCOMPARE((*store)->run(*other)->status, std::string("running"));
+    QCOMPARE((*store)->run(*other)->status, RunState::Running);
     QCOMPARE((*store)->run(*other)->syncedAt, 0.0);
     QVERIFY(isFollowable(*(*store)->run(*other)));
 }
@@ -209,7 +261,7 @@ void TestRunStoreFollower::overlongLineIsSkippedOnce()
     QCOMPARE(run->steps, int64_t(3));
     QCOMPARE(run->malformedLines, int64_t(1));
     QCOMPARE(run->streamOffset, int64_t(target.file.size()));
-    QCOMPARE(run->status, std::string("finished"));
+    QCOMPARE(run->status, RunState::Finished);
 }
 
 void TestRunStoreFollower::followsGrowingFile()
@@ -249,7 +301,7 @@ void TestRunStoreFollower::followsGrowingFile()
     QVERIFY(u);
     QCOMPARE(u->newSteps.size(), size_t(1));
     QVERIFY(u->finished);
-    QCOMPARE((*store)->run(*id)->status, std::string("finished"));
+    QCOMPARE((*store)->run(*id)->status, RunState::Finished);
     QCOMPARE((*store)->run(*id)->steps, int64_t(4));
 }
 
@@ -330,7 +382,7 @@ void TestRunStoreFollower::finalState()
         m_dir.filePath(QStringLiteral("s%1.sqlite").arg(++m_count)).toStdString());
     QVERIFY(store);
     auto id = (*store)->createRun({"", "f", "scripted", "/run", "{}", ""});
-    QVERIFY((*store)->setStatus(*id, storedBefore.toStdString(), -1));
+    QVERIFY((*store)->setStatus(*id, runStateFromName(storedBefore.toStdString()), -1));
     ScriptedTarget target;
     target.file = stepLine(1) + stepLine(2) + (tornTail ? std::string("{\"v\":1,\"ty") : "");
     target.next = RunStatus{RunState::Unknown, exitCode, statusWord.toStdString(), "", false};
@@ -339,7 +391,7 @@ void TestRunStoreFollower::finalState()
     QVERIFY(u);
     QVERIFY(u->finished);  // a torn tail from a dead writer does not keep the watch alive
     QCOMPARE(QString::fromUtf8(runStateName(u->status.state)), expectedState);
-    QCOMPARE(QString::fromStdString((*store)->run(*id)->status), expectedState);
+    QCOMPARE(QString::fromUtf8(runStateName((*store)->run(*id)->status)), expectedState);
     QCOMPARE((*store)->run(*id)->exitCode, exitCode);
     if (statusWord.isEmpty())
         QVERIFY(u->status.message.find("status.json") != std::string::npos);

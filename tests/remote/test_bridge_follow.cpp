@@ -108,7 +108,7 @@ class TestBridgeFollow : public QObject {
     {
         auto run = store.run(id);
         QVERIFY(run);
-        QCOMPARE(run->status, std::string("finished"));
+        QCOMPARE(run->status, core::RunState::Finished);
         QCOMPARE(run->streamOffset, static_cast<int64_t>(slurp(log).size()));
         QCOMPARE(run->steps, int64_t(6));
         std::set<int64_t> once;
@@ -152,7 +152,7 @@ private slots:
         request.hardware = "h200";
         auto id = core::bridge::startBridgeFollow(**store, catalog(), request, "local", nullptr);
         QVERIFY2(id, id ? "" : id.error().toString().c_str());
-        QCOMPARE((*store)->run(*id)->status, std::string("running"));
+        QCOMPARE((*store)->run(*id)->status, core::RunState::Running);
 
         std::atomic<bool> done{false};
         std::thread writer = startWriter(log, slurp(fixture("bridge_two_nodes.log")), 3, done);

@@ -289,7 +289,7 @@ private slots:
         QCOMPARE(inStore, inFile);
         QCOMPARE(reported, inFile);
         auto summaryA = m_store->run(first->id);
-        QCOMPARE(summaryA->status, std::string("finished"));
+        QCOMPARE(summaryA->status, core::RunState::Finished);
         QCOMPARE(summaryA->exitCode, 0);
         QCOMPARE(squeueState(*jobA), std::string());
         QVERIFY(std::filesystem::exists(a.runDir + "/slurm-" + *jobA + ".out"));
@@ -349,7 +349,7 @@ private slots:
         QVERIFY(!wbtest::processesOfRun(b.runDir).empty());
         const std::string pidFile = b.runDir + "/pid." + shortHostName() + ".0";
         QVERIFY2(std::filesystem::exists(pidFile), pidFile.c_str());
-        QVERIFY(m_store->setStatus(second->id, "cancelled", -1));  // as `cancel` does, before the signal
+        QVERIFY(m_store->setStatus(second->id, core::RunState::Cancelled, -1));  // as `cancel` does, before the signal
         auto cancelled = target.cancel(b.runDir, std::chrono::seconds(20));
         QVERIFY2(cancelled, cancelled ? "" : cancelled.error().toString().c_str());
         QCOMPARE(squeueState(*jobB), std::string());
@@ -361,7 +361,7 @@ private slots:
         QCOMPARE(afterB->state, core::RunState::Cancelled);
         QCOMPARE(afterB->status, std::string("stopped"));  // moe-train's own answer to SIGTERM
         QVERIFY(waitFor([&] { auto u = followB.poll(); return u && u->finished; }, 30000));
-        QCOMPARE(m_store->run(second->id)->status, std::string("cancelled"));
+        QCOMPARE(m_store->run(second->id)->status, core::RunState::Cancelled);
         auto storedB = m_store->steps(second->id);
         std::vector<int64_t> inStoreB;
         for (const auto& step : *storedB)
@@ -438,7 +438,7 @@ private slots:
         for (const char* local : {".0", ".1"})
             QVERIFY2(std::filesystem::exists(runDir + "/pid." + shortHostName() + local), local);
         QCOMPARE(wbtest::processesOfRun(runDir).size(), size_t(2));  // the two ranks, nothing else
-        QVERIFY(m_store->setStatus(run->id, "cancelled", -1));
+        QVERIFY(m_store->setStatus(run->id, core::RunState::Cancelled, -1));
         auto cancelled = target.cancel(runDir, std::chrono::seconds(20));
         QVERIFY2(cancelled, cancelled ? "" : cancelled.error().toString().c_str());
         const auto left = wbtest::processesOfRun(runDir);

@@ -213,7 +213,7 @@ private slots:
         QCOMPARE(reported, inFile);  // the follower handed every step over exactly once too
         auto summary = m_store->run(started->id);
         QVERIFY(summary);
-        QCOMPARE(summary->status, std::string("finished"));
+        QCOMPARE(summary->status, core::RunState::Finished);
         QCOMPARE(summary->streamOffset, static_cast<int64_t>(std::filesystem::file_size(launched.runDir + "/metrics.jsonl")));
     }
 

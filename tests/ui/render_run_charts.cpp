@@ -6,6 +6,7 @@
 // Usage: QT_QPA_PLATFORM=offscreen render_run_charts METRICS.jsonl OUT.png [width=1000] [height=820] [lang]
 // (lang, e.g. zh_CN: the UI translation from translations/ beside this executable, as the GUI loads it)
 #include "core/metrics_schema.h"
+#include "core/run_target.h"
 #include "ui/run_charts_panel.h"
 
 #include <QApplication>
@@ -48,18 +49,21 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "%s: %lld malformed lines skipped\n", argv[1], static_cast<long long>(chunk.malformedLines));
 
     QString title = QStringLiteral("run");
-    QString state = QStringLiteral("running");
+    wb::core::RunState state = wb::core::RunState::Running;
+    QString stateMessage;  // the end record's own word (oom, stopped), beside the state it ends in
     wb::ui::StepList steps;
     wb::ui::GpuList gpus;  // NVML samples (moe-train on GPUs): the fourth row of charts
     for (const auto& record : chunk.records) {
-        if (const auto* meta = std::get_if<wb::core::MetaRecord>(&record))
+        if (const auto* meta = std::get_if<wb::core::MetaRecord>(&record)) {
             title = QString::fromStdString(meta->name);
-        else if (const auto* step = std::get_if<wb::core::StepRecord>(&record))
+        } else if (const auto* step = std::get_if<wb::core::StepRecord>(&record)) {
             steps.append(*step);
-        else if (const auto* end = std::get_if<wb::core::EndRecord>(&record))
-            state = QString::fromStdString(end->status);
-        else if (const auto* gpu = std::get_if<wb::core::GpuRecord>(&record))
+        } else if (const auto* end = std::get_if<wb::core::EndRecord>(&record)) {
+            state = wb::core::finalStateOf(end->status);
+            stateMessage = QString::fromStdString(end->status);
+        } else if (const auto* gpu = std::get_if<wb::core::GpuRecord>(&record)) {
             gpus.append(*gpu);
+        }
     }
     if (steps.isEmpty()) {
         std::fprintf(stderr, "%s has no step lines: nothing to draw\n", argv[1]);
@@ -72,7 +76,7 @@ int main(int argc, char** argv)
     (void)QTest::qWaitForWindowExposed(&panel);
     const QString run = QFileInfo(file).completeBaseName();
     panel.showRun(run, title);
-    panel.setRunState(run, state, {});
+    panel.setRunState(run, state, stateMessage);
     panel.setPlannedSteps(steps.back().step);
     panel.setHistory(run, steps);
     if (!gpus.isEmpty())

@@ -270,8 +270,8 @@ private slots:
             runJson.close();
             QVERIFY((*store)->setRunDir(dropId, (runDir + QString::fromStdString(dropId)).toStdString()));
             QVERIFY((*store)->ingest(keepId, 0, "{\"v\":1,\"type\":\"step\",\"step\":1,\"loss\":2.5}\n"));
-            QVERIFY((*store)->setStatus(keepId, "finished", 0));
-            QVERIFY((*store)->setStatus(dropId, "failed", 1));
+            QVERIFY((*store)->setStatus(keepId, wb::core::RunState::Finished, 0));
+            QVERIFY((*store)->setStatus(dropId, wb::core::RunState::Failed, 1));
         }
         wb::ui::MainWindowOptions options;
         options.storePath = QString::fromStdString(storePath);

@@ -143,10 +143,10 @@ private slots:
         // Issue 18 item 7: "finished  finished 60 steps" — the message without the state word.
         RunChartsPanel panel;
         feed(panel, {makeStep(1, 100.0, {})});
-        panel.setRunState(kRun, QStringLiteral("finished"), QStringLiteral("finished 60 steps"));
+        panel.setRunState(kRun, wb::core::RunState::Finished, QStringLiteral("finished 60 steps"));
         QVERIFY2(panel.headerText().count(QStringLiteral("finished")) == 1 && panel.headerText().contains(QStringLiteral("60 steps")),
                  qPrintable(panel.headerText()));
-        panel.setRunState(kRun, QStringLiteral("running"), QStringLiteral("training"));
+        panel.setRunState(kRun, wb::core::RunState::Running, QStringLiteral("training"));
         QVERIFY2(panel.headerText().contains(QStringLiteral("running")) && panel.headerText().contains(QStringLiteral("training")),
                  qPrintable(panel.headerText()));
         QCOMPARE(wb::ui::statusDetail(QStringLiteral("finished"), QStringLiteral("finished")), QString());

@@ -22,7 +22,7 @@ RunRow makeRun(const char* id, const char* status, int64_t steps, int64_t planne
     row.summary.id = id;
     row.summary.name = "sample-tiny";
     row.summary.target = "local";
-    row.summary.status = status;
+    row.summary.status = wb::core::runStateFromName(status);
     row.summary.steps = steps;
     row.summary.exitCode = exitCode;
     row.summary.lastLoss = lastLoss;
