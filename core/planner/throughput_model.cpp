@@ -544,12 +544,12 @@ StageTime stageTime(const Context& c, int stage, int layers)
 
 // moe-train's overlapped optimizer step (runtime/train/optimizer_overlap.h): the update stream
 // runs the parts in forward order while the host queues the next step and its forward waits for
-// each part. What it can hide is bounded by what the GPU can run beside it: the fused AdamW
-// kernels launch SMs × 32 blocks that loop over their tensor (grid-stride), so each kernel holds
-// every SM until it is done and the forward's kernels — even from the higher-priority training
-// stream — get SMs only between them. Measured on one H200 (docs/benchmarks.md, 2026-12-05): the
-// 32 ms of updates hid 2.3 ms of the step (1.6 ms at equal stream priorities); the first forward
-// waited ≈ 20 ms. So the updates overlap the host gap only: exposed = updates − host gap.
+// each part. What it can hide is bounded by what the GPU can run beside it: the update is
+// memory-bound (28–30 B per value) and so is much of the forward beside it. Measured on one H200
+// (docs/benchmarks.md, 2026-12-05): with grid-stride kernels that hold every SM the 32 ms of
+// updates hid 2.3 ms; with one-pass blocks that free SMs between blocks, 3.5 ms of 40 — the
+// exposed update fell to 5.5 ms while the forward grew by 26.5 ms (HBM shared with the updates).
+// Either way about the host gap: exposed = updates − host gap.
 double overlappedOptimizerSeconds(double updateSeconds, double hostGap)
 {
     return std::max(0.0, updateSeconds - hostGap);
@@ -784,8 +784,8 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
             const double exposed = overlappedOptimizerSeconds(adamSeconds, gapMs * 1e-3);
             WB_TERM("optimizer step", exposed, measuredIf(measured),
                     "exposed " + fmt(exposed * 1e3, 1) + " of " + fmt(adamSeconds * 1e3, 1) + " ms: " + adamWhy +
-                        ", on a side stream while the host queues the next step (train.overlap_optimizer; its "
-                        "kernels hold every SM until done, so only the host gap is hidden)");
+                        ", on a side stream while the host queues the next step (train.overlap_optimizer; the "
+                        "forward shares the HBM with it, so about the host gap is hidden)");
         } else {
             WB_TERM("optimizer step", adamSeconds, measuredIf(measured), adamWhy);
         }

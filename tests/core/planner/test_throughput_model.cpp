@@ -407,8 +407,8 @@ private slots:
     }
 
     // train.overlap_optimizer: the update runs on a side stream while the host queues the next
-    // step; its kernels hold every SM until done, so the host gap is what it hides (measured on one
-    // H200, docs/benchmarks.md 2026-12-05): exposed = update − gap, never below 0; the same with
+    // step; the forward beside it shares the HBM, so about the host gap is what it hides (measured on
+    // one H200, docs/benchmarks.md 2026-12-05): exposed = update − gap, never below 0; the same with
     // several micro-batches; nothing changes under FSDP (moe-train keeps the serial step there) or
     // for Megatron-Bridge (no such step).
     void moeTrainOverlapsTheOptimizer()
@@ -440,12 +440,10 @@ private slots:
         QCOMPARE(estimateThroughput(m, overlapped, Workload{}, hw).stepMs, estimateThroughput(m, serial, Workload{}, hw).stepMs);
     }
 
-    // moe-train's own passes: casts per micro-batch, one norm pass, the fused AdamW over every
-    // trainable parameter (28 B, 20 B with bf16 moments), a host gap; each at its measured rate.
     // train.bf16_weight_copies: the forward casts nothing (not even a re-forward), the backward still
     // widens every trainable weight's gradient, and the AdamW pass writes 2 B more for each trainable
-    // weight with a copy (all but the embedding); a frozen encoder costs nothing per step. Memory: the
-    // copies outlive the backward, so they also weigh on the optimizer step's peak.
+    // weight with a copy (all but the embedding); FSDP keeps no copies. Memory: the copies outlive the
+    // backward, so they also weigh on the optimizer step's peak.
     void moeTrainKeptCopiesCastNothing()
     {
         const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
@@ -486,6 +484,8 @@ private slots:
         QVERIFY2(std::abs(extra - 2.0 * params) < 0.05 * 2.0 * params, std::to_string(extra / params).c_str());
     }
 
+    // moe-train's own passes: casts per micro-batch, one norm pass, the fused AdamW over every
+    // trainable parameter (28 B, 20 B with bf16 moments), a host gap; each at its measured rate.
     void moeTrainHasItsOwnPasses()
     {
         const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
