@@ -1,6 +1,7 @@
 #include "ui/compare_chart_panel.h"
 
 #include "core/compare/run_comparison.h"
+#include "ui/background_task.h"
 #include "ui/compare_lines_item.h"
 #include "ui/metric_chart_view.h"
 #include "ui/step_series_buffer.h"
@@ -87,10 +88,10 @@ CompareChartPanel::CompareChartPanel(QWidget* parent) : QWidget(parent)
 
 CompareChartPanel::~CompareChartPanel()
 {
-    // The worker posts its result to this object: it must be done before the object goes (Qt then
-    // drops the posted call with the object).
-    if (m_worker.valid())
-        m_worker.wait();
+    // CPU-only work on copies: its result is dropped once this panel is gone, but the thread
+    // must not outlive the application (runInBackground).
+    if (m_worker)
+        m_worker->wait();
 }
 
 void CompareChartPanel::setComparison(std::shared_ptr<const core::Comparison> comparison,
@@ -214,16 +215,16 @@ void CompareChartPanel::requestLines()
 void CompareChartPanel::startComputation()
 {
     m_fitTimer.stop();
-    if (m_worker.valid())
-        m_worker.wait();  // the previous one has posted its result already; this only reaps it
     m_computing = true;
     m_inFlight = currentRequest();
-    m_worker = std::async(std::launch::async, [this, comparison = m_comparison, request = m_inFlight,
-                                               generation = m_generation] {
-        auto lines = std::make_shared<const core::ChartSet>(core::computeChartSet(*comparison, request));
-        QMetaObject::invokeMethod(
-            this, [this, lines, generation] { linesComputed(lines, generation); }, Qt::QueuedConnection);
-    });
+    m_worker = runInBackground(
+        this, QStringLiteral("compare-lines"),
+        [comparison = m_comparison, request = m_inFlight] {
+            return std::make_shared<const core::ChartSet>(core::computeChartSet(*comparison, request));
+        },
+        [this, generation = m_generation](std::shared_ptr<const core::ChartSet> lines) {
+            linesComputed(std::move(lines), generation);
+        });
 }
 
 void CompareChartPanel::linesComputed(std::shared_ptr<const core::ChartSet> lines, uint64_t generation)

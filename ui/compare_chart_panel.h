@@ -21,11 +21,12 @@
 
 #include <QImage>
 #include <QList>
+#include <QPointer>
+#include <QThread>
 #include <QTimer>
 #include <QWidget>
 
 #include <cstdint>
-#include <future>
 #include <memory>
 #include <vector>
 
@@ -131,7 +132,7 @@ private:
     uint64_t m_generation = 0;  // bumped by every change the lines depend on
     bool m_computing = false;   // a worker is computing lines
     core::ChartLinesRequest m_inFlight;  // what it computes for
-    std::future<void> m_worker; // waited for in the destructor (it posts back to this panel)
+    QPointer<QThread> m_worker;  // the computation under way (runInBackground); waited for in the destructor
     QTimer m_fitTimer;          // coalesces resizes and slider drags into one check / computation
 };
 

@@ -1,5 +1,6 @@
 #include "ui/compare_view.h"
 
+#include "ui/background_task.h"
 #include "ui/compare_chart_panel.h"
 #include "ui/metric_chart_view.h"
 
@@ -112,7 +113,7 @@ CompareView::CompareView(QString storePath, QWidget* parent) : QWidget(parent), 
 CompareView::~CompareView()
 {
     if (m_loader)
-        m_loader->wait();  // its finished() handler must not run on a half-destroyed view
+        m_loader->wait();  // CPU-only work on copies: its result is dropped, but it must not outlive the app
     m_charts->setComparison(nullptr);
 }
 
@@ -389,38 +390,42 @@ void CompareView::compare()
         }
         request.window = *window;
     }
-    if (m_loader) {
+    if (m_loading) {
         m_compareAgain = true;  // one load at a time; the latest settings win when it is done
         return;
     }
-    // Loading 20 runs of 100k steps takes a second or two (SQLite decoding): off the GUI thread.
-    // The thread only touches its own copies (path, request, result); the view waits for it in
-    // its destructor, so the finished() handler never outlives `this`.
-    // The same thread computes the chart lines (x mapping, EMA, decimation to the plot widths the
-    // charts have now), so the GUI thread only fills tables and hands finished points to the charts.
-    auto result = std::make_shared<LoadResult>();
-    m_loader = QThread::create([result, path = m_storePath.toStdString(), request, loaded = m_loaded,
-                                chartRequest = m_charts->currentRequest()] {
-        auto comparison = core::compareRuns(path, request, loaded);
-        if (comparison) {
-            result->comparison = std::make_shared<const core::Comparison>(std::move(*comparison));
-            result->lines = std::make_shared<const core::ChartSet>(core::computeChartSet(*result->comparison, chartRequest));
-        } else {
-            result->error = comparison.error().toString();
-        }
-    });
-    connect(m_loader, &QThread::finished, this, [this, result] {
-        m_loader->deleteLater();
-        m_loader = nullptr;
-        m_busy->setVisible(false);
-        applyResult(std::move(*result));
-        if (m_compareAgain) {
-            m_compareAgain = false;
-            compare();
-        }
-    });
+    // Loading 20 runs of 100k steps takes a second or two (SQLite decoding): off the GUI thread,
+    // on copies (path, request, the runs already loaded). The same thread computes the chart
+    // lines (x mapping, EMA, decimation to the plot widths the charts have now), so the GUI thread
+    // only fills tables and hands finished points to the charts.
+    m_loading = true;
+    m_loader = runInBackground(
+        this, QStringLiteral("compare-load"),
+        [path = m_storePath.toStdString(), request, loaded = m_loaded, chartRequest = m_charts->currentRequest()] {
+            LoadResult result;
+            try {
+                auto comparison = core::compareRuns(path, request, loaded);
+                if (comparison) {
+                    result.comparison = std::make_shared<const core::Comparison>(std::move(*comparison));
+                    result.lines = std::make_shared<const core::ChartSet>(core::computeChartSet(*result.comparison, chartRequest));
+                } else {
+                    result.error = comparison.error().toString();
+                }
+            } catch (const std::exception& e) {
+                result.error = std::string("loading the runs failed unexpectedly: ") + e.what();
+            }
+            return result;
+        },
+        [this](LoadResult result) {
+            m_loading = false;
+            m_busy->setVisible(false);
+            applyResult(std::move(result));
+            if (m_compareAgain) {
+                m_compareAgain = false;
+                compare();
+            }
+        });
     m_busy->setVisible(true);
-    m_loader->start();
 }
 
 void CompareView::applyResult(LoadResult result)

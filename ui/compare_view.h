@@ -14,7 +14,9 @@
 #include "core/compare/chart_series.h"
 #include "core/compare/run_comparison.h"
 
+#include <QPointer>
 #include <QString>
+#include <QThread>
 #include <QStringList>
 #include <QWidget>
 
@@ -50,7 +52,7 @@ public:
     QStringList listedRuns() const;    ///< ids of every run in the list, in list order
     QString baselineRun() const;       ///< id
     const core::Comparison* comparison() const { return m_comparison.get(); }
-    bool isLoading() const { return m_loader != nullptr; }
+    bool isLoading() const { return m_loading; }
 
     QLabel* warningBanner() const { return m_banner; }
     QTableWidget* figuresTable() const { return m_figures; }
@@ -135,7 +137,8 @@ private:
     QWidget* m_predictionBox = nullptr;  // label + m_predictions; hidden when no run has a prediction
     CompareChartPanel* m_charts = nullptr;
     QLabel* m_busy = nullptr;
-    QThread* m_loader = nullptr;  // the running load, if any (GUI thread owns the pointer)
+    QPointer<QThread> m_loader;  // the load under way (runInBackground); waited for in the destructor
+    bool m_loading = false;      // from the start of a load until its result is applied
     bool m_compareAgain = false;  // compare() was called during a load
     bool m_updating = false;  // suppresses compare() while the list/combo are filled in code
 };

@@ -1,5 +1,6 @@
 #include "ui/hosts_connection_test.h"
 
+#include "ui/background_task.h"
 #include "ui/host_key_dialog.h"
 
 #include "remote/provision.h"
@@ -69,24 +70,19 @@ HostTestResult runTest(const remote::SshHostEntry& entry, bool acceptNew, const 
 void startHostConnectionTest(const remote::SshHostEntry& entry, bool acceptNewHostKey, QPointer<QWidget> owner,
                              std::function<void(const HostTestResult&)> done)
 {
-    QThread* thread = QThread::create([entry, acceptNewHostKey, owner, done = std::move(done)] {
-        HostTestResult result;
-        try {
-            result = runTest(entry, acceptNewHostKey, owner);
-        } catch (const std::exception& e) {
-            result.error = QString::fromUtf8(e.what());
-        }
-        QMetaObject::invokeMethod(
-            qApp,
-            [owner, done, result] {
-                if (owner)
-                    done(result);
-            },
-            Qt::QueuedConnection);
-    });
-    thread->setObjectName(QStringLiteral("host-test"));
-    QObject::connect(thread, &QThread::finished, thread, &QObject::deleteLater);
-    thread->start();
+    // Network work: never waited for (the dialog may close meanwhile; then the result is dropped).
+    runInBackground(
+        owner, QStringLiteral("host-test"),
+        [entry, acceptNewHostKey, owner] {
+            HostTestResult result;
+            try {
+                result = runTest(entry, acceptNewHostKey, owner);
+            } catch (const std::exception& e) {
+                result.error = QString::fromUtf8(e.what());
+            }
+            return result;
+        },
+        [done = std::move(done)](const HostTestResult& result) { done(result); });
 }
 
 }  // namespace wb::ui

@@ -1,11 +1,9 @@
 #include "ui/launch_dialog.h"
 
 #include "core/run_config.h"
-#include "core/run_launch.h"
 #include "core/run_prediction.h"
-#include "core/run_store.h"
+#include "ui/run_session.h"
 
-#include <QApplication>
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDir>
@@ -20,15 +18,12 @@
 #include <QLineEdit>
 #include <QLocale>
 #include <QPlainTextEdit>
-#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRegularExpression>
-#include <QThread>
 #include <QVBoxLayout>
 
 #include <algorithm>
-#include <optional>
 #include <utility>
 
 namespace wb::ui {
@@ -146,6 +141,10 @@ LaunchDialog::LaunchDialog(LaunchDialogOptions options, QWidget* parent)
     reloadTargets();
     resetPhases();
     connect(m_target, &QComboBox::currentTextChanged, this, &LaunchDialog::updateFitWarning);
+    if (m_options.session) {
+        connect(m_options.session->events(), &RunEvents::launchProgress, this, &LaunchDialog::onProgress);
+        connect(m_options.session->events(), &RunEvents::launchFinished, this, &LaunchDialog::onFinished);
+    }
 }
 
 void LaunchDialog::reloadTargets()
@@ -294,69 +293,28 @@ bool LaunchDialog::launch()
         showError(tr("Choose a config file (Browse…) or open this dialog from the planning view."));
         return false;
     }
-    if (!m_options.resolver) {
-        showError(tr("This window has no way to reach run targets (no resolver configured)."));
+    if (!m_options.session) {
+        showError(tr("This window has no run session to launch with."));
         return false;
     }
     showError(QString());
     resetPhases();
     m_launching = true;
     m_launch->setEnabled(false);
-
-    // Everything below blocks (SSH, SFTP, builds, SQLite): a thread of its own. Results come back
-    // through queued calls that check the dialog still exists; nothing here ever waits for it.
-    QPointer<LaunchDialog> self(this);
-    QThread* thread = QThread::create([self, storePath = m_options.storePath.toStdString(),
-                                       resolver = m_options.resolver, spec = target.toStdString(),
-                                       json = configJson.toStdString(), name = m_name->text().trimmed().toStdString(),
-                                       predictionJson = m_predictionJson.toStdString()] {
-        const auto finish = [self](const QString& runId, const QString& error) {
-            QMetaObject::invokeMethod(
-                qApp, [self, runId, error] { if (self) self->onFinished(runId, error); }, Qt::QueuedConnection);
-        };
-        try {
-            auto parsed = core::parseRunConfig(json);
-            if (!parsed.ok())
-                return finish({}, tr("The run configuration is invalid:\n%1").arg(qs(core::formatProblems(parsed.problems))));
-            std::optional<core::RunPrediction> prediction;
-            if (!predictionJson.empty()) {
-                auto p = core::parsePrediction(predictionJson);
-                if (p)
-                    prediction = std::move(p).value();
-            }
-            auto store = core::RunStore::open(storePath);
-            if (!store)
-                return finish({}, tr("Cannot open the run store: %1").arg(qs(store.error().toString())));
-            auto target = resolver(spec, {});
-            if (!target)
-                return finish({}, tr("Cannot use target %1: %2").arg(qs(spec), qs(target.error().toString())));
-            (*target)->setProgressCallback([self](const core::LaunchProgress& p) {
-                QMetaObject::invokeMethod(
-                    qApp,
-                    [self, phase = qs(p.phase), node = qs(p.node), fraction = p.fraction, detail = qs(p.detail)] {
-                        if (self)
-                            self->onProgress(phase, node, fraction, detail);
-                    },
-                    Qt::QueuedConnection);
-            });
-            auto started = core::startRun(*store.value(), **target, parsed.config,
-                                          name.empty() ? parsed.config.name : name,
-                                          prediction ? &*prediction : nullptr);
-            if (!started)
-                return finish({}, tr("Cannot start the run on %1:\n%2").arg(qs(spec), qs(started.error().toString())));
-            finish(qs(started->id), {});
-        } catch (const std::exception& e) {
-            finish({}, tr("The launch failed unexpectedly: %1").arg(QString::fromUtf8(e.what())));
-        }
-    });
-    thread->setObjectName(QStringLiteral("launch"));
-    connect(thread, &QThread::finished, thread, &QObject::deleteLater);
-    thread->start();
+    LaunchRequest request;
+    request.target = target;
+    request.name = m_name->text().trimmed();
+    request.configJson = configJson;
+    request.predictionJson = m_predictionJson;
+    m_request = m_options.session->launch(std::move(request));
     return true;
 }
 
-void LaunchDialog::onProgress(const QString& phase, const QString& node, double fraction, const QString& detail)
+void LaunchDialog::onProgress(quint64 requestId, const QString& phase, const QString& node, double fraction,
+                              const QString& detail)
 {
+    if (requestId != m_request)
+        return;  // another launch's (the sample run, an earlier one of this dialog)
     int index = -1;
     for (int i = 0; i < kPhaseCount; ++i)
         if (phase == QLatin1String(phaseName(i)))
@@ -385,8 +343,10 @@ void LaunchDialog::onProgress(const QString& phase, const QString& node, double 
     m_lastPhase = std::max(m_lastPhase, index);
 }
 
-void LaunchDialog::onFinished(const QString& runId, const QString& error)
+void LaunchDialog::onFinished(quint64 requestId, const QString& runId, const QString& error)
 {
+    if (requestId != m_request)
+        return;
     m_launching = false;
     m_launch->setEnabled(true);
     if (!error.isEmpty()) {
@@ -401,7 +361,7 @@ void LaunchDialog::onFinished(const QString& runId, const QString& error)
         showError(text);
         return;
     }
-    // startRun returns once the process exists, so every phase the target went through is done,
+    // The launch ends once the process exists, so every phase the target went through is done,
     // and "start" is, whether or not the target reported it.
     for (int phase = 0; phase < kPhaseCount; ++phase) {
         if (!m_bars[phase]->isEnabled() && phase != kPhaseCount - 1)
@@ -412,7 +372,6 @@ void LaunchDialog::onFinished(const QString& runId, const QString& error)
         m_bars[phase]->setTextVisible(true);
     }
     m_phaseLabels[kPhaseCount - 1]->setText(tr("started: run %1").arg(runId));
-    emit runLaunched(runId);
 }
 
 }  // namespace wb::ui

@@ -1,12 +1,13 @@
-// LaunchDialog: start a run on any target. The user picks the target ("local", a registered
-// "ssh:HOST", "slurm:HOST" for a registered host with settings in slurm.json, or types another
-// form makeTarget knows: "ssh:A,B"), a config (a file,
-// or the JSON handed over by the planning view with its prediction) and a name; Launch runs
-// core::startRun on a thread of its own while four rows show the phases the target reports
-// (check, upload, build, start; indeterminate while a phase has no fraction; "—" for phases the
-// target does not have). Errors appear in the dialog in full. Closing or cancelling never waits:
-// a launch already under way finishes in the background and the run still appears in the list.
-// Threading: GUI thread only; the launch runs on its own QThread (see launch()).
+// LaunchDialog: collects what a launch needs and shows how it goes. The user picks the target
+// ("local", a registered "ssh:HOST", "slurm:HOST" for a registered host with settings in
+// slurm.json, or types another form makeTarget knows: "ssh:A,B"), a config (a file, or the JSON
+// handed over by the planning view with its prediction) and a name; Launch hands a LaunchRequest to
+// the session (RunSession::launch), whose worker for that target validates, records and starts the
+// run and then follows it on the same connection, while four rows show the phases the target
+// reports (check, upload, build, start; indeterminate while a phase has no fraction; "—" for
+// phases the target does not have). Errors appear in the dialog in full. Closing never waits: a
+// launch under way finishes on its worker and the run still appears in the list.
+// Threading: GUI thread only; it does no blocking work itself.
 #pragma once
 
 #include "ui/launch_targets.h"
@@ -25,10 +26,11 @@ QT_END_NAMESPACE
 
 namespace wb::ui {
 
+class RunSession;
+
 struct LaunchDialogOptions {
-    QString storePath;         ///< the run store (the launch opens its own connection)
-    QString hostsPath;         ///< hosts.json, for the target list
-    TargetResolver resolver;   ///< makes the chosen target on the launch thread
+    QString hostsPath;              ///< hosts.json, for the target list
+    RunSession* session = nullptr;  ///< launches (its workers); null = the dialog cannot launch
 };
 
 class LaunchDialog : public QDialog {
@@ -63,16 +65,13 @@ public slots:
     /// Validates the form and starts the launch. Returns false when the form is not ready.
     bool launch();
 
-signals:
-    /// The run exists in the store and its process was started; follow it.
-    void runLaunched(const QString& runId);
-
 private:
     /// Shows m_fitWarning when the plan's prediction is for more GPUs than "local" has.
     void updateFitWarning();
     void resetPhases();
-    void onProgress(const QString& phase, const QString& node, double fraction, const QString& detail);
-    void onFinished(const QString& runId, const QString& error);
+    void onProgress(quint64 requestId, const QString& phase, const QString& node, double fraction,
+                    const QString& detail);
+    void onFinished(quint64 requestId, const QString& runId, const QString& error);
     void showError(const QString& message);
 
     LaunchDialogOptions m_options;
@@ -89,6 +88,7 @@ private:
     QString m_predictionJson;
     int m_lastPhase = -1;
     bool m_launching = false;
+    quint64 m_request = 0;  // the launch under way (RunSession::launch's id); 0 = none yet
 };
 
 }  // namespace wb::ui

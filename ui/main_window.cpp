@@ -180,12 +180,8 @@ LaunchDialog* MainWindow::openLaunchDialog(const QString& configJson, const QStr
 {
     if (!m_launchDialog) {
         // One dialog, kept (hidden) after it is closed: a launch still under way reports to it.
-        m_launchDialog = new LaunchDialog({m_session->storePath(), m_hostsPath, m_resolver}, this);
-        connect(m_launchDialog, &LaunchDialog::runLaunched, this, [this](const QString& runId) {
-            showStatus(tr("Run %1 started; streaming its metrics.").arg(runId));
-            m_session->followRun(runId);
-            m_runList->selectRun(runId);
-        });
+        // The launch's worker follows the run; the session's launchFinished selects it.
+        m_launchDialog = new LaunchDialog({m_hostsPath, m_session}, this);
     } else {
         m_launchDialog->reloadTargets();
     }
@@ -257,13 +253,14 @@ void MainWindow::createStatusBar()
 
 void MainWindow::connectSession()
 {
-    connect(m_session, &RunSession::ready, this, [this](const QString& storePath, const QString& target) {
+    const RunEvents* events = m_session->events();
+    connect(events, &RunEvents::ready, this, [this](const QString& storePath, const QString& target) {
         m_storeLabel->setText(tr("Store: %1").arg(storePath));
         m_targetLabel->setText(target.isEmpty() ? tr("No target") : tr("Target: %1").arg(target));
         showStatus(tr("Ready."));
     });
-    connect(m_session, &RunSession::runsListed, m_runList, &RunListPanel::setRuns);
-    connect(m_session, &RunSession::targetReconnecting, this,
+    connect(events, &RunEvents::runsListed, m_runList, &RunListPanel::setRuns);
+    connect(events, &RunEvents::targetReconnecting, this,
             [this](const QString& target, int attempt, const QString& reason) {
                 m_runList->model()->setTargetReconnecting(target, attempt, reason);
                 syncSelectedRunState();  // the charts header of a run on that target says so too
@@ -272,28 +269,32 @@ void MainWindow::connectSession()
                 else
                     showStatus(tr("Connection to %1 is back.").arg(target));
             });
-    connect(m_session, &RunSession::runsListed, this, [this] {
+    connect(events, &RunEvents::runsListed, this, [this] {
         updateActions();
         syncSelectedRunState();
     });
-    connect(m_session, &RunSession::stepsArrived, m_charts, &RunChartsPanel::appendSteps);
-    connect(m_session, &RunSession::historyLoaded, m_charts, &RunChartsPanel::setHistory);
-    connect(m_session, &RunSession::gpuSamplesArrived, m_charts, &RunChartsPanel::setGpuSamples);
-    connect(m_session, &RunSession::runStatusChanged, m_charts, &RunChartsPanel::setRunState);
-    connect(m_session, &RunSession::runStarted, this, [this](const QString& runId) {
-        showStatus(tr("Run %1 started; streaming its metrics.").arg(runId));
-        m_runList->selectRun(runId);
+    connect(events, &RunEvents::stepsArrived, m_charts, &RunChartsPanel::appendSteps);
+    connect(events, &RunEvents::historyLoaded, m_charts, &RunChartsPanel::setHistory);
+    connect(events, &RunEvents::gpuSamplesArrived, m_charts, &RunChartsPanel::setGpuSamples);
+    connect(events, &RunEvents::runStatusChanged, m_charts, &RunChartsPanel::setRunState);
+    connect(events, &RunEvents::launchFinished, this, [this](quint64 requestId, const QString& runId, const QString& error) {
+        if (!runId.isEmpty()) {
+            showStatus(tr("Run %1 started; streaming its metrics.").arg(runId));
+            m_runList->selectRun(runId);
+        } else if (requestId == m_sampleLaunch) {
+            showError(tr("Cannot start the run"), error);  // the launch dialog shows its own errors
+        }
     });
-    connect(m_session, &RunSession::runEnded, this, [this](const QString& runId, core::RunState state, int exitCode) {
+    connect(events, &RunEvents::runEnded, this, [this](const QString& runId, core::RunState state, int exitCode) {
         showStatus(tr("Run %1 ended: %2 (exit code %3).").arg(runId, statusLabel(state)).arg(exitCode),
                    state != core::RunState::Finished);
     });
-    connect(m_session, &RunSession::eventLogged, this,
+    connect(events, &RunEvents::eventLogged, this,
             [this](const QString& runId, const QString& level, const QString& message) {
                 if (level != u"info")
                     showStatus(tr("Run %1: %2: %3").arg(runId, level, message), level == u"error");
             });
-    connect(m_session, &RunSession::runImported, this, [this](const QString& runId, const QString& report) {
+    connect(events, &RunEvents::runImported, this, [this](const QString& runId, const QString& report) {
         showStatus(tr("Imported run %1.").arg(runId));
         m_runList->selectRun(runId);
         auto* box = new QMessageBox(QMessageBox::Information, tr("Run imported"), tr("Imported run %1.").arg(runId),
@@ -304,15 +305,13 @@ void MainWindow::connectSession()
         box->setDetailedText(report);
         box->open();
     });
-    connect(m_session, &RunSession::runManaged, this, [this](const QString&, const QString& message) { showStatus(message); });
+    connect(events, &RunEvents::runManaged, this, [this](const QString&, const QString& message) { showStatus(message); });
     connect(m_runList, &RunListPanel::renameRequested, this, &MainWindow::askRename);
     connect(m_runList, &RunListPanel::deleteRequested, this, &MainWindow::confirmDelete);
     connect(m_runList, &RunListPanel::exportCsvRequested, this, &MainWindow::askExportCsv);
-    connect(m_session, &RunSession::importFailed, this,
+    connect(events, &RunEvents::importFailed, this,
             [this](const QString& message) { showError(tr("Cannot import the run"), message); });
-    connect(m_session, &RunSession::launchFailed, this,
-            [this](const QString& message) { showError(tr("Cannot start the run"), message); });
-    connect(m_session, &RunSession::errorOccurred, this,
+    connect(events, &RunEvents::errorOccurred, this,
             [this](const QString& message) { showStatus(message, true); });
 
     connect(m_runList, &RunListPanel::runSelected, this, [this](const QString& runId, const QString& name) {
@@ -335,7 +334,10 @@ void MainWindow::connectSession()
             [this](const QString& name, const QString& configJson) {
                 m_busy->setVisible(false);
                 showStatus(tr("Starting %1…").arg(name));
-                m_session->startRun(name, configJson);
+                LaunchRequest request;  // on the default target
+                request.name = name;
+                request.configJson = configJson;
+                m_sampleLaunch = m_session->launch(std::move(request));
             });
     connect(m_sampleLauncher, &SampleRunLauncher::failed, this, [this](const QString& message) {
         m_busy->setVisible(false);

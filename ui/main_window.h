@@ -99,6 +99,7 @@ private:
     HostsDialog* m_hostsDialog = nullptr;
     LaunchDialog* m_launchDialog = nullptr;
     TargetResolver m_resolver;
+    quint64 m_sampleLaunch = 0;  // the sample run's launch request (its errors are shown here)
     QString m_hostsPath;
 
     QAction* m_startSampleRun = nullptr;

@@ -12,6 +12,7 @@ void registerMetaTypes()
     qRegisterMetaType<core::GpuRecord>();
     qRegisterMetaType<GpuList>();
     qRegisterMetaType<core::RunState>();
+    qRegisterMetaType<LaunchRequest>();
 }
 
 }  // namespace wb::ui

@@ -9,12 +9,27 @@
 
 #include <QList>
 #include <QMetaType>
+#include <QString>
+
+namespace wb::ui {
+
+/// What a launch asks the worker of its target for (the launch dialog's input, the sample run).
+struct LaunchRequest {
+    quint64 id = 0;          ///< set by RunSession::launch; progress and the result carry it
+    QString target;          ///< "local", "ssh:HOST", "slurm:HOST", ...; empty = the session's default
+    QString name;            ///< empty = the config's name
+    QString configJson;      ///< the run config (validated by the worker before anything is created)
+    QString predictionJson;  ///< the plan's prediction, stored with the run; may be empty
+};
+
+}  // namespace wb::ui
 
 Q_DECLARE_METATYPE(wb::core::StepRecord)
 Q_DECLARE_METATYPE(wb::core::EventRecord)
 Q_DECLARE_METATYPE(wb::core::GpuRecord)
 Q_DECLARE_METATYPE(wb::core::RunState)
 Q_DECLARE_METATYPE(wb::ui::RunRow)
+Q_DECLARE_METATYPE(wb::ui::LaunchRequest)
 
 namespace wb::ui {
 

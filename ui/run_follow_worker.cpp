@@ -9,8 +9,11 @@
 #include "core/run_follower.h"
 #include "core/run_management.h"
 #include "core/run_launch.h"
+#include "core/run_prediction.h"
 
 #include <exception>
+#include <memory>
+#include <optional>
 #include <utility>
 
 namespace wb::ui {
@@ -27,11 +30,11 @@ void guarded(RunFollowWorker* worker, const char* what, Fn&& fn)
         fn();
     } catch (const std::exception& e) {
         wb::log::get("ui")->error("{}: unexpected exception: {}", what, e.what());
-        emit worker->errorOccurred(
+        emit worker->events().errorOccurred(
             RunFollowWorker::tr("%1 failed unexpectedly: %2").arg(RunFollowWorker::tr(what), qs(e.what())));
     } catch (...) {
         wb::log::get("ui")->error("{}: unknown exception", what);
-        emit worker->errorOccurred(RunFollowWorker::tr("%1 failed unexpectedly.").arg(RunFollowWorker::tr(what)));
+        emit worker->events().errorOccurred(RunFollowWorker::tr("%1 failed unexpectedly.").arg(RunFollowWorker::tr(what)));
     }
 }
 
@@ -41,10 +44,11 @@ constexpr int64_t kRerouteAfterMs = 30'000;
 
 }  // namespace
 
-RunFollowWorker::RunFollowWorker(QString storePath, TargetFactory targetFactory, TargetResolver resolver,
-                                 Role role, QObject* parent)
+RunFollowWorker::RunFollowWorker(QString storePath, std::shared_ptr<RunEvents> events, TargetFactory targetFactory,
+                                 TargetResolver resolver, Role role, QObject* parent)
     : QObject(parent),
       m_storePath(std::move(storePath)),
+      m_events(std::move(events)),
       m_targetFactory(std::move(targetFactory)),
       m_resolver(std::move(resolver)),
       m_role(role)
@@ -63,14 +67,14 @@ void RunFollowWorker::initialize()
     guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Opening the run store"), [&] {
         auto store = core::RunStore::open(m_storePath.toStdString());
         if (!store) {
-            emit errorOccurred(tr("Cannot open the run store: %1").arg(qs(store.error().toString())));
+            emit m_events->errorOccurred(tr("Cannot open the run store: %1").arg(qs(store.error().toString())));
             return;
         }
         m_store = std::move(store).value();
         if (m_targetFactory)
             m_target = m_targetFactory();
         if (!m_target && m_role != Role::Remote) {
-            emit errorOccurred(tr("No run target is configured; runs can be viewed but not started."));
+            emit m_events->errorOccurred(tr("No run target is configured; runs can be viewed but not started."));
         }
 
         m_pollTimer = new QTimer(this);
@@ -87,7 +91,7 @@ void RunFollowWorker::initialize()
         }
         if (m_role == Role::Remote)
             return;
-        emit ready(m_storePath, m_target ? qs(m_target->name()) : QString());
+        emit m_events->ready(m_storePath, m_target ? qs(m_target->name()) : QString());
         refreshRuns();
     });
 }
@@ -133,35 +137,51 @@ void RunFollowWorker::refreshRuns()
             row.summary = std::move(summary);
             rows.append(std::move(row));
         }
-        emit runsListed(rows);
+        emit m_events->runsListed(rows);
     });
 }
 
-void RunFollowWorker::startRun(const QString& name, const QString& configJson)
+void RunFollowWorker::launch(const LaunchRequest& request)
 {
     guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Starting the run"), [&] {
-        if (!m_store || !m_target) {
-            emit launchFailed(tr("Cannot start a run: the run store or the target is not available."));
+        const std::string spec = request.target.trimmed().toStdString();
+        if (!spec.empty() && isElsewhere(spec)) {
+            emit launchElsewhere(request);
             return;
         }
-        const std::string json = configJson.toStdString();
-        auto parsed = core::parseRunConfig(json);
-        if (!parsed.ok()) {
-            emit launchFailed(tr("The run configuration is invalid:\n%1")
-                                  .arg(qs(core::formatProblems(parsed.problems))));
-            return;
+        const auto fail = [&](const QString& error) { emit m_events->launchFinished(request.id, {}, error); };
+        if (!m_store)
+            return fail(tr("Cannot start a run: the run store is not open."));
+        auto parsed = core::parseRunConfig(request.configJson.toStdString());
+        if (!parsed.ok())
+            return fail(tr("The run configuration is invalid:\n%1").arg(qs(core::formatProblems(parsed.problems))));
+        std::optional<core::RunPrediction> prediction;
+        if (!request.predictionJson.isEmpty()) {
+            // The launch dialog already said an unusable prediction will not be stored.
+            if (auto p = core::parsePrediction(request.predictionJson.toStdString()))
+                prediction = std::move(p).value();
+            else
+                wb::log::get("ui")->warn("launch without the plan's prediction: {}", p.error().toString());
         }
-        auto started = core::startRun(*m_store, *m_target, parsed.config, name.toStdString());
+        core::RunTarget* target = spec.empty() ? m_target.get() : targetFor(spec);
+        if (!target)
+            return fail(spec.empty() ? tr("Cannot start a run: no run target is configured.")
+                                     : tr("Cannot use target %1: %2").arg(qs(spec), m_targetErrors[spec]));
+        target->setProgressCallback([this, id = request.id](const core::LaunchProgress& p) {
+            emit m_events->launchProgress(id, qs(p.phase), qs(p.node), p.fraction, qs(p.detail));
+        });
+        const std::string name = request.name.trimmed().isEmpty() ? parsed.config.name : request.name.trimmed().toStdString();
+        auto started = core::startRun(*m_store, *target, parsed.config, name, prediction ? &*prediction : nullptr);
+        target->setProgressCallback({});
         if (!started) {
-            emit launchFailed(tr("Cannot start the run on %1:\n%2")
-                                  .arg(qs(m_target->name()), qs(started.error().toString())));
-            refreshRuns();
+            fail(tr("Cannot start the run on %1:\n%2").arg(qs(target->name()), qs(started.error().toString())));
+            refreshRuns();  // a launch that failed after the run was recorded shows as failed
             return;
         }
         const std::string& id = started->id;
         m_trainIters[id] = parsed.config.train.trainIters;
-        follow(id);
-        emit runStarted(qs(id));
+        follow(id);  // on `target`: the store records target->name(), which targetFor maps back to it
+        emit m_events->launchFinished(request.id, qs(id), {});
         refreshRuns();
     });
 }
@@ -174,12 +194,12 @@ void RunFollowWorker::loadHistory(const QString& runId)
         auto steps = m_store->steps(runId.toStdString());
         if (!steps) {
             reportError(tr("Cannot read the steps of run %1: %2").arg(runId, qs(steps.error().toString())));
-            emit historyLoaded(runId, {});
+            emit m_events->historyLoaded(runId, {});
             return;
         }
-        emit historyLoaded(runId, StepList(steps->begin(), steps->end()));
+        emit m_events->historyLoaded(runId, StepList(steps->begin(), steps->end()));
         if (auto gpu = m_store->gpuRecords(runId.toStdString()))
-            emit gpuSamplesArrived(runId, GpuList(gpu->begin(), gpu->end()), true);
+            emit m_events->gpuSamplesArrived(runId, GpuList(gpu->begin(), gpu->end()), true);
     });
 }
 
@@ -235,12 +255,12 @@ void RunFollowWorker::importBridgeRun(const BridgeImportArgs& args)
 {
     guarded(this, QT_TRANSLATE_NOOP("wb::ui::RunFollowWorker", "Importing the Megatron-Bridge run"), [&] {
         if (!m_store) {
-            emit importFailed(tr("The run store is not open."));
+            emit m_events->importFailed(tr("The run store is not open."));
             return;
         }
         auto catalog = core::planner::loadCatalog(args.catalogDir.toStdString(), args.userCatalogDir.toStdString());
         if (!catalog) {
-            emit importFailed(qs(catalog.error().toString()));
+            emit m_events->importFailed(qs(catalog.error().toString()));
             return;
         }
         core::bridge::BridgeImportRequest request;
@@ -258,10 +278,10 @@ void RunFollowWorker::importBridgeRun(const BridgeImportArgs& args)
             request.gpus = args.gpus;
         auto imported = core::bridge::importBridgeRun(*m_store, *catalog, request);
         if (!imported) {
-            emit importFailed(qs(imported.error().toString()));
+            emit m_events->importFailed(qs(imported.error().toString()));
             return;
         }
-        emit runImported(qs(imported->runId), qs(core::bridge::describeImport(*imported)));
+        emit m_events->runImported(qs(imported->runId), qs(core::bridge::describeImport(*imported)));
         refreshRuns();
     });
 }
@@ -275,7 +295,7 @@ void RunFollowWorker::renameRun(const QString& runId, const QString& name)
             reportError(tr("Cannot rename run %1: %2").arg(runId, qs(r.error().toString())));
             return;
         }
-        emit runManaged(runId, tr("Renamed run %1 to \u201c%2\u201d.").arg(runId, name));
+        emit m_events->runManaged(runId, tr("Renamed run %1 to \u201c%2\u201d.").arg(runId, name));
         refreshRuns();
     });
 }
@@ -296,7 +316,7 @@ void RunFollowWorker::deleteRun(const QString& runId, bool withFiles)
         }
         m_trainIters.erase(request.runId);
         m_messages.erase(request.runId);
-        emit runManaged(runId, deleted->filesRemoved
+        emit m_events->runManaged(runId, deleted->filesRemoved
                                    ? tr("Deleted run %1 and its run directory %2.").arg(runId, qs(deleted->runDir))
                                : deleted->runDir.empty()
                                    ? tr("Deleted run %1.").arg(runId)
@@ -320,7 +340,7 @@ void RunFollowWorker::exportRunCsv(const QString& runId, const QString& path)
             reportError(tr("Cannot export run %1: %2").arg(runId, qs(written.error().toString())));
             return;
         }
-        emit runManaged(runId, tr("Exported %n step(s) of run %1 to %2.", nullptr, static_cast<int>(steps->size()))
+        emit m_events->runManaged(runId, tr("Exported %n step(s) of run %1 to %2.", nullptr, static_cast<int>(steps->size()))
                                    .arg(runId, path));
     });
 }
@@ -370,8 +390,10 @@ void RunFollowWorker::follow(const core::RunSummary& summary, bool automatic)
     m_followed.emplace(runId, std::move(followed));
 }
 
-core::RunTarget* RunFollowWorker::targetFor(const std::string& name)
+core::RunTarget* RunFollowWorker::targetFor(const std::string& asked)
 {
+    const auto named = m_targetNames.find(asked);
+    const std::string& name = named != m_targetNames.end() ? named->second : asked;
     if (m_target && name == m_target->name())
         return m_target.get();
     if (auto it = m_otherTargets.find(name); it != m_otherTargets.end())
@@ -381,10 +403,12 @@ core::RunTarget* RunFollowWorker::targetFor(const std::string& name)
         return nullptr;
     }
     // Called from inside the target's blocking calls, on this thread; the signal is queued to the
-    // GUI, which shows it at once although this thread is still busy reconnecting.
-    auto onReconnecting = [this, qname = qs(name), name](int attempt, const std::string& reason) {
-        m_reconnecting[name] = attempt + 1;
-        emit targetReconnecting(qname, attempt + 1, qs(reason));
+    // GUI, which shows it at once although this thread is still busy reconnecting. It names the
+    // target as its runs are recorded (known once the target is made).
+    auto recordedName = std::make_shared<std::string>(name);
+    auto onReconnecting = [this, recordedName](int attempt, const std::string& reason) {
+        m_reconnecting[*recordedName] = attempt + 1;
+        emit m_events->targetReconnecting(qs(*recordedName), attempt + 1, qs(reason));
     };
     auto made = m_resolver(name, onReconnecting);
     if (!made) {
@@ -394,7 +418,18 @@ core::RunTarget* RunFollowWorker::targetFor(const std::string& name)
         m_targetErrors[name] = why;
         return nullptr;
     }
-    return m_otherTargets.emplace(name, std::move(made).value()).first->second.get();
+    std::unique_ptr<core::RunTarget> target = std::move(made).value();
+    const std::string recorded = target->name();
+    *recordedName = recorded;
+    if (recorded != name) {
+        // Runs launched through `name` are recorded as `recorded`: one target object (and one
+        // connection) serves both, here and in the session's routing.
+        m_targetNames[name] = recorded;
+        emit targetNamed(qs(name), qs(recorded));
+        if (auto it = m_otherTargets.find(recorded); it != m_otherTargets.end())
+            return it->second.get();
+    }
+    return m_otherTargets.emplace(recorded, std::move(target)).first->second.get();
 }
 
 void RunFollowWorker::poll()
@@ -426,21 +461,21 @@ void RunFollowWorker::pollOne(const std::string& runId, Followed& followed)
         // host key or login) will not fix itself, so the list shows the error state instead.
         if (reconnecting != m_reconnecting.end() && update.error().code != core::ErrorCode::IoError) {
             m_reconnecting.erase(reconnecting);
-            emit targetReconnecting(qs(followed.targetName), 0, message);
+            emit m_events->targetReconnecting(qs(followed.targetName), 0, message);
         }
         return;
     }
     followed.lastError.clear();
     if (reconnecting != m_reconnecting.end()) {
         m_reconnecting.erase(reconnecting);
-        emit targetReconnecting(qs(followed.targetName), 0, QString());
+        emit m_events->targetReconnecting(qs(followed.targetName), 0, QString());
     }
     if (!update->newSteps.empty())
-        emit stepsArrived(id, StepList(update->newSteps.begin(), update->newSteps.end()));
+        emit m_events->stepsArrived(id, StepList(update->newSteps.begin(), update->newSteps.end()));
     if (!update->newGpu.empty())
-        emit gpuSamplesArrived(id, GpuList(update->newGpu.begin(), update->newGpu.end()), false);
+        emit m_events->gpuSamplesArrived(id, GpuList(update->newGpu.begin(), update->newGpu.end()), false);
     for (const auto& event : update->newEvents)
-        emit eventLogged(id, qs(event.level), qs(event.msg));
+        emit m_events->eventLogged(id, qs(event.level), qs(event.msg));
 
     const core::RunState state = update->status.state;
     const QString message = qs(update->status.message);
@@ -448,10 +483,10 @@ void RunFollowWorker::pollOne(const std::string& runId, Followed& followed)
         followed.lastState = state;
         followed.lastMessage = message;
         m_messages[runId] = message;
-        emit runStatusChanged(id, state, message);
+        emit m_events->runStatusChanged(id, state, message);
     }
     if (update->finished) {
-        emit runEnded(id, state, update->status.exitCode);
+        emit m_events->runEnded(id, state, update->status.exitCode);
         followed.follower.reset();  // poll() erases the entry
     }
 }
@@ -472,7 +507,7 @@ int64_t RunFollowWorker::trainItersOf(const std::string& runId)
 void RunFollowWorker::reportError(const QString& message)
 {
     wb::log::get("ui")->warn("{}", message.toStdString());
-    emit errorOccurred(message);
+    emit m_events->errorOccurred(message);
 }
 
 }  // namespace wb::ui

@@ -1,11 +1,13 @@
-// RunFollowWorker: everything that blocks, off the GUI thread. Lives on RunSession's QThread and
-// owns that thread's RunStore connection and the RunTargets; launches runs, polls every followed
-// run with core::RunFollower on a timer, and reports through signals (queued to the GUI).
+// RunFollowWorker: everything that blocks for a run target, off the GUI thread. Lives on one of
+// RunSession's QThreads and owns that thread's RunStore connection and RunTargets; launches runs
+// (LaunchRequest) and then follows them on the same target object, so a run is launched and
+// followed over one connection; polls every followed run with core::RunFollower on a timer, and
+// reports into the session's RunEvents (queued to the GUI).
 // Roles: RunSession runs one Main worker (the default target, "local"; lists the store) and one
 // Remote worker per other target it meets (ssh:HOST, ...), each on its own thread, so a remote
 // session blocked on the network (a reconnect may take up to its budget) never holds up the local
 // runs or the other hosts. A Remote worker's target reports `targetReconnecting` while it retries.
-// Standalone: one worker that follows every target itself (when no session routes for it).
+// Standalone: one worker that launches on and follows every target itself (no session routes).
 // Nothing here is ever called directly from another thread: RunSession invokes the slots queued.
 // Every slot catches everything: an exception must not leave a Qt slot.
 // Threading: the worker thread only (after moveToThread); construct on any thread.
@@ -16,6 +18,7 @@
 #include "core/run_target.h"
 #include "ui/launch_targets.h"
 #include "ui/meta_types.h"
+#include "ui/run_events.h"
 
 #include <QElapsedTimer>
 #include <QObject>
@@ -53,11 +56,15 @@ public:
     static constexpr int kPollIntervalMs = 300;
     static constexpr int kListEveryPolls = 7;  ///< also re-list the store every ~2 s (CLI-made runs)
 
-    /// `resolver` makes targets for runs recorded on other targets than the default one; may be
-    /// empty (then only the default target's runs are followed).
-    RunFollowWorker(QString storePath, TargetFactory targetFactory, TargetResolver resolver = {},
-                    Role role = Role::Standalone, QObject* parent = nullptr);
+    /// `events`: where it reports (shared with the session and its other workers). `resolver`
+    /// makes targets for runs recorded on other targets than the default one; may be empty (then
+    /// only the default target's runs are followed).
+    RunFollowWorker(QString storePath, std::shared_ptr<RunEvents> events, TargetFactory targetFactory,
+                    TargetResolver resolver = {}, Role role = Role::Standalone, QObject* parent = nullptr);
     ~RunFollowWorker() override;
+
+    /// Where this worker reports (an exception that escapes a slot is reported there too).
+    RunEvents& events() const { return *m_events; }
 
 public slots:
     /// Opens the store and the target, resumes following unfinished runs of this target, starts
@@ -66,8 +73,10 @@ public slots:
     /// Stops polling and closes the target and the store (on the worker thread, before it ends).
     void shutdown();
     void refreshRuns();
-    /// Creates the run in the store, launches it on the target, follows it.
-    void startRun(const QString& name, const QString& configJson);
+    /// Validates the config, creates the run in the store, launches it on the request's target
+    /// (reporting each phase as launchProgress) and follows it there; ends with launchFinished.
+    /// Main role: a request for another target goes out through launchElsewhere.
+    void launch(const wb::ui::LaunchRequest& request);
     /// Emits `historyLoaded` with every stored step of the run.
     void loadHistory(const QString& runId);
     void cancelRun(const QString& runId);
@@ -86,29 +95,15 @@ public slots:
     void exportRunCsv(const QString& runId, const QString& path);
 
 signals:
-    void ready(const QString& storePath, const QString& targetName);
-    void runsListed(const wb::ui::RunRowList& runs);
-    void runStarted(const QString& runId);
-    void launchFailed(const QString& message);
-    void stepsArrived(const QString& runId, const wb::ui::StepList& steps);
-    void historyLoaded(const QString& runId, const wb::ui::StepList& steps);
-    /// GPU system samples ("gpu" records): new ones as they are stored, or all of a run with its
-    /// history (`history` true).
-    void gpuSamplesArrived(const QString& runId, const wb::ui::GpuList& samples, bool history);
-    void runStatusChanged(const QString& runId, wb::core::RunState state, const QString& message);
-    void runEnded(const QString& runId, wb::core::RunState state, int exitCode);
-    void eventLogged(const QString& runId, const QString& level, const QString& message);
-    void errorOccurred(const QString& message);
-    void runImported(const QString& runId, const QString& report);
-    void importFailed(const QString& message);
-    /// A run was renamed, deleted or exported: `message` says what was done (for the status bar).
-    void runManaged(const QString& runId, const QString& message);
-    /// `target` (as recorded in the store, "ssh:HOST") lost its connection and is on reconnect
-    /// attempt `attempt` (≥ 1); attempt 0 = connected again. Emitted from inside a blocking call.
-    void targetReconnecting(const QString& target, int attempt, const QString& reason);
+    // What the GUI sees goes to RunEvents; these route requests between the session's workers.
     /// Main role: this run lives on another target; its Remote worker should follow / cancel it.
     void followElsewhere(const QString& runId, const QString& target);
     void cancelElsewhere(const QString& runId, const QString& target);
+    /// Main role: a launch on another target; that target's Remote worker should do it.
+    void launchElsewhere(const wb::ui::LaunchRequest& request);
+    /// A target made for `spec` records its runs as `name` (e.g. "ssh:A, B" → "ssh:A,B"): requests
+    /// for `name` belong to this worker too.
+    void targetNamed(const QString& spec, const QString& name);
     /// Remote role: the store changed (steps, status); the Main worker should re-list it.
     void listingWanted();
 
@@ -139,12 +134,14 @@ private:
     void reportError(const QString& message);
 
     QString m_storePath;
+    std::shared_ptr<RunEvents> m_events;  // emitted into from this thread; lives on the GUI thread
     TargetFactory m_targetFactory;
     std::unique_ptr<core::RunStore> m_store;    // worker thread only
     TargetResolver m_resolver;
     Role m_role = Role::Standalone;
     std::unique_ptr<core::RunTarget> m_target;  // worker thread only
     std::map<std::string, std::unique_ptr<core::RunTarget>> m_otherTargets;  // by recorded name; worker thread only
+    std::map<std::string, std::string> m_targetNames;  // spec as asked for -> the target's recorded name
     std::map<std::string, QString> m_targetErrors;  // why a target could not be made (reported once)
     std::map<std::string, int> m_reconnecting;      // targets inside a reconnect, by name
     std::map<std::string, Followed> m_followed; // worker thread only

@@ -4,85 +4,80 @@
 
 namespace wb::ui {
 
+template <typename Call>
+void RunSession::post(RunFollowWorker* worker, Call call)
+{
+    QMetaObject::invokeMethod(worker, [worker, call = std::move(call)] { call(worker); }, Qt::QueuedConnection);
+}
+
 RunSession::RunSession(QString storePath, RunFollowWorker::TargetFactory targetFactory, TargetResolver resolver,
                        QObject* parent)
-    : QObject(parent), m_storePath(std::move(storePath)), m_resolver(std::move(resolver))
+    : QObject(parent), m_storePath(std::move(storePath)), m_resolver(std::move(resolver)), m_events(RunEvents::create())
 {
     registerMetaTypes();
     m_thread.setObjectName(QStringLiteral("run-session"));
     const auto role = m_resolver ? RunFollowWorker::Role::Main : RunFollowWorker::Role::Standalone;
-    m_worker = new RunFollowWorker(m_storePath, std::move(targetFactory), {}, role);
+    m_worker = new RunFollowWorker(m_storePath, m_events, std::move(targetFactory), {}, role);
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
 
-    // Worker -> GUI: signal-to-signal; the worker lives on another thread, so these are queued.
-    connect(m_worker, &RunFollowWorker::ready, this, &RunSession::ready);
-    connect(m_worker, &RunFollowWorker::runsListed, this, &RunSession::runsListed);
-    connect(m_worker, &RunFollowWorker::runStarted, this, &RunSession::runStarted);
-    connect(m_worker, &RunFollowWorker::launchFailed, this, &RunSession::launchFailed);
-    connect(m_worker, &RunFollowWorker::stepsArrived, this, &RunSession::stepsArrived);
-    connect(m_worker, &RunFollowWorker::historyLoaded, this, &RunSession::historyLoaded);
-    connect(m_worker, &RunFollowWorker::gpuSamplesArrived, this, &RunSession::gpuSamplesArrived);
-    connect(m_worker, &RunFollowWorker::runStatusChanged, this, &RunSession::runStatusChanged);
-    connect(m_worker, &RunFollowWorker::runEnded, this, &RunSession::runEnded);
-    connect(m_worker, &RunFollowWorker::eventLogged, this, &RunSession::eventLogged);
-    connect(m_worker, &RunFollowWorker::errorOccurred, this, &RunSession::errorOccurred);
-    connect(m_worker, &RunFollowWorker::runImported, this, &RunSession::runImported);
-    connect(m_worker, &RunFollowWorker::importFailed, this, &RunSession::importFailed);
-    connect(m_worker, &RunFollowWorker::runManaged, this, &RunSession::runManaged);
-    connect(m_worker, &RunFollowWorker::targetReconnecting, this, &RunSession::targetReconnecting);
+    // Routing between workers (queued: the Main worker lives on another thread).
     connect(m_worker, &RunFollowWorker::followElsewhere, this, [this](const QString& runId, const QString& target) {
         if (RunFollowWorker* worker = remoteWorker(target))
-            QMetaObject::invokeMethod(worker, [worker, runId] { worker->followRun(runId); }, Qt::QueuedConnection);
+            post(worker, [runId](RunFollowWorker* w) { w->followRun(runId); });
     });
     connect(m_worker, &RunFollowWorker::cancelElsewhere, this, [this](const QString& runId, const QString& target) {
         if (RunFollowWorker* worker = remoteWorker(target))
-            QMetaObject::invokeMethod(worker, [worker, runId] { worker->cancelRun(runId); }, Qt::QueuedConnection);
+            post(worker, [runId](RunFollowWorker* w) { w->cancelRun(runId); });
+    });
+    connect(m_worker, &RunFollowWorker::launchElsewhere, this, [this](const LaunchRequest& request) {
+        if (RunFollowWorker* worker = remoteWorker(request.target.trimmed()))
+            post(worker, [request](RunFollowWorker* w) { w->launch(request); });
     });
 }
 
 RunFollowWorker* RunSession::remoteWorker(const QString& target)
 {
-    if (auto it = m_remote.find(target); it != m_remote.end())
+    const auto named = m_remoteNames.find(target);
+    const QString& spec = named != m_remoteNames.end() ? named->second : target;
+    if (auto it = m_remote.find(spec); it != m_remote.end())
         return it->second.worker;
     if (!m_resolver)
         return nullptr;
     RemoteWorker remote;
     remote.thread = new QThread;  // no parent: it may outlive this session (see the destructor)
-    remote.thread->setObjectName(QStringLiteral("run-session:") + target);
-    remote.worker = new RunFollowWorker(m_storePath, {}, m_resolver, RunFollowWorker::Role::Remote);
+    remote.thread->setObjectName(QStringLiteral("run-session:") + spec);
+    remote.worker = new RunFollowWorker(m_storePath, m_events, {}, m_resolver, RunFollowWorker::Role::Remote);
     remote.worker->moveToThread(remote.thread);
     connect(remote.thread, &QThread::finished, remote.worker, &QObject::deleteLater);
-    RunFollowWorker* worker = remote.worker;
-    connect(worker, &RunFollowWorker::stepsArrived, this, &RunSession::stepsArrived);
-    connect(worker, &RunFollowWorker::gpuSamplesArrived, this, &RunSession::gpuSamplesArrived);
-    connect(worker, &RunFollowWorker::runStatusChanged, this, &RunSession::runStatusChanged);
-    connect(worker, &RunFollowWorker::runEnded, this, &RunSession::runEnded);
-    connect(worker, &RunFollowWorker::eventLogged, this, &RunSession::eventLogged);
-    connect(worker, &RunFollowWorker::errorOccurred, this, &RunSession::errorOccurred);
-    connect(worker, &RunFollowWorker::targetReconnecting, this, &RunSession::targetReconnecting);
-    connect(worker, &RunFollowWorker::listingWanted, this, &RunSession::refreshRuns);
+    connect(remote.worker, &RunFollowWorker::listingWanted, this, &RunSession::refreshRuns);
+    connect(remote.worker, &RunFollowWorker::targetNamed, this, [this](const QString& asked, const QString& recorded) {
+        const auto owner = m_remoteNames.find(asked);
+        m_remoteNames.emplace(recorded, owner != m_remoteNames.end() ? owner->second : asked);
+    });
     remote.thread->start();
-    QMetaObject::invokeMethod(worker, &RunFollowWorker::initialize, Qt::QueuedConnection);
-    m_remote.emplace(target, remote);
-    return worker;
+    QMetaObject::invokeMethod(remote.worker, &RunFollowWorker::initialize, Qt::QueuedConnection);
+    return m_remote.emplace(spec, remote).first->second.worker;
 }
 
 RunSession::~RunSession()
 {
-    for (auto& [target, remote] : m_remote) {
-        QMetaObject::invokeMethod(remote.worker, &RunFollowWorker::shutdown, Qt::QueuedConnection);
-        remote.thread->quit();
+    // Each worker closes its store and target on its own thread, then ends that thread; queued
+    // after whatever it was asked before, so nothing it holds is used after it is closed.
+    const auto shutDown = [](RunFollowWorker* worker) {
+        QMetaObject::invokeMethod(
+            worker, [worker] { worker->shutdown(); QThread::currentThread()->quit(); }, Qt::QueuedConnection);
+    };
+    for (auto& [spec, remote] : m_remote) {
+        shutDown(remote.worker);
         if (remote.thread->wait(2000))
             delete remote.thread;
         // else: still inside a network call; it ends with the process (deleting a running QThread
-        // would abort). Its signals to this session are disconnected when this object goes.
+        // would abort). It keeps the shared RunEvents alive and emits into it meanwhile.
     }
     if (m_thread.isRunning()) {
-        // Close the store and target on the thread that owns them, then end the thread. Runs keep
-        // going (they are detached); the next session follows them again from the stored offset.
-        QMetaObject::invokeMethod(m_worker, &RunFollowWorker::shutdown, Qt::BlockingQueuedConnection);
-        m_thread.quit();
+        // Runs keep going (they are detached); the next session follows them again from the stored offset.
+        shutDown(m_worker);
         m_thread.wait();
     } else {
         delete m_worker;
@@ -97,66 +92,47 @@ void RunSession::start()
     QMetaObject::invokeMethod(m_worker, &RunFollowWorker::initialize, Qt::QueuedConnection);
 }
 
+quint64 RunSession::launch(LaunchRequest request)
+{
+    request.id = m_nextLaunch++;
+    const quint64 id = request.id;
+    post(m_worker, [request = std::move(request)](RunFollowWorker* w) { w->launch(request); });
+    return id;
+}
+
 void RunSession::refreshRuns()
 {
     QMetaObject::invokeMethod(m_worker, &RunFollowWorker::refreshRuns, Qt::QueuedConnection);
 }
 
-void RunSession::startRun(const QString& name, const QString& configJson)
-{
-    QMetaObject::invokeMethod(
-        m_worker, [worker = m_worker, name, configJson] { worker->startRun(name, configJson); },
-        Qt::QueuedConnection);
-}
-
 void RunSession::loadHistory(const QString& runId)
 {
-    QMetaObject::invokeMethod(
-        m_worker, [worker = m_worker, runId] { worker->loadHistory(runId); }, Qt::QueuedConnection);
+    post(m_worker, [runId](RunFollowWorker* w) { w->loadHistory(runId); });
 }
 
 void RunSession::cancelRun(const QString& runId)
 {
-    QMetaObject::invokeMethod(
-        m_worker, [worker = m_worker, runId] { worker->cancelRun(runId); }, Qt::QueuedConnection);
+    post(m_worker, [runId](RunFollowWorker* w) { w->cancelRun(runId); });
 }
-
-}  // namespace wb::ui
-
-namespace wb::ui {
 
 void RunSession::importBridgeRun(const BridgeImportArgs& args)
 {
-    QMetaObject::invokeMethod(
-        m_worker, [worker = m_worker, args] { worker->importBridgeRun(args); }, Qt::QueuedConnection);
+    post(m_worker, [args](RunFollowWorker* w) { w->importBridgeRun(args); });
 }
-
-void RunSession::followRun(const QString& runId)
-{
-    QMetaObject::invokeMethod(
-        m_worker, [worker = m_worker, runId] { worker->followRun(runId); }, Qt::QueuedConnection);
-}
-
-}  // namespace wb::ui
-
-namespace wb::ui {
 
 void RunSession::renameRun(const QString& runId, const QString& name)
 {
-    QMetaObject::invokeMethod(
-        m_worker, [worker = m_worker, runId, name] { worker->renameRun(runId, name); }, Qt::QueuedConnection);
+    post(m_worker, [runId, name](RunFollowWorker* w) { w->renameRun(runId, name); });
 }
 
 void RunSession::deleteRun(const QString& runId, bool withFiles)
 {
-    QMetaObject::invokeMethod(
-        m_worker, [worker = m_worker, runId, withFiles] { worker->deleteRun(runId, withFiles); }, Qt::QueuedConnection);
+    post(m_worker, [runId, withFiles](RunFollowWorker* w) { w->deleteRun(runId, withFiles); });
 }
 
 void RunSession::exportRunCsv(const QString& runId, const QString& path)
 {
-    QMetaObject::invokeMethod(
-        m_worker, [worker = m_worker, runId, path] { worker->exportRunCsv(runId, path); }, Qt::QueuedConnection);
+    post(m_worker, [runId, path](RunFollowWorker* w) { w->exportRunCsv(runId, path); });
 }
 
 }  // namespace wb::ui

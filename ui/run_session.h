@@ -1,15 +1,17 @@
 // RunSession: the GUI's handle on the worker threads. Owns a QThread running the Main
 // RunFollowWorker (the default target; lists the store) and, given a resolver, one more thread and
-// Remote worker per other target a run lives on (ssh:HOST, ...), created when the Main worker
-// routes a run there — one worker per remote session, so a host that is reconnecting holds up
-// nobody else. Forwards requests as queued calls and re-emits the workers' signals (already queued
-// onto the GUI thread). The GUI never touches the store's writes or a target itself.
-// Threading: GUI thread only. The destructor shuts the Main worker down and joins its thread; a
-// Remote worker gets 2 s to finish (it may be inside a network call) and is otherwise left to end
-// with the process, so closing the window never waits on the network.
+// Remote worker per other target a run is launched on or lives on (ssh:HOST, slurm:HOST, ...),
+// created on first use — one worker per target, so a host that is reconnecting holds up nobody
+// else, and the worker that launches a run is the one that follows it (one connection).
+// Requests go to the workers as queued calls; what they report arrives on events() — RunSession
+// re-declares none of it. The GUI never touches the store's writes or a target itself.
+// Threading: GUI thread only. The destructor has the Main worker close its store and target on its
+// own thread and joins it; a Remote worker gets 2 s to finish (it may be inside a network call) and
+// is otherwise left to end with the process, so closing the window never waits on the network.
 #pragma once
 
 #include "ui/meta_types.h"
+#include "ui/run_events.h"
 #include "ui/run_follow_worker.h"
 
 #include <QObject>
@@ -17,6 +19,7 @@
 #include <QThread>
 
 #include <map>
+#include <memory>
 
 namespace wb::ui {
 
@@ -31,14 +34,18 @@ public:
     /// Starts the worker thread and opens the store there. Idempotent.
     void start();
     const QString& storePath() const { return m_storePath; }
+    /// Everything the workers report (queued onto the GUI thread).
+    RunEvents* events() const { return m_events.get(); }
+
+    /// Hands `request` to the worker of its target (the Main one for an empty target or the
+    /// default one) and returns the id its launchProgress / launchFinished carry. The worker
+    /// validates, records, launches and then follows the run on the same target.
+    quint64 launch(LaunchRequest request);
 
 public slots:
     void refreshRuns();
-    void startRun(const QString& name, const QString& configJson);
     void loadHistory(const QString& runId);
     void cancelRun(const QString& runId);
-    /// Follows a run started elsewhere in this GUI (the launch dialog) on its recorded target.
-    void followRun(const QString& runId);
     /// Imports a finished Megatron-Bridge run on the worker (file reads, SQLite): runImported / importFailed.
     void importBridgeRun(const wb::ui::BridgeImportArgs& args);
     /// Run management on the Main worker (store writes, files): runManaged / errorOccurred.
@@ -46,36 +53,25 @@ public slots:
     void deleteRun(const QString& runId, bool withFiles);
     void exportRunCsv(const QString& runId, const QString& path);
 
-signals:
-    void ready(const QString& storePath, const QString& targetName);
-    void runsListed(const wb::ui::RunRowList& runs);
-    void runStarted(const QString& runId);
-    void launchFailed(const QString& message);
-    void stepsArrived(const QString& runId, const wb::ui::StepList& steps);
-    void historyLoaded(const QString& runId, const wb::ui::StepList& steps);
-    void gpuSamplesArrived(const QString& runId, const wb::ui::GpuList& samples, bool history);
-    void runStatusChanged(const QString& runId, wb::core::RunState state, const QString& message);
-    void runEnded(const QString& runId, wb::core::RunState state, int exitCode);
-    void eventLogged(const QString& runId, const QString& level, const QString& message);
-    void errorOccurred(const QString& message);
-    void runImported(const QString& runId, const QString& report);
-    void importFailed(const QString& message);
-    void runManaged(const QString& runId, const QString& message);
-    void targetReconnecting(const QString& target, int attempt, const QString& reason);
-
 private:
     struct RemoteWorker {
         QThread* thread = nullptr;
         RunFollowWorker* worker = nullptr;  // lives on thread
     };
-    /// The Remote worker for `target`, started on first use.
+    /// The Remote worker for `target` (a spec or a recorded name), started on first use.
     RunFollowWorker* remoteWorker(const QString& target);
+    /// Queues `call(worker)` on the worker's thread.
+    template <typename Call>
+    void post(RunFollowWorker* worker, Call call);
 
     QString m_storePath;
     TargetResolver m_resolver;
+    std::shared_ptr<RunEvents> m_events;
     QThread m_thread;
     RunFollowWorker* m_worker = nullptr;  // lives on m_thread; deleted there when it finishes
-    std::map<QString, RemoteWorker> m_remote;  // by target name
+    std::map<QString, RemoteWorker> m_remote;  // by the target spec it was made for
+    std::map<QString, QString> m_remoteNames;  // a recorded target name -> the spec of its worker
+    quint64 m_nextLaunch = 1;
 };
 
 }  // namespace wb::ui

@@ -4,7 +4,7 @@
 <context>
     <name>main</name>
     <message>
-        <location filename="../../app/gui/main.cpp" line="+133"/>
+        <location filename="../../app/gui/main.cpp" line="+134"/>
         <source>MoE-VLM Workbench</source>
         <translation>MoE-VLM 工作台</translation>
     </message>
@@ -82,7 +82,7 @@
 <context>
     <name>wb::ui::CompareChartPanel</name>
     <message>
-        <location filename="../../ui/compare_chart_panel.cpp" line="+267"/>
+        <location filename="../../ui/compare_chart_panel.cpp" line="+268"/>
         <source>Step</source>
         <translation>步</translation>
     </message>
@@ -155,7 +155,7 @@
 <context>
     <name>wb::ui::CompareView</name>
     <message>
-        <location filename="../../ui/compare_view.cpp" line="+106"/>
+        <location filename="../../ui/compare_view.cpp" line="+108"/>
         <source>Compare runs</source>
         <translation>比较运行</translation>
     </message>
@@ -270,12 +270,12 @@
         <translation>预测与实测</translation>
     </message>
     <message>
-        <location line="+49"/>
+        <location line="+58"/>
         <source>Pick two or more runs and press Compare.</source>
         <translation>选择两个或更多运行，然后按“比较”。</translation>
     </message>
     <message>
-        <location line="+43"/>
+        <location line="+44"/>
         <source>%1  —  %2, %3 steps%4</source>
         <translation>%1  —  %2，%3 步%4</translation>
     </message>
@@ -285,7 +285,7 @@
         <translation>至少选择一个运行进行比较（选择两个或更多才能看到差值）。</translation>
     </message>
     <message>
-        <location line="+105"/>
+        <location line="+110"/>
         <source>⚠ CRITICAL</source>
         <translation>⚠ 严重</translation>
     </message>
@@ -305,7 +305,7 @@
         <translation>工作负载无差异：各运行每步的工作量相同。</translation>
     </message>
     <message>
-        <location line="+16"/>
+        <location line="+17"/>
         <source> ★ baseline</source>
         <translation> ★ 基线</translation>
     </message>
@@ -429,7 +429,7 @@
         <translation>导出失败</translation>
     </message>
     <message>
-        <location line="-673"/>
+        <location line="-689"/>
         <source>effective tokens/s/GPU</source>
         <translation>有效 token/s/GPU</translation>
     </message>
@@ -529,7 +529,7 @@
         <translation>Markdown 报告（含图表图片的文件夹）…</translation>
     </message>
     <message>
-        <location line="+562"/>
+        <location line="+578"/>
         <source>Exported</source>
         <translation>已导出</translation>
     </message>
@@ -1014,7 +1014,7 @@
 <context>
     <name>wb::ui::LaunchDialog</name>
     <message>
-        <location filename="../../ui/launch_dialog.cpp" line="+53"/>
+        <location filename="../../ui/launch_dialog.cpp" line="+48"/>
         <source>Launch a run</source>
         <translation>启动运行</translation>
     </message>
@@ -1104,7 +1104,7 @@
         <translation>启动(&amp;L)</translation>
     </message>
     <message>
-        <location line="+37"/>
+        <location line="+41"/>
         <source>The registered hosts cannot be read: %1</source>
         <translation>无法读取已注册的主机：%1</translation>
     </message>
@@ -1157,45 +1157,16 @@
     </message>
     <message>
         <location line="+4"/>
-        <source>This window has no way to reach run targets (no resolver configured).</source>
-        <translation>此窗口无法访问运行目标（未配置目标解析器）。</translation>
+        <source>This window has no run session to launch with.</source>
+        <translation>此窗口没有可用于启动的运行会话。</translation>
     </message>
     <message>
-        <location line="+22"/>
-        <source>The run configuration is invalid:
-%1</source>
-        <translation>运行配置无效：
-%1</translation>
-    </message>
-    <message>
-        <location line="+9"/>
-        <source>Cannot open the run store: %1</source>
-        <translation>无法打开运行存储：%1</translation>
-    </message>
-    <message>
-        <location line="+3"/>
-        <source>Cannot use target %1: %2</source>
-        <translation>无法使用目标 %1：%2</translation>
-    </message>
-    <message>
-        <location line="+14"/>
-        <source>Cannot start the run on %1:
-%2</source>
-        <translation>无法在 %1 上启动运行：
-%2</translation>
-    </message>
-    <message>
-        <location line="+3"/>
-        <source>The launch failed unexpectedly: %1</source>
-        <translation>启动意外失败：%1</translation>
-    </message>
-    <message>
-        <location line="+32"/>
+        <location line="+42"/>
         <source>working…</source>
         <translation>进行中…</translation>
     </message>
     <message>
-        <location line="+19"/>
+        <location line="+21"/>
         <source>To review and accept the key: Remote → SSH hosts, select the host, Test connection.</source>
         <translation>要核对并接受该密钥：打开“远程 → SSH 主机”，选择该主机，然后点击“测试连接”。</translation>
     </message>
@@ -1233,7 +1204,7 @@
         <translation>停止所选运行（其整个进程组）</translation>
     </message>
     <message>
-        <location line="+274"/>
+        <location line="+277"/>
         <source>Rename run</source>
         <translation>重命名运行</translation>
     </message>
@@ -1308,7 +1279,7 @@
         <translation>正在取消运行 %1…</translation>
     </message>
     <message>
-        <location line="-347"/>
+        <location line="-350"/>
         <source>&amp;Launch run…</source>
         <translation>启动运行(&amp;L)…</translation>
     </message>
@@ -1368,13 +1339,12 @@
         <translation>运行</translation>
     </message>
     <message>
-        <location line="+59"/>
-        <location line="+99"/>
+        <location line="+156"/>
         <source>Run %1 started; streaming its metrics.</source>
         <translation>运行 %1 已启动；正在接收其指标。</translation>
     </message>
     <message>
-        <location line="-73"/>
+        <location line="-75"/>
         <source>Importing %1…</source>
         <translation>正在导入 %1…</translation>
     </message>
@@ -1414,7 +1384,7 @@
         <translation>正在打开运行存储…</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+7"/>
         <source>Store: %1</source>
         <translation>存储：%1</translation>
     </message>
@@ -1444,12 +1414,12 @@
         <translation>与 %1 的连接已恢复。</translation>
     </message>
     <message>
-        <location line="+15"/>
+        <location line="+19"/>
         <source>Run %1 ended: %2 (exit code %3).</source>
         <translation>运行 %1 已结束：%2（退出码 %3）。</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+6"/>
         <source>Run %1: %2: %3</source>
         <translation>运行 %1：%2：%3</translation>
     </message>
@@ -1475,17 +1445,17 @@
         <translation>无法导入运行</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="-28"/>
         <source>Cannot start the run</source>
         <translation>无法启动运行</translation>
     </message>
     <message>
-        <location line="+23"/>
+        <location line="+51"/>
         <source>Starting %1…</source>
         <translation>正在启动 %1…</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+8"/>
         <source>Cannot start the sample run</source>
         <translation>无法启动示例运行</translation>
     </message>
@@ -2358,7 +2328,7 @@
         <translation>学习率</translation>
     </message>
     <message>
-        <location line="+230"/>
+        <location line="+215"/>
         <source>No time split in this run&apos;s stream
 (every part is 0: an older moe-train or another trainer)</source>
         <translation>此运行的指标流中没有时间拆分
@@ -2458,7 +2428,7 @@ not all from the same rank, so Other is clipped at 0.</source>
         <translation>在左侧选择一个运行，或启动示例运行（运行 ▸ 启动示例运行）。</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+8"/>
         <source>waiting for status</source>
         <translation>等待状态</translation>
     </message>
@@ -2523,9 +2493,9 @@ not all from the same rank, so Other is clipped at 0.</source>
         <translation>第 %1 / %2 步</translation>
     </message>
     <message>
-        <location line="-89"/>
+        <location line="-90"/>
         <location line="+31"/>
-        <location line="+59"/>
+        <location line="+60"/>
         <source>Step %1</source>
         <translation>第 %1 步</translation>
     </message>
@@ -2548,7 +2518,7 @@ not all from the same rank, so Other is clipped at 0.</source>
 <context>
     <name>wb::ui::RunFollowWorker</name>
     <message>
-        <location filename="../../ui/run_follow_worker.cpp" line="+30"/>
+        <location filename="../../ui/run_follow_worker.cpp" line="+34"/>
         <source>%1 failed unexpectedly: %2</source>
         <translation>%1 意外失败：%2</translation>
     </message>
@@ -2558,7 +2528,7 @@ not all from the same rank, so Other is clipped at 0.</source>
         <translation>%1 意外失败。</translation>
     </message>
     <message>
-        <location line="+29"/>
+        <location line="+30"/>
         <source>Opening the run store</source>
         <translation>打开运行存储</translation>
     </message>
@@ -2593,43 +2563,53 @@ not all from the same rank, so Other is clipped at 0.</source>
         <translation>启动运行</translation>
     </message>
     <message>
-        <location line="+2"/>
-        <source>Cannot start a run: the run store or the target is not available.</source>
-        <translation>无法启动运行：运行存储或目标不可用。</translation>
+        <location line="+8"/>
+        <source>Cannot start a run: the run store is not open.</source>
+        <translation>无法启动运行：运行存储未打开。</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+3"/>
         <source>The run configuration is invalid:
 %1</source>
         <translation>运行配置无效：
 %1</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+11"/>
+        <source>Cannot start a run: no run target is configured.</source>
+        <translation>无法启动运行：未配置运行目标。</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Cannot use target %1: %2</source>
+        <translation>无法使用目标 %1：%2</translation>
+    </message>
+    <message>
+        <location line="+8"/>
         <source>Cannot start the run on %1:
 %2</source>
         <translation>无法在 %1 上启动运行：
 %2</translation>
     </message>
     <message>
-        <location line="+15"/>
+        <location line="+14"/>
         <source>Loading the run&apos;s steps</source>
         <translation>加载运行的步数据</translation>
     </message>
     <message>
         <location line="+5"/>
-        <location line="+138"/>
+        <location line="+140"/>
         <source>Cannot read the steps of run %1: %2</source>
         <translation>无法读取运行 %1 的步数据：%2</translation>
     </message>
     <message>
-        <location line="-126"/>
+        <location line="-128"/>
         <source>Cancelling the run</source>
         <translation>取消运行</translation>
     </message>
     <message>
         <location line="+5"/>
-        <location line="+23"/>
+        <location line="+25"/>
         <source>Cannot cancel run %1: %2</source>
         <translation>无法取消运行 %1：%2</translation>
     </message>
@@ -2726,7 +2706,7 @@ not all from the same rank, so Other is clipped at 0.</source>
         <translation>无法跟踪运行 %1：%2</translation>
     </message>
     <message>
-        <location line="+28"/>
+        <location line="+39"/>
         <source>this session only reaches %1</source>
         <translation>此会话只能访问 %1</translation>
     </message>
@@ -2736,12 +2716,12 @@ not all from the same rank, so Other is clipped at 0.</source>
         <translation>无目标</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location line="+15"/>
         <source>Cannot reach target %1: %2</source>
         <translation>无法访问目标 %1：%2</translation>
     </message>
     <message>
-        <location line="+9"/>
+        <location line="+20"/>
         <source>Polling runs</source>
         <translation>轮询运行</translation>
     </message>
@@ -2754,7 +2734,7 @@ not all from the same rank, so Other is clipped at 0.</source>
 <context>
     <name>wb::ui::RunListModel</name>
     <message>
-        <location filename="../../ui/run_list_model.cpp" line="+49"/>
+        <location filename="../../ui/run_list_model.cpp" line="+48"/>
         <source>reconnecting (attempt %1)</source>
         <translation>正在重新连接（第 %1 次尝试）</translation>
     </message>
@@ -2894,7 +2874,7 @@ Malformed metric lines skipped: %1</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;（%2）&lt;br&gt;状态：&lt;b&gt;%3&lt;/b&gt;%4&lt;br&gt;步数：%5%6&lt;br&gt;启动：%8，位于 %9&lt;br&gt;运行目录：%7</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+9"/>
         <source> of %1</source>
         <translation> / %1</translation>
     </message>
@@ -2960,12 +2940,12 @@ Malformed metric lines skipped: %1</source>
 <context>
     <name>wb::ui::SampleRunLauncher</name>
     <message>
-        <location filename="../../ui/sample_run_launcher.cpp" line="+48"/>
+        <location filename="../../ui/sample_run_launcher.cpp" line="+49"/>
         <source>The sample image set is still being built…</source>
         <translation>示例图像集仍在构建中…</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location line="+25"/>
         <source>The sample image set is missing (%1) and the tool that builds it was not found at %2. Build the runtime (cmake -DWB_BUILD_RUNTIME=ON) so moe-sample-set sits beside moe-workbench, or run it yourself: moe-sample-set --from %3 --out %4</source>
         <translation>缺少示例图像集（%1），并且在 %2 找不到构建它的工具。请构建运行时（cmake -DWB_BUILD_RUNTIME=ON），使 moe-sample-set 与 moe-workbench 位于同一目录，或自行运行：moe-sample-set --from %3 --out %4</translation>
     </message>
@@ -3014,7 +2994,7 @@ Malformed metric lines skipped: %1</source>
 %2</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+12"/>
         <source>The sample configuration is invalid after setting its data:
 %1</source>
         <translation>设置数据后，示例配置无效：

@@ -6,6 +6,7 @@
 #include "ui/main_window.h"
 #include "ui/run_list_model.h"
 #include "ui/run_list_panel.h"
+#include "ui/run_session.h"
 #include "ui_test_main.h"
 
 #include <QComboBox>
@@ -24,6 +25,7 @@
 using wb::ui::LaunchDialog;
 using wb::ui::MainWindow;
 using wb::ui::RunListModel;
+using wb::ui::RunSession;
 
 namespace {
 
@@ -133,7 +135,9 @@ private slots:
         QFETCH(QString, errorSays);
         QTemporaryDir dir;
         const auto o = options(dir);
-        LaunchDialog dialog({o.storePath, o.hostsPath, o.targetResolver});
+        RunSession session(o.storePath, o.targetFactory, o.targetResolver);
+        session.start();
+        LaunchDialog dialog({o.hostsPath, &session});
         dialog.show();
         if (config == u"sample")
             QVERIFY(dialog.loadConfigFile(sampleConfigFile(dir, 2)));
@@ -155,7 +159,9 @@ private slots:
             QSKIP("moe-train is not built here (WB_BUILD_RUNTIME=OFF)");
         QTemporaryDir dir;
         const auto o = options(dir);
-        LaunchDialog dialog({o.storePath, o.hostsPath, o.targetResolver});
+        RunSession session(o.storePath, o.targetFactory, o.targetResolver);
+        session.start();
+        LaunchDialog dialog({o.hostsPath, &session});
         QFile sample(sampleConfigFile(dir, 2));
         QVERIFY(sample.open(QIODevice::ReadOnly));
         dialog.setConfigJson(QString::fromUtf8(sample.readAll()),

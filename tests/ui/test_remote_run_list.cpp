@@ -149,6 +149,16 @@ private slots:
         QCOMPARE(cellData(window, RunListModel::Target, Qt::DisplayRole).toString(), QStringLiteral("ssh:wbtest"));
         QTRY_COMPARE_WITH_TIMEOUT(status(window), QStringLiteral("running"), 30000);
         QTRY_VERIFY_WITH_TIMEOUT(steps(window, QStringLiteral("ssh:wbtest")) >= 2, 120000);
+        // Issue 19 item 2: the worker that launched the run follows it over the same connection.
+        // sshd has accepted two logins: the host-key check above and that worker's one session
+        // (the launch used to open its own, and the follow path a second).
+        {
+            const std::string log = wbtest::readAll(server.dir() + "/sshd.log");
+            int accepted = 0;
+            for (size_t at = log.find("Accepted "); at != std::string::npos; at = log.find("Accepted ", at + 1))
+                ++accepted;
+            QVERIFY2(accepted == 2, log.c_str());
+        }
 
         // A local run beside it: it must keep streaming while the SSH host is unreachable (each
         // remote session has its own worker thread).

@@ -103,7 +103,7 @@ private slots:
         // Settings for login1 (a Slurm login node), and for a name that is not registered.
         std::ofstream(wb::remote::slurmSettingsPath(hosts))
             << R"({"version": 1, "hosts": {"login1": {"partition": "gpu"}, "ghost": {}}})";
-        wb::ui::LaunchDialog dialog({dir.filePath(QStringLiteral("runs.sqlite")), QString::fromStdString(hosts), {}});
+        wb::ui::LaunchDialog dialog({QString::fromStdString(hosts), nullptr});
         dialog.show();
         QStringList items;
         for (int i = 0; i < dialog.targetBox()->count(); ++i)

@@ -70,7 +70,7 @@ private slots:
     void launchAndHostKeyDialogsAreChinese()
     {
         QTemporaryDir dir;
-        LaunchDialog launch({dir.filePath(QStringLiteral("runs.sqlite")), dir.filePath(QStringLiteral("hosts.json")), {}});
+        LaunchDialog launch({dir.filePath(QStringLiteral("hosts.json")), nullptr});
         QCOMPARE(launch.windowTitle(), QStringLiteral("启动运行"));
         QCOMPARE(launch.launchButton()->text(), QStringLiteral("启动(&L)"));
         QStringList labels;
