@@ -39,6 +39,15 @@ RunState finalStateOf(std::string_view statusWord)
     return RunState::Failed;
 }
 
+RunStatus statusOfFile(const StatusFileFields& file)
+{
+    RunStatus status;
+    status.status = file.status;
+    status.exitCode = file.exitCode.value_or(status.exitCode);
+    status.message = file.message;
+    return status;
+}
+
 RunState runStateOf(const StatusFileFields& file, bool havePid, bool groupAlive, std::optional<bool> writerAlive)
 {
     const bool finalWord = !file.status.empty() && file.status != "running" && file.status != "starting";

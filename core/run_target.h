@@ -75,6 +75,10 @@ struct StatusFileFields {
 };
 StatusFileFields parseStatusFile(std::string_view text);
 
+/// The run's own words from status.json (status word, exit code, message) as a RunStatus whose
+/// state the target decides (runStateOf for a process it watches, the scheduler's view for Slurm).
+RunStatus statusOfFile(const StatusFileFields& file);
+
 /// The state a final status word ends a run in: finished, stopped (cancelled), anything else failed.
 RunState finalStateOf(std::string_view statusWord);
 

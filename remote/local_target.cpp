@@ -334,10 +334,7 @@ Result<core::RunStatus> LocalTarget::status(const std::string& runDir)
     // status.json is rewritten while we read it; a torn or empty one just means "no news".
     const auto text = readSmallFile(runDir + "/status.json");
     const core::StatusFileFields file = text ? core::parseStatusFile(*text) : core::StatusFileFields{};
-    core::RunStatus status;
-    status.status = file.status;
-    status.exitCode = file.exitCode.value_or(status.exitCode);
-    status.message = file.message;
+    core::RunStatus status = core::statusOfFile(file);
     const pid_t pgid = readPidFile(runDir);
     const std::optional<bool> writerAlive =
         file.pid > 0 ? std::optional<bool>(processAlive(static_cast<pid_t>(file.pid))) : std::nullopt;

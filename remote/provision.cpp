@@ -11,6 +11,8 @@
 //   running follows it instead of starting another. bin/moe-train is copied in only on success.
 #include "remote/provision.h"
 
+#include "remote/run_dir_protocol.h"
+
 #include "core/log.h"
 
 #include <sys/stat.h>
@@ -40,16 +42,6 @@ constexpr auto kCommandTimeout = std::chrono::seconds(60);
 constexpr int64_t kMinFreeDiskMiB = 2048;  // a CPU build takes ~0.3 GiB, a CUDA one ~1.5 GiB
 constexpr int kCmakeMajor = 3, kCmakeMinor = 25;
 constexpr size_t kLogTailLines = 30;
-
-std::string trimmed(std::string text)
-{
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-        text.pop_back();
-    size_t start = 0;
-    while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start])))
-        ++start;
-    return text.substr(start);
-}
 
 std::vector<std::string> lines(const std::string& text)
 {

@@ -10,7 +10,7 @@ std::string claimRunDirScript(const std::string& root, const std::string& runDir
 {
     const std::string dir = shellQuote(runDir);
     const std::string tok = shellQuote(token);
-    const std::string foreign = std::to_string(kForeignRunDir);
+    const std::string foreign = std::to_string(kExitForeignRunDir);
     // mkdir (not -p) for the run itself: an existing directory is ours only if it holds our token.
     // An empty one without a token is this launch's own mkdir whose token write never ran (the
     // script was killed between the two): rmdir only succeeds on an empty directory, so another
@@ -32,7 +32,7 @@ std::string claimRunDirScript(const std::string& root, const std::string& runDir
 std::string requireOwnRunDirScript(const std::string& runDir, const std::string& token)
 {
     return "[ \"$(cat " + shellQuote(runDir + "/.launch") + " 2>/dev/null)\" = " + shellQuote(token) +
-           " ] || exit " + std::to_string(kForeignRunDir) + "\n";
+           " ] || exit " + std::to_string(kExitForeignRunDir) + "\n";
 }
 
 std::string launchTokenOr(const std::string& token) { return token.empty() ? core::newLaunchToken() : token; }

@@ -7,20 +7,19 @@
 // or an older workbench's run without one) is still refused.
 #pragma once
 
+#include "remote/run_dir_protocol.h"
+
 #include <string>
 
 namespace wb::remote {
 
-/// Exit code of the claim scripts when the directory belongs to another launch.
-constexpr int kForeignRunDir = 17;
-
 /// POSIX sh lines that make `runDir` (under `root`) this launch's directory: creates it and
 /// writes `token` to runDir/.launch, or finds it already holding `token` (an earlier attempt of
-/// this launch) and continues. Exits kForeignRunDir for another launch's directory, 1 on I/O
+/// this launch) and continues. Exits kExitForeignRunDir (run_dir_protocol.h) for another launch's directory, 1 on I/O
 /// errors. Falls through (no exit) on success.
 std::string claimRunDirScript(const std::string& root, const std::string& runDir, const std::string& token);
 
-/// POSIX sh line that exits kForeignRunDir unless runDir/.launch holds `token`.
+/// POSIX sh line that exits kExitForeignRunDir unless runDir/.launch holds `token`.
 std::string requireOwnRunDirScript(const std::string& runDir, const std::string& token);
 
 /// The token of a request, or a new one when it has none.

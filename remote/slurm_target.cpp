@@ -15,7 +15,6 @@
 
 #include "remote/run_dir_claim.h"
 
-#include "core/json_number.h"
 #include "core/log.h"
 #include "core/planner/generators.h"
 #include "core/run_config.h"
@@ -23,12 +22,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
-#include <tuple>
 
-#include <nlohmann/json.hpp>
 
 namespace wb::remote {
 
@@ -40,24 +35,6 @@ namespace {
 
 // How long a launch waits for one sbatch (polled in command-sized pieces).
 constexpr auto kSubmitPatience = std::chrono::minutes(5);
-
-// #SBATCH lines are parsed by sbatch without a shell; the generator's own rule (generators.cpp).
-bool sbatchSafe(const std::string& value)
-{
-    return std::all_of(value.begin(), value.end(), [](char ch) {
-        return std::isalnum(static_cast<unsigned char>(ch)) || std::string_view("._:,-").find(ch) != std::string_view::npos;
-    });
-}
-
-std::string trimmed(std::string text)
-{
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-        text.pop_back();
-    size_t start = 0;
-    while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start])))
-        ++start;
-    return text.substr(start);
-}
 
 // Reads DIR/slurm_job_id into $job ("" when missing or not a plain job id). The job's own script
 // rewrites the file when it starts (echo > file: empty for a moment), so an empty read of a
@@ -123,47 +100,42 @@ struct StatusAnswer {
 
 StatusAnswer parseStatusAnswer(const std::string& out)
 {
+    const StatusReply reply = parseStatusReply(out);
+    const auto field = [&](const char* key) -> const std::string* {
+        const auto it = reply.fields.find(key);
+        return it == reply.fields.end() ? nullptr : &it->second;
+    };
     StatusAnswer answer;
-    std::istringstream lines(out);
-    std::string line;
-    while (std::getline(lines, line) && line != "---") {
-        auto value = [&](std::string_view key) { return line.substr(key.size()); };
-        if (line.rfind("job=", 0) == 0) {
-            answer.job = value("job=");
-        } else if (line == "trainer=megatron-bridge") {
-            answer.bridge = true;
-        } else if (line.rfind("queue=", 0) == 0) {
-            answer.queue = trimmed(value("queue="));
-            answer.inQueue = true;
-        } else if (line.rfind("sacct=", 0) == 0) {
-            const std::string v = value("sacct=");  // "CANCELLED by 0|0:15"
-            const auto bar = v.find('|');
-            answer.slurmState = trimmed(v.substr(0, bar));
-            answer.slurmExit = bar == std::string::npos ? "" : trimmed(v.substr(bar + 1));
-        } else if (line.rfind("scontrol=", 0) == 0) {
-            std::istringstream words(value("scontrol="));
-            for (std::string word; words >> word;) {
-                if (word.rfind("JobState=", 0) == 0)
-                    answer.slurmState = word.substr(9);
-                else if (word.rfind("ExitCode=", 0) == 0)
-                    answer.slurmExit = word.substr(9);
-            }
+    if (const std::string* job = field("job"))
+        answer.job = *job;
+    if (const std::string* trainer = field("trainer"))
+        answer.bridge = *trainer == "megatron-bridge";
+    if (const std::string* queue = field("queue")) {
+        answer.queue = trimmed(*queue);
+        answer.inQueue = true;
+    }
+    if (const std::string* sacct = field("sacct")) {  // "CANCELLED by 0|0:15"
+        const auto bar = sacct->find('|');
+        answer.slurmState = trimmed(sacct->substr(0, bar));
+        answer.slurmExit = bar == std::string::npos ? "" : trimmed(sacct->substr(bar + 1));
+    } else if (const std::string* scontrol = field("scontrol")) {
+        std::istringstream words(*scontrol);
+        for (std::string word; words >> word;) {
+            if (word.rfind("JobState=", 0) == 0)
+                answer.slurmState = word.substr(9);
+            else if (word.rfind("ExitCode=", 0) == 0)
+                answer.slurmExit = word.substr(9);
         }
     }
     answer.slurmState = answer.slurmState.substr(0, answer.slurmState.find(' '));  // "CANCELLED by 0"
-    for (std::string rest; std::getline(lines, rest);)
-        answer.statusJson += rest + "\n";
+    answer.statusJson = reply.statusJson;
     return answer;
 }
 
 core::RunStatus statusFromAnswer(const StatusAnswer& answer, const std::string& runDir)
 {
     // status.json is rewritten while we read it; a torn or empty one just means "no news".
-    const core::StatusFileFields file = core::parseStatusFile(answer.statusJson);
-    core::RunStatus status;
-    status.status = file.status;
-    status.exitCode = file.exitCode.value_or(status.exitCode);
-    status.message = file.message;
+    core::RunStatus status = core::statusOfFile(core::parseStatusFile(answer.statusJson));
     const std::string& job = answer.job;
     if (job.empty()) {
         status.state = core::RunState::Failed;
@@ -528,7 +500,7 @@ Result<core::LaunchedRun> SlurmTarget::submitOnce(const std::string& root, const
                              " s on the login node; the job may still be submitted: `runs --sync` or the run's "
                              "directory will show it",
                          name() + ":" + runDir);
-    if (submitted->exitStatus == kForeignRunDir)
+    if (submitted->exitStatus == kExitForeignRunDir)
         return makeError(ErrorCode::Busy,
                          "the run directory already exists on the cluster (another run uses this id); "
                          "launch again for a new id",
@@ -587,9 +559,8 @@ Result<core::RunStatus> SlurmTarget::status(const std::string& runDir)
         "      echo \"scontrol=$(scontrol show job \"$job\" -o 2>/dev/null | tr ' ' '\\n' | grep -E '^(JobState|ExitCode)=' | tr '\\n' ' ')\"\n"
         "    fi\n"
         "  fi\n"
-        "fi\n"
-        "echo ---\n"
-        "cat " + shellQuote(runDir + "/status.json") + " 2>/dev/null\n"
+        "fi\n" +
+        kStatusSeparatorLine + "cat " + shellQuote(runDir + "/status.json") + " 2>/dev/null\n"
         "exit 0\n";
     auto result = runScript(script, m_ssh.commandTimeout());
     if (!result)
@@ -674,183 +645,6 @@ Result<void> SlurmTarget::cancel(const std::string& runDir, std::chrono::millise
     else
         log->info("cancel on {}: run in {} ended ({})", name(), runDir, how);
     return {};
-}
-
-std::string slurmSettingsPath(const std::string& hostsPath)
-{
-    return (std::filesystem::path(hostsPath).parent_path() / "slurm.json").string();
-}
-
-namespace {
-
-// slurm.json parsed and checked at the top level; a missing file is an empty object.
-Result<nlohmann::json> readSlurmSettingsFile(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return nlohmann::json::object({{"hosts", nlohmann::json::object()}});
-    std::ostringstream text;
-    text << in.rdbuf();
-    auto json = nlohmann::json::parse(text.str(), nullptr, false);
-    if (!json.is_object() || !json.contains("hosts") || !json["hosts"].is_object())
-        return makeError(ErrorCode::Corrupt,
-                         "not a Slurm settings file (expected {\"version\": 1, \"hosts\": {\"NAME\": {...}}}); fix it",
-                         path);
-    if (wb::core::jsonIntOr(json, "version", 1) > 1)
-        return makeError(ErrorCode::Incompatible, "written by a newer moe-workbench", path);
-    return json;
-}
-
-}  // namespace
-
-namespace {
-
-Result<void> writeSlurmSettingsFile(const std::string& path, const nlohmann::json& json)
-{
-    std::error_code ec;
-    const auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty())
-        std::filesystem::create_directories(parent, ec);
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << json.dump(2) << "\n";
-        if (!out.flush())
-            return makeError(ErrorCode::IoError, "cannot write", tmp);
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-        return makeError(ErrorCode::IoError, "cannot move the Slurm settings file into place", path);
-    return {};
-}
-
-}  // namespace
-
-Result<void> saveSlurmSettings(const std::string& path, const std::string& name, const SlurmSettings& settings)
-{
-    auto file = readSlurmSettingsFile(path);
-    if (!file)
-        return file.error();
-    nlohmann::json entry = nlohmann::json::object();
-    const SlurmSettings defaults;
-    for (const auto& [key, value] : {std::pair{"partition", settings.partition}, {"account", settings.account},
-                                     {"time", settings.timeLimit}, {"slurm_conf", settings.slurmConf}})
-        if (!value.empty())
-            entry[key] = value;
-    if (settings.bridgePython != defaults.bridgePython)
-        entry["bridge_python"] = settings.bridgePython;
-    for (const auto& [key, value, fallback] :
-         {std::tuple{"nodes", settings.nodes, defaults.nodes}, {"gpus_per_node", settings.gpusPerNode, defaults.gpusPerNode},
-          {"cpu_ranks_per_node", settings.cpuRanksPerNode, defaults.cpuRanksPerNode},
-          {"master_port", settings.masterPort, defaults.masterPort}})
-        if (value != fallback)
-            entry[key] = value;
-    nlohmann::json& json = *file;
-    json["version"] = 1;
-    json["hosts"][name] = entry;
-    // The same checks as reading it back, before the real file is touched.
-    const std::string check = path + ".check";
-    if (auto written = writeSlurmSettingsFile(check, json); !written)
-        return written.error();
-    auto valid = loadSlurmSettings(check, name);
-    std::filesystem::remove(check);
-    if (!valid) {
-        core::Error error = valid.error();
-        error.context = path + " (hosts." + name + ")";
-        return error;
-    }
-    return writeSlurmSettingsFile(path, json);
-}
-
-Result<void> removeSlurmSettings(const std::string& path, const std::string& name)
-{
-    auto file = readSlurmSettingsFile(path);
-    if (!file)
-        return file.error();
-    if ((*file)["hosts"].erase(name) == 0)
-        return makeError(ErrorCode::NotFound, "no Slurm settings for " + name, path);
-    return writeSlurmSettingsFile(path, *file);
-}
-
-Result<std::vector<std::string>> slurmSettingsHosts(const std::string& path)
-{
-    auto json = readSlurmSettingsFile(path);
-    if (!json)
-        return json.error();
-    std::vector<std::string> names;
-    for (const auto& [name, entry] : (*json)["hosts"].items())
-        names.push_back(name);
-    return names;
-}
-
-Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::string& name)
-{
-    SlurmSettings settings;
-    auto file = readSlurmSettingsFile(path);
-    if (!file)
-        return file.error();
-    nlohmann::json& json = *file;
-    const auto it = json["hosts"].find(name);
-    if (it == json["hosts"].end())
-        return settings;
-    if (!it->is_object())
-        return makeError(ErrorCode::Corrupt, "the entry for " + name + " is not an object", path);
-    const std::string where = path + " (hosts." + name + ")";
-    for (const auto& [key, value] : it->items()) {
-        auto text = [&](std::string& out) -> Result<void> {
-            if (!value.is_string())
-                return makeError(ErrorCode::InvalidArgument, "\"" + key + "\" must be a string", where);
-            out = value.get<std::string>();
-            return {};
-        };
-        auto number = [&](int& out, int low, int high) -> Result<void> {
-            if (!value.is_number_integer() || value.get<int64_t>() < low || value.get<int64_t>() > high)
-                return makeError(ErrorCode::InvalidArgument,
-                                 "\"" + key + "\" must be a whole number from " + std::to_string(low) + " to " +
-                                     std::to_string(high),
-                                 where);
-            out = value.get<int>();
-            return {};
-        };
-        Result<void> r;
-        if (key == "partition")
-            r = text(settings.partition);
-        else if (key == "account")
-            r = text(settings.account);
-        else if (key == "time")
-            r = text(settings.timeLimit);
-        else if (key == "slurm_conf")
-            r = text(settings.slurmConf);
-        else if (key == "bridge_python")
-            r = text(settings.bridgePython);
-        else if (key == "nodes")
-            r = number(settings.nodes, 1, 100000);
-        else if (key == "gpus_per_node")
-            r = number(settings.gpusPerNode, 1, 1024);
-        else if (key == "cpu_ranks_per_node")
-            r = number(settings.cpuRanksPerNode, 1, 1024);
-        else if (key == "master_port")
-            r = number(settings.masterPort, 1, 65535);
-        else
-            r = makeError(ErrorCode::InvalidArgument,
-                          "unknown key \"" + key +
-                              "\"; use partition, account, time, nodes, gpus_per_node, cpu_ranks_per_node, "
-                              "master_port, slurm_conf, bridge_python",
-                          where);
-        if (!r)
-            return r.error();
-    }
-    for (const auto& [key, value] : {std::pair{"partition", settings.partition}, {"account", settings.account},
-                                     {"time", settings.timeLimit}})
-        if (!sbatchSafe(value))
-            return makeError(ErrorCode::InvalidArgument,
-                             std::string("\"") + key + "\" '" + value +
-                                 "' has characters an #SBATCH line cannot carry; use letters, digits and . _ : , -",
-                             where);
-    if (settings.bridgePython.empty())
-        return makeError(ErrorCode::InvalidArgument,
-                         "\"bridge_python\" is empty; give the python that runs Megatron-Bridge (or remove the key: python)",
-                         where);
-    return settings;
 }
 
 Result<std::unique_ptr<core::RunTarget>> makeSlurmTarget(const std::string& name, const std::string& hostsPath,

@@ -1,6 +1,8 @@
 // SshHostRegistry: hosts.json read/write. Any thread; no shared state.
 #include "remote/ssh_hosts.h"
 
+#include "core/atomic_file.h"
+
 #include "core/json_number.h"
 
 #include <sys/stat.h>
@@ -125,19 +127,9 @@ Result<void> SshHostRegistry::save(const std::vector<SshHostEntry>& entries) con
     for (const auto& entry : entries)
         json["hosts"].push_back(toJson(entry));
     std::error_code ec;
-    const auto parent = std::filesystem::path(m_path).parent_path();
-    if (!parent.empty())
-        std::filesystem::create_directories(parent, ec);
-    const std::string tmp = m_path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << json.dump(2) << "\n";
-        if (!out.flush())
-            return makeError(ErrorCode::IoError, "cannot write", tmp);
-    }
-    if (std::rename(tmp.c_str(), m_path.c_str()) != 0)
-        return makeError(ErrorCode::IoError, "cannot move the hosts file into place", m_path);
-    return {};
+    if (const auto parent = std::filesystem::path(m_path).parent_path(); !parent.empty())
+        std::filesystem::create_directories(parent, ec);  // a failure shows as the write's
+    return core::writeFileAtomically(m_path, json.dump(2) + "\n");
 }
 
 Result<void> SshHostRegistry::put(const SshHostEntry& entry)

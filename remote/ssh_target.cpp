@@ -18,6 +18,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -49,13 +51,6 @@ std::string readPidScript(const std::string& runDir)
 // The login shell only has to parse one single-quoted word (bash, zsh, dash, ksh, fish all do);
 // the script itself always runs under POSIX sh, whatever the user's login shell is.
 std::string asShScript(const std::string& script) { return "sh -c " + shellQuote(script); }
-
-std::string trimmed(std::string text)
-{
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-        text.pop_back();
-    return text;
-}
 
 }  // namespace
 
@@ -342,7 +337,7 @@ Result<core::LaunchedRun> SshTarget::launchWithArgs(const core::LaunchRequest& r
                          "it there (`hosts add NAME --remote-moe-train auto`) or pass its path with "
                          "--remote-moe-train",
                          name() + ":" + *moeTrainPath);
-    if (made->exitStatus == kForeignRunDir)
+    if (made->exitStatus == kExitForeignRunDir)
         return makeError(ErrorCode::Busy,
                          "the run directory already exists on the host (another run uses this id); "
                          "launch again for a new id",
@@ -373,7 +368,7 @@ Result<core::LaunchedRun> SshTarget::launchWithArgs(const core::LaunchRequest& r
     auto started = runScript(start, commandTimeout());
     if (!started)
         return started.error();
-    if (started->exitStatus == kForeignRunDir)
+    if (started->exitStatus == kExitForeignRunDir)
         return makeError(ErrorCode::Busy, "the run directory on the host belongs to another launch", name() + ":" + runDir);
     if (started->exitStatus != 0)
         return makeError(ErrorCode::Failed, "starting moe-train failed: " + trimmed(started->err),
@@ -428,7 +423,8 @@ Result<core::RunStatus> SshTarget::status(const std::string& runDir)
                                shellQuote(runDir + "/status.json") + " 2>/dev/null | head -n 1)\n"
                                "if [ -n \"$sp\" ] && [ \"$sp\" -gt 1 ]; then w=0; kill -0 \"$sp\" 2>/dev/null && "
                                "! ps -o stat= -p \"$sp\" 2>/dev/null | grep -q Z && w=1; fi\n"
-                               "echo \"pid=$pid alive=$a writer=$w\"\n"
+                               "echo \"pid=$pid\"; echo \"alive=$a\"; echo \"writer=$w\"\n" +
+                               kStatusSeparatorLine +
                                "cat " + shellQuote(runDir + "/status.json") + " 2>/dev/null\n"
                                "exit 0\n";
     auto result = runScript(script, commandTimeout());
@@ -439,21 +435,24 @@ Result<core::RunStatus> SshTarget::status(const std::string& runDir)
     if (result->exitStatus != 0)
         return makeError(ErrorCode::Failed, "reading the run status failed: " + trimmed(result->err), name() + ":" + runDir);
 
-    const auto newline = result->out.find('\n');
-    const std::string head = result->out.substr(0, newline);
-    long pid = 0;
-    int alive = 0, writer = -1;
-    if (std::sscanf(head.c_str(), "pid=%ld alive=%d writer=%d", &pid, &alive, &writer) != 3)
-        return makeError(ErrorCode::Corrupt, "unexpected answer from the host: " + head, name() + ":" + runDir);
+    const StatusReply reply = parseStatusReply(result->out);
+    const auto number = [&](const char* key) -> std::optional<long> {
+        const auto it = reply.fields.find(key);
+        if (it == reply.fields.end() || it->second.empty())
+            return std::nullopt;
+        char* end = nullptr;
+        const long value = std::strtol(it->second.c_str(), &end, 10);
+        return *end == '\0' ? std::optional<long>(value) : std::nullopt;
+    };
+    const auto pid = number("pid"), alive = number("alive"), writer = number("writer");
+    if (!pid || !alive || !writer)
+        return makeError(ErrorCode::Corrupt, "unexpected answer from the host: " + result->out.substr(0, 200),
+                         name() + ":" + runDir);
 
     // status.json is rewritten while we read it; a torn or empty one just means "no news".
-    const core::StatusFileFields file =
-        newline != std::string::npos ? core::parseStatusFile(result->out.substr(newline + 1)) : core::StatusFileFields{};
-    core::RunStatus status;
-    status.status = file.status;
-    status.exitCode = file.exitCode.value_or(status.exitCode);
-    status.message = file.message;
-    status.state = core::runStateOf(file, pid != 0, alive == 1, writer < 0 ? std::nullopt : std::optional<bool>(writer == 1));
+    const core::StatusFileFields file = core::parseStatusFile(reply.statusJson);
+    core::RunStatus status = core::statusOfFile(file);
+    status.state = core::runStateOf(file, *pid != 0, *alive == 1, *writer < 0 ? std::nullopt : std::optional<bool>(*writer == 1));
     status.processAlive = status.state == core::RunState::Running;
     return status;
 }
@@ -473,7 +472,7 @@ Result<void> SshTarget::cancel(const std::string& runDir, std::chrono::milliseco
         "i=0; while alive && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n"
         "alive || { echo kill; exit 0; }\n"
         "ps -e -o pgid= -o pid= -o stat= -o comm= | awk -v g=\"$pid\" '$1==g && $3 !~ /^Z/ {print $2 \" (\" $4 \")\"}' >&2\n"
-        "exit 45\n";
+        + exitWith(kExitSurvivedKill) + "\n";
     auto result = runScript(script, grace + std::chrono::seconds(30));
     if (!result)
         return result.error();
@@ -481,7 +480,7 @@ Result<void> SshTarget::cancel(const std::string& runDir, std::chrono::milliseco
         return makeError(ErrorCode::NotFound,
                          "no readable pid file on the host; the run never started, or its directory is gone",
                          name() + ":" + runDir);
-    if (result->exitStatus == 45)
+    if (result->exitStatus == kExitSurvivedKill)
         return makeError(ErrorCode::Failed,
                          "processes of the run survived SIGKILL on the host: " + trimmed(result->err),
                          name() + ":" + runDir);

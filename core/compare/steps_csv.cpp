@@ -1,14 +1,10 @@
 #include "core/compare/steps_csv.h"
 
-#include <unistd.h>
+#include "core/atomic_file.h"
 
-#include <cerrno>
+
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <memory>
 #include <unordered_map>
 #include <variant>
 
@@ -164,31 +160,7 @@ Result<std::vector<StepRecord>> stepsFromCsv(std::string_view csv)
 
 Result<void> writeStepsCsv(const std::string& path, const std::vector<StepRecord>& steps)
 {
-    const std::string text = stepsToCsv(steps);
-    const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-    struct FileCloser {
-        void operator()(std::FILE* f) const { std::fclose(f); }
-    };
-    auto fail = [&](const char* what) {
-        const std::string reason = std::strerror(errno);
-        std::remove(temp.c_str());
-        return makeError(ErrorCode::IoError,
-                         std::string(what) + ": " + reason + "; check that the folder exists and is writable",
-                         path);
-    };
-    {
-        std::unique_ptr<std::FILE, FileCloser> file(std::fopen(temp.c_str(), "wb"));
-        if (!file)
-            return fail("cannot create the file");
-        if (std::fwrite(text.data(), 1, text.size(), file.get()) != text.size() || std::fflush(file.get()) != 0 ||
-            ::fsync(::fileno(file.get())) != 0)
-            return fail("cannot write the file");
-        if (std::fclose(file.release()) != 0)
-            return fail("cannot write the file");
-    }
-    if (std::rename(temp.c_str(), path.c_str()) != 0)
-        return fail("cannot replace the file");
-    return {};
+    return writeFileAtomically(path, stepsToCsv(steps));
 }
 
 }  // namespace wb::core
