@@ -76,6 +76,11 @@ QString PlanConfigPreview::text(int tab) const
     return tab >= 0 && tab < m_documents.size() ? m_documents[tab].text : QString();
 }
 
+QString PlanConfigPreview::fileName(int tab) const
+{
+    return tab >= 0 && tab < m_documents.size() ? m_documents[tab].fileName : QString();
+}
+
 QString PlanConfigPreview::currentText() const
 {
     return text(m_tabs->currentIndex());

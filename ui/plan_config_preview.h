@@ -33,6 +33,8 @@ public:
     QTabWidget* tabs() const { return m_tabs; }
     QString currentText() const;
     QString text(int tab) const;
+    /// The file the tab shows (as `generate` names it).
+    QString fileName(int tab) const;
 
 public slots:
     void copyCurrent();

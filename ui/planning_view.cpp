@@ -1,5 +1,5 @@
-// PlanningView: gathers the inputs into a core SearchRequest, runs the search on its own one-thread
-// pool, shows the ranked table, and regenerates the previews for the selected row. The guide's
+// PlanningView: gathers the inputs into a core SearchRequest, runs the search off the GUI thread
+// (runInBackground), shows the ranked table, and regenerates the previews for the selected row. The guide's
 // recommendation is recomputed at once on every answer (recommend() is a few rules), using facts
 // from the selected layout (ETP, full recompute, graphs) and the hardware (GB200-class).
 #include "ui/planning_view.h"
@@ -7,9 +7,11 @@
 #include "core/planner/generators.h"
 #include "core/planner/layout_file.h"
 #include "core/planner/plan_json.h"
+#include "core/planner/plan_artifacts.h"
 #include "core/planner/prediction.h"
 #include "core/run_prediction.h"
 #include "core/text_file.h"
+#include "ui/background_task.h"
 #include "ui/plan_config_preview.h"
 #include "ui/plan_guide_panel.h"
 #include "ui/plan_layout_model.h"
@@ -37,7 +39,6 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
-#include <QThreadPool>
 #include <QTimer>
 #include <QVBoxLayout>
 
@@ -48,19 +49,6 @@ namespace wb::ui {
 using namespace core::planner;
 
 namespace {
-
-// The search pool: one thread, so a burst of plan() calls queues rather than competes; joined in
-// ~PlanningView so no task outlives the view it reports to.
-QThreadPool& searchPool(QObject* owner)
-{
-    auto* pool = owner->findChild<QThreadPool*>(QStringLiteral("planSearchPool"));
-    if (!pool) {
-        pool = new QThreadPool(owner);
-        pool->setObjectName(QStringLiteral("planSearchPool"));
-        pool->setMaxThreadCount(1);
-    }
-    return *pool;
-}
 
 QSpinBox* spin(QWidget* parent, const char* name, int min, int max, int value, int step = 1)
 {
@@ -126,7 +114,11 @@ PlanningView::~PlanningView()
 {
     if (m_cancel)
         m_cancel->store(true);  // closing must not wait for a long search to finish
-    searchPool(this).waitForDone();
+    // CPU-only work on copies (runInBackground): cancelled searches end within a candidate, and
+    // none may outlive the application.
+    for (const QPointer<QThread>& search : m_searches)
+        if (search)
+            search->wait();
 }
 
 QWidget* PlanningView::createInputs()
@@ -432,28 +424,28 @@ void PlanningView::plan()
         m_progress->setVisible(true);
         m_cancelButton->setVisible(true);
     });
-    searchPool(this).start([this, generation, req = *request]() {
-        auto result = searchLayouts(req);  // pure; worker thread
-        QMetaObject::invokeMethod(
-            this,
-            [this, generation, req, result = std::move(result)]() mutable {
-                if (generation != m_generation)
-                    return;  // superseded by a newer plan()
-                m_running = false;
-                m_planButton->setEnabled(true);
-                m_progress->setVisible(false);
-                m_cancelButton->setVisible(false);
-                if (!result) {
-                    const QString error = QString::fromStdString(result.error().message);
-                    m_summary->setText(error);
-                    emit planned(error);
-                    return;
-                }
-                showResult(req, std::move(*result));
-                emit planned({});
-            },
-            Qt::QueuedConnection);
-    });
+    // A newer search supersedes a running one (cancelled above); its result, if any, is dropped.
+    m_searches.removeAll(QPointer<QThread>());
+    m_searches.append(runInBackground(
+        this, QStringLiteral("plan-search"),
+        [req = *request] { return std::make_pair(req, searchLayouts(req)); },  // pure
+        [this, generation](std::pair<SearchRequest, core::Result<SearchResult>> done) {
+            if (generation != m_generation)
+                return;  // superseded by a newer plan()
+            m_running = false;
+            m_planButton->setEnabled(true);
+            m_progress->setVisible(false);
+            m_cancelButton->setVisible(false);
+            auto& [req, result] = done;
+            if (!result) {
+                const QString error = QString::fromStdString(result.error().message);
+                m_summary->setText(error);
+                emit planned(error);
+                return;
+            }
+            showResult(req, std::move(*result));
+            emit planned({});
+        }));
 }
 
 void PlanningView::cancelPlan()
@@ -688,36 +680,50 @@ void PlanningView::showLayoutDetails(int row)
     (void)configForMoeTrain(config, runtimeNotes);  // what run.json changes, said in the lint list
     for (const std::string& note : runtimeNotes)
         new QListWidgetItem(tr("run.json: %1").arg(QString::fromStdString(note)), m_lint);
-    GeneratorTarget target;
-    target.hardware = m_request->hardware;
-    target.nodes = m_request->nodes;
-    target.gpusPerNode = m_request->gpus / std::max(1, m_request->nodes);
-    target.modelName = m_request->model.name;
-    target.overlapMoeExpertParallelComm = c->layout.overlapMoeExpertParallelComm;
-    // Every file `generate` writes for this layout, made by the same function (issue 18 item 9):
-    // what is shown here is what `generate --from plan.json --layout N --format F` writes.
-    std::map<std::string, std::string> files;
-    for (const char* format : {"runtime", "megatron-bridge", "slurm", "ssh"})
-        if (auto bundle = generateFormat(format, config, target))
-            for (const GeneratedFile& f : bundle->files)
-                files.emplace(f.name, f.content);
-    const auto doc = [&files](const QString& title, const char* name) {
-        return PlanConfigPreview::Document{title, QString::fromLatin1(name), QString::fromStdString(files[name])};
+    // Every file `generate --from plan.json --layout N --format F` writes for this layout (the
+    // plan as Save plan writes it), made by the same two functions (plan_artifacts.h): byte for
+    // byte what the CLI writes.
+    std::vector<GeneratedFile> files;  // in the order the formats make them, each name once
+    if (m_catalog && m_result) {
+        const Candidate* chosen = m_result->ranked.empty() ? nullptr : &m_result->ranked.front();
+        const GuideAnswers answers = m_guide->answers();
+        auto plan = parsePlanJson(
+            planToJson(*m_request, recommendForPlan(answers, *m_request, chosen), *m_result, nullptr, nullptr, &answers));
+        PlanArtifactOptions options;
+        options.layout = row;
+        for (const char* format : {"runtime", "megatron-bridge", "slurm", "ssh"}) {
+            auto planned = plan ? planLayout(*m_catalog, *plan, format, options) : core::Result<PlannedLayout>(plan.error());
+            auto bundle = planned ? generateArtifacts(format, planned->config, planned->target, planned->prediction)
+                                  : core::Result<GeneratedBundle>(planned.error());
+            // A format that refuses the layout (moe-train has no CP on CUDA) has no files: no tabs.
+            // prediction.json is the runtime format's (moe-train); Bridge's stays with `generate`.
+            if (bundle)
+                for (GeneratedFile& f : bundle->files)
+                    if (std::none_of(files.begin(), files.end(), [&](const GeneratedFile& g) { return g.name == f.name; }))
+                        files.push_back(std::move(f));
+        }
+    }
+    // The configs first, under their names in words; then every other file under its own name.
+    static const std::pair<const char*, const char*> kTitled[] = {
+        {"run.json", QT_TR_NOOP("Runtime JSON")},
+        {"overrides.yaml", QT_TR_NOOP("Megatron-Bridge YAML")},
+        {"overrides.dotlist", QT_TR_NOOP("Megatron-Bridge dotlist")},
+        {"run.sbatch", QT_TR_NOOP("sbatch")},
     };
-    QList<PlanConfigPreview::Document> documents = {
-        doc(tr("Runtime JSON"), "run.json"),
-        doc(tr("Megatron-Bridge YAML"), "overrides.yaml"),
-        doc(tr("Megatron-Bridge dotlist"), "overrides.dotlist"),
-        doc(tr("sbatch"), "run.sbatch"),
-        doc(QStringLiteral("perf_launch.sh"), "perf_launch.sh"),
-        doc(QStringLiteral("env.sh"), "env.sh"),
-        doc(QStringLiteral("env.slurm.sh"), "env.slurm.sh"),
-        doc(QStringLiteral("launch_ssh.sh"), "launch_ssh.sh"),
+    QList<PlanConfigPreview::Document> documents;
+    const auto take = [&](const std::string& name, const QString& title) {
+        const auto it = std::find_if(files.begin(), files.end(), [&](const GeneratedFile& f) { return f.name == name; });
+        if (it == files.end())
+            return;
+        documents.append({title, QString::fromStdString(it->name), QString::fromStdString(it->content)});
+        files.erase(it);
     };
-    // A format that refuses the layout (moe-train has no CP on CUDA) has no file: its tab is left out.
-    documents.erase(std::remove_if(documents.begin(), documents.end(),
-                                   [](const PlanConfigPreview::Document& d) { return d.text.isEmpty(); }),
-                    documents.end());
+    for (const auto& [name, title] : kTitled)
+        take(name, tr(title));
+    for (const char* name : {"perf_launch.sh", "env.sh", "env.slurm.sh", "launch_ssh.sh", "prediction.json"})
+        take(name, QString::fromLatin1(name));
+    while (!files.empty())
+        take(files.front().name, QString::fromStdString(files.front().name));
     m_preview->setDocuments(documents);
     updateRecommendation();
 }

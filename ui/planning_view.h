@@ -4,14 +4,18 @@
 // selected layout's lint findings, and its generated configs (PlanConfigPreview). "Launch…" hands
 // the selected layout's runtime config and the planner's prediction to whoever launches runs
 // (launchRequested; main_window connects the launch dialog).
-// Threading: GUI thread only. plan() runs core::planner::searchLayouts on the global thread pool
-// (a 235B search takes ~0.2 s) and posts the result back; a newer plan() supersedes an older one.
+// Threading: GUI thread only. plan() runs core::planner::searchLayouts on a thread of its own
+// (runInBackground; a 235B search takes ~0.2 s) and gets the result back on the GUI thread; a
+// newer plan() cancels and supersedes an older one; the destructor waits for the searches.
 #pragma once
 
 #include "core/planner/catalog.h"
 #include "core/planner/layout_search.h"
 
+#include <QList>
+#include <QPointer>
 #include <QString>
+#include <QThread>
 #include <QWidget>
 
 #include <atomic>
@@ -123,6 +127,7 @@ private:
     void choosePredictFile();
 
     std::optional<core::planner::Catalog> m_catalog;
+    QList<QPointer<QThread>> m_searches;  // searches not yet ended (runInBackground), newest last
     QString m_catalogError;
     std::optional<core::planner::SearchRequest> m_request;  // of m_result
     std::optional<core::planner::SearchResult> m_result;

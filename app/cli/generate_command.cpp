@@ -7,6 +7,7 @@
 
 #include "core/planner/generators.h"
 #include "core/planner/lint.h"
+#include "core/planner/plan_artifacts.h"
 #include "core/planner/plan_json.h"
 #include "core/planner/prediction.h"
 #include "core/run_prediction.h"
@@ -98,69 +99,30 @@ int generateCommand(const CliContext&, Args args)
         auto plan = parsePlanJson(text);
         if (!plan)
             return reportError(core::Error{plan.error().code, plan.error().message, *from});
-        int index = 0;
+        PlanArtifactOptions options;
         if (layoutIndex) {
             char* end = nullptr;
             const long v = std::strtol(layoutIndex->c_str(), &end, 10);
             if (layoutIndex->empty() || *end != '\0' || v < 0 || v > 100000)
                 return reportUsage("--layout needs a layout number (0 = the best)", kSynopsis);
-            index = static_cast<int>(v);
+            options.layout = static_cast<int>(v);
         }
-        if (index >= static_cast<int>(plan->layouts.size()))
-            return reportError(core::makeError(core::ErrorCode::InvalidArgument,
-                                               "the plan has " + std::to_string(plan->layouts.size()) +
-                                                   " layout(s); choose --layout 0.." +
-                                                   std::to_string(static_cast<int>(plan->layouts.size()) - 1) +
-                                                   (plan->layouts.empty() ? " (none: plan for a GPU count that works)" : ""),
-                                               *from));
-        auto model = catalog->model(plan->model);
-        if (!model)
-            return reportError(model.error());
-        auto hw = catalog->hardware(plan->hardware);
-        if (!hw)
-            return reportError(hw.error());
-        const Layout& layout = plan->layouts[static_cast<size_t>(index)];
-        config = runConfigForLayout(*model, layout, plan->workload, manifest.value_or("manifest.jsonl"));
-        // The prediction that travels with the run: the chosen layout, as the plan predicted it
-        // (with the plan's calibration, if it had one).
-        ThroughputOptions options;
-        options.eff.stepTimeFactor = plan->stepTimeFactor;
-        // Every format but megatron-bridge runs moe-train: predict its memory and step, not Megatron's.
-        MemoryOptions memory;
-        memory.moeTrain = *format != "megatron-bridge";
-        if (memory.moeTrain) {
-            options.runtime = TrainingRuntime::MoeTrain;
-            options.rates = catalog->runtimeRates("moe-train", hw->name);
+        options.manifest = manifest.value_or("manifest.jsonl");
+        options.packed = packed;
+        // The same function the planning view's preview calls (plan_artifacts.h).
+        auto planned = planLayout(*catalog, *plan, *format, options);
+        if (!planned) {
+            core::Error error = planned.error();
+            if (error.context.empty())
+                error.context = *from;
+            return reportError(error);
         }
-        // A plan made for the other runtime: this prediction is not its row's; say both.
-        const bool replanned = plan->runtime != trainingRuntimeName(options.runtime);
-        Workload workload = plan->workload;
-        if (packed)
-            workload.packed = *packed;
-        // A plan calibrated per term (plan --calibrate-run): the same factors, and the model's own
-        // step beside it (an uncalibrated evaluation).
-        double uncalibratedStepMs = 0;
-        std::string calibration = plan->calibration;
-        if (plan->termCalibration.applied()) {
-            uncalibratedStepMs = evaluateLayout(*model, layout, workload, *hw, options, memory).throughput.stepMs;
-            applyTermCalibration(plan->termCalibration, options.eff);
-            calibration = plan->termCalibration.describe();
-        }
-        const Candidate candidate = evaluateLayout(*model, layout, workload, *hw, options, memory);
-        if (!plan->termCalibration.applied())
-            uncalibratedStepMs = candidate.throughput.stepMs / plan->stepTimeFactor;
-        prediction = predictionForCandidate(candidate, *hw, calibration, uncalibratedStepMs);
-        if (replanned)
-            std::fprintf(stderr,
-                         "note: the plan predicted %s (layout %d: %.1f ms per step); prediction.json is for %s, which "
-                         "this format runs: %.1f ms (plan --for %s ranks for it)\n",
-                         plan->runtime.c_str(), index, plan->layoutStepMs.size() > size_t(index) ? plan->layoutStepMs[size_t(index)] : 0.0,
-                         candidate.throughput.runtime.c_str(), candidate.throughput.stepMs, candidate.throughput.runtime.c_str());
-        target.hardware = *hw;
-        target.modelName = plan->model;
-        target.overlapMoeExpertParallelComm = layout.overlapMoeExpertParallelComm;
-        gpus = plan->gpus;
-        target.nodes = plan->nodes > 0 ? plan->nodes : std::max(1, gpus / std::max(1, hw->gpusPerNode));
+        if (!planned->replannedNote.empty())
+            std::fprintf(stderr, "note: %s\n", planned->replannedNote.c_str());
+        config = planned->config;
+        target = planned->target;
+        gpus = planned->gpus;
+        prediction = planned->prediction;
     } else {
         auto loaded = core::loadRunConfig(*from);
         if (!loaded)
@@ -266,20 +228,14 @@ int generateCommand(const CliContext&, Args args)
         return kExitUsage;
     }
 
-    auto bundle = generateFormat(*format, config, target);
+    auto bundle = generateArtifacts(*format, config, target, prediction);
     if (!bundle)
         return reportError(bundle.error());
-    // launch --config DIR/run.json picks prediction.json up from beside the config. Without a
-    // prediction, an older prediction.json there would be stored with the wrong run: it goes too
-    // (with --force; otherwise the overwrite check below refuses, naming it).
-    bool removeStalePrediction = false;
-    // launch --bridge DIR takes it from the Bridge folder the same way.
-    if (*format == "runtime" || *format == "megatron-bridge") {
-        if (prediction)
-            bundle->files.push_back(GeneratedFile{"prediction.json", core::predictionToJson(*prediction), false});
-        else
-            removeStalePrediction = fs::exists(fs::path(*outDir) / "prediction.json");
-    }
+    // launch --config DIR/run.json and launch --bridge DIR pick prediction.json up from the
+    // folder. Without a prediction, an older prediction.json there would be stored with the wrong
+    // run: it goes too (with --force; otherwise the overwrite check below refuses, naming it).
+    const bool removeStalePrediction =
+        !prediction && formatCarriesPrediction(*format) && fs::exists(fs::path(*outDir) / "prediction.json");
 
     std::error_code ec;
     fs::create_directories(*outDir, ec);

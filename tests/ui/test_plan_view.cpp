@@ -14,20 +14,20 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialog>
+#include <QDir>
 #include <QFile>
 #include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QLabel>
 #include <QLocale>
+#include <QMap>
 #include <QListWidget>
 #include <QProgressBar>
+#include <QProcess>
 #include <QPushButton>
-#include "core/run_config.h"
-#include "core/run_prediction.h"
-
+#include <QSet>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTabWidget>
@@ -378,8 +378,8 @@ private slots:
         planThrough(view, QStringLiteral("qwen3-vl-235b-a22b"), QStringLiteral("h100"), 32, 8);
         PlanConfigPreview* preview = view.preview();
         QTabWidget* tabs = preview->tabs();
-        // Every file generate writes (issue 18 item 9), made by generateFormat as the CLI does.
-        QCOMPARE(tabs->count(), 8);
+        // Every file generate writes (issue 18 item 9), made as the CLI makes them (plan_artifacts.h).
+        QCOMPARE(tabs->count(), 11);  // + bridge.sbatch, bridge_job.json
         QCOMPARE(tabs->tabText(1), QStringLiteral("Megatron-Bridge YAML"));
         QCOMPARE(tabs->tabText(4), QStringLiteral("perf_launch.sh"));
         QCOMPARE(tabs->tabText(5), QStringLiteral("env.sh"));
@@ -413,6 +413,47 @@ private slots:
         QFile file(path);
         QVERIFY(file.open(QIODevice::ReadOnly));
         QCOMPARE(QString::fromUtf8(file.readAll()), preview->text(1));
+    }
+
+    // Issue 19 item 4: the preview is byte for byte what `generate --from PLAN --layout N
+    // --format F` writes, for every format and file, from the plan the view saves.
+    void previewIsWhatGenerateWrites()
+    {
+        PlanningView view(kCatalog);
+        planThrough(view, QStringLiteral("qwen3-vl-30b-a3b"), QStringLiteral("h100"), 2, 8);
+        QVERIFY(view.layoutModel()->rowCount() > 1);
+        const int row = 1;  // not only the best row: the index must mean the same in both
+        view.selectLayout(row);
+        QTemporaryDir dir;
+        const QString planPath = dir.filePath(QStringLiteral("plan.json"));
+        QVERIFY(view.savePlan(planPath));
+        QMap<QString, QString> preview;  // file name -> text, as the tabs show them
+        QTabWidget* tabs = view.preview()->tabs();
+        for (int tab = 0; tab < tabs->count(); ++tab)
+            preview.insert(view.preview()->fileName(tab), view.preview()->text(tab));
+        QSet<QString> compared;  // several formats write run.json: each copy is compared
+        for (const char* format : {"runtime", "megatron-bridge", "slurm", "ssh"}) {
+            const QString out = dir.filePath(QLatin1String(format));
+            QProcess cli;
+            cli.start(QStringLiteral(WB_TEST_CLI),
+                      {QStringLiteral("generate"), QStringLiteral("--from"), planPath, QStringLiteral("--layout"),
+                       QString::number(row), QStringLiteral("--format"), QLatin1String(format), QStringLiteral("--out"), out,
+                       QStringLiteral("--catalog"), kCatalog});
+            QVERIFY(cli.waitForFinished(60000));
+            QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+            for (const QString& name : QDir(out).entryList(QDir::Files)) {
+                QFile file(QDir(out).filePath(name));
+                QVERIFY(file.open(QIODevice::ReadOnly));
+                const QString written = QString::fromUtf8(file.readAll());
+                // prediction.json: the tab shows the runtime format's (moe-train); Bridge's is its own.
+                if (name == u"prediction.json" && QLatin1String(format) != u"runtime")
+                    continue;
+                QVERIFY2(preview.contains(name), qPrintable(QStringLiteral("no tab for %1 (%2)").arg(name, QLatin1String(format))));
+                QVERIFY2(preview.value(name) == written, qPrintable(QStringLiteral("%1 (%2) differs from the preview").arg(name, QLatin1String(format))));
+                compared.insert(name);
+            }
+        }
+        QCOMPARE(compared.size(), tabs->count());  // every tab is a file generate writes
     }
 
     void launchEmitsConfigAndPrediction()
