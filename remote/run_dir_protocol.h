@@ -22,7 +22,10 @@ inline constexpr int kExitNoBridge = 47;
 inline constexpr int kExitSubmitRefused = 50;
 
 /// "exit N" for a script line.
-inline std::string exitWith(int code) { return "exit " + std::to_string(code); }
+inline std::string exitWith(int code)
+{
+    return "exit " + std::to_string(code);
+}
 
 /// The script line that ends the key=value part of a status answer; status.json follows it.
 inline constexpr const char* kStatusSeparatorLine = "echo ---\n";

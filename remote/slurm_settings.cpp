@@ -25,7 +25,8 @@ namespace {
 bool sbatchSafe(const std::string& value)
 {
     return std::all_of(value.begin(), value.end(), [](char ch) {
-        return std::isalnum(static_cast<unsigned char>(ch)) || std::string_view("._:,-").find(ch) != std::string_view::npos;
+        return std::isalnum(static_cast<unsigned char>(ch)) ||
+               std::string_view("._:,-").find(ch) != std::string_view::npos;
     });
 }
 
@@ -69,14 +70,17 @@ Result<void> saveSlurmSettings(const std::string& path, const std::string& name,
         return file.error();
     nlohmann::json entry = nlohmann::json::object();
     const SlurmSettings defaults;
-    for (const auto& [key, value] : {std::pair{"partition", settings.partition}, {"account", settings.account},
-                                     {"time", settings.timeLimit}, {"slurm_conf", settings.slurmConf}})
+    for (const auto& [key, value] : {std::pair{"partition", settings.partition},
+                                     {"account", settings.account},
+                                     {"time", settings.timeLimit},
+                                     {"slurm_conf", settings.slurmConf}})
         if (!value.empty())
             entry[key] = value;
     if (settings.bridgePython != defaults.bridgePython)
         entry["bridge_python"] = settings.bridgePython;
     for (const auto& [key, value, fallback] :
-         {std::tuple{"nodes", settings.nodes, defaults.nodes}, {"gpus_per_node", settings.gpusPerNode, defaults.gpusPerNode},
+         {std::tuple{"nodes", settings.nodes, defaults.nodes},
+          {"gpus_per_node", settings.gpusPerNode, defaults.gpusPerNode},
           {"cpu_ranks_per_node", settings.cpuRanksPerNode, defaults.cpuRanksPerNode},
           {"master_port", settings.masterPort, defaults.masterPort}})
         if (value != fallback)
@@ -176,17 +180,17 @@ Result<SlurmSettings> loadSlurmSettings(const std::string& path, const std::stri
         if (!r)
             return r.error();
     }
-    for (const auto& [key, value] : {std::pair{"partition", settings.partition}, {"account", settings.account},
-                                     {"time", settings.timeLimit}})
+    for (const auto& [key, value] :
+         {std::pair{"partition", settings.partition}, {"account", settings.account}, {"time", settings.timeLimit}})
         if (!sbatchSafe(value))
             return makeError(ErrorCode::InvalidArgument,
                              std::string("\"") + key + "\" '" + value +
                                  "' has characters an #SBATCH line cannot carry; use letters, digits and . _ : , -",
                              where);
     if (settings.bridgePython.empty())
-        return makeError(ErrorCode::InvalidArgument,
-                         "\"bridge_python\" is empty; give the python that runs Megatron-Bridge (or remove the key: python)",
-                         where);
+        return makeError(
+            ErrorCode::InvalidArgument,
+            "\"bridge_python\" is empty; give the python that runs Megatron-Bridge (or remove the key: python)", where);
     return settings;
 }
 

@@ -13,9 +13,9 @@ namespace wb::remote {
 
 /// How jobs are submitted on one cluster: `slurm.json` beside hosts.json (see slurmSettingsPath).
 struct SlurmSettings {
-    std::string partition;    ///< #SBATCH --partition; empty = the cluster's default
-    std::string account;      ///< #SBATCH --account; empty = none
-    std::string timeLimit;    ///< #SBATCH --time ("04:00:00"); empty = the partition's default
+    std::string partition;  ///< #SBATCH --partition; empty = the cluster's default
+    std::string account;    ///< #SBATCH --account; empty = none
+    std::string timeLimit;  ///< #SBATCH --time ("04:00:00"); empty = the partition's default
     int nodes = 1;
     /// GPUs per node for device "cuda" configs (moe-train --nproc-per-node); 0 = not set, which a
     /// cuda config refuses. device "cpu" configs run cpuRanksPerNode ranks per node, no GPU.
@@ -23,7 +23,7 @@ struct SlurmSettings {
     /// Ranks per node for device "cpu" configs (srun tasks on Gloo; no GPU requested); default 1.
     int cpuRanksPerNode = 1;
     int masterPort = 29500;
-    std::string slurmConf;    ///< exported as SLURM_CONF for every Slurm command; empty = the host's
+    std::string slurmConf;  ///< exported as SLURM_CONF for every Slurm command; empty = the host's
     /// The python a Megatron-Bridge job runs (a venv or conda env on the shared filesystem): the
     /// node check runs `BRIDGE_PYTHON -c "import megatron.bridge"` with it on the login node, and
     /// the job gets it as $BRIDGE_PYTHON (the generated bridge.sbatch runs "${BRIDGE_PYTHON:-python}").

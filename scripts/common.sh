@@ -22,8 +22,9 @@ WB_PACKAGES=(
 # test that checks the PyTorch-eager benchmark baseline against moe-train (tests/e2e/eager_e2e.py).
 # help2man (the man pages, made at build time), lintian, desktop-file-utils and appstream: the
 # package test (tests/e2e/package_e2e.sh) builds the .deb and checks it as Debian does.
+# clang-format: the format check of changed lines (scripts/check_format.sh).
 WB_TEST_PACKAGES=(openssh-server openssh-client slurm-wlm munge python3-torch
-                  help2man lintian desktop-file-utils appstream)
+                  help2man lintian desktop-file-utils appstream clang-format)
 # The fuzz targets (scripts/fuzz.sh): clang with its libFuzzer, ASan and UBSan runtimes.
 WB_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 

@@ -7,7 +7,8 @@ namespace wb::ui {
 template <typename Call>
 void RunSession::post(RunFollowWorker* worker, Call call)
 {
-    QMetaObject::invokeMethod(worker, [worker, call = std::move(call)] { call(worker); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        worker, [worker, call = std::move(call)] { call(worker); }, Qt::QueuedConnection);
 }
 
 RunSession::RunSession(QString storePath, RunFollowWorker::TargetFactory targetFactory, TargetResolver resolver,
@@ -66,7 +67,12 @@ RunSession::~RunSession()
     // after whatever it was asked before, so nothing it holds is used after it is closed.
     const auto shutDown = [](RunFollowWorker* worker) {
         QMetaObject::invokeMethod(
-            worker, [worker] { worker->shutdown(); QThread::currentThread()->quit(); }, Qt::QueuedConnection);
+            worker,
+            [worker] {
+                worker->shutdown();
+                QThread::currentThread()->quit();
+            },
+            Qt::QueuedConnection);
     };
     for (auto& [spec, remote] : m_remote) {
         shutDown(remote.worker);

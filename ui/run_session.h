@@ -27,8 +27,8 @@ class RunSession : public QObject {
     Q_OBJECT
 
 public:
-    RunSession(QString storePath, RunFollowWorker::TargetFactory targetFactory,
-               TargetResolver resolver = {}, QObject* parent = nullptr);
+    RunSession(QString storePath, RunFollowWorker::TargetFactory targetFactory, TargetResolver resolver = {},
+               QObject* parent = nullptr);
     ~RunSession() override;
 
     /// Starts the worker thread and opens the store there. Idempotent.
@@ -68,7 +68,7 @@ private:
     TargetResolver m_resolver;
     std::shared_ptr<RunEvents> m_events;
     QThread m_thread;
-    RunFollowWorker* m_worker = nullptr;  // lives on m_thread; deleted there when it finishes
+    RunFollowWorker* m_worker = nullptr;       // lives on m_thread; deleted there when it finishes
     std::map<QString, RemoteWorker> m_remote;  // by the target spec it was made for
     std::map<QString, QString> m_remoteNames;  // a recorded target name -> the spec of its worker
     quint64 m_nextLaunch = 1;

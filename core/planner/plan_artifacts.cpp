@@ -20,7 +20,8 @@ Result<PlannedLayout> planLayout(const Catalog& catalog, const PlanFile& plan, c
     if (options.layout < 0 || options.layout >= count)
         return makeError(ErrorCode::InvalidArgument,
                          "the plan has " + std::to_string(count) + " layout(s); choose --layout 0.." +
-                             std::to_string(count - 1) + (count == 0 ? " (none: plan for a GPU count that works)" : ""));
+                             std::to_string(count - 1) +
+                             (count == 0 ? " (none: plan for a GPU count that works)" : ""));
     auto model = catalog.model(plan.model);
     if (!model)
         return model.error();
@@ -67,11 +68,12 @@ Result<PlannedLayout> planLayout(const Catalog& catalog, const PlanFile& plan, c
     if (plan.runtime != trainingRuntimeName(throughput.runtime)) {
         const size_t index = static_cast<size_t>(options.layout);
         char note[400];
-        std::snprintf(note, sizeof note,
-                      "the plan predicted %s (layout %d: %.1f ms per step); prediction.json is for %s, which this "
-                      "format runs: %.1f ms (plan --for %s ranks for it)",
-                      plan.runtime.c_str(), options.layout, index < plan.layoutStepMs.size() ? plan.layoutStepMs[index] : 0.0,
-                      candidate.throughput.runtime.c_str(), candidate.throughput.stepMs, candidate.throughput.runtime.c_str());
+        std::snprintf(
+            note, sizeof note,
+            "the plan predicted %s (layout %d: %.1f ms per step); prediction.json is for %s, which this "
+            "format runs: %.1f ms (plan --for %s ranks for it)",
+            plan.runtime.c_str(), options.layout, index < plan.layoutStepMs.size() ? plan.layoutStepMs[index] : 0.0,
+            candidate.throughput.runtime.c_str(), candidate.throughput.stepMs, candidate.throughput.runtime.c_str());
         out.replannedNote = note;
     }
     return out;

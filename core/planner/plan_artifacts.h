@@ -20,14 +20,14 @@
 namespace wb::core::planner {
 
 struct PlanArtifactOptions {
-    int layout = 0;                             ///< index into the plan's ranked layouts (0 = the best)
-    std::string manifest = "manifest.jsonl";    ///< data.manifest of the run config
-    std::optional<PackedShape> packed;          ///< the real data's packed shape (`generate --workload`)
+    int layout = 0;                           ///< index into the plan's ranked layouts (0 = the best)
+    std::string manifest = "manifest.jsonl";  ///< data.manifest of the run config
+    std::optional<PackedShape> packed;        ///< the real data's packed shape (`generate --workload`)
 };
 
 /// A planned layout made ready for one format's generator.
 struct PlannedLayout {
-    RunConfig config;        ///< the layout's run config (before configForMoeTrain: each format adapts it)
+    RunConfig config;  ///< the layout's run config (before configForMoeTrain: each format adapts it)
     /// For the generators: hardware, nodes, GPUs per node, model and EP overlap from the plan; the
     /// Slurm / SSH settings (hosts, account, partition, ...) at their defaults for the caller to set.
     GeneratorTarget target;
@@ -47,7 +47,8 @@ Result<PlannedLayout> planLayout(const Catalog& catalog, const PlanFile& plan, c
 /// whose folder a launch reads it from (runtime: launch --config DIR/run.json; megatron-bridge:
 /// launch --bridge DIR) when there is a prediction. Errors: what the format's generator refuses.
 Result<GeneratedBundle> generateArtifacts(const std::string& format, const RunConfig& config,
-                                          const GeneratorTarget& target, const std::optional<RunPrediction>& prediction);
+                                          const GeneratorTarget& target,
+                                          const std::optional<RunPrediction>& prediction);
 
 /// True for the formats that carry prediction.json.
 bool formatCarriesPrediction(const std::string& format);
