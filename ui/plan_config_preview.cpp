@@ -14,6 +14,8 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace wb::ui {
 
 PlanConfigPreview::PlanConfigPreview(QWidget* parent) : QWidget(parent)
@@ -66,6 +68,35 @@ void PlanConfigPreview::setDocuments(const QList<Document>& documents)
     m_save->setEnabled(any);
 }
 
+void PlanConfigPreview::setFiles(std::vector<core::planner::GeneratedFile> files)
+{
+    static const std::pair<const char*, const char*> kTitled[] = {
+        {"run.json", QT_TR_NOOP("Runtime JSON")},
+        {"overrides.yaml", QT_TR_NOOP("Megatron-Bridge YAML")},
+        {"overrides.dotlist", QT_TR_NOOP("Megatron-Bridge dotlist")},
+        {"run.sbatch", QT_TR_NOOP("sbatch")},
+        {"perf_launch.sh", nullptr},
+        {"env.sh", nullptr},
+        {"env.slurm.sh", nullptr},
+        {"launch_ssh.sh", nullptr},
+        {"prediction.json", nullptr},
+    };
+    QList<Document> documents;
+    const auto take = [&](std::vector<core::planner::GeneratedFile>::iterator it, const char* title) {
+        const QString name = QString::fromStdString(it->name);
+        documents.append({title ? tr(title) : name, name, QString::fromStdString(it->content)});
+        files.erase(it);
+    };
+    for (const auto& [name, title] : kTitled) {
+        const auto it = std::find_if(files.begin(), files.end(), [&](const auto& f) { return f.name == name; });
+        if (it != files.end())
+            take(it, title);
+    }
+    while (!files.empty())
+        take(files.begin(), nullptr);
+    setDocuments(documents);
+}
+
 void PlanConfigPreview::clear()
 {
     setDocuments({});
@@ -97,8 +128,8 @@ void PlanConfigPreview::saveCurrentAs()
     const int tab = m_tabs->currentIndex();
     if (tab < 0 || tab >= m_documents.size())
         return;
-    const QString path = QFileDialog::getSaveFileName(this, tr("Save %1").arg(m_documents[tab].title),
-                                                      m_documents[tab].fileName);
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Save %1").arg(m_documents[tab].title), m_documents[tab].fileName);
     if (!path.isEmpty())
         saveCurrent(path);
 }

@@ -1,11 +1,16 @@
-// PlanConfigPreview: the generated configs of the selected layout, one tab each (runtime JSON,
-// Megatron-Bridge YAML overrides, the Hydra dotlist, the sbatch script), read-only, with Copy (to
+// PlanConfigPreview: the generated files of the selected layout, one tab each (runtime JSON,
+// Megatron-Bridge YAML overrides, the Hydra dotlist, the sbatch scripts, the launch scripts,
+// prediction.json: everything `generate` writes), read-only, with Copy (to
 // the clipboard) and Save (a file dialog, or saveCurrent(path) for tests).
 // Threading: GUI thread only.
 #pragma once
 
+#include "core/planner/generators.h"
+
 #include <QString>
 #include <QWidget>
+
+#include <vector>
 
 QT_BEGIN_NAMESPACE
 class QPlainTextEdit;
@@ -29,6 +34,10 @@ public:
 
     /// Replaces the tabs' texts (the tab order and the current tab stay).
     void setDocuments(const QList<Document>& documents);
+    /// One tab per generated file: the configs first under their names in words (run.json,
+    /// overrides.yaml, overrides.dotlist, run.sbatch), then the launch scripts and prediction.json,
+    /// then any other file under its own name, in the order given.
+    void setFiles(std::vector<core::planner::GeneratedFile> files);
     void clear();
     QTabWidget* tabs() const { return m_tabs; }
     QString currentText() const;

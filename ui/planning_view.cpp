@@ -703,28 +703,7 @@ void PlanningView::showLayoutDetails(int row)
                         files.push_back(std::move(f));
         }
     }
-    // The configs first, under their names in words; then every other file under its own name.
-    static const std::pair<const char*, const char*> kTitled[] = {
-        {"run.json", QT_TR_NOOP("Runtime JSON")},
-        {"overrides.yaml", QT_TR_NOOP("Megatron-Bridge YAML")},
-        {"overrides.dotlist", QT_TR_NOOP("Megatron-Bridge dotlist")},
-        {"run.sbatch", QT_TR_NOOP("sbatch")},
-    };
-    QList<PlanConfigPreview::Document> documents;
-    const auto take = [&](const std::string& name, const QString& title) {
-        const auto it = std::find_if(files.begin(), files.end(), [&](const GeneratedFile& f) { return f.name == name; });
-        if (it == files.end())
-            return;
-        documents.append({title, QString::fromStdString(it->name), QString::fromStdString(it->content)});
-        files.erase(it);
-    };
-    for (const auto& [name, title] : kTitled)
-        take(name, tr(title));
-    for (const char* name : {"perf_launch.sh", "env.sh", "env.slurm.sh", "launch_ssh.sh", "prediction.json"})
-        take(name, QString::fromLatin1(name));
-    while (!files.empty())
-        take(files.front().name, QString::fromStdString(files.front().name));
-    m_preview->setDocuments(documents);
+    m_preview->setFiles(std::move(files));
     updateRecommendation();
 }
 

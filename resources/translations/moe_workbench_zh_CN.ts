@@ -1471,7 +1471,7 @@
 <context>
     <name>wb::ui::PlanConfigPreview</name>
     <message>
-        <location filename="../../ui/plan_config_preview.cpp" line="+23"/>
+        <location filename="../../ui/plan_config_preview.cpp" line="+25"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
@@ -1481,17 +1481,37 @@
         <translation>保存…</translation>
     </message>
     <message>
-        <location line="+62"/>
+        <location line="+47"/>
+        <source>Runtime JSON</source>
+        <translation>运行时 JSON</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Megatron-Bridge YAML</source>
+        <translation>Megatron-Bridge YAML</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Megatron-Bridge dotlist</source>
+        <translation>Megatron-Bridge dotlist</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>sbatch</source>
+        <translation>sbatch</translation>
+    </message>
+    <message>
+        <location line="+46"/>
         <source>Copied %1 to the clipboard.</source>
         <translation>已将 %1 复制到剪贴板。</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+9"/>
         <source>Save %1</source>
         <translation>保存 %1</translation>
     </message>
     <message>
-        <location line="+14"/>
+        <location line="+13"/>
         <source>Cannot save %1: %2</source>
         <translation>无法保存 %1：%2</translation>
     </message>
@@ -1823,18 +1843,18 @@
 <context>
     <name>wb::ui::PlanningView</name>
     <message>
-        <location filename="../../ui/planning_view.cpp" line="+80"/>
+        <location filename="../../ui/planning_view.cpp" line="+68"/>
         <source>Plan a training run</source>
         <translation>规划训练运行</translation>
     </message>
     <message>
         <location line="+40"/>
-        <location line="+619"/>
+        <location line="+616"/>
         <source>Cannot load the model and hardware catalog: %1</source>
         <translation>无法加载模型和硬件目录：%1</translation>
     </message>
     <message>
-        <location line="-605"/>
+        <location line="-598"/>
         <source>Model, cluster and workload</source>
         <translation>模型、集群与工作负载</translation>
     </message>
@@ -2078,7 +2098,7 @@
         <translation>文件中排第一的是 %1；规划器现在排第一的是 %2（文件写出后规划器有所变化）。</translation>
     </message>
     <message>
-        <location line="+76"/>
+        <location line="+69"/>
         <source>Predict a layout file</source>
         <translation>预测布局文件</translation>
     </message>
@@ -2098,7 +2118,7 @@
         <translation>已预测 %1</translation>
     </message>
     <message>
-        <location line="-145"/>
+        <location line="-138"/>
         <source>No layout fits: %1</source>
         <translation>没有可用的布局：%1</translation>
     </message>
@@ -2121,26 +2141,6 @@
         <location line="+9"/>
         <source>run.json: %1</source>
         <translation>run.json：%1</translation>
-    </message>
-    <message>
-        <location line="+18"/>
-        <source>Runtime JSON</source>
-        <translation>运行时 JSON</translation>
-    </message>
-    <message>
-        <location line="+1"/>
-        <source>Megatron-Bridge YAML</source>
-        <translation>Megatron-Bridge YAML</translation>
-    </message>
-    <message>
-        <location line="+1"/>
-        <source>Megatron-Bridge dotlist</source>
-        <translation>Megatron-Bridge dotlist</translation>
-    </message>
-    <message>
-        <location line="+1"/>
-        <source>sbatch</source>
-        <translation>sbatch</translation>
     </message>
 </context>
 <context>
