@@ -240,10 +240,7 @@ Result<void> SlurmTarget::validateConfig(const std::string& configJson)
     if (!checked)
         return checked.error();
     if (checked->exitStatus == 127)
-        return makeError(ErrorCode::NotFound,
-                         "moe-train is missing or not executable on the login node; build the runtime on the "
-                         "cluster's shared filesystem and register its path with hosts add --remote-moe-train",
-                         name() + ":" + m_options.ssh.moeTrainPath);
+        return moeTrainMissing();
     if (checked->exitStatus == 0)
         return {};
     if (checked->exitStatus == 2)
@@ -281,6 +278,14 @@ Result<CommandResult> SlurmTarget::checkSlurmClient(const std::string& trainerCh
     return checked;
 }
 
+core::Error SlurmTarget::moeTrainMissing() const
+{
+    return makeError(ErrorCode::NotFound,
+                     "moe-train is missing or not executable on the login node; build the runtime on the cluster's "
+                     "shared filesystem and register its path with hosts add --remote-moe-train",
+                     name() + ":" + m_options.ssh.moeTrainPath);
+}
+
 Result<std::string> SlurmTarget::checkLoginNode()
 {
     const std::string moe = shellQuotePath(m_options.ssh.moeTrainPath);
@@ -288,10 +293,7 @@ Result<std::string> SlurmTarget::checkLoginNode()
     if (!checked)
         return checked.error();
     if (checked->exitStatus == 127)
-        return makeError(ErrorCode::NotFound,
-                         "moe-train is missing or not executable on the login node; build the runtime on the "
-                         "cluster's shared filesystem and register its path with hosts add --remote-moe-train",
-                         name() + ":" + m_options.ssh.moeTrainPath);
+        return moeTrainMissing();
     if (checked->exitStatus != 0)
         return makeError(ErrorCode::Failed,
                          "checking the login node failed (exit " + std::to_string(checked->exitStatus) + "): " + trimmed(checked->err),

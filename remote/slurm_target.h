@@ -91,6 +91,8 @@ private:
     /// Ranks per node for this config (gpusPerNode, or 1 for cpu); InvalidArgument if unknown.
     core::Result<int> ranksPerNode(const std::string& device) const;
 
+    /// NotFound: moe-train is not at the host's registered path on the login node (sh exit 127).
+    core::Error moeTrainMissing() const;
     SlurmTargetOptions m_options;
     SshTarget m_ssh;
 };

@@ -1,5 +1,6 @@
 #include "ui/launch_dialog.h"
 
+#include "core/bridge/bridge_launch.h"
 #include "core/run_config.h"
 #include "core/run_prediction.h"
 #include "ui/run_session.h"
@@ -24,6 +25,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 
 namespace wb::ui {
@@ -67,12 +69,28 @@ LaunchDialog::LaunchDialog(LaunchDialogOptions options, QWidget* parent)
             loadConfigFile(path);
     });
     connect(m_configPath, &QLineEdit::editingFinished, this, [this] {
-        if (!m_configPath->text().isEmpty() && m_configPath->isModified())
-            loadConfigFile(m_configPath->text());
+        const QString path = m_configPath->text();
+        if (path.isEmpty() || !m_configPath->isModified())
+            return;
+        if (QFileInfo(path).isDir())
+            loadBridgeFolder(path);  // a typed folder: a Megatron-Bridge job
+        else
+            loadConfigFile(path);
+    });
+    auto* bridge = new QPushButton(tr("Megatron-Bridge &job…"), this);
+    bridge->setObjectName(QStringLiteral("bridgeFolderButton"));
+    bridge->setToolTip(
+        tr("A folder written by `moe-workbench-cli generate --format megatron-bridge` (bridge_job.json, "
+           "bridge.sbatch, the overrides): submitted on a slurm:HOST target and followed like any run."));
+    connect(bridge, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Megatron-Bridge job folder"));
+        if (!dir.isEmpty())
+            loadBridgeFolder(dir);
     });
     auto* fileRow = new QHBoxLayout;
     fileRow->addWidget(m_configPath, 1);
     fileRow->addWidget(browse);
+    fileRow->addWidget(bridge);
     m_config = new QPlainTextEdit(this);
     m_config->setObjectName(QStringLiteral("configJson"));
     m_config->setPlaceholderText(tr("The config's JSON appears here; you can edit it before launching."));
@@ -179,9 +197,21 @@ void LaunchDialog::setRunName(const QString& name)
 
 void LaunchDialog::setConfigJson(const QString& configJson, const QString& predictionJson)
 {
+    m_bridgeDir.clear();
+    m_config->setReadOnly(false);
+    m_name->setPlaceholderText(tr("the config's name"));
     m_configPath->setText(QString());
     m_configPath->setPlaceholderText(tr("(from the planning view)"));
     m_config->setPlainText(configJson);
+    showPrediction(predictionJson);
+    auto parsed = core::parseRunConfig(configJson.toStdString());
+    if (m_name->text().isEmpty() && !parsed.config.name.empty())
+        m_name->setText(qs(parsed.config.name));
+    updateFitWarning();
+}
+
+void LaunchDialog::showPrediction(const QString& predictionJson)
+{
     m_predictionJson = predictionJson;
     m_prediction->setVisible(!predictionJson.isEmpty());
     if (!predictionJson.isEmpty()) {
@@ -197,10 +227,6 @@ void LaunchDialog::setConfigJson(const QString& configJson, const QString& predi
                                            QLocale().toString(prediction->mfu * 100.0, 'f', 1),
                                            QLocale().toString(prediction->memoryGib, 'f', 1)));
     }
-    auto parsed = core::parseRunConfig(configJson.toStdString());
-    if (m_name->text().isEmpty() && !parsed.config.name.empty())
-        m_name->setText(qs(parsed.config.name));
-    updateFitWarning();
 }
 
 namespace {
@@ -251,6 +277,42 @@ bool LaunchDialog::loadConfigFile(const QString& path)
     return true;
 }
 
+bool LaunchDialog::loadBridgeFolder(const QString& dir)
+{
+    // A few small files (the folder is refused above 1 MiB): read here, checked as the launch will.
+    auto folder = core::bridge::readBridgeLaunchFolder(dir.toStdString());
+    if (!folder) {
+        showError(qs(folder.error().toString()));
+        return false;
+    }
+    QString shown;
+    for (const auto& [name, content] : folder->files)
+        if (folder->configPath && std::filesystem::path(*folder->configPath).filename() == name)
+            shown = qs(content);
+    if (shown.isEmpty())
+        for (const auto& [name, content] : folder->files)
+            if (name == folder->script)
+                shown = qs(content);
+    m_bridgeDir = dir;
+    m_configPath->setText(dir);
+    m_configPath->setModified(false);
+    m_config->setPlainText(shown);
+    m_config->setReadOnly(true);  // the folder is sent as it is: edit its files, not this view
+    showPrediction(folder->prediction ? qs(core::predictionToJson(*folder->prediction)) : QString());
+    m_name->clear();
+    m_name->setPlaceholderText(QFileInfo(dir).fileName());
+    // Bridge jobs go to a Slurm cluster: preselect the first one registered.
+    if (!m_target->currentText().startsWith(QStringLiteral("slurm:")))
+        for (int i = 0; i < m_target->count(); ++i)
+            if (m_target->itemText(i).startsWith(QStringLiteral("slurm:"))) {
+                m_target->setCurrentIndex(i);
+                break;
+            }
+    showError(QString());
+    updateFitWarning();
+    return true;
+}
+
 QString LaunchDialog::phaseText(int phase) const
 {
     return phase >= 0 && phase < kPhaseCount ? m_phaseLabels[phase]->text() : QString();
@@ -289,8 +351,16 @@ bool LaunchDialog::launch()
         showError(tr("Pick a target: local, or ssh:HOST for a host registered under Remote → SSH hosts."));
         return false;
     }
-    if (configJson.trimmed().isEmpty()) {
-        showError(tr("Choose a config file (Browse…) or open this dialog from the planning view."));
+    if (m_bridgeDir.isEmpty() && configJson.trimmed().isEmpty()) {
+        showError(
+            tr("Choose a config file (Browse…), a Megatron-Bridge job folder, or open this dialog from the "
+               "planning view."));
+        return false;
+    }
+    if (!m_bridgeDir.isEmpty() && !target.startsWith(QStringLiteral("slurm:"))) {
+        showError(
+            tr("A Megatron-Bridge job is submitted with sbatch: choose a slurm:HOST target (a host registered "
+               "under Remote → SSH hosts, with its Slurm settings)."));
         return false;
     }
     if (!m_options.session) {
@@ -306,6 +376,9 @@ bool LaunchDialog::launch()
     request.name = m_name->text().trimmed();
     request.configJson = configJson;
     request.predictionJson = m_predictionJson;
+    request.bridgeDir = m_bridgeDir;
+    request.catalogDir = m_options.catalogDir;
+    request.userCatalogDir = m_options.userCatalogDir;
     m_request = m_options.session->launch(std::move(request));
     return true;
 }

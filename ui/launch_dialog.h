@@ -31,6 +31,7 @@ class RunSession;
 struct LaunchDialogOptions {
     QString hostsPath;              ///< hosts.json, for the target list
     RunSession* session = nullptr;  ///< launches (its workers); null = the dialog cannot launch
+    QString catalogDir, userCatalogDir;  ///< the planner's catalogs, for a Megatron-Bridge run's model
 };
 
 class LaunchDialog : public QDialog {
@@ -46,6 +47,12 @@ public:
     void setConfigJson(const QString& configJson, const QString& predictionJson = {});
     /// Loads a config file into the editor; false (with the reason shown) when unreadable.
     bool loadConfigFile(const QString& path);
+    /// Takes a Megatron-Bridge job folder (`generate --format megatron-bridge`): its overrides are
+    /// shown read-only, its prediction beside them, and Launch submits it on a slurm:HOST target.
+    /// False (with the reason and the fix shown) for a folder that is not one.
+    bool loadBridgeFolder(const QString& dir);
+    /// The Bridge folder Launch will submit; empty when launching a moe-train config.
+    const QString& bridgeFolder() const { return m_bridgeDir; }
     void setTarget(const QString& target);
     void setRunName(const QString& name);
 
@@ -66,6 +73,8 @@ public slots:
     bool launch();
 
 private:
+    /// The prediction line under the config (hidden for an empty `predictionJson`).
+    void showPrediction(const QString& predictionJson);
     /// Shows m_fitWarning when the plan's prediction is for more GPUs than "local" has.
     void updateFitWarning();
     void resetPhases();
@@ -86,6 +95,7 @@ private:
     QPlainTextEdit* m_error = nullptr;
     QPushButton* m_launch = nullptr;
     QString m_predictionJson;
+    QString m_bridgeDir;  // a Megatron-Bridge job folder to submit instead of the config
     int m_lastPhase = -1;
     bool m_launching = false;
     quint64 m_request = 0;  // the launch under way (RunSession::launch's id); 0 = none yet

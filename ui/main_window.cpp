@@ -181,7 +181,7 @@ LaunchDialog* MainWindow::openLaunchDialog(const QString& configJson, const QStr
     if (!m_launchDialog) {
         // One dialog, kept (hidden) after it is closed: a launch still under way reports to it.
         // The launch's worker follows the run; the session's launchFinished selects it.
-        m_launchDialog = new LaunchDialog({m_hostsPath, m_session}, this);
+        m_launchDialog = new LaunchDialog({m_hostsPath, m_session, m_catalogDir, m_userCatalogDir}, this);
     } else {
         m_launchDialog->reloadTargets();
     }

@@ -20,6 +20,10 @@ struct LaunchRequest {
     QString name;            ///< empty = the config's name
     QString configJson;      ///< the run config (validated by the worker before anything is created)
     QString predictionJson;  ///< the plan's prediction, stored with the run; may be empty
+    /// A Megatron-Bridge job instead of a moe-train config: the folder `generate --format
+    /// megatron-bridge` wrote (core/bridge/bridge_launch.h); a slurm:HOST target submits it.
+    QString bridgeDir;
+    QString catalogDir, userCatalogDir;  ///< the planner's catalogs (a Bridge run's model and FLOPs)
 };
 
 }  // namespace wb::ui

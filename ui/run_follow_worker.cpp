@@ -1,20 +1,22 @@
 #include "ui/run_follow_worker.h"
 
 #include "core/bridge/bridge_follow.h"
+#include "core/bridge/bridge_launch.h"
 #include "core/bridge/bridge_run_import.h"
+#include "core/compare/steps_csv.h"
 #include "core/log.h"
 #include "core/planner/catalog.h"
 #include "core/run_config.h"
-#include "core/compare/steps_csv.h"
 #include "core/run_follower.h"
-#include "core/run_management.h"
 #include "core/run_launch.h"
+#include "core/run_management.h"
 #include "core/run_prediction.h"
 
 #include <exception>
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace wb::ui {
 namespace {
@@ -152,6 +154,16 @@ void RunFollowWorker::launch(const LaunchRequest& request)
         const auto fail = [&](const QString& error) { emit m_events->launchFinished(request.id, {}, error); };
         if (!m_store)
             return fail(tr("Cannot start a run: the run store is not open."));
+        if (!request.bridgeDir.isEmpty()) {
+            if (spec.rfind("slurm:", 0) != 0)
+                return fail(
+                    tr("A Megatron-Bridge job is submitted with sbatch: choose a slurm:HOST target (a host "
+                       "registered under Remote → SSH hosts, with its Slurm settings)."));
+            core::RunTarget* target = targetFor(spec);
+            if (!target)
+                return fail(tr("Cannot use target %1: %2").arg(qs(spec), m_targetErrors[spec]));
+            return launchBridge(request, *target);
+        }
         auto parsed = core::parseRunConfig(request.configJson.toStdString());
         if (!parsed.ok())
             return fail(tr("The run configuration is invalid:\n%1").arg(qs(core::formatProblems(parsed.problems))));
@@ -184,6 +196,37 @@ void RunFollowWorker::launch(const LaunchRequest& request)
         emit m_events->launchFinished(request.id, qs(id), {});
         refreshRuns();
     });
+}
+
+void RunFollowWorker::launchBridge(const LaunchRequest& request, core::RunTarget& target)
+{
+    const auto fail = [&](const QString& error) { emit m_events->launchFinished(request.id, {}, error); };
+    // The folder first: a wrong folder never reaches the cluster or the store.
+    auto folder = core::bridge::readBridgeLaunchFolder(request.bridgeDir.toStdString());
+    if (!folder)
+        return fail(qs(folder.error().toString()));
+    auto catalog = core::planner::loadCatalog(request.catalogDir.toStdString(), request.userCatalogDir.toStdString());
+    if (!catalog)
+        return fail(qs(catalog.error().toString()));
+    target.setProgressCallback([this, id = request.id](const core::LaunchProgress& p) {
+        emit m_events->launchProgress(id, qs(p.phase), qs(p.node), p.fraction, qs(p.detail));
+    });
+    std::vector<std::string> notes;
+    auto started = core::bridge::startBridgeLaunch(*m_store, *catalog, target, *folder,
+                                                   request.name.trimmed().toStdString(), &notes);
+    target.setProgressCallback({});
+    if (!started) {
+        fail(tr("Cannot submit the Megatron-Bridge job on %1:\n%2")
+                 .arg(qs(target.name()), qs(started.error().toString())));
+        refreshRuns();  // a submission that failed after the run was recorded shows as failed
+        return;
+    }
+    const QString id = qs(started->id);
+    follow(started->id);  // on `target`: Bridge's log, read by the Bridge follower
+    for (const std::string& note : notes)
+        emit m_events->eventLogged(id, QStringLiteral("info"), qs(note));
+    emit m_events->launchFinished(request.id, id, {});
+    refreshRuns();
 }
 
 void RunFollowWorker::loadHistory(const QString& runId)

@@ -130,6 +130,9 @@ private:
     core::RunTarget* targetFor(const std::string& name);
     /// Main role, for a run recorded on another target than the default one.
     bool isElsewhere(const std::string& target) const;
+    /// The Megatron-Bridge part of launch(): the folder, the catalog, then startBridgeLaunch on
+    /// `target` (which checks the cluster and submits); the run is followed like any other.
+    void launchBridge(const LaunchRequest& request, core::RunTarget& target);
     int64_t trainItersOf(const std::string& runId);
     void reportError(const QString& message);
 

@@ -174,7 +174,10 @@ int main(int argc, char* argv[])
         QStringLiteral("show"),
         QCoreApplication::translate("main", "Open a dialog at start: hosts, launch, import or compare (the screenshot shows it)."), QStringLiteral("DIALOG"));
     const QCommandLineOption launchConfigOption(
-        QStringLiteral("launch-config"), QCoreApplication::translate("main", "Config file to fill in with --show launch (the log with --show import)."),
+        QStringLiteral("launch-config"),
+        QCoreApplication::translate(
+            "main",
+            "Config file (or Megatron-Bridge job folder) to fill in with --show launch (the log with --show import)."),
         QStringLiteral("FILE"));
     const QCommandLineOption launchNowOption(
         QStringLiteral("launch-now"), QCoreApplication::translate("main", "With --show launch: press Launch right away."));
@@ -240,8 +243,13 @@ int main(int argc, char* argv[])
             shot = window.openHostsDialog();
         } else if (which == QStringLiteral("launch")) {
             auto* launch = window.openLaunchDialog();
-            if (parser.isSet(launchConfigOption))
-                launch->loadConfigFile(parser.value(launchConfigOption));
+            if (parser.isSet(launchConfigOption)) {
+                const QString path = parser.value(launchConfigOption);
+                if (QFileInfo(path).isDir())
+                    launch->loadBridgeFolder(path);  // a Megatron-Bridge job folder
+                else
+                    launch->loadConfigFile(path);
+            }
             if (parser.isSet(launchNowOption))
                 QTimer::singleShot(0, launch, &wb::ui::LaunchDialog::launch);
             shot = launch;

@@ -70,8 +70,8 @@
     </message>
     <message>
         <location line="+2"/>
-        <source>Config file to fill in with --show launch (the log with --show import).</source>
-        <translation>用 --show launch 时填入的配置文件（用 --show import 时为日志）。</translation>
+        <source>Config file (or Megatron-Bridge job folder) to fill in with --show launch (the log with --show import).</source>
+        <translation>与 --show launch 一起填入的配置文件（或 Megatron-Bridge 作业文件夹）（与 --show import 一起时为日志）。</translation>
     </message>
     <message>
         <location line="+3"/>
@@ -1014,7 +1014,7 @@
 <context>
     <name>wb::ui::LaunchDialog</name>
     <message>
-        <location filename="../../ui/launch_dialog.cpp" line="+48"/>
+        <location filename="../../ui/launch_dialog.cpp" line="+50"/>
         <source>Launch a run</source>
         <translation>启动运行</translation>
     </message>
@@ -1045,6 +1045,21 @@
     </message>
     <message>
         <location line="+13"/>
+        <source>Megatron-Bridge &amp;job…</source>
+        <translation>Megatron-Bridge 作业(&amp;J)…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>A folder written by `moe-workbench-cli generate --format megatron-bridge` (bridge_job.json, bridge.sbatch, the overrides): submitted on a slurm:HOST target and followed like any run.</source>
+        <translation>由 `moe-workbench-cli generate --format megatron-bridge` 写出的文件夹（bridge_job.json、bridge.sbatch 及覆盖配置）：在 slurm:HOST 目标上提交，并像其他运行一样跟踪。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Megatron-Bridge job folder</source>
+        <translation>Megatron-Bridge 作业文件夹</translation>
+    </message>
+    <message>
+        <location line="+10"/>
         <source>The config&apos;s JSON appears here; you can edit it before launching.</source>
         <translation>配置的 JSON 显示在这里；启动前可以编辑。</translation>
     </message>
@@ -1109,12 +1124,12 @@
         <translation>无法读取已注册的主机：%1</translation>
     </message>
     <message>
-        <location line="+16"/>
+        <location line="+18"/>
         <source>(from the planning view)</source>
         <translation>（来自规划视图）</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+16"/>
         <source>The plan&apos;s prediction is unusable and will not be stored: %1</source>
         <translation>规划的预测不可用，不会保存：%1</translation>
     </message>
@@ -1124,7 +1139,7 @@
         <translation>规划的预测（随运行一起保存）：每步 %1 ms，每 GPU %2 token/s，MFU %3%，负载最重的 GPU 上 %4 GiB</translation>
     </message>
     <message>
-        <location line="+36"/>
+        <location line="+32"/>
         <source>This plan is for %1 × %2, but the target “local” is this machine (%3). The run will not be what the plan predicts, if it starts at all: launch it on an SSH host or a Slurm cluster with those GPUs.</source>
         <translation>该计划针对 %1 × %2，但目标“local”是本机（%3）。运行不会符合计划的预测，甚至可能无法启动：请在拥有这些 GPU 的 SSH 主机或 Slurm 集群上启动。</translation>
     </message>
@@ -1146,22 +1161,27 @@
         <translation>无法读取 %1：%2</translation>
     </message>
     <message>
-        <location line="+48"/>
+        <location line="+84"/>
         <source>Pick a target: local, or ssh:HOST for a host registered under Remote → SSH hosts.</source>
         <translation>请选择目标：local，或“远程 → SSH 主机”中已注册主机的 ssh:主机。</translation>
     </message>
     <message>
         <location line="+4"/>
-        <source>Choose a config file (Browse…) or open this dialog from the planning view.</source>
-        <translation>请选择配置文件（浏览…），或从规划视图打开此对话框。</translation>
+        <source>Choose a config file (Browse…), a Megatron-Bridge job folder, or open this dialog from the planning view.</source>
+        <translation>请选择配置文件（浏览…）、Megatron-Bridge 作业文件夹，或从规划视图打开此对话框。</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location line="+5"/>
+        <source>A Megatron-Bridge job is submitted with sbatch: choose a slurm:HOST target (a host registered under Remote → SSH hosts, with its Slurm settings).</source>
+        <translation>Megatron-Bridge 作业通过 sbatch 提交：请选择 slurm:HOST 目标（在“远程 → SSH 主机”中注册并带有 Slurm 设置的主机）。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
         <source>This window has no run session to launch with.</source>
         <translation>此窗口没有可用于启动的运行会话。</translation>
     </message>
     <message>
-        <location line="+42"/>
+        <location line="+45"/>
         <source>working…</source>
         <translation>进行中…</translation>
     </message>
@@ -2518,7 +2538,7 @@ not all from the same rank, so Other is clipped at 0.</source>
 <context>
     <name>wb::ui::RunFollowWorker</name>
     <message>
-        <location filename="../../ui/run_follow_worker.cpp" line="+34"/>
+        <location filename="../../ui/run_follow_worker.cpp" line="+36"/>
         <source>%1 failed unexpectedly: %2</source>
         <translation>%1 意外失败：%2</translation>
     </message>
@@ -2568,7 +2588,7 @@ not all from the same rank, so Other is clipped at 0.</source>
         <translation>无法启动运行：运行存储未打开。</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+12"/>
         <source>The run configuration is invalid:
 %1</source>
         <translation>运行配置无效：
@@ -2580,15 +2600,28 @@ not all from the same rank, so Other is clipped at 0.</source>
         <translation>无法启动运行：未配置运行目标。</translation>
     </message>
     <message>
-        <location line="+1"/>
+        <location line="-16"/>
+        <location line="+17"/>
         <source>Cannot use target %1: %2</source>
         <translation>无法使用目标 %1：%2</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="-21"/>
+        <source>A Megatron-Bridge job is submitted with sbatch: choose a slurm:HOST target (a host registered under Remote → SSH hosts, with its Slurm settings).</source>
+        <translation>Megatron-Bridge 作业通过 sbatch 提交：请选择 slurm:HOST 目标（在“远程 → SSH 主机”中注册并带有 Slurm 设置的主机）。</translation>
+    </message>
+    <message>
+        <location line="+29"/>
         <source>Cannot start the run on %1:
 %2</source>
         <translation>无法在 %1 上启动运行：
+%2</translation>
+    </message>
+    <message>
+        <location line="+31"/>
+        <source>Cannot submit the Megatron-Bridge job on %1:
+%2</source>
+        <translation>无法在 %1 上提交 Megatron-Bridge 作业：
 %2</translation>
     </message>
     <message>

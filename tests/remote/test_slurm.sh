@@ -5,13 +5,16 @@
 # hosts add, launch --target slurm:wbtest, watch to the end (every step once), cancel of a running
 # job (nothing left, the store says cancelled); then Megatron-Bridge jobs (launch --bridge): the
 # node check, a followed job through an SSH outage (every iteration once), a cancel, bad folders. Both daemons are stopped at the end, also on failure.
-# Usage: test_slurm.sh CLI MOE_TRAIN TEST_SLURM_TARGET
+# With GUI_BRIDGE_LAUNCH (tests/ui/gui_bridge_launch, built with the UI), the main window launches
+# the same Bridge job through its launch dialog and follows it to finished.
+# Usage: test_slurm.sh CLI MOE_TRAIN TEST_SLURM_TARGET [GUI_BRIDGE_LAUNCH]
 # Exit 77 (skip) only when Slurm or munge cannot be installed or started here.
 set -uo pipefail
 
 cli=$1
 moe=$(realpath "$2")
 unit=$3
+gui_bridge=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 [ -x /usr/sbin/sshd ] || { echo "SKIP: /usr/sbin/sshd missing (apt-get install openssh-server)"; exit 77; }
 tmp=$(mktemp -d)
@@ -153,6 +156,16 @@ rc=$?
 check '[ $rc -eq 0 ] && grep -q "cancelled" "$tmp/bcancel.out" && [ -n "$bjob2" ] && [ -z "$(squeue -h -j "$bjob2" -o %T 2>/dev/null)" ]' "cancel of a launched Bridge run: scancel, cancelled (rc $rc)"
 check 'wb show "$bid2" --json | grep -q "\"status\": *\"cancelled\""' "the store says cancelled"
 
+# The GUI: the launch dialog submits the folder on slurm:wbtest, the main window follows it.
+if [ -n "$gui_bridge" ]; then
+    timeout 300 "$gui_bridge" "$tmp/data/runs.sqlite" "$tmp/data/hosts.json" "$bridge" "$here/../../resources/catalog" \
+        "$moe" "$runs" >"$tmp/bgui.out" 2>"$tmp/bgui.err"
+    rc=$?
+    gid=$(head -n 1 "$tmp/bgui.out")
+    wb show "$gid" --json >"$tmp/bgui-show.json" 2>&1
+    check '[ $rc -eq 0 ] && grep -q "\"steps\": *60" "$tmp/bgui-show.json" && grep -q "\"kind\": *\"megatron-bridge\"" "$tmp/bgui-show.json" && grep -q "\"status\": *\"finished\"" "$tmp/bgui-show.json" && grep -q "\"target\": *\"slurm:wbtest\"" "$tmp/bgui-show.json"' "the GUI's launch dialog submits the Bridge folder and the main window follows it to finished, 60 steps (rc $rc)"
+fi
+
 # Bad input: exit 2 naming the file, what is wrong and the fix.
 mkdir -p "$tmp/empty"
 wb launch --target slurm:wbtest --bridge "$tmp/empty" >/dev/null 2>"$tmp/bad1.err"
@@ -169,7 +182,7 @@ check '[ $? -eq 2 ] && grep -q "hosts add" "$tmp/nohost.err"' "an unregistered h
 
 echo "Slurm test took $(( $(date +%s) - start )) s"
 if [ $failures -ne 0 ]; then
-    echo "--- logs"; cat "$tmp"/*.err "$tmp/watch.out" "$tmp/cancel.out" "$tmp/blaunch.out" "$tmp/blaunch.err" "$tmp/bcancel.out" 2>/dev/null | tail -60
+    echo "--- logs"; cat "$tmp"/*.err "$tmp/watch.out" "$tmp/bgui.out" "$tmp/cancel.out" "$tmp/blaunch.out" "$tmp/blaunch.err" "$tmp/bcancel.out" 2>/dev/null | tail -60
     tail -5 "$cluster/ctld.log" "$cluster/slurmd.log" 2>/dev/null
     exit 1
 fi

@@ -4,12 +4,14 @@
 #include "core/run_store.h"
 #include "ui/launch_dialog.h"
 #include "ui/main_window.h"
+#include "ui/run_events.h"
 #include "ui/run_list_model.h"
 #include "ui/run_list_panel.h"
 #include "ui/run_session.h"
 #include "ui_test_main.h"
 
 #include <QComboBox>
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QLabel>
@@ -17,6 +19,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -151,6 +154,74 @@ private slots:
         auto store = wb::core::RunStore::open(o.storePath.toStdString());
         QVERIFY(store.ok());
         QVERIFY((*store)->listRuns()->empty());  // startRun validates before it records anything
+    }
+
+    // A Megatron-Bridge job folder (generate --format megatron-bridge) is taken as it is and goes
+    // to a Slurm target only: the dialog says so before anything happens, and so does the worker
+    // for a request that reaches it anyway. A folder that is not one names the fix.
+    void bridgeFolderGoesToSlurmOnly()
+    {
+        QTemporaryDir dir;
+        const auto o = options(dir);
+        const QString folder = dir.filePath(QStringLiteral("bridge job"));
+        QVERIFY(QDir().mkpath(folder));
+        const auto write = [&](const char* name, const QByteArray& text) {
+            QFile f(QDir(folder).filePath(QLatin1String(name)));
+            return f.open(QIODevice::WriteOnly) && f.write(text) == text.size();
+        };
+        QVERIFY(write("bridge_job.json", R"({"version": 1, "script": "bridge.sbatch", "config": "overrides.yaml",
+                                              "model": "qwen3-vl-30b-a3b", "hardware": "h200", "gpus": 8})"));
+        QVERIFY(write("bridge.sbatch", "#!/bin/bash\n#SBATCH --nodes=1\necho hi\n"));
+        QVERIFY(write("overrides.yaml", "model:\n  expert_model_parallel_size: 8\n"));
+        QVERIFY(write("prediction.json", R"({"prediction_version":1,"source":"test","hardware":"h200","gpus":8,)"
+                                         R"("step_ms":900.0,"tokens_per_s_per_gpu":4000,"tflops_per_gpu":300,)"
+                                         R"("mfu":0.30,"memory_gib":70.0})"));
+        RunSession session(o.storePath, o.targetFactory, o.targetResolver);
+        session.start();
+        LaunchDialog dialog({o.hostsPath, &session, QStringLiteral(WB_SOURCE_DIR "/resources/catalog"), {}});
+        dialog.show();
+
+        QVERIFY2(dialog.loadBridgeFolder(folder), qPrintable(dialog.errorText()));
+        QCOMPARE(dialog.bridgeFolder(), folder);
+        auto* config = dialog.findChild<QPlainTextEdit*>(QStringLiteral("configJson"));
+        QVERIFY(config->isReadOnly());
+        QVERIFY2(config->toPlainText().contains(QStringLiteral("expert_model_parallel_size: 8")),
+                 qPrintable(config->toPlainText()));
+        auto* label = dialog.findChild<QLabel*>(QStringLiteral("predictionLabel"));
+        QVERIFY(label->isVisibleTo(&dialog) && label->text().contains(QStringLiteral("900.0")));
+
+        dialog.setTarget(QStringLiteral("local"));
+        QVERIFY(!dialog.launch());
+        QVERIFY2(dialog.errorText().contains(QStringLiteral("slurm:HOST")), qPrintable(dialog.errorText()));
+
+        // The worker refuses it too (a request from anywhere else): nothing is stored.
+        QSignalSpy finished(session.events(), &wb::ui::RunEvents::launchFinished);
+        wb::ui::LaunchRequest request;
+        request.target = QStringLiteral("local");
+        request.bridgeDir = folder;
+        const quint64 id = session.launch(request);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 30000);
+        QCOMPARE(finished.first().at(0).value<quint64>(), id);
+        QVERIFY(finished.first().at(1).toString().isEmpty());
+        QVERIFY2(finished.first().at(2).toString().contains(QStringLiteral("slurm:HOST")),
+                 qPrintable(finished.first().at(2).toString()));
+
+        // A config loaded afterwards is a moe-train launch again, editable.
+        QVERIFY(dialog.loadConfigFile(sampleConfigFile(dir, 2)));
+        QVERIFY(dialog.bridgeFolder().isEmpty());
+        QVERIFY(!config->isReadOnly());
+
+        // A folder generate --format slurm (or anything else) wrote: the error names the fix.
+        const QString plain = dir.filePath(QStringLiteral("plain"));
+        QVERIFY(QDir().mkpath(plain));
+        QVERIFY(!dialog.loadBridgeFolder(plain));
+        QVERIFY2(dialog.errorText().contains(QStringLiteral("generate --format megatron-bridge")),
+                 qPrintable(dialog.errorText()));
+        QVERIFY(dialog.bridgeFolder().isEmpty());
+
+        auto store = wb::core::RunStore::open(o.storePath.toStdString());
+        QVERIFY(store.ok());
+        QVERIFY((*store)->listRuns()->empty());
     }
 
     void planningViewHandOverStoresThePrediction()
