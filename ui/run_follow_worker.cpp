@@ -484,8 +484,9 @@ void RunFollowWorker::poll()
             it = it->second.follower ? std::next(it) : m_followed.erase(it);
         }
         // While something streams, the list's step counts and losses move every poll; otherwise
-        // re-list now and then so runs made elsewhere (the CLI) show up.
-        if (following || ++m_pollsSinceList >= kListEveryPolls)
+        // re-list now and then so runs made elsewhere (the CLI) show up — the Main worker's job: a
+        // Remote worker that follows nothing (say, one made for a mistyped target) asks for none.
+        if (following || (m_role != Role::Remote && ++m_pollsSinceList >= kListEveryPolls))
             refreshRuns();
     });
 }
