@@ -161,7 +161,7 @@ if [ -n "$gui_bridge" ]; then
     timeout 300 "$gui_bridge" "$tmp/data/runs.sqlite" "$tmp/data/hosts.json" "$bridge" "$here/../../resources/catalog" \
         "$moe" "$runs" >"$tmp/bgui.out" 2>"$tmp/bgui.err"
     rc=$?
-    gid=$(head -n 1 "$tmp/bgui.out")
+    gid=$(sed -n 's/^run //p' "$tmp/bgui.out" | tail -n 1)
     wb show "$gid" --json >"$tmp/bgui-show.json" 2>&1
     check '[ $rc -eq 0 ] && grep -q "\"steps\": *60" "$tmp/bgui-show.json" && grep -q "\"kind\": *\"megatron-bridge\"" "$tmp/bgui-show.json" && grep -q "\"status\": *\"finished\"" "$tmp/bgui-show.json" && grep -q "\"target\": *\"slurm:wbtest\"" "$tmp/bgui-show.json"' "the GUI's launch dialog submits the Bridge folder and the main window follows it to finished, 60 steps (rc $rc)"
 fi
@@ -182,7 +182,7 @@ check '[ $? -eq 2 ] && grep -q "hosts add" "$tmp/nohost.err"' "an unregistered h
 
 echo "Slurm test took $(( $(date +%s) - start )) s"
 if [ $failures -ne 0 ]; then
-    echo "--- logs"; cat "$tmp"/*.err "$tmp/watch.out" "$tmp/bgui.out" "$tmp/cancel.out" "$tmp/blaunch.out" "$tmp/blaunch.err" "$tmp/bcancel.out" 2>/dev/null | tail -60
+    echo "--- logs"; [ -n "$gui_bridge" ] && cat "$tmp/bgui.out" "$tmp/bgui-show.json" "$tmp/bgui.err" 2>/dev/null | grep -v "^\[" | head -40; cat "$tmp"/*.err "$tmp/watch.out" "$tmp/cancel.out" "$tmp/blaunch.out" "$tmp/blaunch.err" "$tmp/bcancel.out" 2>/dev/null | tail -60
     tail -5 "$cluster/ctld.log" "$cluster/slurmd.log" 2>/dev/null
     exit 1
 fi

@@ -2,7 +2,8 @@
 // Slurm and sshd (not a ctest of its own: it needs that cluster). The main window, offscreen, with the
 // store and hosts.json the CLI steps of that script registered: the launch dialog takes the Bridge
 // folder, submits it on slurm:wbtest, and the main window follows the job (through the worker that
-// submitted it) until the run list says finished. Prints the run id on success.
+// submitted it) until the run list says finished. Prints "run ID" on success (log lines may
+// precede it on stdout).
 // usage: gui_bridge_launch STORE HOSTS_JSON FOLDER CATALOG_DIR MOE_TRAIN RUNS_ROOT
 // Exit 0 finished; 1 with the reason on stderr.
 #include "ui/launch_dialog.h"
@@ -77,6 +78,7 @@ int main(int argc, char** argv)
     if (!QTest::qWaitFor(finished, 180000))
         return fail(QStringLiteral("the run did not finish in the run list within 180 s (status: %1)")
                         .arg(row < 0 ? QStringLiteral("not listed") : cell(window, row, wb::ui::RunListModel::Status)));
-    std::printf("%s\n", qPrintable(cell(window, row, wb::ui::RunListModel::Id)));
+    std::printf("run %s\n", qPrintable(cell(window, row, wb::ui::RunListModel::Id)));
+    std::fflush(stdout);
     return 0;
 }
