@@ -555,40 +555,39 @@ double overlappedOptimizerSeconds(double updateSeconds, double hostGap)
     return std::max(0.0, updateSeconds - hostGap);
 }
 
-ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workload& w, const HardwareSpec& hw,
-                            const ThroughputOptions& o)
-{
-    Context c{m, l, w, hw, o, splitDecoderFlops(m.decoder), sequenceShape(m, w), visionFlopsOfSample(m, w),
-              o.runtime == TrainingRuntime::MoeTrain ? rankParameters(m, l) : RankParameters{}, visionFlopsSplit(m, w)};
-    ThroughputEstimate est;
-    est.runtime = trainingRuntimeName(o.runtime);
-    const double samples = l.gbs;
-    est.visionFlopsPerStep = samples * c.visionPerSample;
-    // DESIGN.md §3.2: Megatron's decoder FLOPs over the effective tokens (the attention over each
-    // packed sample), plus the vision term.
-    const double decoderPerSample = (c.split.experts + c.split.projections + c.split.logits + c.split.linearCore) * c.seq.effective +
-                                    c.split.attentionCoef * c.seq.attentionScores;
-    est.modelFlopsPerStep = samples * decoderPerSample + est.visionFlopsPerStep;
-    est.effectiveTokensPerStep = samples * c.seq.effective;
-
-    const std::vector<int> stages = layersPerStage(l, m.decoder.numLayers);
-    StageTime slowest;
-    for (int s = 0; s < l.pp; ++s) {
-        const int layers = stages.empty() ? (m.decoder.numLayers + l.pp - 1) / l.pp : stages[size_t(s)];
-        StageTime t = stageTime(c, s, layers);
-        if (t.total() > slowest.total())
-            slowest = t;
-    }
-    const double micro = std::max(1, l.numMicroBatches());
-    const double bubble = l.pp > 1 ? double(l.pp - 1) / l.vpp : 0.0;
-    auto termLazy = [&](const char* name, double seconds, TermBasis basis, auto why) {
+// The step's terms as estimate() collects them: name, seconds, how sure, and why — the text built
+// only when asked for (ThroughputOptions::explain; a search evaluates thousands of candidates).
+class TermList {
+public:
+    TermList(ThroughputEstimate& est, bool explain) : m_est(est), m_explain(explain) {}
+    template <typename Why>
+    void add(const char* name, double seconds, TermBasis basis, Why&& why)
+    {
         if (seconds > 0)
-            est.terms.push_back(o.explain ? TimeTerm{name, seconds * 1e3, why(), termGroup(name), basis}
-                                          : TimeTerm{{}, seconds * 1e3, {}, termGroup(name), basis});
-    };
+            m_est.terms.push_back(m_explain ? TimeTerm{name, seconds * 1e3, why(), termGroup(name), basis}
+                                            : TimeTerm{{}, seconds * 1e3, {}, termGroup(name), basis});
+    }
+
+private:
+    ThroughputEstimate& m_est;
+    bool m_explain;
+};
+
+TermBasis measuredIf(bool measured)
+{
+    return measured ? TermBasis::Measured : TermBasis::Assumed;
+}
+
+#define WB_TERM(name, seconds, basis, why) terms.add(name, seconds, basis, [&] { return std::string(why); })
+
+// Every micro-batch's terms (the slowest stage's), and the pipeline bubble.
+void addMicroBatchTerms(const Context& c, const StageTime& slowest, double micro, double bubble, TermList& terms)
+{
+    const ModelConfig& m = c.m;
+    const Layout& l = c.l;
+    const HardwareSpec& hw = c.hw;
+    const ThroughputOptions& o = c.o;
     using B = TermBasis;
-    auto measuredIf = [](bool measured) { return measured ? TermBasis::Measured : TermBasis::Assumed; };
-#define WB_TERM(name, seconds, basis, why) termLazy(name, seconds, basis, [&] { return std::string(why); })
     const std::string per = " × " + fmt(micro, 0) + " micro-batches";
     // Confidence: on Blackwell the published Megatron rows run slower than this model, in MXFP8
     // and in BF16 alike (docs/planner.md "Published rows"); said where it applies, not corrected.
@@ -672,13 +671,39 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
                                " at " + fmt(moeTrainRate(c, o.rates.shardGbPerS, 0.31, std::max(1, l.dp()) * l.cp) / 1e9, 0) + " GB/s" + per
                          : "per micro-batch all-gather ×2 + reduce-scatter, " + fmt(o.eff.dpExposed) + " exposed");
     WB_TERM("pipeline bubble", bubble * slowest.total(), B::Assumed, "(p−1)/v = " + fmt(bubble) + " micro-batch slots idle");
+}
 
-    // Per-step collectives outside the micro-batch loop: grads reduce-scatter + params all-gather.
-    const DecoderConfig& d = m.decoder;
+// The most-loaded stage's parameters (Megatron's count: dense with the embedding, and the local
+// experts) and the groups that shard or reduce them.
+struct StageShares {
+    double dense = 0, experts = 0;
+    int dpN = 1, edpN = 1;
+};
+
+StageShares stageShares(const Context& c, const std::vector<int>& stages)
+{
+    const Layout& l = c.l;
+    const DecoderConfig& d = c.m.decoder;
     const int layers = stages.empty() ? d.numLayers / l.pp : *std::max_element(stages.begin(), stages.end());
-    const double dense = layers * decoderLayerDenseParams(d) / l.tp + countParameters(m).embedding / l.tp;
-    const double experts = layers * (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp;
-    const int dpN = std::max(1, l.dp()) * l.cp, edpN = std::max(1, l.edp());
+    StageShares out;
+    out.dense = layers * decoderLayerDenseParams(d) / l.tp + countParameters(c.m).embedding / l.tp;
+    out.experts = layers * (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp;
+    out.dpN = std::max(1, l.dp()) * l.cp;
+    out.edpN = std::max(1, l.edp());
+    return out;
+}
+
+// Per-step collectives outside the micro-batch loop: the data-parallel gradient and parameter
+// traffic of moe-train (DDP allreduce, or its FSDP) or of Megatron.
+void addStepCollectives(const Context& c, const StageShares& shares, const StageTime& slowest, TermList& terms)
+{
+    const ModelConfig& m = c.m;
+    const Layout& l = c.l;
+    const HardwareSpec& hw = c.hw;
+    const ThroughputOptions& o = c.o;
+    using B = TermBasis;
+    const double dense = shares.dense, experts = shares.experts;
+    const int dpN = shares.dpN, edpN = shares.edpN;
     // The most-loaded stage's parameters, for moe-train's DP allreduce and its own passes below.
     const RankParameters& p = c.params;
     if (c.moeTrain() && !l.useMegatronFsdp) {
@@ -737,6 +762,22 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
              "fp32 grad reduce-scatter + bf16 param all-gather once per step, " + fmt(exposed) + " exposed" +
                  (exposed == 1.0 ? " (overlap_grad_reduce off)" : ""));
     }
+}
+
+// The optimizer step and, for moe-train, its own passes over the parameters (casts or gradient
+// widening, the gradient norm, AdamW, the host gap), at the rates measured on this GPU.
+void addOptimizerTerms(const Context& c, const StageShares& shares, double micro, TermList& terms)
+{
+    const double dense = shares.dense, experts = shares.experts;
+    const int dpN = shares.dpN, edpN = shares.edpN;
+    using B = TermBasis;
+    const ModelConfig& m = c.m;
+    const Layout& l = c.l;
+    const Workload& w = c.w;
+    const HardwareSpec& hw = c.hw;
+    const ThroughputOptions& o = c.o;
+    const RankParameters& p = c.params;
+    const std::string per = " × " + fmt(micro, 0) + " micro-batches";
     if (c.moeTrain()) {
         // moe-train's own passes (runtime/train: trainer.cpp, optimizer.cpp, fused_adamw.cpp), on
         // the most-loaded stage's parameters, at the rates measured on this GPU (RuntimeRates).
@@ -800,8 +841,14 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
                 fmt(stepBytes, 0) + " B of HBM traffic per locally owned parameter" +
                     (w.bf16AdamMoments ? std::string(" (bf16 Adam moments: 8 B less)") : std::string()));
     }
+}
 
 #undef WB_TERM
+
+// A calibration (plan --calibrate, --calibrate-run) scales the terms: one factor for the step and
+// one per group of terms.
+void applyCalibration(const ThroughputOptions& o, ThroughputEstimate& est)
+{
     for (TimeTerm& t : est.terms) {
         const double group = t.group == TermGroup::Vision      ? o.eff.visionTimeFactor
                              : t.group == TermGroup::Optimizer ? o.eff.optimizerTimeFactor
@@ -816,6 +863,49 @@ ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workloa
             t.assumption += "; × " + fmt(group, 3) + " (calibrated per term: " + o.eff.termCalibration + ")";
         est.stepMs += t.ms;
     }
+}
+
+ThroughputEstimate estimate(const ModelConfig& m, const Layout& l, const Workload& w, const HardwareSpec& hw,
+                            const ThroughputOptions& o)
+{
+    Context c{m,
+              l,
+              w,
+              hw,
+              o,
+              splitDecoderFlops(m.decoder),
+              sequenceShape(m, w),
+              visionFlopsOfSample(m, w),
+              o.runtime == TrainingRuntime::MoeTrain ? rankParameters(m, l) : RankParameters{},
+              visionFlopsSplit(m, w)};
+    ThroughputEstimate est;
+    est.runtime = trainingRuntimeName(o.runtime);
+    const double samples = l.gbs;
+    est.visionFlopsPerStep = samples * c.visionPerSample;
+    // DESIGN.md §3.2: Megatron's decoder FLOPs over the effective tokens (the attention over each
+    // packed sample), plus the vision term.
+    const double decoderPerSample =
+        (c.split.experts + c.split.projections + c.split.logits + c.split.linearCore) * c.seq.effective +
+        c.split.attentionCoef * c.seq.attentionScores;
+    est.modelFlopsPerStep = samples * decoderPerSample + est.visionFlopsPerStep;
+    est.effectiveTokensPerStep = samples * c.seq.effective;
+
+    const std::vector<int> stages = layersPerStage(l, m.decoder.numLayers);
+    StageTime slowest;
+    for (int s = 0; s < l.pp; ++s) {
+        const int layers = stages.empty() ? (m.decoder.numLayers + l.pp - 1) / l.pp : stages[size_t(s)];
+        StageTime t = stageTime(c, s, layers);
+        if (t.total() > slowest.total())
+            slowest = t;
+    }
+    const double micro = std::max(1, l.numMicroBatches());
+    const double bubble = l.pp > 1 ? double(l.pp - 1) / l.vpp : 0.0;
+    TermList terms(est, o.explain);
+    addMicroBatchTerms(c, slowest, micro, bubble, terms);
+    const StageShares shares = stageShares(c, stages);
+    addStepCollectives(c, shares, slowest, terms);
+    addOptimizerTerms(c, shares, micro, terms);
+    applyCalibration(o, est);
     const double seconds = est.stepMs / 1e3;
     const double world = l.worldSize;
     est.tokensPerSecPerGpu = est.effectiveTokensPerStep / seconds / world;
