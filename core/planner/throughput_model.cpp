@@ -335,25 +335,55 @@ TensorParallelTime moeTrainTensorParallel(const Context& c, bool first, bool las
     return out;
 }
 
-StageTime stageTime(const Context& c, int stage, int layers)
+// What one pipeline stage's micro-batch is made of, as every part of stageTime reads it.
+struct StageShape {
+    int layers = 0;
+    bool first = false, last = false;
+    double peak = 0, gemmPeak = 0;                               // FLOP/s: bf16, and the GEMMs' (FP8 when on)
+    double frac = 0;                                             // the stage's share of the decoder's layers
+    double shard = 1;                                            // TP × CP: the positions split over ranks
+    double b = 1;                                                // micro-batch size
+    double tokensRank = 0;                                       // positions per rank (with SP)
+    double imbalance = 1;                                        // the most-loaded expert rank's share over the mean
+    double width = 0;                                            // the expert FFN width per ETP rank
+    bool full = false, selective = false, moeReforward = false;  // recompute
+};
+
+StageShape stageShape(const Context& c, int stage, int layers)
+{
+    const Layout& l = c.l;
+    const DecoderConfig& d = c.m.decoder;
+    StageShape x;
+    x.layers = layers;
+    x.first = stage == 0;
+    x.last = stage == l.pp - 1;
+    x.peak = c.hw.peakDenseBf16Tflops * 1e12;
+    x.gemmPeak = x.peak * (c.o.fp8 ? c.o.eff.fp8GemmSpeedup : 1.0);
+    x.frac = double(layers) / d.numLayers;
+    x.shard = double(l.tp) * l.cp;
+    x.b = l.mbs;
+    x.tokensRank = c.seq.positions * x.b / x.shard;  // with SP
+    // Dropless routing: the most-loaded expert rank sets the pace of the expert GEMMs and receives
+    // the most tokens (Workload::expertRankImbalance; 1 with forced balance).
+    x.imbalance = c.w.expertRankImbalance(l.ep, d.numMoeExperts);
+    x.width = double(d.moeFfnHiddenSize) / l.etp;
+    x.full = l.recomputeGranularity == "full";
+    x.selective = l.recomputeGranularity == "selective";
+    x.moeReforward = x.full || (x.selective && contains(l.recomputeModules, "moe"));
+    return x;
+}
+
+// The GEMMs, attention, gated DeltaNet and the vision encoder of the stage's micro-batch.
+void addComputeTimes(const Context& c, const StageShape& x, StageTime& t)
 {
     const Layout& l = c.l;
     const DecoderConfig& d = c.m.decoder;
     const EfficiencyFactors& e = c.o.eff;
-    StageTime t;
-    const double peak = c.hw.peakDenseBf16Tflops * 1e12;
-    const double gemmPeak = peak * (c.o.fp8 ? e.fp8GemmSpeedup : 1.0);
-    const double frac = double(layers) / d.numLayers;
-    const double shard = double(l.tp) * l.cp;
-    const double b = l.mbs;
-    const double tokensRank = c.seq.positions * b / shard;  // with SP
-    const bool first = stage == 0, last = stage == l.pp - 1;
-
-    // Dropless routing: the most-loaded expert rank sets the pace of the expert GEMMs and receives
-    // the most tokens (Workload::expertRankImbalance; 1 with forced balance).
-    const double imbalance = c.w.expertRankImbalance(l.ep, d.numMoeExperts);
+    const double peak = x.peak, gemmPeak = x.gemmPeak, frac = x.frac, shard = x.shard, b = x.b, width = x.width;
+    const double tokensRank = x.tokensRank, imbalance = x.imbalance;
+    const int layers = x.layers;
+    const bool first = x.first, last = x.last;
     const double tokensPerExpert = double(l.ep) * l.etp * tokensRank * d.moeRouterTopk / d.numMoeExperts;
-    const double width = double(d.moeFfnHiddenSize) / l.etp;
     const double groupedEff = e.groupedGemm * tokensPerExpert / (tokensPerExpert + e.groupedGemmHalfTokens) *
                               (width / (width + e.groupedGemmHalfWidth)) /
                               (d.moeFfnHiddenSize / (d.moeFfnHiddenSize + e.groupedGemmHalfWidth));
@@ -395,8 +425,18 @@ StageTime stageTime(const Context& c, int stage, int layers)
         }
         t.vision += b * c.w.visionImagesPerSample() * e.perImageOverheadUs * 1e-6 * (l.freezeVision ? 0.5 : 1.0);
     }
-    const bool full = l.recomputeGranularity == "full";
-    const bool selective = l.recomputeGranularity == "selective";
+}
+
+// Recompute, the memory-bound elementwise passes (FP8 quantization included) and the per-layer
+// launch overhead.
+void addMemoryBoundTimes(const Context& c, const StageShape& x, StageTime& t)
+{
+    const Layout& l = c.l;
+    const DecoderConfig& d = c.m.decoder;
+    const EfficiencyFactors& e = c.o.eff;
+    const double tokensRank = x.tokensRank, imbalance = x.imbalance, width = x.width;
+    const int layers = x.layers;
+    const bool full = x.full, selective = x.selective, moeReforward = x.moeReforward;
     const auto& mods = l.recomputeModules;
     if (full)
         t.recompute = (t.expert + t.dense + t.linearAttention) / 3.0 + t.attentionForward;  // one more forward of every layer
@@ -418,7 +458,6 @@ StageTime stageTime(const Context& c, int stage, int layers)
     // happen inside the GEMMs' prologue/epilogue, so only the permute/unpermute rows stay.
     const bool fusedMlp = l.teOpFuser && !c.moeTrain();
     const double routedBytes = e.routedBytesPerHidden * d.hiddenSize + (fusedMlp ? 0.0 : e.routedBytesPerFfn * width);
-    const bool moeReforward = full || (selective && contains(mods, "moe"));
     t.elementwise += layers * pairs * routedBytes * (moeReforward ? 4.0 / 3.0 : 1.0) / (c.hw.hbmTbPerS * 1e12 * e.hbmEfficiency);
     // FP8 quantize kernels at their own (lower) bandwidth: the experts' GEMM inputs (unless fused
     // into the GEMMs) and the attention projections' (QKV input h and its gradient q + 2·kv wide,
@@ -435,7 +474,17 @@ StageTime stageTime(const Context& c, int stage, int layers)
     const bool wholeStep = l.cudaGraphImpl == "full_iteration";
     const bool graphed = l.cudaGraphImpl != "none" && contains(l.cudaGraphScope, "moe_router");
     t.overhead = wholeStep ? 0.0 : layers * (graphed ? e.graphedLayerOverheadUs : e.layerOverheadUs) * 1e-6;
+}
 
+// The expert-parallel token exchange (moe-train's NCCL all-to-alls, or Megatron's dispatchers).
+void addExpertParallelTime(const Context& c, const StageShape& x, StageTime& t)
+{
+    const Layout& l = c.l;
+    const DecoderConfig& d = c.m.decoder;
+    const EfficiencyFactors& e = c.o.eff;
+    const double tokensRank = x.tokensRank, imbalance = x.imbalance;
+    const int layers = x.layers;
+    const bool moeReforward = x.moeReforward;
     if (c.moeTrain() && l.ep > 1) {
         // moe-train's EP (runtime/parallel/expert_parallel.cpp): one NCCL all-to-all of the routed
         // rows per dispatch and per combine, forward and backward, on the training stream; each
@@ -482,6 +531,17 @@ StageTime stageTime(const Context& c, int stage, int layers)
         }
         t.epComm = seconds;
     }
+}
+
+// Tensor-, context- and pipeline-parallel traffic, and FSDP's per micro-batch.
+void addParallelTimes(const Context& c, const StageShape& x, StageTime& t)
+{
+    const Layout& l = c.l;
+    const DecoderConfig& d = c.m.decoder;
+    const EfficiencyFactors& e = c.o.eff;
+    const double b = x.b, tokensRank = x.tokensRank;
+    const int layers = x.layers;
+    const bool first = x.first, last = x.last;
     if (l.tp > 1 && c.moeTrain()) {
         t.tpComm = moeTrainTensorParallel(c, first, last, layers, b).seconds;
     } else if (l.tp > 1) {
@@ -539,6 +599,16 @@ StageTime stageTime(const Context& c, int stage, int layers)
         if (l.worldSize > c.hw.nvlinkDomainSize)
             t.fsdpComm = bytes / (c.hw.networkGbPerS * 1e9 * e.networkEfficiency) * e.dpExposed;
     }
+}
+
+StageTime stageTime(const Context& c, int stage, int layers)
+{
+    const StageShape x = stageShape(c, stage, layers);
+    StageTime t;
+    addComputeTimes(c, x, t);
+    addMemoryBoundTimes(c, x, t);
+    addExpertParallelTime(c, x, t);
+    addParallelTimes(c, x, t);
     return t;
 }
 
