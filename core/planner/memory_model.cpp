@@ -168,28 +168,62 @@ double layerActivationBytes(const ActivationShape& x)
     return sb * perToken;
 }
 
-MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const Workload& w, int stage,
-                                   const MemoryOptions& o)
+// What one pipeline stage holds, as every part of estimateStageMemory reads it.
+struct StageFrame {
+    int stage = 0, layers = 0;
+    bool first = false, last = false;
+    double t = 1;     // TP
+    double dpN = 1;   // dense grads reduce over DP×CP
+    double edpN = 1;  // expert grads over expert-DP
+    ParameterCounts counts;
+};
+
+// moe-train's own state layout (MemoryOptions::moeTrain, not FSDP): what the optimizer step's
+// peak adds up (MemoryOptions's header).
+struct RuntimeState {
+    bool on = false, keptCopies = false;
+    double grads = 0;      // fp32 gradients of the trainable parameters
+    double fp32 = 0;       // the fp32 parameters
+    double heldGrads = 0;  // of those gradients, the ones that exist during the forward
+    double copies = 0;     // bf16 copies of the weights
+};
+
+// The decoder's activation shape and what the other terms read of it.
+struct ActivationFrame {
+    ActivationShape shape;
+    double held = 1;          // micro-batches in flight × interleave
+    double tokensOnRank = 0;  // with SP
+};
+
+// Memory terms as estimateStageMemory collects them; the texts are built only when asked for
+// (the search evaluates ~10^5 layouts numbers-only).
+class MemoryTermList {
+public:
+    MemoryTermList(MemoryEstimate& est, bool explain) : m_est(est), m_explain(explain) {}
+    template <typename Name, typename Why>
+    void add(Name&& name, const char* cat, double bytes, Why&& why)
+    {
+        if (bytes > 0)
+            m_est.terms.push_back(m_explain ? MemoryTerm{name(), cat, bytes, why()} : MemoryTerm{{}, cat, bytes, {}});
+    }
+
+private:
+    MemoryEstimate& m_est;
+    bool m_explain;
+};
+
+#define WB_ADD(name, cat, bytes, why) \
+    terms.add([&] { return std::string(name); }, cat, bytes, [&] { return std::string(why); })
+
+// Parameters, gradients and optimizer states (and FSDP's gathered units).
+RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload& w, const MemoryOptions& o,
+                           const StageFrame& f, MemoryTermList& terms)
 {
     const DecoderConfig& d = m.decoder;
-    const VisionConfig& v = m.vision;
-    MemoryEstimate est;
-    est.stage = stage;
-    std::vector<int> stages = layersPerStage(l, d.numLayers);
-    const int layers = stages.empty() ? (d.numLayers + l.pp - 1) / l.pp : stages[size_t(stage)];
-    const bool first = stage == 0, last = stage == l.pp - 1;
-    const double t = l.tp;
-    const double dpN = std::max(1, l.dp()) * double(l.cp);  // dense grads reduce over DP×CP
-    const double edpN = std::max(1, l.edp());
-    const ParameterCounts counts = countParameters(m);
-    // Term texts are built only when asked for: the search evaluates ~10^5 layouts numbers-only.
-    auto addLazy = [&](auto name, const char* cat, double bytes, auto why) {
-        if (bytes > 0)
-            est.terms.push_back(o.explain ? MemoryTerm{name(), cat, bytes, why()} : MemoryTerm{{}, cat, bytes, {}});
-    };
-#define WB_ADD(name, cat, bytes, why) addLazy([&] { return std::string(name); }, cat, bytes, [&] { return std::string(why); })
-
-    // --- parameters, gradients, optimizer states ---
+    const int layers = f.layers;
+    const bool first = f.first, last = f.last;
+    const double t = f.t, dpN = f.dpN, edpN = f.edpN;
+    const ParameterCounts& counts = f.counts;
     const char* optimizerText = w.bf16AdamMoments ? "fp32 master + bf16 Adam m, v (precision-aware optimizer) = 8 B; "
                                                    : "fp32 master + Adam m, v = 12 B; ";
     struct Group { const char* name; double params; double n; bool trainable; std::string where; };
@@ -217,14 +251,16 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
                           "untied, vocab × hidden / TP"});
     double largestUnit = layers > 0 ? (decoderLayerDenseParams(d) / t + (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp) : 0;
     // moe-train (MemoryOptions::moeTrain): its own state layout, see the header.
-    const bool runtimeState = o.moeTrain && !l.useMegatronFsdp;
-    double runtimeGrads = 0;  // fp32 gradients of the trainable parameters
-    double runtimeFp32 = 0;   // the fp32 parameters
-    double runtimeHeldGrads = 0;  // of those gradients, the ones that exist during the forward
-    double runtimeCopies = 0;     // bf16 copies of the weights
+    RuntimeState rt;
+    rt.on = o.moeTrain && !l.useMegatronFsdp;
     // train.bf16_weight_copies: the copies live from one step to the next (also through the
     // optimizer step, which writes them); without it autocast makes them in the forward.
-    const bool keptCopies = runtimeState && l.bf16WeightCopies;
+    rt.keptCopies = rt.on && l.bf16WeightCopies;
+    const bool runtimeState = rt.on, keptCopies = rt.keptCopies;
+    double& runtimeGrads = rt.grads;
+    double& runtimeFp32 = rt.fp32;
+    double& runtimeHeldGrads = rt.heldGrads;
+    double& runtimeCopies = rt.copies;
     for (const Group& g : groups) {
         if (runtimeState) {
             const std::string base = o.explain ? fmtCount(g.params) + " params (" + g.where + "); " : std::string();
@@ -272,7 +308,18 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
             "false, moe-train), less the rank's own shard");
     }
 
-    // --- activations ---
+    return rt;
+}
+
+// The activations: the decoder's layers, the vision encoder, the logits and loss.
+ActivationFrame addActivationTerms(const ModelConfig& m, const Layout& l, const Workload& w, const MemoryOptions& o,
+                                   const StageFrame& f, MemoryTermList& terms)
+{
+    const DecoderConfig& d = m.decoder;
+    const VisionConfig& v = m.vision;
+    const int stage = f.stage, layers = f.layers;
+    const bool first = f.first, last = f.last;
+    const double t = f.t;
     const ActivationShape shape = decoderShape(m, l, w, o);
     const int inFlight = inFlightMicroBatches(l, stage);
     const double interleave = interleaveFactor(l, stage);
@@ -337,7 +384,17 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
         }
     }
 
-    // --- other ---
+    return {shape, held, tokensOnRank};
+}
+
+// Dispatcher buffers, CUDA graphs, and the context and allocator (or moe-train's optimizer-step peak).
+void addOtherTerms(const ModelConfig& m, const Layout& l, const Workload& w, const MemoryOptions& o,
+                   const StageFrame& f, const RuntimeState& rt, const ActivationFrame& a, MemoryEstimate& est,
+                   MemoryTermList& terms)
+{
+    const DecoderConfig& d = m.decoder;
+    const int layers = f.layers;
+    const double held = a.held, tokensOnRank = a.tokensOnRank;
     const double routed = tokensOnRank * d.moeRouterTopk * w.routingImbalance;
     if (l.dispatcherType == "flex")
         WB_ADD("dispatcher buffers", "other", routed * d.hiddenSize * 2.0 * 2.0 + o.dispatcherWorkspaceGib * 1073741824.0,
@@ -354,27 +411,51 @@ MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const 
             0.5 * 1073741824.0 + layers * held * tokensOnRank * (2.0 * d.hiddenSize + 8.0 * d.numMoeExperts),
             "per-layer static inputs/outputs of the captured router/preprocess (" + std::to_string(layers) +
                 " layers × in-flight micro-batches) + 0.5 GiB pool (assumption)");
-    if (runtimeState) {
+    if (rt.on) {
         // Gradients that exist from the first forward on (accumulation over micro-batches, or the
         // overlapped reducer's bucket views on a data-parallel group) add to the forward/backward
         // peak. The others are allocated as the backward frees activations: the peak is then the
         // larger of that phase and the optimizer step (fp32 weights + all gradients + moments;
         // the activations gone; the bf16 copies gone too unless they are kept).
-        WB_ADD("gradients held through the forward", "grads", runtimeHeldGrads,
-            "fp32 gradients of accumulated micro-batches or of the reducer's buckets (DP groups with overlap_grad_reduce)");
+        WB_ADD("gradients held through the forward", "grads", rt.heldGrads,
+               "fp32 gradients of accumulated micro-batches or of the reducer's buckets (DP groups with "
+               "overlap_grad_reduce)");
         const double forwardPeak = est.total();
-        const double optimizerStep = runtimeFp32 + est.category("optimizer") + runtimeGrads + (keptCopies ? runtimeCopies : 0.0);
+        const double optimizerStep = rt.fp32 + est.category("optimizer") + rt.grads + (rt.keptCopies ? rt.copies : 0.0);
         WB_ADD("gradients beyond the forward/backward peak", "grads", std::max(0.0, optimizerStep - forwardPeak),
-            "the optimizer step holds fp32 weights + gradients (" + fmt(MemoryEstimate::gib(runtimeGrads), 1) +
-                " GiB) + moments" + (keptCopies ? std::string(" + the kept bf16 copies") : std::string()) +
-                "; the backward allocates the other gradients as it frees activations");
-        return est;
+               "the optimizer step holds fp32 weights + gradients (" + fmt(MemoryEstimate::gib(rt.grads), 1) +
+                   " GiB) + moments" + (rt.keptCopies ? std::string(" + the kept bf16 copies") : std::string()) +
+                   "; the backward allocates the other gradients as it frees activations");
+        return;
     }
     WB_ADD("CUDA context + NCCL", "other", o.contextAndNcclGib * 1073741824.0,
         "context, cuBLAS/cuDNN workspaces and NCCL communicator buffers (assumption)");
     WB_ADD("allocator slack", "other", o.allocatorSlack * est.total(),
         fmt(o.allocatorSlack * 100, 0) + "% fragmentation of the caching allocator with expandable segments (assumption)");
+}
+
 #undef WB_ADD
+
+MemoryEstimate estimateStageMemory(const ModelConfig& m, const Layout& l, const Workload& w, int stage,
+                                   const MemoryOptions& o)
+{
+    const DecoderConfig& d = m.decoder;
+    MemoryEstimate est;
+    est.stage = stage;
+    std::vector<int> stages = layersPerStage(l, d.numLayers);
+    StageFrame f;
+    f.stage = stage;
+    f.layers = stages.empty() ? (d.numLayers + l.pp - 1) / l.pp : stages[size_t(stage)];
+    f.first = stage == 0;
+    f.last = stage == l.pp - 1;
+    f.t = l.tp;
+    f.dpN = std::max(1, l.dp()) * double(l.cp);
+    f.edpN = std::max(1, l.edp());
+    f.counts = countParameters(m);
+    MemoryTermList terms(est, o.explain);
+    const RuntimeState rt = addStateTerms(m, l, w, o, f, terms);
+    const ActivationFrame a = addActivationTerms(m, l, w, o, f, terms);
+    addOtherTerms(m, l, w, o, f, rt, a, est, terms);
     return est;
 }
 
