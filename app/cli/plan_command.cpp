@@ -13,6 +13,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -129,59 +132,24 @@ void printTable(const SearchRequest& req, const GuideRecommendation& rec, const 
                 describeSearchCounts(result).c_str());
 }
 
-}  // namespace
+// The command line, as given.
+struct PlanArgs {
+    std::optional<std::string> model, hardware, gpus, nodes, seq, images, imageSize, gbs, goal, answersPath, maxResults,
+        catalogDir, forRuntime, data, calibrateRun;
+    bool freezeVision = false, bf16Moments = false, json = false, calibrate = false;
+};
 
-int planCommand(const CliContext& context, Args args)
+// Each step returns the exit code when the command must stop there (the message already printed).
+using Stop = std::optional<int>;
+
+// --for: whose step and memory the plan predicts. Megatron-Bridge (the default) is what users run
+// on their clusters; moe-train is the bundled runtime (its own passes and state layout, at the
+// rates the catalog's runtime profile measured on this hardware).
+Stop chooseRuntime(const PlanArgs& a, const Catalog& catalog, SearchRequest& req)
 {
-    bool missing = false;
-    const auto model = args.takeOption("--model", missing);
-    const auto hardware = args.takeOption("--hardware", missing);
-    const auto gpus = args.takeOption("--gpus", missing);
-    const auto nodes = args.takeOption("--nodes", missing);
-    const auto seq = args.takeOption("--seq", missing);
-    const auto images = args.takeOption("--images-per-sample", missing);
-    const auto imageSize = args.takeOption("--image-size", missing);
-    const auto gbs = args.takeOption("--gbs", missing);
-    const auto goal = args.takeOption("--goal", missing);
-    const auto answersPath = args.takeOption("--answers", missing);
-    const auto maxResults = args.takeOption("--max-results", missing);
-    const auto catalogDir = args.takeOption("--catalog", missing);
-    const auto forRuntime = args.takeOption("--for", missing);
-    const auto data = args.takeOption("--data", missing);
-    const bool freezeVision = args.takeFlag("--freeze-vision");
-    // Megatron's precision-aware optimizer: bf16 Adam moments (8 instead of 12 optimizer bytes per
-    // parameter); the generated configs then carry it (train.exp_avg*_dtype, optimizer.* overrides).
-    const bool bf16Moments = args.takeFlag("--bf16-moments");
-    const bool json = args.takeFlag("--json");
-    const bool calibrate = args.takeFlag("--calibrate");
-    const auto calibrateRun = args.takeOption("--calibrate-run", missing);
-    if (auto usage = rejectLeftovers(args, missing, kSynopsis))
-        return *usage;
-    if (calibrate && calibrateRun)
-        return reportUsage("--calibrate and --calibrate-run are two ways to calibrate: give one (--calibrate-run RUN "
-                           "scales each group of terms by one run; --calibrate the step time by >= 3 runs)",
-                           kSynopsis);
-    if (!model || !hardware || !gpus)
-        return reportUsage("--model, --hardware and --gpus are required", kSynopsis);
-
-    auto catalog = loadCliCatalog(catalogDir.value_or(""));
-    if (!catalog)
-        return reportError(catalog.error());
-    SearchRequest req;
-    auto modelSpec = catalog->model(*model);
-    if (!modelSpec)
-        return reportError(modelSpec.error());
-    auto hardwareSpec = catalog->hardware(*hardware);
-    if (!hardwareSpec)
-        return reportError(hardwareSpec.error());
-    req.model = *modelSpec;
-    req.hardware = *hardwareSpec;
-    // --for: whose step and memory the plan predicts. Megatron-Bridge (the default) is what users
-    // run on their clusters; moe-train is the bundled runtime (its own passes and state layout, at
-    // the rates the catalog's runtime profile measured on this hardware).
-    if (forRuntime && *forRuntime == "moe-train") {
+    if (a.forRuntime && *a.forRuntime == "moe-train") {
         req.throughput.runtime = TrainingRuntime::MoeTrain;
-        req.throughput.rates = catalog->runtimeRates("moe-train", req.hardware.name);
+        req.throughput.rates = catalog.runtimeRates("moe-train", req.hardware.name);
         req.memory.moeTrain = true;
         const auto problems = core::moeTrainModelProblems(req.model.model.decoder);
         if (!problems.empty()) {
@@ -190,126 +158,210 @@ int planCommand(const CliContext& context, Args args)
                 std::fprintf(stderr, "  %s\n", p.toString().c_str());
             return kExitUsage;
         }
-    } else if (forRuntime && *forRuntime != "megatron-bridge") {
-        return reportUsage("--for needs megatron-bridge or moe-train, got '" + *forRuntime + "'", kSynopsis);
+    } else if (a.forRuntime && *a.forRuntime != "megatron-bridge") {
+        return reportUsage("--for needs megatron-bridge or moe-train, got '" + *a.forRuntime + "'", kSynopsis);
     }
+    return std::nullopt;
+}
 
+// The cluster and the workload: GPU and node counts, sequence, images, GBS, goal.
+Stop readShape(const PlanArgs& a, SearchRequest& req)
+{
     const auto positive = [&](const std::optional<std::string>& text, const char* name, int& out) -> bool {
         if (!text)
             return true;
         const auto v = parsePositive(*text);
         if (!v) {
-            reportUsage(std::string(name) + " needs a whole number from 1 to " + std::to_string(kMaxCliCount) + ", got '" +
-                            *text + "'", kSynopsis);
+            reportUsage(std::string(name) + " needs a whole number from 1 to " + std::to_string(kMaxCliCount) +
+                            ", got '" + *text + "'",
+                        kSynopsis);
             return false;
         }
         out = *v;
         return true;
     };
-    if (!positive(gpus, "--gpus", req.gpus) || !positive(nodes, "--nodes", req.nodes) ||
-        !positive(seq, "--seq", req.workload.seqLength) || !positive(gbs, "--gbs", req.gbs) ||
-        !positive(maxResults, "--max-results", req.maxResults))
+    if (!positive(a.gpus, "--gpus", req.gpus) || !positive(a.nodes, "--nodes", req.nodes) ||
+        !positive(a.seq, "--seq", req.workload.seqLength) || !positive(a.gbs, "--gbs", req.gbs) ||
+        !positive(a.maxResults, "--max-results", req.maxResults))
         return kExitUsage;
-    if (images) {
+    if (a.images) {
         char* end = nullptr;
-        const long v = std::strtol(images->c_str(), &end, 10);
-        if (images->empty() || *end != '\0' || v < 0 || v > 64)
+        const long v = std::strtol(a.images->c_str(), &end, 10);
+        if (a.images->empty() || *end != '\0' || v < 0 || v > 64)
             return reportUsage("--images-per-sample needs a whole number from 0 to 64", kSynopsis);
         req.workload.imagesPerSample = static_cast<int>(v);
     }
-    if (imageSize) {
+    if (a.imageSize) {
         int w = 0, h = 0;
         char tail = 0;
-        if (std::sscanf(imageSize->c_str(), "%dx%d%c", &w, &h, &tail) != 2 || w < 1 || h < 1)
+        if (std::sscanf(a.imageSize->c_str(), "%dx%d%c", &w, &h, &tail) != 2 || w < 1 || h < 1)
             return reportUsage("--image-size needs WxH in pixels, e.g. 448x448", kSynopsis);
         req.workload.imageWidth = w;
         req.workload.imageHeight = h;
     }
-    req.workload.bf16AdamMoments = bf16Moments;
+    req.workload.bf16AdamMoments = a.bf16Moments;
     if (req.nodes > 0 && req.gpus % req.nodes != 0)
         return reportUsage("--gpus " + std::to_string(req.gpus) + " does not split over --nodes " +
                                std::to_string(req.nodes) + "; give a GPU count that is a multiple of the nodes",
                            kSynopsis);
-    if (goal) {
-        auto parsed = parseGoal(*goal);
+    if (a.goal) {
+        auto parsed = parseGoal(*a.goal);
         if (!parsed)
             return reportError(parsed.error());
         req.goal = *parsed;
     }
+    return std::nullopt;
+}
 
-    GuideAnswers answers;
-    if (answersPath) {
-        auto read = readAnswers(*answersPath);
+// The guide's answers (--answers, --data) applied to the request: the guide decides which family
+// is ranked first (applyGuide); --goal orders within it. The answers are used as given: a goal is
+// not an answer (the planning view does the same).
+Stop applyAnswers(const PlanArgs& a, SearchRequest& req, GuideAnswers& answers)
+{
+    if (a.answersPath) {
+        auto read = readAnswers(*a.answersPath);
         if (!read)
             return reportError(read.error());
         answers = *read;
     }
     // --data mock plans for what a mock-data run trains (mockWorkload): the answers' mock_data fact
     // says the same; --data real overrides it.
-    if (data) {
-        if (*data != "real" && *data != "mock")
-            return reportUsage("--data needs real or mock, got '" + *data + "'", kSynopsis);
-        answers.mockData = *data == "mock";
+    if (a.data) {
+        if (*a.data != "real" && *a.data != "mock")
+            return reportUsage("--data needs real or mock, got '" + *a.data + "'", kSynopsis);
+        answers.mockData = *a.data == "mock";
     }
-    // The guide decides which family is ranked first (applyGuide); --goal orders within it. The
-    // answers are used as given: a goal is not an answer (the planning view does the same).
-    req.freezeVision = freezeVision;
+    req.freezeVision = a.freezeVision;
     applyGuide(answers, req);
+    return std::nullopt;
+}
 
-    // --calibrate: scale the efficiency factors by what stored runs on this hardware measured.
-    std::optional<Calibration> calibration;
+// --calibrate: the efficiency factors scaled by what stored runs on this hardware measured;
+// --calibrate-run: each group of terms (compute, vision, optimizer) scaled by one stored run of
+// this runtime on this hardware (every ranked row's terms say it).
+struct PlanCalibration {
+    std::optional<Calibration> steps;
     std::string storePath;
-    if (calibrate) {
+    TermCalibration terms;
+};
+
+Stop calibrate(const PlanArgs& a, const CliContext& context, SearchRequest& req, PlanCalibration& out)
+{
+    if (a.calibrate) {
         auto store = context.openStore();
         if (!store)
             return reportError(store.error());
-        CalibrationOptions calibrationOptions;
-        calibrationOptions.runtime = trainingRuntimeName(req.throughput.runtime);
-        auto fitted = calibrateFromStore(**store, req.hardware.name, calibrationOptions);
+        CalibrationOptions options;
+        options.runtime = trainingRuntimeName(req.throughput.runtime);
+        auto fitted = calibrateFromStore(**store, req.hardware.name, options);
         if (!fitted)
             return reportError(fitted.error());
-        calibration = *fitted;
-        storePath = (*store)->path();
-        applyCalibration(*calibration, req.throughput.eff);
+        out.steps = *fitted;
+        out.storePath = (*store)->path();
+        applyCalibration(*out.steps, req.throughput.eff);
     }
-
-    // --calibrate-run: each group of terms (compute, vision, optimizer) scaled by what one stored run
-    // of this runtime on this hardware measured; every ranked row's terms say it.
-    TermCalibration termCalibration;
-    if (calibrateRun) {
+    if (a.calibrateRun) {
         CalibrationOptions options;
         options.runtime = trainingRuntimeName(req.throughput.runtime);
         options.hardware = req.hardware.name;
-        auto fitted = termCalibrationFromRun(context, *calibrateRun, options);
+        auto fitted = termCalibrationFromRun(context, *a.calibrateRun, options);
         if (!fitted)
             return reportError(fitted.error());
-        termCalibration = *fitted;
-        applyTermCalibration(termCalibration, req.throughput.eff);
+        out.terms = *fitted;
+        applyTermCalibration(out.terms, req.throughput.eff);
     }
+    return std::nullopt;
+}
+
+void printCalibration(const PlanCalibration& cal)
+{
+    if (cal.steps) {
+        std::printf("Calibration (%s): %s\n", cal.storePath.c_str(), cal.steps->describe().c_str());
+        for (const CalibrationRun& r : cal.steps->runs)
+            std::printf("  run  %s %s: %d GPU(s), measured %.1f ms / predicted %.1f ms = %.2f over %zu steady steps\n",
+                        core::terminalSafe(r.id).c_str(), core::terminalSafe(r.name).c_str(), r.gpus, r.measuredStepMs,
+                        r.predictedStepMs, r.ratio(), r.steadySteps);
+        for (const std::string& why : cal.steps->skipped)
+            std::printf("  skip %s\n", why.c_str());
+        std::printf("\n");
+    }
+    if (cal.terms.applied())
+        std::printf("Calibration per term: %s (every row's compute, vision and optimizer terms)\n\n",
+                    core::terminalSafe(cal.terms.describe()).c_str());
+}
+
+}  // namespace
+
+int planCommand(const CliContext& context, Args args)
+{
+    bool missing = false;
+    PlanArgs a;
+    for (auto [flag, value] : {std::pair{"--model", &a.model},
+                               {"--hardware", &a.hardware},
+                               {"--gpus", &a.gpus},
+                               {"--nodes", &a.nodes},
+                               {"--seq", &a.seq},
+                               {"--images-per-sample", &a.images},
+                               {"--image-size", &a.imageSize},
+                               {"--gbs", &a.gbs},
+                               {"--goal", &a.goal},
+                               {"--answers", &a.answersPath},
+                               {"--max-results", &a.maxResults},
+                               {"--catalog", &a.catalogDir},
+                               {"--for", &a.forRuntime},
+                               {"--data", &a.data}})
+        *value = args.takeOption(flag, missing);
+    a.freezeVision = args.takeFlag("--freeze-vision");
+    // Megatron's precision-aware optimizer: bf16 Adam moments (8 instead of 12 optimizer bytes per
+    // parameter); the generated configs then carry it (train.exp_avg*_dtype, optimizer.* overrides).
+    a.bf16Moments = args.takeFlag("--bf16-moments");
+    a.json = args.takeFlag("--json");
+    a.calibrate = args.takeFlag("--calibrate");
+    a.calibrateRun = args.takeOption("--calibrate-run", missing);
+    if (auto usage = rejectLeftovers(args, missing, kSynopsis))
+        return *usage;
+    if (a.calibrate && a.calibrateRun)
+        return reportUsage(
+            "--calibrate and --calibrate-run are two ways to calibrate: give one (--calibrate-run RUN "
+            "scales each group of terms by one run; --calibrate the step time by >= 3 runs)",
+            kSynopsis);
+    if (!a.model || !a.hardware || !a.gpus)
+        return reportUsage("--model, --hardware and --gpus are required", kSynopsis);
+
+    auto catalog = loadCliCatalog(a.catalogDir.value_or(""));
+    if (!catalog)
+        return reportError(catalog.error());
+    SearchRequest req;
+    auto modelSpec = catalog->model(*a.model);
+    if (!modelSpec)
+        return reportError(modelSpec.error());
+    auto hardwareSpec = catalog->hardware(*a.hardware);
+    if (!hardwareSpec)
+        return reportError(hardwareSpec.error());
+    req.model = *modelSpec;
+    req.hardware = *hardwareSpec;
+    GuideAnswers answers;
+    PlanCalibration cal;
+    if (Stop stop = chooseRuntime(a, *catalog, req))
+        return *stop;
+    if (Stop stop = readShape(a, req))
+        return *stop;
+    if (Stop stop = applyAnswers(a, req, answers))
+        return *stop;
+    if (Stop stop = calibrate(a, context, req, cal))
+        return *stop;
 
     auto result = searchLayouts(req);
     if (!result)
         return reportError(result.error());
-
     const GuideRecommendation rec =
         recommendForPlan(answers, req, result->ranked.empty() ? nullptr : &result->ranked.front());
-
-    if (json) {
-        std::printf("%s\n", planToJson(req, rec, *result, calibration ? &*calibration : nullptr,
-                                        termCalibration.applied() ? &termCalibration : nullptr, &answers).c_str());
+    if (a.json) {
+        std::printf("%s\n", planToJson(req, rec, *result, cal.steps ? &*cal.steps : nullptr,
+                                       cal.terms.applied() ? &cal.terms : nullptr, &answers)
+                                .c_str());
     } else {
-        if (calibration) {
-            std::printf("Calibration (%s): %s\n", storePath.c_str(), calibration->describe().c_str());
-            for (const CalibrationRun& r : calibration->runs)
-                std::printf("  run  %s %s: %d GPU(s), measured %.1f ms / predicted %.1f ms = %.2f over %zu steady steps\n",
-                            core::terminalSafe(r.id).c_str(), core::terminalSafe(r.name).c_str(), r.gpus, r.measuredStepMs, r.predictedStepMs, r.ratio(), r.steadySteps);
-            for (const std::string& why : calibration->skipped)
-                std::printf("  skip %s\n", why.c_str());
-            std::printf("\n");
-        }
-        if (termCalibration.applied())
-            std::printf("Calibration per term: %s (every row's compute, vision and optimizer terms)\n\n",
-                        core::terminalSafe(termCalibration.describe()).c_str());
+        printCalibration(cal);
         printTable(req, rec, *result);
     }
     if (result->ranked.empty()) {
