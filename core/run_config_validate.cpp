@@ -2,7 +2,9 @@
 // and the framework rules of reference/megatron-bridge.md §3 and §6 that a single config can break.
 // Each problem names the field, what is wrong, and the fix.
 #include "core/run_config.h"
+
 #include "core/text_file.h"
+#include "core/text_format.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,11 +13,6 @@
 
 namespace wb::core {
 namespace {
-
-bool contains(const std::vector<std::string>& list, std::string_view item)
-{
-    return std::find(list.begin(), list.end(), item) != list.end();
-}
 
 std::string str(int64_t v) { return std::to_string(v); }
 

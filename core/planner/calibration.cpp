@@ -4,6 +4,7 @@
 #include "core/compare/run_figures.h"
 #include "core/compare/steady_state.h"
 #include "core/run_store.h"
+#include "core/text_format.h"
 
 #include <nlohmann/json.hpp>
 
@@ -13,13 +14,6 @@
 namespace wb::core::planner {
 
 namespace {
-
-std::string fmt(double v, int digits = 2)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
-}
 
 // The model's own step time for a stored prediction: a calibrated prediction carries the
 // uncalibrated figure in its detail (prediction.cpp); without it the ratio would compound.

@@ -4,15 +4,12 @@
 // Every message starts with the rule's source so the user can look it up.
 #include "core/planner/lint.h"
 
+#include "core/text_format.h"
+
 #include <algorithm>
 
 namespace wb::core::planner {
 namespace {
-
-bool contains(const std::vector<std::string>& list, std::string_view item)
-{
-    return std::find(list.begin(), list.end(), item) != list.end();
-}
 
 bool has(const std::string& text, std::string_view part)
 {

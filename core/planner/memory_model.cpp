@@ -4,24 +4,13 @@
 #include "core/planner/memory_model.h"
 
 #include "core/model_flops.h"
+#include "core/text_format.h"
 
 #include <algorithm>
 #include <cmath>
 
 namespace wb::core::planner {
 namespace {
-
-bool contains(const std::vector<std::string>& list, std::string_view item)
-{
-    return std::find(list.begin(), list.end(), item) != list.end();
-}
-
-std::string fmt(double v, int digits = 2)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
-}
 
 std::string fmtCount(double v)
 {

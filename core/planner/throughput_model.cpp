@@ -7,6 +7,7 @@
 #include "core/planner/throughput_model.h"
 
 #include "core/model_flops.h"
+#include "core/text_format.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,18 +15,6 @@
 
 namespace wb::core::planner {
 namespace {
-
-bool contains(const std::vector<std::string>& list, std::string_view item)
-{
-    return std::find(list.begin(), list.end(), item) != list.end();
-}
-
-std::string fmt(double v, int digits = 2)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
-}
 
 // Decoder FLOPs (fwd+bwd) split by kind: per token for the linear parts, and the coefficient of
 // the attention scores (Σ over independent sequences of length²).
