@@ -60,6 +60,7 @@ void PlanConfigPreview::setDocuments(const QList<Document>& documents)
             m_tabs->addTab(edit, documents[i].title);
         }
         edit->setPlainText(documents[i].text);
+        m_tabs->setTabToolTip(i, documents[i].toolTip);
     }
     if (current >= 0 && current < m_tabs->count())
         m_tabs->setCurrentIndex(current);
@@ -94,6 +95,12 @@ void PlanConfigPreview::setFiles(std::vector<core::planner::GeneratedFile> files
     }
     while (!files.empty())
         take(files.begin(), nullptr);
+    for (Document& d : documents)
+        if (d.fileName == u"prediction.json")
+            d.toolTip =
+                tr("What generate --format runtime writes beside run.json: moe-train's predicted step time and "
+                   "memory for this layout (a launch stores it with the run). The table predicts Megatron-Bridge; "
+                   "generate --format megatron-bridge writes that prediction beside its files.");
     setDocuments(documents);
 }
 

@@ -28,6 +28,7 @@ public:
         QString title;     ///< tab label
         QString fileName;  ///< suggested file name for Save
         QString text;
+        QString toolTip;  ///< what the file is for; may be empty
     };
 
     explicit PlanConfigPreview(QWidget* parent = nullptr);

@@ -69,12 +69,12 @@
         <translation>启动时打开一个对话框：hosts、launch、import 或 compare（截图会显示它）。</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+3"/>
         <source>Config file (or Megatron-Bridge job folder) to fill in with --show launch (the log with --show import).</source>
         <translation>与 --show launch 一起填入的配置文件（或 Megatron-Bridge 作业文件夹）（与 --show import 一起时为日志）。</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+5"/>
         <source>With --show launch: press Launch right away.</source>
         <translation>与 --show launch 一起使用：立即按下“启动”。</translation>
     </message>
@@ -1049,7 +1049,7 @@
         <translation>Megatron-Bridge 作业(&amp;J)…</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+3"/>
         <source>A folder written by `moe-workbench-cli generate --format megatron-bridge` (bridge_job.json, bridge.sbatch, the overrides): submitted on a slurm:HOST target and followed like any run.</source>
         <translation>由 `moe-workbench-cli generate --format megatron-bridge` 写出的文件夹（bridge_job.json、bridge.sbatch 及覆盖配置）：在 slurm:HOST 目标上提交，并像其他运行一样跟踪。</translation>
     </message>
@@ -1065,11 +1065,12 @@
     </message>
     <message>
         <location line="+13"/>
+        <location line="+93"/>
         <source>the config&apos;s name</source>
         <translation>配置中的名称</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="-90"/>
         <source>Target:</source>
         <translation>目标：</translation>
     </message>
@@ -1124,7 +1125,7 @@
         <translation>无法读取已注册的主机：%1</translation>
     </message>
     <message>
-        <location line="+18"/>
+        <location line="+19"/>
         <source>(from the planning view)</source>
         <translation>（来自规划视图）</translation>
     </message>
@@ -1166,12 +1167,12 @@
         <translation>请选择目标：local，或“远程 → SSH 主机”中已注册主机的 ssh:主机。</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location line="+5"/>
         <source>Choose a config file (Browse…), a Megatron-Bridge job folder, or open this dialog from the planning view.</source>
         <translation>请选择配置文件（浏览…）、Megatron-Bridge 作业文件夹，或从规划视图打开此对话框。</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+6"/>
         <source>A Megatron-Bridge job is submitted with sbatch: choose a slurm:HOST target (a host registered under Remote → SSH hosts, with its Slurm settings).</source>
         <translation>Megatron-Bridge 作业通过 sbatch 提交：请选择 slurm:HOST 目标（在“远程 → SSH 主机”中注册并带有 Slurm 设置的主机）。</translation>
     </message>
@@ -1501,7 +1502,7 @@
         <translation>保存…</translation>
     </message>
     <message>
-        <location line="+47"/>
+        <location line="+48"/>
         <source>Runtime JSON</source>
         <translation>运行时 JSON</translation>
     </message>
@@ -1521,7 +1522,12 @@
         <translation>sbatch</translation>
     </message>
     <message>
-        <location line="+46"/>
+        <location line="+22"/>
+        <source>What generate --format runtime writes beside run.json: moe-train&apos;s predicted step time and memory for this layout (a launch stores it with the run). The table predicts Megatron-Bridge; generate --format megatron-bridge writes that prediction beside its files.</source>
+        <translation>generate --format runtime 在 run.json 旁写出的内容：moe-train 对此布局预测的步时与显存（启动时随运行一起保存）。表格中的预测针对 Megatron-Bridge；generate --format megatron-bridge 会把该预测写在其文件旁。</translation>
+    </message>
+    <message>
+        <location line="+29"/>
         <source>Copied %1 to the clipboard.</source>
         <translation>已将 %1 复制到剪贴板。</translation>
     </message>
@@ -2588,7 +2594,7 @@ not all from the same rank, so Other is clipped at 0.</source>
         <translation>无法启动运行：运行存储未打开。</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+13"/>
         <source>The run configuration is invalid:
 %1</source>
         <translation>运行配置无效：
@@ -2618,14 +2624,14 @@ not all from the same rank, so Other is clipped at 0.</source>
 %2</translation>
     </message>
     <message>
-        <location line="+31"/>
+        <location line="+30"/>
         <source>Cannot submit the Megatron-Bridge job on %1:
 %2</source>
         <translation>无法在 %1 上提交 Megatron-Bridge 作业：
 %2</translation>
     </message>
     <message>
-        <location line="+14"/>
+        <location line="+15"/>
         <source>Loading the run&apos;s steps</source>
         <translation>加载运行的步数据</translation>
     </message>
@@ -2759,7 +2765,7 @@ not all from the same rank, so Other is clipped at 0.</source>
         <translation>轮询运行</translation>
     </message>
     <message>
-        <location line="+21"/>
+        <location line="+22"/>
         <source>Run %1: %2</source>
         <translation>运行 %1：%2</translation>
     </message>
