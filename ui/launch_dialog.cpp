@@ -53,10 +53,11 @@ LaunchDialog::LaunchDialog(LaunchDialogOptions options, QWidget* parent)
     m_target->setObjectName(QStringLiteral("targetBox"));
     m_target->setEditable(true);
     m_target->setInsertPolicy(QComboBox::NoInsert);
-    m_target->setToolTip(tr("local: this machine. ssh:HOST: a host from Remote → SSH hosts. "
-                            "ssh:HOST1,HOST2 (one launch per node) and slurm:HOST (a Slurm cluster "
-                            "through its login host) can be typed; they work once this version's "
-                            "targets support them, else the error says so."));
+    m_target->setToolTip(
+        tr("local: this machine. ssh:HOST: a host from Remote → SSH hosts. ssh:HOST1,HOST2: "
+           "one run over several registered hosts (a launch per node). slurm:HOST: a Slurm "
+           "cluster through its login host, for hosts with settings in slurm.json; Megatron-Bridge "
+           "jobs go there only."));
 
     m_configPath = new QLineEdit(this);
     m_configPath->setObjectName(QStringLiteral("configPath"));
@@ -111,7 +112,9 @@ LaunchDialog::LaunchDialog(LaunchDialogOptions options, QWidget* parent)
     auto* form = new QFormLayout;
     form->addRow(tr("Target:"), m_target);
     form->addRow(tr("Config file:"), fileRow);
-    form->addRow(tr("Config:"), m_config);
+    m_configLabel = new QLabel(tr("Config:"), this);
+    m_configLabel->setObjectName(QStringLiteral("configLabel"));
+    form->addRow(m_configLabel, m_config);
     form->addRow(QString(), m_prediction);
     form->addRow(QString(), m_fitWarning);
     form->addRow(tr("Run name:"), m_name);
@@ -198,6 +201,7 @@ void LaunchDialog::setRunName(const QString& name)
 void LaunchDialog::setConfigJson(const QString& configJson, const QString& predictionJson)
 {
     m_bridgeDir.clear();
+    m_configLabel->setText(tr("Config:"));
     m_config->setReadOnly(false);
     m_name->setPlaceholderText(tr("the config's name"));
     m_configPath->setText(QString());
@@ -298,6 +302,7 @@ bool LaunchDialog::loadBridgeFolder(const QString& dir)
     m_configPath->setModified(false);
     m_config->setPlainText(shown);
     m_config->setReadOnly(true);  // the folder is sent as it is: edit its files, not this view
+    m_configLabel->setText(tr("Bridge job:"));
     showPrediction(folder->prediction ? qs(core::predictionToJson(*folder->prediction)) : QString());
     m_name->clear();
     m_name->setPlaceholderText(QFileInfo(dir).fileName());

@@ -86,6 +86,7 @@ private:
     LaunchDialogOptions m_options;
     QComboBox* m_target = nullptr;
     QLineEdit* m_configPath = nullptr;
+    QLabel* m_configLabel = nullptr;  // "Config:", or "Bridge job:" for a Megatron-Bridge folder
     QPlainTextEdit* m_config = nullptr;
     QLabel* m_prediction = nullptr;
     QLabel* m_fitWarning = nullptr;  // the plan is for more GPUs than the chosen target has

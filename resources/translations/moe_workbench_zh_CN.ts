@@ -1020,8 +1020,8 @@
     </message>
     <message>
         <location line="+6"/>
-        <source>local: this machine. ssh:HOST: a host from Remote → SSH hosts. ssh:HOST1,HOST2 (one launch per node) and slurm:HOST (a Slurm cluster through its login host) can be typed; they work once this version&apos;s targets support them, else the error says so.</source>
-        <translation>local：本机。ssh:主机：“远程 → SSH 主机”中的主机。也可以输入 ssh:主机1,主机2（每个节点启动一次）和 slurm:主机（通过登录节点访问的 Slurm 集群）；当前版本的目标支持它们时即可使用，否则错误信息会说明。</translation>
+        <source>local: this machine. ssh:HOST: a host from Remote → SSH hosts. ssh:HOST1,HOST2: one run over several registered hosts (a launch per node). slurm:HOST: a Slurm cluster through its login host, for hosts with settings in slurm.json; Megatron-Bridge jobs go there only.</source>
+        <translation>local：本机。ssh:HOST：“远程 → SSH 主机”中的主机。ssh:HOST1,HOST2：在多台已注册主机上运行一次（每个节点启动一次）。slurm:HOST：通过登录节点访问的 Slurm 集群，适用于在 slurm.json 中有设置的主机；Megatron-Bridge 作业只能提交到这里。</translation>
     </message>
     <message>
         <location line="+7"/>
@@ -1065,12 +1065,12 @@
     </message>
     <message>
         <location line="+13"/>
-        <location line="+93"/>
+        <location line="+95"/>
         <source>the config&apos;s name</source>
         <translation>配置中的名称</translation>
     </message>
     <message>
-        <location line="-90"/>
+        <location line="-92"/>
         <source>Target:</source>
         <translation>目标：</translation>
     </message>
@@ -1081,11 +1081,12 @@
     </message>
     <message>
         <location line="+1"/>
+        <location line="+88"/>
         <source>Config:</source>
         <translation>配置：</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="-84"/>
         <source>Run name:</source>
         <translation>运行名称：</translation>
     </message>
@@ -1125,7 +1126,7 @@
         <translation>无法读取已注册的主机：%1</translation>
     </message>
     <message>
-        <location line="+19"/>
+        <location line="+20"/>
         <source>(from the planning view)</source>
         <translation>（来自规划视图）</translation>
     </message>
@@ -1162,7 +1163,12 @@
         <translation>无法读取 %1：%2</translation>
     </message>
     <message>
-        <location line="+84"/>
+        <location line="+34"/>
+        <source>Bridge job:</source>
+        <translation>Bridge 作业：</translation>
+    </message>
+    <message>
+        <location line="+51"/>
         <source>Pick a target: local, or ssh:HOST for a host registered under Remote → SSH hosts.</source>
         <translation>请选择目标：local，或“远程 → SSH 主机”中已注册主机的 ssh:主机。</translation>
     </message>
@@ -1522,7 +1528,7 @@
         <translation>sbatch</translation>
     </message>
     <message>
-        <location line="+22"/>
+        <location line="+23"/>
         <source>What generate --format runtime writes beside run.json: moe-train&apos;s predicted step time and memory for this layout (a launch stores it with the run). The table predicts Megatron-Bridge; generate --format megatron-bridge writes that prediction beside its files.</source>
         <translation>generate --format runtime 在 run.json 旁写出的内容：moe-train 对此布局预测的步时与显存（启动时随运行一起保存）。表格中的预测针对 Megatron-Bridge；generate --format megatron-bridge 会把该预测写在其文件旁。</translation>
     </message>

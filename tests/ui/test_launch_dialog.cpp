@@ -185,6 +185,7 @@ private slots:
         QCOMPARE(dialog.bridgeFolder(), folder);
         auto* config = dialog.findChild<QPlainTextEdit*>(QStringLiteral("configJson"));
         QVERIFY(config->isReadOnly());
+        QCOMPARE(dialog.findChild<QLabel*>(QStringLiteral("configLabel"))->text(), QStringLiteral("Bridge job:"));
         QVERIFY2(config->toPlainText().contains(QStringLiteral("expert_model_parallel_size: 8")),
                  qPrintable(config->toPlainText()));
         auto* label = dialog.findChild<QLabel*>(QStringLiteral("predictionLabel"));
@@ -210,6 +211,7 @@ private slots:
         QVERIFY(dialog.loadConfigFile(sampleConfigFile(dir, 2)));
         QVERIFY(dialog.bridgeFolder().isEmpty());
         QVERIFY(!config->isReadOnly());
+        QCOMPARE(dialog.findChild<QLabel*>(QStringLiteral("configLabel"))->text(), QStringLiteral("Config:"));
 
         // A folder generate --format slurm (or anything else) wrote: the error names the fix.
         const QString plain = dir.filePath(QStringLiteral("plain"));
