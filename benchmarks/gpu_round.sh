@@ -133,6 +133,9 @@ variant("real-overlap-optimizer", lambda v: v["train"].update(overlap_optimizer=
 # The weights cast to bf16 by autocast in every forward, as before train.bf16_weight_copies (on by
 # default: runtime/model/bf16_weights.h) — against "real": same values, so the same losses.
 variant("real-casting", lambda v: v["train"].update(bf16_weight_copies=False))
+# The bf16 weight gradients widened to fp32 before the norm and AdamW, as before
+# train.bf16_gradients (on by default, one GPU) — against "real": the same update.
+variant("real-widening", lambda v: v["train"].update(bf16_gradients=False))
 PY
 
 # WB_ROUND_ROWS: is this row (or the dump an eager row of it needs) selected?
@@ -284,7 +287,9 @@ if common:
 PY
 }
 ours real-casting
+ours real-widening
 same_losses real-casting real "autocast casts vs kept bf16 copies"
+same_losses real-widening real "widened vs bf16 gradients"
 ours real-overlap-optimizer
 same_losses real-overlap-optimizer real "overlapped vs serial optimizer"
 ours mock

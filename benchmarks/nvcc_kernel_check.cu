@@ -38,3 +38,10 @@ cudaError_t checkWeightCopy(float* p, const float* g, float* m, float* v, __nv_b
 {
     return launchAdamW(p, g, m, v, n, a, nullptr, copy, 256, blocksFor, s);
 }
+
+cudaError_t checkBf16Gradient(float* p, const __nv_bfloat16* g, float* m, float* v, __nv_bfloat16* m16,
+                              __nv_bfloat16* v16, __nv_bfloat16* copy, int64_t n, AdamWParams a, cudaStream_t s)
+{
+    const cudaError_t first = launchAdamW(p, g, m, v, n, a, nullptr, copy, 256, blocksFor, s);
+    return first != cudaSuccess ? first : launchAdamW(p, g, m16, v16, n, a, nullptr, copy, 256, blocksFor, s);
+}

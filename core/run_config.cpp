@@ -394,6 +394,7 @@ void visitConfig(V& v, RunConfig& c)
         v.choice("exp_avg_sq_dtype", t.expAvgSqDtype, {"fp32", "bf16"});
         v.boolean("overlap_optimizer", t.overlapOptimizer);
         v.boolean("bf16_weight_copies", t.bf16WeightCopies);
+        v.boolean("bf16_gradients", t.bf16Gradients);
         v.integer("checkpoint_interval", t.checkpointInterval, 0, kMaxInt64);
         v.integer("log_interval", t.logInterval, 1, kMaxInt64);
     });

@@ -110,6 +110,10 @@ struct TrainConfig {
     /// the AdamW pass, read by the forward instead of autocast's per-forward casts (same values;
     /// 2 B per weight more memory between steps). runtime/model/bf16_weights.h.
     bool bf16WeightCopies = true;
+    /// moe-train with bf16_weight_copies on one rank: the backward's bf16 weight gradients are
+    /// read by the gradient norm and the fused AdamW pass as they are, not widened to fp32 first
+    /// (the same update; 2 B per weight less gradient memory). runtime/model/bf16_weights.h.
+    bool bf16Gradients = true;
     int64_t checkpointInterval = 0;       ///< steps between checkpoints; 0 = only on SIGTERM
     int64_t logInterval = 1;              ///< steps between metrics lines
 };

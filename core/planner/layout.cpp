@@ -108,6 +108,7 @@ void applyLayout(const Layout& l, RunConfig& c)
     p.overlapGradReduce = l.overlapGradReduce;
     c.train.overlapOptimizer = l.overlapOptimizer;
     c.train.bf16WeightCopies = l.bf16WeightCopies;
+    c.train.bf16Gradients = l.bf16Gradients;
     p.gradReduceInFp32 = l.gradReduceInFp32;
     p.fsdpReshardAfterForward = l.fsdpReshardAfterForward;
     c.recompute.granularity = l.recomputeGranularity;
@@ -143,6 +144,7 @@ Layout layoutFromRunConfig(const RunConfig& c, int worldSize)
     l.overlapGradReduce = p.overlapGradReduce;
     l.overlapOptimizer = c.train.overlapOptimizer;
     l.bf16WeightCopies = c.train.bf16WeightCopies;
+    l.bf16Gradients = c.train.bf16Gradients;
     l.gradReduceInFp32 = p.gradReduceInFp32;
     l.fsdpReshardAfterForward = p.fsdpReshardAfterForward;
     l.recomputeGranularity = c.recompute.granularity;

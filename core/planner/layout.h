@@ -36,6 +36,7 @@ struct Layout {
     bool overlapGradReduce = true;              ///< ddp.overlap_grad_reduce (parallel.overlap_grad_reduce); not FSDP
     bool overlapOptimizer = false;              ///< moe-train's train.overlap_optimizer (CUDA, not FSDP)
     bool bf16WeightCopies = true;               ///< moe-train's train.bf16_weight_copies (CUDA bf16, not FSDP)
+    bool bf16Gradients = true;                  ///< moe-train's train.bf16_gradients (with the copies, one GPU)
     bool gradReduceInFp32 = true;               ///< ddp.grad_reduce_in_fp32 (parallel.grad_reduce_in_fp32)
     bool fsdpReshardAfterForward = true;        ///< ZeRO-3: free a layer after its forward (moe-train's knob)
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 namespace wb::core::planner {
 namespace {
@@ -171,10 +172,11 @@ struct StageFrame {
 // peak adds up (MemoryOptions's header).
 struct RuntimeState {
     bool on = false, keptCopies = false;
-    double grads = 0;      // fp32 gradients of the trainable parameters
-    double fp32 = 0;       // the fp32 parameters
-    double heldGrads = 0;  // of those gradients, the ones that exist during the forward
-    double copies = 0;     // bf16 copies of the weights
+    bool bf16Grads = false;  // train.bf16_gradients in effect (kept copies, one GPU)
+    double grads = 0;        // gradients of the trainable parameters (fp32; bf16 for the copies' with bf16Grads)
+    double fp32 = 0;         // the fp32 parameters
+    double heldGrads = 0;    // of those gradients, the ones that exist during the forward
+    double copies = 0;       // bf16 copies of the weights
 };
 
 // The decoder's activation shape and what the other terms read of it.
@@ -245,6 +247,11 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
     // train.bf16_weight_copies: the copies live from one step to the next (also through the
     // optimizer step, which writes them); without it autocast makes them in the forward.
     rt.keptCopies = rt.on && l.bf16WeightCopies;
+    // train.bf16_gradients (one GPU): the copied weights' gradients stay bf16 through a step of one
+    // micro-batch; a second micro-batch makes them fp32 (accumulated), so they are bf16 while the
+    // second micro-batch's forward runs and fp32 from the third on.
+    rt.bf16Grads = rt.keptCopies && l.bf16Gradients && l.worldSize == 1;
+    const int microBatches = std::max(1, l.numMicroBatches());
     const bool runtimeState = rt.on, keptCopies = rt.keptCopies;
     double& runtimeGrads = rt.grads;
     double& runtimeFp32 = rt.fp32;
@@ -263,12 +270,14 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
                 WB_ADD(std::string(g.name) + " optimizer", "optimizer", g.params * (w.bf16AdamMoments ? 4.0 : 8.0),
                     base + (w.bf16AdamMoments ? "bf16 Adam m, v = 4 B (no separate master: the parameters are fp32)"
                                               : "fp32 Adam m, v = 8 B (no separate master: the parameters are fp32)"));
-                runtimeGrads += g.params * 4.0;
+                // The embedding's gradient comes from its own backward in fp32 (no copy).
+                const bool bf16 = rt.bf16Grads && std::string_view(g.name) != "input embedding";
+                runtimeGrads += g.params * (bf16 && microBatches == 1 ? 2.0 : 4.0);
                 // Gradients that live through the forward: accumulated over micro-batches, or
                 // views of the overlapped reducer's buckets (allocated once) where this group is
                 // data-parallel.
                 if (l.numMicroBatches() > 1 || (g.n > 1 && l.overlapGradReduce))
-                    runtimeHeldGrads += g.params * 4.0;
+                    runtimeHeldGrads += g.params * (bf16 && microBatches == 2 ? 2.0 : 4.0);
             }
             runtimeFp32 += g.params * 4.0;
             continue;
@@ -408,12 +417,15 @@ void addOtherTerms(const ModelConfig& m, const Layout& l, const Workload& w, con
         // the activations gone; the bf16 copies gone too unless they are kept).
         WB_ADD("gradients held through the forward", "grads", rt.heldGrads,
                "fp32 gradients of accumulated micro-batches or of the reducer's buckets (DP groups with "
-               "overlap_grad_reduce)");
+               "overlap_grad_reduce)" +
+                   std::string(rt.bf16Grads ? "; bf16 where only one micro-batch came before (train.bf16_gradients)"
+                                            : ""));
         const double forwardPeak = est.total();
         const double optimizerStep = rt.fp32 + est.category("optimizer") + rt.grads + (rt.keptCopies ? rt.copies : 0.0);
         WB_ADD("gradients beyond the forward/backward peak", "grads", std::max(0.0, optimizerStep - forwardPeak),
                "the optimizer step holds fp32 weights + gradients (" + fmt(MemoryEstimate::gib(rt.grads), 1) +
-                   " GiB) + moments" + (rt.keptCopies ? std::string(" + the kept bf16 copies") : std::string()) +
+                   (rt.bf16Grads ? " GiB, the copied weights' in bf16: train.bf16_gradients" : " GiB") + ") + moments" +
+                   (rt.keptCopies ? std::string(" + the kept bf16 copies") : std::string()) +
                    "; the backward allocates the other gradients as it frees activations");
         return;
     }

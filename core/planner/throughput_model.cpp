@@ -276,26 +276,47 @@ void addOptimizerTerms(const Context& c, const StageShares& shares, double micro
         const bool moeAgain = l.recomputeGranularity == "selective" && contains(l.recomputeModules, "moe");
         const double recast = full ? p.layerWeights : moeAgain ? p.expertWeights : 0.0;
         const double castValues = kept ? 0.0 : p.all + recast;
-        WB_TERM(kept ? "gradient widening" : "weight casts (autocast)",
+        // The kept copies of the trainable GEMM weights (all but the embedding).
+        const double copied = kept ? std::max(0.0, p.trainable - (m.freezeLanguageModel ? 0.0 : p.embedding)) : 0.0;
+        // train.bf16_gradients (kept copies, one GPU): the copies' bf16 gradients are read as they
+        // are by the norm and AdamW; only a second micro-batch widens them (once, to accumulate).
+        const bool bf16Grads = kept && l.bf16Gradients && l.worldSize == 1;
+        const double bf16GradValues = bf16Grads && micro <= 1.0 ? copied : 0.0;
+        if (bf16Grads) {
+            const double widened = micro > 1.0 ? copied : 0.0;
+            WB_TERM("gradient widening", 6.0 * widened / (castRate * 1e9), measuredIf(measured),
+                    "no weight casts in the forward (train.bf16_weight_copies) and no gradient widening: the "
+                    "norm and AdamW read the bf16 gradients (train.bf16_gradients)" +
+                        (widened > 0 ? "; the second micro-batch widens " + fmtCount(widened) +
+                                           " values once to accumulate in fp32, 6 B each, at " + fmt(castRate, 0) +
+                                           " GB/s" + rateWhy
+                                     : std::string()));
+        } else {
+            WB_TERM(
+                kept ? "gradient widening" : "weight casts (autocast)",
                 micro * (6.0 * castValues + 6.0 * p.trainable) / (castRate * 1e9), measuredIf(measured),
                 (kept ? std::string("no weight casts in the forward (bf16 copies kept by train.bf16_weight_copies); ")
                       : "fp32 → bf16 weight copies per forward (" + fmtCount(castValues) + " values) and ") +
                     "bf16 → fp32 gradients per backward (" + fmtCount(p.trainable) + "), 6 B each, at " +
                     fmt(castRate, 0) + " GB/s" + rateWhy + per);
-        // clip_grad: one pass reading every fp32 gradient for the global norm before the step.
-        WB_TERM("gradient-norm pass", p.trainable * 4.0 / (normRate * 1e9), measuredIf(measured),
-                "reads 4 B per trainable parameter at " + fmt(normRate, 0) + " GB/s" + rateWhy);
+        }
+        // clip_grad: one pass reading every gradient for the global norm before the step.
+        WB_TERM("gradient-norm pass", (p.trainable * 4.0 - bf16GradValues * 2.0) / (normRate * 1e9),
+                measuredIf(measured),
+                (bf16GradValues > 0 ? "reads 2 B per bf16 gradient (" + fmtCount(bf16GradValues) + ") and 4 B per other"
+                                    : std::string("reads 4 B per")) +
+                    " trainable parameter at " + fmt(normRate, 0) + " GB/s" + rateWhy);
         // Fused AdamW over every trainable parameter of the rank (moe-train has no distributed
         // optimizer; FSDP shards it): param, grad, m, v read, param, m, v written.
         const double owned = l.useMegatronFsdp ? p.denseTrainable() / std::max(1, dpN) + p.expertTrainable / std::max(1, edpN)
                                                : p.trainable;
         const double adamBytes = w.bf16AdamMoments ? 20.0 : 28.0;
-        // The kept copies of the trainable GEMM weights (all but the embedding) are written too.
-        const double copied = kept ? std::max(0.0, p.trainable - (m.freezeLanguageModel ? 0.0 : p.embedding)) : 0.0;
-        const double adamSeconds = (owned * adamBytes + copied * 2.0) / (adamRate * 1e9);
+        // The kept copies are written too; a bf16 gradient is read in 2 B instead of 4.
+        const double adamSeconds = (owned * adamBytes + copied * 2.0 - bf16GradValues * 2.0) / (adamRate * 1e9);
         const std::string adamWhy = fmt(adamBytes, 0) + " B per trainable parameter (fp32 param and grad, " +
                                     std::string(w.bf16AdamMoments ? "bf16" : "fp32") + " m and v)" +
                                     (kept ? " + 2 B per kept bf16 copy (" + fmtCount(copied) + ")" : std::string()) +
+                                    (bf16GradValues > 0 ? " − 2 B per bf16 gradient" : std::string()) +
                                     " in one fused pass at " + fmt(adamRate, 0) + " GB/s" + rateWhy;
         if (l.overlapOptimizer && !l.useMegatronFsdp) {
             const double exposed = overlappedOptimizerSeconds(adamSeconds, gapMs * 1e-3);

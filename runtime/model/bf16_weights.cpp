@@ -17,17 +17,25 @@ torch::Tensor widenGradient(const torch::Tensor& grad)
 
 // The kept copy as the operand of `master` in the graph: forward hands out the copy (a new
 // TensorImpl on its storage, so that the graph's bookkeeping never lands on the kept tensor),
-// backward widens the gradient for the master.
+// backward widens the gradient for the master, or with bf16 gradients puts it in the master's
+// .grad itself and hands autograd none (its AccumulateGrad node then does nothing).
 class CopyOperand : public torch::autograd::Function<CopyOperand> {
 public:
-    static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& /*master*/,
-                                 const torch::Tensor& copy)
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& master,
+                                 const torch::Tensor& copy, bool bf16Gradient)
     {
+        if (bf16Gradient)
+            ctx->saved_data["master"] = master;  // a leaf: no version check, no cycle
         return copy.detach();
     }
-    static torch::autograd::tensor_list backward(torch::autograd::AutogradContext*, torch::autograd::tensor_list grads)
+    static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::tensor_list grads)
     {
-        return {widenGradient(grads[0]), torch::Tensor()};
+        const auto master = ctx->saved_data.find("master");
+        if (master == ctx->saved_data.end())
+            return {widenGradient(grads[0]), torch::Tensor(), torch::Tensor()};
+        accumulateBf16Gradient(master->second.toTensor(), grads[0]);
+        return {torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
 };
 
@@ -68,7 +76,7 @@ torch::Tensor Bf16Weights::operand(const torch::Tensor& master)
     }
     const torch::Tensor& copy = it->second.bf16;
     if (master.requires_grad() && torch::GradMode::is_enabled())
-        return CopyOperand::apply(master, copy);
+        return CopyOperand::apply(master, copy, m_bf16Gradients);
     return copy.detach();
 }
 
@@ -86,6 +94,25 @@ int64_t Bf16Weights::bytes() const
     for (const auto& [impl, c] : m_copies)
         total += c.bf16.numel() * static_cast<int64_t>(c.bf16.element_size());
     return total;
+}
+
+void accumulateBf16Gradient(const torch::Tensor& master, const torch::Tensor& grad)
+{
+    if (!grad.defined())
+        return;
+    torch::NoGradGuard noGrad;
+    torch::Tensor& held = const_cast<torch::Tensor&>(master).mutable_grad();
+    if (!held.defined()) {
+        // Kept as it is (never changed in place later: a second contribution makes a new fp32
+        // tensor) unless it is strided or a view into a larger block: then a compact copy.
+        const bool compact = grad.is_contiguous() && grad.storage_offset() == 0 &&
+                             static_cast<int64_t>(grad.storage().nbytes()) == grad.numel() * grad.element_size();
+        held = compact ? grad.detach() : grad.detach().clone(at::MemoryFormat::Contiguous);
+        return;
+    }
+    if (held.scalar_type() != torch::kFloat32)
+        held = widenGradient(held);
+    held.add_(grad);  // fp32 += bf16: each value widened, then added in fp32
 }
 
 torch::Tensor UsesBf16Weights::applyLinear(const torch::nn::Linear& l, const torch::Tensor& x) const

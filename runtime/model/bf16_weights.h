@@ -11,7 +11,17 @@
 // from. ATen ops that change the master in place (a checkpoint load, the unfused AdamW path, a
 // broadcast from rank 0) bump the version, and the next forward casts again; the fused kernel
 // writes master and copy through raw pointers and keeps the copy current.
-// Shapes and devices follow the master. Training thread only.
+// Bf16 gradients (train.bf16_gradients, one rank): the backward of a copy hands its bf16 gradient
+// to the master's .grad as it is, not widened to fp32 in a pass of its own (2 + 4 B per value,
+// 9.6 ms of a 235 ms step of the benchmark slice on one H200); the fused AdamW pass and the
+// gradient norm read bf16 (2 B less per value each). The widening is exact, so the update is the
+// same. A second contribution before the optimizer step (gradient accumulation, a weight used
+// twice) makes the gradient fp32: the first widened, the second added in fp32 — what autograd's
+// accumulation of widened gradients computes. The gradient bypasses the master's AccumulateGrad
+// node, so the master's post-accumulate hooks (a data-parallel reducer's) do not run: the trainer
+// turns it on only where nothing reduces gradients (one rank).
+// Shapes and devices follow the master. Training thread only (the backward's gradients are
+// written on autograd's device thread while the training thread waits in backward()).
 #pragma once
 
 #include <torch/torch.h>
@@ -25,7 +35,7 @@ class Bf16Weights {
 public:
     /// The bf16 operand for `master`: its current copy (made now when there is none). A master that
     /// is not fp32 is returned as it is. With requires_grad (and grad mode on) the gradient flows
-    /// back to `master` as fp32, widened in one pass on CUDA.
+    /// back to `master` as fp32, widened in one pass on CUDA, or with bf16 gradients on as it is.
     torch::Tensor operand(const torch::Tensor& master);
     /// The current copy of `master`, for the optimizer to write in the same pass as the update; an
     /// undefined tensor when there is none or it is stale (then the next forward casts again).
@@ -35,6 +45,10 @@ public:
     /// Number of copies and their bytes.
     size_t size() const { return m_copies.size(); }
     int64_t bytes() const;
+    /// Bf16 gradients (see above): the backward of an operand made from now on leaves its bf16
+    /// gradient in the master's .grad instead of an fp32 one.
+    void setBf16Gradients(bool on) { m_bf16Gradients = on; }
+    bool bf16Gradients() const { return m_bf16Gradients; }
 
 private:
     struct Copy {
@@ -45,7 +59,13 @@ private:
     };
     bool current(const Copy& c) const;
     std::unordered_map<const c10::TensorImpl*, Copy> m_copies;
+    bool m_bf16Gradients = false;
 };
+
+/// Adds `grad` (the gradient of master's bf16 operand) to master's .grad outside autograd: kept as
+/// it is when it is the first (bf16 stays bf16), else accumulated in fp32 (the .grad widened first
+/// where it is bf16). Exactly autograd's accumulation of the widened gradients.
+void accumulateBf16Gradient(const torch::Tensor& master, const torch::Tensor& grad);
 
 /// A module whose forward multiplies by weights: it takes their bf16 copies from a Bf16Weights
 /// set from outside on the whole model (VlmModelImpl::setBf16Weights), or, without one, leaves the

@@ -33,9 +33,9 @@ void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, 
             auto& s = adamWState(optimizer, p, dtypes);
             s.step(s.step() + 1);
             // Our kernel (cuda/fused_kernels.h): one pass of 28 bytes per element (20 with bf16
-            // moments), where ATen's multi-tensor kernel also writes the unscaled gradient back
-            // (measured on one H200: 45.8 ms for the benchmark slice's 4.4 B parameters).
-            // A parameter with a kept bf16 copy gets it written in the same pass (2 B more).
+            // moments, 2 less with a bf16 gradient), where ATen's multi-tensor kernel also writes the unscaled gradient
+            // back (measured on one H200: 45.8 ms for the benchmark slice's 4.4 B parameters). A parameter with a kept
+            // bf16 copy gets it written in the same pass (2 B more).
             if (cuda::adamwSupports(p, p.grad(), s.exp_avg(), s.exp_avg_sq())) {
                 torch::Tensor copy = launch.copies ? launch.copies->copyOf(p) : torch::Tensor();
                 if (copy.defined() && !cuda::adamwCopySupports(p, copy)) {
@@ -47,10 +47,14 @@ void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, 
                                 launch.onePassGrid);
                 continue;
             }
+            // ATen's paths below take the gradient in the parameter's dtype (a bf16 gradient of
+            // train.bf16_gradients widened: exact).
+            const torch::Tensor grad =
+                p.grad().scalar_type() == p.scalar_type() ? p.grad() : p.grad().to(p.scalar_type());
             // ATen's fused kernel wants all four tensors in one dtype: bf16 moments the kernel
             // cannot take (a non-contiguous shard) go through the ATen ops, gradient scaled first.
             if (s.exp_avg().scalar_type() != p.scalar_type() || s.exp_avg_sq().scalar_type() != p.scalar_type()) {
-                const torch::Tensor g = scale ? p.grad() / *scale : p.grad();
+                const torch::Tensor g = scale ? grad / *scale : grad;
                 adamWUpdateAten(p, g, s.exp_avg(), s.exp_avg_sq(), options.lr(), beta1, beta2, options.eps(),
                                 options.weight_decay(), s.step());
                 continue;
@@ -59,14 +63,14 @@ void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, 
             // gradient then) gets its own call below.
             if (step >= 0 && s.step() != step) {
                 auto single = torch::full({}, static_cast<double>(s.step()), p.options().dtype(torch::kFloat32));
-                at::_fused_adamw_({p}, {p.grad()}, {s.exp_avg()}, {s.exp_avg_sq()}, {}, {single}, options.lr(),
+                at::_fused_adamw_({p}, {grad}, {s.exp_avg()}, {s.exp_avg_sq()}, {}, {single}, options.lr(),
                                   std::get<0>(options.betas()), std::get<1>(options.betas()), options.weight_decay(),
                                   options.eps(), /*amsgrad=*/false, /*maximize=*/false, scale, {});
                 continue;
             }
             step = s.step();
             params.push_back(p);
-            grads.push_back(p.grad());
+            grads.push_back(grad);
             expAvgs.push_back(s.exp_avg());
             expAvgSqs.push_back(s.exp_avg_sq());
         }
@@ -94,7 +98,31 @@ torch::Tensor globalGradNorm(const std::vector<torch::Tensor>& grads)
     if (grads.empty())
         return torch::zeros({});
     std::vector<torch::Tensor> norms;
-#if WB_TORCH_AT_LEAST(2, 1)
+#if WB_TORCH_AT_LEAST(2, 4)
+    // One multi-tensor launch per gradient dtype (fp32, and the bf16 of train.bf16_gradients, read
+    // as it is and summed in fp32), the norms put back in the gradients' order, so that the total
+    // is summed as with every gradient fp32.
+    std::vector<torch::Tensor> fp32, bf16;
+    std::vector<size_t> fp32At, bf16At;
+    for (size_t i = 0; i < grads.size(); ++i) {
+        const auto type = grads[i].scalar_type();
+        auto& list = type == torch::kFloat32 ? fp32 : type == torch::kBFloat16 ? bf16 : fp32;
+        auto& at = type == torch::kBFloat16 ? bf16At : fp32At;
+        list.push_back(type == torch::kFloat32 || type == torch::kBFloat16 ? grads[i] : grads[i].to(torch::kFloat32));
+        at.push_back(i);
+    }
+    norms.resize(grads.size());
+    if (!fp32.empty()) {
+        const auto n = at::_foreach_norm(fp32, 2);
+        for (size_t j = 0; j < n.size(); ++j)
+            norms[fp32At[j]] = n[j];
+    }
+    if (!bf16.empty()) {
+        const auto n = at::_foreach_norm(bf16, 2, torch::kFloat32);
+        for (size_t j = 0; j < n.size(); ++j)
+            norms[bf16At[j]] = n[j];
+    }
+#elif WB_TORCH_AT_LEAST(2, 1)
     bool allFp32 = true;
     for (const auto& g : grads)
         allFp32 = allFp32 && g.scalar_type() == torch::kFloat32;

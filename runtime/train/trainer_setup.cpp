@@ -105,6 +105,12 @@ void Trainer::installBf16WeightCopies()
     if (m_overlap)
         m_overlap->setBf16Weights(m_bf16Weights.get());
     event("info", "bf16 weight copies kept between steps, written by the AdamW pass (train.bf16_weight_copies)");
+    // train.bf16_gradients: the copies' gradients bypass the parameters' AccumulateGrad nodes,
+    // where a data-parallel reducer hooks in; one rank has no reducer.
+    if (m_config.train.bf16Gradients && m_env.worldSize == 1) {
+        m_bf16Weights->setBf16Gradients(true);
+        event("info", "bf16 weight gradients read by the gradient norm and AdamW as they are (train.bf16_gradients)");
+    }
 }
 
 // What a checkpoint holds is fixed once the layout, the optimizer and the overlap are installed.

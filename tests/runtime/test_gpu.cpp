@@ -14,7 +14,8 @@
 //    missing wait visible: the check can fail).
 //  - kept bf16 weight copies (train.bf16_weight_copies) under bf16 autocast, serial and overlapped:
 //    the losses and weights of the casting run, every copy equal to its master's cast after the
-//    steps, and written in place by the AdamW pass (never cast again after the first forward).
+//    steps, and written in place by the AdamW pass (never cast again after the first forward);
+//    with bf16 gradients (train.bf16_gradients) the widening run's losses and weights.
 // Errors are ‖fast − ref‖ / ‖ref‖; bf16 operands land between 1e-3 and 1e-2.
 #include "check.h"
 
@@ -463,6 +464,7 @@ struct OverlapRun {
     size_t copies = 0;             // kept copies after the steps
     int copiesMismatched = 0;      // copies that differ from their master's cast
     int copiesMadeAgain = 0;       // copies not written in place by the AdamW pass
+    int bf16Grads = 0;             // gradients left in bf16 by the backward (last step)
 };
 
 // bf16 autocast on CUDA for one scope (as moe-train's AutocastScope).
@@ -491,7 +493,8 @@ private:
     bool m_on;
 };
 
-enum class Copies { None, Autocast, Kept };  // fp32; bf16 autocast casting; bf16 with kept copies
+// fp32; bf16 autocast casting; bf16 with kept copies; kept copies and bf16 gradients.
+enum class Copies { None, Autocast, Kept, KeptBf16Grads };
 
 static OverlapRun runOverlap(bool overlapped, bool fenced, int delayMatmuls, Copies copies = Copies::None)
 {
@@ -499,8 +502,10 @@ static OverlapRun runOverlap(bool overlapped, bool fenced, int delayMatmuls, Cop
     rt::VlmModel model(tinyVlm());
     model->to(torch::kCUDA);
     rt::Bf16Weights kept;
-    if (copies == Copies::Kept)
+    const bool keep = copies == Copies::Kept || copies == Copies::KeptBf16Grads;
+    if (keep)
         model->setBf16Weights(&kept);
+    kept.setBf16Gradients(copies == Copies::KeptBf16Grads);
     core::TrainConfig t;
     t.lr = 1e-2;  // large: one update moves the loss far beyond the comparison's tolerance
     t.weightDecay = 0.1;
@@ -519,7 +524,7 @@ static OverlapRun runOverlap(bool overlapped, bool fenced, int delayMatmuls, Cop
             model->setLayerRunner(overlap.get());
             model->setParameterFence(overlap.get());
         }
-        if (copies == Copies::Kept)
+        if (keep)
             overlap->setBf16Weights(&kept);
     }
     const rt::MicroBatch batch = tinyVlmBatch();
@@ -540,9 +545,12 @@ static OverlapRun runOverlap(bool overlapped, bool fenced, int delayMatmuls, Cop
                     firstCopy[p.unsafeGetTensorImpl()] = c.data_ptr();
         run.losses.push_back(loss.item<double>());  // waits for the training stream only
         std::vector<torch::Tensor> grads;
+        run.bf16Grads = 0;
         for (const auto& p : model->parameters())
-            if (p.grad().defined())
+            if (p.grad().defined()) {
                 grads.push_back(p.grad());
+                run.bf16Grads += p.grad().scalar_type() == torch::kBFloat16;
+            }
         const torch::Tensor divisor = ((rt::globalGradNorm(grads) + 1e-6) / 0.5).clamp_min(1.0);
         if (overlap)
             overlap->step(*optimizer, rt::MomentDtypes{}, divisor);
@@ -619,6 +627,30 @@ static void testBf16WeightCopies()
     std::cout << "bf16 weight copies: " << kept.copies << " copies, losses within " << worstLoss << ", weights within "
               << worstParam << " of the casting run (serial and overlapped, " << keptOverlapped.waits << " waits)"
               << std::endl;
+
+    // train.bf16_gradients: the norm and the AdamW pass read the bf16 gradients the widening made
+    // fp32 — the same update, serial and overlapped.
+    const OverlapRun bf16Grads = runOverlap(false, false, 0, Copies::KeptBf16Grads);
+    const OverlapRun bf16GradsOverlapped = runOverlap(true, true, 200, Copies::KeptBf16Grads);
+    double gradLoss = 0.0, gradParam = 0.0;
+    bool bitExact = true;
+    for (const OverlapRun* run : {&bf16Grads, &bf16GradsOverlapped}) {
+        for (size_t i = 0; i < kept.losses.size(); ++i)
+            gradLoss = std::max(gradLoss, std::abs(run->losses[i] - kept.losses[i]) / std::abs(kept.losses[i]));
+        for (size_t i = 0; i < kept.params.size(); ++i) {
+            gradParam = std::max(gradParam, relErr(run->params[i], kept.params[i]));
+            bitExact = bitExact && torch::equal(run->params[i], kept.params[i]);
+        }
+        WB_CHECK_MSG(run->bf16Grads >= 10,
+                     "bf16 gradients: " << run->bf16Grads << " bf16 gradients for " << run->copies << " copies");
+        WB_CHECK_MSG(run->copiesMismatched == 0, run->copiesMismatched << " copies differ from their master's cast");
+    }
+    WB_CHECK_MSG(kept.bf16Grads == 0, "the widening run left " << kept.bf16Grads << " bf16 gradients");
+    WB_CHECK_MSG(gradLoss < 1e-5, "bf16 gradients: loss rel err " << gradLoss << " vs the widening run");
+    WB_CHECK_MSG(gradParam < 1e-5, "bf16 gradients: weights rel err " << gradParam << " vs the widening run");
+    std::cout << "bf16 gradients: " << bf16Grads.bf16Grads << " bf16 gradients, losses within " << gradLoss
+              << ", weights within " << gradParam << (bitExact ? " (bit for bit)" : "")
+              << " of the widening run (serial and overlapped)" << std::endl;
 }
 
 int main()

@@ -18,6 +18,7 @@
 #include "runtime/parallel/context_parallel.h"
 #include "runtime/parallel/pipeline.h"
 #include "runtime/parallel/pipeline_schedule.h"
+#include "runtime/train/fused_adamw.h"
 
 #include <torch/torch.h>
 
@@ -561,6 +562,57 @@ static void testBf16WeightCopies()
     WB_CHECK(weights.operand(x).data_ptr() == x.data_ptr());
 }
 
+// train.bf16_gradients: the copy's bf16 gradient lands in the master's .grad as it is — the value
+// the widening path gives, 2 B per value — and a second contribution (a second micro-batch, a
+// weight used twice in one graph) accumulates in fp32 exactly as autograd accumulates the widened
+// gradients; the global norm over bf16 and fp32 gradients is the norm of the widened ones.
+static void testBf16Gradients()
+{
+    namespace F = torch::nn::functional;
+    torch::manual_seed(6);
+    auto x = torch::randn({4, 8}).to(torch::kBFloat16);
+    auto lossOf = [&](const torch::Tensor& w) { return F::linear(x, w).to(torch::kFloat32).square().sum(); };
+    auto master = torch::randn({16, 8}).requires_grad_();
+    auto reference = master.detach().clone().requires_grad_();
+    rt::Bf16Weights weights;
+    rt::Bf16Weights widening;
+    weights.setBf16Gradients(true);
+    WB_CHECK(weights.bf16Gradients() && !widening.bf16Gradients());
+
+    // One contribution: bf16, the widening path's value.
+    lossOf(weights.operand(master)).backward();
+    lossOf(widening.operand(reference)).backward();
+    WB_CHECK(master.grad().scalar_type() == torch::kBFloat16 && reference.grad().scalar_type() == torch::kFloat32);
+    WB_CHECK(torch::equal(master.grad().to(torch::kFloat32), reference.grad()));
+    const std::vector<torch::Tensor> mixed{master.grad(), torch::ones({3})},
+        widened{reference.grad(), torch::ones({3})};
+    WB_CHECK(torch::equal(rt::globalGradNorm(mixed), rt::globalGradNorm(widened)));
+
+    // A second micro-batch: fp32 from now on, as autograd's sum of the widened gradients.
+    lossOf(weights.operand(master)).backward();
+    lossOf(widening.operand(reference)).backward();
+    WB_CHECK(master.grad().scalar_type() == torch::kFloat32);
+    WB_CHECK(torch::equal(master.grad(), reference.grad()));
+    // A third: added to the fp32 gradient.
+    lossOf(weights.operand(master)).backward();
+    lossOf(widening.operand(reference)).backward();
+    WB_CHECK(torch::equal(master.grad(), reference.grad()));
+
+    // Used twice in one graph: the two contributions sum in fp32 here too.
+    master.mutable_grad().reset();
+    reference.mutable_grad().reset();
+    (lossOf(weights.operand(master)) + 0.5 * lossOf(weights.operand(master))).backward();
+    (lossOf(widening.operand(reference)) + 0.5 * lossOf(widening.operand(reference))).backward();
+    WB_CHECK(master.grad().scalar_type() == torch::kFloat32);
+    WB_CHECK(torch::equal(master.grad(), reference.grad()));
+
+    // A strided gradient (the operand used transposed) is kept compact.
+    master.mutable_grad().reset();
+    auto y = torch::randn({4, 16}).to(torch::kBFloat16);
+    F::linear(y, weights.operand(master).t()).to(torch::kFloat32).sum().backward();
+    WB_CHECK(master.grad().is_contiguous() && master.grad().sizes() == master.sizes());
+}
+
 // VlmModelImpl::setBf16Weights reaches every module that multiplies by weights (attention, MoE,
 // vision blocks and patch embedding, projectors, the decoder's output layer).
 static void testBf16WeightsReachEveryModule()
@@ -593,6 +645,7 @@ int run(int, char**)
     testContextParallelSplit();
     testPatchUploadMatchesReference();
     testBf16WeightCopies();
+    testBf16Gradients();
     testBf16WeightsReachEveryModule();
     return test::checkExitCode("test_runtime_model");
 }

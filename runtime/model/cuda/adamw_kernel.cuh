@@ -2,10 +2,12 @@
 // their own (benchmarks/nvcc_kernel_check.sh) on a machine without a CUDA LibTorch; the torch
 // wrapper that checks the tensors and picks the launch is in fused_kernels.cu.
 //
-// One pass per element: read p, g (fp32), m, v (fp32 or bf16), update in fp32 with LibTorch's
-// AdamW::step formulas, write p, m, v. Bytes per element: 28 with fp32 moments, 20 with bf16
-// moments (Megatron's precision-aware optimizer: exp_avg_dtype / exp_avg_sq_dtype bf16). A bf16
-// moment is widened exactly on load and rounded to nearest even on store, once per step.
+// One pass per element: read p (fp32), g (fp32 or bf16), m, v (fp32 or bf16), update in fp32 with
+// LibTorch's AdamW::step formulas, write p, m, v. Bytes per element: 28 with fp32 moments, 20 with
+// bf16 moments (Megatron's precision-aware optimizer: exp_avg_dtype / exp_avg_sq_dtype bf16), 2
+// less with a bf16 gradient (train.bf16_gradients: the backward's bf16 weight gradient, read as it
+// is instead of widened to fp32 in a pass of its own). A bf16 moment or gradient is widened exactly
+// on load; a moment is rounded to nearest even on store, once per step.
 // With a bf16 copy of the weight (train.bf16_weight_copies, runtime/model/bf16_weights.h) the
 // pass also writes the updated weight rounded to nearest even, the cast the next forward would
 // make (2 B more per element).
@@ -70,17 +72,18 @@ struct MomentStorage<__nv_bfloat16> {
 };
 
 // Vector part: n4 groups of four; the scalar tail is done by adamwKernel.
-template <typename M, typename V>
-__global__ void adamwKernel4(float4* __restrict__ p, const float4* __restrict__ g,
+template <typename M, typename V, typename G>
+__global__ void adamwKernel4(float4* __restrict__ p, const typename MomentStorage<G>::Vec4* __restrict__ g,
                              typename MomentStorage<M>::Vec4* __restrict__ m,
                              typename MomentStorage<V>::Vec4* __restrict__ v, int64_t n4, AdamWParams a,
                              const float* __restrict__ scale, Bf16x4* __restrict__ copy)
 {
     using MS = MomentStorage<M>;
     using VS = MomentStorage<V>;
+    using GS = MomentStorage<G>;
     const float inv = scale ? 1.0f / *scale : 1.0f;
     for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n4; i += int64_t{blockDim.x} * gridDim.x) {
-        float4 pp = p[i], gg = g[i], mm = MS::load4(m[i]), vv = VS::load4(v[i]);
+        float4 pp = p[i], gg = GS::load4(g[i]), mm = MS::load4(m[i]), vv = VS::load4(v[i]);
         adamwElement(pp.x, gg.x * inv, mm.x, vv.x, a);
         adamwElement(pp.y, gg.y * inv, mm.y, vv.y, a);
         adamwElement(pp.z, gg.z * inv, mm.z, vv.z, a);
@@ -93,16 +96,17 @@ __global__ void adamwKernel4(float4* __restrict__ p, const float4* __restrict__ 
     }
 }
 
-template <typename M, typename V>
-__global__ void adamwKernel(float* __restrict__ p, const float* __restrict__ g, M* __restrict__ m, V* __restrict__ v,
+template <typename M, typename V, typename G>
+__global__ void adamwKernel(float* __restrict__ p, const G* __restrict__ g, M* __restrict__ m, V* __restrict__ v,
                             int64_t n, AdamWParams a, const float* __restrict__ scale, __nv_bfloat16* __restrict__ copy)
 {
     using MS = MomentStorage<M>;
     using VS = MomentStorage<V>;
+    using GS = MomentStorage<G>;
     const float inv = scale ? 1.0f / *scale : 1.0f;
     for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
         float pp = p[i], mm = MS::load(m[i]), vv = VS::load(v[i]);
-        adamwElement(pp, g[i] * inv, mm, vv, a);
+        adamwElement(pp, GS::load(g[i]) * inv, mm, vv, a);
         p[i] = pp;
         m[i] = MS::store(mm);
         v[i] = VS::store(vv);
@@ -119,24 +123,25 @@ inline bool adamwAligned(const void* ptr, int64_t bytes)
 // Launches the step over n elements: the vector kernel over the largest multiple of four when
 // every operand allows its vector access, the scalar kernel over the rest. `blocksFor` maps a work
 // size to a grid size (the caller knows the device). `copy` (may be null): the weight's bf16 copy
-// to write. Returns cudaGetLastError() of the launches.
-template <typename M, typename V, typename BlocksFor>
-cudaError_t launchAdamW(float* p, const float* g, M* m, V* v, int64_t n, const AdamWParams& a, const float* scale,
+// to write. `g`: fp32 or bf16. Returns cudaGetLastError() of the launches.
+template <typename M, typename V, typename G, typename BlocksFor>
+cudaError_t launchAdamW(float* p, const G* g, M* m, V* v, int64_t n, const AdamWParams& a, const float* scale,
                         __nv_bfloat16* copy, int threads, BlocksFor blocksFor, cudaStream_t stream)
 {
     int64_t done = 0;
-    if (adamwAligned(p, 16) && adamwAligned(g, 16) && adamwAligned(m, sizeof(typename MomentStorage<M>::Vec4)) &&
+    if (adamwAligned(p, 16) && adamwAligned(g, sizeof(typename MomentStorage<G>::Vec4)) &&
+        adamwAligned(m, sizeof(typename MomentStorage<M>::Vec4)) &&
         adamwAligned(v, sizeof(typename MomentStorage<V>::Vec4)) && (!copy || adamwAligned(copy, sizeof(Bf16x4)))) {
         const int64_t n4 = n / 4;
         if (n4 > 0)
-            adamwKernel4<M, V><<<blocksFor(n4), threads, 0, stream>>>(
-                reinterpret_cast<float4*>(p), reinterpret_cast<const float4*>(g),
+            adamwKernel4<M, V, G><<<blocksFor(n4), threads, 0, stream>>>(
+                reinterpret_cast<float4*>(p), reinterpret_cast<const typename MomentStorage<G>::Vec4*>(g),
                 reinterpret_cast<typename MomentStorage<M>::Vec4*>(m),
                 reinterpret_cast<typename MomentStorage<V>::Vec4*>(v), n4, a, scale, reinterpret_cast<Bf16x4*>(copy));
         done = n4 * 4;
     }
     if (done < n)
-        adamwKernel<M, V><<<blocksFor(n - done), threads, 0, stream>>>(p + done, g + done, m + done, v + done, n - done,
+        adamwKernel<M, V, G><<<blocksFor(n - done), threads, 0, stream>>>(p + done, g + done, m + done, v + done, n - done,
                                                                       a, scale, copy ? copy + done : nullptr);
     return cudaGetLastError();
 }

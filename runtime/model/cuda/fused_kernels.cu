@@ -308,9 +308,10 @@ std::pair<torch::Tensor, torch::Tensor> combineBackward(const torch::Tensor& row
 bool adamwSupports(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v)
 {
     for (const auto* t : {&p, &g, &m, &v}) {
-        const bool momentType = t->defined() && (t->scalar_type() == torch::kFloat32 ||
-                                                 ((t == &m || t == &v) && t->scalar_type() == torch::kBFloat16));
-        if (!t->defined() || !t->is_cuda() || !momentType || !t->is_contiguous() || t->numel() != p.numel() ||
+        // p is fp32; the moments and the gradient may be bf16.
+        const bool typeOk = t->defined() && (t->scalar_type() == torch::kFloat32 ||
+                                             (t != &p && t->scalar_type() == torch::kBFloat16));
+        if (!t->defined() || !t->is_cuda() || !typeOk || !t->is_contiguous() || t->numel() != p.numel() ||
             t->device() != p.device())
             return false;
     }
@@ -319,7 +320,7 @@ bool adamwSupports(const torch::Tensor& p, const torch::Tensor& g, const torch::
 
 namespace {
 
-// The moment pointer in the kernel's type (at::BFloat16 and __nv_bfloat16 share the bits).
+// The moment or gradient pointer in the kernel's type (at::BFloat16 and __nv_bfloat16 share the bits).
 template <typename M>
 M* momentPtr(const torch::Tensor& t)
 {
@@ -335,18 +336,34 @@ int onePassBlocks(int64_t work)
     return static_cast<int>(std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1, int64_t{0x7fffffff}));
 }
 
-template <typename M, typename V>
+template <typename M, typename V, typename G>
 void launchAdamWFor(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v,
                     const kernels::AdamWParams& a, const float* scale, const torch::Tensor& copy, bool onePassGrid)
 {
     auto* copyPtr = copy.defined() ? reinterpret_cast<__nv_bfloat16*>(copy.data_ptr<at::BFloat16>()) : nullptr;
     const auto stream = at::cuda::getCurrentCUDAStream().stream();
-    C10_CUDA_CHECK(onePassGrid ? kernels::launchAdamW(p.data_ptr<float>(), g.data_ptr<float>(), momentPtr<M>(m),
-                                                      momentPtr<V>(v), p.numel(), a, scale, copyPtr, kThreads,
-                                                      onePassBlocks, stream)
-                               : kernels::launchAdamW(p.data_ptr<float>(), g.data_ptr<float>(), momentPtr<M>(m),
-                                                      momentPtr<V>(v), p.numel(), a, scale, copyPtr, kThreads,
-                                                      blocksFor, stream));
+    const G* gPtr = momentPtr<G>(g);
+    C10_CUDA_CHECK(onePassGrid ? kernels::launchAdamW(p.data_ptr<float>(), gPtr, momentPtr<M>(m), momentPtr<V>(v),
+                                                      p.numel(), a, scale, copyPtr, kThreads, onePassBlocks, stream)
+                               : kernels::launchAdamW(p.data_ptr<float>(), gPtr, momentPtr<M>(m), momentPtr<V>(v),
+                                                      p.numel(), a, scale, copyPtr, kThreads, blocksFor, stream));
+}
+
+// The moment types' four combinations for a gradient type G.
+template <typename G>
+void launchAdamWForGradient(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m,
+                            const torch::Tensor& v, const kernels::AdamWParams& a, const float* scale,
+                            const torch::Tensor& copy, bool onePassGrid)
+{
+    const bool mBf16 = m.scalar_type() == torch::kBFloat16, vBf16 = v.scalar_type() == torch::kBFloat16;
+    if (!mBf16 && !vBf16)
+        launchAdamWFor<float, float, G>(p, g, m, v, a, scale, copy, onePassGrid);
+    else if (mBf16 && vBf16)
+        launchAdamWFor<__nv_bfloat16, __nv_bfloat16, G>(p, g, m, v, a, scale, copy, onePassGrid);
+    else if (mBf16)
+        launchAdamWFor<__nv_bfloat16, float, G>(p, g, m, v, a, scale, copy, onePassGrid);
+    else
+        launchAdamWFor<float, __nv_bfloat16, G>(p, g, m, v, a, scale, copy, onePassGrid);
 }
 
 }  // namespace
@@ -362,7 +379,7 @@ void adamwStep(const torch::Tensor& p, const torch::Tensor& g, const torch::Tens
                const torch::Tensor& gradScale, const torch::Tensor& bf16Copy, bool onePassGrid)
 {
     TORCH_CHECK(adamwSupports(p, g, m, v),
-                "adamwStep: p, g must be contiguous fp32 CUDA tensors, m, v contiguous fp32 or bf16, all of one size");
+                "adamwStep: p must be a contiguous fp32 CUDA tensor, g, m, v contiguous fp32 or bf16, all of one size");
     TORCH_CHECK(!bf16Copy.defined() || adamwCopySupports(p, bf16Copy),
                 "adamwStep: bf16Copy must be a contiguous bf16 CUDA tensor of p's size");
     TORCH_CHECK(step >= 1, "adamwStep: step counts from 1");
@@ -381,15 +398,10 @@ void adamwStep(const torch::Tensor& p, const torch::Tensor& g, const torch::Tens
     a.stepSize = static_cast<float>(lr / (1.0 - std::pow(beta1, static_cast<double>(step))));
     a.biasCorrection2Sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(beta2, static_cast<double>(step))));
     const float* scale = gradScale.defined() ? gradScale.data_ptr<float>() : nullptr;
-    const bool mBf16 = m.scalar_type() == torch::kBFloat16, vBf16 = v.scalar_type() == torch::kBFloat16;
-    if (!mBf16 && !vBf16)
-        launchAdamWFor<float, float>(p, g, m, v, a, scale, bf16Copy, onePassGrid);
-    else if (mBf16 && vBf16)
-        launchAdamWFor<__nv_bfloat16, __nv_bfloat16>(p, g, m, v, a, scale, bf16Copy, onePassGrid);
-    else if (mBf16)
-        launchAdamWFor<__nv_bfloat16, float>(p, g, m, v, a, scale, bf16Copy, onePassGrid);
+    if (g.scalar_type() == torch::kBFloat16)
+        launchAdamWForGradient<__nv_bfloat16>(p, g, m, v, a, scale, bf16Copy, onePassGrid);
     else
-        launchAdamWFor<float, __nv_bfloat16>(p, g, m, v, a, scale, bf16Copy, onePassGrid);
+        launchAdamWForGradient<float>(p, g, m, v, a, scale, bf16Copy, onePassGrid);
 }
 
 bool fusedKernelsAvailable()

@@ -42,8 +42,9 @@ std::pair<torch::Tensor, torch::Tensor> combineBackward(const torch::Tensor& row
 bool combineSupports(const torch::Tensor& rows, const torch::Tensor& weights, const torch::Tensor& slot);
 
 /// One AdamW step (decoupled weight decay, bias correction, no amsgrad: LibTorch's AdamW::step
-/// formulas) over fp32 CUDA tensors p, g, m, v of equal size, contiguous, in one pass that reads
-/// p, g, m, v and writes p, m, v (28 bytes per element; float4 accesses when aligned). Gradients
+/// formulas) over CUDA tensors p (fp32), g, m, v (fp32 or bf16 each) of equal size, contiguous, in
+/// one pass that reads p, g, m, v and writes p, m, v (28 bytes per element with fp32 g, m, v;
+/// 16-byte accesses when aligned). A bf16 gradient is widened exactly in the kernel. Gradients
 /// are divided by `gradScale` (a 0-d fp32 device tensor, may be undefined) inside the kernel.
 /// `step` is the step count after this update (1 for the first).
 /// `bf16Copy` (may be undefined): a contiguous bf16 tensor of p's size that the same pass writes

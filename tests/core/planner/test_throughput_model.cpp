@@ -419,6 +419,7 @@ private slots:
         Layout serial;
         serial.worldSize = 1, serial.mbs = 4, serial.gbs = 4, serial.useDistributedOptimizer = false;
         serial.overlapOptimizer = false;
+        serial.bf16Gradients = false;  // one update for any number of micro-batches (moeTrainBf16GradientsAsTheyAre)
         Layout overlapped = serial;
         overlapped.overlapOptimizer = true;
         const ThroughputEstimate s = estimateThroughput(m, serial, Workload{}, hw, o);
@@ -452,6 +453,7 @@ private slots:
         Layout casting;
         casting.worldSize = 1, casting.mbs = 1, casting.gbs = 2, casting.useDistributedOptimizer = false;
         casting.overlapOptimizer = false, casting.bf16WeightCopies = false;
+        casting.bf16Gradients = false;          // widened (moeTrainBf16GradientsAsTheyAre)
         casting.recomputeGranularity = "full";  // a re-forward casts again without copies
         Layout kept = casting;
         kept.bf16WeightCopies = true;
@@ -482,6 +484,54 @@ private slots:
         oneCasting.gbs = oneKept.gbs = 1;
         const double extra = estimateMemory(m, oneKept, Workload{}, mo).total() - estimateMemory(m, oneCasting, Workload{}, mo).total();
         QVERIFY2(std::abs(extra - 2.0 * params) < 0.05 * 2.0 * params, std::to_string(extra / params).c_str());
+    }
+
+    // train.bf16_gradients (with the kept copies, one GPU): no widening pass, the norm and the AdamW
+    // pass read 2 B less per copied weight; a second micro-batch widens once (to accumulate in fp32)
+    // and the passes read fp32 again; on two GPUs it is off (a reducer hooks the fp32 gradients).
+    // Memory: where the optimizer step is the peak, 2 B per copied weight less.
+    void moeTrainBf16GradientsAsTheyAre()
+    {
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        const HardwareSpec hw = *catalog().hardware("h200");
+        const ThroughputOptions o = moeTrainOn("h200");
+        Layout widening;
+        widening.worldSize = 1, widening.mbs = 1, widening.gbs = 1, widening.useDistributedOptimizer = false;
+        widening.overlapOptimizer = false, widening.bf16WeightCopies = true, widening.bf16Gradients = false;
+        widening.recomputeGranularity = "full";  // the optimizer step is the memory peak
+        Layout bf16 = widening;
+        bf16.bf16Gradients = true;
+        const ThroughputEstimate w = estimateThroughput(m, widening, Workload{}, hw, o);
+        const ThroughputEstimate b = estimateThroughput(m, bf16, Workload{}, hw, o);
+        const ParameterCounts counts = countParameters(m);
+        const double copied = counts.total() - counts.embedding;
+        const auto near = [](double x, double y) { return std::abs(x - y) <= 1e-4 * std::abs(y); };
+        QCOMPARE(termMs(b, "gradient widening"), 0.0);
+        QVERIFY(near(termMs(w, "gradient widening"), 6.0 * counts.total() / (o.rates.castGbPerS * 1e9) * 1e3));
+        QVERIFY(near(termMs(w, "gradient-norm pass") - termMs(b, "gradient-norm pass"),
+                     2.0 * copied / (o.rates.reduceGbPerS * 1e9) * 1e3));
+        QVERIFY(near(termMs(w, "optimizer step") - termMs(b, "optimizer step"),
+                     2.0 * copied / (o.rates.optimizerGbPerS * 1e9) * 1e3));
+        // Two micro-batches: widened once, then fp32 as before.
+        Layout twoWidening = widening, twoBf16 = bf16;
+        twoWidening.gbs = twoBf16.gbs = 2;
+        const ThroughputEstimate tw = estimateThroughput(m, twoWidening, Workload{}, hw, o);
+        const ThroughputEstimate tb = estimateThroughput(m, twoBf16, Workload{}, hw, o);
+        QVERIFY(near(termMs(tb, "gradient widening"), 6.0 * copied / (o.rates.castGbPerS * 1e9) * 1e3));
+        QCOMPARE(termMs(tb, "optimizer step"), termMs(tw, "optimizer step"));
+        QCOMPARE(termMs(tb, "gradient-norm pass"), termMs(tw, "gradient-norm pass"));
+        // Two GPUs: off.
+        Layout dpWidening = widening, dpBf16 = bf16;
+        dpWidening.worldSize = dpBf16.worldSize = 2;
+        dpWidening.gbs = dpBf16.gbs = 2;
+        QCOMPARE(estimateThroughput(m, dpBf16, Workload{}, hw, o).stepMs,
+                 estimateThroughput(m, dpWidening, Workload{}, hw, o).stepMs);
+
+        MemoryOptions mo;
+        mo.moeTrain = true;
+        const double saved =
+            estimateMemory(m, widening, Workload{}, mo).total() - estimateMemory(m, bf16, Workload{}, mo).total();
+        QVERIFY2(std::abs(saved - 2.0 * copied) < 0.05 * 2.0 * copied, std::to_string(saved / copied).c_str());
     }
 
     // moe-train's own passes: casts per micro-batch, one norm pass, the fused AdamW over every
