@@ -136,6 +136,11 @@ variant("real-casting", lambda v: v["train"].update(bf16_weight_copies=False))
 # The bf16 weight gradients widened to fp32 before the norm and AdamW, as before
 # train.bf16_gradients (on by default, one GPU) — against "real": the same update.
 variant("real-widening", lambda v: v["train"].update(bf16_gradients=False))
+# cuDNN's ragged SDPA instead of FA2 for the vision encoder (head dim 72, which FA2 pads to its
+# d 96 kernel) and for both attention cores (train.*_attention_kernel; runtime/model/attention.h).
+variant("real-cudnn-vision", lambda v: v["train"].update(vision_attention_kernel="cudnn"))
+variant("real-cudnn-attention", lambda v: v["train"].update(vision_attention_kernel="cudnn",
+                                                            decoder_attention_kernel="cudnn"))
 PY
 
 # WB_ROUND_ROWS: is this row (or the dump an eager row of it needs) selected?
@@ -288,8 +293,12 @@ PY
 }
 ours real-casting
 ours real-widening
+ours real-cudnn-vision
+ours real-cudnn-attention
 same_losses real-casting real "autocast casts vs kept bf16 copies"
 same_losses real-widening real "widened vs bf16 gradients"
+same_losses real-cudnn-vision real "cuDNN vs FA2 vision attention"
+same_losses real-cudnn-attention real "cuDNN vs FA2 attention"
 ours real-overlap-optimizer
 same_losses real-overlap-optimizer real "overlapped vs serial optimizer"
 ours mock

@@ -361,11 +361,8 @@ core::StepRecord Trainer::trainStep(int64_t step)
                 event("warning", w, step);
 
         timer.begin();
-        VlmBatch tensors = uploaded ? std::move(*uploaded)
-                                    : toTensors(*batch, m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
+        VlmBatch tensors = uploaded ? std::move(*uploaded) : upload(*batch);
         m_parallel->beginMicroBatch(tensors.hasImages());
-        if (m_denseDecoderAttention)  // benchmark comparison only: document-causal B×T×T mask
-            tensors.decoder.documents = {};
         DecoderOutput out;
         {
             AutocastScope autocast(m_bf16Autocast);
@@ -460,7 +457,7 @@ void Trainer::prefetchFirstMicroBatch()
         Prefetched p;
         p.micro = rank;
         p.dataMs = waits.dataMs;
-        p.tensors = toTensors(*batch, m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
+        p.tensors = upload(*batch);
         p.batch = std::move(*batch);
         m_prefetched = std::move(p);
     } catch (...) {
@@ -483,6 +480,19 @@ double Trainer::countMicroBatch(const MicroBatch& b, core::StepRecord& r) const
         flops += core::visionFlops(m_config.model.vision, m_config.model.decoder.hiddenSize,
                                    int64_t{b.imageGridH[i]} * b.imageGridW[i]);
     return flops;
+}
+
+VlmBatch Trainer::upload(const MicroBatch& batch) const
+{
+    VlmBatch t = toTensors(batch, m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
+    const auto kernel = [](const std::string& name) {
+        return name == "cudnn" ? VarlenKernel::Cudnn : VarlenKernel::Flash;
+    };
+    t.images.kernel = kernel(m_config.train.visionAttentionKernel);
+    t.decoder.documents.kernel = kernel(m_config.train.decoderAttentionKernel);
+    if (m_denseDecoderAttention)  // benchmark comparison only: document-causal B×T×T mask
+        t.decoder.documents = {};
+    return t;
 }
 
 torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)

@@ -72,9 +72,7 @@ void Trainer::pipelineMicroBatches(int64_t step, core::StepRecord& r, StepTimer&
     };
     cb.forward = [&](int chunk, int i, const std::vector<torch::Tensor>& inputs) {
         timer.begin();
-        VlmBatch t = toTensors(batches[static_cast<size_t>(i)], m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
-        if (m_denseDecoderAttention)
-            t.decoder.documents = {};
+        VlmBatch t = upload(batches[static_cast<size_t>(i)]);
         StageForward out;
         AutocastScope autocast(m_bf16Autocast);
         torch::Tensor h;
