@@ -363,22 +363,33 @@ static void testFusedKernels()
     torch::manual_seed(11);
     const auto cudaF = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat32);
     for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
-        const int64_t N = 1000, H = 6, D = 72, F = D / 2;
-        auto qkv = torch::randn({N, 3, H, D}, cudaF).to(dtype);
-        auto x = qkv.select(1, 1);  // strided like the vision block's k
-        auto angle = torch::rand({N, 1, F}, cudaF) * 40.0;
-        auto cos = angle.cos().to(dtype), sin = angle.sin().to(dtype);
-        for (double sign : {1.0, -1.0}) {
-            auto got = rt::cuda::ropeRotate(x, cos, sin, sign);
-            auto x64 = x.to(torch::kFloat64), c = cos.to(torch::kFloat64), s = sin.to(torch::kFloat64) * sign;
-            auto x1 = x64.slice(-1, 0, F), x2 = x64.slice(-1, F);
-            auto ref = torch::cat({x1 * c - x2 * s, x2 * c + x1 * s}, -1);
-            const double err = relErr(got, ref);
-            const double tol = dtype == torch::kFloat32 ? 1e-6 : 8e-3;
-            WB_CHECK_MSG(got.is_contiguous() && err < tol, "rope " << c10::toString(dtype) << " sign " << sign
-                                                                   << " rel err " << err);
-            std::cout << "fused rope " << c10::toString(dtype) << " sign " << sign << ": rel err " << err << std::endl;
-        }
+        // The vision block's strided k (d 72: 4-wide vectors), the decoder's contiguous q (d 128:
+        // 8-wide for 2-byte types), and a row offset by one element (the scalar kernel).
+        struct RopeCase {
+            int64_t D;
+            int layout;
+        };  // layout 0 strided, 1 contiguous, 2 misaligned
+        for (const RopeCase rc : {RopeCase{72, 0}, RopeCase{128, 1}, RopeCase{72, 2}})
+            for (double sign : {1.0, -1.0}) {
+                const int64_t N = 1000, H = 6, D = rc.D, F = D / 2;
+                auto qkv = torch::randn({N, 3, H, D}, cudaF).to(dtype);
+                auto flat = torch::randn({N * H * D + 1}, cudaF).to(dtype);
+                auto x = rc.layout == 0   ? qkv.select(1, 1)
+                         : rc.layout == 1 ? torch::randn({N, H, D}, cudaF).to(dtype)
+                                          : flat.narrow(0, 1, N * H * D).view({N, H, D});
+                auto angle = torch::rand({N, 1, F}, cudaF) * 40.0;
+                auto cos = angle.cos().to(dtype), sin = angle.sin().to(dtype);
+                auto got = rt::cuda::ropeRotate(x, cos, sin, sign);
+                auto x64 = x.to(torch::kFloat64), c = cos.to(torch::kFloat64), s = sin.to(torch::kFloat64) * sign;
+                auto x1 = x64.slice(-1, 0, F), x2 = x64.slice(-1, F);
+                auto ref = torch::cat({x1 * c - x2 * s, x2 * c + x1 * s}, -1);
+                const double err = relErr(got, ref);
+                const double tol = dtype == torch::kFloat32 ? 1e-6 : 8e-3;
+                WB_CHECK_MSG(got.is_contiguous() && err < tol,
+                             "rope " << c10::toString(dtype) << " sign " << sign << " rel err " << err);
+                std::cout << "fused rope " << c10::toString(dtype) << " d " << D << " layout " << rc.layout << " sign "
+                          << sign << ": rel err " << err << std::endl;
+            }
         auto gateUp = torch::randn({777, 2 * 96}, cudaF).to(dtype);
         auto dy = torch::randn({777, 96}, cudaF).to(dtype);
         auto g64 = gateUp.to(torch::kFloat64).detach().requires_grad_(true);

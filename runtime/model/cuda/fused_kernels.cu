@@ -49,6 +49,44 @@ __global__ void ropeKernel(const T* __restrict__ x, int64_t strideN, int64_t str
     }
 }
 
+// V consecutive frequencies of one (token, head) row per thread: aligned V-element loads of both
+// halves, cos and sin, and stores of both output halves, with 32-bit index math. The scalar kernel
+// above moves 2 B per access and spends three 64-bit divisions per element (4.2 ms a step of the
+// benchmark slice for ~9 GB of traffic, measured 2026-12-05). Same arithmetic per element.
+template <typename T, int V>
+struct alignas(sizeof(T) * V) VecOf {
+    T v[V];
+};
+
+template <typename T, int V>
+__global__ void ropeKernelVec(const T* __restrict__ x, uint32_t strideN, uint32_t strideH, const T* __restrict__ cos,
+                              const T* __restrict__ sin, T* __restrict__ out, uint32_t H, uint32_t Fv, uint32_t total,
+                              float sign)
+{
+    using Vec = VecOf<T, V>;
+    const uint32_t F = Fv * V;
+    for (uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += blockDim.x * gridDim.x) {
+        const uint32_t iv = idx % Fv, row = idx / Fv;
+        const uint32_t h = row % H, n = row / H, i = iv * V;
+        const T* xr = x + size_t{n} * strideN + size_t{h} * strideH;
+        const Vec a = *reinterpret_cast<const Vec*>(xr + i);
+        const Vec b = *reinterpret_cast<const Vec*>(xr + i + F);
+        const Vec c = *reinterpret_cast<const Vec*>(cos + size_t{n} * F + i);
+        const Vec s = *reinterpret_cast<const Vec*>(sin + size_t{n} * F + i);
+        Vec lo, hi;
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+            const float x1 = static_cast<float>(a.v[j]), x2 = static_cast<float>(b.v[j]);
+            const float cj = static_cast<float>(c.v[j]), sj = sign * static_cast<float>(s.v[j]);
+            lo.v[j] = static_cast<T>(x1 * cj - x2 * sj);
+            hi.v[j] = static_cast<T>(x2 * cj + x1 * sj);
+        }
+        T* o = out + size_t{row} * 2 * F;
+        *reinterpret_cast<Vec*>(o + i) = lo;
+        *reinterpret_cast<Vec*>(o + i + F) = hi;
+    }
+}
+
 __device__ __forceinline__ float sigmoidf(float v)
 {
     return 1.0f / (1.0f + __expf(-v));
@@ -506,9 +544,33 @@ torch::Tensor ropeRotate(const torch::Tensor& x, const torch::Tensor& cos, const
         return out;
     const auto stream = at::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "ropeRotate", [&] {
-        ropeKernel<scalar_t><<<blocksFor(N * H * F), kThreads, 0, stream>>>(
-            x.data_ptr<scalar_t>(), x.stride(0), x.stride(1), cos.data_ptr<scalar_t>(), sin.data_ptr<scalar_t>(),
-            out.data_ptr<scalar_t>(), N, H, F, static_cast<float>(sign));
+        // The widest vector (≤ 16 B) that F, both strides and every pointer allow, 32-bit indices.
+        const auto aligned = [&](int v) {
+            const auto bytes = static_cast<uintptr_t>(v * sizeof(scalar_t));
+            return F % v == 0 && x.stride(0) % v == 0 && x.stride(1) % v == 0 &&
+                   reinterpret_cast<uintptr_t>(x.data_ptr()) % bytes == 0 &&
+                   reinterpret_cast<uintptr_t>(cos.data_ptr()) % bytes == 0 &&
+                   reinterpret_cast<uintptr_t>(sin.data_ptr()) % bytes == 0 &&
+                   reinterpret_cast<uintptr_t>(out.data_ptr()) % bytes == 0 && x.stride(0) < (int64_t{1} << 31) &&
+                   N * H * (F / v) < (int64_t{1} << 30);
+        };
+        const auto launch = [&](auto width) {
+            constexpr int V = decltype(width)::value;
+            const int64_t total = N * H * (F / V);
+            ropeKernelVec<scalar_t, V><<<blocksFor(total), kThreads, 0, stream>>>(
+                x.data_ptr<scalar_t>(), static_cast<uint32_t>(x.stride(0)), static_cast<uint32_t>(x.stride(1)),
+                cos.data_ptr<scalar_t>(), sin.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), static_cast<uint32_t>(H),
+                static_cast<uint32_t>(F / V), static_cast<uint32_t>(total), static_cast<float>(sign));
+        };
+        constexpr int kWide = static_cast<int>(16 / sizeof(scalar_t));  // 8 for bf16/fp16, 4 for fp32
+        if (aligned(kWide))
+            launch(std::integral_constant<int, kWide>{});
+        else if (kWide > 4 && aligned(4))
+            launch(std::integral_constant<int, 4>{});
+        else
+            ropeKernel<scalar_t><<<blocksFor(N * H * F), kThreads, 0, stream>>>(
+                x.data_ptr<scalar_t>(), x.stride(0), x.stride(1), cos.data_ptr<scalar_t>(), sin.data_ptr<scalar_t>(),
+                out.data_ptr<scalar_t>(), N, H, F, static_cast<float>(sign));
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return out;
