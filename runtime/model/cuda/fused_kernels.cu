@@ -11,6 +11,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 
 namespace wb::rt::cuda {
@@ -121,6 +122,67 @@ __global__ void swigluBackwardKernel(const T* __restrict__ gateUp, const T* __re
         dGateUp[n * 2 * F + i] = static_cast<T>(d * u * sig * (1.0f + g * (1.0f - sig)));
         dGateUp[n * 2 * F + F + i] = static_cast<T>(d * silu);
     }
+}
+
+// The same two SwiGLU passes with V consecutive columns per thread (aligned V-vectors, 32-bit
+// indices): the expert rows are N = T·K wide tensors of F = 768 (6 GB a step of the benchmark slice).
+template <typename T, int V>
+__global__ void swigluForwardKernelVec(const T* __restrict__ gateUp, T* __restrict__ out, uint32_t Fv, uint32_t total)
+{
+    using Vec = VecOf<T, V>;
+    const uint32_t F = Fv * V;
+    for (uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += blockDim.x * gridDim.x) {
+        const uint32_t n = idx / Fv, i = (idx % Fv) * V;
+        const Vec g = *reinterpret_cast<const Vec*>(gateUp + size_t{n} * 2 * F + i);
+        const Vec u = *reinterpret_cast<const Vec*>(gateUp + size_t{n} * 2 * F + F + i);
+        Vec y;
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+            const float gj = static_cast<float>(g.v[j]);
+            y.v[j] = static_cast<T>(gj * sigmoidf(gj) * static_cast<float>(u.v[j]));
+        }
+        *reinterpret_cast<Vec*>(out + size_t{n} * F + i) = y;
+    }
+}
+
+template <typename T, int V>
+__global__ void swigluBackwardKernelVec(const T* __restrict__ gateUp, const T* __restrict__ dy,
+                                        T* __restrict__ dGateUp, uint32_t Fv, uint32_t total)
+{
+    using Vec = VecOf<T, V>;
+    const uint32_t F = Fv * V;
+    for (uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += blockDim.x * gridDim.x) {
+        const uint32_t n = idx / Fv, i = (idx % Fv) * V;
+        const Vec g = *reinterpret_cast<const Vec*>(gateUp + size_t{n} * 2 * F + i);
+        const Vec u = *reinterpret_cast<const Vec*>(gateUp + size_t{n} * 2 * F + F + i);
+        const Vec d = *reinterpret_cast<const Vec*>(dy + size_t{n} * F + i);
+        Vec dg, du;
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+            const float gj = static_cast<float>(g.v[j]), uj = static_cast<float>(u.v[j]);
+            const float dj = static_cast<float>(d.v[j]);
+            const float sig = sigmoidf(gj);
+            dg.v[j] = static_cast<T>(dj * uj * sig * (1.0f + gj * (1.0f - sig)));
+            du.v[j] = static_cast<T>(dj * (gj * sig));
+        }
+        *reinterpret_cast<Vec*>(dGateUp + size_t{n} * 2 * F + i) = dg;
+        *reinterpret_cast<Vec*>(dGateUp + size_t{n} * 2 * F + F + i) = du;
+    }
+}
+
+// The widest vector width (≤ 16 B) for rows of F values at these pointers, or 0 (the scalar kernel):
+// F and every pointer aligned, and N·F/V small enough for 32-bit indices.
+template <typename T>
+int swigluWidth(int64_t N, int64_t F, std::initializer_list<const void*> pointers)
+{
+    for (int v : {static_cast<int>(16 / sizeof(T)), 4}) {
+        bool ok = v <= static_cast<int>(16 / sizeof(T)) && F % v == 0 && N * (F / v) < (int64_t{1} << 30);
+        for (const void* p : pointers)
+            ok = ok && reinterpret_cast<uintptr_t>(p) % (v * sizeof(T)) == 0;
+        if (ok)
+            return v;
+    }
+    return 0;
 }
 
 // One block per token: the threads walk the D columns, each summing its K rows in fp32.
@@ -593,8 +655,22 @@ torch::Tensor swigluForward(const torch::Tensor& gateUp)
         return out;
     const auto stream = at::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, gateUp.scalar_type(), "swigluForward", [&] {
-        swigluForwardKernel<scalar_t><<<blocksFor(N * F), kThreads, 0, stream>>>(
-            gateUp.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), N, F);
+        const int v = swigluWidth<scalar_t>(N, F, {gateUp.data_ptr(), out.data_ptr()});
+        const auto launch = [&](auto width) {
+            constexpr int V = decltype(width)::value;
+            const int64_t total = N * (F / V);
+            swigluForwardKernelVec<scalar_t, V><<<blocksFor(total), kThreads, 0, stream>>>(
+                gateUp.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), static_cast<uint32_t>(F / V),
+                static_cast<uint32_t>(total));
+        };
+        constexpr int kWide = static_cast<int>(16 / sizeof(scalar_t));
+        if (v == kWide)
+            launch(std::integral_constant<int, kWide>{});
+        else if (v == 4)
+            launch(std::integral_constant<int, 4>{});
+        else
+            swigluForwardKernel<scalar_t><<<blocksFor(N * F), kThreads, 0, stream>>>(
+                gateUp.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), N, F);
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return out;
@@ -612,8 +688,22 @@ torch::Tensor swigluBackward(const torch::Tensor& gateUp, const torch::Tensor& d
         return dGateUp;
     const auto stream = at::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, gateUp.scalar_type(), "swigluBackward", [&] {
-        swigluBackwardKernel<scalar_t><<<blocksFor(N * F), kThreads, 0, stream>>>(
-            gateUp.data_ptr<scalar_t>(), dyC.data_ptr<scalar_t>(), dGateUp.data_ptr<scalar_t>(), N, F);
+        const int v = swigluWidth<scalar_t>(N, F, {gateUp.data_ptr(), dyC.data_ptr(), dGateUp.data_ptr()});
+        const auto launch = [&](auto width) {
+            constexpr int V = decltype(width)::value;
+            const int64_t total = N * (F / V);
+            swigluBackwardKernelVec<scalar_t, V><<<blocksFor(total), kThreads, 0, stream>>>(
+                gateUp.data_ptr<scalar_t>(), dyC.data_ptr<scalar_t>(), dGateUp.data_ptr<scalar_t>(),
+                static_cast<uint32_t>(F / V), static_cast<uint32_t>(total));
+        };
+        constexpr int kWide = static_cast<int>(16 / sizeof(scalar_t));
+        if (v == kWide)
+            launch(std::integral_constant<int, kWide>{});
+        else if (v == 4)
+            launch(std::integral_constant<int, 4>{});
+        else
+            swigluBackwardKernel<scalar_t><<<blocksFor(N * F), kThreads, 0, stream>>>(
+                gateUp.data_ptr<scalar_t>(), dyC.data_ptr<scalar_t>(), dGateUp.data_ptr<scalar_t>(), N, F);
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return dGateUp;
