@@ -141,6 +141,14 @@ variant("real-widening", lambda v: v["train"].update(bf16_gradients=False))
 variant("real-cudnn-vision", lambda v: v["train"].update(vision_attention_kernel="cudnn"))
 variant("real-cudnn-attention", lambda v: v["train"].update(vision_attention_kernel="cudnn",
                                                             decoder_attention_kernel="cudnn"))
+# The same pair at MBS 2, which fits an 80 GB card (real MBS 4 peaks at 83 GiB).
+def mbs2_with(**kernels):
+    def edit(v):
+        mbs(2)(v)
+        v["train"].update(**kernels)
+    return edit
+variant("real-mbs2-cudnn-vision", mbs2_with(vision_attention_kernel="cudnn"))
+variant("real-mbs2-cudnn-attention", mbs2_with(vision_attention_kernel="cudnn", decoder_attention_kernel="cudnn"))
 PY
 
 # WB_ROUND_ROWS: is this row (or the dump an eager row of it needs) selected?
@@ -312,6 +320,9 @@ eager eager-mock-loop mock loop mock
 echo "== ours, the guide's knobs"
 ours real-mbs1
 ours real-mbs2
+ours real-mbs2-cudnn-vision
+ours real-mbs2-cudnn-attention
+same_losses real-mbs2-cudnn-attention real-mbs2 "cuDNN vs FA2 attention, MBS 2"
 ours real-mbs8
 ours real-frozen-vision
 ours real-recompute-selective
