@@ -298,7 +298,38 @@ public:
     }
 };
 
+// The vision encoder's and the projector's LayerNorm in one CUDA pass each way (layerNormForward).
+class FusedLayerNorm : public torch::autograd::Function<FusedLayerNorm> {
+public:
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                                 const torch::Tensor& weight, const torch::Tensor& bias, double eps)
+    {
+        auto [y, mean, rstd] = cuda::layerNormForward(x, weight, bias, eps);
+        ctx->save_for_backward({x, weight, mean, rstd});
+        return y;
+    }
+    static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::tensor_list grads)
+    {
+        const auto saved = ctx->get_saved_variables();
+        auto [dx, dw, db] = cuda::layerNormBackward(saved[0], saved[1], saved[2], saved[3], grads[0]);
+        return {dx, dw, db, torch::Tensor()};
+    }
+};
+
 }  // namespace
+
+torch::Tensor applyLayerNorm(torch::nn::LayerNorm norm, const torch::Tensor& x)
+{
+    // Autocast runs LayerNorm in fp32: a bf16 row is widened, normalized into an fp32 row, and cast
+    // back to bf16 by the next GEMM (2 + 4, 4 + 4, 4 + 2 B per value each way). The kernel reads
+    // and writes x's dtype with the same fp32 math and one rounding.
+    const auto& o = norm->options;
+    if (o.elementwise_affine() && o.normalized_shape().size() == 1 &&
+        cuda::layerNormSupports(x, norm->weight, norm->bias))
+        return FusedLayerNorm::apply(x, norm->weight, norm->bias, o.eps());
+    return norm->forward(x);
+}
 
 RmsNormImpl::RmsNormImpl(int dim, double eps) : m_eps(eps)
 {

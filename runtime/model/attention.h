@@ -54,6 +54,11 @@ bool cudnnVarlenAvailable();
 torch::Tensor varlenAttention(const torch::Tensor& q_NHd, const torch::Tensor& k_NGd, const torch::Tensor& v_NGd,
                               const PackedSegments& segments, bool causal);
 
+/// norm(x) for a LayerNorm over the last dim: one CUDA pass each way in x's dtype (fp32 math, the
+/// value autocast's fp32 LayerNorm rounds to when the next GEMM casts it) where the fused kernel
+/// takes the operands, else the module's own forward (CPU, other layouts: the reference).
+torch::Tensor applyLayerNorm(torch::nn::LayerNorm norm, const torch::Tensor& x);
+
 /// Inverse frequencies base^(−2i/dims) for i in [0, dims/2).
 torch::Tensor ropeInverseFrequencies(int dims, double base);
 

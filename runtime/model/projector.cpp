@@ -1,6 +1,8 @@
 // Projector (see projector.h).
 #include "runtime/model/projector.h"
 
+#include "runtime/model/attention.h"
+
 namespace wb::rt {
 
 torch::Tensor mergePatchGroups(const torch::Tensor& hidden_PD, int mergeSize)
@@ -21,7 +23,8 @@ ProjectorImpl::ProjectorImpl(int visionHidden, int mergeSize, int outHidden) : m
 
 torch::Tensor ProjectorImpl::forward(const torch::Tensor& hidden_PD)
 {
-    return applyLinear(m_fc2, torch::gelu(applyLinear(m_fc1, m_norm(mergePatchGroups(hidden_PD, m_mergeSize)))));
+    return applyLinear(
+        m_fc2, torch::gelu(applyLinear(m_fc1, applyLayerNorm(m_norm, mergePatchGroups(hidden_PD, m_mergeSize)))));
 }
 
 }  // namespace wb::rt

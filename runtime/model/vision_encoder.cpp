@@ -34,7 +34,7 @@ torch::Tensor VisionBlockImpl::forward(const torch::Tensor& x_PD, const torch::T
     // attention core, "mlp" the GELU MLP. Each piece captures only tensors without gradients.
     auto layerNorm = [](torch::nn::LayerNorm& norm, const torch::Tensor& x) {
         const LayerFn fn = [norm = norm.ptr()](const std::vector<torch::Tensor>& in) {
-            return std::vector<torch::Tensor>{norm->forward(in[0])};
+            return std::vector<torch::Tensor>{applyLayerNorm(torch::nn::LayerNorm(norm), in[0])};
         };
         return maybeRecompute(RecomputeModule::LayerNorm, fn, {x})[0];
     };

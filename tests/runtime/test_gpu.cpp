@@ -412,6 +412,36 @@ static void testFusedKernels()
             std::cout << "fused rmsnorm " << c10::toString(dtype) << " D " << D << ": forward rel err " << eF << ", dx "
                       << eX << ", dw " << eW << std::endl;
         }
+        // LayerNorm: forward, dx, dw and db against the fp64 formula (rows with an offset, so the
+        // mean matters), at the vision width, the projector's merged width and a narrow one; and
+        // applyLayerNorm under the module against torch's LayerNorm.
+        for (int64_t D : {int64_t{1152}, int64_t{4608}, int64_t{100}}) {
+            auto x = (torch::randn({333, D}, cudaF) * 2.0 + 3.0).to(dtype);
+            auto w = (torch::rand({D}, cudaF) + 0.5), b = torch::randn({D}, cudaF);
+            auto dyL = torch::randn({333, D}, cudaF).to(dtype);
+            auto x64 = x.to(torch::kFloat64).requires_grad_(true), w64 = w.to(torch::kFloat64).requires_grad_(true);
+            auto b64 = b.to(torch::kFloat64).requires_grad_(true);
+            auto c64 = x64 - x64.mean(-1, true);
+            auto y64l = c64 * torch::rsqrt(c64.pow(2).mean(-1, true) + 1e-5) * w64 + b64;
+            y64l.backward(dyL.to(torch::kFloat64));
+            auto [yL, meanL, rstdL] = rt::cuda::layerNormForward(x, w, b, 1e-5);
+            auto [dxL, dwL, dbL] = rt::cuda::layerNormBackward(x, w, meanL, rstdL, dyL);
+            const double eF = relErr(yL, y64l.detach()), eX = relErr(dxL, x64.grad());
+            const double eW = relErr(dwL, w64.grad()), eB = relErr(dbL, b64.grad());
+            const double tolL = dtype == torch::kFloat32 ? 1e-5 : 8e-3;
+            WB_CHECK_MSG(yL.scalar_type() == dtype && eF < tolL && eX < tolL && eW < tolL && eB < tolL,
+                         "layernorm " << c10::toString(dtype) << " D " << D << ": forward " << eF << " dx " << eX
+                                      << " dw " << eW << " db " << eB);
+            std::cout << "fused layernorm " << c10::toString(dtype) << " D " << D << ": forward rel err " << eF
+                      << ", dx " << eX << ", dw " << eW << ", db " << eB << std::endl;
+        }
+        {
+            torch::nn::LayerNorm ln(torch::nn::LayerNormOptions({1152}));
+            ln->to(torch::kCUDA);
+            auto x = torch::randn({64, 1152}, cudaF).to(dtype);
+            const double e = relErr(rt::applyLayerNorm(ln, x).to(torch::kFloat32), ln->forward(x.to(torch::kFloat32)));
+            WB_CHECK_MSG(e < (dtype == torch::kFloat32 ? 1e-5 : 8e-3), "applyLayerNorm vs LayerNorm: " << e);
+        }
         const double errF = relErr(rt::cuda::swigluForward(gateUp), y64.detach());
         const double errB = relErr(rt::cuda::swigluBackward(gateUp, dy), g64.grad());
         const double tol = dtype == torch::kFloat32 ? 1e-5 : 8e-3;

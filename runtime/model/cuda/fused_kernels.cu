@@ -798,6 +798,79 @@ __global__ void rmsNormBackwardKernel(const T* __restrict__ x, const float* __re
         dwPartial[blockIdx.x * D + j] = dwRow[j];
 }
 
+// LayerNorm, the same shape of kernel: y = (x − mean) · rstd · w + b, rstd = 1/sqrt(var + eps),
+// var the biased variance of the row (two passes over the row: mean, then Σ (x − mean)²), fp32
+// math, one rounding per output. Backward with x̂ = (x − mean) · rstd, g = dy · w:
+// dx = rstd · (g − mean(g) − x̂ · mean(g · x̂)), dw = Σ_rows dy · x̂, db = Σ_rows dy (per-block
+// partial rows in shared memory, summed by ATen).
+template <typename T>
+__global__ void layerNormForwardKernel(const T* __restrict__ x, const float* __restrict__ w,
+                                       const float* __restrict__ b, T* __restrict__ y, float* __restrict__ mean,
+                                       float* __restrict__ rstd, int64_t N, int64_t D, float eps)
+{
+    __shared__ float shared[33];
+    for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+        const T* xr = x + r * D;
+        T* yr = y + r * D;
+        float sum = 0.0f;
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x)
+            sum += normLoad(xr[j]);
+        const float mu = blockSum(sum, shared) / static_cast<float>(D);
+        float squares = 0.0f;
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
+            const float c = normLoad(xr[j]) - mu;
+            squares += c * c;
+        }
+        const float rs = rsqrtf(blockSum(squares, shared) / static_cast<float>(D) + eps);
+        if (threadIdx.x == 0) {
+            mean[r] = mu;
+            rstd[r] = rs;
+        }
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x)
+            yr[j] = static_cast<T>((normLoad(xr[j]) - mu) * rs * w[j] + b[j]);
+    }
+}
+
+template <typename T>
+__global__ void layerNormBackwardKernel(const T* __restrict__ x, const float* __restrict__ w,
+                                        const float* __restrict__ mean, const float* __restrict__ rstd,
+                                        const T* __restrict__ dy, T* __restrict__ dx, float* __restrict__ dwPartial,
+                                        float* __restrict__ dbPartial, int64_t N, int64_t D)
+{
+    extern __shared__ float rows[];  // dw then db, D values each; column j belongs to thread j % blockDim.x
+    float* dwRow = rows;
+    float* dbRow = rows + D;
+    __shared__ float shared[33];
+    for (int64_t j = threadIdx.x; j < D; j += blockDim.x)
+        dwRow[j] = dbRow[j] = 0.0f;
+    for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+        const T* xr = x + r * D;
+        const T* dyr = dy + r * D;
+        T* dxr = dx + r * D;
+        const float mu = mean[r], rs = rstd[r];
+        float sumG = 0.0f, dot = 0.0f;
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
+            const float xh = (normLoad(xr[j]) - mu) * rs, d = normLoad(dyr[j]), g = d * w[j];
+            sumG += g;
+            dot += g * xh;
+            dwRow[j] += d * xh;
+            dbRow[j] += d;
+        }
+        const float meanG = blockSum(sumG, shared) / static_cast<float>(D);
+        const float meanDot = blockSum(dot, shared) / static_cast<float>(D);
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
+            const float xh = (normLoad(xr[j]) - mu) * rs;
+            dxr[j] = static_cast<T>(rs * (normLoad(dyr[j]) * w[j] - meanG - xh * meanDot));
+        }
+    }
+    for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
+        dwPartial[blockIdx.x * D + j] = dwRow[j];
+        dbPartial[blockIdx.x * D + j] = dbRow[j];
+    }
+}
+
+constexpr int64_t kLayerNormMaxWidth = 5120;  // the backward's shared dw + db rows: 40 KiB
+
 int normBlocks(int64_t rows, int perSm)
 {
     const int64_t cap = int64_t{at::cuda::getCurrentDeviceProperties()->multiProcessorCount} * perSm;
@@ -860,6 +933,72 @@ std::pair<torch::Tensor, torch::Tensor> rmsNormBackward(const torch::Tensor& x, 
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return {dx, partial.sum(0)};
+}
+
+bool layerNormSupports(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias)
+{
+    const auto type = x.scalar_type();
+    const auto param = [&](const torch::Tensor& t) {
+        return t.defined() && t.is_cuda() && t.dim() == 1 && t.is_contiguous() && t.scalar_type() == torch::kFloat32 &&
+               t.size(0) == x.size(-1) && t.device() == x.device();
+    };
+    return x.is_cuda() && x.dim() >= 1 && x.is_contiguous() && (type == torch::kFloat32 || type == torch::kBFloat16) &&
+           x.size(-1) > 0 && x.size(-1) <= kLayerNormMaxWidth && param(weight) && param(bias);
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> layerNormForward(const torch::Tensor& x,
+                                                                          const torch::Tensor& weight,
+                                                                          const torch::Tensor& bias, double eps)
+{
+    TORCH_CHECK(layerNormSupports(x, weight, bias), "layerNormForward: unsupported operands");
+    const c10::cuda::CUDAGuard guard(x.device());
+    const int64_t D = x.size(-1), N = x.numel() / D;
+    auto y = torch::empty_like(x);
+    auto mean = torch::empty({N}, x.options().dtype(torch::kFloat32));
+    auto rstd = torch::empty({N}, x.options().dtype(torch::kFloat32));
+    if (N == 0)
+        return {y, mean, rstd};
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, x.scalar_type(), "layerNormForward", [&] {
+        layerNormForwardKernel<scalar_t><<<normBlocks(N, 8), kNormThreads, 0, stream>>>(
+            x.data_ptr<scalar_t>(), weight.data_ptr<float>(), bias.data_ptr<float>(), y.data_ptr<scalar_t>(),
+            mean.data_ptr<float>(), rstd.data_ptr<float>(), N, D, static_cast<float>(eps));
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return {y, mean, rstd};
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> layerNormBackward(const torch::Tensor& x,
+                                                                           const torch::Tensor& weight,
+                                                                           const torch::Tensor& mean,
+                                                                           const torch::Tensor& rstd,
+                                                                           const torch::Tensor& dy)
+{
+    TORCH_CHECK(x.is_cuda() && x.is_contiguous() && weight.is_cuda() && weight.scalar_type() == torch::kFloat32 &&
+                    weight.numel() == x.size(-1) && x.size(-1) <= kLayerNormMaxWidth,
+                "layerNormBackward: unsupported operands");
+    const c10::cuda::CUDAGuard guard(x.device());
+    const int64_t D = x.size(-1), N = x.numel() / D;
+    auto g = dy.to(x.scalar_type()).contiguous();
+    TORCH_CHECK(g.sizes() == x.sizes() && mean.numel() == N && rstd.numel() == N &&
+                    mean.scalar_type() == torch::kFloat32 && rstd.scalar_type() == torch::kFloat32,
+                "layerNormBackward: dy must have x's shape, mean and rstd one fp32 value per row");
+    auto dx = torch::empty_like(x);
+    if (N == 0)
+        return {dx, torch::zeros_like(weight), torch::zeros_like(weight)};
+    const int blocks = normBlocks(N, 8);
+    auto dwPartial = torch::empty({blocks, D}, weight.options());
+    auto dbPartial = torch::empty({blocks, D}, weight.options());
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    const size_t sharedBytes = 2 * static_cast<size_t>(D) * sizeof(float);
+    AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, x.scalar_type(), "layerNormBackward", [&] {
+        layerNormBackwardKernel<scalar_t><<<blocks, kNormThreads, sharedBytes, stream>>>(
+            x.data_ptr<scalar_t>(), weight.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+            g.data_ptr<scalar_t>(), dx.data_ptr<scalar_t>(), dwPartial.data_ptr<float>(), dbPartial.data_ptr<float>(), N,
+            D);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return {dx, dwPartial.sum(0), dbPartial.sum(0)};
 }
 
 }  // namespace wb::rt::cuda

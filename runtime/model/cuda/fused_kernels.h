@@ -91,4 +91,21 @@ std::pair<torch::Tensor, torch::Tensor> rmsNormBackward(const torch::Tensor& x, 
 /// True when the RMSNorm kernels can take these operands.
 bool rmsNormSupports(const torch::Tensor& x, const torch::Tensor& weight);
 
+/// LayerNorm over the last dim of x (fp32 or bf16, contiguous CUDA; width ≤ 5120) with fp32 weight
+/// and bias: y = (x − mean) · rstd · w + b, rstd = 1/sqrt(var + eps) (biased variance), fp32 math,
+/// one rounding per output — what autocast's fp32 LayerNorm gives once its output is cast to the
+/// next GEMM's bf16, without the fp32 copies of the rows either way. Returns {y (x's shape and
+/// dtype), mean [rows], rstd [rows]} (fp32).
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> layerNormForward(const torch::Tensor& x,
+                                                                         const torch::Tensor& weight,
+                                                                         const torch::Tensor& bias, double eps);
+/// Its backward in one pass over the rows: {dx (x's dtype), dw, db (fp32)}.
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> layerNormBackward(const torch::Tensor& x,
+                                                                          const torch::Tensor& weight,
+                                                                          const torch::Tensor& mean,
+                                                                          const torch::Tensor& rstd,
+                                                                          const torch::Tensor& dy);
+/// True when the LayerNorm kernels can take these operands.
+bool layerNormSupports(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+
 }  // namespace wb::rt::cuda

@@ -108,4 +108,22 @@ std::pair<torch::Tensor, torch::Tensor> rmsNormBackward(const torch::Tensor&, co
     TORCH_CHECK(false, "rmsNormBackward: this build has no CUDA kernels (built without nvcc)");
 }
 
+bool layerNormSupports(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)
+{
+    return false;
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> layerNormForward(const torch::Tensor&, const torch::Tensor&,
+                                                                         const torch::Tensor&, double)
+{
+    TORCH_CHECK(false, "layerNormForward: this build has no CUDA kernels (built without nvcc)");
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> layerNormBackward(const torch::Tensor&, const torch::Tensor&,
+                                                                          const torch::Tensor&, const torch::Tensor&,
+                                                                          const torch::Tensor&)
+{
+    TORCH_CHECK(false, "layerNormBackward: this build has no CUDA kernels (built without nvcc)");
+}
+
 }  // namespace wb::rt::cuda
