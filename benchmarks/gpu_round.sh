@@ -37,6 +37,9 @@
 #                          decoder-attention row (the measurement behind choosing varlen flash)
 # Logs, configs, dumps and metrics go to $WB_ROUND_RESULTS (default /tmp/gpu_round).
 set -euo pipefail
+# The kernels written without a GPU (runtime/model/cuda/fused_kernels.cu newKernelsOn: vectorized
+# RoPE/SwiGLU, the LayerNorm kernel) run in the round's rows and checks until one validates them.
+export WB_NEW_KERNELS=${WB_NEW_KERNELS:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STEPS=${1:-12}
 RESULTS=${WB_ROUND_RESULTS:-/tmp/gpu_round}

@@ -738,6 +738,8 @@ int main()
         std::cout << "no CUDA device: skipped" << std::endl;
         return 77;
     }
+    // The kernels not yet run on a GPU (fused_kernels.cu newKernelsOn) are what this test is for.
+    setenv("WB_NEW_KERNELS", "1", 1);
     testGroupedExperts();
     testVarlenDecoderAttention();
     testVarlenVision();
