@@ -10,7 +10,9 @@ images (16 heads, d 72, bidirectional; FA2 pads d 72 to its d 96 kernel, and its
 batches through at::_cudnn_attention_forward with cum_seq_q/k (cuDNN's ragged-offset SDPA, the
 path PyTorch's nested tensors take), forward and forward + backward through autograd, checks
 that both backends compute the same function (output and input gradients against FA2, relative
-L2 error), and prints the op schemas this LibTorch has, so that the C++ call can follow them.
+L2 error), and prints the op schemas this LibTorch has. moe-train's cuDNN path was removed after
+its input gradients came out wrong on LibTorch 2.11 (docs/runtime.md, "cuDNN's varlen SDPA"):
+this script is the re-check for a newer LibTorch (not yet run).
 Lengths: the benchmark slice's real workload (images of 256..896 px per side, 16-px patches:
 256..3136 patches, about 60 k per step; decoder samples packed into 4096-token sequences).
 """

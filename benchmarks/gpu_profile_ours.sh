@@ -6,7 +6,6 @@
 # by category, by launching ATen op, and the top kernels.
 #   benchmarks/gpu_profile_ours.sh [real|mock] [extra JSON merged into the config, e.g. '{"train":{"global_batch_size":16}}']
 set -euo pipefail
-export WB_NEW_KERNELS=${WB_NEW_KERNELS:-1}  # as gpu_round.sh: the kernels not yet validated on a GPU
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SOURCE=${1:-real}
 EXTRA=${2:-}

@@ -37,9 +37,6 @@
 #                          decoder-attention row (the measurement behind choosing varlen flash)
 # Logs, configs, dumps and metrics go to $WB_ROUND_RESULTS (default /tmp/gpu_round).
 set -euo pipefail
-# The kernels written without a GPU (runtime/model/cuda/fused_kernels.cu newKernelsOn: vectorized
-# RoPE/SwiGLU, the LayerNorm kernel) run in the round's rows and checks until one validates them.
-export WB_NEW_KERNELS=${WB_NEW_KERNELS:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STEPS=${1:-12}
 RESULTS=${WB_ROUND_RESULTS:-/tmp/gpu_round}
@@ -139,19 +136,7 @@ variant("real-casting", lambda v: v["train"].update(bf16_weight_copies=False))
 # The bf16 weight gradients widened to fp32 before the norm and AdamW, as before
 # train.bf16_gradients (on by default, one GPU) — against "real": the same update.
 variant("real-widening", lambda v: v["train"].update(bf16_gradients=False))
-# cuDNN's ragged SDPA instead of FA2 for the vision encoder (head dim 72, which FA2 pads to its
-# d 96 kernel) and for both attention cores (train.*_attention_kernel; runtime/model/attention.h).
-variant("real-cudnn-vision", lambda v: v["train"].update(vision_attention_kernel="cudnn"))
-variant("real-cudnn-attention", lambda v: v["train"].update(vision_attention_kernel="cudnn",
-                                                            decoder_attention_kernel="cudnn"))
-# The same pair at MBS 2, which fits an 80 GB card (real MBS 4 peaks at 83 GiB).
-def mbs2_with(**kernels):
-    def edit(v):
-        mbs(2)(v)
-        v["train"].update(**kernels)
-    return edit
-variant("real-mbs2-cudnn-vision", mbs2_with(vision_attention_kernel="cudnn"))
-variant("real-mbs2-cudnn-attention", mbs2_with(vision_attention_kernel="cudnn", decoder_attention_kernel="cudnn"))
+variant("real-scalar-kernels", lambda v: None)  # real's config; moe-train runs with WB_NEW_KERNELS=0
 PY
 
 # WB_ROUND_ROWS: is this row (or the dump an eager row of it needs) selected?
@@ -304,12 +289,11 @@ PY
 }
 ours real-casting
 ours real-widening
-ours real-cudnn-vision
-ours real-cudnn-attention
+# Session 22's LayerNorm kernel and vectorized RoPE/SwiGLU off (fused_kernels.cu newKernelsOn):
+# what they buy, against "real".
+ours real-scalar-kernels WB_NEW_KERNELS=0
 same_losses real-casting real "autocast casts vs kept bf16 copies"
 same_losses real-widening real "widened vs bf16 gradients"
-same_losses real-cudnn-vision real "cuDNN vs FA2 vision attention"
-same_losses real-cudnn-attention real "cuDNN vs FA2 attention"
 ours real-overlap-optimizer
 same_losses real-overlap-optimizer real "overlapped vs serial optimizer"
 ours mock
@@ -323,9 +307,6 @@ eager eager-mock-loop mock loop mock
 echo "== ours, the guide's knobs"
 ours real-mbs1
 ours real-mbs2
-ours real-mbs2-cudnn-vision
-ours real-mbs2-cudnn-attention
-same_losses real-mbs2-cudnn-attention real-mbs2 "cuDNN vs FA2 attention, MBS 2"
 ours real-mbs8
 ours real-frozen-vision
 ours real-recompute-selective

@@ -395,8 +395,6 @@ void visitConfig(V& v, RunConfig& c)
         v.boolean("overlap_optimizer", t.overlapOptimizer);
         v.boolean("bf16_weight_copies", t.bf16WeightCopies);
         v.boolean("bf16_gradients", t.bf16Gradients);
-        v.choice("vision_attention_kernel", t.visionAttentionKernel, {"flash", "cudnn"});
-        v.choice("decoder_attention_kernel", t.decoderAttentionKernel, {"flash", "cudnn"});
         v.integer("checkpoint_interval", t.checkpointInterval, 0, kMaxInt64);
         v.integer("log_interval", t.logInterval, 1, kMaxInt64);
     });

@@ -114,11 +114,6 @@ struct TrainConfig {
     /// read by the gradient norm and the fused AdamW pass as they are, not widened to fp32 first
     /// (the same update; 2 B per weight less gradient memory). runtime/model/bf16_weights.h.
     bool bf16Gradients = true;
-    /// moe-train, CUDA bf16 varlen attention: the kernel of the vision encoder's and the decoder's
-    /// attention core, "flash" (FA2, the default) or "cudnn" (cuDNN SDPA with ragged offsets;
-    /// LibTorch >= 2.9). runtime/model/attention.h.
-    std::string visionAttentionKernel = "flash";
-    std::string decoderAttentionKernel = "flash";
     int64_t checkpointInterval = 0;       ///< steps between checkpoints; 0 = only on SIGTERM
     int64_t logInterval = 1;              ///< steps between metrics lines
 };

@@ -6,10 +6,8 @@
 #include "runtime/model/torch_compat.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
-#include <string>
 #include <tuple>
 
 namespace wb::rt {
@@ -144,69 +142,12 @@ bool flashVarlenAvailable()
     return WB_HAVE_FLASH_VARLEN;
 }
 
-bool cudnnVarlenAvailable()
-{
-    return WB_HAVE_CUDNN_VARLEN;
-}
-
-namespace {
-
-#if WB_HAVE_CUDNN_VARLEN
-// cuDNN's ragged SDPA on the flash layout ([N, heads, Dh], cum_seq offsets). What this LibTorch
-// accepts is found on the first call and kept: the offsets' integer type and whether K/V must have
-// the query's head count (GQA expanded by repeat_interleave).
-std::atomic<int> g_cudnnVariant{-1};  // -1 unknown; bit 0: int64 offsets, bit 1: expand K/V
-
-torch::Tensor cudnnVarlen(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                          const PackedSegments& segments, bool causal, int variant)
-{
-    const torch::Tensor cu =
-        variant & 1 ? segments.cuSeqlens_S1.to(torch::kInt64) : segments.cuSeqlens_S1.to(torch::kInt32);
-    torch::Tensor kk = k, vv = v;
-    if ((variant & 2) && k.size(1) != q.size(1)) {
-        kk = k.repeat_interleave(q.size(1) / k.size(1), 1);
-        vv = v.repeat_interleave(q.size(1) / v.size(1), 1);
-    }
-    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-    const bool training =
-        torch::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
-    return std::get<0>(at::_cudnn_attention_forward(q, kk, vv, /*attn_bias=*/c10::nullopt, cu, cu, segments.maxSeqlen,
-                                                    segments.maxSeqlen, /*compute_log_sumexp=*/training,
-                                                    /*dropout_p=*/0.0, causal, /*return_debug_mask=*/false, scale));
-}
-#endif
-
-}  // namespace
-
 torch::Tensor varlenAttention(const torch::Tensor& q_NHd, const torch::Tensor& k_NGd, const torch::Tensor& v_NGd,
                               const PackedSegments& segments, bool causal)
 {
 #if WB_HAVE_FLASH_VARLEN
-    // The kernels take bf16/fp16 with a contiguous last dim; cu_seqlens on the device.
+    // The flash kernel takes bf16/fp16 with a contiguous last dim; cu_seqlens int32 on the device.
     auto half = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).contiguous(); };
-#if WB_HAVE_CUDNN_VARLEN
-    if (segments.kernel == VarlenKernel::Cudnn) {
-        const auto q = half(q_NHd), k = half(k_NGd), v = half(v_NGd);
-        int variant = g_cudnnVariant.load();
-        if (variant < 0) {  // the first call: the first form this LibTorch takes (its error otherwise)
-            std::string refused;
-            for (int candidate : {0, 1, 2, 3}) {
-                try {
-                    auto out = cudnnVarlen(q, k, v, segments, causal, candidate);
-                    g_cudnnVariant.store(candidate);
-                    return out.to(q_NHd.scalar_type());
-                } catch (const c10::Error& e) {
-                    refused = e.what_without_backtrace();
-                }
-            }
-            TORCH_CHECK(false,
-                        "cuDNN varlen attention refused every form (int32/int64 offsets, K/V expanded or "
-                        "not); set train.*_attention_kernel to flash. Last error: ",
-                        refused);
-        }
-        return cudnnVarlen(q, k, v, segments, causal, variant).to(q_NHd.scalar_type());
-    }
-#endif
     auto result = at::_flash_attention_forward(half(q_NHd), half(k_NGd), half(v_NGd), segments.cuSeqlens_S1,
                                                segments.cuSeqlens_S1, segments.maxSeqlen, segments.maxSeqlen,
                                                /*dropout_p=*/0.0, causal, /*return_debug_mask=*/false);

@@ -26,16 +26,9 @@ namespace wb::rt {
 /// Segments of a flattened packed sequence for the varlen kernel: cuSeqlens_S1 is int32 on the
 /// device, [0, len_0, len_0+len_1, …, N]; maxSeqlen the longest segment (a host number, so the
 /// kernel launch needs no device→host copy). Undefined = use the dense mask.
-/// Which kernel varlenAttention runs (train.vision_attention_kernel / decoder_attention_kernel).
-enum class VarlenKernel {
-    Flash,  ///< at::_flash_attention_forward (FA2; head dims padded to its 32-multiple kernels)
-    Cudnn,  ///< at::_cudnn_attention_forward with cum_seq (cuDNN SDPA with ragged offsets)
-};
-
 struct PackedSegments {
     torch::Tensor cuSeqlens_S1;
     int64_t maxSeqlen = 0;
-    VarlenKernel kernel = VarlenKernel::Flash;
     bool defined() const { return cuSeqlens_S1.defined(); }
 };
 
@@ -44,13 +37,10 @@ PackedSegments packedSegments(const std::vector<int64_t>& lengths, torch::Device
 
 /// True when this build can run varlenAttention (CUDA build on LibTorch >= 2.1).
 bool flashVarlenAvailable();
-/// True when this build has the cuDNN varlen kernel (VarlenKernel::Cudnn; CUDA, LibTorch >= 2.9).
-bool cudnnVarlenAvailable();
 
-/// Attention over segments: q_NHd, k/v_NGd (G divides H), computed in bf16, o_NHd returned in q's
-/// dtype; causal within each segment when `causal`. The kernel is segments.kernel (cuDNN: K/V
-/// expanded to H heads where it refuses G < H; flash where this build has no cuDNN varlen).
-/// Throws on a build without varlen attention (check flashVarlenAvailable).
+/// Flash attention over segments: q_NHd, k/v_NGd (G divides H), computed in bf16, o_NHd returned
+/// in q's dtype; causal within each segment when `causal`. Throws on a build without it (check
+/// flashVarlenAvailable).
 torch::Tensor varlenAttention(const torch::Tensor& q_NHd, const torch::Tensor& k_NGd, const torch::Tensor& v_NGd,
                               const PackedSegments& segments, bool causal);
 

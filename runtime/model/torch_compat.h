@@ -16,9 +16,6 @@
 #define WB_HAVE_GROUPED_MM (WB_WITH_CUDA && WB_TORCH_AT_LEAST(2, 8))
 // at::_flash_attention_forward with cum_seq_q/k (varlen) and its autograd formula: 2.1+ on CUDA.
 #define WB_HAVE_FLASH_VARLEN (WB_WITH_CUDA && WB_TORCH_AT_LEAST(2, 1))
-// at::_cudnn_attention_forward with cum_seq_q/k (cuDNN's ragged-offset SDPA, nested tensors' path)
-// and its autograd formula: gated at 2.9 (the wheel on the GPU nodes is 2.11).
-#define WB_HAVE_CUDNN_VARLEN (WB_WITH_CUDA && WB_TORCH_AT_LEAST(2, 9))
 
 namespace wb::rt {
 /// True inside moe-train's bf16 CUDA autocast region (LibTorch >= 2.4 per-device API).

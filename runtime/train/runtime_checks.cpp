@@ -5,7 +5,6 @@
 #include "runtime/data/manifest.h"
 #include "runtime/data/tokenizer.h"
 
-#include "runtime/model/attention.h"
 #include "runtime/model/cuda/cuda_graph.h"
 #include "runtime/model/torch_compat.h"
 #include "runtime/parallel/process_group.h"
@@ -231,15 +230,6 @@ std::vector<core::ConfigProblem> runtimeProblems(const core::RunConfig& c, int w
                        "set vocab_size >= 260"});
     const auto& p = c.parallel;
     contextParallelProblems(c, out);
-    for (const auto& [field, kernel] :
-         {std::pair<const char*, const std::string&>{"train.vision_attention_kernel", c.train.visionAttentionKernel},
-          {"train.decoder_attention_kernel", c.train.decoderAttentionKernel}})
-        if (kernel == "cudnn" && !cudnnVarlenAvailable())
-            out.push_back({field,
-                           "\"cudnn\" needs a CUDA build of moe-train on LibTorch >= 2.9 (cuDNN SDPA with ragged "
-                           "offsets); this build has " +
-                               std::string(flashVarlenAvailable() ? "flash only" : "no varlen attention"),
-                           "set it to \"flash\" (the CPU and fp32 paths use the exact dense core either way)"});
     for (core::ConfigProblem& p : core::moeTrainModelProblems(c.model.decoder))
         out.push_back(std::move(p));
     tensorParallelProblems(c, out);

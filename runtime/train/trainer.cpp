@@ -485,11 +485,6 @@ double Trainer::countMicroBatch(const MicroBatch& b, core::StepRecord& r) const
 VlmBatch Trainer::upload(const MicroBatch& batch) const
 {
     VlmBatch t = toTensors(batch, m_device, m_dtype, m_bf16Autocast && flashVarlenAvailable());
-    const auto kernel = [](const std::string& name) {
-        return name == "cudnn" ? VarlenKernel::Cudnn : VarlenKernel::Flash;
-    };
-    t.images.kernel = kernel(m_config.train.visionAttentionKernel);
-    t.decoder.documents.kernel = kernel(m_config.train.decoderAttentionKernel);
     if (m_denseDecoderAttention)  // benchmark comparison only: document-causal B×T×T mask
         t.decoder.documents = {};
     return t;

@@ -105,8 +105,8 @@ private:
     bool writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message);
     bool writer() const { return m_env.rank == 0; }
     torch::Tensor optimizerStep(int64_t step, core::StepRecord& record);
-    /// The micro-batch's tensors on the device, its segments set to the configured attention
-    /// kernels (train.*_attention_kernel), the decoder's dropped for WB_DECODER_ATTENTION=dense.
+    /// The micro-batch's tensors on the device (the decoder's segments dropped for
+    /// WB_DECODER_ATTENTION=dense).
     VlmBatch upload(const MicroBatch& batch) const;
     void installRecompute();
     void installOptimizerOverlap();

@@ -121,44 +121,6 @@ static void testVarlenDecoderAttention()
     std::cout << "decoder varlen vs dense: y " << err << ", dx " << relErr(gFast, gRef) << std::endl;
 }
 
-// train.*_attention_kernel "cudnn": cuDNN's ragged SDPA computes what FA2 computes, forward and
-// input gradients, on the decoder's shape (GQA 8/2, d 128, causal) and the vision encoder's (16
-// heads, d 72, bidirectional), over uneven segments.
-static void testCudnnVarlen()
-{
-    if (!rt::cudnnVarlenAvailable()) {
-        std::cout << "cuDNN varlen attention not in this LibTorch: skipped" << std::endl;
-        return;
-    }
-    struct Shape {
-        const char* name;
-        int64_t H, G, Dh;
-        bool causal;
-    };
-    for (const Shape& s : {Shape{"decoder", 8, 2, 128, true}, Shape{"vision", 16, 16, 72, false}}) {
-        torch::manual_seed(11);
-        const std::vector<int64_t> lengths = {300, 17, 1024, 64, 555};
-        const int64_t N = 300 + 17 + 1024 + 64 + 555;
-        const auto opts = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
-        auto q = torch::randn({N, s.H, s.Dh}, opts).requires_grad_(true);
-        auto k = torch::randn({N, s.G, s.Dh}, opts).requires_grad_(true);
-        auto v = torch::randn({N, s.G, s.Dh}, opts).requires_grad_(true);
-        auto upstream = torch::randn({N, s.H, s.Dh}, opts);
-        rt::PackedSegments flash = rt::packedSegments(lengths, torch::kCUDA), cudnn = flash;
-        cudnn.kernel = rt::VarlenKernel::Cudnn;
-        auto yFlash = rt::varlenAttention(q, k, v, flash, s.causal);
-        auto gFlash = torch::autograd::grad({yFlash}, {q, k, v}, {upstream});
-        auto yCudnn = rt::varlenAttention(q, k, v, cudnn, s.causal);
-        auto gCudnn = torch::autograd::grad({yCudnn}, {q, k, v}, {upstream});
-        const double ey = relErr(yCudnn.to(torch::kFloat32), yFlash.to(torch::kFloat32));
-        double eg = 0.0;
-        for (int i = 0; i < 3; ++i)
-            eg = std::max(eg, relErr(gCudnn[i].to(torch::kFloat32), gFlash[i].to(torch::kFloat32)));
-        WB_CHECK_MSG(ey < 1e-2 && eg < 2e-2, "cuDNN varlen " << s.name << ": y " << ey << ", grads " << eg);
-        std::cout << "cuDNN varlen vs flash, " << s.name << ": y " << ey << ", dq/dk/dv " << eg << std::endl;
-    }
-}
-
 static void testVarlenVision()
 {
     if (!rt::flashVarlenAvailable())
@@ -738,12 +700,9 @@ int main()
         std::cout << "no CUDA device: skipped" << std::endl;
         return 77;
     }
-    // The kernels not yet run on a GPU (fused_kernels.cu newKernelsOn) are what this test is for.
-    setenv("WB_NEW_KERNELS", "1", 1);
     testGroupedExperts();
     testVarlenDecoderAttention();
     testVarlenVision();
-    testCudnnVarlen();
     testTinyModelCudaMatchesCpu();
     testFusedAdamW();
     testFusedAdamWBf16Moments();
