@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string_view>
 
 namespace wb::core::planner {
 namespace {
@@ -217,7 +216,16 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
     const ParameterCounts& counts = f.counts;
     const char* optimizerText = w.bf16AdamMoments ? "fp32 master + bf16 Adam m, v (precision-aware optimizer) = 8 B; "
                                                    : "fp32 master + Adam m, v = 12 B; ";
-    struct Group { const char* name; double params; double n; bool trainable; std::string where; };
+    // bf16Copied: a GEMM weight that moe-train keeps a bf16 copy of (all but the input embedding,
+    // whose gradient its own backward makes in fp32).
+    struct Group {
+        const char* name;
+        double params;
+        double n;
+        bool trainable;
+        std::string where;
+        bool bf16Copied = true;
+    };
     std::vector<Group> groups;
     groups.push_back({"decoder attention/norm/router", layers * decoderLayerDenseParams(d) / t, dpN, !m.freezeLanguageModel,
                       !o.explain ? std::string() : std::to_string(layers) + " layers / TP" + std::to_string(l.tp)});
@@ -227,7 +235,8 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
                                  : std::to_string(layers) + " layers × " + std::to_string(d.numMoeExperts / std::max(1, l.ep)) +
                                        " local experts / ETP" + std::to_string(l.etp) + ", sharded over expert-DP " + fmt(edpN, 0)});
     if (first) {
-        groups.push_back({"input embedding", counts.embedding / t, dpN, !m.freezeLanguageModel, "vocab × hidden / TP"});
+        groups.push_back(
+            {"input embedding", counts.embedding / t, dpN, !m.freezeLanguageModel, "vocab × hidden / TP", false});
         groups.push_back({"vision encoder", counts.visionEncoder / t, dpN, !l.freezeVision, "on the first stage, / TP"});
         groups.push_back({"projector + deepstack mergers", counts.projector / t, dpN, !l.freezeVision, "on the first stage, / TP"});
     }
@@ -270,8 +279,7 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
                 WB_ADD(std::string(g.name) + " optimizer", "optimizer", g.params * (w.bf16AdamMoments ? 4.0 : 8.0),
                     base + (w.bf16AdamMoments ? "bf16 Adam m, v = 4 B (no separate master: the parameters are fp32)"
                                               : "fp32 Adam m, v = 8 B (no separate master: the parameters are fp32)"));
-                // The embedding's gradient comes from its own backward in fp32 (no copy).
-                const bool bf16 = rt.bf16Grads && std::string_view(g.name) != "input embedding";
+                const bool bf16 = rt.bf16Grads && g.bf16Copied;
                 runtimeGrads += g.params * (bf16 && microBatches == 1 ? 2.0 : 4.0);
                 // Gradients that live through the forward: accumulated over micro-batches, or
                 // views of the overlapped reducer's buckets (allocated once) where this group is

@@ -105,11 +105,9 @@ torch::Tensor globalGradNorm(const std::vector<torch::Tensor>& grads)
     std::vector<torch::Tensor> fp32, bf16;
     std::vector<size_t> fp32At, bf16At;
     for (size_t i = 0; i < grads.size(); ++i) {
-        const auto type = grads[i].scalar_type();
-        auto& list = type == torch::kFloat32 ? fp32 : type == torch::kBFloat16 ? bf16 : fp32;
-        auto& at = type == torch::kBFloat16 ? bf16At : fp32At;
-        list.push_back(type == torch::kFloat32 || type == torch::kBFloat16 ? grads[i] : grads[i].to(torch::kFloat32));
-        at.push_back(i);
+        const bool isBf16 = grads[i].scalar_type() == torch::kBFloat16;
+        (isBf16 ? bf16 : fp32).push_back(isBf16 ? grads[i] : grads[i].to(torch::kFloat32));  // fp32: no copy
+        (isBf16 ? bf16At : fp32At).push_back(i);
     }
     norms.resize(grads.size());
     if (!fp32.empty()) {

@@ -184,19 +184,41 @@ __global__ void swigluBackwardKernelVec(const T* __restrict__ gateUp, const T* _
     }
 }
 
-// The widest vector width (≤ 16 B) for rows of F values at these pointers, or 0 (the scalar kernel):
-// F and every pointer aligned, and N·F/V small enough for 32-bit indices.
-template <typename T>
-int swigluWidth(int64_t N, int64_t F, std::initializer_list<const void*> pointers)
+// The vector kernels' width for element type T: the widest (16 B: 8 for 2-byte types, 4 for fp32),
+// else 4, for which `fits(v)` holds (F, strides and pointers aligned, indices within 32 bits); 0
+// for the scalar kernel, and while the new kernels are off.
+template <typename T, typename Fits>
+int vectorWidth(Fits fits)
 {
-    for (int v : {static_cast<int>(16 / sizeof(T)), 4}) {
-        bool ok = v <= static_cast<int>(16 / sizeof(T)) && F % v == 0 && N * (F / v) < (int64_t{1} << 30);
-        for (const void* p : pointers)
-            ok = ok && reinterpret_cast<uintptr_t>(p) % (v * sizeof(T)) == 0;
-        if (ok)
-            return v;
-    }
-    return 0;
+    constexpr int wide = static_cast<int>(16 / sizeof(T));
+    if (!newKernelsOn())
+        return 0;
+    if (fits(wide))
+        return wide;
+    return wide > 4 && fits(4) ? 4 : 0;
+}
+
+// Calls vector(std::integral_constant<int, V>{}) for a width vectorWidth chose, scalar() for 0.
+template <typename T, typename Vector, typename Scalar>
+void launchByWidth(int width, Vector vector, Scalar scalar)
+{
+    constexpr int wide = static_cast<int>(16 / sizeof(T));
+    if (width == wide)
+        vector(std::integral_constant<int, wide>{});
+    else if (width == 4)
+        vector(std::integral_constant<int, 4>{});
+    else
+        scalar();
+}
+
+// True when rows of F values at these pointers take V-wide vectors with 32-bit indices over N rows.
+template <typename T>
+bool rowsFit(int v, int64_t N, int64_t F, std::initializer_list<const void*> pointers)
+{
+    bool ok = F % v == 0 && N * (F / v) < (int64_t{1} << 30);
+    for (const void* p : pointers)
+        ok = ok && reinterpret_cast<uintptr_t>(p) % (v * sizeof(T)) == 0;
+    return ok;
 }
 
 // One block per token: the threads walk the D columns, each summing its K rows in fp32.
@@ -621,32 +643,23 @@ torch::Tensor ropeRotate(const torch::Tensor& x, const torch::Tensor& cos, const
     const auto stream = at::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "ropeRotate", [&] {
         // The widest vector (≤ 16 B) that F, both strides and every pointer allow, 32-bit indices.
-        const auto aligned = [&](int v) {
-            const auto bytes = static_cast<uintptr_t>(v * sizeof(scalar_t));
-            return F % v == 0 && x.stride(0) % v == 0 && x.stride(1) % v == 0 &&
-                   reinterpret_cast<uintptr_t>(x.data_ptr()) % bytes == 0 &&
-                   reinterpret_cast<uintptr_t>(cos.data_ptr()) % bytes == 0 &&
-                   reinterpret_cast<uintptr_t>(sin.data_ptr()) % bytes == 0 &&
-                   reinterpret_cast<uintptr_t>(out.data_ptr()) % bytes == 0 && x.stride(0) < (int64_t{1} << 31) &&
-                   N * H * (F / v) < (int64_t{1} << 30);
-        };
-        const auto launch = [&](auto width) {
-            constexpr int V = decltype(width)::value;
+        const int width = vectorWidth<scalar_t>([&](int v) {
+            return x.stride(0) % v == 0 && x.stride(1) % v == 0 && x.stride(0) < (int64_t{1} << 31) &&
+                   rowsFit<scalar_t>(v, N * H, F, {x.data_ptr(), cos.data_ptr(), sin.data_ptr(), out.data_ptr()});
+        });
+        const auto launchVector = [&](auto lanes) {
+            constexpr int V = decltype(lanes)::value;
             const int64_t total = N * H * (F / V);
             ropeKernelVec<scalar_t, V><<<blocksFor(total), kThreads, 0, stream>>>(
                 x.data_ptr<scalar_t>(), static_cast<uint32_t>(x.stride(0)), static_cast<uint32_t>(x.stride(1)),
                 cos.data_ptr<scalar_t>(), sin.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), static_cast<uint32_t>(H),
                 static_cast<uint32_t>(F / V), static_cast<uint32_t>(total), static_cast<float>(sign));
         };
-        constexpr int kWide = static_cast<int>(16 / sizeof(scalar_t));  // 8 for bf16/fp16, 4 for fp32
-        if (newKernelsOn() && aligned(kWide))
-            launch(std::integral_constant<int, kWide>{});
-        else if (newKernelsOn() && kWide > 4 && aligned(4))
-            launch(std::integral_constant<int, 4>{});
-        else
+        launchByWidth<scalar_t>(width, launchVector, [&] {
             ropeKernel<scalar_t><<<blocksFor(N * H * F), kThreads, 0, stream>>>(
                 x.data_ptr<scalar_t>(), x.stride(0), x.stride(1), cos.data_ptr<scalar_t>(), sin.data_ptr<scalar_t>(),
                 out.data_ptr<scalar_t>(), N, H, F, static_cast<float>(sign));
+        });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return out;
@@ -669,22 +682,19 @@ torch::Tensor swigluForward(const torch::Tensor& gateUp)
         return out;
     const auto stream = at::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, gateUp.scalar_type(), "swigluForward", [&] {
-        const int v = newKernelsOn() ? swigluWidth<scalar_t>(N, F, {gateUp.data_ptr(), out.data_ptr()}) : 0;
-        const auto launch = [&](auto width) {
-            constexpr int V = decltype(width)::value;
+        const int width = vectorWidth<scalar_t>(
+            [&](int v) { return rowsFit<scalar_t>(v, N, F, {gateUp.data_ptr(), out.data_ptr()}); });
+        const auto launchVector = [&](auto lanes) {
+            constexpr int V = decltype(lanes)::value;
             const int64_t total = N * (F / V);
             swigluForwardKernelVec<scalar_t, V><<<blocksFor(total), kThreads, 0, stream>>>(
                 gateUp.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), static_cast<uint32_t>(F / V),
                 static_cast<uint32_t>(total));
         };
-        constexpr int kWide = static_cast<int>(16 / sizeof(scalar_t));
-        if (v == kWide)
-            launch(std::integral_constant<int, kWide>{});
-        else if (v == 4)
-            launch(std::integral_constant<int, 4>{});
-        else
+        launchByWidth<scalar_t>(width, launchVector, [&] {
             swigluForwardKernel<scalar_t><<<blocksFor(N * F), kThreads, 0, stream>>>(
                 gateUp.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), N, F);
+        });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return out;
@@ -702,23 +712,20 @@ torch::Tensor swigluBackward(const torch::Tensor& gateUp, const torch::Tensor& d
         return dGateUp;
     const auto stream = at::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, gateUp.scalar_type(), "swigluBackward", [&] {
-        const int v =
-            newKernelsOn() ? swigluWidth<scalar_t>(N, F, {gateUp.data_ptr(), dyC.data_ptr(), dGateUp.data_ptr()}) : 0;
-        const auto launch = [&](auto width) {
-            constexpr int V = decltype(width)::value;
+        const int width = vectorWidth<scalar_t>([&](int v) {
+            return rowsFit<scalar_t>(v, N, F, {gateUp.data_ptr(), dyC.data_ptr(), dGateUp.data_ptr()});
+        });
+        const auto launchVector = [&](auto lanes) {
+            constexpr int V = decltype(lanes)::value;
             const int64_t total = N * (F / V);
             swigluBackwardKernelVec<scalar_t, V><<<blocksFor(total), kThreads, 0, stream>>>(
                 gateUp.data_ptr<scalar_t>(), dyC.data_ptr<scalar_t>(), dGateUp.data_ptr<scalar_t>(),
                 static_cast<uint32_t>(F / V), static_cast<uint32_t>(total));
         };
-        constexpr int kWide = static_cast<int>(16 / sizeof(scalar_t));
-        if (v == kWide)
-            launch(std::integral_constant<int, kWide>{});
-        else if (v == 4)
-            launch(std::integral_constant<int, 4>{});
-        else
+        launchByWidth<scalar_t>(width, launchVector, [&] {
             swigluBackwardKernel<scalar_t><<<blocksFor(N * F), kThreads, 0, stream>>>(
                 gateUp.data_ptr<scalar_t>(), dyC.data_ptr<scalar_t>(), dGateUp.data_ptr<scalar_t>(), N, F);
+        });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return dGateUp;
