@@ -137,6 +137,7 @@ variant("real-casting", lambda v: v["train"].update(bf16_weight_copies=False))
 # train.bf16_gradients (on by default, one GPU) — against "real": the same update.
 variant("real-widening", lambda v: v["train"].update(bf16_gradients=False))
 variant("real-scalar-kernels", lambda v: None)  # real's config; moe-train runs with WB_NEW_KERNELS=0
+variant("real-aten-passes", lambda v: None)  # real's config; moe-train runs with WB_PASS_KERNELS=0
 PY
 
 # WB_ROUND_ROWS: is this row (or the dump an eager row of it needs) selected?
@@ -292,8 +293,13 @@ ours real-widening
 # Session 22's LayerNorm kernel and vectorized RoPE/SwiGLU off (fused_kernels.cu newKernelsOn):
 # what they buy, against "real".
 ours real-scalar-kernels WB_NEW_KERNELS=0
+# Session 23's row kernels off (fused_kernels.cu passKernelsOn: the vectorized MoE combine and its
+# one-pass backward, the dispatch's gather-sum, the distinct-row scatter of row_ops.h).
+ours real-aten-passes WB_PASS_KERNELS=0
 same_losses real-casting real "autocast casts vs kept bf16 copies"
 same_losses real-widening real "widened vs bf16 gradients"
+same_losses real-scalar-kernels real "session 22's kernels off vs on"
+same_losses real-aten-passes real "row kernels off vs on"
 ours real-overlap-optimizer
 same_losses real-overlap-optimizer real "overlapped vs serial optimizer"
 ours mock

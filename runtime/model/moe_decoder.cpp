@@ -4,6 +4,7 @@
 #include "runtime/data/tokenizer.h"
 #include "runtime/model/cuda/fused_kernels.h"
 #include "runtime/model/recompute.h"
+#include "runtime/model/row_ops.h"
 #include "runtime/model/torch_compat.h"
 
 namespace wb::rt {
@@ -30,7 +31,7 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& h_CD, const torch::
     auto in_BTD = enterRegion(m_tp, m_attnNorm(h_CD)).view({B, T, D});
     auto attn_BTD = m_attention(in_BTD, angle_BTF, allowed_BTT, documents);
     auto x_CD = h_CD + leaveRegion(m_tp, attn_BTD.reshape({B * T, D}));
-    auto tokens_MD = m_mlpNorm(x_CD.index_select(0, validIndex_M));
+    auto tokens_MD = m_mlpNorm(selectDistinctRows(x_CD, validIndex_M));
     // Selective recompute "moe": router, permutation and experts keep only their input.
     const LayerFn moe = [m = m_moe.ptr()](const std::vector<torch::Tensor>& in) {
         auto [y_MD, aux] = m->forward(in[0]);
@@ -38,7 +39,7 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& h_CD, const torch::
     };
     auto moeOut = maybeRecompute(RecomputeModule::Moe, moe, {tokens_MD});
     auxLoss = auxLoss + moeOut[1];
-    return x_CD.index_add(0, validIndex_M, moeOut[0]);
+    return addDistinctRows(x_CD, validIndex_M, moeOut[0]);
 }
 
 MoeDecoderImpl::MoeDecoderImpl(const core::DecoderConfig& c, torch::Device initDevice) : m_config(c)
@@ -175,7 +176,7 @@ torch::Tensor MoeDecoderImpl::runLayerRange(const DecoderInputs& in, torch::Tens
             if (m_tp)
                 h_CD = h_CD + m_tp->scatterTokens(torch::zeros({numTokens, D}, h_CD.options()).index_add(0, imageIndex_I, features_ID));
             else
-                h_CD = h_CD.index_add(0, imageIndex_I, features_ID);
+                h_CD = addDistinctRows(h_CD, imageIndex_I, features_ID);
         }
     }
     return h_CD;
@@ -193,7 +194,7 @@ DecoderOutput MoeDecoderImpl::head(const DecoderInputs& in, const torch::Tensor&
     auto targetIndex_N = in.targetIndex_N.defined() ? in.targetIndex_N
                                                     : (in.labels_BT != kIgnoreLabel).flatten().nonzero().squeeze(1);
     out.targets = targetIndex_N.numel();
-    auto hidden_ND = h_BTD.reshape({-1, m_config.hiddenSize}).index_select(0, targetIndex_N);
+    auto hidden_ND = selectDistinctRows(h_BTD.reshape({-1, m_config.hiddenSize}), targetIndex_N);
     auto labels_N = in.labels_BT.flatten().index_select(0, targetIndex_N);
     if (m_vocabTp) {
         out.lmLoss = out.targets > 0 ? vocabParallelLoss(hidden_ND, labels_N)

@@ -99,9 +99,14 @@ public:
     {
         const auto slot_A = ctx->get_saved_variables()[0];
         const int64_t K = ctx->saved_data["K"].toInt();
-        const auto& g_AD = grads[0];
+        const auto g_AD = grads[0].contiguous();
         const int64_t D = g_AD.size(1);
-        auto g_TD = g_AD.index_select(0, slot_A).view({-1, K, D}).sum(at::IntArrayRef{1}, false, torch::kFloat32).to(g_AD.scalar_type());
+        // One pass on CUDA (gather, fp32 sum over K, cast back: cuda::gatherSumRows), else ATen's three.
+        auto g_TD = cuda::gatherSumSupports(g_AD, slot_A, K) ? cuda::gatherSumRows(g_AD, slot_A, K)
+                                                             : g_AD.index_select(0, slot_A)
+                                                                   .view({-1, K, D})
+                                                                   .sum(at::IntArrayRef{1}, false, torch::kFloat32)
+                                                                   .to(g_AD.scalar_type());
         return {g_TD, torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
 };

@@ -97,6 +97,9 @@ torch::Tensor globalGradNorm(const std::vector<torch::Tensor>& grads)
     torch::NoGradGuard noGrad;
     if (grads.empty())
         return torch::zeros({});
+    // CUDA: one pass over every gradient, as it is (fp32 or bf16), 16-byte loads (cuda::sumOfSquares).
+    if (cuda::sumOfSquaresSupports(grads))
+        return cuda::sumOfSquares(grads).sqrt();
     std::vector<torch::Tensor> norms;
 #if WB_TORCH_AT_LEAST(2, 4)
     // One multi-tensor launch per gradient dtype (fp32, and the bf16 of train.bf16_gradients, read

@@ -34,9 +34,10 @@ struct FusedAdamWOptions {
 void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, const torch::Tensor& gradScale = {},
                     const FusedAdamWOptions& options = {});
 
-/// The global L2 norm of `grads` (fp32 or bf16, on their device; fp32 result) with multi-tensor
-/// kernels where this LibTorch has them (_foreach_norm, one launch per dtype; bf16 read as it is
-/// from 2.4), else one norm per tensor.
+/// The global L2 norm of `grads` (fp32 or bf16, on their device; fp32 result): on CUDA one pass
+/// of cuda::sumOfSquares over all of them, read as they are; else multi-tensor kernels where this
+/// LibTorch has them (_foreach_norm, one launch per dtype; bf16 read as it is from 2.4), else one
+/// norm per tensor.
 torch::Tensor globalGradNorm(const std::vector<torch::Tensor>& grads);
 
 }  // namespace wb::rt

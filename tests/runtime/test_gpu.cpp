@@ -26,8 +26,9 @@
 #include "runtime/model/bf16_weights.h"
 #include "runtime/model/cuda/fused_kernels.h"
 #include "runtime/model/moe_layer.h"
-#include "runtime/model/vision_encoder.h"
+#include "runtime/model/row_ops.h"
 #include "runtime/model/torch_compat.h"
+#include "runtime/model/vision_encoder.h"
 #include "runtime/model/vlm_model.h"
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/optimizer.h"
@@ -414,32 +415,136 @@ static void testFusedKernels()
 }
 
 // The fused MoE combine (gather of T·K expert rows + weighted sum over K) against fp64 ATen on a
-// random permutation, forward and both gradients.
+// random permutation, forward and both gradients; widths that take 16-byte vectors (160, 2048),
+// 8-byte ones (100 in bf16) and none (37), and rows that start off a 16-byte boundary (scalar).
+// The dispatch's gather-sum (cuda::gatherSumRows) on the same operands against ATen's gather and
+// fp32 sum over K.
 static void testFusedCombine()
 {
     if (!rt::cuda::fusedKernelsAvailable())
         return;
     torch::manual_seed(12);
     const auto cudaF = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat32);
-    const int64_t T = 513, K = 8, D = 160, A = T * K;
+    const int64_t T = 513, K = 8, A = T * K;
     for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
-        auto rows = torch::randn({A, D}, cudaF).to(dtype);
-        auto weights = torch::softmax(torch::randn({T, K}, cudaF), -1);
-        auto slot = torch::randperm(A, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kInt64));
-        auto dOut = torch::randn({T, D}, cudaF).to(dtype);
-        auto r64 = rows.to(torch::kFloat64).detach().requires_grad_(true);
-        auto w64 = weights.to(torch::kFloat64).detach().requires_grad_(true);
-        auto ref = (r64.index_select(0, slot).view({T, K, D}) * w64.unsqueeze(-1)).sum(1);
-        ref.backward(dOut.to(torch::kFloat64));
-        auto out = rt::cuda::combineForward(rows, weights, slot);
-        auto [dRows, dW] = rt::cuda::combineBackward(rows, weights, slot, dOut);
-        const double e0 = relErr(out, ref.detach()), e1 = relErr(dRows, r64.grad()), e2 = relErr(dW, w64.grad());
-        const double tol = dtype == torch::kFloat32 ? 1e-5 : 8e-3;
-        WB_CHECK_MSG(e0 < tol && e1 < tol && e2 < tol, "combine " << c10::toString(dtype) << " out " << e0 << " dRows "
-                                                                   << e1 << " dW " << e2);
-        std::cout << "fused combine " << c10::toString(dtype) << ": out " << e0 << ", dRows " << e1 << ", dW " << e2
+        for (int64_t D : {160, 2048, 100, 37}) {
+            for (bool offset : {false, true}) {
+                if (offset && D != 160)
+                    continue;
+                // Offset: the rows' storage starts one element in, so no row is 16-byte aligned.
+                auto rows = torch::randn({A * D + 1}, cudaF)
+                                .to(dtype)
+                                .slice(0, offset ? 1 : 0, offset ? A * D + 1 : A * D)
+                                .view({A, D});
+                auto weights = torch::softmax(torch::randn({T, K}, cudaF), -1);
+                auto slot = torch::randperm(A, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kInt64));
+                auto dOut = torch::randn({T, D}, cudaF).to(dtype);
+                auto r64 = rows.to(torch::kFloat64).detach().requires_grad_(true);
+                auto w64 = weights.to(torch::kFloat64).detach().requires_grad_(true);
+                auto ref = (r64.index_select(0, slot).view({T, K, D}) * w64.unsqueeze(-1)).sum(1);
+                ref.backward(dOut.to(torch::kFloat64));
+                auto out = rt::cuda::combineForward(rows, weights, slot);
+                auto [dRows, dW] = rt::cuda::combineBackward(rows, weights, slot, dOut);
+                const double e0 = relErr(out, ref.detach()), e1 = relErr(dRows, r64.grad()),
+                             e2 = relErr(dW, w64.grad());
+                const double tol = dtype == torch::kFloat32 ? 1e-5 : 8e-3;
+                WB_CHECK_MSG(e0 < tol && e1 < tol && e2 < tol, "combine " << c10::toString(dtype) << " D " << D
+                                                                          << " offset " << offset << " out " << e0
+                                                                          << " dRows " << e1 << " dW " << e2);
+                // Every dRows row is written (slot is a permutation): compare with the exact
+                // product, no row left unwritten.
+                auto exactRows = (dOut.to(torch::kFloat32).repeat_interleave(K, 0) * weights.flatten().unsqueeze(1))
+                                     .to(dtype)
+                                     .index_select(0, std::get<1>(slot.sort()));
+                WB_CHECK_MSG(torch::equal(dRows, exactRows), "combine dRows is not w · dOut rounded once ("
+                                                                 << c10::toString(dtype) << " D " << D << ")");
+                if (rt::cuda::gatherSumSupports(rows, slot, K)) {
+                    auto sum = rt::cuda::gatherSumRows(rows, slot, K);
+                    auto sumRef = rows.index_select(0, slot).view({T, K, D}).sum(1, false, torch::kFloat32).to(dtype);
+                    const double e3 = relErr(sum, sumRef.to(torch::kFloat64));
+                    WB_CHECK_MSG(e3 < (dtype == torch::kFloat32 ? 1e-6 : 4e-3),
+                                 "gatherSumRows " << c10::toString(dtype) << " D " << D << ": " << e3);
+                }
+                if (D == 2048 || offset)
+                    std::cout << "fused combine " << c10::toString(dtype) << " D " << D
+                              << (offset ? " (unaligned)" : "") << ": out " << e0 << ", dRows " << e1 << ", dW " << e2
+                              << std::endl;
+            }
+        }
+    }
+}
+
+// scatterRows (the distinct-row add and the gather's backward, row_ops.h) equals ATen's index_add
+// and index_copy bit for bit (fp32 and bf16, vector and scalar widths), and the autograd wrappers
+// give index_select's / index_add's gradients on the GPU.
+static void testScatterRows()
+{
+    if (!rt::cuda::fusedKernelsAvailable())
+        return;
+    torch::manual_seed(14);
+    const auto cudaF = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat32);
+    for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+        for (int64_t D : {2048, 100, 37}) {
+            const int64_t R = 1000;
+            auto index = std::get<0>(torch::randperm(R, cudaF.dtype(torch::kInt64)).slice(0, 0, 700).sort());
+            auto x = torch::randn({R, D}, cudaF).to(dtype);
+            auto rows = torch::randn({700, D}, cudaF).to(dtype);
+            if (!rt::cuda::scatterRowsSupports(x, index, rows))
+                continue;  // WB_PASS_KERNELS=0
+            auto added = x.clone();
+            rt::cuda::scatterRows(added, index, rows, true);
+            WB_CHECK_MSG(
+                torch::equal(added, x.index_add(0, index, rows)),
+                "scatterRows(accumulate) differs from index_add (" << c10::toString(dtype) << " D " << D << ")");
+            auto written = torch::zeros_like(x);
+            rt::cuda::scatterRows(written, index, rows, false);
+            WB_CHECK_MSG(torch::equal(written, torch::zeros_like(x).index_copy(0, index, rows)),
+                         "scatterRows differs from index_copy (" << c10::toString(dtype) << " D " << D << ")");
+            auto xg = x.detach().clone().requires_grad_(true), xr = x.detach().clone().requires_grad_(true);
+            auto rg = rows.detach().clone().requires_grad_(true), rr = rows.detach().clone().requires_grad_(true);
+            auto w = torch::randn({R, D}, cudaF).to(dtype), wSel = torch::randn({700, D}, cudaF).to(dtype);
+            auto out = rt::addDistinctRows(xg, index, rg);
+            auto ref = xr.index_add(0, index, rr);
+            ((out * w).sum() + (rt::selectDistinctRows(out, index) * wSel).sum()).backward();
+            ((ref * w).sum() + (ref.index_select(0, index) * wSel).sum()).backward();
+            WB_CHECK_MSG(
+                torch::equal(out, ref) && torch::equal(xg.grad(), xr.grad()) && torch::equal(rg.grad(), rr.grad()),
+                "distinct-row ops differ from ATen's on the GPU (" << c10::toString(dtype) << " D " << D << ")");
+        }
+        std::cout << "scatterRows " << c10::toString(dtype) << ": equal to index_add / index_copy and their gradients"
                   << std::endl;
     }
+}
+
+// The gradients' sum of squares (cuda::sumOfSquares, the clip's norm) against fp64: fp32 and bf16
+// tensors, sizes off the chunk and vector multiples, a misaligned start, an empty tensor, and more
+// tensors than one launch takes (100: three launches); globalGradNorm takes it on CUDA.
+static void testSumOfSquares()
+{
+    if (!rt::cuda::fusedKernelsAvailable())
+        return;
+    torch::manual_seed(15);
+    const auto cudaF = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat32);
+    std::vector<torch::Tensor> grads;
+    for (int i = 0; i < 100; ++i) {
+        const int64_t n = i == 7 ? 0 : (i == 3 ? 3 * 16384 + 5 : 1 + (i * 7919) % 40000);
+        auto t = torch::randn({n + 1}, cudaF) * (1 + i % 5);
+        auto view = i % 9 == 4 ? t.slice(0, 1) : t.slice(0, 0, n);  // a misaligned start now and then
+        grads.push_back(i % 2 ? view.to(torch::kBFloat16) : view);
+    }
+    grads.push_back(torch::randn({2048, 768}, cudaF).to(torch::kBFloat16));
+    grads.push_back(torch::randn({20001}, cudaF).to(torch::kBFloat16).slice(0, 1));  // bf16, misaligned
+    if (!rt::cuda::sumOfSquaresSupports(grads))
+        return;  // WB_PASS_KERNELS=0
+    double ref = 0;
+    for (const auto& g : grads)
+        ref += g.to(torch::kFloat64).pow(2).sum().item<double>();
+    const double got = rt::cuda::sumOfSquares(grads).item<double>();
+    const double norm = rt::globalGradNorm(grads).item<double>();
+    const double e = std::abs(got - ref) / ref, eNorm = std::abs(norm - std::sqrt(ref)) / std::sqrt(ref);
+    WB_CHECK_MSG(e < 1e-5 && eNorm < 1e-5, "sumOfSquares rel err " << e << ", globalGradNorm " << eNorm);
+    std::cout << "sumOfSquares: " << grads.size() << " tensors, rel err " << e << " (norm " << eNorm << ")"
+              << std::endl;
 }
 
 // widenToFloat (the experts' weight-gradient cast) is exactly x.to(kFloat32): aligned and
@@ -710,6 +815,8 @@ int main()
     testBf16WeightCopies();
     testFusedKernels();
     testFusedCombine();
+    testScatterRows();
+    testSumOfSquares();
     testWidenToFloat();
     testFusedCrossEntropy();
     return test::checkExitCode("test_runtime_gpu");

@@ -13,6 +13,7 @@
 #include "runtime/model/bf16_weights.h"
 #include "runtime/model/moe_layer.h"
 #include "runtime/model/projector.h"
+#include "runtime/model/row_ops.h"
 #include "runtime/model/vision_encoder.h"
 #include "runtime/model/vlm_model.h"
 #include "runtime/parallel/context_parallel.h"
@@ -629,6 +630,42 @@ static void testBf16WeightsReachEveryModule()
     WB_CHECK_MSG(users == expected, "modules taking bf16 copies: " << users << ", expected " << expected);
 }
 
+// The distinct-row gather and add (row_ops.h) give index_select's and index_add's values and
+// gradients, fp32 and bf16; a row added on top of another is rounded once, as index_add rounds.
+static void testDistinctRowOps()
+{
+    torch::manual_seed(31);
+    const auto index = torch::tensor(std::vector<int64_t>{0, 3, 4, 9, 6}, torch::kInt64);
+    for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+        auto x = torch::randn({10, 6}).to(dtype).requires_grad_(true);
+        auto rows = torch::randn({5, 6}).to(dtype).requires_grad_(true);
+        auto xRef = x.detach().clone().requires_grad_(true);
+        auto rowsRef = rows.detach().clone().requires_grad_(true);
+        auto out = rt::addDistinctRows(x, index, rows);
+        auto ref = xRef.index_add(0, index, rowsRef);
+        WB_CHECK_MSG(torch::equal(out, ref), "addDistinctRows differs from index_add (" << c10::toString(dtype) << ")");
+        auto sel = rt::selectDistinctRows(out, index);
+        auto selRef = ref.index_select(0, index);
+        WB_CHECK(torch::equal(sel, selRef));
+        const auto w = torch::randn({5, 6}).to(dtype), wAll = torch::randn({10, 6}).to(dtype);
+        ((sel * w).sum() + (out * wAll).sum()).backward();
+        ((selRef * w).sum() + (ref * wAll).sum()).backward();
+        WB_CHECK_MSG(torch::equal(x.grad(), xRef.grad()) && torch::equal(rows.grad(), rowsRef.grad()),
+                     "distinct-row gradients differ from ATen's (" << c10::toString(dtype) << ")");
+        // The rows the index skips get no gradient from the gather: zeros, not garbage.
+        auto g = torch::autograd::grad({rt::selectDistinctRows(xRef, index).sum()}, {xRef})[0];
+        WB_CHECK(g.index_select(0, torch::tensor(std::vector<int64_t>{1, 2, 5, 7, 8})).abs().sum().item<double>() == 0);
+        WB_CHECK(g.index_select(0, index).eq(1).all().item<bool>());
+    }
+    bool refused = false;
+    try {
+        rt::addDistinctRows(torch::zeros({4, 3}), torch::tensor(std::vector<int64_t>{1}), torch::zeros({1, 2}));
+    } catch (const c10::Error&) {
+        refused = true;
+    }
+    WB_CHECK_MSG(refused, "addDistinctRows took rows of another width");
+}
+
 int run(int, char**)
 {
     torch::set_num_threads(1);
@@ -646,6 +683,7 @@ int run(int, char**)
     testPatchUploadMatchesReference();
     testBf16WeightCopies();
     testBf16Gradients();
+    testDistinctRowOps();
     testBf16WeightsReachEveryModule();
     return test::checkExitCode("test_runtime_model");
 }

@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace wb::rt::cuda {
 
@@ -29,6 +30,19 @@ bool newKernelsOn()
 {
     static const bool on = [] {
         const char* v = std::getenv("WB_NEW_KERNELS");
+        return v == nullptr || std::string(v) != "0";
+    }();
+    return on;
+}
+
+// Session 23's memory-bound passes (the vectorized MoE combine with its one-pass backward, the
+// dispatch's gather-sum, the distinct-row scatter, the gradients' sum of squares): checked by
+// test_runtime_gpu; WB_PASS_KERNELS=0 runs the earlier paths (the A/B row `real-aten-passes` of
+// gpu_round.sh).
+bool passKernelsOn()
+{
+    static const bool on = [] {
+        const char* v = std::getenv("WB_PASS_KERNELS");
         return v == nullptr || std::string(v) != "0";
     }();
     return on;
@@ -186,12 +200,12 @@ __global__ void swigluBackwardKernelVec(const T* __restrict__ gateUp, const T* _
 
 // The vector kernels' width for element type T: the widest (16 B: 8 for 2-byte types, 4 for fp32),
 // else 4, for which `fits(v)` holds (F, strides and pointers aligned, indices within 32 bits); 0
-// for the scalar kernel, and while the new kernels are off.
+// for the scalar kernel, and while the kernels of that session (`on`) are off.
 template <typename T, typename Fits>
-int vectorWidth(Fits fits)
+int vectorWidth(Fits fits, bool on = newKernelsOn())
 {
     constexpr int wide = static_cast<int>(16 / sizeof(T));
-    if (!newKernelsOn())
+    if (!on)
         return 0;
     if (fits(wide))
         return wide;
@@ -221,22 +235,63 @@ bool rowsFit(int v, int64_t N, int64_t F, std::initializer_list<const void*> poi
     return ok;
 }
 
-// One block per token: the threads walk the D columns, each summing its K rows in fp32.
-template <typename T>
+// Threads of a row kernel: one V-vector each across a row of Dv vectors, whole warps, at most 256.
+int rowThreads(int64_t Dv)
+{
+    return static_cast<int>(std::clamp<int64_t>((Dv + 31) / 32 * 32, 32, kThreads));
+}
+
+// Grid of a row kernel: one block per row, capped (the kernels loop over the rest).
+int rowBlocks(int64_t rows)
+{
+    return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(rows, 65535 * 8)));
+}
+
+template <typename T, int V>
+__device__ __forceinline__ VecOf<T, V> loadVec(const T* p)
+{
+    return *reinterpret_cast<const VecOf<T, V>*>(p);
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void storeVec(T* p, const VecOf<T, V>& v)
+{
+    *reinterpret_cast<VecOf<T, V>*>(p) = v;
+}
+
+// One block per token: each thread sums its V columns of the token's K rows in fp32, k in order:
+// out[t] = Σ_k w[t, k] · rows[slot[t·K + k]] (w null: weights 1, the dispatch's backward).
+// V = 1 is the scalar kernel of the first combine (2 B accesses: 2.2 ms a step of the benchmark
+// slice for 3.1 GB); V = 16 B / sizeof(T) moves the same rows in 16-byte accesses.
+template <typename T, int V>
 __global__ void combineForwardKernel(const T* __restrict__ rows, const float* __restrict__ w,
                                      const int64_t* __restrict__ slot, T* __restrict__ out, int64_t T_, int64_t K,
-                                     int64_t D)
+                                     int64_t Dv)
 {
+    const int64_t D = Dv * V;
     for (int64_t t = blockIdx.x; t < T_; t += gridDim.x) {
-        for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
-            float acc = 0.0f;
-            for (int64_t k = 0; k < K; ++k)
-                acc += w[t * K + k] * static_cast<float>(rows[slot[t * K + k] * D + d]);
-            out[t * D + d] = static_cast<T>(acc);
+        for (int64_t i = threadIdx.x; i < Dv; i += blockDim.x) {
+            float acc[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j)
+                acc[j] = 0.0f;
+            for (int64_t k = 0; k < K; ++k) {
+                const float wk = w != nullptr ? w[t * K + k] : 1.0f;
+                const auto r = loadVec<T, V>(rows + slot[t * K + k] * D + i * V);
+#pragma unroll
+                for (int j = 0; j < V; ++j)
+                    acc[j] += wk * static_cast<float>(r.v[j]);
+            }
+            VecOf<T, V> o;
+#pragma unroll
+            for (int j = 0; j < V; ++j)
+                o.v[j] = static_cast<T>(acc[j]);
+            storeVec<T, V>(out + t * D + i * V, o);
         }
     }
 }
 
+// The first combine backward, two scalar kernels (the A/B path while WB_PASS_KERNELS=0).
 // One block per assignment j = t·K + k: dRows[slot[j]] = w[j] · dOut[t].
 template <typename T>
 __global__ void combineRowsGradKernel(const float* __restrict__ w, const int64_t* __restrict__ slot,
@@ -270,6 +325,143 @@ __global__ void combineWeightGradKernel(const T* __restrict__ rows, const int64_
             acc += __shfl_down_sync(0xffffffffu, acc, offset);
         if (lane == 0)
             dW[j] = acc;
+    }
+}
+
+// Both combine gradients in one pass, one block per token t: each thread keeps its V columns of
+// dOut[t] and, for each k, writes dRows[slot[t·K + k]] = w · dOut[t] and adds its share of
+// ⟨rows[slot[t·K + k]], dOut[t]⟩; the K dot products are summed over the warp by shuffles and over
+// the warps through shared memory ([warps][K] floats, dynamic). dOut is read once instead of 2K
+// times, and every access is a V-vector (the two kernels above: 4.3 ms a step, 2.4 TB/s).
+template <typename T, int V>
+__global__ void combineBackwardKernel(const T* __restrict__ rows, const float* __restrict__ w,
+                                      const int64_t* __restrict__ slot, const T* __restrict__ dOut,
+                                      T* __restrict__ dRows, float* __restrict__ dW, int64_t T_, int64_t K, int64_t Dv)
+{
+    extern __shared__ float warpDots[];  // [blockDim.x / 32][K]
+    const int64_t D = Dv * V;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    for (int64_t t = blockIdx.x; t < T_; t += gridDim.x) {
+        for (int64_t k = 0; k < K; ++k) {
+            const float wk = w[t * K + k];
+            const int64_t r = slot[t * K + k];
+            float dot = 0.0f;
+            for (int64_t i = threadIdx.x; i < Dv; i += blockDim.x) {
+                const auto g = loadVec<T, V>(dOut + t * D + i * V);
+                const auto x = loadVec<T, V>(rows + r * D + i * V);
+                VecOf<T, V> d;
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    const float gj = static_cast<float>(g.v[j]);
+                    dot += static_cast<float>(x.v[j]) * gj;
+                    d.v[j] = static_cast<T>(wk * gj);
+                }
+                storeVec<T, V>(dRows + r * D + i * V, d);
+            }
+            for (int offset = 16; offset > 0; offset /= 2)
+                dot += __shfl_down_sync(0xffffffffu, dot, offset);
+            if (lane == 0)
+                warpDots[warp * K + k] = dot;
+        }
+        __syncthreads();
+        for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+            float sum = 0.0f;
+            for (int v = 0; v < warps; ++v)
+                sum += warpDots[v * K + k];
+            dW[t * K + k] = sum;
+        }
+        __syncthreads();
+    }
+}
+
+// Rows of src written (Accumulate: added) into dst at rows index[m], which are distinct: no
+// atomics. One block per source row, V-vectors across it. An added value is rounded once, as
+// ATen's index_add rounds dst + src.
+template <typename T, int V, bool Accumulate>
+__global__ void scatterRowsKernel(T* __restrict__ dst, const int64_t* __restrict__ index, const T* __restrict__ src,
+                                  int64_t M, int64_t Dv)
+{
+    const int64_t D = Dv * V;
+    for (int64_t m = blockIdx.x; m < M; m += gridDim.x) {
+        T* d = dst + index[m] * D;
+        const T* s = src + m * D;
+        for (int64_t i = threadIdx.x; i < Dv; i += blockDim.x) {
+            auto v = loadVec<T, V>(s + i * V);
+            if constexpr (Accumulate) {
+                const auto old = loadVec<T, V>(d + i * V);
+#pragma unroll
+                for (int j = 0; j < V; ++j)
+                    v.v[j] = static_cast<T>(static_cast<float>(old.v[j]) + static_cast<float>(v.v[j]));
+            }
+            storeVec<T, V>(d + i * V, v);
+        }
+    }
+}
+
+// The gradients' sum of squares: up to kSquaresTensors tensors per launch, one block per chunk of
+// kSquaresChunk values of one tensor (found from the chunk table in the kernel's parameters), 16-byte
+// loads where the tensor is aligned, fp32 accumulation; each block writes its partial sum.
+// ATen's _foreach_norm went through 109 multi-tensor launches a step of the benchmark slice (3.8 ms
+// for 9.3 GB, 2.5 TB/s: each launch is capped at 320 chunks, so the GPU drains between them).
+constexpr int kSquaresTensors = 48;
+constexpr int64_t kSquaresChunk = 16384;  // a multiple of 8: every vector chunk starts aligned
+
+struct SquaresBatch {
+    const void* data[kSquaresTensors];
+    int64_t numel[kSquaresTensors];
+    int64_t firstChunk[kSquaresTensors + 1];
+    uint8_t bf16[kSquaresTensors];
+    uint8_t aligned[kSquaresTensors];
+    int count;
+};
+
+template <typename T, int V>
+__device__ __forceinline__ float squaresOf(const T* x, int64_t begin, int64_t end)
+{
+    float acc = 0.0f;
+    const int64_t vEnd = begin + (end - begin) / V * V;
+#pragma unroll 4
+    for (int64_t i = begin + int64_t{threadIdx.x} * V; i < vEnd; i += int64_t{blockDim.x} * V) {
+        const auto v = loadVec<T, V>(x + i);
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+            const float f = static_cast<float>(v.v[j]);
+            acc += f * f;
+        }
+    }
+    for (int64_t i = vEnd + threadIdx.x; i < end; i += blockDim.x) {
+        const float f = static_cast<float>(x[i]);
+        acc += f * f;
+    }
+    return acc;
+}
+
+__global__ void sumSquaresKernel(SquaresBatch b, float* __restrict__ partial)
+{
+    const int64_t chunk = blockIdx.x;
+    int t = 0;
+    while (t + 1 < b.count && b.firstChunk[t + 1] <= chunk)
+        ++t;
+    const int64_t begin = (chunk - b.firstChunk[t]) * kSquaresChunk;
+    const int64_t end = begin + kSquaresChunk < b.numel[t] ? begin + kSquaresChunk : b.numel[t];
+    float acc;
+    if (b.bf16[t])
+        acc = b.aligned[t] ? squaresOf<c10::BFloat16, 8>(static_cast<const c10::BFloat16*>(b.data[t]), begin, end)
+                           : squaresOf<c10::BFloat16, 1>(static_cast<const c10::BFloat16*>(b.data[t]), begin, end);
+    else
+        acc = b.aligned[t] ? squaresOf<float, 4>(static_cast<const float*>(b.data[t]), begin, end)
+                           : squaresOf<float, 1>(static_cast<const float*>(b.data[t]), begin, end);
+    for (int offset = 16; offset > 0; offset /= 2)
+        acc += __shfl_down_sync(0xffffffffu, acc, offset);
+    __shared__ float warpSums[kThreads / 32];
+    if (threadIdx.x % 32 == 0)
+        warpSums[threadIdx.x / 32] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float sum = 0.0f;
+        for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w)
+            sum += warpSums[w];
+        partial[chunk] = sum;
     }
 }
 
@@ -396,23 +588,68 @@ bool combineSupports(const torch::Tensor& rows, const torch::Tensor& weights, co
            slot.numel() == weights.numel() && rows.size(0) == weights.numel();
 }
 
-torch::Tensor combineForward(const torch::Tensor& rows, const torch::Tensor& weights, const torch::Tensor& slot)
+namespace {
+
+// The combine's V: 16-byte vectors when D and the pointers allow (and the row kernels are on).
+template <typename T>
+int rowWidth(int64_t D, std::initializer_list<const void*> pointers)
 {
-    TORCH_CHECK(combineSupports(rows, weights, slot), "combineForward: unsupported operands");
+    return vectorWidth<T>([&](int v) { return rowsFit<T>(v, 1, D, pointers); }, passKernelsOn());
+}
+
+// Calls launch(std::integral_constant<int, V>{}) for rowWidth's choice (V = 1 for its 0).
+template <typename T, typename Launch>
+void launchRows(int width, Launch launch)
+{
+    launchByWidth<T>(width, launch, [&] { launch(std::integral_constant<int, 1>{}); });
+}
+
+// out[t] = Σ_k w[t, k] · rows[slot[t·K + k]] (w null: 1).
+torch::Tensor gatherSum(const torch::Tensor& rows, const float* w, const torch::Tensor& slot, int64_t T, int64_t K)
+{
     const c10::cuda::CUDAGuard guard(rows.device());
-    const int64_t T = weights.size(0), K = weights.size(1), D = rows.size(1);
+    const int64_t D = rows.size(1);
     auto out = torch::empty({T, D}, rows.options());
     if (out.numel() == 0)
         return out;
     const auto stream = at::cuda::getCurrentCUDAStream();
-    const int blocks = static_cast<int>(std::min<int64_t>(T, 65535 * 8));
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, rows.scalar_type(), "combineForward", [&] {
-        combineForwardKernel<scalar_t><<<blocks, kThreads, 0, stream>>>(
-            rows.data_ptr<scalar_t>(), weights.data_ptr<float>(), slot.data_ptr<int64_t>(), out.data_ptr<scalar_t>(), T,
-            K, D);
+        launchRows<scalar_t>(rowWidth<scalar_t>(D, {rows.data_ptr(), out.data_ptr()}), [&](auto lanes) {
+            constexpr int V = decltype(lanes)::value;
+            combineForwardKernel<scalar_t, V><<<rowBlocks(T), V == 1 ? kThreads : rowThreads(D / V), 0, stream>>>(
+                rows.data_ptr<scalar_t>(), w, slot.data_ptr<int64_t>(), out.data_ptr<scalar_t>(), T, K, D / V);
+        });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return out;
+}
+
+bool rowKernelType(const torch::Tensor& t)
+{
+    const auto type = t.scalar_type();
+    return type == torch::kFloat32 || type == torch::kBFloat16 || type == torch::kFloat16;
+}
+
+}  // namespace
+
+torch::Tensor combineForward(const torch::Tensor& rows, const torch::Tensor& weights, const torch::Tensor& slot)
+{
+    TORCH_CHECK(combineSupports(rows, weights, slot), "combineForward: unsupported operands");
+    return gatherSum(rows, weights.data_ptr<float>(), slot, weights.size(0), weights.size(1));
+}
+
+bool gatherSumSupports(const torch::Tensor& rows, const torch::Tensor& slot, int64_t K)
+{
+    return passKernelsOn() && rows.is_cuda() && rows.dim() == 2 && rows.is_contiguous() && rowKernelType(rows) &&
+           slot.is_cuda() && slot.dim() == 1 && slot.is_contiguous() && slot.scalar_type() == torch::kInt64 &&
+           slot.numel() == rows.size(0) && K > 0 && rows.size(0) % K == 0;
+}
+
+torch::Tensor gatherSumRows(const torch::Tensor& rows, const torch::Tensor& slot, int64_t K)
+{
+    TORCH_CHECK(gatherSumSupports(rows, slot, K), "gatherSumRows: rows must be a contiguous CUDA [T·K, D] tensor and "
+                "slot a contiguous CUDA int64 [T·K]");
+    return gatherSum(rows, nullptr, slot, rows.size(0) / K, K);
 }
 
 std::pair<torch::Tensor, torch::Tensor> combineBackward(const torch::Tensor& rows, const torch::Tensor& weights,
@@ -428,17 +665,63 @@ std::pair<torch::Tensor, torch::Tensor> combineBackward(const torch::Tensor& row
     if (A == 0 || D == 0)
         return {dRows.zero_(), dW.zero_()};
     const auto stream = at::cuda::getCurrentCUDAStream();
-    const int rowBlocks = static_cast<int>(std::min<int64_t>(A, 65535 * 8));
-    const int warpBlocks = static_cast<int>(std::min<int64_t>((A + kThreads / 32 - 1) / (kThreads / 32), 65535 * 8));
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, rows.scalar_type(), "combineBackward", [&] {
-        combineRowsGradKernel<scalar_t><<<rowBlocks, kThreads, 0, stream>>>(
+        if (passKernelsOn()) {
+            launchRows<scalar_t>(rowWidth<scalar_t>(D, {rows.data_ptr(), g.data_ptr(), dRows.data_ptr()}),
+                                 [&](auto lanes) {
+                                     constexpr int V = decltype(lanes)::value;
+                                     const int threads = rowThreads(D / V);
+                                     const size_t shared = sizeof(float) * (threads / 32) * K;
+                                     combineBackwardKernel<scalar_t, V><<<rowBlocks(T), threads, shared, stream>>>(
+                                         rows.data_ptr<scalar_t>(), weights.data_ptr<float>(), slot.data_ptr<int64_t>(),
+                                         g.data_ptr<scalar_t>(), dRows.data_ptr<scalar_t>(), dW.data_ptr<float>(), T, K,
+                                         D / V);
+                                 });
+            return;
+        }
+        const int rowGrid = static_cast<int>(std::min<int64_t>(A, 65535 * 8));
+        const int warpGrid = static_cast<int>(std::min<int64_t>((A + kThreads / 32 - 1) / (kThreads / 32), 65535 * 8));
+        combineRowsGradKernel<scalar_t><<<rowGrid, kThreads, 0, stream>>>(
             weights.data_ptr<float>(), slot.data_ptr<int64_t>(), g.data_ptr<scalar_t>(), dRows.data_ptr<scalar_t>(), A,
             K, D);
-        combineWeightGradKernel<scalar_t><<<warpBlocks, kThreads, 0, stream>>>(
+        combineWeightGradKernel<scalar_t><<<warpGrid, kThreads, 0, stream>>>(
             rows.data_ptr<scalar_t>(), slot.data_ptr<int64_t>(), g.data_ptr<scalar_t>(), dW.data_ptr<float>(), A, K, D);
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return {dRows, dW};
+}
+
+bool scatterRowsSupports(const torch::Tensor& dst, const torch::Tensor& index, const torch::Tensor& src)
+{
+    return passKernelsOn() && dst.is_cuda() && dst.dim() == 2 && dst.is_contiguous() && rowKernelType(dst) &&
+           src.is_cuda() && src.dim() == 2 && src.is_contiguous() && src.scalar_type() == dst.scalar_type() &&
+           src.size(1) == dst.size(1) && index.is_cuda() && index.dim() == 1 && index.is_contiguous() &&
+           index.scalar_type() == torch::kInt64 && index.numel() == src.size(0) && dst.device() == src.device();
+}
+
+void scatterRows(const torch::Tensor& dst, const torch::Tensor& index, const torch::Tensor& src, bool accumulate)
+{
+    TORCH_CHECK(scatterRowsSupports(dst, index, src), "scatterRows: dst [R, D] and src [M, D] must be contiguous CUDA "
+                "tensors of one dtype and index a contiguous CUDA int64 [M]");
+    const c10::cuda::CUDAGuard guard(dst.device());
+    const int64_t M = src.size(0), D = src.size(1);
+    if (M == 0 || D == 0)
+        return;
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, dst.scalar_type(), "scatterRows", [&] {
+        launchRows<scalar_t>(rowWidth<scalar_t>(D, {dst.data_ptr(), src.data_ptr()}), [&](auto lanes) {
+            constexpr int V = decltype(lanes)::value;
+            const auto launch = [&](auto kernel) {
+                kernel<<<rowBlocks(M), rowThreads(D / V), 0, stream>>>(
+                    dst.data_ptr<scalar_t>(), index.data_ptr<int64_t>(), src.data_ptr<scalar_t>(), M, D / V);
+            };
+            if (accumulate)
+                launch(scatterRowsKernel<scalar_t, V, true>);
+            else
+                launch(scatterRowsKernel<scalar_t, V, false>);
+        });
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 bool adamwSupports(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v)
@@ -1022,6 +1305,57 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> layerNormBackward(const 
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return {dx, dwPartial.sum(0), dbPartial.sum(0)};
+}
+
+bool sumOfSquaresSupports(const std::vector<torch::Tensor>& tensors)
+{
+    if (!passKernelsOn() || tensors.empty())
+        return false;
+    for (const auto& t : tensors)
+        if (!t.defined() || !t.is_cuda() || !t.is_contiguous() || t.device() != tensors[0].device() ||
+            (t.scalar_type() != torch::kFloat32 && t.scalar_type() != torch::kBFloat16))
+            return false;
+    return true;
+}
+
+torch::Tensor sumOfSquares(const std::vector<torch::Tensor>& tensors)
+{
+    TORCH_CHECK(sumOfSquaresSupports(tensors), "sumOfSquares: contiguous fp32/bf16 CUDA tensors on one device");
+    const c10::cuda::CUDAGuard guard(tensors[0].device());
+    // The launches' chunk tables first, so that one partial buffer holds every block's sum.
+    std::vector<SquaresBatch> batches;
+    int64_t chunks = 0;
+    for (const auto& t : tensors) {
+        if (t.numel() == 0)
+            continue;
+        if (batches.empty() || batches.back().count == kSquaresTensors) {
+            batches.emplace_back();
+            batches.back().count = 0;
+            batches.back().firstChunk[0] = chunks;
+        }
+        auto& b = batches.back();
+        const int i = b.count++;
+        b.data[i] = t.data_ptr();
+        b.numel[i] = t.numel();
+        b.bf16[i] = t.scalar_type() == torch::kBFloat16;
+        b.aligned[i] = reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+        chunks += (t.numel() + kSquaresChunk - 1) / kSquaresChunk;
+        b.firstChunk[i + 1] = chunks;
+    }
+    auto partial = torch::empty({chunks}, tensors[0].options().dtype(torch::kFloat32));
+    if (chunks == 0)
+        return partial.sum();
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    for (auto& b : batches) {
+        // Block ids count from the batch's first chunk: shift the table so that it starts at 0.
+        const int64_t first = b.firstChunk[0], blocks = b.firstChunk[b.count] - first;
+        for (int i = 0; i <= b.count; ++i)
+            b.firstChunk[i] -= first;
+        TORCH_CHECK(blocks < (int64_t{1} << 31), "sumOfSquares: too many chunks in one launch");
+        sumSquaresKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(b, partial.data_ptr<float>() + first);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    return partial.sum();
 }
 
 }  // namespace wb::rt::cuda

@@ -8,6 +8,8 @@
 
 #include <torch/torch.h>
 
+#include <vector>
+
 namespace wb::rt::cuda {
 
 /// True when this build has the kernels below.
@@ -40,6 +42,29 @@ std::pair<torch::Tensor, torch::Tensor> combineBackward(const torch::Tensor& row
 /// True when the combine kernels can take these operands (CUDA; rows contiguous bf16/fp16/fp32;
 /// weights contiguous fp32 [T, K]; slot contiguous int64 [T·K]).
 bool combineSupports(const torch::Tensor& rows, const torch::Tensor& weights, const torch::Tensor& slot);
+
+/// The MoE dispatch's backward: out[t] = Σ_k rows[slot[t·K + k]] for rows [T·K, D] (the gradients
+/// of the dispatched rows, in expert order), fp32 accumulation in k order, output [T, D] in rows'
+/// dtype — the gather of T·K rows, the fp32 sum over K and the cast back in one pass.
+torch::Tensor gatherSumRows(const torch::Tensor& rows, const torch::Tensor& slot, int64_t K);
+/// True when gatherSumRows can take these operands (and WB_PASS_KERNELS is not 0).
+bool gatherSumSupports(const torch::Tensor& rows, const torch::Tensor& slot, int64_t K);
+
+/// dst[index[m]] = src[m] (accumulate: dst[index[m]] += src[m], rounded once) in place, for dst
+/// [R, D] and src [M, D] of one dtype (fp32/bf16/fp16, contiguous CUDA) and index [M] int64 in
+/// [0, R) with **no two equal** (the caller's contract: no atomics, so a repeated row would race).
+/// ATen's index_add / index_select backward go through atomics (2.2 ms a step of the benchmark
+/// slice for six [16k, 2048] bf16 index_adds).
+void scatterRows(const torch::Tensor& dst, const torch::Tensor& index, const torch::Tensor& src, bool accumulate);
+/// True when scatterRows can take these operands (and WB_PASS_KERNELS is not 0).
+bool scatterRowsSupports(const torch::Tensor& dst, const torch::Tensor& index, const torch::Tensor& src);
+
+/// Σ over every tensor of Σ x² (fp32 or bf16, contiguous CUDA, one device), accumulated in fp32:
+/// the squared global L2 norm of the gradients as a 0-d fp32 tensor, in one launch per 48 tensors
+/// with 16-byte loads (the gradient clip's norm; ATen's _foreach_norm took ~109 launches a step).
+torch::Tensor sumOfSquares(const std::vector<torch::Tensor>& tensors);
+/// True when sumOfSquares can take these tensors (and WB_PASS_KERNELS is not 0).
+bool sumOfSquaresSupports(const std::vector<torch::Tensor>& tensors);
 
 /// One AdamW step (decoupled weight decay, bias correction, no amsgrad: LibTorch's AdamW::step
 /// formulas) over CUDA tensors p (fp32), g, m, v (fp32 or bf16 each) of equal size, contiguous, in

@@ -34,6 +34,36 @@ torch::Tensor swigluBackward(const torch::Tensor&, const torch::Tensor&)
     TORCH_CHECK(false, "swigluBackward: this build has no CUDA kernels (built without nvcc)");
 }
 
+bool gatherSumSupports(const torch::Tensor&, const torch::Tensor&, int64_t)
+{
+    return false;
+}
+
+torch::Tensor gatherSumRows(const torch::Tensor&, const torch::Tensor&, int64_t)
+{
+    TORCH_CHECK(false, "gatherSumRows: this build has no CUDA kernels (built without nvcc)");
+}
+
+bool scatterRowsSupports(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)
+{
+    return false;
+}
+
+void scatterRows(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, bool)
+{
+    TORCH_CHECK(false, "scatterRows: this build has no CUDA kernels (built without nvcc)");
+}
+
+bool sumOfSquaresSupports(const std::vector<torch::Tensor>&)
+{
+    return false;
+}
+
+torch::Tensor sumOfSquares(const std::vector<torch::Tensor>&)
+{
+    TORCH_CHECK(false, "sumOfSquares: this build has no CUDA kernels (built without nvcc)");
+}
+
 bool adamwSupports(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)
 {
     return false;
