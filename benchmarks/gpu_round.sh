@@ -138,6 +138,7 @@ variant("real-casting", lambda v: v["train"].update(bf16_weight_copies=False))
 variant("real-widening", lambda v: v["train"].update(bf16_gradients=False))
 variant("real-scalar-kernels", lambda v: None)  # real's config; moe-train runs with WB_NEW_KERNELS=0
 variant("real-aten-passes", lambda v: None)  # real's config; moe-train runs with WB_PASS_KERNELS=0
+variant("real-fp32-router", lambda v: None)  # real's config; moe-train runs with WB_ROUTER_SPLIT=0
 PY
 
 # WB_ROUND_ROWS: is this row (or the dump an eager row of it needs) selected?
@@ -296,10 +297,13 @@ ours real-scalar-kernels WB_NEW_KERNELS=0
 # Session 23's row kernels off (fused_kernels.cu passKernelsOn: the vectorized MoE combine and its
 # one-pass backward, the dispatch's gather-sum, the distinct-row scatter of row_ops.h).
 ours real-aten-passes WB_PASS_KERNELS=0
+# The router's GEMMs as cuBLAS fp32 (CUDA cores) instead of fp32-accurate sums of bf16 pieces.
+ours real-fp32-router WB_ROUTER_SPLIT=0
 same_losses real-casting real "autocast casts vs kept bf16 copies"
 same_losses real-widening real "widened vs bf16 gradients"
 same_losses real-scalar-kernels real "session 22's kernels off vs on"
-same_losses real-aten-passes real "row kernels off vs on"
+same_losses real-aten-passes real "session 23's passes off vs on"
+same_losses real-fp32-router real "fp32 router GEMM vs bf16 pieces"
 ours real-overlap-optimizer
 same_losses real-overlap-optimizer real "overlapped vs serial optimizer"
 ours mock

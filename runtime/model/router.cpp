@@ -6,9 +6,13 @@
 #include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
+#include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
+#include <utility>
 
 namespace wb::rt {
 
@@ -40,7 +44,89 @@ torch::Tensor auxLossFromStatistics(const torch::Tensor& counts_E, const torch::
     return ((fraction_E * (probSum_E / static_cast<double>(T))).sum() * scale).to(torch::kFloat32);
 }
 
+// fp32-accurate GEMMs from bf16 pieces on the tensor cores (WB_HAVE_MM_OUT_DTYPE: at::mm with an
+// fp32 out_dtype). An fp32 value is the exact sum of three bf16 values (p0 = bf16(v), p1 =
+// bf16(v − p0), p2 = v − p0 − p1: 8 + 8 + 8 significant bits), a product of two bf16 values is
+// exact in fp32, and the tensor cores accumulate in fp32 — so Σ_ij a_i·b_j is an fp32 GEMM of a
+// and b up to the order of the sums, which no fp32 GEMM fixes either. The router's input is bf16
+// under autocast (one piece), so x·Wᵀ takes 3 GEMMs and dlogitsᵀ·x 3; dlogits·W keeps the six
+// products above 2⁻²⁴ of the leading one (i + j ≤ 2). cuBLAS ran the fp32 GEMMs on the CUDA cores:
+// 3.6 ms a step of the benchmark slice at 33–45 TFLOP/s, plus 0.9 ms of fp32 copies of x
+// (docs/benchmarks.md, profile of 2026-12-05T10:58Z). WB_ROUTER_SPLIT=0 keeps the fp32 GEMM.
+#if WB_HAVE_MM_OUT_DTYPE
+std::array<torch::Tensor, 3> bf16Pieces(const torch::Tensor& v)
+{
+    const auto p0 = v.to(torch::kBFloat16);
+    const auto r = v - p0.to(torch::kFloat32);
+    const auto p1 = r.to(torch::kBFloat16);
+    return {p0, p1, (r - p1.to(torch::kFloat32)).to(torch::kBFloat16)};
+}
+
+torch::Tensor mmFp32(const torch::Tensor& a, const torch::Tensor& b)
+{
+    return at::mm(a, b, at::kFloat);
+}
+
+// Σ_i mm(a_i, b) over a's pieces (b one bf16 piece), the smallest first.
+torch::Tensor splitTimesBf16(const std::array<torch::Tensor, 3>& a, const torch::Tensor& b)
+{
+    auto out = mmFp32(a[2], b);
+    out.add_(mmFp32(a[1], b));
+    return out.add_(mmFp32(a[0], b));
+}
+#endif
+
 }  // namespace
+
+bool routerGemmSplit(const torch::Tensor& x_TD, torch::ScalarType dtype)
+{
+#if WB_HAVE_MM_OUT_DTYPE
+    static const bool on = [] {
+        const char* v = std::getenv("WB_ROUTER_SPLIT");
+        return v == nullptr || std::string(v) != "0";
+    }();
+    return on && dtype == torch::kFloat32 && x_TD.is_cuda() && x_TD.scalar_type() == torch::kBFloat16;
+#else
+    (void)x_TD;
+    (void)dtype;
+    return false;
+#endif
+}
+
+torch::Tensor routerLogits(const torch::Tensor& x_TD, const torch::Tensor& W_ED, torch::ScalarType dtype)
+{
+#if WB_HAVE_MM_OUT_DTYPE
+    if (routerGemmSplit(x_TD, dtype)) {
+        // x (bf16, exact) is one piece, W three.
+        const auto w = bf16Pieces(W_ED.to(torch::kFloat32));
+        auto logits = mmFp32(x_TD, w[2].t());
+        logits.add_(mmFp32(x_TD, w[1].t()));
+        return logits.add_(mmFp32(x_TD, w[0].t()));
+    }
+#endif
+    return torch::mm(x_TD.to(dtype), W_ED.to(dtype).t());
+}
+
+std::pair<torch::Tensor, torch::Tensor> routerGemmBackward(const torch::Tensor& dLogits_TE, const torch::Tensor& x_TD,
+                                                           const torch::Tensor& W_ED, torch::ScalarType dtype)
+{
+#if WB_HAVE_MM_OUT_DTYPE
+    if (routerGemmSplit(x_TD, dtype)) {
+        const auto d = bf16Pieces(dLogits_TE.to(torch::kFloat32));
+        const auto w = bf16Pieces(W_ED.to(torch::kFloat32));
+        // dx = dlogits·W: the products d_i·w_j with i + j ≤ 2, the smallest first.
+        auto dx = mmFp32(d[2], w[0]);
+        dx.add_(mmFp32(d[1], w[1])).add_(mmFp32(d[0], w[2]));
+        dx.add_(mmFp32(d[1], w[0])).add_(mmFp32(d[0], w[1]));
+        dx.add_(mmFp32(d[0], w[0]));
+        // dW = dlogitsᵀ·x (x bf16, exact).
+        std::array<torch::Tensor, 3> dT{d[0].t(), d[1].t(), d[2].t()};
+        return {dx, splitTimesBf16(dT, x_TD)};
+    }
+#endif
+    const auto x = x_TD.to(dtype), w = W_ED.to(dtype);
+    return {torch::mm(dLogits_TE, w), torch::mm(dLogits_TE.t(), x)};
+}
 
 RouterOutput routeTopK(const torch::Tensor& logits_TE, int topK, double auxLossCoeff,
                        torch::ScalarType routerDtype, const ShareSum& sumOverShares)
@@ -130,7 +216,7 @@ public:
     {
         const auto dtype = static_cast<torch::ScalarType>(routerDtype);
         // x·Wᵀ as autograd's matmul would run it (a 2-D matmul is mm), eagerly: see router.h.
-        auto logits_TE = torch::mm(x_TD.to(dtype), W_ED.to(dtype).t());
+        auto logits_TE = routerLogits(x_TD, W_ED, dtype);
         std::shared_ptr<RouterGraphs> graphs = graphsKey ? lookUpGraphs(graphsKey) : nullptr;
         RouterTensors r = graphs && graphs->covers(logits_TE.size(0)) ? graphs->forward(logits_TE, topK)
                                                                       : routerForwardMath(logits_TE, topK);
@@ -149,7 +235,6 @@ public:
         const auto& x_TD = saved[0];
         const auto& W_ED = saved[1];
         const auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["dtype"].toInt());
-        auto x = x_TD.to(dtype), w = W_ED.to(dtype);
         const auto& gWeights_TK = grads[0];
         const auto& gProbSum_E = grads[4];
         std::shared_ptr<RouterGraphs> graphs = lookUpGraphs(ctx->saved_data["graphs"].toInt());
@@ -159,7 +244,7 @@ public:
                               ? graphs->backward(probs_TE, ids_TK, gWeights_TK, gProbSum_E)
                               : routerBackwardMath(probs_TE, ids_TK, {}, gWeights_TK, gProbSum_E);
         // mm's backward as autograd runs it for x·Wᵀ (row-major x, W): dlogits·W and dlogitsᵀ·x.
-        auto dx = torch::mm(dLogits_TE, w), dW = torch::mm(dLogits_TE.t(), x);
+        auto [dx, dW] = routerGemmBackward(dLogits_TE, x_TD, W_ED, dtype);
         return {dx.to(x_TD.scalar_type()), dW.to(W_ED.scalar_type()), torch::Tensor(), torch::Tensor(),
                 torch::Tensor()};
     }

@@ -18,6 +18,8 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
 #include <functional>
 #include <memory>
 
@@ -70,5 +72,15 @@ RouterTensors routerForwardMath(const torch::Tensor& logits_TE, int64_t topK, co
 /// `gWeights_TK` (fp32) and `gProbSum_E` may be undefined (= zero).
 torch::Tensor routerBackwardMath(const torch::Tensor& probs_TE, const torch::Tensor& ids_TK, const torch::Tensor& mask_T,
                                  const torch::Tensor& gWeights_TK, const torch::Tensor& gProbSum_E);
+
+/// The node's GEMMs: logits_TE = x·Wᵀ in `dtype`, and {dx = dlogits·W, dW = dlogitsᵀ·x} (dtype;
+/// the node casts dx to x's dtype). For a bf16 x on CUDA in fp32 (this LibTorch's at::mm with an
+/// fp32 out_dtype, WB_ROUTER_SPLIT not 0) they run as fp32-accurate sums of bf16 tensor-core
+/// GEMMs over the exact bf16 pieces of each fp32 operand (router.cpp); else as fp32 (or fp64) mm.
+torch::Tensor routerLogits(const torch::Tensor& x_TD, const torch::Tensor& W_ED, torch::ScalarType dtype);
+std::pair<torch::Tensor, torch::Tensor> routerGemmBackward(const torch::Tensor& dLogits_TE, const torch::Tensor& x_TD,
+                                                           const torch::Tensor& W_ED, torch::ScalarType dtype);
+/// True when routerLogits / routerGemmBackward take the bf16-pieces path for these operands.
+bool routerGemmSplit(const torch::Tensor& x_TD, torch::ScalarType dtype);
 
 }  // namespace wb::rt

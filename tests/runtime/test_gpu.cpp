@@ -26,6 +26,7 @@
 #include "runtime/model/bf16_weights.h"
 #include "runtime/model/cuda/fused_kernels.h"
 #include "runtime/model/moe_layer.h"
+#include "runtime/model/router.h"
 #include "runtime/model/row_ops.h"
 #include "runtime/model/torch_compat.h"
 #include "runtime/model/vision_encoder.h"
@@ -547,6 +548,36 @@ static void testSumOfSquares()
               << std::endl;
 }
 
+// The router's GEMMs (logits, dx, dW) against fp64: with the bf16-pieces path (router.cpp) they
+// must be as accurate as cuBLAS's fp32 GEMM (within 4× its error + 1e-7, and below 1e-6), which
+// a plain bf16 GEMM is not (~1e-3); the test prints both.
+static void testRouterGemm()
+{
+    torch::manual_seed(16);
+    const auto cudaF = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat32);
+    const int64_t T = 4000, D = 2048, E = 128;
+    auto x = torch::randn({T, D}, cudaF).to(torch::kBFloat16);
+    auto W = torch::randn({E, D}, cudaF) * 0.02;
+    auto dL = torch::randn({T, E}, cudaF) * 1e-3;
+    const auto x64 = x.to(torch::kFloat64), W64 = W.to(torch::kFloat64), dL64 = dL.to(torch::kFloat64);
+    const auto refLogits = torch::mm(x64, W64.t()), refDx = torch::mm(dL64, W64), refDw = torch::mm(dL64.t(), x64);
+    const auto logits = rt::routerLogits(x, W, torch::kFloat32);
+    const auto [dx, dW] = rt::routerGemmBackward(dL, x, W, torch::kFloat32);
+    const auto xf = x.to(torch::kFloat32);
+    const double e0 = relErr(logits, refLogits), e1 = relErr(dx, refDx), e2 = relErr(dW, refDw);
+    const double p0 = relErr(torch::mm(xf, W.t()), refLogits), p1 = relErr(torch::mm(dL, W), refDx),
+                 p2 = relErr(torch::mm(dL.t(), xf), refDw);
+    const double b0 = relErr(torch::mm(x, W.to(torch::kBFloat16).t()), refLogits);
+    WB_CHECK_MSG(logits.scalar_type() == torch::kFloat32 && dx.scalar_type() == torch::kFloat32 &&
+                     dW.scalar_type() == torch::kFloat32,
+                 "router GEMMs must return fp32");
+    for (const auto& [e, p, what] : {std::tuple{e0, p0, "logits"}, std::tuple{e1, p1, "dx"}, std::tuple{e2, p2, "dW"}})
+        WB_CHECK_MSG(e < 1e-6 && e < 4 * p + 1e-7, "router " << what << " rel err " << e << " (fp32 mm: " << p << ")");
+    std::cout << "router GEMMs (" << (rt::routerGemmSplit(x, torch::kFloat32) ? "bf16 pieces" : "fp32 mm")
+              << "): logits " << e0 << ", dx " << e1 << ", dW " << e2 << "; fp32 mm " << p0 << ", " << p1 << ", " << p2
+              << "; one bf16 GEMM " << b0 << std::endl;
+}
+
 // widenToFloat (the experts' weight-gradient cast) is exactly x.to(kFloat32): aligned and
 // misaligned starts, a length that is not a multiple of 8, bf16 and fp16.
 static void testWidenToFloat()
@@ -817,6 +848,7 @@ int main()
     testFusedCombine();
     testScatterRows();
     testSumOfSquares();
+    testRouterGemm();
     testWidenToFloat();
     testFusedCrossEntropy();
     return test::checkExitCode("test_runtime_gpu");
