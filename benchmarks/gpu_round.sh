@@ -250,6 +250,12 @@ finish() {
   [ -f "$ROWS" ] || exit $rc
   echo "== table ($(date -u +%Y-%m-%dT%H:%MZ), medians over steps 4..$STEPS, round took $(elapsed))"
   python3 "$ROOT/benchmarks/round_table.py" --skip 3 --rows "$ROWS" --out "$RESULTS/table.md" || rc=1
+  # The A/B rows against "real", step by step (paired_rows.py: the same micro-batch in both).
+  if [ -f "$RESULTS/runs/real.metrics.jsonl" ]; then
+    python3 "$ROOT/benchmarks/paired_rows.py" "$RESULTS/runs" real real-aten-passes real-scalar-kernels \
+      real-split-router real-widening real-casting real-overlap-optimizer 2>/dev/null | grep -v ' | 0 | ' \
+      | tee -a "$RESULTS/table.md" || true
+  fi
   # The device tool brings back at most 8 files from $OUT: the table, the GPU checks, and one
   # archive of every row's log, config and metrics.
   if [ -n "${OUT:-}" ] && [ "$RESULTS" != "$OUT" ]; then
