@@ -33,6 +33,8 @@
 #   WB_ROUND_ROWS="real mock"  run only these rows (labels as in the table; eager rows need their
 #                          dump's row, e.g. "real eager-real-grouped"); default all
 #   WB_ROUND_EAGER=0       skip the batch dumps and the eager rows (the planner's rows need neither)
+#   WB_ROUND_BASE=FILE     another base config for every row (e.g. the slice at MBS 2, for the
+#                          A/B rows on an 80 GB card; the table's rows keep their labels)
 #   WB_ROUND_CHECKS=0      skip the GPU unit checks;  WB_ROUND_DENSE=1  add the MBS 1 dense-mask
 #                          decoder-attention row (the measurement behind choosing varlen flash)
 # Logs, configs, dumps and metrics go to $WB_ROUND_RESULTS (default /tmp/gpu_round).
@@ -75,7 +77,7 @@ if [ "$TINY" = 1 ]; then
 else
   MANIFEST="$ROOT/.gpu-samples/manifest.jsonl"
   [ -f "$MANIFEST" ] || { echo "no $MANIFEST: build the sample set (see the top of this script) and carry .gpu-samples"; exit 1; }
-  BASE="$ROOT/benchmarks/configs/qwen3vl-30b-slice.json"
+  BASE=${WB_ROUND_BASE:-$ROOT/benchmarks/configs/qwen3vl-30b-slice.json}
   BIN=$(RESULTS="$RESULTS" WB_GPU_BUILD="$BUILD" "$ROOT/benchmarks/build_gpu.sh" moe-train test_runtime_gpu test_runtime_gpu_graphs)
   echo "built in $BUILD ($(elapsed))"
   # The device's own ceilings (bf16 matmul, HBM copy) beside the catalog's: the planner's runtime
