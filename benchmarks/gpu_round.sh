@@ -140,7 +140,6 @@ variant("real-casting", lambda v: v["train"].update(bf16_weight_copies=False))
 variant("real-widening", lambda v: v["train"].update(bf16_gradients=False))
 variant("real-scalar-kernels", lambda v: None)  # real's config; moe-train runs with WB_NEW_KERNELS=0
 variant("real-aten-passes", lambda v: None)  # real's config; moe-train runs with WB_PASS_KERNELS=0
-variant("real-split-router", lambda v: None)  # real's config; moe-train runs with WB_ROUTER_SPLIT=1
 PY
 
 # WB_ROUND_ROWS: is this row (or the dump an eager row of it needs) selected?
@@ -255,7 +254,7 @@ finish() {
   # The A/B rows against "real", step by step (paired_rows.py: the same micro-batch in both).
   if [ -f "$RESULTS/runs/real.metrics.jsonl" ]; then
     python3 "$ROOT/benchmarks/paired_rows.py" "$RESULTS/runs" real real-aten-passes real-scalar-kernels \
-      real-split-router real-widening real-casting real-overlap-optimizer 2>/dev/null | grep -v ' | 0 | ' \
+      real-widening real-casting real-overlap-optimizer 2>/dev/null | grep -v ' | 0 | ' \
       | tee -a "$RESULTS/table.md" || true
   fi
   # The device tool brings back at most 8 files from $OUT: the table, the GPU checks, and one
@@ -305,14 +304,10 @@ ours real-scalar-kernels WB_NEW_KERNELS=0
 # Session 23's row kernels off (fused_kernels.cu passKernelsOn: the vectorized MoE combine and its
 # one-pass backward, the dispatch's gather-sum, the distinct-row scatter of row_ops.h).
 ours real-aten-passes WB_PASS_KERNELS=0
-# The router's GEMMs as bf16 tensor-core GEMMs over the exact bf16 pieces of the fp32 operands
-# (router.cpp; near fp32, not IEEE: a knob) instead of cuBLAS fp32 on the CUDA cores.
-ours real-split-router WB_ROUTER_SPLIT=1
 same_losses real-casting real "autocast casts vs kept bf16 copies"
 same_losses real-widening real "widened vs bf16 gradients"
 same_losses real-scalar-kernels real "session 22's kernels off vs on"
 same_losses real-aten-passes real "session 23's passes off vs on"
-same_losses real-split-router real "router GEMMs from bf16 pieces vs fp32"
 ours real-overlap-optimizer
 same_losses real-overlap-optimizer real "overlapped vs serial optimizer"
 ours mock

@@ -6,13 +6,9 @@
 #include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
-#include <array>
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <mutex>
-#include <string>
-#include <utility>
 
 namespace wb::rt {
 
@@ -44,93 +40,7 @@ torch::Tensor auxLossFromStatistics(const torch::Tensor& counts_E, const torch::
     return ((fraction_E * (probSum_E / static_cast<double>(T))).sum() * scale).to(torch::kFloat32);
 }
 
-// The router's GEMMs from bf16 pieces on the tensor cores (opt-in: WB_ROUTER_SPLIT=1; needs
-// at::mm with an fp32 out_dtype, WB_HAVE_MM_OUT_DTYPE). An fp32 value is the exact sum of three
-// bf16 values (p0 = bf16(v), p1 = bf16(v − p0), p2 = v − p0 − p1: 8 + 8 + 8 significant bits)
-// and a product of two bf16 values is exact in fp32; x is bf16 under autocast (one piece).
-//   logits = x·Wᵀ   = Σ_i x·W_iᵀ: one GEMM x·[W0; W1; W2]ᵀ → [T, 3E] (fp32), the slices summed;
-//   dW = dlogitsᵀ·x = Σ_i d_iᵀ·x: one GEMM [d0 d1 d2]ᵀ·x → [3E, D] (fp32), the slices summed;
-//   dx = dlogits·W  ≈ Σ_{i+j≤2} d_i·W_j (the products dropped are below 2⁻²⁴ of the leading one):
-//        one bf16 GEMM over the concatenated reduction [d0 d0 d0 d1 d1 d2]·[W0; W1; W2; W0; W1; W0]
-//        (K = 6E), rounded to bf16 once — dx is cast to x's bf16 anyway.
-// Not the default: the tensor cores' fp32 accumulation is not IEEE round-to-nearest, and on an
-// H100 the logits came out 2.1e-6 and dW 5.8e-6 from fp64 against 5.7e-7 for cuBLAS's fp32 GEMM
-// (test_runtime_gpu, 2026-12-05T14:31Z; one bf16 GEMM: 2.3e-3) — a precision change, so a knob
-// row. cuBLAS runs the fp32 GEMMs on the CUDA cores (3.6 ms a step of the benchmark slice at
-// 33–45 TFLOP/s, plus 0.9 ms of fp32 copies of x: profile of 2026-12-05T10:58Z).
-#if WB_HAVE_MM_OUT_DTYPE
-std::array<torch::Tensor, 3> bf16Pieces(const torch::Tensor& v)
-{
-    const auto p0 = v.to(torch::kBFloat16);
-    const auto r = v - p0.to(torch::kFloat32);
-    const auto p1 = r.to(torch::kBFloat16);
-    return {p0, p1, (r - p1.to(torch::kFloat32)).to(torch::kBFloat16)};
-}
-
-// The three [rows, n] slices of an fp32 [rows, 3n] (dim 1) or [3n, cols] (dim 0) result, summed
-// smallest first.
-torch::Tensor sumOfThirds(const torch::Tensor& all, int64_t dim)
-{
-    const int64_t n = all.size(dim) / 3;
-    auto out = all.narrow(dim, 2 * n, n) + all.narrow(dim, n, n);
-    return out.add_(all.narrow(dim, 0, n));
-}
-#endif
-
 }  // namespace
-
-bool routerGemmPiecesAvailable()
-{
-    return WB_HAVE_MM_OUT_DTYPE;
-}
-
-RouterGemm routerGemmFor(const torch::Tensor& x_TD, torch::ScalarType dtype)
-{
-    static const bool requested = [] {
-        const char* v = std::getenv("WB_ROUTER_SPLIT");
-        return v != nullptr && std::string(v) == "1";
-    }();
-    return requested && routerGemmPiecesAvailable() && dtype == torch::kFloat32 && x_TD.is_cuda() &&
-                   x_TD.scalar_type() == torch::kBFloat16
-               ? RouterGemm::Bf16Pieces
-               : RouterGemm::Plain;
-}
-
-torch::Tensor routerLogits(const torch::Tensor& x_TD, const torch::Tensor& W_ED, torch::ScalarType dtype,
-                           RouterGemm how)
-{
-#if WB_HAVE_MM_OUT_DTYPE
-    if (how == RouterGemm::Bf16Pieces) {
-        TORCH_CHECK(x_TD.scalar_type() == torch::kBFloat16, "routerLogits: bf16 pieces need a bf16 x");
-        const auto w = bf16Pieces(W_ED.to(torch::kFloat32));
-        return sumOfThirds(at::mm(x_TD, torch::cat({w[0], w[1], w[2]}).t(), at::kFloat), 1);
-    }
-#else
-    TORCH_CHECK(how == RouterGemm::Plain, "routerLogits: this LibTorch has no at::mm with an fp32 out_dtype");
-#endif
-    return torch::mm(x_TD.to(dtype), W_ED.to(dtype).t());
-}
-
-std::pair<torch::Tensor, torch::Tensor> routerGemmBackward(const torch::Tensor& dLogits_TE, const torch::Tensor& x_TD,
-                                                           const torch::Tensor& W_ED, torch::ScalarType dtype,
-                                                           RouterGemm how)
-{
-#if WB_HAVE_MM_OUT_DTYPE
-    if (how == RouterGemm::Bf16Pieces) {
-        TORCH_CHECK(x_TD.scalar_type() == torch::kBFloat16, "routerGemmBackward: bf16 pieces need a bf16 x");
-        const auto d = bf16Pieces(dLogits_TE.to(torch::kFloat32));
-        const auto w = bf16Pieces(W_ED.to(torch::kFloat32));
-        auto dx = torch::mm(torch::cat({d[0], d[0], d[0], d[1], d[1], d[2]}, 1),
-                            torch::cat({w[0], w[1], w[2], w[0], w[1], w[0]}));
-        auto dW = sumOfThirds(at::mm(torch::cat({d[0], d[1], d[2]}, 1).t(), x_TD, at::kFloat), 0);
-        return {dx, dW};
-    }
-#else
-    TORCH_CHECK(how == RouterGemm::Plain, "routerGemmBackward: this LibTorch has no at::mm with an fp32 out_dtype");
-#endif
-    const auto x = x_TD.to(dtype), w = W_ED.to(dtype);
-    return {torch::mm(dLogits_TE, w), torch::mm(dLogits_TE.t(), x)};
-}
 
 RouterOutput routeTopK(const torch::Tensor& logits_TE, int topK, double auxLossCoeff,
                        torch::ScalarType routerDtype, const ShareSum& sumOverShares)
@@ -220,7 +130,7 @@ public:
     {
         const auto dtype = static_cast<torch::ScalarType>(routerDtype);
         // x·Wᵀ as autograd's matmul would run it (a 2-D matmul is mm), eagerly: see router.h.
-        auto logits_TE = routerLogits(x_TD, W_ED, dtype, routerGemmFor(x_TD, dtype));
+        auto logits_TE = torch::mm(x_TD.to(dtype), W_ED.to(dtype).t());
         std::shared_ptr<RouterGraphs> graphs = graphsKey ? lookUpGraphs(graphsKey) : nullptr;
         RouterTensors r = graphs && graphs->covers(logits_TE.size(0)) ? graphs->forward(logits_TE, topK)
                                                                       : routerForwardMath(logits_TE, topK);
@@ -239,6 +149,7 @@ public:
         const auto& x_TD = saved[0];
         const auto& W_ED = saved[1];
         const auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["dtype"].toInt());
+        auto x = x_TD.to(dtype), w = W_ED.to(dtype);
         const auto& gWeights_TK = grads[0];
         const auto& gProbSum_E = grads[4];
         std::shared_ptr<RouterGraphs> graphs = lookUpGraphs(ctx->saved_data["graphs"].toInt());
@@ -248,7 +159,7 @@ public:
                               ? graphs->backward(probs_TE, ids_TK, gWeights_TK, gProbSum_E)
                               : routerBackwardMath(probs_TE, ids_TK, {}, gWeights_TK, gProbSum_E);
         // mm's backward as autograd runs it for x·Wᵀ (row-major x, W): dlogits·W and dlogitsᵀ·x.
-        auto [dx, dW] = routerGemmBackward(dLogits_TE, x_TD, W_ED, dtype, routerGemmFor(x_TD, dtype));
+        auto dx = torch::mm(dLogits_TE, w), dW = torch::mm(dLogits_TE.t(), x);
         return {dx.to(x_TD.scalar_type()), dW.to(W_ED.scalar_type()), torch::Tensor(), torch::Tensor(),
                 torch::Tensor()};
     }

@@ -18,8 +18,6 @@
 
 #include <torch/torch.h>
 
-#include <utility>
-
 #include <functional>
 #include <memory>
 
@@ -72,22 +70,5 @@ RouterTensors routerForwardMath(const torch::Tensor& logits_TE, int64_t topK, co
 /// `gWeights_TK` (fp32) and `gProbSum_E` may be undefined (= zero).
 torch::Tensor routerBackwardMath(const torch::Tensor& probs_TE, const torch::Tensor& ids_TK, const torch::Tensor& mask_T,
                                  const torch::Tensor& gWeights_TK, const torch::Tensor& gProbSum_E);
-
-/// How the node's GEMMs run. Plain: mm in the router dtype (cuBLAS fp32: CUDA cores). Bf16Pieces
-/// (CUDA, bf16 x, fp32 router, a LibTorch whose at::mm takes an fp32 out_dtype): bf16 tensor-core
-/// GEMMs over the exact bf16 pieces of each fp32 operand, near fp32 but not IEEE (router.cpp);
-/// dx comes back bf16 (the node casts it to x's dtype anyway).
-enum class RouterGemm { Plain, Bf16Pieces };
-/// Bf16Pieces when WB_ROUTER_SPLIT=1 (environment) and the operands allow it, else Plain.
-RouterGemm routerGemmFor(const torch::Tensor& x_TD, torch::ScalarType dtype);
-/// True when this build can run Bf16Pieces (WB_HAVE_MM_OUT_DTYPE).
-bool routerGemmPiecesAvailable();
-/// logits_TE = x·Wᵀ in `dtype` (fp32 for Bf16Pieces).
-torch::Tensor routerLogits(const torch::Tensor& x_TD, const torch::Tensor& W_ED, torch::ScalarType dtype,
-                           RouterGemm how);
-/// {dx = dlogits·W, dW = dlogitsᵀ·x}.
-std::pair<torch::Tensor, torch::Tensor> routerGemmBackward(const torch::Tensor& dLogits_TE, const torch::Tensor& x_TD,
-                                                           const torch::Tensor& W_ED, torch::ScalarType dtype,
-                                                           RouterGemm how);
 
 }  // namespace wb::rt

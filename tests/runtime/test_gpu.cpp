@@ -26,7 +26,6 @@
 #include "runtime/model/bf16_weights.h"
 #include "runtime/model/cuda/fused_kernels.h"
 #include "runtime/model/moe_layer.h"
-#include "runtime/model/router.h"
 #include "runtime/model/row_ops.h"
 #include "runtime/model/torch_compat.h"
 #include "runtime/model/vision_encoder.h"
@@ -548,43 +547,6 @@ static void testSumOfSquares()
               << std::endl;
 }
 
-// The router's GEMMs (logits, dx, dW) against fp64, at the benchmark slice's shape: the plain
-// path (cuBLAS fp32) and the bf16 pieces (router.cpp, WB_ROUTER_SPLIT=1). The pieces must be
-// fp32-class — logits and dW within 1e-5 (one bf16 GEMM is ~2e-3), dx (bf16) as close as the fp32
-// dx rounded to bf16 — and the test prints each path's error (the tensor cores' accumulation is
-// not IEEE fp32: that is why the pieces are a knob, not the default).
-static void testRouterGemm()
-{
-    torch::manual_seed(16);
-    const auto cudaF = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat32);
-    const int64_t T = 16002, D = 2048, E = 128;  // dW reduces over T
-    auto x = torch::randn({T, D}, cudaF).to(torch::kBFloat16);
-    auto W = torch::randn({E, D}, cudaF) * 0.02;
-    auto dL = torch::randn({T, E}, cudaF) * 1e-3;
-    const auto x64 = x.to(torch::kFloat64), W64 = W.to(torch::kFloat64), dL64 = dL.to(torch::kFloat64);
-    const auto refLogits = torch::mm(x64, W64.t()), refDx = torch::mm(dL64, W64), refDw = torch::mm(dL64.t(), x64);
-    using rt::RouterGemm;
-    const auto plainLogits = rt::routerLogits(x, W, torch::kFloat32, RouterGemm::Plain);
-    const auto [plainDx, plainDw] = rt::routerGemmBackward(dL, x, W, torch::kFloat32, RouterGemm::Plain);
-    const double p0 = relErr(plainLogits, refLogits), p1 = relErr(plainDx.to(torch::kBFloat16), refDx),
-                 p2 = relErr(plainDw, refDw);
-    WB_CHECK_MSG(p0 < 1e-6 && p2 < 1e-6, "router fp32 GEMM rel err " << p0 << ", " << p2);
-    std::cout << "router GEMMs, cuBLAS fp32: logits " << p0 << ", dx (as bf16) " << p1 << ", dW " << p2
-              << "; one bf16 GEMM: logits " << relErr(torch::mm(x, W.to(torch::kBFloat16).t()), refLogits) << std::endl;
-    if (!rt::routerGemmPiecesAvailable())
-        return;
-    const auto logits = rt::routerLogits(x, W, torch::kFloat32, RouterGemm::Bf16Pieces);
-    const auto [dx, dW] = rt::routerGemmBackward(dL, x, W, torch::kFloat32, RouterGemm::Bf16Pieces);
-    const double e0 = relErr(logits, refLogits), e1 = relErr(dx, refDx), e2 = relErr(dW, refDw);
-    WB_CHECK_MSG(logits.scalar_type() == torch::kFloat32 && dW.scalar_type() == torch::kFloat32 &&
-                     dx.scalar_type() == torch::kBFloat16,
-                 "router GEMMs from bf16 pieces: fp32 logits and dW, bf16 dx");
-    WB_CHECK_MSG(e0 < 1e-5 && e2 < 1e-5 && e1 < 1.1 * p1 + 1e-5, "router GEMMs from bf16 pieces: logits "
-                                                                     << e0 << ", dx " << e1 << " (fp32 as bf16: " << p1
-                                                                     << "), dW " << e2);
-    std::cout << "router GEMMs, bf16 pieces: logits " << e0 << ", dx " << e1 << ", dW " << e2 << std::endl;
-}
-
 // widenToFloat (the experts' weight-gradient cast) is exactly x.to(kFloat32): aligned and
 // misaligned starts, a length that is not a multiple of 8, bf16 and fp16.
 static void testWidenToFloat()
@@ -855,7 +817,6 @@ int main()
     testFusedCombine();
     testScatterRows();
     testSumOfSquares();
-    testRouterGemm();
     testWidenToFloat();
     testFusedCrossEntropy();
     return test::checkExitCode("test_runtime_gpu");
