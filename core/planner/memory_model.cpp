@@ -176,6 +176,14 @@ struct RuntimeState {
     double fp32 = 0;         // the fp32 parameters
     double heldGrads = 0;    // of those gradients, the ones that exist during the forward
     double copies = 0;       // bf16 copies of the weights
+    // moe-train's FSDP ZeRO-1/2 (runtime/parallel/fsdp.h): 1 or 2, else 0. The full fp32 gradients
+    // of a micro-batch exist at the end of its backward and are reduce-scattered unit by unit
+    // into fp32 shard gradients (`stepGrads`, what the optimizer step holds instead of `grads`);
+    // `reduceTransient`: what the largest unit's reduce-scatter adds on top (its concatenated
+    // input and its output).
+    int zero = 0;
+    double stepGrads = 0;
+    double reduceTransient = 0;
 };
 
 // The decoder's activation shape and what the other terms read of it.
@@ -252,10 +260,14 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
     double largestUnit = layers > 0 ? (decoderLayerDenseParams(d) / t + (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp) : 0;
     // moe-train (MemoryOptions::moeTrain): its own state layout, see the header.
     RuntimeState rt;
-    rt.on = o.moeTrain && !l.useMegatronFsdp;
+    // moe-train's ZeRO-1/2 hold its own state (below); its ZeRO-3 keeps Megatron's sharded form.
+    const bool runtimeZero12 = l.useMegatronFsdp && (l.fsdpStrategy == "optim" || l.fsdpStrategy == "optim_grads");
+    rt.on = o.moeTrain && (!l.useMegatronFsdp || runtimeZero12);
+    rt.zero = rt.on && runtimeZero12 ? (l.fsdpStrategy == "optim" ? 1 : 2) : 0;
     // train.bf16_weight_copies: the copies live from one step to the next (also through the
-    // optimizer step, which writes them); without it autocast makes them in the forward.
-    rt.keptCopies = rt.on && l.bf16WeightCopies;
+    // optimizer step, which writes them); without it autocast makes them in the forward. Not
+    // under FSDP (the trainer refuses them there: the parameters are the gathered shards).
+    rt.keptCopies = rt.on && l.bf16WeightCopies && rt.zero == 0;
     // train.bf16_gradients (one GPU): the copied weights' gradients stay bf16 through a step of one
     // micro-batch; a second micro-batch makes them fp32 (accumulated), so they are bf16 while the
     // second micro-batch's forward runs and fp32 from the third on.
@@ -267,6 +279,37 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
     double& runtimeHeldGrads = rt.heldGrads;
     double& runtimeCopies = rt.copies;
     for (const Group& g : groups) {
+        if (runtimeState && rt.zero > 0) {
+            // moe-train's ZeRO-1/2 (fsdp.h): every rank keeps the whole fp32 parameters and an
+            // fp32 shard of each trainable one (the optimizer's tensor) with its moments; autocast
+            // casts the bf16 copies in the forward; the backward makes the whole fp32 gradients,
+            // reduce-scattered into the shards' gradients after the micro-batch (ZeRO-2) or the
+            // last one (ZeRO-1).
+            const std::string base = o.explain ? fmtCount(g.params) + " params (" + g.where + "); " : std::string();
+            WB_ADD(std::string(g.name) + " weights", "weights", g.params * 4.0,
+                   base + "fp32 parameters, whole on every rank (moe-train FSDP " + l.fsdpStrategy + ")");
+            WB_ADD(std::string(g.name) + " bf16 copies", "weights", g.params * 2.0,
+                   base + "bf16 casts made by autocast in the forward and saved for backward (moe-train)");
+            runtimeCopies += g.params * 2.0;
+            runtimeFp32 += g.params * 4.0;
+            if (!g.trainable)
+                continue;  // frozen: not sharded, no optimizer state
+            WB_ADD(std::string(g.name) + " fp32 shard", "weights", g.params * 4.0 / g.n,
+                   base + "the rank's fp32 shard that AdamW updates, 4 B / N (N = " + fmt(g.n, 0) + ")");
+            WB_ADD(std::string(g.name) + " optimizer", "optimizer", g.params * (w.bf16AdamMoments ? 4.0 : 8.0) / g.n,
+                   base +
+                       (w.bf16AdamMoments ? "bf16 Adam m, v of the shard = 4 B / N"
+                                          : "fp32 Adam m, v of the shard = 8 B / N") +
+                       " (N = " + fmt(g.n, 0) + ")");
+            runtimeFp32 += g.params * 4.0 / g.n;
+            runtimeGrads += g.params * 4.0;
+            rt.stepGrads += g.params * 4.0 / g.n;
+            // Through a later micro-batch's forward: ZeRO-1 accumulates the whole gradients, ZeRO-2
+            // the reduced shards'.
+            if (microBatches > 1)
+                runtimeHeldGrads += g.params * (rt.zero == 1 ? 4.0 : 4.0 / g.n);
+            continue;
+        }
         if (runtimeState) {
             const std::string base = o.explain ? fmtCount(g.params) + " params (" + g.where + "); " : std::string();
             WB_ADD(std::string(g.name) + " weights", "weights", g.params * 4.0, base + "fp32 parameters, also the master copy (moe-train)");
@@ -297,11 +340,36 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
         WB_ADD(std::string(g.name) + " optimizer", "optimizer", g.params * s.optimizerBytes,
             base + optimizerText + s.text + " (N = " + fmt(g.n, 0) + ")");
     }
+    if (rt.zero > 0) {
+        // The reduce-scatter of one unit (fsdp.cpp reduceUnit; units: the root — embedding,
+        // output layer, projector, norms — then each vision block and decoder layer, one
+        // collective per group): the padded gradient columns replace the whole gradients, their
+        // concatenation is the collective's input (4 B, or 2 B with bf16 reduction, whose columns
+        // are half the gradients they replace) and its output is 4 B / N (bf16: 2 B / N, then
+        // widened to 4 B / N). The root goes first, with every gradient still whole; a layer after
+        // it, once the root's gradients became shards.
+        const bool bf16Reduce = !l.gradReduceInFp32;
+        auto transient = [&](double params, double n) { return params * (bf16Reduce ? 6.0 / n : 4.0 + 4.0 / n); };
+        double root = 0;
+        if (!m.freezeLanguageModel)
+            root += (first ? counts.embedding / t : 0.0) + (last ? counts.outputLayer / t + d.hiddenSize : 0.0);
+        if (first && !l.freezeVision)
+            root += counts.projector / t;
+        const double rootFreed = root * (4.0 - 4.0 / dpN);
+        double layer = 0;
+        if (layers > 0 && !m.freezeLanguageModel) {
+            const double dense = decoderLayerDenseParams(d) / t;
+            const double experts = (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp;
+            layer =
+                l.ep > 1 ? std::max(transient(dense, dpN), transient(experts, edpN)) : transient(dense + experts, dpN);
+        }
+        rt.reduceTransient = std::max(transient(root, dpN), layer - rootFreed);
+    }
     if (l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params")
         WB_ADD("FSDP all-gathered units", "other", largestUnit * (2.0 * 2.0 + 4.0),
             "two layers' bf16 weights gathered (double buffer) + one layer's fp32 grads before reduce-scatter, " +
                 fmtCount(largestUnit) + " params per layer");
-    else if (l.useMegatronFsdp && l.fsdpStrategy == "optim_grads")
+    else if (l.useMegatronFsdp && l.fsdpStrategy == "optim_grads" && !rt.on)
         WB_ADD("FSDP grad reduce-scatter buffer", "other", largestUnit * 4.0, "one layer's fp32 grads before reduce-scatter");
     if (o.moeTrain && l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params" && !l.fsdpReshardAfterForward) {
         // moe-train's parallel.fsdp_reshard_after_forward false: every layer's gathered fp32
@@ -429,6 +497,22 @@ void addOtherTerms(const ModelConfig& m, const Layout& l, const Workload& w, con
                    std::string(rt.bf16Grads ? "; bf16 where only one micro-batch came before (train.bf16_gradients)"
                                             : ""));
         const double forwardPeak = est.total();
+        if (rt.zero > 0) {
+            // FSDP ZeRO-1/2: the end of a backward holds the whole fp32 gradients (ZeRO-2 beside
+            // the shards' gradients of earlier micro-batches) and the largest unit's
+            // reduce-scatter; the optimizer step only the shards' gradients.
+            const double backwardEnd = rt.fp32 + est.category("optimizer") + rt.grads +
+                                       (rt.zero == 2 ? rt.heldGrads : 0.0) + rt.reduceTransient;
+            const double step = rt.fp32 + est.category("optimizer") + rt.stepGrads;
+            WB_ADD("gradients beyond the forward/backward peak", "grads",
+                   std::max(0.0, std::max(backwardEnd, step) - forwardPeak),
+                   "the end of the backward holds the fp32 weights and shards + moments + the whole fp32 gradients (" +
+                       fmt(MemoryEstimate::gib(rt.grads), 1) + " GiB) + the largest unit's reduce-scatter buffers (" +
+                       fmt(MemoryEstimate::gib(rt.reduceTransient), 1) + " GiB, " +
+                       (l.gradReduceInFp32 ? "fp32" : "bf16") + " reduction) (moe-train FSDP " + l.fsdpStrategy +
+                       "); the backward allocates the gradients as it frees activations");
+            return;
+        }
         const double optimizerStep = rt.fp32 + est.category("optimizer") + rt.grads + (rt.keptCopies ? rt.copies : 0.0);
         WB_ADD("gradients beyond the forward/backward peak", "grads", std::max(0.0, optimizerStep - forwardPeak),
                "the optimizer step holds fp32 weights + gradients (" + fmt(MemoryEstimate::gib(rt.grads), 1) +

@@ -44,7 +44,11 @@ struct MemoryOptions {
     /// fp32 (or bf16) Adam moments, and gradients that exist only from the backward on (DP 1) or
     /// always (DP > 1: views of the reducer's buckets). The peak is the larger of the
     /// forward/backward phase and the optimizer step. No CUDA context or allocator slack: the
-    /// allocator's peak does not hold them. FSDP layouts keep Megatron's sharded forms.
+    /// allocator's peak does not hold them. FSDP ZeRO-1/2 (optim, optim_grads) as
+    /// runtime/parallel/fsdp.h runs them: whole fp32 parameters on every rank beside their fp32
+    /// shards and the shards' moments, the whole fp32 gradients at the end of each backward and
+    /// the largest unit's reduce-scatter buffers on top of them; ZeRO-3 keeps Megatron's sharded
+    /// form.
     bool moeTrain = false;
 };
 

@@ -534,6 +534,59 @@ private slots:
         QVERIFY2(std::abs(saved - 2.0 * copied) < 0.05 * 2.0 * copied, std::to_string(saved / copied).c_str());
     }
 
+    // moe-train's FSDP ZeRO-1/2 (runtime/parallel/fsdp.h) keep the whole fp32 parameters on every
+    // rank beside the fp32 shards, and the backward makes the whole fp32 gradients before any
+    // reduce-scatter: with one micro-batch per step ZeRO-2 holds what ZeRO-1 holds (measured on
+    // 2×H200: 65.0 and 64.9 GiB). The peak is the first unit's reduce-scatter (the root: embedding,
+    // output layer, projector), whose fp32 input is a concatenated copy; bf16 reduction halves the
+    // columns it replaces the gradients with, so the copy costs nothing beyond its output.
+    void moeTrainZeroOneAndTwoHoldWholeGradients()
+    {
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
+        Layout zero1;
+        zero1.worldSize = 2, zero1.mbs = 1, zero1.gbs = 2, zero1.useDistributedOptimizer = false;
+        zero1.useMegatronFsdp = true, zero1.fsdpStrategy = "optim";
+        zero1.bf16WeightCopies = false, zero1.bf16Gradients = false;
+        Layout zero2 = zero1;
+        zero2.fsdpStrategy = "optim_grads";
+        MemoryOptions mo;
+        mo.moeTrain = true;
+        const ParameterCounts c = countParameters(m);
+        const double params = c.total(), n = 2.0;
+        const double one = estimateMemory(m, zero1, Workload{}, mo).total();
+        const double two = estimateMemory(m, zero2, Workload{}, mo).total();
+        QCOMPARE(two, one);
+        // At least the whole fp32 parameters, their shards and moments, and the whole gradients.
+        QVERIFY(one > params * (4.0 + 4.0 / n + 8.0 / n + 4.0));
+        // Megatron's ZeRO-2 (bf16 parameters, sharded main gradients) holds far less.
+        MemoryOptions megatron;
+        QVERIFY(estimateMemory(m, zero2, Workload{}, megatron).total() < one - 2.0 * params);
+        // Kept bf16 copies do not exist under FSDP.
+        Layout kept = zero2;
+        kept.bf16WeightCopies = true;
+        QCOMPARE(estimateMemory(m, kept, Workload{}, mo).total(), two);
+        // bf16 reduction: the root's concatenated fp32 copy (4 B) and its fp32 output (4 B / N)
+        // become 2 B / N of bf16 output widened to 4 B / N.
+        Layout bf16 = zero2;
+        bf16.gradReduceInFp32 = false;
+        const double root = c.embedding + c.outputLayer + m.decoder.hiddenSize + c.projector;
+        const double saved = two - estimateMemory(m, bf16, Workload{}, mo).total();
+        QVERIFY2(std::abs(saved - root * (4.0 + 4.0 / n - 6.0 / n)) < 1e-6 * saved,
+                 (std::to_string(saved / 1073741824.0) + " GiB").c_str());
+        // Two micro-batches per rank: ZeRO-1 holds the whole accumulated gradients through the
+        // second forward, ZeRO-2 only the first one's shards.
+        Layout acc1 = zero1, acc2 = zero2;
+        acc1.gbs = acc2.gbs = 4;
+        const MemoryEstimate a1 = estimateMemory(m, acc1, Workload{}, mo), a2 = estimateMemory(m, acc2, Workload{}, mo);
+        double held1 = 0, held2 = 0;
+        for (const MemoryTerm& t : a1.terms)
+            held1 += t.name == "gradients held through the forward" ? t.bytes : 0.0;
+        for (const MemoryTerm& t : a2.terms)
+            held2 += t.name == "gradients held through the forward" ? t.bytes : 0.0;
+        QVERIFY(std::abs(held1 - 4.0 * params) < 1e-9 * held1);
+        QVERIFY(std::abs(held2 - 4.0 * params / n) < 1e-9 * held2);
+    }
+
     // moe-train's own passes: casts per micro-batch, one norm pass, the fused AdamW over every
     // trainable parameter (28 B, 20 B with bf16 moments), a host gap; each at its measured rate.
     void moeTrainHasItsOwnPasses()
