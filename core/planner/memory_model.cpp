@@ -184,6 +184,12 @@ struct RuntimeState {
     int zero = 0;
     double stepGrads = 0;
     double reduceTransient = 0;
+    // ZeRO-3: the decoder layer unit's parameters, the trainable root's, and what the last
+    // layer's backward adds to the forward's state (its gradients and reduce-scatter, the output
+    // layer's gradients, less its bf16 copies freed).
+    double unitParams = 0;
+    double rootParams = 0;
+    double layerBackward = 0;
 };
 
 // The decoder's activation shape and what the other terms read of it.
@@ -191,6 +197,8 @@ struct ActivationFrame {
     ActivationShape shape;
     double held = 1;          // micro-batches in flight × interleave
     double tokensOnRank = 0;  // with SP
+    double layerBytes = 0;    // one decoder layer's stored activations, one micro-batch
+    double logitsBytes = 0;   // the logits-and-loss term
 };
 
 // Memory terms as estimateStageMemory collects them; the texts are built only when asked for
@@ -233,6 +241,7 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
         bool trainable;
         std::string where;
         bool bf16Copied = true;
+        bool layerUnit = true;  // in a vision block's or decoder layer's FSDP unit (else the root unit)
     };
     std::vector<Group> groups;
     groups.push_back({"decoder attention/norm/router", layers * decoderLayerDenseParams(d) / t, dpN, !m.freezeLanguageModel,
@@ -243,27 +252,36 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
                                  : std::to_string(layers) + " layers × " + std::to_string(d.numMoeExperts / std::max(1, l.ep)) +
                                        " local experts / ETP" + std::to_string(l.etp) + ", sharded over expert-DP " + fmt(edpN, 0)});
     if (first) {
-        groups.push_back(
-            {"input embedding", counts.embedding / t, dpN, !m.freezeLanguageModel, "vocab × hidden / TP", false});
+        groups.push_back({"input embedding", counts.embedding / t, dpN, !m.freezeLanguageModel, "vocab × hidden / TP",
+                          false, false});
         groups.push_back({"vision encoder", counts.visionEncoder / t, dpN, !l.freezeVision, "on the first stage, / TP"});
-        groups.push_back({"projector + deepstack mergers", counts.projector / t, dpN, !l.freezeVision, "on the first stage, / TP"});
+        groups.push_back({"projector + deepstack mergers", counts.projector / t, dpN, !l.freezeVision,
+                          "on the first stage, / TP", true, false});
     }
     if (last && d.mtpNumLayers > 0) {
-        groups.push_back({"MTP layers", mtpDenseParams(d) / t, dpN, !m.freezeLanguageModel,
-                          !o.explain ? std::string() : std::to_string(d.mtpNumLayers) + " multi-token-prediction layer(s) on the last stage / TP"});
-        groups.push_back({"MTP routed experts", d.mtpNumLayers * (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp, edpN,
-                          !m.freezeLanguageModel, "the MTP layers' experts, as the decoder's"});
+        groups.push_back(
+            {"MTP layers", mtpDenseParams(d) / t, dpN, !m.freezeLanguageModel,
+             !o.explain ? std::string()
+                        : std::to_string(d.mtpNumLayers) + " multi-token-prediction layer(s) on the last stage / TP",
+             true, false});
+        groups.push_back({"MTP routed experts",
+                          d.mtpNumLayers * (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp, edpN,
+                          !m.freezeLanguageModel, "the MTP layers' experts, as the decoder's", true, false});
     }
     if (last)
-        groups.push_back({"output layer + final norm", counts.outputLayer / t + d.hiddenSize, dpN, !m.freezeLanguageModel,
-                          "untied, vocab × hidden / TP"});
+        groups.push_back({"output layer + final norm", counts.outputLayer / t + d.hiddenSize, dpN,
+                          !m.freezeLanguageModel, "untied, vocab × hidden / TP", true, false});
     double largestUnit = layers > 0 ? (decoderLayerDenseParams(d) / t + (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp) : 0;
     // moe-train (MemoryOptions::moeTrain): its own state layout, see the header.
     RuntimeState rt;
-    // moe-train's ZeRO-1/2 hold its own state (below); its ZeRO-3 keeps Megatron's sharded form.
-    const bool runtimeZero12 = l.useMegatronFsdp && (l.fsdpStrategy == "optim" || l.fsdpStrategy == "optim_grads");
-    rt.on = o.moeTrain && (!l.useMegatronFsdp || runtimeZero12);
-    rt.zero = rt.on && runtimeZero12 ? (l.fsdpStrategy == "optim" ? 1 : 2) : 0;
+    // moe-train's FSDP strategies hold its own state (below): ZeRO-1, 2, 3.
+    const int zero = !l.useMegatronFsdp                       ? 0
+                     : l.fsdpStrategy == "optim"              ? 1
+                     : l.fsdpStrategy == "optim_grads"        ? 2
+                     : l.fsdpStrategy == "optim_grads_params" ? 3
+                                                              : -1;  // no_shard: Megatron's form
+    rt.on = o.moeTrain && zero >= 0;
+    rt.zero = rt.on ? zero : 0;
     // train.bf16_weight_copies: the copies live from one step to the next (also through the
     // optimizer step, which writes them); without it autocast makes them in the forward. Not
     // under FSDP (the trainer refuses them there: the parameters are the gathered shards).
@@ -280,20 +298,28 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
     double& runtimeCopies = rt.copies;
     for (const Group& g : groups) {
         if (runtimeState && rt.zero > 0) {
-            // moe-train's ZeRO-1/2 (fsdp.h): every rank keeps the whole fp32 parameters and an
-            // fp32 shard of each trainable one (the optimizer's tensor) with its moments; autocast
-            // casts the bf16 copies in the forward; the backward makes the whole fp32 gradients,
-            // reduce-scattered into the shards' gradients after the micro-batch (ZeRO-2) or the
-            // last one (ZeRO-1).
+            // moe-train's FSDP (fsdp.h): an fp32 shard of each trainable parameter (the
+            // optimizer's tensor) with its moments; the whole fp32 parameters on every rank
+            // (ZeRO-3: only the root unit's and the frozen ones; a layer's are gathered around its
+            // forward and backward); autocast casts the bf16 copies in the forward (saved for
+            // backward, ZeRO-3 too); the backward makes the whole fp32 gradients, reduce-scattered
+            // into the shards' gradients after the micro-batch (ZeRO-2), the last one (ZeRO-1) or
+            // each layer's backward (ZeRO-3).
             const std::string base = o.explain ? fmtCount(g.params) + " params (" + g.where + "); " : std::string();
-            WB_ADD(std::string(g.name) + " weights", "weights", g.params * 4.0,
-                   base + "fp32 parameters, whole on every rank (moe-train FSDP " + l.fsdpStrategy + ")");
+            const bool freed = rt.zero == 3 && g.trainable && g.layerUnit;
+            if (!freed) {
+                WB_ADD(std::string(g.name) + " weights", "weights", g.params * 4.0,
+                       base + "fp32 parameters, whole on every rank (moe-train FSDP " + l.fsdpStrategy +
+                           (rt.zero == 3 ? (g.trainable ? ": the root unit" : ": frozen, not sharded") : "") + ")");
+                runtimeFp32 += g.params * 4.0;
+            }
             WB_ADD(std::string(g.name) + " bf16 copies", "weights", g.params * 2.0,
                    base + "bf16 casts made by autocast in the forward and saved for backward (moe-train)");
             runtimeCopies += g.params * 2.0;
-            runtimeFp32 += g.params * 4.0;
             if (!g.trainable)
                 continue;  // frozen: not sharded, no optimizer state
+            if (rt.zero == 3 && !g.layerUnit)
+                rt.rootParams += g.params;
             WB_ADD(std::string(g.name) + " fp32 shard", "weights", g.params * 4.0 / g.n,
                    base + "the rank's fp32 shard that AdamW updates, 4 B / N (N = " + fmt(g.n, 0) + ")");
             WB_ADD(std::string(g.name) + " optimizer", "optimizer", g.params * (w.bf16AdamMoments ? 4.0 : 8.0) / g.n,
@@ -304,8 +330,8 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
             runtimeFp32 += g.params * 4.0 / g.n;
             runtimeGrads += g.params * 4.0;
             rt.stepGrads += g.params * 4.0 / g.n;
-            // Through a later micro-batch's forward: ZeRO-1 accumulates the whole gradients, ZeRO-2
-            // the reduced shards'.
+            // Through a later micro-batch's forward: ZeRO-1 accumulates the whole gradients,
+            // ZeRO-2/3 the reduced shards'.
             if (microBatches > 1)
                 runtimeHeldGrads += g.params * (rt.zero == 1 ? 4.0 : 4.0 / g.n);
             continue;
@@ -342,45 +368,63 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
     }
     if (rt.zero > 0) {
         // The reduce-scatter of one unit (fsdp.cpp reduceUnit; units: the root — embedding,
-        // output layer, projector, norms — then each vision block and decoder layer, one
-        // collective per group): the padded gradient columns replace the whole gradients, their
-        // concatenation is the collective's input (4 B, or 2 B with bf16 reduction, whose columns
-        // are half the gradients they replace) and its output is 4 B / N (bf16: 2 B / N, then
-        // widened to 4 B / N). The root goes first, with every gradient still whole; a layer after
-        // it, once the root's gradients became shards.
+        // output layer, projector, norms — then each vision block and decoder layer; one
+        // collective per group), beyond the unit's whole gradients: the padded gradient columns
+        // replace them (fp32; bf16 reduction: half of them), their concatenation is the
+        // collective's input (4 B; 2 B), its output 4 B / N (2 B / N widened to 4 B / N) and the
+        // shard's gradient a copy of it (4 B / N) while the output is still held.
         const bool bf16Reduce = !l.gradReduceInFp32;
-        auto transient = [&](double params, double n) { return params * (bf16Reduce ? 6.0 / n : 4.0 + 4.0 / n); };
-        double root = 0;
-        if (!m.freezeLanguageModel)
-            root += (first ? counts.embedding / t : 0.0) + (last ? counts.outputLayer / t + d.hiddenSize : 0.0);
-        if (first && !l.freezeVision)
-            root += counts.projector / t;
-        const double rootFreed = root * (4.0 - 4.0 / dpN);
-        double layer = 0;
-        if (layers > 0 && !m.freezeLanguageModel) {
-            const double dense = decoderLayerDenseParams(d) / t;
-            const double experts = (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp;
-            layer =
-                l.ep > 1 ? std::max(transient(dense, dpN), transient(experts, edpN)) : transient(dense + experts, dpN);
+        auto transient = [&](double params, double n) { return params * (bf16Reduce ? 8.0 / n : 4.0 + 8.0 / n); };
+        const double dense = layers > 0 && !m.freezeLanguageModel ? decoderLayerDenseParams(d) / t : 0.0;
+        const double experts =
+            layers > 0 && !m.freezeLanguageModel ? (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp : 0.0;
+        const double layer =
+            l.ep > 1 ? std::max(transient(dense, dpN), transient(experts, edpN)) : transient(dense + experts, dpN);
+        if (rt.zero < 3) {
+            // The root goes first, with every gradient still whole; a layer after it, once the
+            // root's gradients became shards.
+            double root = 0;
+            if (!m.freezeLanguageModel)
+                root += (first ? counts.embedding / t : 0.0) + (last ? counts.outputLayer / t + d.hiddenSize : 0.0);
+            if (first && !l.freezeVision)
+                root += counts.projector / t;
+            rt.reduceTransient = std::max(transient(root, dpN), layer - root * (4.0 - 4.0 / dpN));
+        } else {
+            // ZeRO-3: the last decoder layer's backward, the first and largest: it is gathered
+            // again (4 B) with the layer before it prefetched (4 B), makes its fp32 gradients
+            // (4 B) and reduce-scatters them (above), beside the output layer's whole gradients
+            // (the root's, reduced only after the micro-batch). By then its saved bf16 copies and
+            // the logits are gone. (Gathering in forward: the "FSDP gathered layers" term.)
+            rt.unitParams = dense + experts;
+            rt.layerBackward = rt.unitParams * 4.0 + layer - rt.unitParams * 2.0 +
+                               (last && !m.freezeLanguageModel ? (counts.outputLayer / t + d.hiddenSize) * 4.0 : 0.0);
+            if (!l.fsdpReshardAfterForward)
+                rt.layerBackward -= rt.unitParams * 4.0;  // still gathered from its forward: no prefetch
         }
-        rt.reduceTransient = std::max(transient(root, dpN), layer - rootFreed);
     }
-    if (l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params")
+    if (rt.zero == 3) {
+        // Forward: the layer being computed, gathered into fresh fp32 memory (4 B), and the next
+        // one's all-gather output (4 B) prefetched meanwhile. fsdp_reshard_after_forward false
+        // keeps every layer gathered (fresh memory beside its shard) until its backward.
+        const double layerParams = rt.unitParams * layers + (first && !l.freezeVision ? counts.visionEncoder / t : 0.0);
+        if (l.fsdpReshardAfterForward)
+            WB_ADD("FSDP gathered layers", "other", rt.unitParams * 8.0,
+                   "the layer in compute and the next one prefetched, fp32 (4 + 4 B), " + fmtCount(rt.unitParams) +
+                       " params per decoder layer (moe-train FSDP optim_grads_params)");
+        else
+            WB_ADD(
+                "FSDP gathered layers", "other", layerParams * 4.0 + rt.unitParams * 4.0,
+                "every layer's fp32 parameters gathered from its forward to its backward (fsdp_reshard_after_forward "
+                "false), " +
+                    fmtCount(layerParams) + " params, + one all-gather output (moe-train)");
+    }
+    if (l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params" && !rt.on)
         WB_ADD("FSDP all-gathered units", "other", largestUnit * (2.0 * 2.0 + 4.0),
             "two layers' bf16 weights gathered (double buffer) + one layer's fp32 grads before reduce-scatter, " +
                 fmtCount(largestUnit) + " params per layer");
     else if (l.useMegatronFsdp && l.fsdpStrategy == "optim_grads" && !rt.on)
-        WB_ADD("FSDP grad reduce-scatter buffer", "other", largestUnit * 4.0, "one layer's fp32 grads before reduce-scatter");
-    if (o.moeTrain && l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params" && !l.fsdpReshardAfterForward) {
-        // moe-train's parallel.fsdp_reshard_after_forward false: every layer's gathered fp32
-        // parameters stay from its forward to its backward (the shard it owns is already counted).
-        const double denseLayer = decoderLayerDenseParams(d) / t * (dpN - 1.0) / dpN;
-        const double expertLayer = (double(d.numMoeExperts) / l.ep) * expertParams(d) / l.etp * (edpN - 1.0) / edpN;
-        const double vision = first && !l.freezeVision ? counts.visionEncoder / t * (dpN - 1.0) / dpN : 0.0;
-        WB_ADD("FSDP layers kept gathered", "other", (layers * (denseLayer + expertLayer) + vision) * 4.0,
-            "fp32 parameters of every layer gathered from its forward to its backward (fsdp_reshard_after_forward "
-            "false, moe-train), less the rank's own shard");
-    }
+        WB_ADD("FSDP grad reduce-scatter buffer", "other", largestUnit * 4.0,
+               "one layer's fp32 grads before reduce-scatter");
 
     return rt;
 }
@@ -419,6 +463,7 @@ ActivationFrame addActivationTerms(const ModelConfig& m, const Layout& l, const 
                 (mode == "selective" ? ", selective recompute" : ", no recompute") + "; " + heldText);
     }
     const double tokensOnRank = shape.s * shape.b / (shape.sp ? t : 1.0);
+    double logitsBytes = 0;
     if (first && w.visionImagesPerSample() > 0 && v.numLayers > 0) {
         const double patches = double(l.mbs) * w.visionPatchesPerSample(v);
         const double m2 = double(v.spatialMergeSize) * v.spatialMergeSize;
@@ -441,9 +486,11 @@ ActivationFrame addActivationTerms(const ModelConfig& m, const Layout& l, const 
         // same size while they are still held.
         const double labelled = w.packed.measured() ? w.packed.textTokens
                                                     : std::max(0.0, double(w.seqLength) - double(w.imageTokensPerSample(v)));
-        WB_ADD("logits and loss", "activations", labelled * shape.b * double(d.vocabSize) / t * 4.0,
-            fmtCount(labelled * shape.b) + " target tokens × V/t × (2 B bf16 logits kept by the fused cross-entropy + 2 B "
-            "their gradient in the head's backward); one micro-batch (moe-train)");
+        logitsBytes = labelled * shape.b * double(d.vocabSize) / t * 4.0;
+        WB_ADD("logits and loss", "activations", logitsBytes,
+               fmtCount(labelled * shape.b) +
+                   " target tokens × V/t × (2 B bf16 logits kept by the fused cross-entropy + 2 B "
+                   "their gradient in the head's backward); one micro-batch (moe-train)");
     } else if (last) {
         WB_ADD("logits and loss", "activations", shape.s * shape.b * double(d.vocabSize) / t * 6.0,
             "s·b·V/t × (2 B bf16 logits + 4 B fp32 softmax kept by the fused cross-entropy); one micro-batch");
@@ -458,7 +505,10 @@ ActivationFrame addActivationTerms(const ModelConfig& m, const Layout& l, const 
         }
     }
 
-    return {shape, held, tokensOnRank};
+    ActivationFrame frame{shape, held, tokensOnRank};
+    frame.layerBytes = l.recomputeGranularity == "full" ? 0.0 : layerActivationBytes(shape);
+    frame.logitsBytes = logitsBytes;
+    return frame;
 }
 
 // Dispatcher buffers, CUDA graphs, and the context and allocator (or moe-train's optimizer-step peak).
@@ -497,6 +547,18 @@ void addOtherTerms(const ModelConfig& m, const Layout& l, const Workload& w, con
                    std::string(rt.bf16Grads ? "; bf16 where only one micro-batch came before (train.bf16_gradients)"
                                             : ""));
         const double forwardPeak = est.total();
+        if (rt.zero == 3) {
+            // The last decoder layer's backward, less the logits (freed after the head's backward)
+            // and the layer's own activations (freed with its backward).
+            const double extra = rt.layerBackward - a.logitsBytes - a.layerBytes;
+            WB_ADD("gradients beyond the forward peak", "grads", std::max(0.0, extra),
+                   "the last decoder layer's backward: gathered again, the layer before prefetched, its fp32 "
+                   "gradients and their reduce-scatter (" +
+                       std::string(l.gradReduceInFp32 ? "fp32" : "bf16") +
+                       " reduction), beside the output layer's whole gradients; its bf16 copies, its activations "
+                       "and the logits freed (moe-train FSDP optim_grads_params)");
+            return;
+        }
         if (rt.zero > 0) {
             // FSDP ZeRO-1/2: the end of a backward holds the whole fp32 gradients (ZeRO-2 beside
             // the shards' gradients of earlier micro-batches) and the largest unit's

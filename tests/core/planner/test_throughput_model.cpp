@@ -534,13 +534,14 @@ private slots:
         QVERIFY2(std::abs(saved - 2.0 * copied) < 0.05 * 2.0 * copied, std::to_string(saved / copied).c_str());
     }
 
-    // moe-train's FSDP ZeRO-1/2 (runtime/parallel/fsdp.h) keep the whole fp32 parameters on every
+    // moe-train's FSDP (runtime/parallel/fsdp.h). ZeRO-1/2 keep the whole fp32 parameters on every
     // rank beside the fp32 shards, and the backward makes the whole fp32 gradients before any
     // reduce-scatter: with one micro-batch per step ZeRO-2 holds what ZeRO-1 holds (measured on
     // 2×H200: 65.0 and 64.9 GiB). The peak is the first unit's reduce-scatter (the root: embedding,
     // output layer, projector), whose fp32 input is a concatenated copy; bf16 reduction halves the
-    // columns it replaces the gradients with, so the copy costs nothing beyond its output.
-    void moeTrainZeroOneAndTwoHoldWholeGradients()
+    // columns it replaces the gradients with, so the copy costs nothing beyond its output. ZeRO-3
+    // gathers one layer at a time; its peak is the last layer's backward.
+    void moeTrainFsdpHoldsWhatItsCodeHolds()
     {
         const ModelConfig m = catalog().model("qwen3-vl-30b-a3b")->model;
         Layout zero1;
@@ -565,14 +566,14 @@ private slots:
         Layout kept = zero2;
         kept.bf16WeightCopies = true;
         QCOMPARE(estimateMemory(m, kept, Workload{}, mo).total(), two);
-        // bf16 reduction: the root's concatenated fp32 copy (4 B) and its fp32 output (4 B / N)
-        // become 2 B / N of bf16 output widened to 4 B / N.
+        // bf16 reduction: the columns that replace the root's gradients are 2 B instead of 4, and
+        // their concatenation 2 B: the 4 B of the fp32 concatenation are saved (the output, 4 B / N
+        // after widening, and the shard gradient copied from it stay).
         Layout bf16 = zero2;
         bf16.gradReduceInFp32 = false;
         const double root = c.embedding + c.outputLayer + m.decoder.hiddenSize + c.projector;
         const double saved = two - estimateMemory(m, bf16, Workload{}, mo).total();
-        QVERIFY2(std::abs(saved - root * (4.0 + 4.0 / n - 6.0 / n)) < 1e-6 * saved,
-                 (std::to_string(saved / 1073741824.0) + " GiB").c_str());
+        QVERIFY2(std::abs(saved - root * 4.0) < 1e-6 * saved, (std::to_string(saved / 1073741824.0) + " GiB").c_str());
         // Two micro-batches per rank: ZeRO-1 holds the whole accumulated gradients through the
         // second forward, ZeRO-2 only the first one's shards.
         Layout acc1 = zero1, acc2 = zero2;
@@ -585,6 +586,24 @@ private slots:
             held2 += t.name == "gradients held through the forward" ? t.bytes : 0.0;
         QVERIFY(std::abs(held1 - 4.0 * params) < 1e-9 * held1);
         QVERIFY(std::abs(held2 - 4.0 * params / n) < 1e-9 * held2);
+
+        // ZeRO-3: the layers' whole fp32 parameters are gone (gathered one layer at a time) but
+        // their bf16 copies are still saved for backward.
+        Layout zero3 = zero2;
+        zero3.fsdpStrategy = "optim_grads_params";
+        const double three = estimateMemory(m, zero3, Workload{}, mo).total();
+        const double layerParams = c.decoderDense + c.decoderExperts + c.visionEncoder;
+        QVERIFY2(three < two - 4.0 * layerParams + 0.5 * 4.0 * layerParams,
+                 std::to_string(three / 1073741824.0).c_str());
+        QVERIFY(three > params * (4.0 / n + 8.0 / n + 2.0));
+        // fsdp_reshard_after_forward false: every layer stays gathered (4 B) instead of two at a
+        // time, and the last layer's backward needs no new gather.
+        Layout gathered = zero3;
+        gathered.fsdpReshardAfterForward = false;
+        const double unit = c.decoderDense / m.decoder.numLayers + c.decoderExperts / m.decoder.numLayers;
+        const double more = estimateMemory(m, gathered, Workload{}, mo).total() - three;
+        QVERIFY2(std::abs(more - (4.0 * layerParams - 8.0 * unit)) < 1e-6 * more,
+                 (std::to_string(more / 1073741824.0) + " GiB").c_str());
     }
 
     // moe-train's own passes: casts per micro-batch, one norm pass, the fused AdamW over every
