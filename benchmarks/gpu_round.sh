@@ -142,6 +142,7 @@ variant("real-casting", lambda v: v["train"].update(bf16_weight_copies=False))
 variant("real-widening", lambda v: v["train"].update(bf16_gradients=False))
 variant("real-scalar-kernels", lambda v: None)  # real's config; moe-train runs with WB_NEW_KERNELS=0
 variant("real-aten-passes", lambda v: None)  # real's config; moe-train runs with WB_PASS_KERNELS=0
+variant("real-early-norm", lambda v: None)  # real's config; moe-train runs with WB_EARLY_GRAD_NORM=1
 PY
 
 # WB_ROUND_ROWS: is this row (or the dump an eager row of it needs) selected?
@@ -255,7 +256,7 @@ finish() {
   python3 "$ROOT/benchmarks/round_table.py" --skip 3 --rows "$ROWS" --out "$RESULTS/table.md" || rc=1
   # The A/B rows against "real", step by step (paired_rows.py: the same micro-batch in both).
   if [ -f "$RESULTS/runs/real.metrics.jsonl" ]; then
-    python3 "$ROOT/benchmarks/paired_rows.py" "$RESULTS/runs" real real-aten-passes real-scalar-kernels \
+    python3 "$ROOT/benchmarks/paired_rows.py" "$RESULTS/runs" real real-aten-passes real-scalar-kernels real-early-norm \
       real-widening real-casting real-overlap-optimizer 2>/dev/null | grep -v ' | 0 | ' \
       | tee -a "$RESULTS/table.md" || true
   fi
@@ -306,10 +307,14 @@ ours real-scalar-kernels WB_NEW_KERNELS=0
 # Session 23's row kernels off (fused_kernels.cu passKernelsOn: the vectorized MoE combine and its
 # one-pass backward, the dispatch's gather-sum, the distinct-row scatter of row_ops.h).
 ours real-aten-passes WB_PASS_KERNELS=0
+# The gradient norm summed layer by layer on a side stream during the backward (early_grad_norm.h;
+# experimental, off by default): what it hides of the norm pass, against "real".
+ours real-early-norm WB_EARLY_GRAD_NORM=1
 same_losses real-casting real "autocast casts vs kept bf16 copies"
 same_losses real-widening real "widened vs bf16 gradients"
 same_losses real-scalar-kernels real "session 22's kernels off vs on"
 same_losses real-aten-passes real "session 23's passes off vs on"
+same_losses real-early-norm real "the norm during the backward vs after it"
 ours real-overlap-optimizer
 same_losses real-overlap-optimizer real "overlapped vs serial optimizer"
 ours mock

@@ -25,52 +25,10 @@ namespace wb::rt {
 
 namespace {
 
-using torch::autograd::AutogradContext;
-using torch::autograd::variable_list;
-
-// Identity on up to three tensors (a layer's inputs or outputs: {h, aux} at most). Fixed tensor
-// arguments, not a variable_list: LibTorch's custom functions only see tensors passed as
-// arguments of their own, so a list would leave the hook out of the graph.
-struct UnitHook : torch::autograd::Function<UnitHook> {
-    static variable_list forward(AutogradContext* ctx, const torch::Tensor& a, const torch::Tensor& b,
-                                 const torch::Tensor& c, int64_t fsdp, int64_t unit, bool before)
-    {
-        ctx->saved_data["fsdp"] = fsdp;
-        ctx->saved_data["unit"] = unit;
-        ctx->saved_data["before"] = before;
-        return {a, b, c};
-    }
-    static variable_list backward(AutogradContext* ctx, variable_list grads)
-    {
-        auto* fsdp = reinterpret_cast<Fsdp*>(ctx->saved_data["fsdp"].toInt());
-        const auto unit = static_cast<size_t>(ctx->saved_data["unit"].toInt());
-        if (ctx->saved_data["before"].toBool())
-            fsdp->beforeUnitBackward(unit);
-        else
-            fsdp->afterUnitBackward(unit);
-        grads.resize(6);  // fsdp, unit, before: no gradient
-        return grads;
-    }
-};
-
-std::vector<torch::Tensor> applyHook(const std::vector<torch::Tensor>& xs, Fsdp* fsdp, size_t unit, bool before)
+// A unit's hook tag: on its outputs (its backward begins) or on its inputs (its backward is done).
+int64_t unitTag(size_t unit, bool before)
 {
-    if (xs.size() > 3)
-        throw std::invalid_argument("FSDP: a layer with more than 3 input or output tensors (" + std::to_string(xs.size()) + ")");
-    // Empty placeholders rather than undefined tensors (autograd wants a device for each output).
-    const torch::Tensor none = torch::empty({0}, xs.empty() ? torch::TensorOptions() : xs[0].options().requires_grad(false));
-    auto out = UnitHook::apply(xs.size() > 0 ? xs[0] : none, xs.size() > 1 ? xs[1] : none, xs.size() > 2 ? xs[2] : none,
-                               reinterpret_cast<int64_t>(fsdp), static_cast<int64_t>(unit), before);
-    out.resize(xs.size());
-    return out;
-}
-
-bool anyRequiresGrad(const std::vector<torch::Tensor>& xs)
-{
-    for (const auto& x : xs)
-        if (x.defined() && x.requires_grad())
-            return true;
-    return false;
+    return static_cast<int64_t>(unit) * 2 + (before ? 1 : 0);
 }
 
 // Releases the memory under `p` (its shape and identity stay).
@@ -346,7 +304,7 @@ std::vector<torch::Tensor> Fsdp::run(const LayerKey& key, const LayerFn& fn, con
     if (u + 1 < m_units.size() && m_units[u + 1].stack == m_units[u].stack && key.index + 1 < key.count)
         gatherUnit(u + 1, false);
     const bool hooks = torch::GradMode::is_enabled();
-    const auto in = hooks && anyRequiresGrad(inputs) ? applyHook(inputs, this, u, false) : inputs;
+    const auto in = hooks && anyRequiresGrad(inputs) ? withBackwardHook(inputs, this, unitTag(u, false)) : inputs;
     std::vector<torch::Tensor> outputs;
     {
         // CUDA autocast caches a bf16 copy of every fp32 leaf weight until the micro-batch's
@@ -367,8 +325,17 @@ std::vector<torch::Tensor> Fsdp::run(const LayerKey& key, const LayerFn& fn, con
     if (m_reshardAfterForward || !backwardComes)
         releaseUnit(u);
     if (backwardComes)
-        outputs = applyHook(outputs, this, u, true);
+        outputs = withBackwardHook(outputs, this, unitTag(u, true));
     return outputs;
+}
+
+void Fsdp::onBackward(int64_t tag)
+{
+    const auto unit = static_cast<size_t>(tag >> 1);
+    if (tag & 1)
+        beforeUnitBackward(unit);
+    else
+        afterUnitBackward(unit);
 }
 
 void Fsdp::beforeUnitBackward(size_t u)

@@ -25,6 +25,7 @@
 // goes through this class for gradients, norms and the optimizer.
 #pragma once
 
+#include "runtime/model/backward_hook.h"
 #include "runtime/model/layer_runner.h"
 #include "runtime/parallel/process_group.h"
 
@@ -52,7 +53,7 @@ struct ShardedBytes {
     int64_t optimizerState = 0;
 };
 
-class Fsdp final : public LayerRunner {
+class Fsdp final : public LayerRunner, public BackwardHookTarget {
 public:
     /// `dense`: group that shards non-expert parameters (DP); `expert`: group for parameters
     /// where isExpert() holds (EDP; the same as dense without EP). Both must outlive this.
@@ -120,7 +121,8 @@ private:
     void releaseUnit(size_t unit);
     void reduceUnit(size_t unit);
 
-public:  // called by the autograd hooks
+public:  // the autograd hooks (backward_hook.h): a unit's backward begins, or is done
+    void onBackward(int64_t tag) override;
     void beforeUnitBackward(size_t unit);
     void afterUnitBackward(size_t unit);
 

@@ -198,6 +198,7 @@ void Trainer::setUp()
     // moments are then sharded in their configured dtype too.
     m_optimizer = makeOptimizer(m_parallel->optimizedParameters(true), m_parallel->optimizedParameters(false),
                                 m_config.train);
+    installEarlyGradNorm();
     installOptimizerOverlap();
     installBf16WeightCopies();
     makeCheckpointer();
@@ -360,6 +361,8 @@ core::StepRecord Trainer::trainStep(int64_t step)
             if (m_warningsEmitted++ < 5)
                 event("warning", w, step);
 
+        if (micro == lastLocal && m_earlyNorm)
+            m_earlyNorm->arm();  // this backward leaves each layer's gradients final
         timer.begin();
         VlmBatch tensors = uploaded ? std::move(*uploaded) : upload(*batch);
         m_parallel->beginMicroBatch(tensors.hasImages());
@@ -504,8 +507,9 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
         if (p.grad().defined())
             grads.push_back(p.grad());
     // One rank, nothing sharded: the multi-tensor norm; otherwise the layout's (reduced over ranks).
-    torch::Tensor total = m_group->size() == 1 && !m_parallel->sharded() ? globalGradNorm(grads)
-                                                                          : m_parallel->gradNorm();
+    torch::Tensor total = m_earlyNorm                                      ? m_earlyNorm->norm(grads)
+                          : m_group->size() == 1 && !m_parallel->sharded() ? globalGradNorm(grads)
+                                                                           : m_parallel->gradNorm();
     if (m_pipeline)  // each stage holds its own parameters: squares summed over the stages
         total = m_pipeline->combineGradNorm(total);
     const double clip = m_config.train.clipGrad;

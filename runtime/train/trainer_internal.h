@@ -14,11 +14,12 @@
 #include "runtime/parallel/parallel_training.h"
 #include "runtime/parallel/pipeline.h"
 #include "runtime/parallel/process_group.h"
-#include "runtime/train/optimizer.h"
-#include "runtime/train/optimizer_overlap.h"
 #include "runtime/train/checkpointer.h"
+#include "runtime/train/early_grad_norm.h"
 #include "runtime/train/gpu_monitor.h"
 #include "runtime/train/metrics_writer.h"
+#include "runtime/train/optimizer.h"
+#include "runtime/train/optimizer_overlap.h"
 #include "runtime/train/recompute_runner.h"
 #include "runtime/train/router_graphs_runner.h"
 #include "runtime/train/run_reporting.h"
@@ -109,6 +110,7 @@ private:
     /// WB_DECODER_ATTENTION=dense).
     VlmBatch upload(const MicroBatch& batch) const;
     void installRecompute();
+    void installEarlyGradNorm();
     void installOptimizerOverlap();
     void installBf16WeightCopies();
     void makeCheckpointer();
@@ -143,7 +145,10 @@ private:
     std::unique_ptr<ParallelTraining> m_parallel;  // DP / EP / FSDP layout (runtime/parallel)
     std::unique_ptr<StepReducer> m_reducer;        // the step's statistics and stop flag over all ranks
     std::unique_ptr<RecomputeRunner> m_recompute;  // null for recompute.granularity "none"
-    // train.overlap_optimizer on CUDA (not FSDP): the layer runner around m_recompute and the
+    // WB_EARLY_GRAD_NORM=1 on one rank: the layer runner around m_recompute that counts each
+    // layer's gradients in the last micro-batch's backward; null = the norm pass at the step.
+    std::unique_ptr<EarlyGradNorm> m_earlyNorm;
+    // train.overlap_optimizer on CUDA (not FSDP): the layer runner around m_recompute (or m_earlyNorm) and the
     // model's parameter fence; null = the serial step.
     std::unique_ptr<OptimizerOverlap> m_overlap;
     // train.bf16_weight_copies on CUDA bf16 (not FSDP): the weights' bf16 copies that the AdamW

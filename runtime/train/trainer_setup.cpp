@@ -9,6 +9,7 @@
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/gpu_info.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <utility>
 
@@ -80,6 +81,24 @@ void Trainer::installRecompute()
     m_recompute = makeRecomputeRunner(m_config.recompute);
 }
 
+// WB_EARLY_GRAD_NORM=1 (early_grad_norm.h; experimental, off until a GPU round has measured it):
+// one rank with nothing sharded and no pipeline, whose gradients are final once the last
+// micro-batch's backward has left a layer. Goes around the runner attach() installed.
+void Trainer::installEarlyGradNorm()
+{
+    const char* flag = std::getenv("WB_EARLY_GRAD_NORM");
+    if (flag == nullptr || std::string(flag) != "1")
+        return;
+    if (m_group->size() != 1 || m_parallel->sharded() || m_pipeline) {
+        event("warning",
+              "WB_EARLY_GRAD_NORM=1 is for one rank without a parallel layout; the gradient norm is read at the step");
+        return;
+    }
+    m_earlyNorm = std::make_unique<EarlyGradNorm>(m_device, m_recompute.get());
+    m_model->setLayerRunner(m_earlyNorm.get());
+    event("info", "gradient norm counted layer by layer during the last micro-batch's backward (WB_EARLY_GRAD_NORM=1)");
+}
+
 // train.overlap_optimizer (optimizer_overlap.h): CUDA with the fused AdamW step, and not under
 // FSDP, whose step ends with the all-gather of the updated shards. Replaces the layer runner
 // attach() installed (the recompute runner, or none) with itself around it.
@@ -88,7 +107,8 @@ void Trainer::installOptimizerOverlap()
     if (!m_config.train.overlapOptimizer || !m_device.is_cuda() || !fusedAdamWAvailable() ||
         m_parallel->fullySharded())
         return;
-    m_overlap = std::make_unique<OptimizerOverlap>(forwardOrderGroups(*m_model, optimizedParameters()), m_recompute.get());
+    LayerRunner* inner = m_earlyNorm ? static_cast<LayerRunner*>(m_earlyNorm.get()) : m_recompute.get();
+    m_overlap = std::make_unique<OptimizerOverlap>(forwardOrderGroups(*m_model, optimizedParameters()), inner);
     preferTrainingStream(m_device);
     m_model->setLayerRunner(m_overlap.get());
     m_model->setParameterFence(m_overlap.get());

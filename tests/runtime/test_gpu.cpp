@@ -30,6 +30,7 @@
 #include "runtime/model/torch_compat.h"
 #include "runtime/model/vision_encoder.h"
 #include "runtime/model/vlm_model.h"
+#include "runtime/train/early_grad_norm.h"
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/optimizer_overlap.h"
@@ -748,6 +749,58 @@ static void testOverlappedOptimizer()
               << unfencedLoss << std::endl;
 }
 
+// WB_EARLY_GRAD_NORM (early_grad_norm.h) on the device: each layer's gradients summed on the side
+// stream during the backward (kept bf16 copies, bf16 gradients and autocast, as the benchmark
+// runs), joined at the step, equal the one pass over every gradient, step after step (the
+// gradients are freed and made again between steps, the sums' memory crosses the streams).
+static void testEarlyGradNorm()
+{
+    if (!rt::fusedAdamWAvailable() || !WB_TORCH_AT_LEAST(2, 4))
+        return;
+    torch::manual_seed(21);
+    rt::VlmModel model(tinyVlm());
+    model->to(torch::kCUDA);
+    rt::Bf16Weights kept;
+    model->setBf16Weights(&kept);
+    kept.setBf16Gradients(true);
+    rt::EarlyGradNorm early(torch::Device(torch::kCUDA, 0), nullptr);
+    model->setLayerRunner(&early);
+    core::TrainConfig t;
+    t.lr = 1e-2;
+    auto optimizer = rt::makeOptimizer(*model, t);
+    const rt::MicroBatch batch = tinyVlmBatch();
+    double worst = 0.0;
+    int64_t counted = 0, total = 0;
+    for (int step = 0; step < 4; ++step) {
+        early.arm();
+        auto tensors = rt::toTensors(batch, torch::kCUDA, torch::kFloat32);
+        torch::Tensor loss;
+        {
+            Bf16Autocast autocast(true);
+            rt::DecoderOutput out = model->forward(tensors);
+            loss = out.lmLoss + out.auxLoss;
+        }
+        loss.backward();
+        std::vector<torch::Tensor> grads;
+        for (const auto& p : model->parameters())
+            if (p.grad().defined())
+                grads.push_back(p.grad());
+        const torch::Tensor norm = early.norm(grads);
+        const double want = rt::globalGradNorm(grads).item<double>();
+        worst = std::max(worst, std::abs(norm.item<double>() - want) / want);
+        counted = early.countedEarly(), total = early.countedTotal();
+        const torch::Tensor divisor = ((norm + 1e-6) / 0.5).clamp_min(1.0);
+        rt::fusedAdamWStep(*optimizer, rt::MomentDtypes{}, divisor, {nullptr, &kept});
+        optimizer->zero_grad();
+    }
+    model->setLayerRunner(nullptr);
+    WB_CHECK_MSG(worst < 1e-5, "early gradient norm: rel err " << worst << " vs the one pass");
+    WB_CHECK_MSG(counted > 0 && counted < total,
+                 counted << " of " << total << " gradients counted during the backward");
+    std::cout << "early gradient norm: within " << worst << " of the one pass over 4 steps, " << counted << " of "
+              << total << " gradients counted during the backward" << std::endl;
+}
+
 // train.bf16_weight_copies: the AdamW pass writes each weight's bf16 copy and the forward reads
 // it — the same values autocast's casts give, so the run is the casting run's, serial and
 // overlapped (whose updates also use the short-block grid).
@@ -817,6 +870,7 @@ int main()
     testFusedCombine();
     testScatterRows();
     testSumOfSquares();
+    testEarlyGradNorm();
     testWidenToFloat();
     testFusedCrossEntropy();
     return test::checkExitCode("test_runtime_gpu");

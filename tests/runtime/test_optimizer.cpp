@@ -17,6 +17,8 @@
 #include "tiny_run.h"
 
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/early_grad_norm.h"
+#include "runtime/train/fused_adamw.h"
 #include "runtime/train/memory_report.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/optimizer_overlap.h"
@@ -376,6 +378,82 @@ void testOverlapStepEqualsSerial()
     WB_CHECK(overlap.waits() == 0);  // CPU: nothing is pending, nothing to wait for
 }
 
+// WB_EARLY_GRAD_NORM (early_grad_norm.h): what the layers counted during the last micro-batch's
+// backward plus the rest at the step is the norm of every gradient, with recompute inside it too;
+// the first micro-batch (not armed) counts nothing; a gradient changed after its layer counted it
+// makes the step read them all again; a run that was never armed reads them all.
+void testEarlyGradNorm()
+{
+    core::RunConfig c = test::sampleMockConfig();
+    const auto batches = test::mockBatches(c, 2);
+    torch::manual_seed(9);
+    rt::VlmModel model(c.model);
+    // The gradients a layer's hook can count: those of the vision blocks and decoder layers.
+    int64_t layerGrads = 0;
+    auto gradients = [&] {
+        std::vector<torch::Tensor> grads;
+        layerGrads = 0;
+        for (const auto& item : model->named_parameters())
+            if (item.value().grad().defined()) {
+                grads.push_back(item.value().grad());
+                const std::string& name = item.key();
+                layerGrads += name.rfind("vision.blocks.", 0) == 0 || name.rfind("decoder.layers.", 0) == 0;
+            }
+        return grads;
+    };
+    auto backward = [&](rt::EarlyGradNorm& early, bool armLast) {
+        model->zero_grad();
+        for (size_t m = 0; m < batches.size(); ++m) {
+            if (armLast && m + 1 == batches.size())
+                early.arm();
+            rt::VlmBatch t = rt::toTensors(batches[m], torch::kCPU, torch::kFloat32);
+            rt::DecoderOutput out = model->forward(t);
+            ((out.lmLoss + out.auxLoss) / 2.0).backward();
+        }
+    };
+    for (const bool recompute : {false, true}) {
+        core::RecomputeConfig r;
+        if (recompute)
+            r.granularity = "full", r.method = "uniform", r.recomputeNumLayers = 1;
+        auto inner = rt::makeRecomputeRunner(r);
+        rt::EarlyGradNorm early(torch::kCPU, inner.get());
+        model->setLayerRunner(&early);
+        backward(early, true);
+        const auto grads = gradients();
+        const double want = rt::globalGradNorm(grads).item<double>();
+        const double got = early.norm(grads).item<double>();
+        WB_CHECK_MSG(std::abs(got - want) <= 1e-5 * want,
+                     "recompute " << recompute << ": early norm " << got << " vs " << want);
+        WB_CHECK_MSG(early.countedEarly() == layerGrads && layerGrads > 0 && layerGrads < early.countedTotal(),
+                     "recompute " << recompute << ": " << early.countedEarly() << " of " << early.countedTotal()
+                                  << " gradients counted early, the layers hold " << layerGrads);
+        model->setLayerRunner(nullptr);
+    }
+    rt::EarlyGradNorm early(torch::kCPU, nullptr);
+    model->setLayerRunner(&early);
+    // A layer's gradient changed after its hook counted it (as a reduction would): all read again.
+    backward(early, true);
+    auto grads = gradients();
+    for (const auto& item : model->named_parameters())
+        if (item.key().rfind("decoder.layers.0.", 0) == 0 && item.value().grad().defined()) {
+            item.value().grad().mul_(3.0);
+            break;
+        }
+    double want = rt::globalGradNorm(grads).item<double>();
+    double got = early.norm(grads).item<double>();
+    WB_CHECK_MSG(std::abs(got - want) <= 1e-5 * want && early.countedEarly() == 0,
+                 "a gradient changed after its layer: " << got << " vs " << want << ", " << early.countedEarly()
+                                                        << " counted early");
+    // Never armed: nothing counted early.
+    backward(early, false);
+    grads = gradients();
+    want = rt::globalGradNorm(grads).item<double>();
+    got = early.norm(grads).item<double>();
+    WB_CHECK_MSG(std::abs(got - want) <= 1e-5 * want && early.countedEarly() == 0,
+                 "not armed: " << got << " vs " << want);
+    model->setLayerRunner(nullptr);
+}
+
 }  // namespace
 
 int run(int, char**)
@@ -387,6 +465,7 @@ int run(int, char**)
     testCheckpointConversion();
     testOverlapGroups();
     testOverlapStepEqualsSerial();
+    testEarlyGradNorm();
     testTinyModel();
     return test::checkExitCode("test_runtime_optimizer");
 }
