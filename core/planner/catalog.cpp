@@ -191,6 +191,7 @@ void parseRuntimeProfile(const Json& entry, const std::string& where, std::vecto
         if (entry.find(key) != entry.end())
             number(key, value, min, max);
     };
+    optionalNumber("copy_gb_s", p.rates.copyGbPerS, 1, 1e5);
     optionalNumber("allreduce_gb_s", p.rates.allreduceGbPerS, 1, 1e5);
     optionalNumber("shard_gb_s", p.rates.shardGbPerS, 1, 1e5);
     optionalNumber("alltoall_gb_s", p.rates.alltoallGbPerS, 1, 1e5);
@@ -472,7 +473,8 @@ ParameterCounts countParameters(const ModelConfig& model)
         // Learned position embedding: Qwen3-VL has 2304 (48×48) positions, interpolated per image.
         const double position = 2304.0 * hv;
         const double block = 4 * hv * hv + 4 * hv + 2 * hv * v.ffnHiddenSize + v.ffnHiddenSize + hv + 4 * hv;
-        c.visionEncoder = patch + position + v.numLayers * block;
+        c.visionBlocks = v.numLayers * block;
+        c.visionEncoder = patch + position + c.visionBlocks;
         const double merged = hv * v.spatialMergeSize * v.spatialMergeSize;
         const double merger = 2 * merged + merged * merged + merged + merged * d.hiddenSize + d.hiddenSize;
         c.projector = merger * double(1 + v.deepstackLayers.size());

@@ -61,6 +61,7 @@ struct RuntimeRates {
     double optimizerGbPerS = 0;  ///< the fused AdamW pass, bytes read + written
     double reduceGbPerS = 0;     ///< the gradient-norm pass (reads)
     double stepGapMs = 0;        ///< GPU idle per step (the step's synchronize, the first micro-batch's upload)
+    double copyGbPerS = 0;       ///< plain device copies (ATen copy_), bytes read + written; optional (0: assumed)
     std::string source;          ///< where they were measured; empty = not measured (assumed)
     // moe-train's collectives between GPUs of one NVLink domain, as bus bandwidth (bytes each rank
     // sends: 2(n−1)/n·S for an allreduce of S bytes, (n−1)/n·S for a reduce-scatter or all-gather,
@@ -126,6 +127,7 @@ Result<Catalog> loadCatalog(const std::string& builtinDir, const std::string& us
 /// Parameter counts of a model (not per rank), for the memory model and the report.
 struct ParameterCounts {
     double visionEncoder = 0;   ///< patch embedding, position embedding, blocks
+    double visionBlocks = 0;    ///< of those, the blocks (moe-train's FSDP units)
     double projector = 0;       ///< main merger + one merger per deepstack layer
     double decoderDense = 0;    ///< attention, norms, routers of all decoder layers
     double decoderExperts = 0;  ///< routed expert weights of all layers

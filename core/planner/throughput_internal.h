@@ -49,7 +49,8 @@ struct RankParameters {
     double all = 0, trainable = 0;
     double layerWeights = 0;     // the decoder layers' (re-cast by a full re-forward)
     double expertWeights = 0;    // the routed experts' (re-cast by a selective "moe" re-forward)
-    double visionTrainable = 0;  // the vision blocks' and projector's, when they train
+    double visionTrainable = 0;  // the vision encoder's and projector's, when they train
+    double visionBlocks = 0;     // of those, the blocks' (moe-train's FSDP units; the rest is its root unit)
     // Trainable parameters that moe-train's FSDP shards over the expert-data-parallel group (the
     // routed experts) and over the data-parallel group (the rest).
     double expertTrainable = 0;
@@ -71,6 +72,18 @@ struct StageTime {
                tpComm + cpComm + ppComm + fsdpComm;
     }
 };
+
+/// moe-train's FSDP in a group of one rank (EDP 1 under EP, DP 1 under TP): no collective, but
+/// runtime/parallel/fsdp.cpp still moves each unit through its flat buffers on the training
+/// stream. Bytes of HBM traffic per parameter: a gather concatenates the shards, copies them as
+/// the group's all-gather and then into the parameter (3 × read + write of 4 B); a reduce pads
+/// the gradient, concatenates, copies as the reduce-scatter and clones or adds into the shard's
+/// gradient (4 × read + write of 4 B).
+constexpr double kLoneGatherBytes = 24.0;
+constexpr double kLoneReduceBytes = 32.0;
+/// The rate of those copies, GB/s: the runtime profile's measured `copy_gb_s` (moe-train
+/// --self-check's device copy) or the fraction of HBM bandwidth it reached on an H200.
+double moeTrainCopyRate(const ThroughputOptions& o, const HardwareSpec& hw);
 
 struct Context {
     const ModelConfig& m;

@@ -137,15 +137,28 @@ void addMicroBatchTerms(const Context& c, const StageTime& slowest, double micro
     }
     WB_TERM("CP ring (exposed)", micro * slowest.cpComm, B::Assumed, "K/V exchange, " + fmt(o.eff.cpExposed) + " exposed");
     WB_TERM("PP send/recv", micro * slowest.ppComm, B::Assumed, "activations and their gradients between stages");
-    WB_TERM("FSDP collectives (exposed)", micro * slowest.fsdpComm, measuredIf(c.moeTrain() && o.rates.shardGbPerS > 0),
-            c.moeTrain() ? (l.fsdpStrategy == "optim_grads"
-                                ? std::string("every gradient reduce-scattered after each micro-batch's backward (moe-train ZeRO-2)")
-                                : std::string("per layer: fp32 all-gather before its forward (prefetched: hidden up to the forward's "
-                                              "compute)") +
-                                      (l.fsdpReshardAfterForward ? " and again before its backward (hidden up to the backward's)" : "") +
-                                      ", its gradients reduce-scattered after it (exposed); moe-train ZeRO-3") +
-                               " at " + fmt(moeTrainRate(c, o.rates.shardGbPerS, 0.31, std::max(1, l.dp()) * l.cp) / 1e9, 0) + " GB/s" + per
-                         : "per micro-batch all-gather ×2 + reduce-scatter, " + fmt(o.eff.dpExposed) + " exposed");
+    WB_TERM(
+        "FSDP collectives (exposed)", micro * slowest.fsdpComm, measuredIf(c.moeTrain() && o.rates.shardGbPerS > 0),
+        c.moeTrain()
+            ? (l.fsdpStrategy == "optim_grads"
+                   ? std::string("every gradient reduce-scattered after each micro-batch's backward (moe-train ZeRO-2)")
+                   : std::string(
+                         "per layer: fp32 all-gather before its forward (prefetched: hidden up to the forward's "
+                         "compute)") +
+                         (l.fsdpReshardAfterForward ? " and again before its backward (hidden up to the backward's)"
+                                                    : "") +
+                         ", its gradients reduce-scattered after it (exposed); moe-train ZeRO-3") +
+                  " at " + fmt(moeTrainRate(c, o.rates.shardGbPerS, 0.31, std::max(1, l.dp()) * l.cp) / 1e9, 0) +
+                  " GB/s" +
+                  (std::max(1, l.dp()) * l.cp == 1 || std::max(1, l.edp()) == 1
+                       ? "; a group of one rank (DP " + std::to_string(std::max(1, l.dp()) * l.cp) + ", expert DP " +
+                             std::to_string(std::max(1, l.edp())) +
+                             ") copies its units through fsdp.cpp's flat buffers instead (24 B per parameter per "
+                             "gather, 32 B per reduce) at " +
+                             fmt(moeTrainCopyRate(o, c.hw), 0) + " GB/s"
+                       : std::string()) +
+                  per
+            : "per micro-batch all-gather ×2 + reduce-scatter, " + fmt(o.eff.dpExposed) + " exposed");
     WB_TERM("pipeline bubble", bubble * slowest.total(), B::Assumed, "(p−1)/v = " + fmt(bubble) + " micro-batch slots idle");
 }
 
@@ -213,21 +226,46 @@ void addStepCollectives(const Context& c, const StageShares& shares, const Stage
     } else if (c.moeTrain()) {
         // moe-train's FSDP per step (runtime/parallel/fsdp.h): ZeRO-1 reduce-scatters the
         // accumulated gradients after the last micro-batch's backward; ZeRO-1 and ZeRO-2 then
-        // all-gather the updated fp32 shards into the parameters after the step. Both wait for
-        // the collective (nothing to overlap them with). ZeRO-3's parameters stay sharded.
+        // all-gather the updated fp32 shards into the parameters after the step; ZeRO-3 only its
+        // root unit (the layers are gathered when next used). All wait for the collective
+        // (nothing to overlap them with).
         bool measuredRate = false;
         const double rate = moeTrainRate(c, o.rates.shardGbPerS, 0.31, std::max(dpN, edpN), &measuredRate);
         const double values = p.denseTrainable() * (dpN - 1.0) / dpN + p.expertTrainable * (edpN - 1.0) / edpN;
+        // Groups of one rank: copies instead of collectives (kLoneGatherBytes).
+        const double lone = (dpN == 1 ? p.denseTrainable() : 0.0) + (edpN == 1 ? p.expertTrainable : 0.0);
+        const double copyRate = moeTrainCopyRate(o, hw) * 1e9;
         const std::string why = " at " + fmt(rate / 1e9, 0) + " GB/s bus bandwidth" +
                                 (measuredRate ? " (measured: " + o.rates.collectivesSource + ")"
                                               : " (assumed: 0.31 of NVLink, the fraction measured on 2×H200)");
+        auto loneWhy = [&](double params) {
+            return params > 0 ? "; in a group of one rank (" + fmtCount(params) +
+                                    " parameters) fsdp.cpp copies through its flat buffers instead, at " +
+                                    fmt(copyRate / 1e9, 0) + " GB/s" +
+                                    (o.rates.copyGbPerS > 0 ? std::string(" (measured: moe-train --self-check)")
+                                                            : std::string(" (assumed: 0.89 of HBM, as on an H200)"))
+                              : std::string();
+        };
         if (l.fsdpStrategy == "optim")
-            WB_TERM("FSDP gradient reduce-scatter", values * (l.gradReduceInFp32 ? 4.0 : 2.0) / rate, measuredIf(measuredRate),
+            WB_TERM("FSDP gradient reduce-scatter",
+                    values * (l.gradReduceInFp32 ? 4.0 : 2.0) / rate + lone * kLoneReduceBytes / copyRate,
+                    measuredIf(measuredRate),
                     "the accumulated gradients reduce-scattered once per step after the backward (" +
-                        std::string(l.gradReduceInFp32 ? "fp32" : "bf16") + ")" + why);
+                        std::string(l.gradReduceInFp32 ? "fp32" : "bf16") + ")" + why + loneWhy(lone));
         if (l.fsdpStrategy == "optim" || l.fsdpStrategy == "optim_grads")
-            WB_TERM("FSDP parameter all-gather", values * 4.0 / rate, measuredIf(measuredRate),
-                    "the updated fp32 shards all-gathered into the parameters after the optimizer step" + why);
+            WB_TERM("FSDP parameter all-gather", values * 4.0 / rate + lone * kLoneGatherBytes / copyRate,
+                    measuredIf(measuredRate),
+                    "the updated fp32 shards all-gathered into the parameters after the optimizer step" + why +
+                        loneWhy(lone));
+        else if (l.fsdpStrategy == "optim_grads_params") {  // the root unit gathered after the step
+            const double root = std::max(0.0, p.denseTrainable() - (p.layerWeights - p.expertWeights) - p.visionBlocks);
+            WB_TERM("FSDP parameter all-gather",
+                    root * (dpN - 1.0) / dpN * 4.0 / rate + (dpN == 1 ? root : 0.0) * kLoneGatherBytes / copyRate,
+                    measuredIf(measuredRate),
+                    "the root unit's updated fp32 shards (embedding, output layer, projector; " + fmtCount(root) +
+                        ") all-gathered after the optimizer step (the layers are gathered when next used)" + why +
+                        loneWhy(dpN == 1 ? root : 0.0));
+        }
     } else if (!(l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params")) {
         const double bytes = dense * 6.0 * (dpN - 1.0) / dpN + experts * 6.0 * (edpN - 1.0) / edpN;
         const bool inDomain = l.worldSize <= hw.nvlinkDomainSize;

@@ -127,6 +127,7 @@ RankParameters rankParameters(const ModelConfig& m, const Layout& l)
             p.embedding = counts.embedding / t;
             p.trainable += language * counts.embedding / t + (l.freezeVision ? 0.0 : vision);
             p.visionTrainable = l.freezeVision ? 0.0 : vision;
+            p.visionBlocks = l.freezeVision ? 0.0 : counts.visionBlocks / t;
             p.lastReady = language * counts.embedding / t + p.visionTrainable;
         }
         if (s == std::max(1, l.pp) - 1) {
@@ -143,6 +144,13 @@ RankParameters rankParameters(const ModelConfig& m, const Layout& l)
 // measured rate, else the fraction of the NVLink bandwidth measured on 2×H200 (2026-11-30:
 // allreduce 0.45, FSDP reduce-scatter/all-gather with their copies 0.31, EP all-to-all 0.17).
 // Beyond the domain, the network at the Megatron factor. `measured` says which.
+double moeTrainCopyRate(const ThroughputOptions& o, const HardwareSpec& hw)
+{
+    // Measured: moe-train --self-check's 2 GiB copy_ on this GPU; else the fraction of HBM
+    // bandwidth it reached on an H200 (4,260 of 4,800 GB/s).
+    return o.rates.copyGbPerS > 0 ? o.rates.copyGbPerS : 0.89 * hw.hbmTbPerS * 1e3;
+}
+
 double moeTrainRate(const Context& c, double measuredGbPerS, double nvlinkFraction, int groupSize, bool* measured)
 {
     if (measured)
@@ -451,22 +459,33 @@ void addParallelTimes(const Context& c, const StageShape& x, StageTime& t)
         const double gradBytes = l.gradReduceInFp32 ? 4.0 : 2.0;
         const double share = double(layers) / std::max(1, d.numLayers / std::max(1, l.pp));
         const double layerDense =
-            std::max(0.0, p.layerWeights - p.expertWeights) * share + (first ? p.visionTrainable : 0.0);
+            std::max(0.0, p.layerWeights - p.expertWeights) * share + (first ? p.visionBlocks : 0.0);
         const double layerExperts = p.expertWeights * share;
         const double shardDense = (dpN - 1.0) / dpN, shardExperts = (edpN - 1.0) / edpN;
         const double rate = moeTrainRate(c, c.o.rates.shardGbPerS, 0.31, std::max(dpN, edpN));
         const double forward = (t.expert + t.dense + t.attention + t.vision + t.elementwise) / 3.0;
         const double backward = 2.0 * forward;
+        // A group of one rank copies its units through the flat buffers instead (kLoneGatherBytes),
+        // on the training stream: nothing hides them.
+        const double copyRate = moeTrainCopyRate(c.o, c.hw) * 1e9;
+        auto lone = [&](double dense, double experts) {
+            return (dpN == 1 ? dense : 0.0) + (edpN == 1 ? experts : 0.0);
+        };
         if (l.fsdpStrategy == "optim_grads") {
-            t.fsdpComm = (p.denseTrainable() * shardDense + p.expertTrainable * shardExperts) * gradBytes / rate;
+            t.fsdpComm = (p.denseTrainable() * shardDense + p.expertTrainable * shardExperts) * gradBytes / rate +
+                         lone(p.denseTrainable(), p.expertTrainable) * kLoneReduceBytes / copyRate;
         } else {
             const double gather = (layerDense * shardDense + layerExperts * shardExperts) * 4.0 / rate;
             const double rootDense =
-                std::max(0.0, p.denseTrainable() - (p.layerWeights - p.expertWeights) - p.visionTrainable);
+                std::max(0.0, p.denseTrainable() - (p.layerWeights - p.expertWeights) - p.visionBlocks);
             const double reduce = (layerDense * shardDense + layerExperts * shardExperts) * gradBytes / rate +
                                   (first || last ? rootDense * shardDense * gradBytes / rate : 0.0);
+            const double gathers = l.fsdpReshardAfterForward ? 2.0 : 1.0;
+            const double copies = lone(layerDense, layerExperts) * (gathers * kLoneGatherBytes + kLoneReduceBytes) +
+                                  (first || last ? lone(rootDense, 0.0) * kLoneReduceBytes : 0.0);
             t.fsdpComm = std::max(0.0, gather - forward) +
-                         (l.fsdpReshardAfterForward ? std::max(0.0, gather - backward) : 0.0) + reduce;
+                         (l.fsdpReshardAfterForward ? std::max(0.0, gather - backward) : 0.0) + reduce +
+                         copies / copyRate;
         }
     } else if (!c.moeTrain() && l.useMegatronFsdp && l.fsdpStrategy == "optim_grads_params") {
         const double dense = layers * decoderLayerDenseParams(d) / l.tp;

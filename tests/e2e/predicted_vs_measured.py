@@ -40,8 +40,7 @@ UNMODELED_LAYOUTS = {
     "tp2": "TP: ~0.75 ms per collective beyond its bytes, not explained yet (needs a 2-GPU trace)",
     "tp2-sp": "TP: as tp2",
     "tp2-sp-etp1": "TP: as tp2",
-    "tp2-sp-fsdp": "TP: as tp2 (and FSDP over DP 1 still copies its units)",
-    "ep2-fsdp": "EP x ZeRO-3 measures ~50 ms more than its parts explain: not understood yet",
+    "tp2-sp-fsdp": "TP: as tp2 (FSDP over DP 1 copying its units is modelled)",
 }
 
 MOCK_RATIO_TARGET = 0.10  # the mock/real effective tokens/s ratio, predicted vs measured

@@ -800,6 +800,29 @@ private slots:
         const double reshard = termMs(estimateThroughput(m, zero3, Workload{}, hw, o), "FSDP collectives (exposed)");
         const double once = termMs(estimateThroughput(m, kept, Workload{}, hw, o), "FSDP collectives (exposed)");
         QVERIFY2(reshard > once && once > 0, qPrintable(QString("%1 vs %2 ms").arg(reshard).arg(once)));
+        // ZeRO-3 gathers the root unit (embedding, output layer, projector) after the step.
+        const ParameterCounts counts = countParameters(m);
+        const double root =
+            counts.embedding + counts.outputLayer + counts.projector + (counts.visionEncoder - counts.visionBlocks);
+        QVERIFY2(near(termMs(estimateThroughput(m, zero3, Workload{}, hw, o), "FSDP parameter all-gather"),
+                      root * 4.0 / 2 / (o.rates.shardGbPerS * 1e9) * 1e3),
+                 qPrintable(QString::number(
+                     termMs(estimateThroughput(m, zero3, Workload{}, hw, o), "FSDP parameter all-gather"))));
+        // EP 2 × DP 2 under ZeRO-3: the experts' group is one rank (expert DP 1), which moves each
+        // layer's experts through the flat buffers as copies: 24 B per parameter per gather (two
+        // per micro-batch, resharded after the forward) and 32 B per reduce, at the copy rate.
+        Layout epFsdp = zero3;
+        epFsdp.ep = 2;
+        ThroughputOptions slowCopies = o;
+        slowCopies.rates.copyGbPerS = o.rates.copyGbPerS / 2;
+        QVERIFY(o.rates.copyGbPerS > 0);
+        const double experts = counts.decoderExperts / 2;  // this rank's half of every layer's experts
+        const double copyMs = experts * (2 * 24.0 + 32.0) / (o.rates.copyGbPerS * 1e9) * 1e3;
+        const double perMicro =
+            termMs(estimateThroughput(m, epFsdp, Workload{}, hw, slowCopies), "FSDP collectives (exposed)") -
+            termMs(estimateThroughput(m, epFsdp, Workload{}, hw, o), "FSDP collectives (exposed)");
+        QVERIFY2(near(perMicro, 2 * copyMs),  // 2 micro-batches: twice the copies, each twice as slow
+                 qPrintable(QString("%1 vs %2 ms").arg(perMicro).arg(2 * copyMs)));
 
         Layout ep = ddp;
         ep.ep = 2;
