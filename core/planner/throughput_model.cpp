@@ -123,14 +123,20 @@ void addMicroBatchTerms(const Context& c, const StageTime& slowest, double micro
         const bool tpMeasured = l.tp > 1 && moeTrainTensorParallel(c, true, true, 1, 1).measured;
         WB_TERM("TP/SP collectives (exposed)", micro * slowest.tpComm, measuredIf(tpMeasured),
                 std::string("moe-train: every TP collective waited for on the training stream; per decoder layer ") +
-                    (l.sequenceParallel ? "all-gather + reduce-scatter around the attention" : "the attention's allreduce") +
+                    (l.sequenceParallel ? "all-gather + reduce-scatter around the attention"
+                                        : "the attention's allreduce") +
                     (l.etp == l.tp ? (l.sequenceParallel ? ", the MoE's rows gathered and scattered as all-to-alls"
                                                          : ", the MoE's allreduce")
                                    : "") +
                     " (each in both passes), the vision blocks' two allreduces per pass, the vocabulary-parallel "
                     "embedding and LM head; bf16 rows at the " +
-                    (tpMeasured ? "measured rates (" + o.rates.collectivesSource + ")" : std::string("assumed NVLink fractions")) +
-                    "; the per-layer row-count exchange under SP is not modelled" + per);
+                    (tpMeasured ? "measured rates (" + o.rates.collectivesSource + ")"
+                                : std::string("assumed NVLink fractions")) +
+                    (l.sequenceParallel && l.etp == l.tp
+                         ? "; under SP each MoE layer's forward waits on the host for the TP ranks' row counts "
+                           "(exchangeCounts), at the measured EP routed-count wait per layer"
+                         : std::string()) +
+                    per);
     } else {
         WB_TERM("TP/SP collectives (exposed)", micro * slowest.tpComm, B::Assumed,
                 "4 all-gathers + 4 reduce-scatters per layer, " + fmt(o.eff.tpExposed) + " exposed");

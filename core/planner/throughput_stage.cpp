@@ -191,6 +191,12 @@ TensorParallelTime moeTrainTensorParallel(const Context& c, bool first, bool las
     const bool full = l.recomputeGranularity == "full";
     const bool moeAgain = full || (l.recomputeGranularity == "selective" && contains(l.recomputeModules, "moe"));
     double seconds = layers * (attention * (full ? 3.0 : 2.0) + moe * (moeAgain ? 3.0 : 2.0));
+    // Under SP with ETP = TP each MoE layer's forward (and re-forward) first exchanges the ranks'
+    // row counts and reads them on the host (tensor_parallel.cpp ExpertTensorParallelRunner:
+    // exchangeCounts), which drains the GPU's queue as EP's routed-count wait does: the same
+    // measured wait per layer.
+    if (sp && etp)
+        seconds += layers * (moeAgain ? 2.0 : 1.0) * (c.o.rates.epSyncMs > 0 ? c.o.rates.epSyncMs : 1.6) * 1e-3;
     if (first)
         seconds += allreduce + (sp ? shard : 0.0);  // embedding lookup; under SP its rows split (backward: gathered)
     if (last) {

@@ -824,6 +824,22 @@ private slots:
         QVERIFY2(near(perMicro, 2 * copyMs),  // 2 micro-batches: twice the copies, each twice as slow
                  qPrintable(QString("%1 vs %2 ms").arg(perMicro).arg(2 * copyMs)));
 
+        // TP 2 with SP and ETP 2: each MoE layer's forward waits on the host for the TP ranks' row
+        // counts (exchangeCounts), EP's routed-count wait; without SP nothing is exchanged.
+        Layout tpSp = ddp;
+        tpSp.tp = 2, tpSp.etp = 2, tpSp.sequenceParallel = true, tpSp.gbs = 2;
+        ThroughputOptions slowSync = o;
+        slowSync.rates.epSyncMs = o.rates.epSyncMs + 1.0;
+        const double waits =
+            termMs(estimateThroughput(m, tpSp, Workload{}, hw, slowSync), "TP/SP collectives (exposed)") -
+            termMs(estimateThroughput(m, tpSp, Workload{}, hw, o), "TP/SP collectives (exposed)");
+        QVERIFY2(near(waits, 2.0 * m.decoder.numLayers * 1.0),  // 2 micro-batches × L layers × 1 ms more each
+                 qPrintable(QString::number(waits)));
+        Layout tpNoSp = tpSp;
+        tpNoSp.sequenceParallel = false;
+        QCOMPARE(termMs(estimateThroughput(m, tpNoSp, Workload{}, hw, slowSync), "TP/SP collectives (exposed)"),
+                 termMs(estimateThroughput(m, tpNoSp, Workload{}, hw, o), "TP/SP collectives (exposed)"));
+
         Layout ep = ddp;
         ep.ep = 2;
         Workload balanced;
