@@ -171,11 +171,38 @@ bool groupedGemmAvailable()
     return WB_HAVE_GROUPED_MM;
 }
 
+SortedAssignments sortByExpert(const torch::Tensor& expertIds_TK)
+{
+    SortedAssignments s;
+    s.K = expertIds_TK.size(1);
+    auto flatIds_A = expertIds_TK.flatten();
+    s.order_A = std::get<1>(flatIds_A.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
+    s.tokenOf_A = s.order_A.div(s.K, "floor");
+    s.slot_A =
+        torch::empty_like(s.order_A).scatter_(0, s.order_A, torch::arange(s.order_A.size(0), s.order_A.options()));
+    return s;
+}
+
+torch::Tensor dispatchRows(const torch::Tensor& x_TD, const SortedAssignments& sorted)
+{
+    return DispatchRows::apply(x_TD, sorted.tokenOf_A, sorted.slot_A, sorted.K);
+}
+
+torch::Tensor combineRows(const torch::Tensor& rows_AD, const torch::Tensor& weights_TK,
+                          const SortedAssignments& sorted, torch::ScalarType dtype)
+{
+    if (cuda::combineSupports(rows_AD, weights_TK, sorted.slot_A))  // gather + weighted sum in one pass
+        return WeightedCombine::apply(rows_AD, weights_TK, sorted.slot_A).to(dtype);
+    auto y_TKD = CombineRows::apply(rows_AD, sorted.order_A, sorted.slot_A, sorted.K);
+    auto w_T1K = weights_TK.to(y_TKD.scalar_type()).unsqueeze(1);
+    return torch::bmm(w_T1K, y_TKD).squeeze(1).to(dtype);
+}
+
 torch::Tensor expertsForward(const torch::Tensor& x_TD, const torch::Tensor& weights_TK,
                              const torch::Tensor& expertIds_TK, const torch::Tensor& gateUp_EDF2,
                              const torch::Tensor& down_EFD, ExpertKernel kernel)
 {
-    const int64_t T = x_TD.size(0), K = expertIds_TK.size(1), E = gateUp_EDF2.size(0);
+    const int64_t T = x_TD.size(0), E = gateUp_EDF2.size(0);
     // No rows (an expert-parallel rank no token was routed to): an empty result that stays in
     // x's graph. zeros_like would cut it, and then this rank's backward would skip the
     // all-to-alls around the experts that its EP peers run: a hang (and the expert weights'
@@ -190,15 +217,11 @@ torch::Tensor expertsForward(const torch::Tensor& x_TD, const torch::Tensor& wei
     TORCH_CHECK(kernel != ExpertKernel::Grouped || groupedUsable,
                 "the grouped expert GEMM needs a CUDA build on LibTorch >= 2.8, CUDA tensors and D, F multiples of 8");
     auto flatIds_A = expertIds_TK.flatten();
-    auto order_A = std::get<1>(flatIds_A.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
-    auto tokenOf_A = order_A.div(K, "floor");
-    const int64_t A = T * K;
-    auto slot_A = torch::empty_like(order_A).scatter_(0, order_A, torch::arange(A, order_A.options()));
-    // Rows move by gathers only (DispatchRows / CombineRows: no atomics, deterministic), and each
-    // token's K expert outputs are summed by one batched GEMM [1, K] × [K, D]. With the grouped
-    // kernel the rows are bf16 all the way: the T tokens are cast once, not their T·K copies.
+    const SortedAssignments sorted = sortByExpert(expertIds_TK);
+    // Rows move by gathers only (dispatchRows / combineRows: no atomics, deterministic). With the
+    // grouped kernel the rows are bf16 all the way: the T tokens are cast once, not their T·K copies.
     const bool grouped = kernel == ExpertKernel::Grouped;
-    auto xRows_AD = DispatchRows::apply(grouped ? x_TD.to(torch::kBFloat16) : x_TD, tokenOf_A, slot_A, K);
+    auto xRows_AD = dispatchRows(grouped ? x_TD.to(torch::kBFloat16) : x_TD, sorted);
     torch::Tensor yRows_AD;
     if (grouped) {
 #if WB_HAVE_GROUPED_MM
@@ -211,11 +234,7 @@ torch::Tensor expertsForward(const torch::Tensor& x_TD, const torch::Tensor& wei
         std::vector<int64_t> counts(countsTensor.data_ptr<int64_t>(), countsTensor.data_ptr<int64_t>() + E);
         yRows_AD = runExpertsLoop(xRows_AD, counts, gateUp_EDF2, down_EFD);
     }
-    if (cuda::combineSupports(yRows_AD, weights_TK, slot_A))  // gather + weighted sum in one pass
-        return WeightedCombine::apply(yRows_AD, weights_TK, slot_A).to(x_TD.scalar_type());
-    auto y_TKD = CombineRows::apply(yRows_AD, order_A, slot_A, K);
-    auto w_T1K = weights_TK.to(y_TKD.scalar_type()).unsqueeze(1);
-    return torch::bmm(w_T1K, y_TKD).squeeze(1).to(x_TD.scalar_type());
+    return combineRows(yRows_AD, weights_TK, sorted, x_TD.scalar_type());
 }
 
 MoeLayerImpl::MoeLayerImpl(int hiddenSize, int numExperts, int topK, int ffnHiddenSize,

@@ -40,6 +40,26 @@ torch::Tensor expertsForward(const torch::Tensor& x_TD, const torch::Tensor& wei
                              const torch::Tensor& expertIds_TK, const torch::Tensor& gateUp_EDF2,
                              const torch::Tensor& down_EFD, ExpertKernel kernel = ExpertKernel::Auto);
 
+/// A micro-batch's A = T·K assignments (token t, its k-th expert) sorted by expert, stably: row i
+/// of the sorted rows is assignment order_A[i] = t·K + k, of token tokenOf_A[i]; slot_A is the
+/// inverse (the row of assignment t·K + k). expertsForward and expert parallelism move rows
+/// with it.
+struct SortedAssignments {
+    torch::Tensor order_A, tokenOf_A, slot_A;
+    int64_t K = 1;
+};
+SortedAssignments sortByExpert(const torch::Tensor& expertIds_TK);
+
+/// x_TD's rows in the sorted order (x_TD[tokenOf_A]); the backward sums each token's K rows by
+/// gathers (no atomics: deterministic).
+torch::Tensor dispatchRows(const torch::Tensor& x_TD, const SortedAssignments& sorted);
+
+/// Per token, Σ_k weights_TK[t, k] · rows_AD[slot_A[t·K + k]] in `dtype`, accumulated in fp32 on
+/// CUDA (one pass, cuda::combineForward) and as a batched [1, K] × [K, D] product elsewhere;
+/// gathers only, forward and backward.
+torch::Tensor combineRows(const torch::Tensor& rows_AD, const torch::Tensor& weights_TK,
+                          const SortedAssignments& sorted, torch::ScalarType dtype);
+
 /// How a MoE layer runs its routed experts. Default (no runner): expertsForward on the layer's own
 /// weights. Expert parallelism installs a runner from outside (runtime/parallel/expert_parallel.h)
 /// that sends each token to the rank holding its expert; the model itself knows nothing of ranks.

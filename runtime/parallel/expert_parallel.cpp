@@ -4,7 +4,7 @@
 // destination rank, then by expert), (2) exchange the per-expert counts with the EP group,
 // (3) all-to-all the token rows, (4) run the local experts on what arrived (expertsForward with
 // K = 1, weight 1: the same kernels, grouped GEMM on the GPU), (5) all-to-all the results back,
-// (6) weight by the router and add into the tokens, exactly as expertsForward's last step does.
+// (6) weight by the router and sum into the tokens with expertsForward's own combine (combineRows).
 // The counts cost one device→host copy per layer (the split sizes are host ints for c10d).
 #include "runtime/parallel/expert_parallel.h"
 
@@ -112,12 +112,12 @@ torch::Tensor ExpertParallel::run(const torch::Tensor& x_TD, const RouterOutput&
 {
     ProcessGroup& group = *m_expertGroup;
     const int ep = group.size();
-    const int64_t K = route.expertIds_TK.size(1), E = numExperts, L = gateUp_LDF2.size(0);
+    const int64_t E = numExperts, L = gateUp_LDF2.size(0);
     TORCH_CHECK(L * ep == E, "expert parallel: ", L, " local experts x ", ep, " ranks != ", E, " experts");
     auto flatIds_A = route.expertIds_TK.flatten();
-    auto order_A = std::get<1>(flatIds_A.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
-    auto tokenOf_A = order_A.div(K, "floor");
-    auto xSorted_AD = x_TD.index_select(0, tokenOf_A);
+    // (1) the rows in expert order, as on one rank (moe_layer.h): gathers both ways, no atomics.
+    const SortedAssignments sorted = sortByExpert(route.expertIds_TK);
+    auto xSorted_AD = dispatchRows(x_TD, sorted);
 
     // (2) counts: what this rank sends to each expert, L values per destination rank.
     auto countsTensor = torch::bincount(flatIds_A, {}, E).to(torch::kCPU).to(torch::kInt64).contiguous();
@@ -138,9 +138,9 @@ torch::Tensor ExpertParallel::run(const torch::Tensor& x_TD, const RouterOutput&
     auto yRecv_RD = expertsForward(xRecv_RD, ones_R1, localIds_R1, gateUp_LDF2, down_LFD);
     auto ySorted_AD = allToAllWithGrad(group, yRecv_RD, sendSplits, recvSplits);
 
-    // (6) as expertsForward: weight each assignment by its router probability and add it in.
-    auto w_A1 = route.weights_TK.flatten().index_select(0, order_A).unsqueeze(1).to(ySorted_AD.scalar_type());
-    return torch::zeros_like(x_TD).index_add(0, tokenOf_A, (ySorted_AD * w_A1).to(x_TD.scalar_type()));
+    // (6) as expertsForward: each token's K rows weighted by the router and summed (one pass on
+    // CUDA; gathers, not index_add's atomics: the same sum in the same order on every run).
+    return combineRows(ySorted_AD, route.weights_TK, sorted, x_TD.scalar_type());
 }
 
 }  // namespace wb::rt
