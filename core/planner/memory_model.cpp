@@ -184,11 +184,12 @@ struct RuntimeState {
     int zero = 0;
     double stepGrads = 0;
     double reduceTransient = 0;
-    // ZeRO-3: the decoder layer unit's parameters, the trainable root's, and what the last
-    // layer's backward adds to the forward's state (its gradients and reduce-scatter, the output
-    // layer's gradients, less its bf16 copies freed).
-    double unitParams = 0;
+    // The trainable parameters of FSDP's root unit (everything outside the vision blocks and
+    // decoder layers). ZeRO-3: the decoder layer unit's parameters, and what the last layer's
+    // backward adds to the forward's state (its gradients and reduce-scatter, the output layer's
+    // gradients, less its bf16 copies freed).
     double rootParams = 0;
+    double unitParams = 0;
     double layerBackward = 0;
 };
 
@@ -318,7 +319,7 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
             runtimeCopies += g.params * 2.0;
             if (!g.trainable)
                 continue;  // frozen: not sharded, no optimizer state
-            if (rt.zero == 3 && !g.layerUnit)
+            if (!g.layerUnit)
                 rt.rootParams += g.params;
             WB_ADD(std::string(g.name) + " fp32 shard", "weights", g.params * 4.0 / g.n,
                    base + "the rank's fp32 shard that AdamW updates, 4 B / N (N = " + fmt(g.n, 0) + ")");
@@ -383,11 +384,7 @@ RuntimeState addStateTerms(const ModelConfig& m, const Layout& l, const Workload
         if (rt.zero < 3) {
             // The root goes first, with every gradient still whole; a layer after it, once the
             // root's gradients became shards.
-            double root = 0;
-            if (!m.freezeLanguageModel)
-                root += (first ? counts.embedding / t : 0.0) + (last ? counts.outputLayer / t + d.hiddenSize : 0.0);
-            if (first && !l.freezeVision)
-                root += counts.projector / t;
+            const double root = rt.rootParams;
             rt.reduceTransient = std::max(transient(root, dpN), layer - root * (4.0 - 4.0 / dpN));
         } else {
             // ZeRO-3: the last decoder layer's backward, the first and largest: it is gathered

@@ -59,6 +59,12 @@ struct RankParameters {
     double lastReady = 0;
     double embedding = 0;  // the token embedding (a gather: never a GEMM operand, so never cast)
     double denseTrainable() const { return std::max(0.0, trainable - expertTrainable); }
+    /// moe-train's FSDP root unit: the trainable parameters outside the decoder layers and vision
+    /// blocks (embedding, output layer, projector, the vision input).
+    double rootTrainable() const
+    {
+        return std::max(0.0, denseTrainable() - (layerWeights - expertWeights) - visionBlocks);
+    }
 };
 
 struct StageTime {
@@ -81,6 +87,12 @@ struct StageTime {
 /// gradient (4 × read + write of 4 B).
 constexpr double kLoneGatherBytes = 24.0;
 constexpr double kLoneReduceBytes = 32.0;
+/// Of `dense` (sharded over DP × CP = dpN) and `experts` (over expert DP = edpN) parameters,
+/// those whose group is one rank.
+inline double loneGroupParams(int dpN, int edpN, double dense, double experts)
+{
+    return (dpN == 1 ? dense : 0.0) + (edpN == 1 ? experts : 0.0);
+}
 /// The rate of those copies, GB/s: the runtime profile's measured `copy_gb_s` (moe-train
 /// --self-check's device copy) or the fraction of HBM bandwidth it reached on an H200.
 double moeTrainCopyRate(const ThroughputOptions& o, const HardwareSpec& hw);

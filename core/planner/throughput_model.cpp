@@ -239,7 +239,7 @@ void addStepCollectives(const Context& c, const StageShares& shares, const Stage
         const double rate = moeTrainRate(c, o.rates.shardGbPerS, 0.31, std::max(dpN, edpN), &measuredRate);
         const double values = p.denseTrainable() * (dpN - 1.0) / dpN + p.expertTrainable * (edpN - 1.0) / edpN;
         // Groups of one rank: copies instead of collectives (kLoneGatherBytes).
-        const double lone = (dpN == 1 ? p.denseTrainable() : 0.0) + (edpN == 1 ? p.expertTrainable : 0.0);
+        const double lone = loneGroupParams(dpN, edpN, p.denseTrainable(), p.expertTrainable);
         const double copyRate = moeTrainCopyRate(o, hw) * 1e9;
         const std::string why = " at " + fmt(rate / 1e9, 0) + " GB/s bus bandwidth" +
                                 (measuredRate ? " (measured: " + o.rates.collectivesSource + ")"
@@ -264,7 +264,7 @@ void addStepCollectives(const Context& c, const StageShares& shares, const Stage
                     "the updated fp32 shards all-gathered into the parameters after the optimizer step" + why +
                         loneWhy(lone));
         else if (l.fsdpStrategy == "optim_grads_params") {  // the root unit gathered after the step
-            const double root = std::max(0.0, p.denseTrainable() - (p.layerWeights - p.expertWeights) - p.visionBlocks);
+            const double root = p.rootTrainable();
             WB_TERM("FSDP parameter all-gather",
                     root * (dpN - 1.0) / dpN * 4.0 / rate + (dpN == 1 ? root : 0.0) * kLoneGatherBytes / copyRate,
                     measuredIf(measuredRate),

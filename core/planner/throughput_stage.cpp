@@ -474,16 +474,13 @@ void addParallelTimes(const Context& c, const StageShape& x, StageTime& t)
         // A group of one rank copies its units through the flat buffers instead (kLoneGatherBytes),
         // on the training stream: nothing hides them.
         const double copyRate = moeTrainCopyRate(c.o, c.hw) * 1e9;
-        auto lone = [&](double dense, double experts) {
-            return (dpN == 1 ? dense : 0.0) + (edpN == 1 ? experts : 0.0);
-        };
+        auto lone = [&](double dense, double experts) { return loneGroupParams(dpN, edpN, dense, experts); };
         if (l.fsdpStrategy == "optim_grads") {
             t.fsdpComm = (p.denseTrainable() * shardDense + p.expertTrainable * shardExperts) * gradBytes / rate +
                          lone(p.denseTrainable(), p.expertTrainable) * kLoneReduceBytes / copyRate;
         } else {
             const double gather = (layerDense * shardDense + layerExperts * shardExperts) * 4.0 / rate;
-            const double rootDense =
-                std::max(0.0, p.denseTrainable() - (p.layerWeights - p.expertWeights) - p.visionBlocks);
+            const double rootDense = p.rootTrainable();
             const double reduce = (layerDense * shardDense + layerExperts * shardExperts) * gradBytes / rate +
                                   (first || last ? rootDense * shardDense * gradBytes / rate : 0.0);
             const double gathers = l.fsdpReshardAfterForward ? 2.0 : 1.0;

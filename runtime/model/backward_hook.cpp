@@ -39,7 +39,7 @@ std::vector<torch::Tensor> withBackwardHook(const std::vector<torch::Tensor>& xs
     if (xs.size() > 3)
         throw std::invalid_argument("a backward hook on " + std::to_string(xs.size()) +
                                     " tensors (a layer's inputs or outputs are 3 at most)");
-    // Empty placeholders rather than undefined tensors (autograd wants a device for each output).
+    // Unused slots get an empty tensor, not an undefined one (autograd wants a device for each output).
     const torch::Tensor none =
         torch::empty({0}, xs.empty() ? torch::TensorOptions() : xs[0].options().requires_grad(false));
     auto out = HookNode::apply(xs.size() > 0 ? xs[0] : none, xs.size() > 1 ? xs[1] : none, xs.size() > 2 ? xs[2] : none,

@@ -44,13 +44,18 @@ EarlyGradNorm::EarlyGradNorm(torch::Device device, LayerRunner* inner)
 
 EarlyGradNorm::~EarlyGradNorm() = default;
 
-void EarlyGradNorm::arm()
+void EarlyGradNorm::forget()
 {
     m_layers.clear();
     m_seen.clear();
     m_twice.clear();
     m_counted.clear();
     m_partials.clear();
+}
+
+void EarlyGradNorm::arm()
+{
+    forget();
     m_armed = true;
 }
 
@@ -137,11 +142,7 @@ torch::Tensor EarlyGradNorm::norm(const std::vector<torch::Tensor>& grads)
         total = total + partial;
     m_countedEarly = static_cast<int64_t>(found);
     m_countedTotal = static_cast<int64_t>(grads.size());
-    m_layers.clear();
-    m_seen.clear();
-    m_twice.clear();
-    m_counted.clear();
-    m_partials.clear();
+    forget();
     return total.sqrt();
 }
 

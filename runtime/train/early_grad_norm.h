@@ -48,6 +48,8 @@ public:
     int64_t countedTotal() const { return m_countedTotal; }
 
 private:
+    void forget();  // the step's layers, counted gradients and sums
+
     struct Device;  // the side stream and its last event (CUDA builds)
     torch::Device m_device;
     LayerRunner* m_inner;
