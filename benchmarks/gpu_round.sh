@@ -143,6 +143,8 @@ variant("real-widening", lambda v: v["train"].update(bf16_gradients=False))
 variant("real-scalar-kernels", lambda v: None)  # real's config; moe-train runs with WB_NEW_KERNELS=0
 variant("real-aten-passes", lambda v: None)  # real's config; moe-train runs with WB_PASS_KERNELS=0
 variant("real-early-norm", lambda v: None)  # real's config; moe-train runs with WB_EARLY_GRAD_NORM=1
+# Both: the norm summed during the backward, then the updates behind the next forward.
+variant("real-overlap-early-norm", lambda v: v["train"].update(overlap_optimizer=True))
 PY
 
 # WB_ROUND_ROWS: is this row (or the dump an eager row of it needs) selected?
@@ -257,7 +259,7 @@ finish() {
   # The A/B rows against "real", step by step (paired_rows.py: the same micro-batch in both).
   if [ -f "$RESULTS/runs/real.metrics.jsonl" ]; then
     python3 "$ROOT/benchmarks/paired_rows.py" "$RESULTS/runs" real real-aten-passes real-scalar-kernels real-early-norm \
-      real-widening real-casting real-overlap-optimizer 2>/dev/null | grep -v ' | 0 | ' \
+      real-widening real-casting real-overlap-optimizer real-overlap-early-norm 2>/dev/null | grep -v ' | 0 | ' \
       | tee -a "$RESULTS/table.md" || true
   fi
   # The device tool brings back at most 8 files from $OUT: the table, the GPU checks, and one
@@ -317,6 +319,8 @@ same_losses real-aten-passes real "session 23's passes off vs on"
 same_losses real-early-norm real "the norm during the backward vs after it"
 ours real-overlap-optimizer
 same_losses real-overlap-optimizer real "overlapped vs serial optimizer"
+ours real-overlap-early-norm WB_EARLY_GRAD_NORM=1
+same_losses real-overlap-early-norm real "early norm + overlapped optimizer vs serial"
 ours mock
 echo "== PyTorch eager on the same micro-batches ($PY)"
 dump real || echo "dump of real failed: $(tail -1 "$RESULTS/runs/dump-real.log")"
