@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summarize a Kineto Chrome trace (moe-train's WB_PROFILE_STEPS, or torch.profiler's export):
 GPU busy vs idle time over the profiled window, kernel time by ATen op (the op that launched it),
-and the top kernels by name.  Standard library only.
+the top kernels by name, and where the GPU idles (gaps between kernels, by the ops around them).
+Standard library only.
 
     benchmarks/kernel_summary.py RUN/kernel_trace.json [--steps N] [--top 25]
 
@@ -51,6 +52,7 @@ def main():
     ap.add_argument("trace")
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--gap-us", type=float, default=20.0, help="idle gaps at least this long are listed")
     args = ap.parse_args()
     events = load(args.trace)
     gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
@@ -104,6 +106,35 @@ def main():
     print("|---|---|---|")
     for name, dur in by_name.most_common(args.top):
         print(f"| `{name}` | {dur / 1000 / n:.2f} | {name_count[name] / n:.0f} |")
+    print_gaps(gpu, ops, n, args.gap_us, args.top)
+
+
+def print_gaps(gpu, ops, n, min_us, top):
+    """The GPU's idle stretches, by the launching ops of the kernels on either side: where in the
+    step the device waits for the host (a sync, a host-bound stretch of small kernels)."""
+    def op_of(e):
+        return ops.get((e.get("args") or {}).get("External id"), re.sub(r"\s+", " ", e.get("name", "?"))[:50])
+    ordered = sorted(gpu, key=lambda e: e["ts"])
+    by_place = collections.Counter()
+    place_count = collections.Counter()
+    longest = collections.Counter()
+    end, last = None, None
+    total = 0.0
+    for e in ordered:
+        if end is not None and e["ts"] - end >= min_us:
+            gap = e["ts"] - end
+            place = f"{op_of(last)} → {op_of(e)}"
+            by_place[place] += gap
+            place_count[place] += 1
+            longest[place] = max(longest[place], gap)
+            total += gap
+        if end is None or e["ts"] + e["dur"] > end:
+            end, last = e["ts"] + e["dur"], e
+    print(f"\nIdle gaps ≥ {min_us:.0f} µs: {total / 1000 / n:.1f} ms/step in {sum(place_count.values()) / n:.0f} gaps/step")
+    print("\n| after → before (launching ops) | idle ms/step | gaps/step | longest µs |")
+    print("|---|---|---|---|")
+    for place, dur in by_place.most_common(top):
+        print(f"| {place} | {dur / 1000 / n:.2f} | {place_count[place] / n:.0f} | {longest[place]:.0f} |")
 
 
 if __name__ == "__main__":
