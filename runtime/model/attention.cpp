@@ -2,6 +2,7 @@
 #include "runtime/model/attention.h"
 
 #include "runtime/model/cuda/fused_kernels.h"
+#include "runtime/model/host_copy.h"
 #include "runtime/model/recompute.h"
 #include "runtime/model/torch_compat.h"
 
@@ -20,14 +21,14 @@ torch::Tensor ropeInverseFrequencies(int dims, double base)
 
 torch::Tensor ropeAngles1d(const torch::Tensor& pos_BT, int headDim, double base)
 {
-    auto inv_F = ropeInverseFrequencies(headDim, base).to(pos_BT.device());
+    auto inv_F = toDeviceAsync(ropeInverseFrequencies(headDim, base), pos_BT.device());
     return pos_BT.to(torch::kFloat32).unsqueeze(-1) * inv_F;
 }
 
 torch::Tensor ropeAnglesMrope(const torch::Tensor& pos_3BT, int headDim, double base,
                               const std::vector<int>& sections)
 {
-    auto inv_F = ropeInverseFrequencies(headDim, base).to(pos_3BT.device());
+    auto inv_F = toDeviceAsync(ropeInverseFrequencies(headDim, base), pos_3BT.device());
     std::vector<torch::Tensor> parts;
     int start = 0;
     for (size_t plane = 0; plane < sections.size(); ++plane) {
@@ -41,7 +42,7 @@ torch::Tensor ropeAnglesMrope(const torch::Tensor& pos_3BT, int headDim, double 
 torch::Tensor ropeAngles2d(const torch::Tensor& row_P, const torch::Tensor& col_P, int headDim, double base)
 {
     // Each axis gets half of the F = headDim/2 frequencies, spaced over the same range.
-    auto inv_F2 = ropeInverseFrequencies(headDim / 2, base).to(row_P.device());
+    auto inv_F2 = toDeviceAsync(ropeInverseFrequencies(headDim / 2, base), row_P.device());
     auto rows_PF2 = row_P.to(torch::kFloat32).unsqueeze(-1) * inv_F2;
     auto cols_PF2 = col_P.to(torch::kFloat32).unsqueeze(-1) * inv_F2;
     return torch::cat({rows_PF2, cols_PF2}, -1).unsqueeze(0);
@@ -130,9 +131,8 @@ PackedSegments packedSegments(const std::vector<int64_t>& lengths, torch::Device
         longest = std::max(longest, len);
     }
     PackedSegments out;
-    out.cuSeqlens_S1 = torch::from_blob(cumulative.data(), {static_cast<int64_t>(cumulative.size())}, torch::kInt32)
-                           .clone()
-                           .to(device, /*non_blocking=*/false);
+    out.cuSeqlens_S1 = toDeviceAsync(
+        torch::from_blob(cumulative.data(), {static_cast<int64_t>(cumulative.size())}, torch::kInt32), device);
     out.maxSeqlen = longest;
     return out;
 }

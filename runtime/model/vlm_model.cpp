@@ -2,6 +2,7 @@
 #include "runtime/model/vlm_model.h"
 
 #include "runtime/data/tokenizer.h"
+#include "runtime/model/host_copy.h"
 
 #include <optional>
 
@@ -13,12 +14,9 @@ template <typename T>
 torch::Tensor fromVector(const std::vector<T>& values, torch::ScalarType type, torch::Device device,
                          std::vector<int64_t> shape)
 {
-    // from_blob does not own the memory: clone before the vector can go away (CPU), or stage it
-    // in pinned memory (LibTorch's caching host allocator, which keeps the block until the copy's
-    // stream has passed it) and copy asynchronously: the host goes on queueing the forward
-    // instead of waiting for a copy from pageable memory.
-    auto t = torch::from_blob(const_cast<T*>(values.data()), shape, torch::TensorOptions().dtype(type));
-    return device.is_cpu() ? t.clone() : t.pin_memory().to(device, /*non_blocking=*/true);
+    // from_blob does not own the memory: toDeviceAsync clones it (CPU) or stages it in pinned memory.
+    return toDeviceAsync(torch::from_blob(const_cast<T*>(values.data()), shape, torch::TensorOptions().dtype(type)),
+                         device);
 }
 
 }  // namespace
