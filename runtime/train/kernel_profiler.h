@@ -24,6 +24,8 @@ public:
     /// Before step `step` runs / after it has finished.
     void beforeStep(int64_t step);
     void afterStep(int64_t step);
+    /// True when afterStep(step) ends the trace.
+    bool endsAfter(int64_t step) const { return m_profile.endsAfter(step); }
 
 private:
     KernelProfile m_profile;

@@ -54,21 +54,57 @@ void StepTimer::end(Phase phase)
     m_last = now;
 }
 
+void StepTimer::markHostWait()
+{
+#if WB_WITH_CUDA
+    if (m_cuda) {
+        // An event outside the phase chain: the next end() still measures from m_events->last.
+        m_events->events.emplace_back(cudaEventDisableTiming);
+        m_events->events.back().record();
+        m_waitEvent = static_cast<int>(m_events->events.size()) - 1;
+    }
+#endif
+}
+
 void StepTimer::finish()
 {
 #if WB_WITH_CUDA
     if (m_cuda) {
         // The current stream only: work on other streams that it does not wait for (the
-        // overlapped optimizer's updates, optimizer_overlap.h) goes on into the next step.
-        if (m_events->events.empty())
+        // overlapped optimizer's updates, optimizer_overlap.h) goes on into the next step, and so
+        // does the work queued after markHostWait's event.
+        if (m_events->events.empty()) {
             torch::cuda::synchronize();
-        else
-            m_events->events.back().synchronize();
-        for (const auto& [phase, from, to] : m_events->intervals)
+            return;
+        }
+        const int waitFor = m_waitEvent >= 0 ? m_waitEvent : static_cast<int>(m_events->events.size()) - 1;
+        m_events->events[static_cast<size_t>(waitFor)].synchronize();
+        for (const auto& interval : m_events->intervals) {
+            const auto& [phase, from, to] = interval;
+            if (to > waitFor) {  // recorded after the wait point: may not have run yet
+                m_rest.push_back(interval);
+                continue;
+            }
             m_ms[static_cast<size_t>(phase)] += m_events->events[static_cast<size_t>(from)].elapsed_time(
                 m_events->events[static_cast<size_t>(to)]);
-        m_events->events.clear();
+        }
         m_events->intervals.clear();
+        if (m_rest.empty())
+            m_events->events.clear();
+    }
+#endif
+}
+
+void StepTimer::finishRest()
+{
+#if WB_WITH_CUDA
+    if (m_cuda && !m_rest.empty()) {
+        m_events->events.back().synchronize();
+        for (const auto& [phase, from, to] : m_rest)
+            m_ms[static_cast<size_t>(phase)] +=
+                m_events->events[static_cast<size_t>(from)].elapsed_time(m_events->events[static_cast<size_t>(to)]);
+        m_rest.clear();
+        m_events->events.clear();
     }
 #endif
 }

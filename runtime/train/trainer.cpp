@@ -200,6 +200,7 @@ void Trainer::setUp()
                                 m_config.train);
     installEarlyGradNorm();
     installOptimizerOverlap();
+    installHostAhead();
     installBf16WeightCopies();
     makeCheckpointer();
 
@@ -233,20 +234,13 @@ int Trainer::run()
             m_step = r.step;
             if (m_routerGraphs)
                 m_routerGraphs->afterStep(m_step);
-            if (profiler)
+            if (profiler) {
+                if (profiler->endsAfter(m_step))
+                    completePendingStep();  // the trace holds the whole last step
                 profiler->afterStep(m_step);
-            if (writer() && (m_step % m_config.train.logInterval == 0 || m_step == iters)) {
-                m_metrics->write(r);
-                if (m_gpuMonitor)
-                    if (auto gpu = m_gpuMonitor->takeNew()) {
-                        gpu->step = m_step;
-                        m_metrics->write(*gpu);
-                    }
-                std::printf("step %lld/%lld loss %.4f aux %.4f lr %.2e grad %.3f step_ms %.1f data_ms %.1f tok/s %.0f\n",
-                            static_cast<long long>(m_step), static_cast<long long>(iters), r.loss, r.auxLoss, r.lr,
-                            r.gradNorm, r.stepMs, r.dataMs, r.tokensPerSPerGpu);
-                std::fflush(stdout);
             }
+            if (!m_pending)  // else reported when its optimizer phase is known
+                reportStep(r);
             if (m_step == 1 || m_step == iters)
                 if (const std::string s = m_parallel->gradientReductionSummary(); !s.empty()) {
                     std::printf("moe-train: rank %d: %s\n", m_env.rank, s.c_str());
@@ -256,12 +250,15 @@ int Trainer::run()
             // that never moves (issue 20 item 8), and the disk is what the checkpoint needs next.
             if (writer() && !m_status.heartbeat(m_step))
                 throw RunFailure{1, m_status.lastError() + "; the run stopped at step " + std::to_string(m_step)};
-            if (m_config.train.checkpointInterval > 0 && m_step % m_config.train.checkpointInterval == 0)
+            if (m_config.train.checkpointInterval > 0 && m_step % m_config.train.checkpointInterval == 0) {
+                completePendingStep();
                 m_checkpointer->save(m_step, m_stepEndSeq, "interval");
+            }
             const bool stop = m_group->size() == 1 ? stopRequestedFlag().load() : m_reducer->stopAgreed();
             if (stop && m_step < iters)
-                throw RunFailure{5, "stopped by signal"};
+                throw RunFailure{5, "stopped by signal"};  // finish() reports a pending step first
         }
+        completePendingStep();
         m_loader.reset();
         m_group->barrier();  // no rank reports success while another may still fail
         return finish(0, "finished " + std::to_string(m_step) + " steps");
@@ -323,7 +320,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
     const int numMicro = std::max(1, m_config.train.globalBatchSize / m_config.train.microBatchSize);
     const int numLocal = std::max(1, numMicro / dp);
     const auto stepStart = std::chrono::steady_clock::now();
-    StepTimer timer(m_device);
+    auto timer = std::make_unique<StepTimer>(m_device);  // kept past the step when its optimizer is pending
     double flops = 0.0;
     // Loss sums stay on the device until the one synchronize at the end of the step.
     torch::Tensor lmSum, auxSum;
@@ -334,7 +331,7 @@ core::StepRecord Trainer::trainStep(int64_t step)
     const int dpRank = m_parallel->dataParallelRank();
     const int lastLocal = dpRank < numMicro ? dpRank + (numMicro - 1 - dpRank) / dp * dp : numMicro - 1;
     if (m_pipeline)  // 1F1B over this stage's micro-batches instead of the loop below
-        pipelineMicroBatches(step, r, timer, flops, lmSum, auxSum, stepEndSeq);
+        pipelineMicroBatches(step, r, *timer, flops, lmSum, auxSum, stepEndSeq);
     for (int micro = 0; !m_pipeline && micro < numMicro; ++micro) {
         // With several ranks a stop is agreed at the step's end instead (StepReducer): a rank
         // leaving mid-step would strand the others in the gradient allreduce.
@@ -363,53 +360,69 @@ core::StepRecord Trainer::trainStep(int64_t step)
 
         if (micro == lastLocal && m_earlyNorm)
             m_earlyNorm->arm();  // this backward leaves each layer's gradients final
-        timer.begin();
+        timer->begin();
         VlmBatch tensors = uploaded ? std::move(*uploaded) : upload(*batch);
         m_parallel->beginMicroBatch(tensors.hasImages());
         DecoderOutput out;
         {
             AutocastScope autocast(m_bf16Autocast);
             VisionOutput vision = m_model->encodeImages(tensors);
-            timer.end(StepTimer::Vision);
+            timer->end(StepTimer::Vision);
             m_model->project(vision, tensors);
-            timer.end(StepTimer::Projector);
+            timer->end(StepTimer::Projector);
             m_parallel->shardSequence(tensors);  // context parallelism: this rank's tokens
             out = m_model->decode(tensors);
-            timer.end(StepTimer::Decoder);
+            timer->end(StepTimer::Decoder);
         }
         if (micro == lastLocal)
             m_parallel->beforeLastBackward();  // overlap_grad_reduce: buckets go out during this backward
         ((out.lmLoss + out.auxLoss) / static_cast<double>(numLocal)).backward();
         m_parallel->afterBackward();  // FSDP: reduce-scatter what backward has not reduced yet
-        timer.end(StepTimer::Backward);
+        timer->end(StepTimer::Backward);
         lmSum = lmSum.defined() ? lmSum + out.lmLoss.detach() : out.lmLoss.detach();
         auxSum = auxSum.defined() ? auxSum + out.auxLoss.detach() : out.auxLoss.detach();
         flops += countMicroBatch(*batch, r);
     }
-    timer.begin();
+    timer->begin();
     m_parallel->finishGradients();  // counted as backward, as in DDP
-    timer.end(StepTimer::Backward);
-    timer.begin();
-    torch::Tensor gradNorm = optimizerStep(step, r);
-    timer.end(StepTimer::Optimizer);
+    timer->end(StepTimer::Backward);
+    timer->begin();
+    // Host-ahead (m_hostAhead): the losses and the norm go to pinned host memory before the
+    // updates are queued, and the step's wait ends there; the updates run on into the next step.
+    torch::Tensor hostScalars;
+    torch::Tensor gradNorm = optimizerStep(step, r, [&](const torch::Tensor& norm) {
+        if (!m_hostAhead || !lmSum.defined() || !auxSum.defined())
+            return;
+        m_stepScalars.copy_(torch::stack({lmSum.to(torch::kFloat32).reshape({}), auxSum.to(torch::kFloat32).reshape({}),
+                                          norm.to(torch::kFloat32).reshape({})}),
+                            /*non_blocking=*/true);
+        hostScalars = m_stepScalars;
+        timer->markHostWait();
+    });
+    timer->end(StepTimer::Optimizer);
     if (!m_pipeline && step < m_config.train.trainIters && !stopRequestedFlag())
         prefetchFirstMicroBatch();
     m_stepEndSeq = stepEndSeq;
-    timer.finish();  // the step's one device synchronize
+    timer->finish();  // the step's one device synchronize (host-ahead: up to the updates)
+    // The previous step's updates ran before this step's forward: its record is complete now.
+    completePendingStep();
     r.stepMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stepStart).count();
-    r.visionMs = timer.ms(StepTimer::Vision);
-    r.projectorMs = timer.ms(StepTimer::Projector);
-    r.decoderMs = timer.ms(StepTimer::Decoder);
-    r.backwardMs = timer.ms(StepTimer::Backward);
-    r.optimizerMs = timer.ms(StepTimer::Optimizer);
+    r.visionMs = timer->ms(StepTimer::Vision);
+    r.projectorMs = timer->ms(StepTimer::Projector);
+    r.decoderMs = timer->ms(StepTimer::Decoder);
+    r.backwardMs = timer->ms(StepTimer::Backward);
+    r.optimizerMs = timer->ms(StepTimer::Optimizer);  // host-ahead: completed by completePendingStep
     const MemoryReading memory = readMemory(m_device);
     r.memAllocGib = memory.allocatedGib;
     r.memReservedGib = memory.reservedGib;
     r.memPeakGib = memory.peakGib;
     m_reducer->reduce(r, flops, lmSum, auxSum, stopRequestedFlag());
 
-    const double lm = lmSum.item<double>() / numMicro, aux = auxSum.item<double>() / numMicro;
-    r.gradNorm = gradNorm.item<double>();
+    // Read from the pinned copy where there is one: .item() would wait for the updates too.
+    const float* scalars = hostScalars.defined() ? hostScalars.data_ptr<float>() : nullptr;
+    const double lm = (scalars ? scalars[0] : lmSum.item<double>()) / numMicro;
+    const double aux = (scalars ? scalars[1] : auxSum.item<double>()) / numMicro;
+    r.gradNorm = scalars ? scalars[2] : gradNorm.item<double>();
     // Checked after the step (a check before it would be a sync per micro-batch); the run stops
     // here, so the updated weights are never checkpointed.
     if (!std::isfinite(lm) || !std::isfinite(aux))
@@ -424,7 +437,37 @@ core::StepRecord Trainer::trainStep(int64_t step)
     r.tokensPerSPerGpu = r.stepMs > 0 ? r.effectiveTokens / (r.stepMs / 1000.0) / m_group->size() : 0.0;
     r.tflopsPerGpu = r.stepMs > 0 ? flops / (r.stepMs / 1000.0) / 1e12 / m_group->size() : 0.0;
     r.mfu = m_peakTflops > 0.0 ? r.tflopsPerGpu / m_peakTflops : 0.0;
+    if (timer->hasRest())
+        m_pending = PendingStep{std::move(timer), r};
     return r;
+}
+
+void Trainer::reportStep(const core::StepRecord& r)
+{
+    const int64_t iters = m_config.train.trainIters;
+    if (!writer() || (r.step % m_config.train.logInterval != 0 && r.step != iters))
+        return;
+    m_metrics->write(r);
+    if (m_gpuMonitor)
+        if (auto gpu = m_gpuMonitor->takeNew()) {
+            gpu->step = r.step;
+            m_metrics->write(*gpu);
+        }
+    std::printf("step %lld/%lld loss %.4f aux %.4f lr %.2e grad %.3f step_ms %.1f data_ms %.1f tok/s %.0f\n",
+                static_cast<long long>(r.step), static_cast<long long>(iters), r.loss, r.auxLoss, r.lr, r.gradNorm,
+                r.stepMs, r.dataMs, r.tokensPerSPerGpu);
+    std::fflush(stdout);
+}
+
+void Trainer::completePendingStep()
+{
+    if (!m_pending)
+        return;
+    PendingStep pending = std::move(*m_pending);
+    m_pending.reset();
+    pending.timer->finishRest();
+    pending.record.optimizerMs = pending.timer->ms(StepTimer::Optimizer);
+    reportStep(pending.record);
 }
 
 // The loader's next micro-batch of the stream (every rank walks all of them); the wait is the
@@ -493,7 +536,8 @@ VlmBatch Trainer::upload(const MicroBatch& batch) const
     return t;
 }
 
-torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
+torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r,
+                                     const std::function<void(const torch::Tensor&)>& beforeUpdates)
 {
     r.lr = learningRate(m_config.train, step);
     for (auto& group : m_optimizer->param_groups())
@@ -527,6 +571,8 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r)
             m_overlap->step(*m_optimizer, m_moments, divisor, [this] { m_parallel->afterOptimizerStep(); });
             return total;
         }
+        if (beforeUpdates)
+            beforeUpdates(total);
         fusedAdamWStep(*m_optimizer, m_moments, divisor, {nullptr, m_bf16Weights.get()});
         m_optimizer->zero_grad();
         m_parallel->afterOptimizerStep();  // FSDP: updated shards into the parameters
@@ -588,6 +634,13 @@ std::string Trainer::outOfMemoryReport(const std::string& what)
 int Trainer::finish(int exitCode, const std::string& message)
 {
     const std::string status = core::statusForExitCode(exitCode);
+    // A host-ahead step that completed before the failure is still reported (a stop, a bad loss
+    // in the next step); a device that cannot finish it (a CUDA error) leaves it out.
+    try {
+        completePendingStep();
+    } catch (...) {
+        m_pending.reset();
+    }
     if (m_metrics) {
         // Best effort: when metrics.jsonl itself is what failed, status.json and stderr still say
         // what happened.

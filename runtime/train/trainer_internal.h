@@ -35,6 +35,7 @@
 
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -105,7 +106,16 @@ private:
     /// status.json (rank 0); false when it could not be written (m_status.lastError()).
     bool writeStatus(const std::string& status, std::optional<int> exitCode, const std::string& message);
     bool writer() const { return m_env.rank == 0; }
-    torch::Tensor optimizerStep(int64_t step, core::StepRecord& record);
+    /// The clip, AdamW and the layout's after-step work. `beforeUpdates(norm)` runs once the
+    /// gradient norm is queued and before the updates are (the host-ahead step's wait point).
+    torch::Tensor optimizerStep(int64_t step, core::StepRecord& record,
+                                const std::function<void(const torch::Tensor&)>& beforeUpdates = {});
+    /// The step's record to metrics.jsonl and stdout (rank 0, every log_interval-th step and the last).
+    void reportStep(const core::StepRecord& r);
+    /// The host-ahead step left pending (m_pending): waits for its updates, completes its
+    /// optimizer phase and reports it. No-op when nothing is pending.
+    void completePendingStep();
+    void installHostAhead();
     /// The micro-batch's tensors on the device (the decoder's segments dropped for
     /// WB_DECODER_ATTENTION=dense).
     VlmBatch upload(const MicroBatch& batch) const;
@@ -173,6 +183,20 @@ private:
         double dataMs = 0.0;  // loader wait, reported by the step that trains it
     };
     std::optional<Prefetched> m_prefetched;
+    // WB_HOST_AHEAD=1 (one rank, CUDA, the serial fused AdamW step; experimental): the step's
+    // synchronize waits for the backward and the gradient norm only, so the host queues the next
+    // step while the device runs this step's AdamW (it would otherwise find an empty stream and
+    // stay only just ahead of the GPU through the first layers). The losses and the norm reach the
+    // host through m_stepScalars (pinned, copied before the updates are queued); the step's record
+    // waits in m_pending for its optimizer phase and is reported once the next step's wait has
+    // passed the updates (or before a checkpoint, the profile's last step, a stop, the end).
+    bool m_hostAhead = false;
+    torch::Tensor m_stepScalars;  // pinned fp32 [lm loss sum, aux loss sum, grad norm]
+    struct PendingStep {
+        std::unique_ptr<StepTimer> timer;
+        core::StepRecord record;
+    };
+    std::optional<PendingStep> m_pending;
     std::exception_ptr m_prefetchError;  // a loader failure while prefetching, raised by the next step
 };
 

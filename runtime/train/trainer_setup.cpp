@@ -99,6 +99,28 @@ void Trainer::installEarlyGradNorm()
     event("info", "gradient norm counted layer by layer during the last micro-batch's backward (WB_EARLY_GRAD_NORM=1)");
 }
 
+// WB_HOST_AHEAD=1 (experimental, off until a GPU round has measured it; see m_hostAhead): one
+// rank on CUDA with the serial fused AdamW step. Several ranks reduce the step's times over the
+// ranks before the optimizer phase is known; the overlapped optimizer already ends its step
+// before the updates; the router's CUDA graphs are captured on a side stream that must not meet
+// a previous step's updates still running.
+void Trainer::installHostAhead()
+{
+    const char* flag = std::getenv("WB_HOST_AHEAD");
+    if (flag == nullptr || std::string(flag) != "1")
+        return;
+    if (!m_device.is_cuda() || !fusedAdamWAvailable() || m_group->size() != 1 || m_pipeline || m_overlap ||
+        m_routerGraphs) {
+        event("warning",
+              "WB_HOST_AHEAD=1 is for one rank on CUDA with the serial fused AdamW step (no "
+              "train.overlap_optimizer, no CUDA graphs); the step waits for its optimizer as before");
+        return;
+    }
+    m_hostAhead = true;
+    m_stepScalars = torch::empty({3}, torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(true));
+    event("info", "the host queues the next step while the device runs the optimizer (WB_HOST_AHEAD=1)");
+}
+
 // train.overlap_optimizer (optimizer_overlap.h): CUDA with the fused AdamW step, and not under
 // FSDP, whose step ends with the all-gather of the updated shards. Replaces the layer runner
 // attach() installed (the recompute runner, or none) with itself around it.

@@ -15,7 +15,8 @@
 //  - kept bf16 weight copies (train.bf16_weight_copies) under bf16 autocast, serial and overlapped:
 //    the losses and weights of the casting run, every copy equal to its master's cast after the
 //    steps, and written in place by the AdamW pass (never cast again after the first forward);
-//    with bf16 gradients (train.bf16_gradients) the widening run's losses and weights.
+//    with bf16 gradients (train.bf16_gradients) the widening run's losses and weights;
+//  - the step timer's host wait (WB_HOST_AHEAD): finish() returns with the work after the mark running.
 // Errors are ‖fast − ref‖ / ‖ref‖; bf16 operands land between 1e-3 and 1e-2.
 #include "check.h"
 
@@ -34,8 +35,11 @@
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/optimizer_overlap.h"
+#include "runtime/train/step_timer.h"
 
 #include <torch/torch.h>
+
+#include <ATen/cuda/CUDAContext.h>
 #include <map>
 
 using namespace wb;
@@ -801,6 +805,45 @@ static void testEarlyGradNorm()
               << total << " gradients counted during the backward" << std::endl;
 }
 
+// StepTimer::markHostWait (the trainer's WB_HOST_AHEAD): finish() waits only for the work queued
+// before the mark, so the host goes on while ~100 ms of matmuls queued after it still run; the
+// phase they belong to stays out of ms() until finishRest(). Without the mark finish() waits for
+// all of it (the stream is idle after it) — the check can fail both ways.
+static void testStepTimerHostWait()
+{
+    auto a = torch::randn({4096, 4096}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16));
+    for (const bool mark : {true, false}) {
+        rt::StepTimer timer(torch::kCUDA);
+        timer.begin();
+        auto b = a.matmul(a);
+        timer.end(rt::StepTimer::Backward);
+        timer.begin();
+        if (mark)
+            timer.markHostWait();
+        for (int i = 0; i < 400; ++i)        // ≈ 0.2 ms each on an H100 or H200
+            b = b.matmul(a).mul_(1.0 / 64);  // ‖b‖ stays put: a's rows have norm ≈ 64
+        timer.end(rt::StepTimer::Optimizer);
+        timer.finish();
+        const bool streamIdle = at::cuda::getCurrentCUDAStream().query();
+        const double optimizerBefore = timer.ms(rt::StepTimer::Optimizer);
+        const bool rest = timer.hasRest();
+        timer.finishRest();
+        const double optimizerAfter = timer.ms(rt::StepTimer::Optimizer);
+        WB_CHECK(timer.ms(rt::StepTimer::Backward) > 0.0);
+        if (mark) {
+            WB_CHECK_MSG(
+                !streamIdle && rest && optimizerBefore == 0.0,
+                "markHostWait: finish() waited for the work after the mark (stream idle " << streamIdle << ")");
+            WB_CHECK_MSG(optimizerAfter > 10.0, "finishRest: optimizer phase " << optimizerAfter << " ms");
+            std::cout << "step timer: finish() returned with the work after the mark still running; finishRest "
+                      << "added its " << optimizerAfter << " ms" << std::endl;
+        } else {
+            WB_CHECK_MSG(streamIdle && !rest && optimizerBefore > 10.0 && optimizerAfter == optimizerBefore,
+                         "finish() without a mark: stream idle " << streamIdle << ", optimizer " << optimizerBefore);
+        }
+    }
+}
+
 // train.bf16_weight_copies: the AdamW pass writes each weight's bf16 copy and the forward reads
 // it — the same values autocast's casts give, so the run is the casting run's, serial and
 // overlapped (whose updates also use the short-block grid).
@@ -871,6 +914,7 @@ int main()
     testScatterRows();
     testSumOfSquares();
     testEarlyGradNorm();
+    testStepTimerHostWait();
     testWidenToFloat();
     testFusedCrossEntropy();
     return test::checkExitCode("test_runtime_gpu");
