@@ -32,6 +32,8 @@ public:
     void beforeStep(int64_t step);
     /// Returns the trace path once written (after the window's last step), else nullopt.
     std::optional<std::string> afterStep(int64_t step);
+    /// True when beforeStep(step) starts the trace.
+    bool startsAt(int64_t step) const { return !m_running && step == m_window.first; }
     /// True when afterStep(step) ends a running trace.
     bool endsAfter(int64_t step) const { return m_running && step == m_window.last; }
 

@@ -24,7 +24,8 @@ public:
     /// Before step `step` runs / after it has finished.
     void beforeStep(int64_t step);
     void afterStep(int64_t step);
-    /// True when afterStep(step) ends the trace.
+    /// True when beforeStep(step) starts the trace / afterStep(step) ends it.
+    bool startsAt(int64_t step) const { return m_profile.startsAt(step); }
     bool endsAfter(int64_t step) const { return m_profile.endsAfter(step); }
 
 private:

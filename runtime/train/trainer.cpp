@@ -228,8 +228,11 @@ int Trainer::run()
         if (m_group->size() == 1 && stopRequestedFlag().load())
             throw RunFailure{5, "stopped by signal during start-up"};
         while (m_step < iters) {
-            if (profiler)
+            if (profiler) {
+                if (profiler->startsAt(m_step + 1))
+                    completePendingStep();  // no earlier step's updates inside the trace
                 profiler->beforeStep(m_step + 1);
+            }
             if (m_routerGraphs)
                 m_routerGraphs->beforeStep();
             core::StepRecord r = trainStep(m_step + 1);
