@@ -237,6 +237,8 @@ int Trainer::run()
                 m_routerGraphs->beforeStep();
             core::StepRecord r = trainStep(m_step + 1);
             m_step = r.step;
+            // Host-ahead: r waits in m_pending for its optimizer phase; whoever completes it reports it.
+            const bool deferred = m_pending.has_value();
             if (m_routerGraphs)
                 m_routerGraphs->afterStep(m_step);
             if (profiler) {
@@ -244,7 +246,7 @@ int Trainer::run()
                     completePendingStep();  // the trace holds the whole last step
                 profiler->afterStep(m_step);
             }
-            if (!m_pending)  // else reported when its optimizer phase is known
+            if (!deferred)
                 reportStep(r);
             if (m_step == 1 || m_step == iters)
                 if (const std::string s = m_parallel->gradientReductionSummary(); !s.empty()) {
