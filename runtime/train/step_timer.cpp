@@ -1,6 +1,8 @@
 // Step phase timing (see step_timer.h).
 #include "runtime/train/step_timer.h"
 
+#include <utility>
+
 #if WB_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #endif
@@ -50,7 +52,8 @@ void StepTimer::end(Phase phase)
     }
 #endif
     const auto now = std::chrono::steady_clock::now();
-    m_ms[phase] += std::chrono::duration<double, std::milli>(now - m_last).count();
+    (m_cpuMarked ? m_cpuRestMs : m_ms)[phase] += std::chrono::duration<double, std::milli>(now - m_last).count();
+    m_cpuHasRest = m_cpuHasRest || m_cpuMarked;
     m_last = now;
 }
 
@@ -62,8 +65,10 @@ void StepTimer::markHostWait()
         m_events->events.emplace_back(cudaEventDisableTiming);
         m_events->events.back().record();
         m_waitEvent = static_cast<int>(m_events->events.size()) - 1;
+        return;
     }
 #endif
+    m_cpuMarked = true;
 }
 
 void StepTimer::finish()
@@ -107,6 +112,9 @@ void StepTimer::finishRest()
         m_events->events.clear();
     }
 #endif
+    for (size_t phase = 0; phase < m_ms.size(); ++phase)
+        m_ms[phase] += std::exchange(m_cpuRestMs[phase], 0.0);
+    m_cpuHasRest = false;
 }
 
 }  // namespace wb::rt

@@ -31,10 +31,11 @@ public:
     /// after it are left for finishRest().
     void finish();
     /// CUDA: what is queued after this point (the optimizer's updates) may still run when finish()
-    /// returns, while the host goes on queueing the next step. No-op on the CPU.
+    /// returns, while the host goes on queueing the next step. CPU (ops are synchronous): the
+    /// phases that end after it are held back the same way, so the caller's flow is the same.
     void markHostWait();
     /// True when finish() left phases to finishRest().
-    bool hasRest() const { return !m_rest.empty(); }
+    bool hasRest() const { return !m_rest.empty() || m_cpuHasRest; }
     /// Waits for the last event and adds the phases finish() left (their sums in ms()).
     void finishRest();
     double ms(Phase phase) const { return m_ms[phase]; }
@@ -47,6 +48,9 @@ private:
     std::unique_ptr<DeviceEvents> m_events;
     int m_waitEvent = -1;                    ///< markHostWait's event, -1 when unmarked
     std::vector<std::array<int, 3>> m_rest;  ///< (phase, from, to) intervals finish() left
+    bool m_cpuMarked = false;                ///< CPU: markHostWait() called
+    bool m_cpuHasRest = false;               ///< CPU: a phase ended after the mark
+    std::array<double, kPhaseCount> m_cpuRestMs{};
 };
 
 }  // namespace wb::rt

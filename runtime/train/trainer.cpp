@@ -585,6 +585,8 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r,
         m_parallel->afterOptimizerStep();  // FSDP: updated shards into the parameters
         return total;
     }
+    if (beforeUpdates)
+        beforeUpdates(total);
     if (clip > 0.0 && !grads.empty()) {
         auto scale = (clip / (total + 1e-6)).clamp_max(1.0);
         for (auto& g : grads)

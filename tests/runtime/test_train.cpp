@@ -5,7 +5,8 @@
 //   signal: SIGTERM mid-run → exit 5, status "stopped", a checkpoint exists; --resume continues.
 //   resume: a run stopped by SIGTERM at step k and resumed gives bit-identical losses (and grad
 //           norms, LRs) to an uninterrupted run of the same config (CPU, fp32, 1 thread), with
-//           gradient accumulation (2 micro-batches per step) so a stop can land mid-step.
+//           gradient accumulation (2 micro-batches per step) so a stop can land mid-step;
+//           `resume host-ahead` the same under WB_HOST_AHEAD=1, equal to a run without it.
 //   golden: the first 20 losses of sample-mock against tests/runtime/golden/sample-mock-losses.json
 //           within the relative tolerance stated (and derived) there; `golden --regenerate`
 //           rewrites the losses in that file from a fresh run.
@@ -161,7 +162,11 @@ std::vector<json> stepRecords(const fs::path& runDir)
 
 // `bf16Moments`: the same with the Adam moments stored in bf16 (they must round-trip exactly), and
 // the stopped run resumed once more with fp32 moments: converted with a warning event.
-void testResumeEqualsUninterrupted(const fs::path& dir, bool bf16Moments)
+// `hostAhead`: every run with WB_HOST_AHEAD=1 (the step's record reported once its optimizer phase
+// is known, after the next step's wait; a stop reports the pending one first), and the
+// uninterrupted run bit-identical to one without it, with one record per step, in order, each with
+// its optimizer phase.
+void testResumeEqualsUninterrupted(const fs::path& dir, bool bf16Moments, bool hostAhead = false)
 {
     json config = sampleConfig("sample-mock.json");
     config["data"]["manifest"] = "";
@@ -173,10 +178,32 @@ void testResumeEqualsUninterrupted(const fs::path& dir, bool bf16Moments)
     std::ofstream(dir / "run.json") << config.dump(2);
     const std::string cfg = (dir / "run.json").string();
 
+    fs::path plain;
+    if (hostAhead) {
+        plain = dir / "plain";
+        const int rc = test::runProcess({MOE_TRAIN_PATH, "--config", cfg, "--run-dir", plain.string()},
+                                        (dir / "plain.log").string(), 300);
+        WB_CHECK_MSG(rc == 0, test::readFile(dir / "plain.log"));
+        ::setenv("WB_HOST_AHEAD", "1", 1);  // the runs below, the stopped one and its resume included
+    }
     const fs::path whole = dir / "whole";
     const int rcWhole = test::runProcess({MOE_TRAIN_PATH, "--config", cfg, "--run-dir", whole.string()},
                                          (dir / "whole.log").string(), 300);
     WB_CHECK_MSG(rcWhole == 0, test::readFile(dir / "whole.log"));
+    if (hostAhead) {
+        const std::string events = test::readFile(whole / "metrics.jsonl");
+        WB_CHECK_MSG(events.find("the host queues the next step") != std::string::npos, events);
+        const auto ahead = stepRecords(whole), reference = stepRecords(plain);
+        WB_CHECK_MSG(ahead.size() == 14 && reference.size() == 14, ahead.size() << " and " << reference.size());
+        for (size_t i = 0; i < ahead.size() && i < reference.size(); ++i) {
+            WB_CHECK_MSG(ahead[i].value("step", 0) == static_cast<int>(i) + 1,
+                         "record " << i << ": " << ahead[i].dump());
+            WB_CHECK_MSG(ahead[i].value("optimizer_ms", 0.0) > 0.0, ahead[i].dump());
+            for (const char* field : {"loss", "aux_loss", "grad_norm", "lr"})
+                WB_CHECK_MSG(ahead[i].value(field, 0.0) == reference[i].value(field, 1.0),
+                             "host ahead, step " << i + 1 << " " << field);
+        }
+    }
 
     const fs::path parts = dir / "parts";
     const std::string log = (dir / "parts.log").string();
@@ -406,7 +433,8 @@ int main(int argc, char** argv)
     if (which == "signal") {
         testSignal(dir);
     } else if (which == "resume") {
-        testResumeEqualsUninterrupted(dir, argc > 2 && std::string(argv[2]) == "bf16-moments");
+        const std::string variant = argc > 2 ? argv[2] : "";
+        testResumeEqualsUninterrupted(dir, variant == "bf16-moments", variant == "host-ahead");
     } else if (which == "oom") {
 #if defined(__SANITIZE_ADDRESS__)
         std::cerr << "an address-space limit cannot be combined with AddressSanitizer; skipping\n";
