@@ -143,8 +143,7 @@ variant("real-widening", lambda v: v["train"].update(bf16_gradients=False))
 variant("real-scalar-kernels", lambda v: None)  # real's config; moe-train runs with WB_NEW_KERNELS=0
 variant("real-aten-passes", lambda v: None)  # real's config; moe-train runs with WB_PASS_KERNELS=0
 variant("real-early-norm", lambda v: None)  # real's config; moe-train runs with WB_EARLY_GRAD_NORM=1
-variant("real-host-ahead", lambda v: None)  # real's config; moe-train runs with WB_HOST_AHEAD=1
-variant("real-ahead-early-norm", lambda v: None)  # real's config; WB_HOST_AHEAD=1 WB_EARLY_GRAD_NORM=1
+variant("real-host-wait", lambda v: None)  # real's config; moe-train runs with WB_HOST_AHEAD=0
 # Both: the norm summed during the backward, then the updates behind the next forward.
 variant("real-overlap-early-norm", lambda v: v["train"].update(overlap_optimizer=True))
 PY
@@ -260,7 +259,7 @@ finish() {
   python3 "$ROOT/benchmarks/round_table.py" --skip 3 --rows "$ROWS" --out "$RESULTS/table.md" || rc=1
   # The A/B rows against "real", step by step (paired_rows.py: the same micro-batch in both).
   if [ -f "$RESULTS/runs/real.metrics.jsonl" ]; then
-    python3 "$ROOT/benchmarks/paired_rows.py" "$RESULTS/runs" real real-aten-passes real-scalar-kernels real-early-norm real-host-ahead real-ahead-early-norm \
+    python3 "$ROOT/benchmarks/paired_rows.py" "$RESULTS/runs" real real-aten-passes real-scalar-kernels real-early-norm real-host-wait \
       real-widening real-casting real-overlap-optimizer real-overlap-early-norm 2>/dev/null | grep -v ' | 0 | ' \
       | tee -a "$RESULTS/table.md" || true
   fi
@@ -314,12 +313,10 @@ ours real-aten-passes WB_PASS_KERNELS=0
 # The gradient norm summed layer by layer on a side stream during the backward (early_grad_norm.h;
 # experimental, off by default): what it hides of the norm pass, against "real".
 ours real-early-norm WB_EARLY_GRAD_NORM=1
-# The step's wait ends before the updates: the host queues the next step while AdamW runs
-# (trainer_internal.h m_hostAhead; experimental, off by default) — against "real".
-ours real-host-ahead WB_HOST_AHEAD=1
-same_losses real-host-ahead real "host ahead of the optimizer vs waiting for it"
-ours real-ahead-early-norm WB_HOST_AHEAD=1 WB_EARLY_GRAD_NORM=1
-same_losses real-ahead-early-norm real "host ahead + early norm vs neither"
+# The step's wait for its optimizer, as before the host ran ahead of it (WB_HOST_AHEAD=0; the
+# host-ahead step is the default on one GPU: trainer_internal.h m_hostAhead) — against "real".
+ours real-host-wait WB_HOST_AHEAD=0
+same_losses real-host-wait real "waiting for the optimizer vs the host ahead of it"
 same_losses real-casting real "autocast casts vs kept bf16 copies"
 same_losses real-widening real "widened vs bf16 gradients"
 same_losses real-scalar-kernels real "session 22's kernels off vs on"

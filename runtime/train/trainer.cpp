@@ -9,8 +9,9 @@
 // read after one synchronize at the end of the step). On CUDA nothing in the step reads a device
 // value back before that synchronize (losses, grad norm and clipping stay on the device; small
 // host tensors go up from pinned memory, host_copy.h), except the loop expert path's group sizes
-// when the grouped GEMM is unavailable. With WB_HOST_AHEAD=1 the synchronize waits up to the
-// gradient norm only and the step's record is reported once its updates have run (m_pending).
+// when the grouped GEMM is unavailable. With the host ahead (m_hostAhead: one rank on CUDA by
+// default, WB_HOST_AHEAD=0 off) the synchronize waits up to the gradient norm only and the step's
+// record is reported once its updates have run (m_pending).
 //
 // bf16 on CUDA: fp32 master weights and fp32 AdamW state; the forward runs under CUDA autocast
 // (bf16 matmuls and linears from weight copies cast once per micro-batch and cached), with the

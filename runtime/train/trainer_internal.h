@@ -183,7 +183,8 @@ private:
         double dataMs = 0.0;  // loader wait, reported by the step that trains it
     };
     std::optional<Prefetched> m_prefetched;
-    // WB_HOST_AHEAD=1 (one rank, CUDA, the serial fused AdamW step; experimental): the step's
+    // On by default on CUDA for one rank with the serial fused AdamW step (WB_HOST_AHEAD=0: off;
+    // installHostAhead says where else it applies): the step's
     // synchronize waits for the backward and the gradient norm only, so the host queues the next
     // step while the device runs this step's AdamW (it would otherwise find an empty stream and
     // stay only just ahead of the GPU through the first layers). The losses and the norm reach the

@@ -99,27 +99,32 @@ void Trainer::installEarlyGradNorm()
     event("info", "gradient norm counted layer by layer during the last micro-batch's backward (WB_EARLY_GRAD_NORM=1)");
 }
 
-// WB_HOST_AHEAD=1 (experimental, off until a GPU round has measured it; see m_hostAhead): one
-// rank with the serial AdamW step (fused on CUDA). Several ranks reduce the step's times over the
-// ranks before the optimizer phase is known; the overlapped optimizer already ends its step
-// before the updates; the router's CUDA graphs are captured on a side stream that must not meet
-// a previous step's updates still running. The CPU runs the same flow (its ops are synchronous:
-// only the order the records are written in changes), so the CPU tests check it.
+// The host ahead of the optimizer (m_hostAhead): on by default on CUDA for one rank with the
+// serial fused AdamW step (measured: every paired step faster on an H100, docs/runtime.md);
+// WB_HOST_AHEAD=0 turns it off, WB_HOST_AHEAD=1 asks for it where it is not the default — the CPU,
+// which runs the same flow (its ops are synchronous: only the order the records are written in
+// changes), so the CPU tests check it. Not with several ranks (the step reducer takes the maximum
+// of every phase over the ranks before the optimizer phase is known), the overlapped optimizer
+// (its step ends before the updates already), or the router's CUDA graphs (captured on a side
+// stream that must not meet a previous step's updates still running).
 void Trainer::installHostAhead()
 {
     const char* flag = std::getenv("WB_HOST_AHEAD");
-    if (flag == nullptr || std::string(flag) != "1")
+    const bool asked = flag != nullptr && std::string(flag) == "1";
+    if (flag != nullptr && std::string(flag) == "0")
+        return;
+    if (!asked && !m_device.is_cuda())
         return;
     if ((m_device.is_cuda() && !fusedAdamWAvailable()) || m_group->size() != 1 || m_pipeline || m_overlap ||
         m_routerGraphs) {
-        event("warning",
-              "WB_HOST_AHEAD=1 is for one rank with the serial AdamW step (no train.overlap_optimizer, no "
-              "CUDA graphs); the step waits for its optimizer as before");
+        if (asked)
+            event("warning", "WB_HOST_AHEAD=1 is for one rank with the serial AdamW step (no train.overlap_optimizer, "
+                             "no CUDA graphs); the step waits for its optimizer as before");
         return;
     }
     m_hostAhead = true;
     m_stepScalars = torch::empty({3}, torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(m_device.is_cuda()));
-    event("info", "the host queues the next step while the device runs the optimizer (WB_HOST_AHEAD=1)");
+    event("info", "the host queues the next step while the device runs the optimizer (WB_HOST_AHEAD=0 turns it off)");
 }
 
 // train.overlap_optimizer (optimizer_overlap.h): CUDA with the fused AdamW step, and not under
