@@ -118,8 +118,9 @@ void Trainer::installHostAhead()
     if ((m_device.is_cuda() && !fusedAdamWAvailable()) || m_group->size() != 1 || m_pipeline || m_overlap ||
         m_routerGraphs) {
         if (asked)
-            event("warning", "WB_HOST_AHEAD=1 is for one rank with the serial AdamW step (no train.overlap_optimizer, "
-                             "no CUDA graphs); the step waits for its optimizer as before");
+            event("warning",
+                  "WB_HOST_AHEAD=1 is for one rank with the serial AdamW step (no train.overlap_optimizer, "
+                  "no CUDA graphs); the step waits for its optimizer as before");
         return;
     }
     m_hostAhead = true;
