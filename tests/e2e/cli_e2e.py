@@ -456,16 +456,23 @@ def case_plan_calibrated_by_one_run(env):
                 "--model", "sample-tiny", "--out", out)
     if not check(g.returncode == 0, "generate a predicted config to calibrate from: %r" % g.stderr[-300:]):
         return
-    p = env.cli("launch", "--config", os.path.join(out, "run.json"), "--name", "calibration-run")
-    if not check(p.returncode == 0, "launch the run to calibrate from"):
-        return
-    run_id = p.stdout.strip()
-    env.cli("watch", run_id, "--interval-ms", "100")
     request = ["plan", "--model", "sample-tiny", "--hardware", "h200", "--gpus", "1", "--seq", "256", "--gbs", "4",
                "--image-size", "64x64",
                "--max-results", "3", "--for", "moe-train", "--json"]
+    # The run's CPU step times swing with whatever else the machine runs (the other tests under
+    # ctest -j2): a run that never settled within the steady-state band is the store's correct
+    # refusal, not the case under test, so up to three runs are tried for one that settled.
+    for attempt in range(3):
+        p = env.cli("launch", "--config", os.path.join(out, "run.json"), "--name", "calibration-run")
+        if not check(p.returncode == 0, "launch the run to calibrate from"):
+            return
+        run_id = p.stdout.strip()
+        env.cli("watch", run_id, "--interval-ms", "100")
+        cal = env.cli(*request, "--calibrate-run", run_id)
+        if not (cal.returncode == 2 and "no steady state" in cal.stderr):
+            break
+        print("note: calibration run %d did not settle (%s); another run" % (attempt + 1, cal.stderr.strip()[-120:]))
     plain = env.cli(*request)
-    cal = env.cli(*request, "--calibrate-run", run_id)
     if not check(plain.returncode == 0 and cal.returncode == 0, "plan with and without --calibrate-run: %r" % cal.stderr[-300:]):
         return
     plain_plan, cal_plan = json.loads(plain.stdout), json.loads(cal.stdout)
