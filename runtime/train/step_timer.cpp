@@ -16,6 +16,14 @@ struct StepTimer::DeviceEvents {
     std::vector<at::cuda::CUDAEvent> events;
     std::vector<std::array<int, 3>> intervals;
     int last = -1;
+
+    /// Adds one interval's elapsed time to its phase in `ms` (both events must have completed).
+    void addInterval(const std::array<int, 3>& interval, std::array<double, kPhaseCount>& ms)
+    {
+        const auto& [phase, from, to] = interval;
+        ms[static_cast<size_t>(phase)] +=
+            events[static_cast<size_t>(from)].elapsed_time(events[static_cast<size_t>(to)]);
+    }
 #endif
 };
 
@@ -85,13 +93,10 @@ void StepTimer::finish()
         const int waitFor = m_waitEvent >= 0 ? m_waitEvent : static_cast<int>(m_events->events.size()) - 1;
         m_events->events[static_cast<size_t>(waitFor)].synchronize();
         for (const auto& interval : m_events->intervals) {
-            const auto& [phase, from, to] = interval;
-            if (to > waitFor) {  // recorded after the wait point: may not have run yet
+            if (interval[2] > waitFor)  // recorded after the wait point: may not have run yet
                 m_rest.push_back(interval);
-                continue;
-            }
-            m_ms[static_cast<size_t>(phase)] += m_events->events[static_cast<size_t>(from)].elapsed_time(
-                m_events->events[static_cast<size_t>(to)]);
+            else
+                m_events->addInterval(interval, m_ms);
         }
         m_events->intervals.clear();
         if (m_rest.empty())
@@ -105,9 +110,8 @@ void StepTimer::finishRest()
 #if WB_WITH_CUDA
     if (m_cuda && !m_rest.empty()) {
         m_events->events.back().synchronize();
-        for (const auto& [phase, from, to] : m_rest)
-            m_ms[static_cast<size_t>(phase)] +=
-                m_events->events[static_cast<size_t>(from)].elapsed_time(m_events->events[static_cast<size_t>(to)]);
+        for (const auto& interval : m_rest)
+            m_events->addInterval(interval, m_ms);
         m_rest.clear();
         m_events->events.clear();
     }
