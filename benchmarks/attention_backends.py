@@ -11,8 +11,13 @@ batches through at::_cudnn_attention_forward with cum_seq_q/k (cuDNN's ragged-of
 path PyTorch's nested tensors take), forward and forward + backward through autograd, checks
 that both backends compute the same function (output and input gradients against FA2, relative
 L2 error), and prints the op schemas this LibTorch has. moe-train's cuDNN path was removed after
-its input gradients came out wrong on LibTorch 2.11 (docs/runtime.md, "cuDNN's varlen SDPA"):
-this script is the re-check for a newer LibTorch (not yet run).
+its input gradients came out wrong on LibTorch 2.11 (docs/runtime.md, "cuDNN's varlen SDPA"; the
+likely cause, pytorch/pytorch#186142: the varlen backward sizes its dQ accumulator from d instead
+of the longest segment): this script is the re-check for a newer LibTorch.
+For the vision shape (no causal mask, no GQA) it also times `cudnn-4d`: cuDNN's padded 4-D path,
+which does not take the varlen backward, one SDPA call per distinct image length (images of one
+length batched), the copies into and out of the packed layout included; its first call (every
+length's graph built) is printed apart.
 Lengths: the benchmark slice's real workload (images of 256..896 px per side, 16-px patches:
 256..3136 patches, about 60 k per step; decoder samples packed into 4096-token sequences).
 """
@@ -21,6 +26,7 @@ import json
 import math
 import random
 import sys
+import time
 
 from gpu_timing import median_ms, write_result
 
@@ -96,8 +102,26 @@ def main():
                                                                k["causal"], False, scale=scale)[0]
             return f
 
+        # cuDNN's 4-D path, one call per distinct segment length (vision only: bidirectional, no GQA).
+        groups = {}
+        for i, s in enumerate(lengths):
+            groups.setdefault(s, []).append(i)
+
+        def cudnn_4d():
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            pieces = [None] * len(lengths)
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                for s, members in groups.items():
+                    def batch(t):
+                        return torch.stack([t[offsets[i]:offsets[i] + s] for i in members]).transpose(1, 2)
+                    o = torch.nn.functional.scaled_dot_product_attention(batch(q), batch(kk), batch(v), scale=scale)
+                    for j, i in enumerate(members):
+                        pieces[i] = o[j].transpose(0, 1)
+            return torch.cat(pieces)
+
         reference = None
-        for backend in ("flash", "cudnn"):
+        backends = ("flash", "cudnn") + (("cudnn-4d",) if not k["causal"] and k["kv"] == k["heads"] else ())
+        for backend in backends:
             fn = flash
             why = ""
             if backend == "cudnn":
@@ -118,6 +142,20 @@ def main():
                     print(f"| {name} | cudnn | refused: {why} |")
                     result["rows"].append({"shape": name, "backend": "cudnn", "refused": why})
                     continue
+            if backend == "cudnn-4d":
+                fn = cudnn_4d
+                try:
+                    torch.cuda.synchronize()
+                    start = time.perf_counter()
+                    fn().backward(grad)
+                    torch.cuda.synchronize()
+                    why = (f"{len(groups)} calls of {len(lengths)} segments; first call "
+                           f"{(time.perf_counter() - start) * 1e3:.0f} ms (graphs built)")
+                except Exception as e:  # noqa: BLE001 - report what this LibTorch refuses
+                    print(f"| {name} | cudnn-4d | refused: {type(e).__name__}: {str(e).splitlines()[0][:160]} |")
+                    continue
+                finally:
+                    q.grad = kk.grad = v.grad = None
             out = fn()
             out.backward(grad)
             got = [out.detach().float(), q.grad.float(), kk.grad.float(), v.grad.float()]
