@@ -372,7 +372,8 @@ void addOptimizerTerms(const Context& c, const StageShares& shares, double micro
             WB_TERM("optimizer step", adamSeconds, measuredIf(measured), adamWhy);
         }
         WB_TERM("host gap per step", gapMs * 1e-3, measuredIf(measured),
-                "GPU idle while the step synchronizes and the next step's first micro-batch is queued" + rateWhy);
+                "GPU idle per step: between its kernels and where the host launches late (moe-train queues the "
+                "next step while AdamW runs)" + rateWhy);
     } else {
         const bool sharded = l.useDistributedOptimizer || l.useMegatronFsdp;
         const double owned = sharded ? dense / dpN + experts / edpN : dense + experts;
