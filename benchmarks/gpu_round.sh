@@ -131,9 +131,12 @@ variant("real-mbs1-dense", mbs(1))
 # Megatron's precision-aware optimizer: moments stored in bf16 (20 instead of 28 bytes per element
 # of the fused AdamW pass, 4 instead of 8 bytes of state per parameter).
 variant("real-bf16-moments", lambda v: v["train"].update(exp_avg_dtype="bf16", exp_avg_sq_dtype="bf16"))
-# The optimizer step on a side stream behind the next step (train.overlap_optimizer, off by
-# default; runtime/train/optimizer_overlap.h) against "real", the serial step: same update, same losses.
+# The optimizer step on a side stream behind the next step (train.overlap_optimizer;
+# runtime/train/optimizer_overlap.h): forced on, and forced off (the serial step) against "real",
+# whose "auto" (the default) turns it on from the second step where the memory allows: same
+# update, same losses.
 variant("real-overlap-optimizer", lambda v: v["train"].update(overlap_optimizer=True))
+variant("real-serial-optimizer", lambda v: v["train"].update(overlap_optimizer=False))
 # The weights cast to bf16 by autocast in every forward, as before train.bf16_weight_copies (on by
 # default: runtime/model/bf16_weights.h) — against "real": same values, so the same losses.
 variant("real-casting", lambda v: v["train"].update(bf16_weight_copies=False))
@@ -143,7 +146,9 @@ variant("real-widening", lambda v: v["train"].update(bf16_gradients=False))
 variant("real-scalar-kernels", lambda v: None)  # real's config; moe-train runs with WB_NEW_KERNELS=0
 variant("real-aten-passes", lambda v: None)  # real's config; moe-train runs with WB_PASS_KERNELS=0
 variant("real-early-norm", lambda v: None)  # real's config; moe-train runs with WB_EARLY_GRAD_NORM=1
-variant("real-host-wait", lambda v: None)  # real's config; moe-train runs with WB_HOST_AHEAD=0
+# The serial step (the host ahead only applies to it), moe-train run with WB_HOST_AHEAD=0: against
+# real-serial-optimizer.
+variant("real-host-wait", lambda v: v["train"].update(overlap_optimizer=False))
 # Both: the norm summed during the backward, then the updates behind the next forward.
 variant("real-overlap-early-norm", lambda v: v["train"].update(overlap_optimizer=True))
 PY
@@ -260,7 +265,7 @@ finish() {
   # The A/B rows against "real", step by step (paired_rows.py: the same micro-batch in both).
   if [ -f "$RESULTS/runs/real.metrics.jsonl" ]; then
     python3 "$ROOT/benchmarks/paired_rows.py" "$RESULTS/runs" real real-aten-passes real-scalar-kernels real-early-norm real-host-wait \
-      real-widening real-casting real-overlap-optimizer real-overlap-early-norm 2>/dev/null | grep -v ' | 0 | ' \
+      real-widening real-casting real-overlap-optimizer real-serial-optimizer real-overlap-early-norm 2>/dev/null | grep -v ' | 0 | ' \
       | tee -a "$RESULTS/table.md" || true
   fi
   # The device tool brings back at most 8 files from $OUT: the table, the GPU checks, and one
@@ -316,14 +321,16 @@ ours real-early-norm WB_EARLY_GRAD_NORM=1
 # The step's wait for its optimizer, as before the host ran ahead of it (WB_HOST_AHEAD=0; the
 # host-ahead step is the default on one GPU: trainer_internal.h m_hostAhead) — against "real".
 ours real-host-wait WB_HOST_AHEAD=0
-same_losses real-host-wait real "waiting for the optimizer vs the host ahead of it"
+same_losses real-host-wait real "serial, waiting for the optimizer vs the default"
 same_losses real-casting real "autocast casts vs kept bf16 copies"
 same_losses real-widening real "widened vs bf16 gradients"
 same_losses real-scalar-kernels real "session 22's kernels off vs on"
 same_losses real-aten-passes real "session 23's passes off vs on"
 same_losses real-early-norm real "the norm during the backward vs after it"
 ours real-overlap-optimizer
-same_losses real-overlap-optimizer real "overlapped vs serial optimizer"
+same_losses real-overlap-optimizer real "overlapped vs the default"
+ours real-serial-optimizer
+same_losses real-serial-optimizer real "serial vs the default"
 ours real-overlap-early-norm WB_EARLY_GRAD_NORM=1
 same_losses real-overlap-early-norm real "early norm + overlapped optimizer vs serial"
 ours mock

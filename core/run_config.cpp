@@ -138,6 +138,25 @@ public:
         out = v->get<bool>();
     }
 
+    void toggle(const char* key, Toggle& out)
+    {
+        const Json* v = lookup(key);
+        if (!v)
+            return;
+        if (v->is_boolean()) {
+            out = v->get<bool>() ? Toggle::On : Toggle::Off;
+            return;
+        }
+        if (v->is_string() && v->get_ref<const std::string&>() == "auto") {
+            out = Toggle::Auto;
+            return;
+        }
+        problem(key,
+                "expected true, false or \"auto\", got " +
+                    (v->is_string() ? "\"" + v->get<std::string>() + "\"" : describeJsonType(*v)),
+                "write true or false without quotes, or \"auto\"");
+    }
+
     void text(const char* key, std::string& out)
     {
         const Json* v = lookup(key);
@@ -291,6 +310,13 @@ public:
     void integer(const char* key, Int& v, int64_t, int64_t) { (*m_stack.back())[key] = v; }
     void number(const char* key, double& v, double, double) { (*m_stack.back())[key] = v; }
     void boolean(const char* key, bool& v) { (*m_stack.back())[key] = v; }
+    void toggle(const char* key, Toggle& v)
+    {
+        if (v == Toggle::Auto)
+            (*m_stack.back())[key] = "auto";
+        else
+            (*m_stack.back())[key] = v == Toggle::On;
+    }
     template <typename Int>
     void optionalInteger(const char* key, Int& v, int64_t, int64_t, Int plain)
     {
@@ -392,7 +418,7 @@ void visitConfig(V& v, RunConfig& c)
         v.choice("precision", t.precision, {"fp32", "bf16"});
         v.choice("exp_avg_dtype", t.expAvgDtype, {"fp32", "bf16"});
         v.choice("exp_avg_sq_dtype", t.expAvgSqDtype, {"fp32", "bf16"});
-        v.boolean("overlap_optimizer", t.overlapOptimizer);
+        v.toggle("overlap_optimizer", t.overlapOptimizer);
         v.boolean("bf16_weight_copies", t.bf16WeightCopies);
         v.boolean("bf16_gradients", t.bf16Gradients);
         v.integer("checkpoint_interval", t.checkpointInterval, 0, kMaxInt64);
@@ -450,6 +476,11 @@ void visitConfig(V& v, RunConfig& c)
 }
 
 }  // namespace
+
+bool overlapOptimizerFits(double reservedBytes, double gradientBytes, double deviceBytes)
+{
+    return deviceBytes > 0 && reservedBytes + gradientBytes <= 0.9 * deviceBytes;
+}
 
 std::string ConfigProblem::toString() const
 {

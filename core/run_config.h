@@ -81,6 +81,16 @@ struct ModelConfig {
     bool freezeLanguageModel = false;
 };
 
+/// A switch that may also be left to the runtime: JSON true, false or "auto".
+enum class Toggle { Off, On, Auto };
+
+/// train.overlap_optimizer "auto": whether the overlapped optimizer step fits one GPU. It holds
+/// every gradient until its update has run, so the memory the serial step reserved grows by
+/// about the gradients' bytes (measured on one H200: 88.4 → 100.3 GiB for 9.1 GiB of gradients,
+/// the rest the allocator's rounding); a tenth of the card is left for that rounding, the CUDA
+/// context and the libraries' workspaces.
+bool overlapOptimizerFits(double reservedBytes, double gradientBytes, double deviceBytes);
+
 struct TrainConfig {
     int64_t trainIters = 300;
     int microBatchSize = 4;
@@ -103,9 +113,11 @@ struct TrainConfig {
     std::string expAvgDtype = "fp32";
     std::string expAvgSqDtype = "fp32";
     /// moe-train, CUDA, not FSDP: each part's AdamW update on a side stream in forward order, the
-    /// next forward waiting only for the part it runs (the same update, written later). Off by
-    /// default: measured on one H200 it hides only the host gap (docs/runtime.md says why).
-    bool overlapOptimizer = false;
+    /// next forward waiting only for the part it runs (the same update, written later). JSON true,
+    /// false or "auto" (the default): one rank, from the second step, when the first step's
+    /// reserved memory plus the gradients the updates hold fit the card with a tenth to spare
+    /// (overlapOptimizerFits; docs/runtime.md says why).
+    Toggle overlapOptimizer = Toggle::Auto;
     /// moe-train, CUDA bf16, not FSDP: bf16 copies of the weights kept between steps, written by
     /// the AdamW pass, read by the forward instead of autocast's per-forward casts (same values;
     /// 2 B per weight more memory between steps). runtime/model/bf16_weights.h.

@@ -785,6 +785,7 @@ void PlanningView::requestLaunch()
         throughput.rates = m_catalog->runtimeRates("moe-train", m_request->hardware.name);
     Candidate launched = *c;
     launched.memory = estimateMemory(m_request->model.model, c->layout, m_request->workload, memory);
+    throughput.predictedPeakBytes = launched.memory.total();  // train.overlap_optimizer "auto"
     launched.throughput = estimateThroughput(m_request->model.model, c->layout, m_request->workload, m_request->hardware,
                                              throughput);
     const core::RunPrediction prediction = predictionForCandidate(

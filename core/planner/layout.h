@@ -34,7 +34,7 @@ struct Layout {
     std::string fsdpStrategy = "no_shard";     ///< no_shard | optim | optim_grads | optim_grads_params
     bool freezeVision = false;                  ///< vision encoder and projection frozen
     bool overlapGradReduce = true;              ///< ddp.overlap_grad_reduce (parallel.overlap_grad_reduce); not FSDP
-    bool overlapOptimizer = false;              ///< moe-train's train.overlap_optimizer (CUDA, not FSDP)
+    Toggle overlapOptimizer = Toggle::Auto;     ///< moe-train's train.overlap_optimizer (CUDA, not FSDP)
     bool bf16WeightCopies = true;               ///< moe-train's train.bf16_weight_copies (CUDA bf16, not FSDP)
     bool bf16Gradients = true;                  ///< moe-train's train.bf16_gradients (with the copies, one GPU)
     bool gradReduceInFp32 = true;               ///< ddp.grad_reduce_in_fp32 (parallel.grad_reduce_in_fp32)

@@ -180,6 +180,7 @@ struct Searcher {
         }
         ThroughputOptions fastThroughput = req.throughput;
         fastThroughput.explain = false;
+        fastThroughput.predictedPeakBytes = total;  // for train.overlap_optimizer "auto"
         Candidate c{std::move(l), {}, {}, std::move(lint)};
         c.memory.terms.push_back({{}, "total", total, {}});
         c.throughput = estimateThroughput(req.model.model, c.layout, req.workload, req.hardware, fastThroughput);
@@ -353,7 +354,9 @@ SearchResult runSearch(const SearchRequest& req)
         s.fits.resize(size_t(std::max(0, req.maxResults)));
     for (Candidate& c : s.fits) {  // the full, explained estimates for what is shown
         c.memory = estimateMemory(req.model.model, c.layout, req.workload, req.memory);
-        c.throughput = estimateThroughput(req.model.model, c.layout, req.workload, req.hardware, req.throughput);
+        ThroughputOptions withPeak = req.throughput;  // for train.overlap_optimizer "auto"
+        withPeak.predictedPeakBytes = c.memory.total();
+        c.throughput = estimateThroughput(req.model.model, c.layout, req.workload, req.hardware, withPeak);
         c.guideKnobs = appliedGuideKnobs(c.layout, req.hardware);
         if (c.family != req.path)
             c.lint.push_back({"guide-other-family", "decision-guide.md", LintSeverity::Note, "",

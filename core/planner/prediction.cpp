@@ -71,7 +71,9 @@ Candidate evaluateLayout(const ModelSpec& model, const Layout& layout, const Wor
     Candidate c;
     c.layout = layout;
     c.memory = estimateMemory(model.model, layout, workload, memory);
-    c.throughput = estimateThroughput(model.model, layout, workload, hardware, throughput);
+    ThroughputOptions withPeak = throughput;  // for train.overlap_optimizer "auto"
+    withPeak.predictedPeakBytes = c.memory.total();
+    c.throughput = estimateThroughput(model.model, layout, workload, hardware, withPeak);
     LintContext context;
     context.model = &model.model;
     context.hardware = &hardware;

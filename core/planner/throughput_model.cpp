@@ -362,18 +362,29 @@ void addOptimizerTerms(const Context& c, const StageShares& shares, double micro
                                     (kept ? " + 2 B per kept bf16 copy (" + fmtCount(copied) + ")" : std::string()) +
                                     (bf16GradValues > 0 ? " − 2 B per bf16 gradient" : std::string()) +
                                     " in one fused pass at " + fmt(adamRate, 0) + " GB/s" + rateWhy;
-        if (l.overlapOptimizer && !l.useMegatronFsdp) {
+        // train.overlap_optimizer "auto": one GPU, when the predicted peak and the gradients the
+        // updates hold fit the card (overlapOptimizerFits, the runtime's rule from its first step).
+        const double gradientBytes = (p.trainable - bf16GradValues) * 4.0 + bf16GradValues * 2.0;
+        const bool autoOverlap = l.overlapOptimizer == Toggle::Auto && l.worldSize == 1 && l.pp == 1 &&
+                                 o.predictedPeakBytes > 0 &&
+                                 overlapOptimizerFits(o.predictedPeakBytes, gradientBytes, hw.hbmGib * 1073741824.0);
+        if ((l.overlapOptimizer == Toggle::On || autoOverlap) && !l.useMegatronFsdp) {
             const double exposed = overlappedOptimizerSeconds(adamSeconds, gapMs * 1e-3);
             WB_TERM("optimizer step", exposed, measuredIf(measured),
                     "exposed " + fmt(exposed * 1e3, 1) + " of " + fmt(adamSeconds * 1e3, 1) + " ms: " + adamWhy +
-                        ", on a side stream while the host queues the next step (train.overlap_optimizer; the "
-                        "forward shares the HBM with it, so about the host gap is hidden)");
+                        ", on a side stream while the host queues the next step (train.overlap_optimizer" +
+                        (autoOverlap ? " \"auto\": " + fmt(o.predictedPeakBytes / 1073741824.0, 1) +
+                                           " GiB predicted + " + fmt(gradientBytes / 1073741824.0, 1) +
+                                           " GiB of gradients held fit 90 % of " + fmt(hw.hbmGib, 0) + " GiB"
+                                     : std::string()) +
+                        "; the forward shares the HBM with it, so about the host gap is hidden)");
         } else {
             WB_TERM("optimizer step", adamSeconds, measuredIf(measured), adamWhy);
         }
         WB_TERM("host gap per step", gapMs * 1e-3, measuredIf(measured),
                 "GPU idle per step: between its kernels and where the host launches late (moe-train queues the "
-                "next step while AdamW runs)" + rateWhy);
+                "next step while AdamW runs)" +
+                    rateWhy);
     } else {
         const bool sharded = l.useDistributedOptimizer || l.useMegatronFsdp;
         const double owned = sharded ? dense / dpN + experts / edpN : dense + experts;

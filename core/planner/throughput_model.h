@@ -93,6 +93,10 @@ struct ThroughputOptions {
     /// moe-train's rates on this hardware; zeros = not measured there: fractions of the HBM
     /// bandwidth measured on H200 are assumed (casts 0.55, AdamW 0.83, norm 0.74, gap 6 ms).
     RuntimeRates rates;
+    /// The layout's predicted peak memory per GPU in bytes (the memory model's total), for
+    /// moe-train's train.overlap_optimizer "auto" (overlapOptimizerFits); 0 = not predicted, and
+    /// "auto" counts as serial.
+    double predictedPeakBytes = 0;
 };
 
 /// What a term is calibrated with (calibration.h TermCalibration): the vision encoder from the

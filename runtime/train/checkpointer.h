@@ -49,6 +49,8 @@ public:
     };
 
     Checkpointer(Run run, Parts parts);
+    /// The overlapped optimizer attached after the first step (train.overlap_optimizer "auto").
+    void setOverlap(OptimizerOverlap* overlap) { m_parts.overlap = overlap; }
 
     /// Saves the state after optimizer step `step`, the loader to continue at `nextSampleSeq`
     /// ("checkpoint saved (why)" event). Every rank calls it; a sharded checkpoint already saved

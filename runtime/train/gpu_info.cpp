@@ -65,12 +65,16 @@ MemoryReading readMemory(torch::Device device)
         r.allocatedGib = static_cast<double>(stats.allocated_bytes[all].current) / kGib;
         r.reservedGib = static_cast<double>(stats.reserved_bytes[all].current) / kGib;
         r.peakGib = static_cast<double>(stats.allocated_bytes[all].peak) / kGib;
+        r.reservedPeakGib = static_cast<double>(stats.reserved_bytes[all].peak) / kGib;
+        r.deviceGib = static_cast<double>(
+                          at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->totalGlobalMem) /
+                      kGib;
         return r;
     }
 #endif
     (void)device;
     r.allocatedGib = r.reservedGib = residentGib();
-    r.peakGib = peakResidentGib();
+    r.peakGib = r.reservedPeakGib = peakResidentGib();
     return r;
 }
 

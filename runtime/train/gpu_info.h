@@ -25,6 +25,8 @@ struct MemoryReading {
     double allocatedGib = 0.0;  ///< live tensors now (CUDA) / RSS (CPU)
     double reservedGib = 0.0;   ///< held by the caching allocator (CUDA) / RSS (CPU)
     double peakGib = 0.0;       ///< peak allocated since the start or the last reset / VmHWM (CPU)
+    double reservedPeakGib = 0.0;  ///< peak held by the caching allocator (CUDA) / VmHWM (CPU)
+    double deviceGib = 0.0;        ///< the device's memory (CUDA) / 0 (CPU)
 };
 
 /// CUDA: c10::cuda::CUDACachingAllocator::getDeviceStats (aggregate pool). CPU: /proc RSS.

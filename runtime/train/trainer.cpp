@@ -228,7 +228,10 @@ int Trainer::run()
         // first step; with several ranks they stop together after a step (StepReducer::stopAgreed).
         if (m_group->size() == 1 && stopRequestedFlag().load())
             throw RunFailure{5, "stopped by signal during start-up"};
+        const int64_t firstStep = m_step;
         while (m_step < iters) {
+            if (m_overlapUndecided && m_step > firstStep)
+                decideOptimizerOverlap();  // train.overlap_optimizer "auto", after the first step
             if (profiler) {
                 if (profiler->startsAt(m_step + 1))
                     completePendingStep();  // no earlier step's updates inside the trace
@@ -558,6 +561,9 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r,
     for (const auto& p : optimizedParameters())
         if (p.grad().defined())
             grads.push_back(p.grad());
+    m_gradientBytes = 0.0;
+    for (const auto& g : grads)
+        m_gradientBytes += static_cast<double>(g.nbytes());
     // One rank, nothing sharded: the multi-tensor norm; otherwise the layout's (reduced over ranks).
     torch::Tensor total = m_earlyNorm                                      ? m_earlyNorm->norm(grads)
                           : m_group->size() == 1 && !m_parallel->sharded() ? globalGradNorm(grads)

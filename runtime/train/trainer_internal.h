@@ -122,6 +122,8 @@ private:
     void installRecompute();
     void installEarlyGradNorm();
     void installOptimizerOverlap();
+    void attachOptimizerOverlap();
+    void decideOptimizerOverlap();
     void installBf16WeightCopies();
     void makeCheckpointer();
     std::vector<torch::Tensor> optimizedParameters() const;
@@ -161,6 +163,10 @@ private:
     // train.overlap_optimizer on CUDA (not FSDP): the layer runner around m_recompute (or m_earlyNorm) and the
     // model's parameter fence; null = the serial step.
     std::unique_ptr<OptimizerOverlap> m_overlap;
+    // train.overlap_optimizer "auto" on one GPU: decideOptimizerOverlap() runs after this process's
+    // first step, with m_gradientBytes (the bytes of the gradients the last optimizer step read).
+    bool m_overlapUndecided = false;
+    double m_gradientBytes = 0.0;
     // train.bf16_weight_copies on CUDA bf16 (not FSDP): the weights' bf16 copies that the AdamW
     // pass writes and the forward reads; null = autocast casts every forward.
     std::unique_ptr<Bf16Weights> m_bf16Weights;

@@ -130,17 +130,61 @@ void Trainer::installHostAhead()
 
 // train.overlap_optimizer (optimizer_overlap.h): CUDA with the fused AdamW step, and not under
 // FSDP, whose step ends with the all-gather of the updated shards. Replaces the layer runner
-// attach() installed (the recompute runner, or none) with itself around it.
+// attach() installed (the recompute runner, or none) with itself around it. "auto" (the default):
+// on one rank without pipeline stages the training stream is the overlap's from the start, the
+// first step runs serial, and decideOptimizerOverlap() turns the overlap on after it where the
+// memory allows (core::overlapOptimizerFits).
 void Trainer::installOptimizerOverlap()
 {
-    if (!m_config.train.overlapOptimizer || !m_device.is_cuda() || !fusedAdamWAvailable() ||
-        m_parallel->fullySharded())
+    const core::Toggle mode = m_config.train.overlapOptimizer;
+    if (mode == core::Toggle::Off || !m_device.is_cuda() || !fusedAdamWAvailable() || m_parallel->fullySharded())
         return;
+    if (mode == core::Toggle::Auto && (m_group->size() != 1 || m_pipeline))
+        return;
+    preferTrainingStream(m_device);
+    if (mode == core::Toggle::Auto) {
+        m_overlapUndecided = true;
+        return;
+    }
+    attachOptimizerOverlap();
+}
+
+void Trainer::attachOptimizerOverlap()
+{
     LayerRunner* inner = m_earlyNorm ? static_cast<LayerRunner*>(m_earlyNorm.get()) : m_recompute.get();
     m_overlap = std::make_unique<OptimizerOverlap>(forwardOrderGroups(*m_model, optimizedParameters()), inner);
-    preferTrainingStream(m_device);
     m_model->setLayerRunner(m_overlap.get());
     m_model->setParameterFence(m_overlap.get());
+    if (m_bf16Weights)
+        m_overlap->setBf16Weights(m_bf16Weights.get());
+    if (m_checkpointer)
+        m_checkpointer->setOverlap(m_overlap.get());
+}
+
+// train.overlap_optimizer "auto", after this process's first step (serial, its updates run): the
+// overlap holds every gradient until its update has run, so it goes on only where the memory the
+// first step reserved plus the gradients fit the device with a tenth to spare. The same updates
+// either way (optimizer_overlap.h), so the switch changes when weights are written, not what.
+void Trainer::decideOptimizerOverlap()
+{
+    m_overlapUndecided = false;
+    completePendingStep();  // the host-ahead step's record, with its updates run
+    const MemoryReading memory = readMemory(m_device);
+    constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+    const double gradients = m_gradientBytes / kGib;
+    char numbers[160];
+    std::snprintf(numbers, sizeof numbers,
+                  "%.1f GiB reserved by step %lld + %.1f GiB of gradients, %.1f GiB on the device",
+                  memory.reservedPeakGib, static_cast<long long>(m_step), gradients, memory.deviceGib);
+    if (!core::overlapOptimizerFits(memory.reservedPeakGib * kGib, m_gradientBytes, memory.deviceGib * kGib)) {
+        event("info", std::string("the optimizer step stays serial (train.overlap_optimizer \"auto\": ") + numbers +
+                          ", more than 90 % of it)");
+        return;
+    }
+    m_hostAhead = false;  // the overlapped step ends before its updates already
+    attachOptimizerOverlap();
+    event("info", "the optimizer step overlaps the next forward from step " + std::to_string(m_step + 1) +
+                      " (train.overlap_optimizer \"auto\": " + numbers + ", within 90 % of it)");
 }
 
 // train.bf16_weight_copies (bf16_weights.h): with the fused AdamW step under bf16 autocast on
@@ -151,7 +195,7 @@ void Trainer::installBf16WeightCopies()
         return;
     m_bf16Weights = std::make_unique<Bf16Weights>();
     m_model->setBf16Weights(m_bf16Weights.get());
-    if (m_overlap)
+    if (m_overlap)  // "auto" attaches it later (attachOptimizerOverlap)
         m_overlap->setBf16Weights(m_bf16Weights.get());
     event("info", "bf16 weight copies kept between steps, written by the AdamW pass (train.bf16_weight_copies)");
     // train.bf16_gradients: the copies' gradients bypass the parameters' AccumulateGrad nodes,

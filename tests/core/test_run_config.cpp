@@ -59,6 +59,38 @@ private slots:
         QVERIFY2(off.ok() && !off.config.parallel.overlapGradReduce, formatProblems(off.problems).c_str());
     }
 
+    // train.overlap_optimizer: true, false or "auto" (the default), written back as it was given.
+    void overlapOptimizerToggle()
+    {
+        QVERIFY(parseRunConfig(goodConfig().dump()).config.train.overlapOptimizer == Toggle::Auto);
+        const std::pair<const char*, Toggle> cases[] = {{R"({"train": {"overlap_optimizer": true}})", Toggle::On},
+                                                        {R"({"train": {"overlap_optimizer": false}})", Toggle::Off},
+                                                        {R"({"train": {"overlap_optimizer": "auto"}})", Toggle::Auto}};
+        for (const auto& [patch, expected] : cases) {
+            const RunConfigParse p = parseRunConfig(withPatch(patch));
+            QVERIFY2(p.ok(), formatProblems(p.problems).c_str());
+            QVERIFY(p.config.train.overlapOptimizer == expected);
+            const RunConfigParse again = parseRunConfig(runConfigToJson(p.config));
+            QVERIFY2(again.ok(), formatProblems(again.problems).c_str());
+            QVERIFY(again.config.train.overlapOptimizer == expected);
+        }
+        QVERIFY(runConfigToJson(parseRunConfig(goodConfig().dump()).config).find(R"("overlap_optimizer": "auto")") !=
+                std::string::npos);
+    }
+
+    // The "auto" rule: the first step's reserved memory plus the gradients within 90 % of the card.
+    void overlapOptimizerFitsTheCard()
+    {
+        constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+        // One H200 at MBS 4 (2026-12-07): 88.4 GiB reserved, 9.1 GiB of gradients, 140.4 GiB.
+        QVERIFY(overlapOptimizerFits(88.4 * GiB, 9.1 * GiB, 140.4 * GiB));
+        // One H100 at MBS 2, where the overlap was slower: ≈ 75 GiB reserved of 79.6.
+        QVERIFY(!overlapOptimizerFits(75.0 * GiB, 9.1 * GiB, 79.6 * GiB));
+        QVERIFY(overlapOptimizerFits(80.0 * GiB, 10.0 * GiB, 100.0 * GiB));  // exactly 90 %
+        QVERIFY(!overlapOptimizerFits(80.0 * GiB, 10.1 * GiB, 100.0 * GiB));
+        QVERIFY(!overlapOptimizerFits(0.0, 0.0, 0.0));  // no device memory known (a CPU)
+    }
+
     void badConfigs_data()
     {
         QTest::addColumn<QByteArray>("patch");
@@ -76,6 +108,12 @@ private slots:
                                        << QByteArray("train.seq_length") << QByteArray("expected an integer");
         QTest::newRow("int for bool") << QByteArray(R"({"model": {"freeze_vision_model": 1}})")
                                       << QByteArray("model.freeze_vision_model") << QByteArray("true or false");
+        QTest::newRow("toggle neither bool nor auto")
+            << QByteArray(R"({"train": {"overlap_optimizer": "yes"}})") << QByteArray("train.overlap_optimizer")
+            << QByteArray("expected true, false or \"auto\", got \"yes\"");
+        QTest::newRow("toggle as a number")
+            << QByteArray(R"({"train": {"overlap_optimizer": 1}})") << QByteArray("train.overlap_optimizer")
+            << QByteArray("true, false or \"auto\"");
         QTest::newRow("section not object") << QByteArray(R"({"data": 3})") << QByteArray("data")
                                             << QByteArray("expected an object");
         QTest::newRow("bad enum") << QByteArray(R"({"train": {"precision": "fp8"}})") << QByteArray("train.precision")

@@ -38,6 +38,15 @@ double termMs(const ThroughputEstimate& e, const std::string& name)
     return 0.0;
 }
 
+// The assumption text of the estimate's term `name` (empty when it has no such term).
+std::string explainOf(const ThroughputEstimate& e, const std::string& name)
+{
+    for (const TimeTerm& t : e.terms)
+        if (t.name == name)
+            return t.assumption;
+    return {};
+}
+
 Layout recipe30b()
 {
     Layout l;
@@ -60,7 +69,7 @@ private slots:
         const HardwareSpec h200 = *catalog().hardware("h200");
         Layout l;
         l.worldSize = 1, l.mbs = 4, l.gbs = 4;
-        l.overlapOptimizer = false;  // the serial step: the whole update is a term of its own
+        l.overlapOptimizer = Toggle::Off;  // the serial step: the whole update is a term of its own
         auto basisOf = [](const ThroughputEstimate& e, const std::string& name) {
             for (const TimeTerm& t : e.terms)
                 if (t.name == name)
@@ -418,10 +427,10 @@ private slots:
         const ThroughputOptions o = moeTrainOn("h200");
         Layout serial;
         serial.worldSize = 1, serial.mbs = 4, serial.gbs = 4, serial.useDistributedOptimizer = false;
-        serial.overlapOptimizer = false;
+        serial.overlapOptimizer = Toggle::Off;
         serial.bf16Gradients = false;  // one update for any number of micro-batches (moeTrainBf16GradientsAsTheyAre)
         Layout overlapped = serial;
-        overlapped.overlapOptimizer = true;
+        overlapped.overlapOptimizer = Toggle::On;
         const ThroughputEstimate s = estimateThroughput(m, serial, Workload{}, hw, o);
         const ThroughputEstimate e = estimateThroughput(m, overlapped, Workload{}, hw, o);
         const double whole = termMs(s, "optimizer step"), exposed = termMs(e, "optimizer step");
@@ -435,10 +444,45 @@ private slots:
         Layout fsdp = overlapped;
         fsdp.worldSize = 2, fsdp.gbs = 8, fsdp.useMegatronFsdp = true, fsdp.fsdpStrategy = "optim";
         Layout fsdpSerial = fsdp;
-        fsdpSerial.overlapOptimizer = false;
+        fsdpSerial.overlapOptimizer = Toggle::Off;
         QCOMPARE(termMs(estimateThroughput(m, fsdp, Workload{}, hw, o), "optimizer step"),
                  termMs(estimateThroughput(m, fsdpSerial, Workload{}, hw, o), "optimizer step"));
         QCOMPARE(estimateThroughput(m, overlapped, Workload{}, hw).stepMs, estimateThroughput(m, serial, Workload{}, hw).stepMs);
+    }
+
+    // train.overlap_optimizer "auto" (the default): overlapped on one GPU where the predicted peak
+    // plus the gradients the updates hold fit 90 % of the card (overlapOptimizerFits, the rule
+    // moe-train applies after its first step), else serial; serial with several ranks or without
+    // a predicted peak.
+    void moeTrainAutoOverlapWhereItFits()
+    {
+        const ModelConfig m = catalog().model("qwen3-vl-30b-a3b-slice")->model;
+        const HardwareSpec hw = *catalog().hardware("h200");
+        ThroughputOptions o = moeTrainOn("h200");
+        Layout serial;
+        serial.worldSize = 1, serial.mbs = 4, serial.gbs = 4, serial.useDistributedOptimizer = false;
+        serial.overlapOptimizer = Toggle::Off;
+        Layout on = serial, automatic = serial;
+        on.overlapOptimizer = Toggle::On;
+        automatic.overlapOptimizer = Toggle::Auto;
+        QVERIFY(Layout{}.overlapOptimizer == Toggle::Auto);
+        const double gib = 1073741824.0;
+        auto stepOf = [&](const Layout& l, double peakGib) {
+            ThroughputOptions with = o;
+            with.predictedPeakBytes = peakGib * gib;
+            return estimateThroughput(m, l, Workload{}, hw, with).stepMs;
+        };
+        const double serialMs = stepOf(serial, 82.0), onMs = stepOf(on, 82.0);
+        QVERIFY(onMs < serialMs);
+        QCOMPARE(stepOf(automatic, 82.0), onMs);       // 82 GiB + the slice's ≈ 9 GiB of gradients fit 90 % of 141
+        QCOMPARE(stepOf(automatic, 125.0), serialMs);  // 125 + 9 do not
+        QCOMPARE(stepOf(automatic, 0.0), serialMs);    // no predicted peak: serial
+        Layout twoRanks = automatic, twoRanksSerial = serial;
+        twoRanks.worldSize = twoRanksSerial.worldSize = 2, twoRanks.gbs = twoRanksSerial.gbs = 8;
+        QCOMPARE(stepOf(twoRanks, 82.0), stepOf(twoRanksSerial, 82.0));
+        o.predictedPeakBytes = 82.0 * gib;
+        QVERIFY(explainOf(estimateThroughput(m, automatic, Workload{}, hw, o), "optimizer step").find("\"auto\"") !=
+                std::string::npos);
     }
 
     // train.bf16_weight_copies: the forward casts nothing (not even a re-forward), the backward still
@@ -452,7 +496,7 @@ private slots:
         const ThroughputOptions o = moeTrainOn("h200");
         Layout casting;
         casting.worldSize = 1, casting.mbs = 1, casting.gbs = 2, casting.useDistributedOptimizer = false;
-        casting.overlapOptimizer = false, casting.bf16WeightCopies = false;
+        casting.overlapOptimizer = Toggle::Off, casting.bf16WeightCopies = false;
         casting.bf16Gradients = false;          // widened (moeTrainBf16GradientsAsTheyAre)
         casting.recomputeGranularity = "full";  // a re-forward casts again without copies
         Layout kept = casting;
@@ -497,7 +541,7 @@ private slots:
         const ThroughputOptions o = moeTrainOn("h200");
         Layout widening;
         widening.worldSize = 1, widening.mbs = 1, widening.gbs = 1, widening.useDistributedOptimizer = false;
-        widening.overlapOptimizer = false, widening.bf16WeightCopies = true, widening.bf16Gradients = false;
+        widening.overlapOptimizer = Toggle::Off, widening.bf16WeightCopies = true, widening.bf16Gradients = false;
         widening.recomputeGranularity = "full";  // the optimizer step is the memory peak
         Layout bf16 = widening;
         bf16.bf16Gradients = true;
@@ -614,7 +658,7 @@ private slots:
         const HardwareSpec hw = *catalog().hardware("h200");
         Layout l;
         l.worldSize = 1, l.mbs = 1, l.gbs = 2, l.useDistributedOptimizer = false;
-        l.overlapOptimizer = false;  // the serial step (the overlapped one: moeTrainOverlapsTheOptimizer)
+        l.overlapOptimizer = Toggle::Off;  // the serial step (the overlapped one: moeTrainOverlapsTheOptimizer)
         l.bf16WeightCopies = false;  // autocast's casts (the kept copies: moeTrainKeptCopiesCastNothing)
         ThroughputOptions o = moeTrainOn("h200");
         QVERIFY2(!o.rates.source.empty(), "the catalog has no moe-train profile for h200");
@@ -789,7 +833,7 @@ private slots:
         // The optimizer steps the rank's shard only.
         Layout ddp = zero1;
         ddp.useMegatronFsdp = false, ddp.fsdpStrategy = "no_shard";
-        ddp.overlapOptimizer = false;  // the serial step, as FSDP's
+        ddp.overlapOptimizer = Toggle::Off;  // the serial step, as FSDP's
         ddp.bf16WeightCopies = false;  // no copies to write, as under FSDP
         QVERIFY(near(termMs(e1, "optimizer step") * 2, termMs(estimateThroughput(m, ddp, Workload{}, hw, o), "optimizer step")));
 
