@@ -94,6 +94,44 @@ else
     if timeout 120 "$BIN/test_runtime_gpu_graphs" >"$RESULTS/test_gpu_graphs.log" 2>&1; then echo "test_runtime_gpu_graphs: passed"
     else echo "test_runtime_gpu_graphs FAILED (the benchmark still runs; the cuda-graphs row may fail too)"; fi
     grep -v '^frame #' "$RESULTS/test_gpu_graphs.log" | head -20 || true
+    # train.overlap_optimizer "auto" in the trainer: sample-tiny (bf16) on this GPU for 6 steps,
+    # "auto" (fits: the overlap goes on at step 2) against false (serial): the switch's event and
+    # the same losses step by step (the same updates, written later).
+    python3 - "$ROOT/resources/configs/sample-tiny.json" "$MANIFEST" "$RESULTS/auto" <<'PY'
+import json, os, sys
+c = json.load(open(sys.argv[1]))
+c["data"]["manifest"] = sys.argv[2]
+c["runtime"]["device"] = "cuda"
+c["train"].update(train_iters=6, lr_warmup_iters=2, precision="bf16")
+os.makedirs(sys.argv[3], exist_ok=True)
+for mode in ("auto", False):
+    c["train"]["overlap_optimizer"] = mode
+    json.dump(c, open(os.path.join(sys.argv[3], f"{str(mode).lower()}.json"), "w"))
+PY
+    for mode in auto false; do
+      rm -rf "$RESULTS/auto/run-$mode"
+      timeout 120 "$BIN/moe-train" --config "$RESULTS/auto/$mode.json" --run-dir "$RESULTS/auto/run-$mode" \
+        >"$RESULTS/auto/$mode.log" 2>&1 || echo "overlap auto check: the $mode run failed: $(tail -1 "$RESULTS/auto/$mode.log")"
+    done
+    python3 - "$RESULTS/auto/run-auto/metrics.jsonl" "$RESULTS/auto/run-false/metrics.jsonl" <<'PY' || true
+import json, sys
+def read(path):
+    losses, events = {}, []
+    for line in open(path):
+        r = json.loads(line)
+        if r.get("type") == "step":
+            losses[r["step"]] = r["loss"]
+        elif r.get("type") == "event" and "optimizer step" in r.get("msg", ""):
+            events.append(r["msg"])
+    return losses, events
+auto, events = read(sys.argv[1])
+serial, _ = read(sys.argv[2])
+common = sorted(set(auto) & set(serial))
+worst = max((abs(auto[s] - serial[s]) / abs(serial[s]) for s in common), default=float("nan"))
+print("overlap auto check: %s; losses over %d steps against the serial run: max rel. difference %.2e (%s)" % (
+    events[0] if events else "NO decision event", len(common), worst,
+    "passed" if events and "overlaps" in events[0] and len(common) == 6 and worst < 1e-3 else "FAILED"))
+PY
   fi
 fi
 
@@ -190,6 +228,7 @@ ours() {  # label [env assignments for moe-train...]
     *) row "$label" ours "failed (exit $rc): $(tail -1 "$log" | cut -c1-120 | tr '\t|' '  ')" "" ;;
   esac
   echo "-- $label: exit $rc, $(grep -c '"type":"step"' "$RESULTS/runs/$label.metrics.jsonl" 2>/dev/null || true) step records ($(elapsed))"
+  grep -o 'the optimizer step [^"]*' "$RESULTS/runs/$label.metrics.jsonl" 2>/dev/null | head -1 | sed 's/^/   /' || true
   # GPU system metrics (NVML through moe-train's GpuMonitor): the newest sample, or why there is none.
   python3 - "$RESULTS/runs/$label.metrics.jsonl" <<'PY' || true
 import json, sys
