@@ -366,7 +366,7 @@ void addOptimizerTerms(const Context& c, const StageShares& shares, double micro
         // updates hold fit the card (overlapOptimizerFits, the runtime's rule from its first step).
         const double gradientBytes = (p.trainable - bf16GradValues) * 4.0 + bf16GradValues * 2.0;
         const bool autoOverlap = l.overlapOptimizer == Toggle::Auto && l.worldSize == 1 && l.pp == 1 &&
-                                 o.predictedPeakBytes > 0 &&
+                                 l.cudaGraphScope.empty() && o.predictedPeakBytes > 0 &&
                                  overlapOptimizerFits(o.predictedPeakBytes, gradientBytes, hw.hbmGib * 1073741824.0);
         if ((l.overlapOptimizer == Toggle::On || autoOverlap) && !l.useMegatronFsdp) {
             const double exposed = overlappedOptimizerSeconds(adamSeconds, gapMs * 1e-3);

@@ -131,7 +131,7 @@ void Trainer::installHostAhead()
 // train.overlap_optimizer (optimizer_overlap.h): CUDA with the fused AdamW step, and not under
 // FSDP, whose step ends with the all-gather of the updated shards. Replaces the layer runner
 // attach() installed (the recompute runner, or none) with itself around it. "auto" (the default):
-// on one rank without pipeline stages the training stream is the overlap's from the start, the
+// on one rank without pipeline stages or CUDA graphs the training stream is the overlap's from the start, the
 // first step runs serial, and decideOptimizerOverlap() turns the overlap on after it where the
 // memory allows (core::overlapOptimizerFits).
 void Trainer::installOptimizerOverlap()
@@ -139,7 +139,9 @@ void Trainer::installOptimizerOverlap()
     const core::Toggle mode = m_config.train.overlapOptimizer;
     if (mode == core::Toggle::Off || !m_device.is_cuda() || !fusedAdamWAvailable() || m_parallel->fullySharded())
         return;
-    if (mode == core::Toggle::Auto && (m_group->size() != 1 || m_pipeline))
+    // "auto" only where it was measured: one rank, no pipeline stages, no router CUDA graphs (their
+    // capture stream must not meet updates still running, as for the host-ahead step).
+    if (mode == core::Toggle::Auto && (m_group->size() != 1 || m_pipeline || m_routerGraphs))
         return;
     preferTrainingStream(m_device);
     if (mode == core::Toggle::Auto) {

@@ -480,6 +480,10 @@ private slots:
         Layout twoRanks = automatic, twoRanksSerial = serial;
         twoRanks.worldSize = twoRanksSerial.worldSize = 2, twoRanks.gbs = twoRanksSerial.gbs = 8;
         QCOMPARE(stepOf(twoRanks, 82.0), stepOf(twoRanksSerial, 82.0));
+        Layout graphs = automatic, graphsSerial = serial;  // the router's CUDA graphs: moe-train keeps the serial step
+        graphs.cudaGraphImpl = graphsSerial.cudaGraphImpl = "local";
+        graphs.cudaGraphScope = graphsSerial.cudaGraphScope = {"moe_router"};
+        QCOMPARE(stepOf(graphs, 82.0), stepOf(graphsSerial, 82.0));
         o.predictedPeakBytes = 82.0 * gib;
         QVERIFY(explainOf(estimateThroughput(m, automatic, Workload{}, hw, o), "optimizer step").find("\"auto\"") !=
                 std::string::npos);
