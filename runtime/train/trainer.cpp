@@ -561,9 +561,11 @@ torch::Tensor Trainer::optimizerStep(int64_t step, core::StepRecord& r,
     for (const auto& p : optimizedParameters())
         if (p.grad().defined())
             grads.push_back(p.grad());
-    m_gradientBytes = 0.0;
-    for (const auto& g : grads)
-        m_gradientBytes += static_cast<double>(g.nbytes());
+    if (m_overlapUndecided) {  // what decideOptimizerOverlap counts; only until it has decided
+        m_gradientBytes = 0.0;
+        for (const auto& g : grads)
+            m_gradientBytes += static_cast<double>(g.nbytes());
+    }
     // One rank, nothing sharded: the multi-tensor norm; otherwise the layout's (reduced over ranks).
     torch::Tensor total = m_earlyNorm                                      ? m_earlyNorm->norm(grads)
                           : m_group->size() == 1 && !m_parallel->sharded() ? globalGradNorm(grads)

@@ -164,7 +164,8 @@ private:
     // model's parameter fence; null = the serial step.
     std::unique_ptr<OptimizerOverlap> m_overlap;
     // train.overlap_optimizer "auto" on one GPU: decideOptimizerOverlap() runs after this process's
-    // first step, with m_gradientBytes (the bytes of the gradients the last optimizer step read).
+    // first step, with m_gradientBytes (the bytes of the gradients that step's optimizer read,
+    // counted only while undecided).
     bool m_overlapUndecided = false;
     double m_gradientBytes = 0.0;
     // train.bf16_weight_copies on CUDA bf16 (not FSDP): the weights' bf16 copies that the AdamW

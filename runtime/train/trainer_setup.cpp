@@ -131,9 +131,9 @@ void Trainer::installHostAhead()
 // train.overlap_optimizer (optimizer_overlap.h): CUDA with the fused AdamW step, and not under
 // FSDP, whose step ends with the all-gather of the updated shards. Replaces the layer runner
 // attach() installed (the recompute runner, or none) with itself around it. "auto" (the default):
-// on one rank without pipeline stages or CUDA graphs the training stream is the overlap's from the start, the
-// first step runs serial, and decideOptimizerOverlap() turns the overlap on after it where the
-// memory allows (core::overlapOptimizerFits).
+// on one rank without pipeline stages or CUDA graphs the training stream is the overlap's from
+// the start, the first step runs serial, and decideOptimizerOverlap() turns the overlap on after
+// it where the memory allows (core::overlapOptimizerFits).
 void Trainer::installOptimizerOverlap()
 {
     const core::Toggle mode = m_config.train.overlapOptimizer;
