@@ -187,6 +187,11 @@ variant("real-early-norm", lambda v: None)  # real's config; moe-train runs with
 # The serial step (the host ahead only applies to it), moe-train run with WB_HOST_AHEAD=0: against
 # real-serial-optimizer.
 variant("real-host-wait", lambda v: v["train"].update(overlap_optimizer=False))
+# The overlapped updates on N SMs and the forward's matmuls on the others (WB_OVERLAP_SMS=N,
+# OptimizerOverlap::setSmBudget; experimental): real's config, against "real" (the updates filling
+# the gaps the training stream leaves).
+for sms in (16, 24, 32, 48):
+    variant("real-overlap-sms%d" % sms, lambda v: None)
 # Both: the norm summed during the backward, then the updates behind the next forward.
 variant("real-overlap-early-norm", lambda v: v["train"].update(overlap_optimizer=True))
 PY
@@ -229,6 +234,7 @@ ours() {  # label [env assignments for moe-train...]
   esac
   echo "-- $label: exit $rc, $(grep -c '"type":"step"' "$RESULTS/runs/$label.metrics.jsonl" 2>/dev/null || true) step records ($(elapsed))"
   grep -o 'the optimizer step [^"]*' "$RESULTS/runs/$label.metrics.jsonl" 2>/dev/null | head -1 | sed 's/^/   /' || true
+  grep -o 'the overlapped updates run on [^"]*' "$RESULTS/runs/$label.metrics.jsonl" 2>/dev/null | head -1 | sed 's/^/   /' || true
   # GPU system metrics (NVML through moe-train's GpuMonitor): the newest sample, or why there is none.
   python3 - "$RESULTS/runs/$label.metrics.jsonl" <<'PY' || true
 import json, sys
@@ -304,7 +310,8 @@ finish() {
   # The A/B rows against "real", step by step (paired_rows.py: the same micro-batch in both).
   if [ -f "$RESULTS/runs/real.metrics.jsonl" ]; then
     python3 "$ROOT/benchmarks/paired_rows.py" "$RESULTS/runs" real real-aten-passes real-scalar-kernels real-early-norm real-host-wait \
-      real-widening real-casting real-overlap-optimizer real-serial-optimizer real-overlap-early-norm 2>/dev/null | grep -v ' | 0 | ' \
+      real-widening real-casting real-overlap-optimizer real-serial-optimizer real-overlap-early-norm \
+      real-overlap-sms16 real-overlap-sms24 real-overlap-sms32 real-overlap-sms48 2>/dev/null | grep -v ' | 0 | ' \
       | tee -a "$RESULTS/table.md" || true
   fi
   # The device tool brings back at most 8 files from $OUT: the table, the GPU checks, and one
@@ -370,6 +377,10 @@ ours real-overlap-optimizer
 same_losses real-overlap-optimizer real "overlapped vs the default"
 ours real-serial-optimizer
 same_losses real-serial-optimizer real "serial vs the default"
+for sms in 16 24 32 48; do
+  ours real-overlap-sms$sms WB_OVERLAP_SMS=$sms
+  same_losses real-overlap-sms$sms real "updates on $sms SMs vs filling the gaps"
+done
 ours real-overlap-early-norm WB_EARLY_GRAD_NORM=1
 same_losses real-overlap-early-norm real "early norm + overlapped optimizer vs serial"
 ours mock

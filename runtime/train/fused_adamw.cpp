@@ -44,7 +44,7 @@ void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, 
                 }
                 cuda::adamwStep(p, p.grad(), s.exp_avg(), s.exp_avg_sq(), options.lr(), beta1, beta2, options.eps(),
                                 options.weight_decay(), s.step(), scale ? *scale : torch::Tensor(), copy,
-                                launch.onePassGrid);
+                                launch.onePassGrid, launch.residentBlocks);
                 continue;
             }
             // ATen's paths below take the gradient in the parameter's dtype (a bf16 gradient of

@@ -30,6 +30,8 @@ struct FusedAdamWOptions {
     /// Short blocks for an update that shares the GPU with a higher-priority stream
     /// (cuda::adamwStep's onePassGrid).
     bool onePassGrid = false;
+    /// > 0: the update confined to about this many SMs (cuda::adamwStep's residentBlocks).
+    int residentBlocks = 0;
 };
 void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, const torch::Tensor& gradScale = {},
                     const FusedAdamWOptions& options = {});

@@ -1,11 +1,14 @@
 // The optimizer step overlapped with the next forward (see optimizer_overlap.h).
 #include "runtime/train/optimizer_overlap.h"
 
+#include "runtime/model/torch_compat.h"
 #include "runtime/train/fused_adamw.h"
 
 #if WB_WITH_CUDA
+#include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/Exceptions.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #endif
@@ -35,6 +38,22 @@ int layerIndex(const std::string& name, const std::string& prefix)
     }
     return index;
 }
+
+#if WB_WITH_CUDA
+// The calling thread's matmuls leave `sms` SMs free (0: every SM again). ATen's carve-out reaches
+// cuBLASLt (SM_COUNT_TARGET: addmm, linear with bias) and the persistent grid of the grouped GEMM
+// (LibTorch >= 2.7); the plain cuBLAS handle that ATen's mm runs on gets the same target here.
+// Without it a persistent GEMM sized for every SM would wait for the SMs the updates hold and run
+// in two waves.
+void carveMatmuls(int sms)
+{
+#if WB_TORCH_AT_LEAST(2, 7)
+    at::globalContext()._setSMCarveout_EXPERIMENTAL(sms > 0 ? std::optional<int32_t>(sms) : std::nullopt);
+#endif
+    const int count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    TORCH_CUDABLAS_CHECK(cublasSetSmCountTarget(at::cuda::getCurrentCUDABlasHandle(), sms > 0 ? count - sms : 0));
+}
+#endif
 
 bool startsWith(const std::string& name, const char* prefix)
 {
@@ -164,6 +183,12 @@ OptimizerOverlap::OptimizerOverlap(std::vector<UpdateGroup> groups, LayerRunner*
 OptimizerOverlap::~OptimizerOverlap()
 {
 #if WB_WITH_CUDA
+    if (m_carved) {
+        try {
+            carveMatmuls(0);
+        } catch (const std::exception&) {  // a device already in error: nothing left to give back
+        }
+    }
     // Nothing may free what the update stream still reads while it runs: let it finish.
     if (m_pending && m_device->stream) {
         try {
@@ -201,6 +226,11 @@ void OptimizerOverlap::waitFor(int group)
 #if WB_WITH_CUDA
     m_device->done[static_cast<size_t>(group)].block(at::cuda::getCurrentCUDAStream());
     ++m_waits;
+    // From the last group on, the training stream runs after every update: all SMs are its own.
+    if (m_carved && group + 1 == static_cast<int>(m_groups.size())) {
+        carveMatmuls(0);
+        m_carved = false;
+    }
 #endif
     m_waitedUpTo = group;
 }
@@ -249,7 +279,8 @@ void OptimizerOverlap::step(torch::optim::AdamW& optimizer, const MomentDtypes& 
             m_beforeUpdates();
         for (size_t g = 0; g < m_groups.size(); ++g) {
             // Short blocks: the training stream's kernels get SMs as soon as any block retires.
-            fusedAdamWStep(optimizer, dtypes, gradScale, {&m_groups[g].subset, m_bf16Weights, /*onePassGrid=*/true});
+            fusedAdamWStep(optimizer, dtypes, gradScale,
+                           {&m_groups[g].subset, m_bf16Weights, /*onePassGrid=*/true, /*residentBlocks=*/m_smBudget});
             if (g + 1 < m_groups.size())
                 m_device->done[g].record(updates);
         }
@@ -270,6 +301,10 @@ void OptimizerOverlap::step(torch::optim::AdamW& optimizer, const MomentDtypes& 
     }
     m_pending = true;
     m_waitedUpTo = -1;
+    if (m_smBudget > 0) {  // until the forward reaches the last group (waitFor)
+        carveMatmuls(m_smBudget);
+        m_carved = true;
+    }
 #else
     (void)optimizer;
     (void)dtypes;

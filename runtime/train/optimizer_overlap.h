@@ -78,6 +78,14 @@ public:
     /// For tests: work enqueued on the update stream before each step's first update (a delay
     /// that makes a missing wait visible as stale weights in the next forward).
     void setBeforeUpdates(std::function<void()> work) { m_beforeUpdates = std::move(work); }
+    /// The SM budget of the updates (0, the default: the updates fill the gaps the higher-priority
+    /// training stream leaves, in short blocks). `sms` > 0: each update kernel runs on exactly
+    /// `sms` resident blocks, and from step() until the forward reaches the last group the
+    /// calling thread's matmuls (cuBLAS, cuBLASLt, the grouped GEMM) are told to leave `sms` SMs
+    /// free, so the memory-bound updates run beside the compute-bound forward instead of between
+    /// its kernels. The same updates, bit for bit; only the SMs they run on change.
+    void setSmBudget(int sms) { m_smBudget = sms > 0 ? sms : 0; }
+    int smBudget() const { return m_smBudget; }
     /// The kept bf16 copies the updates write beside the weights (not owned; null = none).
     void setBf16Weights(Bf16Weights* weights) { m_bf16Weights = weights; }
 
@@ -96,6 +104,8 @@ private:
     LayerRunner* m_inner;
     int m_waitedUpTo = -1;  // groups [0, m_waitedUpTo] already waited for since the last step()
     bool m_pending = false;  // a step() was enqueued on the update stream
+    int m_smBudget = 0;
+    bool m_carved = false;  // the matmuls leave m_smBudget SMs free (carveMatmuls)
     int64_t m_waits = 0;
     std::function<void()> m_beforeUpdates;
     Bf16Weights* m_bf16Weights = nullptr;

@@ -151,10 +151,17 @@ void Trainer::installOptimizerOverlap()
     attachOptimizerOverlap();
 }
 
+// WB_OVERLAP_SMS=N (experimental, off until a GPU round has measured it): the updates on N SMs,
+// the forward's matmuls on the rest until the last group (OptimizerOverlap::setSmBudget).
 void Trainer::attachOptimizerOverlap()
 {
     LayerRunner* inner = m_earlyNorm ? static_cast<LayerRunner*>(m_earlyNorm.get()) : m_recompute.get();
     m_overlap = std::make_unique<OptimizerOverlap>(forwardOrderGroups(*m_model, optimizedParameters()), inner);
+    if (const char* sms = std::getenv("WB_OVERLAP_SMS"); sms != nullptr && std::atoi(sms) > 0) {
+        m_overlap->setSmBudget(std::atoi(sms));
+        event("info", "the overlapped updates run on " + std::to_string(m_overlap->smBudget()) +
+                          " SMs, the forward's matmuls on the others until its last layer (WB_OVERLAP_SMS)");
+    }
     m_model->setLayerRunner(m_overlap.get());
     m_model->setParameterFence(m_overlap.get());
     if (m_bf16Weights)

@@ -40,6 +40,7 @@
 #include <torch/torch.h>
 
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/Exceptions.h>
 #include <map>
 
 using namespace wb;
@@ -316,6 +317,42 @@ static void testFusedAdamWBf16Moments()
         }
     }
     std::cout << "bf16-moment AdamW CUDA vs CPU: param 0 rel err " << relErr(gpu[0].detach().cpu(), cpu[0].detach()) << std::endl;
+}
+
+// The resident launch (adamwStep's residentBlocks: a fixed grid of 512-thread blocks, four groups
+// of loads in flight per thread) against the default grid on the same inputs: the same per-element
+// arithmetic, so p, m, v and the bf16 copy are equal bit for bit — with a bf16 and an fp32
+// gradient, fp32 and bf16 moments, sizes with a scalar tail, far more work than the grid covers in
+// one round (the unrolled loop and its remainder loop both run) and fewer vectors than one block.
+static void testAdamWResidentGrid()
+{
+    if (!rt::cuda::fusedKernelsAvailable())
+        return;
+    torch::manual_seed(5);
+    const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+    int cases = 0;
+    for (const int64_t n : {int64_t{3'000'003}, int64_t{777}, int64_t{8}})
+        for (const auto gType : {torch::kBFloat16, torch::kFloat32})
+            for (const auto mType : {torch::kFloat32, torch::kBFloat16}) {
+                const torch::Tensor p0 = torch::randn({n}, cuda), g = torch::randn({n}, cuda).to(gType);
+                const torch::Tensor m0 = (torch::randn({n}, cuda) * 0.1).to(mType);
+                const torch::Tensor v0 = torch::rand({n}, cuda).mul(0.01).to(mType);
+                const torch::Tensor scale = torch::full({}, 2.5, cuda);
+                torch::Tensor p[2], m[2], v[2], copy[2];
+                for (int r = 0; r < 2; ++r) {
+                    p[r] = p0.clone(), m[r] = m0.clone(), v[r] = v0.clone();
+                    copy[r] = torch::empty({n}, cuda.dtype(torch::kBFloat16));
+                    rt::cuda::adamwStep(p[r], g, m[r], v[r], 3e-3, 0.9, 0.95, 1e-8, 0.1, 3, scale, copy[r],
+                                        /*onePassGrid=*/true, /*residentBlocks=*/r == 0 ? 0 : 5);
+                }
+                WB_CHECK_MSG(torch::equal(p[0], p[1]) && torch::equal(m[0], m[1]) && torch::equal(v[0], v[1]) &&
+                                 torch::equal(copy[0], copy[1]),
+                             "resident AdamW grid differs from the default one: n "
+                                 << n << " gradient " << c10::toString(gType) << " moments " << c10::toString(mType));
+                WB_CHECK(!torch::equal(p[1], p0));
+                ++cases;
+            }
+    std::cout << "AdamW on 5 resident blocks: bit-identical to the default grid in " << cases << " cases" << std::endl;
 }
 
 // The hand-written kernels (cuda/fused_kernels.h) against the ATen formulas in fp64 on the same
@@ -616,6 +653,8 @@ struct OverlapRun {
     int copiesMismatched = 0;      // copies that differ from their master's cast
     int copiesMadeAgain = 0;       // copies not written in place by the AdamW pass
     int bf16Grads = 0;             // gradients left in bf16 by the backward (last step)
+    int carvedSteps = 0;           // steps after whose step() cuBLAS targeted SMs − the SM budget
+    bool matmulsCarved = false;    // still so after waitAll (must not be)
 };
 
 // bf16 autocast on CUDA for one scope (as moe-train's AutocastScope).
@@ -647,7 +686,8 @@ private:
 // fp32; bf16 autocast casting; bf16 with kept copies; kept copies and bf16 gradients.
 enum class Copies { None, Autocast, Kept, KeptBf16Grads };
 
-static OverlapRun runOverlap(bool overlapped, bool fenced, int delayMatmuls, Copies copies = Copies::None)
+static OverlapRun runOverlap(bool overlapped, bool fenced, int delayMatmuls, Copies copies = Copies::None,
+                             int smBudget = 0)
 {
     torch::manual_seed(21);
     rt::VlmModel model(tinyVlm());
@@ -677,6 +717,7 @@ static OverlapRun runOverlap(bool overlapped, bool fenced, int delayMatmuls, Cop
         }
         if (keep)
             overlap->setBf16Weights(&kept);
+        overlap->setSmBudget(smBudget);
     }
     const rt::MicroBatch batch = tinyVlmBatch();
     OverlapRun run;
@@ -703,9 +744,13 @@ static OverlapRun runOverlap(bool overlapped, bool fenced, int delayMatmuls, Cop
                 run.bf16Grads += p.grad().scalar_type() == torch::kBFloat16;
             }
         const torch::Tensor divisor = ((rt::globalGradNorm(grads) + 1e-6) / 0.5).clamp_min(1.0);
-        if (overlap)
+        if (overlap) {
             overlap->step(*optimizer, rt::MomentDtypes{}, divisor);
-        else {
+            int target = 0;
+            TORCH_CUDABLAS_CHECK(cublasGetSmCountTarget(at::cuda::getCurrentCUDABlasHandle(), &target));
+            run.carvedSteps +=
+                smBudget > 0 && target == at::cuda::getCurrentDeviceProperties()->multiProcessorCount - smBudget;
+        } else {
             rt::fusedAdamWStep(*optimizer, rt::MomentDtypes{}, divisor, {nullptr, &kept});
             optimizer->zero_grad();
         }
@@ -713,6 +758,12 @@ static OverlapRun runOverlap(bool overlapped, bool fenced, int delayMatmuls, Cop
     if (overlap) {
         overlap->waitAll();
         run.waits = overlap->waits();
+        int target = -1;
+        TORCH_CUDABLAS_CHECK(cublasGetSmCountTarget(at::cuda::getCurrentCUDABlasHandle(), &target));
+        run.matmulsCarved = target != 0;
+#if WB_TORCH_AT_LEAST(2, 7)
+        run.matmulsCarved = run.matmulsCarved || at::globalContext()._SMCarveout_EXPERIMENTAL().has_value();
+#endif
     }
     run.copies = kept.size();
     for (const auto& p : model->parameters()) {
@@ -736,6 +787,7 @@ static void testOverlappedOptimizer()
     const OverlapRun serial = runOverlap(false, false, 0);
     const OverlapRun overlapped = runOverlap(true, true, 200);
     const OverlapRun unfenced = runOverlap(true, false, 200);
+    const OverlapRun budgeted = runOverlap(true, true, 200, Copies::None, /*smBudget=*/8);
     double worstLoss = 0.0, worstParam = 0.0, unfencedLoss = 0.0;
     for (size_t i = 0; i < serial.losses.size(); ++i) {
         worstLoss = std::max(worstLoss, std::abs(overlapped.losses[i] - serial.losses[i]) / std::abs(serial.losses[i]));
@@ -746,11 +798,27 @@ static void testOverlappedOptimizer()
     WB_CHECK_MSG(worstLoss < 1e-5, "overlapped optimizer: loss rel err " << worstLoss << " vs the serial step");
     WB_CHECK_MSG(worstParam < 1e-5, "overlapped optimizer: weights rel err " << worstParam << " vs the serial step");
     WB_CHECK_MSG(overlapped.waits > 0, "the model never waited for an update");
+    // With an SM budget (the updates on 8 resident blocks, the matmuls told to leave 8 SMs): the
+    // serial step's losses and weights (the carved matmuls may pick other kernels, so to a
+    // tolerance far below what a missing wait moves), the carve-out set by every step() and given
+    // back by the waits.
+    double budgetLoss = 0.0, budgetParam = 0.0;
+    for (size_t i = 0; i < serial.losses.size(); ++i)
+        budgetLoss = std::max(budgetLoss, std::abs(budgeted.losses[i] - serial.losses[i]) / std::abs(serial.losses[i]));
+    for (size_t i = 0; i < serial.params.size(); ++i)
+        budgetParam = std::max(budgetParam, relErr(budgeted.params[i], serial.params[i]));
+    WB_CHECK_MSG(budgetLoss < 1e-4 && budgetParam < 1e-4, "SM-budget overlap: loss rel err "
+                                                              << budgetLoss << ", weights " << budgetParam
+                                                              << " vs the serial step");
+    WB_CHECK_MSG(budgeted.carvedSteps == 4 && !budgeted.matmulsCarved,
+                 "SM budget: carved after " << budgeted.carvedSteps
+                                            << " of 4 steps, still carved at the end: " << budgeted.matmulsCarved);
     WB_CHECK_MSG(unfencedLoss > 1e-3, "without the waits the losses still match (" << unfencedLoss
                                           << "): the delay does not expose a missing wait, the check proves nothing");
     std::cout << "overlapped optimizer: losses within " << worstLoss << ", weights within " << worstParam
               << " of the serial step (" << overlapped.waits << " waits); without the waits the losses move by "
-              << unfencedLoss << std::endl;
+              << unfencedLoss << "; with an SM budget of 8: losses within " << budgetLoss << ", weights within "
+              << budgetParam << std::endl;
 }
 
 // WB_EARLY_GRAD_NORM (early_grad_norm.h) on the device: each layer's gradients summed on the side
@@ -907,6 +975,7 @@ int main()
     testTinyModelCudaMatchesCpu();
     testFusedAdamW();
     testFusedAdamWBf16Moments();
+    testAdamWResidentGrid();
     testOverlappedOptimizer();
     testBf16WeightCopies();
     testFusedKernels();

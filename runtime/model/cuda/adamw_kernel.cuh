@@ -71,6 +71,16 @@ struct MomentStorage<__nv_bfloat16> {
     static __device__ __forceinline__ __nv_bfloat16 store(float x) { return __float2bfloat16_rn(x); }
 };
 
+// Four elements: the update of adamwElement on each, gradients divided by the clip divisor.
+__device__ __forceinline__ void adamwElement4(float4& p, const float4& g, float4& m, float4& v, float inv,
+                                              const AdamWParams& a)
+{
+    adamwElement(p.x, g.x * inv, m.x, v.x, a);
+    adamwElement(p.y, g.y * inv, m.y, v.y, a);
+    adamwElement(p.z, g.z * inv, m.z, v.z, a);
+    adamwElement(p.w, g.w * inv, m.w, v.w, a);
+}
+
 // Vector part: n4 groups of four; the scalar tail is done by adamwKernel.
 template <typename M, typename V, typename G>
 __global__ void adamwKernel4(float4* __restrict__ p, const typename MomentStorage<G>::Vec4* __restrict__ g,
@@ -83,11 +93,62 @@ __global__ void adamwKernel4(float4* __restrict__ p, const typename MomentStorag
     using GS = MomentStorage<G>;
     const float inv = scale ? 1.0f / *scale : 1.0f;
     for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n4; i += int64_t{blockDim.x} * gridDim.x) {
-        float4 pp = p[i], gg = GS::load4(g[i]), mm = MS::load4(m[i]), vv = VS::load4(v[i]);
-        adamwElement(pp.x, gg.x * inv, mm.x, vv.x, a);
-        adamwElement(pp.y, gg.y * inv, mm.y, vv.y, a);
-        adamwElement(pp.z, gg.z * inv, mm.z, vv.z, a);
-        adamwElement(pp.w, gg.w * inv, mm.w, vv.w, a);
+        float4 pp = p[i], mm = MS::load4(m[i]), vv = VS::load4(v[i]);
+        adamwElement4(pp, GS::load4(g[i]), mm, vv, inv, a);
+        p[i] = pp;
+        m[i] = MS::store4(mm);
+        v[i] = VS::store4(vv);
+        if (copy)
+            copy[i] = MomentStorage<__nv_bfloat16>::store4(pp);
+    }
+}
+
+// The vector part for an update confined to a few SMs (launchAdamW with `resident` blocks): a
+// fixed grid of large blocks, each thread with kResidentUnroll groups of four in flight before it
+// computes any (the loads of a 256-thread block of one group each, 14 KiB, are far too few to pull
+// an SM's share of the HBM bandwidth; 512 threads × 4 groups × 56 B are 112 KiB). The same
+// per-element arithmetic as adamwKernel4, so the results are bit-identical.
+constexpr int kResidentThreads = 512;
+constexpr int kResidentUnroll = 4;
+
+template <typename M, typename V, typename G>
+__global__ void __launch_bounds__(kResidentThreads, 1)
+    adamwKernel4Resident(float4* __restrict__ p, const typename MomentStorage<G>::Vec4* __restrict__ g,
+                         typename MomentStorage<M>::Vec4* __restrict__ m,
+                         typename MomentStorage<V>::Vec4* __restrict__ v, int64_t n4, AdamWParams a,
+                         const float* __restrict__ scale, Bf16x4* __restrict__ copy)
+{
+    using MS = MomentStorage<M>;
+    using VS = MomentStorage<V>;
+    using GS = MomentStorage<G>;
+    constexpr int U = kResidentUnroll;
+    const float inv = scale ? 1.0f / *scale : 1.0f;
+    const int64_t stride = int64_t{blockDim.x} * gridDim.x;
+    int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+    for (; i + (U - 1) * stride < n4; i += U * stride) {
+        float4 pp[U], gg[U], mm[U], vv[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int64_t j = i + u * stride;
+            pp[u] = p[j];
+            gg[u] = GS::load4(g[j]);
+            mm[u] = MS::load4(m[j]);
+            vv[u] = VS::load4(v[j]);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int64_t j = i + u * stride;
+            adamwElement4(pp[u], gg[u], mm[u], vv[u], inv, a);
+            p[j] = pp[u];
+            m[j] = MS::store4(mm[u]);
+            v[j] = VS::store4(vv[u]);
+            if (copy)
+                copy[j] = MomentStorage<__nv_bfloat16>::store4(pp[u]);
+        }
+    }
+    for (; i < n4; i += stride) {
+        float4 pp = p[i], mm = MS::load4(m[i]), vv = VS::load4(v[i]);
+        adamwElement4(pp, GS::load4(g[i]), mm, vv, inv, a);
         p[i] = pp;
         m[i] = MS::store4(mm);
         v[i] = VS::store4(vv);
@@ -122,27 +183,36 @@ inline bool adamwAligned(const void* ptr, int64_t bytes)
 
 // Launches the step over n elements: the vector kernel over the largest multiple of four when
 // every operand allows its vector access, the scalar kernel over the rest. `blocksFor` maps a work
-// size to a grid size (the caller knows the device). `copy` (may be null): the weight's bf16 copy
-// to write. `g`: fp32 or bf16. Returns cudaGetLastError() of the launches.
+// size to a grid size (the caller knows the device). `resident` > 0: exactly that many blocks of
+// adamwKernel4Resident instead (the vector part; the scalar rest on one block), so the update
+// occupies at most that many SMs. `copy` (may be null): the weight's bf16 copy to write. `g`:
+// fp32 or bf16. Returns cudaGetLastError() of the launches.
 template <typename M, typename V, typename G, typename BlocksFor>
 cudaError_t launchAdamW(float* p, const G* g, M* m, V* v, int64_t n, const AdamWParams& a, const float* scale,
-                        __nv_bfloat16* copy, int threads, BlocksFor blocksFor, cudaStream_t stream)
+                        __nv_bfloat16* copy, int threads, BlocksFor blocksFor, cudaStream_t stream, int resident = 0)
 {
     int64_t done = 0;
     if (adamwAligned(p, 16) && adamwAligned(g, sizeof(typename MomentStorage<G>::Vec4)) &&
         adamwAligned(m, sizeof(typename MomentStorage<M>::Vec4)) &&
         adamwAligned(v, sizeof(typename MomentStorage<V>::Vec4)) && (!copy || adamwAligned(copy, sizeof(Bf16x4)))) {
         const int64_t n4 = n / 4;
-        if (n4 > 0)
-            adamwKernel4<M, V, G><<<blocksFor(n4), threads, 0, stream>>>(
-                reinterpret_cast<float4*>(p), reinterpret_cast<const typename MomentStorage<G>::Vec4*>(g),
-                reinterpret_cast<typename MomentStorage<M>::Vec4*>(m),
-                reinterpret_cast<typename MomentStorage<V>::Vec4*>(v), n4, a, scale, reinterpret_cast<Bf16x4*>(copy));
+        auto* p4 = reinterpret_cast<float4*>(p);
+        auto* g4 = reinterpret_cast<const typename MomentStorage<G>::Vec4*>(g);
+        auto* m4 = reinterpret_cast<typename MomentStorage<M>::Vec4*>(m);
+        auto* v4 = reinterpret_cast<typename MomentStorage<V>::Vec4*>(v);
+        auto* copy4 = reinterpret_cast<Bf16x4*>(copy);
+        if (n4 > 0 && resident > 0) {
+            const int64_t needed = (n4 + kResidentThreads - 1) / kResidentThreads;
+            const auto blocks = static_cast<unsigned>(needed < resident ? needed : resident);
+            adamwKernel4Resident<M, V, G><<<blocks, kResidentThreads, 0, stream>>>(p4, g4, m4, v4, n4, a, scale, copy4);
+        } else if (n4 > 0) {
+            adamwKernel4<M, V, G><<<blocksFor(n4), threads, 0, stream>>>(p4, g4, m4, v4, n4, a, scale, copy4);
+        }
         done = n4 * 4;
     }
     if (done < n)
-        adamwKernel<M, V, G><<<blocksFor(n - done), threads, 0, stream>>>(p + done, g + done, m + done, v + done, n - done,
-                                                                      a, scale, copy ? copy + done : nullptr);
+        adamwKernel<M, V, G><<<resident > 0 ? 1 : blocksFor(n - done), threads, 0, stream>>>(
+            p + done, g + done, m + done, v + done, n - done, a, scale, copy ? copy + done : nullptr);
     return cudaGetLastError();
 }
 

@@ -757,32 +757,35 @@ int onePassBlocks(int64_t work)
 
 template <typename M, typename V, typename G>
 void launchAdamWFor(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v,
-                    const kernels::AdamWParams& a, const float* scale, const torch::Tensor& copy, bool onePassGrid)
+                    const kernels::AdamWParams& a, const float* scale, const torch::Tensor& copy, bool onePassGrid,
+                    int residentBlocks)
 {
     auto* copyPtr = copy.defined() ? reinterpret_cast<__nv_bfloat16*>(copy.data_ptr<at::BFloat16>()) : nullptr;
     const auto stream = at::cuda::getCurrentCUDAStream().stream();
     const G* gPtr = momentPtr<G>(g);
     C10_CUDA_CHECK(onePassGrid ? kernels::launchAdamW(p.data_ptr<float>(), gPtr, momentPtr<M>(m), momentPtr<V>(v),
-                                                      p.numel(), a, scale, copyPtr, kThreads, onePassBlocks, stream)
+                                                      p.numel(), a, scale, copyPtr, kThreads, onePassBlocks, stream,
+                                                      residentBlocks)
                                : kernels::launchAdamW(p.data_ptr<float>(), gPtr, momentPtr<M>(m), momentPtr<V>(v),
-                                                      p.numel(), a, scale, copyPtr, kThreads, blocksFor, stream));
+                                                      p.numel(), a, scale, copyPtr, kThreads, blocksFor, stream,
+                                                      residentBlocks));
 }
 
 // The moment types' four combinations for a gradient type G.
 template <typename G>
 void launchAdamWForGradient(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m,
                             const torch::Tensor& v, const kernels::AdamWParams& a, const float* scale,
-                            const torch::Tensor& copy, bool onePassGrid)
+                            const torch::Tensor& copy, bool onePassGrid, int residentBlocks)
 {
     const bool mBf16 = m.scalar_type() == torch::kBFloat16, vBf16 = v.scalar_type() == torch::kBFloat16;
     if (!mBf16 && !vBf16)
-        launchAdamWFor<float, float, G>(p, g, m, v, a, scale, copy, onePassGrid);
+        launchAdamWFor<float, float, G>(p, g, m, v, a, scale, copy, onePassGrid, residentBlocks);
     else if (mBf16 && vBf16)
-        launchAdamWFor<__nv_bfloat16, __nv_bfloat16, G>(p, g, m, v, a, scale, copy, onePassGrid);
+        launchAdamWFor<__nv_bfloat16, __nv_bfloat16, G>(p, g, m, v, a, scale, copy, onePassGrid, residentBlocks);
     else if (mBf16)
-        launchAdamWFor<__nv_bfloat16, float, G>(p, g, m, v, a, scale, copy, onePassGrid);
+        launchAdamWFor<__nv_bfloat16, float, G>(p, g, m, v, a, scale, copy, onePassGrid, residentBlocks);
     else
-        launchAdamWFor<float, __nv_bfloat16, G>(p, g, m, v, a, scale, copy, onePassGrid);
+        launchAdamWFor<float, __nv_bfloat16, G>(p, g, m, v, a, scale, copy, onePassGrid, residentBlocks);
 }
 
 }  // namespace
@@ -795,7 +798,7 @@ bool adamwCopySupports(const torch::Tensor& p, const torch::Tensor& copy)
 
 void adamwStep(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v,
                double lr, double beta1, double beta2, double eps, double weightDecay, int64_t step,
-               const torch::Tensor& gradScale, const torch::Tensor& bf16Copy, bool onePassGrid)
+               const torch::Tensor& gradScale, const torch::Tensor& bf16Copy, bool onePassGrid, int residentBlocks)
 {
     TORCH_CHECK(adamwSupports(p, g, m, v),
                 "adamwStep: p must be a contiguous fp32 CUDA tensor, g, m, v contiguous fp32 or bf16, all of one size");
@@ -818,9 +821,9 @@ void adamwStep(const torch::Tensor& p, const torch::Tensor& g, const torch::Tens
     a.biasCorrection2Sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(beta2, static_cast<double>(step))));
     const float* scale = gradScale.defined() ? gradScale.data_ptr<float>() : nullptr;
     if (g.scalar_type() == torch::kBFloat16)
-        launchAdamWForGradient<__nv_bfloat16>(p, g, m, v, a, scale, bf16Copy, onePassGrid);
+        launchAdamWForGradient<__nv_bfloat16>(p, g, m, v, a, scale, bf16Copy, onePassGrid, residentBlocks);
     else
-        launchAdamWForGradient<float>(p, g, m, v, a, scale, bf16Copy, onePassGrid);
+        launchAdamWForGradient<float>(p, g, m, v, a, scale, bf16Copy, onePassGrid, residentBlocks);
 }
 
 bool fusedKernelsAvailable()

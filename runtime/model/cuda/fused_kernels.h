@@ -77,9 +77,13 @@ bool sumOfSquaresSupports(const std::vector<torch::Tensor>& tensors);
 /// `onePassGrid`: one block per 1024 elements instead of a grid-stride loop over a grid capped at
 /// 32 blocks per SM, so that every block is short and the SMs free up between blocks for the
 /// kernels of a higher-priority stream (the optimizer behind the next forward, optimizer_overlap.h).
+/// `residentBlocks` > 0 (overrides onePassGrid): exactly that many blocks of 512 threads, each
+/// looping over its share with several loads in flight, so the update runs on about that many SMs
+/// beside matmuls told to leave them free (optimizer_overlap.h's SM budget); bit-identical results.
 void adamwStep(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v,
                double lr, double beta1, double beta2, double eps, double weightDecay, int64_t step,
-               const torch::Tensor& gradScale, const torch::Tensor& bf16Copy = {}, bool onePassGrid = false);
+               const torch::Tensor& gradScale, const torch::Tensor& bf16Copy = {}, bool onePassGrid = false,
+               int residentBlocks = 0);
 /// True when adamwStep can take these operands.
 bool adamwSupports(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m, const torch::Tensor& v);
 /// True when `copy` can be adamwStep's bf16Copy of p.

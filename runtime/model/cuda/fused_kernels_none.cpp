@@ -75,7 +75,7 @@ bool adamwCopySupports(const torch::Tensor&, const torch::Tensor&)
 }
 
 void adamwStep(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double, double,
-               double, double, double, int64_t, const torch::Tensor&, const torch::Tensor&, bool)
+               double, double, double, int64_t, const torch::Tensor&, const torch::Tensor&, bool, int)
 {
     TORCH_CHECK(false, "adamwStep: this build has no CUDA kernels (built without nvcc)");
 }
