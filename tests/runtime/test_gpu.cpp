@@ -614,32 +614,35 @@ static void testWidenToFloat()
 }
 
 // The fused cross-entropy (no fp32 copy of the logits) against fp64 ATen: the per-target losses
-// and the logits' gradient for a random per-target upstream gradient, a vocabulary that is not a
-// multiple of the block, bf16 and fp32 logits.
+// and the logits' gradient for a random per-target upstream gradient, bf16 and fp32 logits, with
+// vocabularies that take the 16-byte vectors (a multiple of 8), 4-value vectors only (bf16) and
+// the scalar loop (odd), none a multiple of the block.
 static void testFusedCrossEntropy()
 {
     if (!rt::cuda::fusedKernelsAvailable())
         return;
     torch::manual_seed(14);
     const auto cudaF = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat32);
-    const int64_t N = 37, V = 151936 / 8 + 3;
-    for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
-        auto logits = (torch::randn({N, V}, cudaF) * 4).to(dtype);
-        auto labels = torch::randint(0, V, {N}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kInt64));
-        auto dLoss = torch::rand({N}, cudaF);
-        WB_CHECK(rt::cuda::crossEntropySupports(logits, labels));
-        auto x64 = logits.to(torch::kFloat64).detach().requires_grad_(true);
-        auto ref = torch::nn::functional::cross_entropy(
-            x64, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-        ref.backward(dLoss.to(torch::kFloat64));
-        auto [loss, lse] = rt::cuda::crossEntropyForward(logits, labels);
-        auto dLogits = rt::cuda::crossEntropyBackward(logits, labels, lse, dLoss);
-        const double e0 = relErr(loss, ref.detach()), e1 = relErr(dLogits, x64.grad());
-        const double tol0 = 1e-6, tol1 = dtype == torch::kFloat32 ? 1e-5 : 8e-3;
-        WB_CHECK_MSG(e0 < tol0 && e1 < tol1 && dLogits.scalar_type() == dtype,
-                     "cross-entropy " << c10::toString(dtype) << " loss " << e0 << " dLogits " << e1);
-        std::cout << "fused cross-entropy " << c10::toString(dtype) << ": loss " << e0 << ", dLogits " << e1 << std::endl;
-    }
+    const int64_t N = 37;
+    for (const int64_t V : {int64_t{151936 / 8}, int64_t{151936 / 8 + 4}, int64_t{151936 / 8 + 3}})
+        for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+            auto logits = (torch::randn({N, V}, cudaF) * 4).to(dtype);
+            auto labels = torch::randint(0, V, {N}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kInt64));
+            auto dLoss = torch::rand({N}, cudaF);
+            WB_CHECK(rt::cuda::crossEntropySupports(logits, labels));
+            auto x64 = logits.to(torch::kFloat64).detach().requires_grad_(true);
+            auto ref = torch::nn::functional::cross_entropy(
+                x64, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+            ref.backward(dLoss.to(torch::kFloat64));
+            auto [loss, lse] = rt::cuda::crossEntropyForward(logits, labels);
+            auto dLogits = rt::cuda::crossEntropyBackward(logits, labels, lse, dLoss);
+            const double e0 = relErr(loss, ref.detach()), e1 = relErr(dLogits, x64.grad());
+            const double tol0 = 1e-6, tol1 = dtype == torch::kFloat32 ? 1e-5 : 8e-3;
+            WB_CHECK_MSG(e0 < tol0 && e1 < tol1 && dLogits.scalar_type() == dtype,
+                         "cross-entropy " << c10::toString(dtype) << " V " << V << " loss " << e0 << " dLogits " << e1);
+            std::cout << "fused cross-entropy " << c10::toString(dtype) << " V " << V << ": loss " << e0 << ", dLogits "
+                      << e1 << std::endl;
+        }
 }
 
 // Four steps of the tiny VLM on CUDA: serial fused step, or the overlapped one (with or without
