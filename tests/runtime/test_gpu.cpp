@@ -400,11 +400,35 @@ static void testFusedKernels()
         auto g64 = gateUp.to(torch::kFloat64).detach().requires_grad_(true);
         auto y64 = torch::silu(g64.slice(-1, 0, 96)) * g64.slice(-1, 96);
         y64.backward(dy.to(torch::kFloat64));
-        // RMSNorm: forward, dx and dw against the fp64 formula, widths above and below the block.
-        for (int64_t D : {int64_t{2048}, int64_t{100}}) {
-            auto x = torch::randn({333, D}, cudaF).to(dtype);
+        // The norms' cases: every shape of the vector kernels (norm_kernels.cuh: 8 or 16 lanes a row
+        // at D/V ≤ 16, one warp up to 256 vectors, whole blocks beyond; V = 8 bf16 or 4 fp32 values),
+        // the scalar fallback (bf16 D 100: not whole vectors; a row offset by one element:
+        // misaligned), row counts that leave the last block part empty (333, 4099), and rows past
+        // what the grid holds at once (4099 at the wide rows, 65537 at D 64), so that each row group
+        // loops over rows and adds its dw over several.
+        struct NormCase {
+            int64_t N, D;
+            bool misaligned = false;
+        };
+        std::vector<NormCase> normCases{{65537, 64}, {333, 2048, true}};
+        const auto normRows = [&](const NormCase& c) {
+            if (!c.misaligned)
+                return torch::randn({c.N, c.D}, cudaF).to(dtype);
+            return torch::randn({c.N * c.D + 1}, cudaF).to(dtype).narrow(0, 1, c.N * c.D).view({c.N, c.D});
+        };
+        std::vector<NormCase> rmsCases = normCases, layerCases = normCases;
+        for (int64_t N : {int64_t{333}, int64_t{4099}}) {
+            for (int64_t D : {32, 64, 128, 2048, 4608, 100})
+                rmsCases.push_back({N, D});
+            for (int64_t D : {32, 64, 128, 1152, 2048, 4608, 100})
+                layerCases.push_back({N, D});
+        }
+        // RMSNorm: forward, dx and dw against the fp64 formula.
+        for (const NormCase& nc : rmsCases) {
+            const int64_t N = nc.N, D = nc.D;
+            auto x = normRows(nc);
             auto w = (torch::rand({D}, cudaF) + 0.5);
-            auto dyN = torch::randn({333, D}, cudaF).to(dtype);
+            auto dyN = torch::randn({N, D}, cudaF).to(dtype);
             auto x64 = x.to(torch::kFloat64).requires_grad_(true), w64 = w.to(torch::kFloat64).requires_grad_(true);
             auto y64n = x64 * torch::rsqrt(x64.pow(2).mean(-1, true) + 1e-6) * w64;
             y64n.backward(dyN.to(torch::kFloat64));
@@ -413,17 +437,20 @@ static void testFusedKernels()
             const double eF = relErr(yN, y64n.detach()), eX = relErr(dxN, x64.grad()), eW = relErr(dwN, w64.grad());
             const double tolN = dtype == torch::kFloat32 ? 1e-5 : 8e-3;
             WB_CHECK_MSG(yN.scalar_type() == dtype && eF < tolN && eX < tolN && eW < tolN,
-                         "rmsnorm " << c10::toString(dtype) << " D " << D << ": forward " << eF << " dx " << eX << " dw " << eW);
-            std::cout << "fused rmsnorm " << c10::toString(dtype) << " D " << D << ": forward rel err " << eF << ", dx "
-                      << eX << ", dw " << eW << std::endl;
+                         "rmsnorm " << c10::toString(dtype) << " N " << N << " D " << D << " misaligned "
+                                    << nc.misaligned << ": forward " << eF << " dx " << eX << " dw " << eW);
+            std::cout << "fused rmsnorm " << c10::toString(dtype) << " N " << N << " D " << D << " misaligned "
+                      << nc.misaligned << ": forward rel err " << eF << ", dx " << eX << ", dw " << eW << std::endl;
         }
         // LayerNorm: forward, dx, dw and db against the fp64 formula (rows with an offset, so the
-        // mean matters), at the vision width, the projector's merged width and a narrow one; and
-        // applyLayerNorm under the module against torch's LayerNorm.
-        for (int64_t D : {int64_t{1152}, int64_t{4608}, int64_t{100}}) {
-            auto x = (torch::randn({333, D}, cudaF) * 2.0 + 3.0).to(dtype);
+        // mean matters; 1152 the vision width, 4608 the projector's merged one); and applyLayerNorm
+        // under the module against torch's LayerNorm.
+        for (const NormCase& nc : layerCases) {
+            const int64_t N = nc.N, D = nc.D;
+            auto x = normRows(nc);
+            x.mul_(2.0).add_(3.0);
             auto w = (torch::rand({D}, cudaF) + 0.5), b = torch::randn({D}, cudaF);
-            auto dyL = torch::randn({333, D}, cudaF).to(dtype);
+            auto dyL = torch::randn({N, D}, cudaF).to(dtype);
             auto x64 = x.to(torch::kFloat64).requires_grad_(true), w64 = w.to(torch::kFloat64).requires_grad_(true);
             auto b64 = b.to(torch::kFloat64).requires_grad_(true);
             auto c64 = x64 - x64.mean(-1, true);
@@ -435,10 +462,12 @@ static void testFusedKernels()
             const double eW = relErr(dwL, w64.grad()), eB = relErr(dbL, b64.grad());
             const double tolL = dtype == torch::kFloat32 ? 1e-5 : 8e-3;
             WB_CHECK_MSG(yL.scalar_type() == dtype && eF < tolL && eX < tolL && eW < tolL && eB < tolL,
-                         "layernorm " << c10::toString(dtype) << " D " << D << ": forward " << eF << " dx " << eX
-                                      << " dw " << eW << " db " << eB);
-            std::cout << "fused layernorm " << c10::toString(dtype) << " D " << D << ": forward rel err " << eF
-                      << ", dx " << eX << ", dw " << eW << ", db " << eB << std::endl;
+                         "layernorm " << c10::toString(dtype) << " N " << N << " D " << D << " misaligned "
+                                      << nc.misaligned << ": forward " << eF << " dx " << eX << " dw " << eW << " db "
+                                      << eB);
+            std::cout << "fused layernorm " << c10::toString(dtype) << " N " << N << " D " << D << " misaligned "
+                      << nc.misaligned << ": forward rel err " << eF << ", dx " << eX << ", dw " << eW << ", db " << eB
+                      << std::endl;
         }
         {
             torch::nn::LayerNorm ln(torch::nn::LayerNormOptions({1152}));

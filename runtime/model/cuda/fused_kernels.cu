@@ -2,6 +2,7 @@
 #include "runtime/model/cuda/fused_kernels.h"
 
 #include "runtime/model/cuda/adamw_kernel.cuh"
+#include "runtime/model/cuda/norm_kernels.cuh"
 
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -1078,7 +1079,8 @@ torch::Tensor swigluBackward(const torch::Tensor& gateUp, const torch::Tensor& d
     return dGateUp;
 }
 
-
+// The scalar norm kernels, kept for the rows the vector kernels of norm_kernels.cuh do not take (a
+// width not a multiple of 16 bytes, a misaligned pointer, WB_NORM_KERNELS=0).
 // RMSNorm: one block per row (grid-stride over rows), fp32 math, the formula of RmsNormImpl's
 // ATen path: y = (x · rstd) · w with rstd = 1/sqrt(mean(x²) + eps). Backward with x̂ = x · rstd,
 // g = dy · w: dx = rstd · (g − x̂ · mean(g · x̂)), dw = Σ_rows dy · x̂ — each block sums its rows'
@@ -1246,6 +1248,28 @@ int normBlocks(int64_t rows, int perSm)
     return static_cast<int>(std::max<int64_t>(1, std::min(rows, cap)));
 }
 
+// The vector row kernels (norm_kernels.cuh) for the rows they take; WB_NORM_KERNELS=0 keeps every
+// norm on the scalar kernels above (an A/B switch for a GPU round, as WB_NEW_KERNELS).
+bool normRowKernelsOn()
+{
+    static const bool on = [] {
+        const char* v = std::getenv("WB_NORM_KERNELS");
+        return v == nullptr || std::string(v) != "0";
+    }();
+    return on;
+}
+
+template <typename T>
+bool normRowsFast(int64_t D, int maxPerLane, std::initializer_list<const void*> pointers)
+{
+    return normRowKernelsOn() && kernels::normRowsTake<T>(D, maxPerLane, pointers);
+}
+
+int smCount()
+{
+    return at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+}
+
 }  // namespace
 
 bool rmsNormSupports(const torch::Tensor& x, const torch::Tensor& weight)
@@ -1267,6 +1291,22 @@ std::pair<torch::Tensor, torch::Tensor> rmsNormForward(const torch::Tensor& x, c
         return {y, rstd};
     const auto stream = at::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, x.scalar_type(), "rmsNormForward", [&] {
+        if constexpr (kernels::kNormRowType<scalar_t>) {
+            if (normRowsFast<scalar_t>(D, kernels::kNormForwardPerLane<scalar_t>,
+                                       {x.data_ptr(), weight.data_ptr(), y.data_ptr()})) {
+                const kernels::NormForwardArgs<scalar_t> args{x.data_ptr<scalar_t>(),
+                                                              weight.data_ptr<float>(),
+                                                              nullptr,
+                                                              y.data_ptr<scalar_t>(),
+                                                              nullptr,
+                                                              rstd.data_ptr<float>(),
+                                                              N,
+                                                              static_cast<int>(D),
+                                                              static_cast<float>(eps)};
+                C10_CUDA_CHECK((kernels::launchNormForward<scalar_t, false>(args, smCount(), stream)));
+                return;
+            }
+        }
         rmsNormForwardKernel<scalar_t><<<normBlocks(N, 8), kNormThreads, 0, stream>>>(
             x.data_ptr<scalar_t>(), weight.data_ptr<float>(), y.data_ptr<scalar_t>(), rstd.data_ptr<float>(), N, D,
             static_cast<float>(eps));
@@ -1291,11 +1331,31 @@ std::pair<torch::Tensor, torch::Tensor> rmsNormBackward(const torch::Tensor& x, 
     // 8 blocks per SM as the forward: at 2 the 13 backward norms took 4.0 ms of the benchmark step
     // (0.31 ms for 200 MB each: too few warps in flight to hide the loads); the partial rows stay
     // small (SMs × 8 × D × 4 B).
-    const int blocks = normBlocks(N, 8);
-    auto partial = torch::empty({blocks, D}, weight.options());
     const auto stream = at::cuda::getCurrentCUDAStream();
     const size_t sharedBytes = static_cast<size_t>(D) * sizeof(float);
+    torch::Tensor partial;
     AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, x.scalar_type(), "rmsNormBackward", [&] {
+        if constexpr (kernels::kNormRowType<scalar_t>) {
+            if (normRowsFast<scalar_t>(D, kernels::kNormBackwardPerLane<scalar_t, false>,
+                                       {x.data_ptr(), weight.data_ptr(), g.data_ptr(), dx.data_ptr()})) {
+                const int blocks = kernels::normBackwardGrid<scalar_t, false>(N, static_cast<int>(D), smCount());
+                partial = torch::empty({blocks, D}, weight.options());
+                const kernels::NormBackwardArgs<scalar_t> args{x.data_ptr<scalar_t>(),
+                                                               weight.data_ptr<float>(),
+                                                               nullptr,
+                                                               rstd.data_ptr<float>(),
+                                                               g.data_ptr<scalar_t>(),
+                                                               dx.data_ptr<scalar_t>(),
+                                                               partial.data_ptr<float>(),
+                                                               nullptr,
+                                                               N,
+                                                               static_cast<int>(D)};
+                C10_CUDA_CHECK((kernels::launchNormBackward<scalar_t, false>(args, blocks, stream)));
+                return;
+            }
+        }
+        const int blocks = normBlocks(N, 8);
+        partial = torch::empty({blocks, D}, weight.options());
         rmsNormBackwardKernel<scalar_t><<<blocks, kNormThreads, sharedBytes, stream>>>(
             x.data_ptr<scalar_t>(), weight.data_ptr<float>(), rstd.data_ptr<float>(), g.data_ptr<scalar_t>(),
             dx.data_ptr<scalar_t>(), partial.data_ptr<float>(), N, D);
@@ -1330,6 +1390,22 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> layerNormForward(const t
         return {y, mean, rstd};
     const auto stream = at::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, x.scalar_type(), "layerNormForward", [&] {
+        if constexpr (kernels::kNormRowType<scalar_t>) {
+            if (normRowsFast<scalar_t>(D, kernels::kNormForwardPerLane<scalar_t>,
+                                       {x.data_ptr(), weight.data_ptr(), bias.data_ptr(), y.data_ptr()})) {
+                const kernels::NormForwardArgs<scalar_t> args{x.data_ptr<scalar_t>(),
+                                                              weight.data_ptr<float>(),
+                                                              bias.data_ptr<float>(),
+                                                              y.data_ptr<scalar_t>(),
+                                                              mean.data_ptr<float>(),
+                                                              rstd.data_ptr<float>(),
+                                                              N,
+                                                              static_cast<int>(D),
+                                                              static_cast<float>(eps)};
+                C10_CUDA_CHECK((kernels::launchNormForward<scalar_t, true>(args, smCount(), stream)));
+                return;
+            }
+        }
         layerNormForwardKernel<scalar_t><<<normBlocks(N, 8), kNormThreads, 0, stream>>>(
             x.data_ptr<scalar_t>(), weight.data_ptr<float>(), bias.data_ptr<float>(), y.data_ptr<scalar_t>(),
             mean.data_ptr<float>(), rstd.data_ptr<float>(), N, D, static_cast<float>(eps));
@@ -1356,12 +1432,28 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> layerNormBackward(const 
     auto dx = torch::empty_like(x);
     if (N == 0)
         return {dx, torch::zeros_like(weight), torch::zeros_like(weight)};
-    const int blocks = normBlocks(N, 8);
-    auto dwPartial = torch::empty({blocks, D}, weight.options());
-    auto dbPartial = torch::empty({blocks, D}, weight.options());
     const auto stream = at::cuda::getCurrentCUDAStream();
     const size_t sharedBytes = 2 * static_cast<size_t>(D) * sizeof(float);
+    torch::Tensor dwPartial, dbPartial;
     AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, x.scalar_type(), "layerNormBackward", [&] {
+        if constexpr (kernels::kNormRowType<scalar_t>) {
+            if (normRowsFast<scalar_t>(D, kernels::kNormBackwardPerLane<scalar_t, true>,
+                                       {x.data_ptr(), weight.data_ptr(), g.data_ptr(), dx.data_ptr()})) {
+                const int blocks = kernels::normBackwardGrid<scalar_t, true>(N, static_cast<int>(D), smCount());
+                dwPartial = torch::empty({blocks, D}, weight.options());
+                dbPartial = torch::empty({blocks, D}, weight.options());
+                const kernels::NormBackwardArgs<scalar_t> args{
+                    x.data_ptr<scalar_t>(),      weight.data_ptr<float>(),    mean.data_ptr<float>(),
+                    rstd.data_ptr<float>(),      g.data_ptr<scalar_t>(),      dx.data_ptr<scalar_t>(),
+                    dwPartial.data_ptr<float>(), dbPartial.data_ptr<float>(), N,
+                    static_cast<int>(D)};
+                C10_CUDA_CHECK((kernels::launchNormBackward<scalar_t, true>(args, blocks, stream)));
+                return;
+            }
+        }
+        const int blocks = normBlocks(N, 8);
+        dwPartial = torch::empty({blocks, D}, weight.options());
+        dbPartial = torch::empty({blocks, D}, weight.options());
         layerNormBackwardKernel<scalar_t><<<blocks, kNormThreads, sharedBytes, stream>>>(
             x.data_ptr<scalar_t>(), weight.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
             g.data_ptr<scalar_t>(), dx.data_ptr<scalar_t>(), dwPartial.data_ptr<float>(), dbPartial.data_ptr<float>(), N,
