@@ -184,6 +184,7 @@ variant("real-widening", lambda v: v["train"].update(bf16_gradients=False))
 variant("real-scalar-kernels", lambda v: None)  # real's config; moe-train runs with WB_NEW_KERNELS=0
 variant("real-aten-passes", lambda v: None)  # real's config; moe-train runs with WB_PASS_KERNELS=0
 variant("real-early-norm", lambda v: None)  # real's config; moe-train runs with WB_EARLY_GRAD_NORM=1
+variant("real-scalar-norms", lambda v: None)  # real's config; moe-train runs with WB_NORM_KERNELS=0
 # The serial step (the host ahead only applies to it), moe-train run with WB_HOST_AHEAD=0: against
 # real-serial-optimizer.
 variant("real-host-wait", lambda v: v["train"].update(overlap_optimizer=False))
@@ -309,7 +310,7 @@ finish() {
   python3 "$ROOT/benchmarks/round_table.py" --skip 3 --rows "$ROWS" --out "$RESULTS/table.md" || rc=1
   # The A/B rows against "real", step by step (paired_rows.py: the same micro-batch in both).
   if [ -f "$RESULTS/runs/real.metrics.jsonl" ]; then
-    python3 "$ROOT/benchmarks/paired_rows.py" "$RESULTS/runs" real real-aten-passes real-scalar-kernels real-early-norm real-host-wait \
+    python3 "$ROOT/benchmarks/paired_rows.py" "$RESULTS/runs" real real-aten-passes real-scalar-kernels real-scalar-norms real-early-norm real-host-wait \
       real-widening real-casting real-overlap-optimizer real-serial-optimizer real-overlap-early-norm \
       real-overlap-sms16 real-overlap-sms24 real-overlap-sms32 real-overlap-sms48 2>/dev/null | grep -v ' | 0 | ' \
       | tee -a "$RESULTS/table.md" || true
@@ -361,6 +362,9 @@ ours real-scalar-kernels WB_NEW_KERNELS=0
 # Session 23's row kernels off (fused_kernels.cu passKernelsOn: the vectorized MoE combine and its
 # one-pass backward, the dispatch's gather-sum, the distinct-row scatter of row_ops.h).
 ours real-aten-passes WB_PASS_KERNELS=0
+# The vectorized RMSNorm/LayerNorm row kernels off (norm_kernels.cuh; the scalar kernels before).
+ours real-scalar-norms WB_NORM_KERNELS=0
+same_losses real-scalar-norms real "the scalar norm kernels vs the row kernels"
 # The gradient norm summed layer by layer on a side stream during the backward (early_grad_norm.h;
 # experimental, off by default): what it hides of the norm pass, against "real".
 ours real-early-norm WB_EARLY_GRAD_NORM=1
