@@ -175,6 +175,9 @@ variant("real-bf16-moments", lambda v: v["train"].update(exp_avg_dtype="bf16", e
 # update, same losses.
 variant("real-overlap-optimizer", lambda v: v["train"].update(overlap_optimizer=True))
 variant("real-serial-optimizer", lambda v: v["train"].update(overlap_optimizer=False))
+# The serial step on 132 resident AdamW blocks (WB_ADAMW_RESIDENT=132; experimental): its
+# bandwidth against real-serial-optimizer's default grid.
+variant("real-serial-resident", lambda v: v["train"].update(overlap_optimizer=False))
 # The weights cast to bf16 by autocast in every forward, as before train.bf16_weight_copies (on by
 # default: runtime/model/bf16_weights.h) — against "real": same values, so the same losses.
 variant("real-casting", lambda v: v["train"].update(bf16_weight_copies=False))
@@ -381,6 +384,8 @@ ours real-overlap-optimizer
 same_losses real-overlap-optimizer real "overlapped vs the default"
 ours real-serial-optimizer
 same_losses real-serial-optimizer real "serial vs the default"
+ours real-serial-resident WB_ADAMW_RESIDENT=132
+same_losses real-serial-resident real-serial-optimizer "resident AdamW blocks vs the default grid"
 for sms in 16 24 32 48; do
   ours real-overlap-sms$sms WB_OVERLAP_SMS=$sms
   same_losses real-overlap-sms$sms real "updates on $sms SMs vs filling the gaps"

@@ -5,6 +5,9 @@
 #include "runtime/model/torch_compat.h"
 #include "runtime/train/optimizer.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace wb::rt {
 
 #define WB_HAVE_FUSED_ADAMW (WB_WITH_CUDA && WB_TORCH_AT_LEAST(2, 1))
@@ -14,10 +17,26 @@ bool fusedAdamWAvailable()
     return WB_HAVE_FUSED_ADAMW;
 }
 
+#if WB_HAVE_FUSED_ADAMW
+// WB_ADAMW_RESIDENT=N (experimental, for a GPU round's A/B row): the serial step on N resident
+// blocks too (cuda::adamwStep's residentBlocks), to measure its bandwidth against the default grid.
+int residentBlocksFromEnv()
+{
+    static const int blocks = [] {
+        const char* v = std::getenv("WB_ADAMW_RESIDENT");
+        return v == nullptr ? 0 : std::max(0, std::atoi(v));
+    }();
+    return blocks;
+}
+#endif
+
 void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, const torch::Tensor& gradScale,
-                    const FusedAdamWOptions& launch)
+                    const FusedAdamWOptions& requested)
 {
 #if WB_HAVE_FUSED_ADAMW
+    FusedAdamWOptions launch = requested;
+    if (launch.residentBlocks == 0)
+        launch.residentBlocks = residentBlocksFromEnv();
     torch::NoGradGuard noGrad;
     const c10::optional<at::Tensor> scale =
         gradScale.defined() ? c10::optional<at::Tensor>(gradScale.to(torch::kFloat32)) : c10::nullopt;
@@ -87,7 +106,7 @@ void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, 
     (void)optimizer;
     (void)dtypes;
     (void)gradScale;
-    (void)launch;
+    (void)requested;
     TORCH_CHECK(false, "the fused AdamW step needs a CUDA build of moe-train on LibTorch >= 2.1");
 #endif
 }
