@@ -35,6 +35,8 @@
 #   WB_ROUND_EAGER=0       skip the batch dumps and the eager rows (the planner's rows need neither)
 #   WB_ROUND_BASE=FILE     another base config for every row (e.g. the slice at MBS 2, for the
 #                          A/B rows on an 80 GB card; the table's rows keep their labels)
+#   WB_ROUND_OVERLAP_BENCH=1  also build and run moe-overlap-bench (the SM budget's physics;
+#                          WB_ROUND_OVERLAP_BENCH_SMS="16 24 32 48" the budgets)
 #   WB_ROUND_CHECKS=0      skip the GPU unit checks;  WB_ROUND_DENSE=1  add the MBS 1 dense-mask
 #                          decoder-attention row (the measurement behind choosing varlen flash)
 # Logs, configs, dumps and metrics go to $WB_ROUND_RESULTS (default /tmp/gpu_round).
@@ -80,12 +82,18 @@ else
   BASE=${WB_ROUND_BASE:-$ROOT/benchmarks/configs/qwen3vl-30b-slice.json}
   TARGETS="moe-train"  # the GPU checks' binaries only when they run (WB_ROUND_CHECKS=0 saves their build)
   [ "${WB_ROUND_CHECKS:-1}" = 0 ] || TARGETS="$TARGETS test_runtime_gpu test_runtime_gpu_graphs"
+  [ "${WB_ROUND_OVERLAP_BENCH:-0}" = 0 ] || TARGETS="$TARGETS moe-overlap-bench"
   BIN=$(RESULTS="$RESULTS" WB_GPU_BUILD="$BUILD" "$ROOT/benchmarks/build_gpu.sh" $TARGETS)
   echo "built in $BUILD ($(elapsed))"
   # The device's own ceilings (bf16 matmul, HBM copy) beside the catalog's: the planner's runtime
   # profile for this hardware is measured against these (docs/planner.md).
   "$BIN/moe-train" --self-check >"$RESULTS/self_check.json" 2>"$RESULTS/self_check.err" || true
   python3 -c "import json,sys;p=json.load(open(sys.argv[1])).get('peak_probe',{});print('self-check:',json.dumps(p))" "$RESULTS/self_check.json" || true
+  # The overlapped optimizer's SM budget in isolation (runtime/tools/overlap_bench.cpp).
+  if [ "${WB_ROUND_OVERLAP_BENCH:-0}" != 0 ]; then
+    echo "== moe-overlap-bench (AdamW on k SMs, carved GEMMs, both at once)"
+    timeout 120 "$BIN/moe-overlap-bench" $WB_ROUND_OVERLAP_BENCH_SMS 2>&1 | tee "$RESULTS/overlap_bench.md" || true
+  fi
   if [ "${WB_ROUND_CHECKS:-1}" != 0 ]; then
     echo "== GPU checks"
     if timeout 120 "$BIN/test_runtime_gpu" >"$RESULTS/test_gpu.log" 2>&1; then echo "test_runtime_gpu: passed"
@@ -323,6 +331,7 @@ finish() {
   if [ -n "${OUT:-}" ] && [ "$RESULTS" != "$OUT" ]; then
     cp "$RESULTS/table.md" "$OUT/" 2>/dev/null || true
     cp "$RESULTS/test_gpu.log" "$OUT/" 2>/dev/null || true
+    cp "$RESULTS/overlap_bench.md" "$OUT/" 2>/dev/null || true
     cp "$RESULTS/test_gpu_graphs.log" "$OUT/" 2>/dev/null || true
     cp "$RESULTS/self_check.json" "$OUT/" 2>/dev/null || true
     tar -C "$RESULTS" -czf "$OUT/round-runs.tar.gz" runs rows.tsv 2>/dev/null || true
