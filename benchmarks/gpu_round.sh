@@ -92,7 +92,7 @@ else
   # The overlapped optimizer's SM budget in isolation (runtime/tools/overlap_bench.cpp).
   if [ "${WB_ROUND_OVERLAP_BENCH:-0}" != 0 ]; then
     echo "== moe-overlap-bench (AdamW on k SMs, carved GEMMs, both at once)"
-    timeout 120 "$BIN/moe-overlap-bench" $WB_ROUND_OVERLAP_BENCH_SMS 2>&1 | tee "$RESULTS/overlap_bench.md" || true
+    timeout 120 "$BIN/moe-overlap-bench" ${WB_ROUND_OVERLAP_BENCH_SMS:-} 2>&1 | tee "$RESULTS/overlap_bench.md" || true
   fi
   if [ "${WB_ROUND_CHECKS:-1}" != 0 ]; then
     echo "== GPU checks"
