@@ -14,11 +14,13 @@ nn.Modules, no CUDA graphs, no custom kernels; torch.compile only with --compile
             torchtitan compiles per block; the attention core stays outside the graphs
             (torch.compiler.disable: its segment lists are Python lists that change every
             micro-batch, and the varlen kernel is already one fused call), so each block compiles
-            into the part before and the part after it. Warm-up steps run until a step compiles no
-            new graph (at most 20), then the measured steps start from the first dumped batch
-            again (the weights have trained through the warm-up: losses are not comparable with
-            the eager rows'). The log says how many graphs were compiled, in how many warm-up
-            steps, and the graph breaks by reason.
+            into the part before and the part after it. The warm-up runs whole passes over the
+            micro-batches the measured steps read (at most 4) until a pass compiles no new graph,
+            so no shape the measured steps meet compiles inside them; then the measured steps
+            start from the first dumped batch again (the weights have trained through the
+            warm-up: losses are not comparable with the eager rows'). The log says how many
+            graphs were compiled, in how many warm-up steps, the graph breaks by reason, and any
+            graph compiled after the warm-up.
 
   vision    ViT over all patches of the micro-batch, 2-D RoPE (patch row, column), attention
             block-diagonal per image; 2x2 merger + deepstack projectors (LayerNorm, Linear, GELU).
@@ -726,21 +728,29 @@ def main(argv):
         from torch._dynamo.utils import counters
         graphs = lambda: counters["stats"]["unique_graphs"]
         compile_start, before = time.perf_counter(), graphs()
-        while warm < 20:
+        # Whole passes over exactly the micro-batches the measured steps will read, until a pass
+        # compiles nothing new: each shape the measured steps meet has its graph before they start
+        # (stopping at the first step without a new graph left 10 graphs, 1.2-1.7 s each, to be
+        # compiled inside 4 of the 9 measured steps of round 2026-12-07T18:17Z).
+        passes = 0
+        while passes < 4:
             compiled = graphs()
-            for _ in range(num_micro):
-                b = to_device(batches[cursor % len(batches)], device)
-                cursor += 1
-                with torch.autocast(device_type="cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
-                    lm, aux = model(b, attention)
-                ((lm + aux) / num_micro).backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            cursor = args.first_batch
+            for _ in range(steps):
+                for _ in range(num_micro):
+                    b = to_device(batches[cursor % len(batches)], device)
+                    cursor += 1
+                    with torch.autocast(device_type="cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
+                        lm, aux = model(b, attention)
+                    ((lm + aux) / num_micro).backward()
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+                warm += 1
             torch.cuda.synchronize(device)
-            warm += 1
+            passes += 1
             new = graphs() - compiled
-            log(f"compile warm-up step {warm}: {new} new graph(s)")
-            if new == 0 and warm >= 2:
+            log(f"compile warm-up pass {passes} ({steps} steps over the measured micro-batches): {new} new graph(s)")
+            if new == 0:
                 break
         breaks = sorted(counters["graph_break"].items(), key=lambda kv: -kv[1])
         log(f"torch.compile: {graphs() - before} graphs compiled in {warm} warm-up steps "
