@@ -99,6 +99,12 @@ else
     if timeout 120 "$BIN/test_runtime_gpu" >"$RESULTS/test_gpu.log" 2>&1; then echo "test_runtime_gpu: passed"
     else echo "test_runtime_gpu FAILED (the benchmark still runs)"; fi
     grep -v '^frame #' "$RESULTS/test_gpu.log" | head -20 || true
+    # Session 27's row kernels (WB_ROW_KERNELS=1: the vectorized norm rows and cross-entropy, off by
+    # default until this check and the real-row-kernels row have run on a GPU) through the same checks.
+    if WB_ROW_KERNELS=1 timeout 120 "$BIN/test_runtime_gpu" >"$RESULTS/test_gpu_row_kernels.log" 2>&1; then
+      echo "test_runtime_gpu with WB_ROW_KERNELS=1: passed"
+    else echo "test_runtime_gpu with WB_ROW_KERNELS=1 FAILED (the real-row-kernels row is not trustworthy)"; fi
+    grep -E 'rmsnorm|layernorm|cross-entropy|FAIL' "$RESULTS/test_gpu_row_kernels.log" | head -40 || true
     if timeout 120 "$BIN/test_runtime_gpu_graphs" >"$RESULTS/test_gpu_graphs.log" 2>&1; then echo "test_runtime_gpu_graphs: passed"
     else echo "test_runtime_gpu_graphs FAILED (the benchmark still runs; the cuda-graphs row may fail too)"; fi
     grep -v '^frame #' "$RESULTS/test_gpu_graphs.log" | head -20 || true
@@ -195,7 +201,7 @@ variant("real-widening", lambda v: v["train"].update(bf16_gradients=False))
 variant("real-scalar-kernels", lambda v: None)  # real's config; moe-train runs with WB_NEW_KERNELS=0
 variant("real-aten-passes", lambda v: None)  # real's config; moe-train runs with WB_PASS_KERNELS=0
 variant("real-early-norm", lambda v: None)  # real's config; moe-train runs with WB_EARLY_GRAD_NORM=1
-variant("real-scalar-norms", lambda v: None)  # real's config; moe-train runs with WB_NORM_KERNELS=0
+variant("real-row-kernels", lambda v: None)  # real's config; moe-train runs with WB_ROW_KERNELS=1
 # The serial step (the host ahead only applies to it), moe-train run with WB_HOST_AHEAD=0: against
 # real-serial-optimizer.
 variant("real-host-wait", lambda v: v["train"].update(overlap_optimizer=False))
@@ -321,7 +327,7 @@ finish() {
   python3 "$ROOT/benchmarks/round_table.py" --skip 3 --rows "$ROWS" --out "$RESULTS/table.md" || rc=1
   # The A/B rows against "real", step by step (paired_rows.py: the same micro-batch in both).
   if [ -f "$RESULTS/runs/real.metrics.jsonl" ]; then
-    python3 "$ROOT/benchmarks/paired_rows.py" "$RESULTS/runs" real real-aten-passes real-scalar-kernels real-scalar-norms real-early-norm real-host-wait \
+    python3 "$ROOT/benchmarks/paired_rows.py" "$RESULTS/runs" real real-aten-passes real-scalar-kernels real-row-kernels real-early-norm real-host-wait \
       real-widening real-casting real-overlap-optimizer real-serial-optimizer real-overlap-early-norm \
       real-overlap-sms16 real-overlap-sms24 real-overlap-sms32 real-overlap-sms48 2>/dev/null | grep -v ' | 0 | ' \
       | tee -a "$RESULTS/table.md" || true
@@ -331,6 +337,7 @@ finish() {
   if [ -n "${OUT:-}" ] && [ "$RESULTS" != "$OUT" ]; then
     cp "$RESULTS/table.md" "$OUT/" 2>/dev/null || true
     cp "$RESULTS/test_gpu.log" "$OUT/" 2>/dev/null || true
+    cp "$RESULTS/test_gpu_row_kernels.log" "$OUT/" 2>/dev/null || true
     cp "$RESULTS/overlap_bench.md" "$OUT/" 2>/dev/null || true
     cp "$RESULTS/test_gpu_graphs.log" "$OUT/" 2>/dev/null || true
     cp "$RESULTS/self_check.json" "$OUT/" 2>/dev/null || true
@@ -374,9 +381,10 @@ ours real-scalar-kernels WB_NEW_KERNELS=0
 # Session 23's row kernels off (fused_kernels.cu passKernelsOn: the vectorized MoE combine and its
 # one-pass backward, the dispatch's gather-sum, the distinct-row scatter of row_ops.h).
 ours real-aten-passes WB_PASS_KERNELS=0
-# The vectorized RMSNorm/LayerNorm row kernels off (norm_kernels.cuh; the scalar kernels before).
-ours real-scalar-norms WB_NORM_KERNELS=0
-same_losses real-scalar-norms real "the scalar norm kernels vs the row kernels"
+# Session 27's row kernels on (WB_ROW_KERNELS=1: the vectorized RMSNorm/LayerNorm rows of
+# norm_kernels.cuh and the cross-entropy's vector loads; off by default until measured): against "real".
+ours real-row-kernels WB_ROW_KERNELS=1
+same_losses real-row-kernels real "the row kernels vs the kernels before"
 # The gradient norm summed layer by layer on a side stream during the backward (early_grad_norm.h;
 # experimental, off by default): what it hides of the norm pass, against "real".
 ours real-early-norm WB_EARLY_GRAD_NORM=1

@@ -49,6 +49,20 @@ bool passKernelsOn()
     return on;
 }
 
+// Session 27's row kernels — the vectorized norm rows (norm_kernels.cuh) and the cross-entropy's
+// vector loads — written and compiled without a GPU: off until a GPU round has checked them
+// against fp64 (test_runtime_gpu turns them on) and timed them (gpu_round.sh's real-row-kernels
+// row). WB_ROW_KERNELS=1 turns them on; otherwise the norms and the cross-entropy run the kernels
+// measured before.
+bool rowKernelsOn()
+{
+    static const bool on = [] {
+        const char* v = std::getenv("WB_ROW_KERNELS");
+        return v != nullptr && std::string(v) == "1";
+    }();
+    return on;
+}
+
 int blocksFor(int64_t work)
 {
     const int64_t blocks = (work + kThreads - 1) / kThreads;
@@ -516,6 +530,64 @@ __device__ __forceinline__ void mergeMaxSum(float& m, float& s, float m2, float 
     m = mx;
 }
 
+// The kernels measured before session 27 (scalar 2-byte loads), kept as they were for the default
+// path while the vector kernels below wait for a GPU round (rowKernelsOn); to be removed then.
+template <typename T>
+__global__ void crossEntropyForwardScalar(const T* __restrict__ logits, const int64_t* __restrict__ labels,
+                                          float* __restrict__ loss, float* __restrict__ lse, int64_t V)
+{
+    const int64_t n = blockIdx.x;
+    const T* row = logits + n * V;
+    float m = -INFINITY, s = 0.0f;
+    for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
+        const float x = static_cast<float>(row[v]);
+        if (x > m) {
+            s = s * expf(m - x) + 1.0f;
+            m = x;
+        } else {
+            s += expf(x - m);
+        }
+    }
+    for (int offset = 16; offset > 0; offset /= 2) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, offset);
+        const float s2 = __shfl_xor_sync(0xffffffffu, s, offset);
+        mergeMaxSum(m, s, m2, s2);
+    }
+    __shared__ float warpM[kRowThreads / 32], warpS[kRowThreads / 32];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) {
+        warpM[warp] = m;
+        warpS[warp] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float bm = warpM[0], bs = warpS[0];
+        for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w)
+            mergeMaxSum(bm, bs, warpM[w], warpS[w]);
+        const float l = bm + logf(bs);
+        const int64_t label = labels[n];
+        lse[n] = l;
+        loss[n] = (label >= 0 && label < V) ? l - static_cast<float>(row[label]) : 0.0f;
+    }
+}
+
+template <typename T>
+__global__ void crossEntropyBackwardScalar(const T* __restrict__ logits, const int64_t* __restrict__ labels,
+                                           const float* __restrict__ lse, const float* __restrict__ dLoss,
+                                           T* __restrict__ dLogits, int64_t V)
+{
+    const int64_t n = blockIdx.x;
+    const int64_t label = labels[n];
+    const bool valid = label >= 0 && label < V;
+    const float l = lse[n], g = valid ? dLoss[n] : 0.0f;
+    const T* row = logits + n * V;
+    T* out = dLogits + n * V;
+    for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
+        const float p = expf(static_cast<float>(row[v]) - l);
+        out[v] = static_cast<T>(g * (p - (v == label ? 1.0f : 0.0f)));
+    }
+}
+
 // V logits per access (16-byte loads where the vocabulary and the pointer allow, else 1): the
 // thread takes the vector's max first and rescales its running sum once per vector, then adds the
 // V exponentials; two vectors loaded before either is used (a 151,936-wide bf16 row is 37 vectors
@@ -600,16 +672,18 @@ __global__ void crossEntropyBackwardKernel(const T* __restrict__ logits, const i
 }
 
 // The cross-entropy kernels' width: 16-byte vectors (else 4 values) where the vocabulary is a
-// multiple of it and every row starts aligned, else 1 (the scalar loop). WB_NEW_KERNELS=0: 1.
+// multiple of it and every row starts aligned, else 1 (the same loop one logit at a time).
 template <typename T>
 int crossEntropyWidth(int64_t vocab, std::initializer_list<const void*> pointers)
 {
-    const int width = vectorWidth<T>([&](int v) {
-        bool ok = vocab % v == 0;
-        for (const void* p : pointers)
-            ok = ok && reinterpret_cast<uintptr_t>(p) % (v * sizeof(T)) == 0;
-        return ok;
-    });
+    const int width = vectorWidth<T>(
+        [&](int v) {
+            bool ok = vocab % v == 0;
+            for (const void* p : pointers)
+                ok = ok && reinterpret_cast<uintptr_t>(p) % (v * sizeof(T)) == 0;
+            return ok;
+        },
+        true);
     return width == 0 ? 1 : width;
 }
 
@@ -907,6 +981,11 @@ std::pair<torch::Tensor, torch::Tensor> crossEntropyForward(const torch::Tensor&
     auto y = labels.contiguous();
     const auto stream = at::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "crossEntropyForward", [&] {
+        if (!rowKernelsOn()) {
+            crossEntropyForwardScalar<scalar_t><<<static_cast<unsigned>(N), kRowThreads, 0, stream>>>(
+                logits.data_ptr<scalar_t>(), y.data_ptr<int64_t>(), loss.data_ptr<float>(), lse.data_ptr<float>(), V);
+            return;
+        }
         const int width = crossEntropyWidth<scalar_t>(V, {logits.data_ptr()});
         launchCrossEntropy<scalar_t>(width, [&](auto w) {
             crossEntropyForwardKernel<scalar_t, decltype(w)::value><<<static_cast<unsigned>(N), kRowThreads, 0, stream>>>(
@@ -932,6 +1011,12 @@ torch::Tensor crossEntropyBackward(const torch::Tensor& logits, const torch::Ten
     TORCH_CHECK(l.numel() == N && g.numel() == N, "crossEntropyBackward: logsumexp and dLoss must have N values");
     const auto stream = at::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "crossEntropyBackward", [&] {
+        if (!rowKernelsOn()) {
+            crossEntropyBackwardScalar<scalar_t><<<static_cast<unsigned>(N), kRowThreads, 0, stream>>>(
+                logits.data_ptr<scalar_t>(), y.data_ptr<int64_t>(), l.data_ptr<float>(), g.data_ptr<float>(),
+                dLogits.data_ptr<scalar_t>(), V);
+            return;
+        }
         const int width = crossEntropyWidth<scalar_t>(V, {logits.data_ptr(), dLogits.data_ptr()});
         launchCrossEntropy<scalar_t>(width, [&](auto w) {
             crossEntropyBackwardKernel<scalar_t, decltype(w)::value>
@@ -1080,7 +1165,7 @@ torch::Tensor swigluBackward(const torch::Tensor& gateUp, const torch::Tensor& d
 }
 
 // The scalar norm kernels, kept for the rows the vector kernels of norm_kernels.cuh do not take (a
-// width not a multiple of 16 bytes, a misaligned pointer, WB_NORM_KERNELS=0).
+// width not a multiple of 16 bytes, a misaligned pointer, WB_ROW_KERNELS not 1).
 // RMSNorm: one block per row (grid-stride over rows), fp32 math, the formula of RmsNormImpl's
 // ATen path: y = (x · rstd) · w with rstd = 1/sqrt(mean(x²) + eps). Backward with x̂ = x · rstd,
 // g = dy · w: dx = rstd · (g − x̂ · mean(g · x̂)), dw = Σ_rows dy · x̂ — each block sums its rows'
@@ -1248,21 +1333,10 @@ int normBlocks(int64_t rows, int perSm)
     return static_cast<int>(std::max<int64_t>(1, std::min(rows, cap)));
 }
 
-// The vector row kernels (norm_kernels.cuh) for the rows they take; WB_NORM_KERNELS=0 keeps every
-// norm on the scalar kernels above (an A/B switch for a GPU round, as WB_NEW_KERNELS).
-bool normRowKernelsOn()
-{
-    static const bool on = [] {
-        const char* v = std::getenv("WB_NORM_KERNELS");
-        return v == nullptr || std::string(v) != "0";
-    }();
-    return on;
-}
-
 template <typename T>
 bool normRowsFast(int64_t D, int maxPerLane, std::initializer_list<const void*> pointers)
 {
-    return normRowKernelsOn() && kernels::normRowsTake<T>(D, maxPerLane, pointers);
+    return rowKernelsOn() && kernels::normRowsTake<T>(D, maxPerLane, pointers);
 }
 
 int smCount()
