@@ -11,20 +11,18 @@
 // Usage: moe-overlap-bench [k ...] (default 16 24 32 48). CUDA builds only; prints a Markdown table.
 #include "runtime/model/cuda/fused_kernels.h"
 #include "runtime/model/torch_compat.h"
+#include "runtime/train/optimizer_overlap.h"
 
 #include <torch/torch.h>
 
-#include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
-#include <ATen/cuda/Exceptions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <vector>
 
 namespace {
@@ -49,15 +47,6 @@ struct AdamWBuffers {
                   resident);
     }
 };
-
-void carve(int sms)
-{
-#if WB_TORCH_AT_LEAST(2, 7)
-    at::globalContext()._setSMCarveout_EXPERIMENTAL(sms > 0 ? std::optional<int32_t>(sms) : std::nullopt);
-#endif
-    const int count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-    TORCH_CUDABLAS_CHECK(cublasSetSmCountTarget(at::cuda::getCurrentCUDABlasHandle(), sms > 0 ? count - sms : 0));
-}
 
 // Milliseconds of `reps` calls of `work` on the current stream, after one warm-up call.
 template <typename Work>
@@ -104,15 +93,16 @@ int main(int argc, char** argv)
     const double gemmAll = timeMs(20, gemm);
     std::printf("%s, %d SMs; AdamW %.0f M values (28 B each), GEMM 16384x2048 . 2048x5120 bf16\n\n",
                 at::cuda::getCurrentDeviceProperties()->name, sms, adam.p.numel() / 1e6);
-    std::printf("| budget k | AdamW alone GB/s | per SM GB/s | GEMM alone TFLOP/s | together: AdamW GB/s | together: GEMM "
-                "TFLOP/s | together vs serial |\n|---|---|---|---|---|---|---|\n");
+    std::printf(
+        "| budget k | AdamW alone GB/s | per SM GB/s | GEMM alone TFLOP/s | together: AdamW GB/s | together: GEMM "
+        "TFLOP/s | together vs serial |\n|---|---|---|---|---|---|---|\n");
     std::printf("| default grid (all SMs) | %.0f | %.1f | %.0f | | | |\n", adam.bytes() / adamDefault / 1e6,
                 adam.bytes() / adamDefault / 1e6 / sms, gemmFlop / gemmAll / 1e9);
     for (const int k : budgets) {
         if (k <= 0 || k >= sms)
             continue;
         const double adamK = timeMs(5, [&] { adam.step(k); });
-        carve(k);
+        wb::rt::carveMatmuls(k);
         const double gemmK = timeMs(20, gemm);
         // Together: the AdamW passes on the low-priority stream, as many GEMMs as fit their time on
         // the training stream, both started together; each stream timed by its own events.
@@ -132,7 +122,7 @@ int main(int argc, char** argv)
         gemmEnd.record(training);
         adamEnd.synchronize();
         gemmEnd.synchronize();
-        carve(0);
+        wb::rt::carveMatmuls(0);
         const double adamTogether = begin.elapsed_time(adamEnd) / adamReps;
         const double gemmTogether = begin.elapsed_time(gemmEnd) / gemmReps;
         const double serial = adamReps * adamDefault + gemmReps * gemmAll;

@@ -39,22 +39,6 @@ int layerIndex(const std::string& name, const std::string& prefix)
     return index;
 }
 
-#if WB_WITH_CUDA
-// The calling thread's matmuls leave `sms` SMs free (0: every SM again). ATen's carve-out reaches
-// cuBLASLt (SM_COUNT_TARGET: addmm, linear with bias) and the persistent grid of the grouped GEMM
-// (LibTorch >= 2.7); the plain cuBLAS handle that ATen's mm runs on gets the same target here.
-// Without it a persistent GEMM sized for every SM would wait for the SMs the updates hold and run
-// in two waves.
-void carveMatmuls(int sms)
-{
-#if WB_TORCH_AT_LEAST(2, 7)
-    at::globalContext()._setSMCarveout_EXPERIMENTAL(sms > 0 ? std::optional<int32_t>(sms) : std::nullopt);
-#endif
-    const int count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-    TORCH_CUDABLAS_CHECK(cublasSetSmCountTarget(at::cuda::getCurrentCUDABlasHandle(), sms > 0 ? count - sms : 0));
-}
-#endif
-
 bool startsWith(const std::string& name, const char* prefix)
 {
     return name.rfind(prefix, 0) == 0;
@@ -142,6 +126,19 @@ void preferTrainingStream(torch::Device device)
     c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromPool(/*isHighPriority=*/true, index));
 #else
     (void)device;
+#endif
+}
+
+void carveMatmuls(int sms)
+{
+#if WB_WITH_CUDA
+#if WB_TORCH_AT_LEAST(2, 7)
+    at::globalContext()._setSMCarveout_EXPERIMENTAL(sms > 0 ? std::optional<int32_t>(sms) : std::nullopt);
+#endif
+    const int count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    TORCH_CUDABLAS_CHECK(cublasSetSmCountTarget(at::cuda::getCurrentCUDABlasHandle(), sms > 0 ? count - sms : 0));
+#else
+    (void)sms;
 #endif
 }
 

@@ -49,6 +49,13 @@ std::vector<UpdateGroup> forwardOrderGroups(torch::nn::Module& model, const std:
 /// first forward waited ≈ 29 of the updates' 32 ms). No-op on the CPU.
 void preferTrainingStream(torch::Device device);
 
+/// CUDA: the calling thread's matmuls leave `sms` SMs free (0: every SM again). ATen's SM carve-out
+/// reaches cuBLASLt (SM_COUNT_TARGET: addmm, linear with bias) and the persistent grid of the grouped
+/// GEMM (LibTorch >= 2.7); the plain cuBLAS handle that ATen's mm runs on gets the same target here.
+/// Without it a persistent GEMM sized for every SM waits for the SMs other work holds and runs in
+/// two waves. No-op on the CPU.
+void carveMatmuls(int sms);
+
 class OptimizerOverlap final : public LayerRunner, public ParameterFence {
 public:
     /// `inner`: the runner each layer goes on to (recompute; not owned, may be null).

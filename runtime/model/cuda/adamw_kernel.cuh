@@ -81,6 +81,23 @@ __device__ __forceinline__ void adamwElement4(float4& p, const float4& g, float4
     adamwElement(p.w, g.w * inv, m.w, v.w, a);
 }
 
+// One group of four at index i: load, update, store (and the bf16 copy).
+template <typename M, typename V, typename G>
+__device__ __forceinline__ void adamwVec4At(int64_t i, float4* __restrict__ p,
+                                            const typename MomentStorage<G>::Vec4* __restrict__ g,
+                                            typename MomentStorage<M>::Vec4* __restrict__ m,
+                                            typename MomentStorage<V>::Vec4* __restrict__ v, float inv,
+                                            const AdamWParams& a, Bf16x4* __restrict__ copy)
+{
+    float4 pp = p[i], mm = MomentStorage<M>::load4(m[i]), vv = MomentStorage<V>::load4(v[i]);
+    adamwElement4(pp, MomentStorage<G>::load4(g[i]), mm, vv, inv, a);
+    p[i] = pp;
+    m[i] = MomentStorage<M>::store4(mm);
+    v[i] = MomentStorage<V>::store4(vv);
+    if (copy)
+        copy[i] = MomentStorage<__nv_bfloat16>::store4(pp);
+}
+
 // Vector part: n4 groups of four; the scalar tail is done by adamwKernel.
 template <typename M, typename V, typename G>
 __global__ void adamwKernel4(float4* __restrict__ p, const typename MomentStorage<G>::Vec4* __restrict__ g,
@@ -88,19 +105,9 @@ __global__ void adamwKernel4(float4* __restrict__ p, const typename MomentStorag
                              typename MomentStorage<V>::Vec4* __restrict__ v, int64_t n4, AdamWParams a,
                              const float* __restrict__ scale, Bf16x4* __restrict__ copy)
 {
-    using MS = MomentStorage<M>;
-    using VS = MomentStorage<V>;
-    using GS = MomentStorage<G>;
     const float inv = scale ? 1.0f / *scale : 1.0f;
-    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n4; i += int64_t{blockDim.x} * gridDim.x) {
-        float4 pp = p[i], mm = MS::load4(m[i]), vv = VS::load4(v[i]);
-        adamwElement4(pp, GS::load4(g[i]), mm, vv, inv, a);
-        p[i] = pp;
-        m[i] = MS::store4(mm);
-        v[i] = VS::store4(vv);
-        if (copy)
-            copy[i] = MomentStorage<__nv_bfloat16>::store4(pp);
-    }
+    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n4; i += int64_t{blockDim.x} * gridDim.x)
+        adamwVec4At<M, V, G>(i, p, g, m, v, inv, a, copy);
 }
 
 // The vector part for an update confined to a few SMs (launchAdamW with `resident` blocks): a
@@ -146,15 +153,8 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
                 copy[j] = MomentStorage<__nv_bfloat16>::store4(pp[u]);
         }
     }
-    for (; i < n4; i += stride) {
-        float4 pp = p[i], mm = MS::load4(m[i]), vv = VS::load4(v[i]);
-        adamwElement4(pp, GS::load4(g[i]), mm, vv, inv, a);
-        p[i] = pp;
-        m[i] = MS::store4(mm);
-        v[i] = VS::store4(vv);
-        if (copy)
-            copy[i] = MomentStorage<__nv_bfloat16>::store4(pp);
-    }
+    for (; i < n4; i += stride)
+        adamwVec4At<M, V, G>(i, p, g, m, v, inv, a, copy);
 }
 
 template <typename M, typename V, typename G>
