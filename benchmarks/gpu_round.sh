@@ -37,6 +37,9 @@
 #                          A/B rows on an 80 GB card; the table's rows keep their labels)
 #   WB_ROUND_OVERLAP_BENCH=1  also build and run moe-overlap-bench (the SM budget's physics;
 #                          WB_ROUND_OVERLAP_BENCH_SMS="16 24 32 48" the budgets)
+#   WB_ROUND_PROFILE=real  after the rows, gpu_profile_ours.sh on that workload (same build and
+#                          environment, plus WB_ROUND_PROFILE_ENV="WB_ROW_KERNELS=1 …"), its category
+#                          table appended to the table (own limit: WB_ROUND_PROFILE_TIMEOUT, 120 s)
 #   WB_ROUND_CHECKS=0      skip the GPU unit checks;  WB_ROUND_DENSE=1  add the MBS 1 dense-mask
 #                          decoder-attention row (the measurement behind choosing varlen flash)
 # Logs, configs, dumps and metrics go to $WB_ROUND_RESULTS (default /tmp/gpu_round).
@@ -332,6 +335,11 @@ finish() {
       real-overlap-sms16 real-overlap-sms24 real-overlap-sms32 real-overlap-sms48 2>/dev/null | grep -v ' | 0 | ' \
       | tee -a "$RESULTS/table.md" || true
   fi
+  if [ -s "$RESULTS/profile.txt" ]; then
+    { echo; echo "Profile of ${WB_ROUND_PROFILE:-?} ${WB_ROUND_PROFILE_ENV:-} (benchmarks/gpu_profile_ours.sh, steps 6-7):"
+      awk '/^window /{on=1} on{print} /^\| kernel category/{cat=1} cat && /^$/{exit}' "$RESULTS/profile.txt"
+    } | tee -a "$RESULTS/table.md"
+  fi
   # The device tool brings back at most 8 files from $OUT: the table, the GPU checks, and one
   # archive of every row's log, config and metrics.
   if [ -n "${OUT:-}" ] && [ "$RESULTS" != "$OUT" ]; then
@@ -427,3 +435,14 @@ ours real-recompute-full
 ours real-cuda-graphs
 ours real-bf16-moments
 if [ "${WB_ROUND_DENSE:-0}" = 1 ]; then ours real-mbs1-dense WB_DECODER_ATTENTION=dense; fi
+# WB_ROUND_PROFILE=real|mock: after the rows, the kernel profile of that workload
+# (gpu_profile_ours.sh on the same build, with this round's environment: e.g. WB_ROW_KERNELS=1),
+# its GPU-busy line and category table appended to the round's table (issue 17: the profile's
+# categories beside the rows). Its own time limit, outside WB_ROUND_BUDGET.
+if [ -n "${WB_ROUND_PROFILE:-}" ]; then
+  echo "== profile of $WB_ROUND_PROFILE ($(elapsed))"
+  # shellcheck disable=SC2086  # WB_ROUND_PROFILE_ENV: assignments, split on purpose
+  if env ${WB_ROUND_PROFILE_ENV:-} WB_GPU_BUILD="$BUILD" timeout "${WB_ROUND_PROFILE_TIMEOUT:-120}" "$ROOT/benchmarks/gpu_profile_ours.sh" \
+      "$WB_ROUND_PROFILE" >"$RESULTS/profile.txt" 2>&1; then echo "profile: done ($(elapsed))"
+  else echo "profile: failed or timed out: $(tail -2 "$RESULTS/profile.txt" | tr '\n' ' ' | cut -c1-200)"; fi
+fi
