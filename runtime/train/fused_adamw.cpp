@@ -18,8 +18,11 @@ bool fusedAdamWAvailable()
 }
 
 #if WB_HAVE_FUSED_ADAMW
-// WB_ADAMW_RESIDENT=N (experimental, for a GPU round's A/B row): the serial step on N resident
-// blocks too (cuda::adamwStep's residentBlocks), to measure its bandwidth against the default grid.
+namespace {
+
+// WB_ADAMW_RESIDENT=N (experimental, for a GPU round's A/B row): every fused step that was given
+// no SM budget (the serial step, and the overlapped one without WB_OVERLAP_SMS) runs on N resident
+// blocks (cuda::adamwStep's residentBlocks), to measure their bandwidth against the default grid.
 int residentBlocksFromEnv()
 {
     static const int blocks = [] {
@@ -28,6 +31,8 @@ int residentBlocksFromEnv()
     }();
     return blocks;
 }
+
+}  // namespace
 #endif
 
 void fusedAdamWStep(torch::optim::AdamW& optimizer, const MomentDtypes& dtypes, const torch::Tensor& gradScale,
