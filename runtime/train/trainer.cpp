@@ -146,6 +146,7 @@ void Trainer::setUp()
     if (m_device.is_cuda() && m_peakTflops == 0.0)
         event("warning", "no peak bf16 rate known for '" + deviceName(m_device) +
                              "': mfu is reported as 0 (known: H100, H200, B200, GB200, GB300)");
+    reportEnvironmentSwitches();
 
     auto problems = allProblems(m_config, m_env.worldSize);
     if (!problems.empty())

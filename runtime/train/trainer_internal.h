@@ -116,6 +116,7 @@ private:
     /// optimizer phase and reports it. No-op when nothing is pending.
     void completePendingStep();
     void installHostAhead();
+    void reportEnvironmentSwitches();
     /// The micro-batch's tensors on the device (the decoder's segments dropped for
     /// WB_DECODER_ATTENTION=dense).
     VlmBatch upload(const MicroBatch& batch) const;

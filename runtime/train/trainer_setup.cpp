@@ -81,6 +81,24 @@ void Trainer::installRecompute()
     m_recompute = makeRecomputeRunner(m_config.recompute);
 }
 
+// The environment switches that change how a step is computed — kernel paths, experimental
+// overlaps, collective tuning, profiling — are not in the config, so a run names the ones that were
+// set in an info event: two runs in the store that differ only there can be told apart (an A/B row
+// of gpu_round.sh, a user's experiment). docs/runtime.md lists them.
+void Trainer::reportEnvironmentSwitches()
+{
+    static constexpr const char* kSwitches[] = {"WB_NEW_KERNELS",    "WB_PASS_KERNELS",      "WB_ROW_KERNELS",
+                                                "WB_HOST_AHEAD",     "WB_EARLY_GRAD_NORM",   "WB_OVERLAP_SMS",
+                                                "WB_ADAMW_RESIDENT", "WB_DECODER_ATTENTION", "WB_GRAD_BUCKET_MB",
+                                                "WB_COMM_TIMEOUT_S", "WB_PROFILE_STEPS"};
+    std::string set;
+    for (const char* name : kSwitches)
+        if (const char* value = std::getenv(name); value != nullptr)
+            set += (set.empty() ? "" : ", ") + std::string(name) + "=" + value;
+    if (!set.empty())
+        event("info", "runtime switches from the environment: " + set);
+}
+
 // WB_EARLY_GRAD_NORM=1 (early_grad_norm.h; experimental, off until a GPU round has measured it):
 // one rank with nothing sharded and no pipeline, whose gradients are final once the last
 // micro-batch's backward has left a layer. Goes around the runner attach() installed.

@@ -193,6 +193,8 @@ void testResumeEqualsUninterrupted(const fs::path& dir, bool bf16Moments, bool h
     if (hostAhead) {
         const std::string events = test::readFile(whole / "metrics.jsonl");
         WB_CHECK_MSG(events.find("the host queues the next step") != std::string::npos, events);
+        WB_CHECK_MSG(events.find("runtime switches from the environment: WB_HOST_AHEAD=1") != std::string::npos,
+                     events);
         const auto ahead = stepRecords(whole), reference = stepRecords(plain);
         WB_CHECK_MSG(ahead.size() == 14 && reference.size() == 14, ahead.size() << " and " << reference.size());
         for (size_t i = 0; i < ahead.size() && i < reference.size(); ++i) {
