@@ -97,6 +97,8 @@ struct ToJson {
         j["versions"] = m.versions;
         if (!m.tokenCounting.empty())
             j["token_counting"] = m.tokenCounting;
+        if (!m.runtimeSwitches.empty())
+            j["runtime_switches"] = m.runtimeSwitches;
         return j;
     }
     OrderedJson operator()(const StepRecord& s) const
@@ -165,10 +167,12 @@ MetaRecord metaFromJson(const Json& j)
     m.microBatchSize = readIntField(j, "micro_batch_size");
     m.globalBatchSize = readIntField(j, "global_batch_size");
     m.tokenCounting = readString(j, "token_counting");
-    if (auto it = j.find("versions"); it != j.end() && it->is_object())
-        for (auto v = it->begin(); v != it->end(); ++v)
-            if (v->is_string())
-                m.versions[v.key()] = v->get<std::string>();
+    for (const auto& [key, target] :
+         {std::pair{"versions", &m.versions}, std::pair{"runtime_switches", &m.runtimeSwitches}})
+        if (auto it = j.find(key); it != j.end() && it->is_object())
+            for (auto v = it->begin(); v != it->end(); ++v)
+                if (v->is_string())
+                    (*target)[v.key()] = v->get<std::string>();
     return m;
 }
 

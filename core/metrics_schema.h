@@ -35,6 +35,10 @@ struct MetaRecord {
     /// moe-train counts them); "slots" = GBS × seq, padding included (an imported Megatron log,
     /// which counts nothing finer). Written only when not "".
     std::string tokenCounting;
+    /// moe-train's environment switches set for the run (kernel paths, experimental overlaps,
+    /// collective tuning: docs/runtime.md "Environment switches"), name → value. Not in the config,
+    /// so two runs that differ only here would look alike. Written only when not empty.
+    std::map<std::string, std::string> runtimeSwitches;
 };
 
 /// One optimizer step, values already reduced over ranks (max for times/memory, sum for tokens).

@@ -147,6 +147,8 @@ WorkloadFingerprint makeFingerprint(const std::string& configJson, const std::op
         if (auto trainer = meta->versions.find("trainer"); trainer != meta->versions.end())
             f.trainer = trainer->second;
         f.tokenCounting = meta->tokenCounting;
+        for (const auto& [name, value] : meta->runtimeSwitches)
+            f.runtimeSwitches += (f.runtimeSwitches.empty() ? "" : ", ") + name + "=" + value;
         if (meta->tokenCounting == "slots") {
             // An imported Megatron log: its stored config is the workbench's reading of the Bridge
             // fields, whose data section is a default. Only what the files said counts (0 = unknown).
@@ -304,6 +306,9 @@ std::vector<CompareWarning> compareWorkloads(const std::vector<std::string>& lab
     exact(WarningSeverity::Info, "layout", "parallel layout", perGpu, [](const auto& f) { return f.layout; });
     exact(WarningSeverity::Info, "device", "device", "peak rates differ; compare MFU across devices",
           [](const auto& f) { return f.device; });
+    exact(WarningSeverity::Info, "runtime_switches", "moe-train's environment switches",
+          "the same work through other kernel paths or overlaps (set in the environment, not the config)",
+          [](const auto& f) { return f.runtimeSwitches.empty() ? std::string("none") : f.runtimeSwitches; });
 
     std::stable_sort(out.begin(), out.end(),
                      [](const auto& a, const auto& b) { return a.severity < b.severity; });

@@ -37,6 +37,7 @@ struct WorkloadFingerprint {
     std::string model;                   ///< "decoder 2L×128 E8 top2 · vision 2L×64"
     std::string trainer = "moe-train";   ///< "moe-train" | "megatron-bridge" | "megatron-lm"
     std::string tokenCounting;           ///< meta's: "" effective tokens, "slots" GBS × seq with padding
+    std::string runtimeSwitches;         ///< meta's, "WB_ROW_KERNELS=1, …"; "" = none set (or not told)
 };
 
 /// Builds the fingerprint from the stored canonical config JSON (may be empty), the meta line (if it

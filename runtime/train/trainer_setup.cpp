@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <utility>
 
 namespace wb::rt::train_detail {
@@ -27,6 +28,24 @@ std::string layoutString(const core::RunConfig& c, int world)
            std::to_string(p.expertTensorParallelSize) + " dp" + std::to_string(dp) +
            (p.useMegatronFsdp ? " fsdp:" + p.dataParallelShardingStrategy : std::string()) +
            (p.pipelineModelParallelSize > 1 ? " " + pipelineLayerSplit(c) : std::string());
+}
+
+// The environment switches that change how a step is computed — kernel paths, experimental
+// overlaps, collective tuning, profiling — are not in the config, so a run names the ones that were
+// set, in its meta line (runtime_switches: the compare view notes runs that differ there) and in an
+// info event: two runs in the store that differ only there can be told apart (an A/B row of
+// gpu_round.sh, a user's experiment). docs/runtime.md lists them.
+std::map<std::string, std::string> environmentSwitches()
+{
+    static constexpr const char* kSwitches[] = {"WB_NEW_KERNELS",    "WB_PASS_KERNELS",      "WB_ROW_KERNELS",
+                                                "WB_HOST_AHEAD",     "WB_EARLY_GRAD_NORM",   "WB_OVERLAP_SMS",
+                                                "WB_ADAMW_RESIDENT", "WB_DECODER_ATTENTION", "WB_GRAD_BUCKET_MB",
+                                                "WB_COMM_TIMEOUT_S", "WB_PROFILE_STEPS"};
+    std::map<std::string, std::string> set;
+    for (const char* name : kSwitches)
+        if (const char* value = std::getenv(name); value != nullptr)
+            set[name] = value;
+    return set;
 }
 
 }  // namespace
@@ -59,6 +78,7 @@ void Trainer::writeMeta()
         meta.versions[name] = version;
     if (m_env.worldSize > 1)
         meta.versions["c10d"] = m_device.is_cuda() ? "nccl" : "gloo";
+    meta.runtimeSwitches = environmentSwitches();
     m_metrics->write(meta);
 }
 
@@ -81,20 +101,12 @@ void Trainer::installRecompute()
     m_recompute = makeRecomputeRunner(m_config.recompute);
 }
 
-// The environment switches that change how a step is computed — kernel paths, experimental
-// overlaps, collective tuning, profiling — are not in the config, so a run names the ones that were
-// set in an info event: two runs in the store that differ only there can be told apart (an A/B row
-// of gpu_round.sh, a user's experiment). docs/runtime.md lists them.
+// The switches of environmentSwitches(), as an info event (the meta line has them too).
 void Trainer::reportEnvironmentSwitches()
 {
-    static constexpr const char* kSwitches[] = {"WB_NEW_KERNELS",    "WB_PASS_KERNELS",      "WB_ROW_KERNELS",
-                                                "WB_HOST_AHEAD",     "WB_EARLY_GRAD_NORM",   "WB_OVERLAP_SMS",
-                                                "WB_ADAMW_RESIDENT", "WB_DECODER_ATTENTION", "WB_GRAD_BUCKET_MB",
-                                                "WB_COMM_TIMEOUT_S", "WB_PROFILE_STEPS"};
     std::string set;
-    for (const char* name : kSwitches)
-        if (const char* value = std::getenv(name); value != nullptr)
-            set += (set.empty() ? "" : ", ") + std::string(name) + "=" + value;
+    for (const auto& [name, value] : environmentSwitches())
+        set += (set.empty() ? "" : ", ") + name + "=" + value;
     if (!set.empty())
         event("info", "runtime switches from the environment: " + set);
 }

@@ -77,6 +77,13 @@ private slots:
         QVERIFY(pm && std::holds_alternative<MetaRecord>(*pm));
         QCOMPARE(std::get<MetaRecord>(*pm).dataSource, std::string("mock"));
         QCOMPARE(std::get<MetaRecord>(*pm).versions.at("libtorch"), std::string("2.11"));
+        // moe-train's environment switches: written only when set, read back by name.
+        QVERIFY(toJsonLine(m).find("runtime_switches") == std::string::npos);
+        m.runtimeSwitches["WB_ROW_KERNELS"] = "1";
+        m.runtimeSwitches["WB_OVERLAP_SMS"] = "24";
+        auto ps = parseMetricsLine(toJsonLine(m));
+        QVERIFY(ps && std::holds_alternative<MetaRecord>(*ps));
+        QCOMPARE(std::get<MetaRecord>(*ps).runtimeSwitches, m.runtimeSwitches);
 
         auto pe = parseMetricsLine(toJsonLine(EndRecord{1.0, "oom", 3, 12}));
         QVERIFY(pe && std::holds_alternative<EndRecord>(*pe));

@@ -195,6 +195,9 @@ void testResumeEqualsUninterrupted(const fs::path& dir, bool bf16Moments, bool h
         WB_CHECK_MSG(events.find("the host queues the next step") != std::string::npos, events);
         WB_CHECK_MSG(events.find("runtime switches from the environment: WB_HOST_AHEAD=1") != std::string::npos,
                      events);
+        WB_CHECK_MSG(events.find("\"runtime_switches\":{\"WB_HOST_AHEAD\":\"1\"}") != std::string::npos, events);
+        WB_CHECK_MSG(test::readFile(plain / "metrics.jsonl").find("runtime_switches") == std::string::npos,
+                     "a run without switches writes none");
         const auto ahead = stepRecords(whole), reference = stepRecords(plain);
         WB_CHECK_MSG(ahead.size() == 14 && reference.size() == 14, ahead.size() << " and " << reference.size());
         for (size_t i = 0; i < ahead.size() && i < reference.size(); ++i) {

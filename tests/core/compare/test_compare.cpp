@@ -454,6 +454,8 @@ private slots:
                                     << int(WarningSeverity::Info);
         QTest::newRow("both mock") << QStringLiteral("mock") << QStringLiteral("mock_data")
                                    << int(WarningSeverity::Warning);
+        QTest::newRow("environment switches")
+            << QStringLiteral("switches") << QStringLiteral("runtime_switches") << int(WarningSeverity::Info);
     }
 
     void workloadWarnings()
@@ -477,6 +479,8 @@ private slots:
             b.worldSize = 8;
         else if (field == QStringLiteral("mock"))
             a.dataSource = b.dataSource = "mock";
+        else if (field == QStringLiteral("switches"))
+            b.runtimeSwitches = "WB_ROW_KERNELS=1";
         const auto warnings = compareWorkloads({"a", "b"}, {a, b});
         if (severity < 0) {
             QVERIFY2(warnings.empty(), warnings.empty() ? "" : warnings.front().message.c_str());
