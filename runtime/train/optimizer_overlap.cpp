@@ -275,7 +275,8 @@ void OptimizerOverlap::step(torch::optim::AdamW& optimizer, const MomentDtypes& 
         if (m_beforeUpdates)
             m_beforeUpdates();
         for (size_t g = 0; g < m_groups.size(); ++g) {
-            // Short blocks: the training stream's kernels get SMs as soon as any block retires.
+            // Short blocks: the training stream's kernels get SMs as soon as any block retires; with an
+            // SM budget, that many resident blocks beside the carved matmuls instead.
             fusedAdamWStep(optimizer, dtypes, gradScale,
                            {&m_groups[g].subset, m_bf16Weights, /*onePassGrid=*/true, /*residentBlocks=*/m_smBudget});
             if (g + 1 < m_groups.size())

@@ -187,8 +187,9 @@ void Trainer::attachOptimizerOverlap()
 {
     LayerRunner* inner = m_earlyNorm ? static_cast<LayerRunner*>(m_earlyNorm.get()) : m_recompute.get();
     m_overlap = std::make_unique<OptimizerOverlap>(forwardOrderGroups(*m_model, optimizedParameters()), inner);
-    if (const char* sms = std::getenv("WB_OVERLAP_SMS"); sms != nullptr && std::atoi(sms) > 0) {
-        m_overlap->setSmBudget(std::atoi(sms));
+    if (const char* sms = std::getenv("WB_OVERLAP_SMS"); sms != nullptr)
+        m_overlap->setSmBudget(std::atoi(sms));  // ≤ 0: none
+    if (m_overlap->smBudget() > 0) {
         event("info", "the overlapped updates run on " + std::to_string(m_overlap->smBudget()) +
                           " SMs, the forward's matmuls on the others until its last layer (WB_OVERLAP_SMS)");
     }

@@ -530,24 +530,13 @@ __device__ __forceinline__ void mergeMaxSum(float& m, float& s, float m2, float 
     m = mx;
 }
 
-// The kernels measured before session 27 (scalar 2-byte loads), kept as they were for the default
-// path while the vector kernels below wait for a GPU round (rowKernelsOn); to be removed then.
+// The end of a forward row: the threads' (max, Σ exp) pairs merged over the warp by shuffles and
+// over the warps through shared memory; thread 0 writes the row's logsumexp and its target's loss.
 template <typename T>
-__global__ void crossEntropyForwardScalar(const T* __restrict__ logits, const int64_t* __restrict__ labels,
-                                          float* __restrict__ loss, float* __restrict__ lse, int64_t V)
+__device__ __forceinline__ void crossEntropyFinishRow(float m, float s, const T* __restrict__ row,
+                                                      const int64_t* __restrict__ labels, int64_t n, int64_t vocab,
+                                                      float* __restrict__ loss, float* __restrict__ lse)
 {
-    const int64_t n = blockIdx.x;
-    const T* row = logits + n * V;
-    float m = -INFINITY, s = 0.0f;
-    for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
-        const float x = static_cast<float>(row[v]);
-        if (x > m) {
-            s = s * expf(m - x) + 1.0f;
-            m = x;
-        } else {
-            s += expf(x - m);
-        }
-    }
     for (int offset = 16; offset > 0; offset /= 2) {
         const float m2 = __shfl_xor_sync(0xffffffffu, m, offset);
         const float s2 = __shfl_xor_sync(0xffffffffu, s, offset);
@@ -567,8 +556,30 @@ __global__ void crossEntropyForwardScalar(const T* __restrict__ logits, const in
         const float l = bm + logf(bs);
         const int64_t label = labels[n];
         lse[n] = l;
-        loss[n] = (label >= 0 && label < V) ? l - static_cast<float>(row[label]) : 0.0f;
+        loss[n] = (label >= 0 && label < vocab) ? l - static_cast<float>(row[label]) : 0.0f;
     }
+}
+
+// The kernels measured before session 27 (scalar 2-byte loads: the same loop and arithmetic), kept
+// for the default path while the vector kernels below wait for a GPU round (rowKernelsOn); to be
+// removed then.
+template <typename T>
+__global__ void crossEntropyForwardScalar(const T* __restrict__ logits, const int64_t* __restrict__ labels,
+                                          float* __restrict__ loss, float* __restrict__ lse, int64_t V)
+{
+    const int64_t n = blockIdx.x;
+    const T* row = logits + n * V;
+    float m = -INFINITY, s = 0.0f;
+    for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
+        const float x = static_cast<float>(row[v]);
+        if (x > m) {
+            s = s * expf(m - x) + 1.0f;
+            m = x;
+        } else {
+            s += expf(x - m);
+        }
+    }
+    crossEntropyFinishRow(m, s, row, labels, n, V, loss, lse);
 }
 
 template <typename T>
@@ -625,27 +636,7 @@ __global__ void crossEntropyForwardKernel(const T* __restrict__ logits, const in
     }
     if (i < vectors)
         crossEntropyAccumulate<T, V>(loadVec<T, V>(row + i * V), m, s);
-    for (int offset = 16; offset > 0; offset /= 2) {
-        const float m2 = __shfl_xor_sync(0xffffffffu, m, offset);
-        const float s2 = __shfl_xor_sync(0xffffffffu, s, offset);
-        mergeMaxSum(m, s, m2, s2);
-    }
-    __shared__ float warpM[kRowThreads / 32], warpS[kRowThreads / 32];
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) {
-        warpM[warp] = m;
-        warpS[warp] = s;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float bm = warpM[0], bs = warpS[0];
-        for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w)
-            mergeMaxSum(bm, bs, warpM[w], warpS[w]);
-        const float l = bm + logf(bs);
-        const int64_t label = labels[n];
-        lse[n] = l;
-        loss[n] = (label >= 0 && label < vocab) ? l - static_cast<float>(row[label]) : 0.0f;
-    }
+    crossEntropyFinishRow(m, s, row, labels, n, vocab, loss, lse);
 }
 
 template <typename T, int V>
