@@ -468,6 +468,14 @@ std::optional<StepRecord> parseFlatStep(std::string_view line)
 
 }  // namespace
 
+std::string switchesText(const std::map<std::string, std::string>& switches)
+{
+    std::string text;
+    for (const auto& [name, value] : switches)
+        text += (text.empty() ? "" : ", ") + name + "=" + value;
+    return text;
+}
+
 std::string toJsonLine(const MetricsRecord& record)
 {
     // Text from outside (a log file's name, a user's run name) may not be UTF-8: replaced, never thrown.

@@ -41,6 +41,10 @@ struct MetaRecord {
     std::map<std::string, std::string> runtimeSwitches;
 };
 
+/// `runtimeSwitches` as one line, "WB_OVERLAP_SMS=24, WB_ROW_KERNELS=1" ("" = none): what moe-train's
+/// info event says and what the compare view shows.
+std::string switchesText(const std::map<std::string, std::string>& switches);
+
 /// One optimizer step, values already reduced over ranks (max for times/memory, sum for tokens).
 struct StepRecord {
     int64_t step = 0;

@@ -147,8 +147,7 @@ WorkloadFingerprint makeFingerprint(const std::string& configJson, const std::op
         if (auto trainer = meta->versions.find("trainer"); trainer != meta->versions.end())
             f.trainer = trainer->second;
         f.tokenCounting = meta->tokenCounting;
-        for (const auto& [name, value] : meta->runtimeSwitches)
-            f.runtimeSwitches += (f.runtimeSwitches.empty() ? "" : ", ") + name + "=" + value;
+        f.runtimeSwitches = switchesText(meta->runtimeSwitches);
         if (meta->tokenCounting == "slots") {
             // An imported Megatron log: its stored config is the workbench's reading of the Bridge
             // fields, whose data section is a default. Only what the files said counts (0 = unknown).

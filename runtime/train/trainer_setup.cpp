@@ -104,9 +104,7 @@ void Trainer::installRecompute()
 // The switches of environmentSwitches(), as an info event (the meta line has them too).
 void Trainer::reportEnvironmentSwitches()
 {
-    std::string set;
-    for (const auto& [name, value] : environmentSwitches())
-        set += (set.empty() ? "" : ", ") + name + "=" + value;
+    const std::string set = core::switchesText(environmentSwitches());
     if (!set.empty())
         event("info", "runtime switches from the environment: " + set);
 }
